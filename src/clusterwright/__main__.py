@@ -1,0 +1,3 @@
+from clusterwright.cli.main import run
+
+run()

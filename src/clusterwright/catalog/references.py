@@ -1,0 +1,57 @@
+"""Resolve a scenario's catalog references (models, GPUs, servers) against a catalog."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from clusterwright.catalog.registry import Catalog
+from clusterwright.catalog.schema import ModelArch
+from clusterwright.errors import ScenarioError, UnknownIdError
+from clusterwright.spec.scenario import Scenario
+from clusterwright.spec.yamlio import LoadedYaml, describe_validation_error, format_loc
+
+
+def _where(doc: LoadedYaml | None, loc: tuple[str | int, ...]) -> str:
+    line = doc.line_of(loc) if doc is not None else None
+    path = doc.path if doc is not None else "<scenario>"
+    return f"{path}: {format_loc(loc)}" + (f" (line {line})" if line else "")
+
+
+def workload_model(
+    cat: Catalog, ref: str | dict[str, Any], doc: LoadedYaml | None, loc: tuple[str | int, ...]
+) -> ModelArch:
+    """The ModelArch a workload names: a catalog id or an inline mapping."""
+    if isinstance(ref, str):
+        try:
+            return cat.model(ref)
+        except UnknownIdError as exc:
+            raise ScenarioError(f"{_where(doc, loc)}: {exc}") from None
+    try:
+        return ModelArch.model_validate(ref)
+    except ValidationError as exc:
+        raise ScenarioError(
+            f"{doc.path if doc else '<scenario>'}: invalid inline model:\n"
+            + describe_validation_error(exc, doc, prefix=loc)
+        ) from None
+
+
+def resolve(scenario: Scenario, cat: Catalog, doc: LoadedYaml | None = None) -> dict[str, ModelArch]:
+    """Check every id the scenario names; return each workload's model by workload name."""
+    models: dict[str, ModelArch] = {}
+    for i, w in enumerate(scenario.workloads):
+        models[w.name] = workload_model(cat, w.model, doc, ("workloads", i, "model"))
+    c = scenario.constraints
+    if isinstance(c.gpus, list):
+        for j, g in enumerate(c.gpus):
+            try:
+                cat.gpu(g)
+            except UnknownIdError as exc:
+                raise ScenarioError(f"{_where(doc, ('constraints', 'gpus', j))}: {exc}") from None
+    for j, s in enumerate(c.servers or []):
+        try:
+            cat.server(s)
+        except UnknownIdError as exc:
+            raise ScenarioError(f"{_where(doc, ('constraints', 'servers', j))}: {exc}") from None
+    return models

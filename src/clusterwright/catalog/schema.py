@@ -1,0 +1,349 @@
+"""Pydantic models of catalog entries.
+
+Units are in field names where they are not SI: ``memory_gb`` is decimal GB (10^9 bytes),
+``memory_bandwidth_gbps`` is GB/s (bytes), ``speed_gbps`` on links and ports is Gb/s (bits),
+``peak_tflops`` is dense TFLOP/s without sparsity. Every entry cites its ``source``.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeFloat,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    StrictStr,
+    model_validator,
+)
+
+# Ids are strict strings: YAML 1.1 turns `1.10` into a float and `no` into False, and an id
+# silently coerced from those would never match what the user meant.
+EntryId = Annotated[StrictStr, Field(min_length=1, pattern=r"^[a-z0-9][a-z0-9._-]*$")]
+Source = Annotated[StrictStr, Field(min_length=8)]
+
+
+class Dtype(StrEnum):
+    """Numeric formats a tensor core computes in (peak_tflops keys)."""
+
+    fp64 = "fp64"
+    tf32 = "tf32"
+    fp16 = "fp16"
+    bf16 = "bf16"
+    fp8 = "fp8"
+    int8 = "int8"
+    fp4 = "fp4"
+
+
+class _Entry(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: EntryId
+    name: StrictStr
+    source: Source
+
+
+class Assumption(BaseModel):
+    """A modelling constant (reserve, efficiency) with the place it comes from."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    value: float
+    unit: StrictStr
+    source: Source
+
+
+class ScaleUpLink(BaseModel):
+    """The GPU-to-GPU link inside a server or rack (NVLink, Infinity Fabric, ...)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: Literal["nvlink", "infinity-fabric", "ethernet", "pcie"]
+    generation: StrictStr | None = None
+    links: PositiveInt | None = None
+    bandwidth_gbps_per_direction: PositiveFloat  # GB/s (bytes) per direction, per GPU
+
+
+class MigProfile(BaseModel):
+    """One MIG GPU-instance profile (NVIDIA MIG user guide; mig-parted defaults)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: StrictStr  # e.g. "1g.10gb"
+    profile_id: NonNegativeInt
+    memory_gb: PositiveFloat  # decimal GB as in the profile name
+    compute_slices: PositiveInt  # of 7
+    memory_slices: PositiveInt  # of 8
+    max_instances: PositiveInt
+    sm_count: PositiveInt | None = None
+    start_slots: list[NonNegativeInt] = Field(default_factory=list)
+
+
+class Gpu(_Entry):
+    vendor: Literal["nvidia", "amd", "intel"]
+    form_factor: Literal["sxm", "pcie", "oam", "superchip"]
+    memory_gb: PositiveFloat
+    memory_type: StrictStr
+    memory_bandwidth_gbps: PositiveFloat  # GB/s
+    peak_tflops: dict[Dtype, PositiveFloat]  # dense
+    tdp_w: PositiveFloat
+    scale_up: ScaleUpLink
+    pcie_gen: PositiveInt
+    mig_profiles: list[MigProfile] = Field(default_factory=list)
+    price_usd: PositiveFloat | None = None
+    price_source: StrictStr | None = None
+
+    @model_validator(mode="after")
+    def _price_cited(self) -> Gpu:
+        if self.price_usd is not None and not self.price_source:
+            raise ValueError("price_usd needs a price_source (price list or report, with date)")
+        return self
+
+
+class NicPorts(BaseModel):
+    """A group of identical NICs in a server: count x speed (Gb/s per NIC)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    nic: EntryId | None = None  # catalog NIC id, when the part is known
+    count: NonNegativeInt
+    speed_gbps: PositiveFloat  # Gb/s per NIC
+
+
+class Cpu(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: StrictStr
+    count: PositiveInt
+    cores_per_cpu: PositiveInt
+
+
+class Server(_Entry):
+    """A server (or a rack-scale system such as GB200 NVL72) as bought."""
+
+    kind: Literal["server", "rack"] = "server"
+    gpu: EntryId
+    gpus: PositiveInt
+    nvlink_domain_gpus: PositiveInt  # GPUs sharing one scale-up domain
+    backend_nics: NicPorts  # compute fabric (east-west), usually one per GPU
+    frontend_nics: NicPorts  # in-band / storage / north-south
+    oob_ports: NonNegativeInt = 1  # BMC management ports
+    cpus: Cpu
+    dram_gb: PositiveFloat
+    nvme_tb: NonNegativeFloat
+    max_power_kw: PositiveFloat
+    rack_units: PositiveInt
+    weight_kg: PositiveFloat | None = None
+    weight_class: Literal["standard", "heavy", "rack"]
+    cooling: Literal["air", "liquid", "air-or-liquid"]
+    price_usd: PositiveFloat | None = None
+    price_source: StrictStr | None = None
+
+    @model_validator(mode="after")
+    def _domain_fits(self) -> Server:
+        if self.nvlink_domain_gpus > self.gpus and self.kind == "server":
+            raise ValueError(
+                f"nvlink_domain_gpus={self.nvlink_domain_gpus} exceeds gpus={self.gpus}"
+            )
+        if self.price_usd is not None and not self.price_source:
+            raise ValueError("price_usd needs a price_source (price list or report, with date)")
+        return self
+
+
+class Nic(_Entry):
+    vendor: StrictStr
+    protocols: list[Literal["infiniband", "ethernet"]]
+    ports: PositiveInt
+    port_speed_gbps: PositiveFloat  # Gb/s per port
+    pcie_gen: PositiveInt
+    pcie_lanes: PositiveInt
+    cage: StrictStr  # OSFP, QSFP112, ...
+    power_w: PositiveFloat
+    price_usd: PositiveFloat | None = None
+    price_source: StrictStr | None = None
+
+
+class PortConfig(BaseModel):
+    """One way to run a switch's cages: `ports` logical ports of `speed_gbps` Gb/s."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    ports: PositiveInt
+    speed_gbps: PositiveFloat
+
+
+class Switch(_Entry):
+    vendor: StrictStr
+    asic: StrictStr
+    protocol: Literal["infiniband", "ethernet"]
+    roles: list[Literal["backend", "frontend", "inband", "oob"]]
+    cages: PositiveInt
+    cage: StrictStr
+    port_configs: list[PortConfig] = Field(min_length=1)
+    capacity_tbps: PositiveFloat  # aggregate one direction, Tb/s
+    rack_units: PositiveInt
+    max_power_w: PositiveFloat  # without optics unless the source says otherwise
+    typical_power_w: PositiveFloat | None = None
+    latency_ns: PositiveFloat | None = None  # port to port, as the datasheet states
+    cooling: Literal["air", "liquid"] = "air"
+    price_usd: PositiveFloat | None = None
+    price_source: StrictStr | None = None
+
+    @model_validator(mode="after")
+    def _capacity_consistent(self) -> Switch:
+        for pc in self.port_configs:
+            tbps = pc.ports * pc.speed_gbps / 1000
+            if tbps > self.capacity_tbps * 1.001:
+                raise ValueError(
+                    f"port config {pc.ports}x{pc.speed_gbps}G = {tbps:g} Tb/s exceeds "
+                    f"capacity_tbps={self.capacity_tbps}"
+                )
+        return self
+
+
+class Transceiver(_Entry):
+    """An optical module. A twin-port OSFP serves two links (``links`` = 2)."""
+
+    vendor: StrictStr
+    form_factor: StrictStr  # OSFP, QSFP112, QSFP-DD
+    links: PositiveInt  # logical links one module terminates
+    speed_gbps: PositiveFloat  # Gb/s per link
+    media: Literal["smf", "mmf"]
+    reach_m: PositiveFloat
+    connector: StrictStr  # MPO-12/APC, duplex LC, ...
+    power_w: PositiveFloat
+    price_usd: PositiveFloat | None = None
+    price_source: StrictStr | None = None
+
+
+class Cable(_Entry):
+    """A cable. DAC/AEC/AOC carry their own ends; fiber needs a transceiver at each end."""
+
+    vendor: StrictStr
+    kind: Literal["dac", "aec", "aoc", "fiber"]
+    speed_gbps: PositiveFloat  # Gb/s per link it carries
+    reach_m: PositiveFloat  # longest length offered
+    lengths_m: list[PositiveFloat] = Field(default_factory=list)
+    fiber: Literal["smf", "mmf"] | None = None
+    power_w: NonNegativeFloat = 0.0  # per cable, both ends (AEC/AOC are powered)
+    price_usd: PositiveFloat | None = None
+    price_source: StrictStr | None = None
+
+
+class CloudOffer(_Entry):
+    provider: StrictStr
+    instance: StrictStr
+    gpu: EntryId
+    gpus: PositiveInt
+    on_demand_usd_per_hour: PositiveFloat  # whole instance
+    committed_usd_per_hour: PositiveFloat | None = None  # whole instance
+    commitment: StrictStr | None = None  # e.g. "1-year reserved", "3-year CUD"
+    region: StrictStr
+    price_date: StrictStr  # YYYY-MM
+    interconnect: StrictStr | None = None  # backend networking as offered
+
+    @model_validator(mode="after")
+    def _commit_named(self) -> CloudOffer:
+        if self.committed_usd_per_hour is not None and not self.commitment:
+            raise ValueError("committed_usd_per_hour needs `commitment` (term and kind)")
+        return self
+
+
+class Activation(StrEnum):
+    gelu = "gelu"
+    relu = "relu"
+    swiglu = "swiglu"
+    geglu = "geglu"
+
+
+class ModelArch(_Entry):
+    """A decoder-only transformer. Parameter count is derived and checked against
+    ``published_params`` (a test holds every catalog model within 1 %)."""
+
+    family: StrictStr = "gpt"
+    layers: PositiveInt
+    hidden: PositiveInt
+    heads: PositiveInt
+    kv_heads: PositiveInt | None = None  # None means multi-head attention (= heads)
+    head_dim: PositiveInt | None = None  # None means hidden / heads
+    ffn_hidden: PositiveInt  # dense FFN width (dense layers of a MoE model too)
+    vocab: PositiveInt
+    activation: Activation = Activation.gelu
+    tied_embeddings: bool = False
+    position: Literal["learned", "rope", "alibi"] = "rope"
+    max_seq_len: PositiveInt
+    norm: Literal["layernorm", "rmsnorm"] = "layernorm"
+    bias: bool = False  # biases in linear layers (GPT-2/3 style)
+    # Mixture of experts
+    experts: NonNegativeInt = 0  # routed experts per MoE layer; 0 = dense model
+    top_k: NonNegativeInt = 0
+    shared_experts: NonNegativeInt = 0
+    expert_ffn_hidden: PositiveInt | None = None
+    dense_layers: NonNegativeInt = 0  # leading layers with a dense FFN in a MoE model
+    # Multi-head latent attention (DeepSeek-V2/V3)
+    q_lora_rank: PositiveInt | None = None
+    kv_lora_rank: PositiveInt | None = None
+    qk_nope_head_dim: PositiveInt | None = None
+    qk_rope_head_dim: PositiveInt | None = None
+    v_head_dim: PositiveInt | None = None
+    # What the authors publish, to check the derived count against
+    published_params: PositiveFloat | None = None  # required for catalog entries (tested)
+    published_active_params: PositiveFloat | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ModelArch:
+        kv = self.kv_heads or self.heads
+        if self.heads % kv:
+            raise ValueError(f"heads={self.heads} is not a multiple of kv_heads={kv}")
+        if self.head_dim is None and self.hidden % self.heads and not self.is_mla:
+            raise ValueError(
+                f"hidden={self.hidden} is not a multiple of heads={self.heads}; set head_dim"
+            )
+        if self.experts:
+            if not (0 < self.top_k <= self.experts):
+                raise ValueError(f"top_k={self.top_k} must be in 1..experts={self.experts}")
+            if self.dense_layers >= self.layers:
+                raise ValueError("dense_layers must leave at least one MoE layer")
+        elif self.top_k or self.shared_experts or self.dense_layers:
+            raise ValueError("top_k/shared_experts/dense_layers need experts > 0")
+        mla = [self.kv_lora_rank, self.qk_nope_head_dim, self.qk_rope_head_dim, self.v_head_dim]
+        if any(v is not None for v in mla) and not all(v is not None for v in mla):
+            raise ValueError(
+                "MLA needs kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim and v_head_dim"
+            )
+        return self
+
+    @property
+    def is_moe(self) -> bool:
+        return self.experts > 0
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank is not None
+
+    @property
+    def n_kv_heads(self) -> int:
+        return self.kv_heads or self.heads
+
+    @property
+    def d_head(self) -> int:
+        return self.head_dim or self.hidden // self.heads
+
+
+# One YAML file per kind, validated by one model. The CLI's `optics` kind lists both
+# transceivers and cables.
+ENTRY_TYPES: dict[str, type[_Entry]] = {
+    "gpus": Gpu,
+    "servers": Server,
+    "nics": Nic,
+    "switches": Switch,
+    "transceivers": Transceiver,
+    "cables": Cable,
+    "models": ModelArch,
+    "clouds": CloudOffer,
+}

@@ -1,0 +1,166 @@
+"""``clusterwright catalog list KIND`` and ``catalog show ID``."""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from clusterwright.catalog.registry import Catalog
+from clusterwright.cli.common import console, emit_json, fail, state, user_errors
+from clusterwright.model.params import active_params, total_params
+
+app = typer.Typer(help="Browse the hardware and model catalog.", no_args_is_help=True)
+
+KINDS: dict[str, tuple[str, ...]] = {
+    "gpus": ("gpus",),
+    "servers": ("servers",),
+    "nics": ("nics",),
+    "switches": ("switches",),
+    "optics": ("transceivers", "cables"),
+    "models": ("models",),
+    "clouds": ("clouds",),
+}
+
+# Columns of the human table per kind: (header, function of entry).
+COLUMNS: dict[str, list[tuple[str, Any]]] = {
+    "gpus": [
+        ("id", lambda e: e.id),
+        ("memory GB", lambda e: f"{e.memory_gb:g}"),
+        ("HBM GB/s", lambda e: f"{e.memory_bandwidth_gbps:g}"),
+        ("bf16 TFLOP/s", lambda e: f"{e.peak_tflops.get('bf16', 0):g}"),
+        ("fp8 TFLOP/s", lambda e: f"{e.peak_tflops['fp8']:g}" if "fp8" in e.peak_tflops else "-"),
+        ("TDP W", lambda e: f"{e.tdp_w:g}"),
+        ("scale-up GB/s", lambda e: f"{e.scale_up.bandwidth_gbps_per_direction:g}"),
+        ("MIG", lambda e: str(len(e.mig_profiles)) if e.mig_profiles else "-"),
+    ],
+    "servers": [
+        ("id", lambda e: e.id),
+        ("GPUs", lambda e: f"{e.gpus} x {e.gpu}"),
+        ("NVLink domain", lambda e: str(e.nvlink_domain_gpus)),
+        ("backend", lambda e: f"{e.backend_nics.count} x {e.backend_nics.speed_gbps:g}G"),
+        ("power kW", lambda e: f"{e.max_power_kw:g}"),
+        ("RU", lambda e: str(e.rack_units)),
+        ("price $", lambda e: f"{e.price_usd:,.0f}" if e.price_usd else "-"),
+    ],
+    "nics": [
+        ("id", lambda e: e.id),
+        ("ports", lambda e: f"{e.ports} x {e.port_speed_gbps:g}G"),
+        ("protocols", lambda e: ", ".join(e.protocols)),
+        ("PCIe", lambda e: f"Gen{e.pcie_gen} x{e.pcie_lanes}"),
+        ("power W", lambda e: f"{e.power_w:g}"),
+    ],
+    "switches": [
+        ("id", lambda e: e.id),
+        ("protocol", lambda e: e.protocol),
+        ("ports", lambda e: " / ".join(f"{p.ports}x{p.speed_gbps:g}G" for p in e.port_configs)),
+        ("Tb/s", lambda e: f"{e.capacity_tbps:g}"),
+        ("roles", lambda e: ", ".join(e.roles)),
+        ("max W", lambda e: f"{e.max_power_w:g}"),
+    ],
+    "transceivers": [
+        ("id", lambda e: e.id),
+        ("form", lambda e: e.form_factor),
+        ("links", lambda e: f"{e.links} x {e.speed_gbps:g}G"),
+        ("reach m", lambda e: f"{e.reach_m:g}"),
+        ("power W", lambda e: f"{e.power_w:g}"),
+    ],
+    "cables": [
+        ("id", lambda e: e.id),
+        ("kind", lambda e: e.kind),
+        ("speed", lambda e: f"{e.speed_gbps:g}G"),
+        ("reach m", lambda e: f"{e.reach_m:g}"),
+        ("power W", lambda e: f"{e.power_w:g}"),
+    ],
+    "models": [
+        ("id", lambda e: e.id),
+        ("params", lambda e: f"{total_params(e) / 1e9:.2f}B"),
+        ("active", lambda e: f"{active_params(e) / 1e9:.2f}B"),
+        ("layers", lambda e: str(e.layers)),
+        ("hidden", lambda e: str(e.hidden)),
+        ("heads/kv", lambda e: f"{e.heads}/{e.n_kv_heads}" if not e.is_mla else f"{e.heads}/MLA"),
+        ("experts", lambda e: f"{e.experts} top{e.top_k}" if e.is_moe else "-"),
+    ],
+    "clouds": [
+        ("id", lambda e: e.id),
+        ("provider", lambda e: e.provider),
+        ("GPUs", lambda e: f"{e.gpus} x {e.gpu}"),
+        ("on-demand $/h", lambda e: f"{e.on_demand_usd_per_hour:,.2f}"),
+        ("committed $/h", lambda e: f"{e.committed_usd_per_hour:,.2f}" if e.committed_usd_per_hour else "-"),
+        ("date", lambda e: e.price_date),
+    ],
+}
+
+
+def _dump(cat: Catalog, kind: str, entry: Any) -> dict[str, Any]:
+    d: dict[str, Any] = {"kind": kind, **entry.model_dump(mode="json")}
+    if kind == "models":
+        d["params"] = total_params(entry)
+        d["active_params"] = active_params(entry)
+    d["defined_in"] = cat.origin.get((kind, entry.id))
+    return d
+
+
+@app.command("list")
+def list_(
+    ctx: typer.Context,
+    kind: str = typer.Argument(..., help=f"One of: {', '.join(KINDS)}."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """List catalog entries of one kind."""
+    if kind not in KINDS:
+        sugg = difflib.get_close_matches(kind, list(KINDS), n=1)
+        fail(f"KIND: unknown kind {kind!r}" + (f"; did you mean {sugg[0]!r}?" if sugg else "")
+             + f" (kinds: {', '.join(KINDS)})")
+    with user_errors():
+        cat = state(ctx).catalog()
+    if as_json:
+        emit_json({"kind": kind, "entries": [
+            _dump(cat, k, e) for k in KINDS[kind] for e in cat.all(k)
+        ]})
+        return
+    for k in KINDS[kind]:
+        table = Table(title=k, title_justify="left")
+        for header, _ in COLUMNS[k]:
+            table.add_column(header)
+        for e in cat.all(k):
+            table.add_row(*(fn(e) for _, fn in COLUMNS[k]))
+        console.print(table)
+
+
+@app.command("show")
+def show(
+    ctx: typer.Context,
+    entry_id: str = typer.Argument(..., metavar="ID", help="A catalog id."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Show every field of one catalog entry, with its source."""
+    with user_errors():
+        cat = state(ctx).catalog()
+    found = [(k, cat.entries[k][entry_id]) for k in cat.entries if entry_id in cat.entries[k]]
+    if not found:
+        sugg: list[str] = []
+        for k in cat.entries:
+            sugg += cat.suggest(k, entry_id, n=2)
+        close = difflib.get_close_matches(entry_id, sugg, n=3, cutoff=0.0) if sugg else []
+        fail(f"ID: unknown catalog id {entry_id!r}"
+             + (f"; did you mean {', '.join(map(repr, close))}?" if close else ""))
+    dumps = [_dump(cat, k, e) for k, e in found]
+    if as_json:
+        emit_json(dumps[0] if len(dumps) == 1 else {"matches": dumps})
+        return
+    for d in dumps:
+        table = Table(title=f"{d['kind']}: {d['id']}", title_justify="left", show_header=False)
+        table.add_column("field", style="bold")
+        table.add_column("value", overflow="fold")
+        for key, value in d.items():
+            if key in ("kind", "id"):
+                continue
+            if isinstance(value, list) and value and isinstance(value[0], dict):
+                value = "\n".join(", ".join(f"{a}={b}" for a, b in v.items()) for v in value)
+            elif isinstance(value, dict):
+                value = ", ".join(f"{a}={b}" for a, b in value.items())
+            table.add_row(key, str(value))
+        console.print(table)

@@ -1,0 +1,104 @@
+"""What every command shares: the catalog option, JSON output, and error handling."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NoReturn
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+
+from clusterwright.catalog.registry import Catalog, load_catalog
+from clusterwright.errors import ClusterwrightError
+
+GB = 1e9  # decimal gigabyte: sizes in output are GB unless a key says GiB
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+@dataclass
+class AppState:
+    """Options given before the command (``clusterwright --catalog X size ...``)."""
+
+    catalog_files: list[Path] = field(default_factory=list)
+    _catalog: Catalog | None = None
+
+    def catalog(self) -> Catalog:
+        if self._catalog is None:
+            self._catalog = load_catalog(self.catalog_files)
+        return self._catalog
+
+
+def state(ctx: typer.Context) -> AppState:
+    obj = ctx.find_root().obj
+    if not isinstance(obj, AppState):
+        obj = AppState()
+        ctx.find_root().obj = obj
+    return obj
+
+
+def fail(message: str) -> NoReturn:
+    """Print a user error to stderr and exit with code 2."""
+    err_console.print(f"[bold red]error:[/] {message}", highlight=False, markup=True, soft_wrap=True)
+    raise typer.Exit(code=2)
+
+
+def flag_error(exc: ValidationError, flags: dict[str, str] | None = None) -> str:
+    """Turn a pydantic error on CLI-built inputs into ``--flag: message`` lines."""
+    flags = flags or {}
+    lines = []
+    for e in exc.errors(include_url=False):
+        name = str(e["loc"][0]) if e["loc"] else ""
+        flag = flags.get(name, "--" + name.replace("_", "-")) if name else "options"
+        lines.append(f"{flag}: {e['msg'].removeprefix('Value error, ')}")
+    return "; ".join(lines)
+
+
+@contextmanager
+def user_errors(flags: dict[str, str] | None = None) -> Iterator[None]:
+    """Map library errors to exit code 2 with a clear message, never a traceback."""
+    try:
+        yield
+    except ClusterwrightError as exc:
+        fail(str(exc))
+    except ValidationError as exc:
+        fail(flag_error(exc, flags))
+
+
+def _clean(obj: Any) -> Any:
+    if isinstance(obj, float):
+        if math.isnan(obj) or math.isinf(obj):
+            return None
+        return obj
+    if isinstance(obj, dict):
+        return {str(k): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_clean(v) for v in obj]
+    if hasattr(obj, "item") and callable(obj.item):  # numpy scalar
+        return _clean(obj.item())
+    return obj
+
+
+def emit_json(payload: dict[str, Any]) -> None:
+    """Print one JSON object on stdout and nothing else."""
+    sys.stdout.write(json.dumps(_clean(payload), indent=2, sort_keys=False) + "\n")
+
+
+def run_command(as_json: bool, payload: Callable[[], dict[str, Any]], render: Callable[[dict[str, Any]], None]) -> None:
+    data = payload()
+    if as_json:
+        emit_json(data)
+    else:
+        render(data)
+
+
+def gb(nbytes: float) -> float:
+    return nbytes / GB

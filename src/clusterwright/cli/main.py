@@ -1,0 +1,49 @@
+"""The ``clusterwright`` command. Commands are thin: parse, call the library, render."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from clusterwright import __version__
+from clusterwright.cli import catalog_cmd
+from clusterwright.cli.check_cmd import check
+from clusterwright.cli.common import AppState
+from clusterwright.cli.size_cmd import size
+from clusterwright.cli.validate_cmd import validate
+
+app = typer.Typer(
+    name="clusterwright",
+    help="Design and simulate AI infrastructure: what to buy, how to wire it, how fast it runs.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"clusterwright {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    ctx: typer.Context,
+    catalog: list[Path] = typer.Option(
+        [], "--catalog", help="Extra catalog YAML (repeatable); also $CLUSTERWRIGHT_CATALOG."
+    ),
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True),
+) -> None:
+    ctx.obj = AppState(catalog_files=list(catalog))
+
+
+app.add_typer(catalog_cmd.app, name="catalog")
+app.command("check")(check)
+app.command("size")(size)
+app.command("validate")(validate)
+
+
+def run() -> None:
+    app()

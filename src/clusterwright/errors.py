@@ -1,0 +1,30 @@
+"""Errors a user can act on. The CLI turns every one of them into exit code 2."""
+
+from __future__ import annotations
+
+
+class ClusterwrightError(Exception):
+    """Base class: a message that names the bad field or flag and, where known, the fix."""
+
+
+class InputError(ClusterwrightError):
+    """Bad input: a field, flag or file the user controls."""
+
+
+class ScenarioError(InputError):
+    """A scenario file failed to parse or validate."""
+
+
+class CatalogError(InputError):
+    """A catalog file failed to parse or validate, or an id is unknown or duplicated."""
+
+
+class UnknownIdError(CatalogError):
+    """An id not in the catalog, with the closest ids as suggestions."""
+
+    def __init__(self, kind: str, entry_id: object, suggestions: list[str]) -> None:
+        self.kind = kind
+        self.entry_id = entry_id
+        self.suggestions = suggestions
+        hint = f"; did you mean {', '.join(repr(s) for s in suggestions)}?" if suggestions else ""
+        super().__init__(f"unknown {kind} id {entry_id!r}{hint}")

@@ -1,0 +1,117 @@
+"""FLOPs of a transformer: per token, per training run, Megatron's per-iteration formula.
+
+Conventions (PaLM, Chowdhery et al. 2022, appendix B): a multiply-add is 2 FLOPs; backward
+costs twice the forward; *model* FLOPs exclude recomputation (MFU), *hardware* FLOPs include it
+(HFU). Functions accept numpy arrays for sequence lengths and token counts.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from clusterwright.catalog.schema import ModelArch
+from clusterwright.model.params import matmul_params
+
+Recompute = Literal["none", "selective", "full"]
+
+
+def attention_dims(arch: ModelArch) -> tuple[int, int]:
+    """(query-key width, value width) summed over heads, in elements."""
+    if arch.is_mla:
+        assert arch.qk_nope_head_dim and arch.qk_rope_head_dim and arch.v_head_dim
+        return (
+            arch.heads * (arch.qk_nope_head_dim + arch.qk_rope_head_dim),
+            arch.heads * arch.v_head_dim,
+        )
+    return arch.heads * arch.d_head, arch.heads * arch.d_head
+
+
+def attention_flops_per_token(arch: ModelArch, context: ArrayLike) -> np.ndarray:
+    """Forward FLOPs of QK^T and AV for one token attending to ``context`` tokens (all layers)."""
+    dqk, dv = attention_dims(arch)
+    return 2.0 * arch.layers * (dqk + dv) * np.asarray(context, dtype=float)
+
+
+def forward_flops_per_token(
+    arch: ModelArch, seq_len: ArrayLike, causal: bool = False
+) -> np.ndarray:
+    """Forward FLOPs per token of a sequence of ``seq_len`` tokens.
+
+    ``2 * matmul params`` (active params for MoE, LM head included) plus attention. With
+    ``causal=False`` attention counts the full s x s score matrix, as PaLM's MFU and
+    Megatron's formula do; ``causal=True`` counts the (s + 1) / 2 keys a token really sees.
+    """
+    s = np.asarray(seq_len, dtype=float)
+    context = (s + 1.0) / 2.0 if causal else s
+    return 2.0 * matmul_params(arch) + attention_flops_per_token(arch, context)
+
+
+def training_flops_per_token(
+    arch: ModelArch,
+    seq_len: ArrayLike,
+    recompute: Recompute = "none",
+    hardware: bool = False,
+    causal: bool = False,
+) -> np.ndarray:
+    """Training FLOPs per token: 3x forward (model FLOPs, for MFU).
+
+    With ``hardware=True`` recomputation is counted (HFU): full recompute runs the forward
+    again (4x forward); selective recompute reruns only the attention core (Korthikanti et al.
+    2022, section 5).
+    """
+    fwd = forward_flops_per_token(arch, seq_len, causal)
+    total = 3.0 * fwd
+    if hardware:
+        if recompute == "full":
+            total = total + fwd
+        elif recompute == "selective":
+            s = np.asarray(seq_len, dtype=float)
+            total = total + attention_flops_per_token(arch, (s + 1.0) / 2.0 if causal else s)
+    return total
+
+
+def training_flops(
+    arch: ModelArch, tokens: ArrayLike, seq_len: ArrayLike, causal: bool = False
+) -> np.ndarray:
+    """Model FLOPs to train on ``tokens`` tokens: about 6 * N_active * D plus attention."""
+    return np.asarray(tokens, dtype=float) * training_flops_per_token(arch, seq_len, causal=causal)
+
+
+def six_n_d(arch_active_params: ArrayLike, tokens: ArrayLike) -> np.ndarray:
+    """Kaplan et al. 2020: C = 6 N D (no attention term)."""
+    return 6.0 * np.asarray(arch_active_params, dtype=float) * np.asarray(tokens, dtype=float)
+
+
+def megatron_iteration_flops(
+    batch: ArrayLike,
+    seq_len: ArrayLike,
+    layers: int,
+    hidden: int,
+    vocab: int,
+    full_recompute: bool = True,
+) -> np.ndarray:
+    """Narayanan et al., SC21, eq. 3: FLOPs of one iteration of a GPT model (ffn = 4h, MHA).
+
+    With full recompute: 96 B s l h^2 (1 + s/6h + V/16lh); without: 72 B s l h^2
+    (1 + s/6h + V/12lh). Only valid for that shape; use ``training_flops_per_token`` in general.
+    """
+    B = np.asarray(batch, dtype=float)
+    s = np.asarray(seq_len, dtype=float)
+    l, h, V = float(layers), float(hidden), float(vocab)
+    if full_recompute:
+        return 96.0 * B * s * l * h * h * (1.0 + s / (6.0 * h) + V / (16.0 * l * h))
+    return 72.0 * B * s * l * h * h * (1.0 + s / (6.0 * h) + V / (12.0 * l * h))
+
+
+def utilization(
+    flops_per_step: ArrayLike, step_time_s: ArrayLike, gpus: ArrayLike, peak_flops: ArrayLike
+) -> np.ndarray:
+    """Achieved over peak: MFU with model FLOPs, HFU with hardware FLOPs (peak in FLOP/s)."""
+    return np.asarray(flops_per_step, dtype=float) / (
+        np.asarray(step_time_s, dtype=float)
+        * np.asarray(gpus, dtype=float)
+        * np.asarray(peak_flops, dtype=float)
+    )

@@ -1,0 +1,311 @@
+"""GPU memory of training and inference, in bytes.
+
+Training: model states by precision and ZeRO stage (Rajbhandari et al., "ZeRO", SC20),
+activations per layer with tensor/sequence parallelism and recomputation (Korthikanti et al.,
+"Reducing Activation Recomputation in Large Transformer Models", arXiv 2205.05198, 2022),
+pipeline in-flight micro-batches (same paper, section 4.2.3). Inference: weights, KV cache
+(GQA and MLA aware) and the engine's reserve. All functions are pure.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from clusterwright.catalog.schema import Activation, ModelArch
+from clusterwright.model.precision import Precision, bytes_per
+from clusterwright.model.params import param_counts
+from clusterwright.spec.parallel import Optimizer, ParallelConfig, Recompute
+
+ACT_BYTES = 2.0  # activations are stored in 16-bit in mixed-precision training
+
+
+@dataclass(frozen=True)
+class StateBytes:
+    """Bytes per GPU of model states."""
+
+    weights: float
+    gradients: float
+    optimizer: float
+
+    @property
+    def total(self) -> float:
+        return self.weights + self.gradients + self.optimizer
+
+
+def optimizer_bytes_per_param(optimizer: Optimizer, weights: Precision | str) -> float:
+    """Optimizer state per parameter: an fp32 master copy when weights are not fp32, plus
+    Adam's two fp32 moments (ZeRO paper section 3.1: 12 bytes for mixed-precision Adam) or
+    SGD's one momentum buffer."""
+    master = 0.0 if Precision(weights) == Precision.fp32 else 4.0
+    moments = 8.0 if optimizer == "adam" else 4.0
+    return master + moments
+
+
+def state_bytes(
+    dense_params: float,
+    expert_params: float,
+    par: ParallelConfig,
+    weights: Precision | str = Precision.bf16,
+    grads: Precision | str = Precision.bf16,
+    optimizer: Optimizer = "adam",
+) -> StateBytes:
+    """Model-state bytes per GPU for parameters already split by pipeline stage.
+
+    Dense parameters shard over tp; experts over tp*ep. ZeRO 1/2/3 shard optimizer state,
+    then gradients, then weights over the data-parallel group: dp*cp for dense parameters
+    (Megatron's distributed optimizer shards over the combined DP x CP group) and
+    dp*cp/ep for experts (their data-parallel group is smaller).
+    """
+    dense = dense_params / par.tp
+    expert = expert_params / (par.tp * par.ep)
+    dp_dense = par.dp * par.cp
+    dp_expert = dp_dense // par.ep
+
+    def sharded(stage: int) -> float:
+        if par.zero_stage >= stage:
+            return dense / dp_dense + expert / dp_expert
+        return dense + expert
+
+    return StateBytes(
+        weights=bytes_per(weights) * sharded(3),
+        gradients=bytes_per(grads) * sharded(2),
+        optimizer=optimizer_bytes_per_param(optimizer, weights) * sharded(1),
+    )
+
+
+def activation_bytes_per_layer(
+    arch: ModelArch,
+    seq_len: float,
+    micro_batch: float,
+    tp: int = 1,
+    sequence_parallel: bool = False,
+    recompute: Recompute = "none",
+    flash_attention: bool = True,
+    dropout: bool = False,
+    cp: int = 1,
+    moe_layer: bool = False,
+) -> float:
+    """Activation bytes one transformer layer keeps for backward, per GPU, one micro-batch.
+
+    Korthikanti et al. 2022, section 4.1, generalized to GQA/MLA, SwiGLU and MoE. For a GPT
+    layer (ffn = 4h, MHA, dropout, no flash attention) it reduces to their Table 2:
+    s b h (10 + 24/t + 5 a s / (h t)) with tensor parallelism, s b h / t (34 + 5 a s / h) with
+    sequence parallelism, and 34 s b h / t with selective recompute; full recompute keeps only
+    the layer input, 2 s b h (/t with sequence parallelism).
+    """
+    s = seq_len / cp
+    b = micro_batch
+    h = arch.hidden
+    a = arch.heads
+    sbh = s * b * h
+    t = tp
+    if recompute == "full":
+        return ACT_BYTES * sbh / (t if sequence_parallel else 1)
+
+    mask = 1.0 if dropout else 0.0
+    # Outside the TP region: two norm inputs, attention and MLP inputs, two dropout masks.
+    replicated = (4.0 + 2.0 + 2.0 + 2.0 * mask) * sbh
+    if arch.is_mla:
+        assert arch.qk_nope_head_dim and arch.qk_rope_head_dim and arch.v_head_dim
+        assert arch.kv_lora_rank is not None
+        dqk = a * (arch.qk_nope_head_dim + arch.qk_rope_head_dim)
+        dv = a * arch.v_head_dim
+        # Q, K (full per-head width after up-projection), V, and the compressed latents.
+        qkv = ACT_BYTES * s * b * (2 * dqk + dv + arch.kv_lora_rank + (arch.q_lora_rank or 0))
+    else:
+        dqk = a * arch.d_head
+        dv = a * arch.d_head
+        dkv = arch.n_kv_heads * arch.d_head
+        qkv = ACT_BYTES * s * b * (dqk + 2 * dkv)
+    context = ACT_BYTES * s * b * dv  # attention output = input of the output projection
+    if flash_attention:
+        # FlashAttention keeps only the fp32 log-sum-exp per row and recomputes scores.
+        core = 4.0 * a * s * b
+    elif recompute == "selective":
+        core = 0.0
+    else:
+        # softmax output (2 a s^2 b), dropout mask (a s^2 b) and dropout output (2 a s^2 b)
+        core = (2.0 + 3.0 * mask) * a * s * s * b
+    attention = qkv + context + core
+
+    gated = arch.activation in (Activation.swiglu, Activation.geglu)
+
+    def mlp(width: float, tokens: float) -> float:
+        # GELU: fc1 output and activation output (4 s b f). SwiGLU (Megatron's fused
+        # bias-swiglu): fc1 output of width 2f and the gated product of width f (6 s b f).
+        return ACT_BYTES * tokens * b * width * (3.0 if gated else 2.0)
+
+    if moe_layer:
+        f_e = arch.expert_ffn_hidden or arch.ffn_hidden
+        routed = arch.top_k * s * b * h * ACT_BYTES + mlp(f_e, s * arch.top_k)
+        shared = mlp(f_e * arch.shared_experts, s)
+        router = 4.0 * s * b * arch.experts  # fp32 router logits
+        ffn = routed + shared + router
+    else:
+        ffn = mlp(arch.ffn_hidden, s)
+
+    sharded = attention + ffn
+    return replicated / (t if sequence_parallel else 1) + sharded / t
+
+
+def kv_cache_bytes_per_token(arch: ModelArch, kv_precision: Precision | str = "bf16") -> float:
+    """KV-cache bytes per token, whole model: 2 * layers * kv_heads * head_dim (K and V);
+    MLA caches the compressed latent plus the decoupled RoPE key (DeepSeek-V2, section 2.1)."""
+    if arch.is_mla:
+        assert arch.kv_lora_rank is not None and arch.qk_rope_head_dim is not None
+        per_layer = arch.kv_lora_rank + arch.qk_rope_head_dim
+    else:
+        per_layer = 2 * arch.n_kv_heads * arch.d_head
+    return arch.layers * per_layer * bytes_per(kv_precision)
+
+
+def kv_cache_bytes(
+    arch: ModelArch,
+    batch: float,
+    context: float,
+    kv_precision: Precision | str = "bf16",
+    tp: int = 1,
+) -> float:
+    """KV cache for ``batch`` sequences of ``context`` tokens, per GPU under tensor
+    parallelism. KV heads split over TP until each GPU holds one; beyond that they are
+    replicated (vLLM does this), so the per-GPU size stops shrinking. MLA's latent is
+    replicated on every TP rank."""
+    total = kv_cache_bytes_per_token(arch, kv_precision) * batch * context
+    if arch.is_mla:
+        return total
+    return total / min(tp, arch.n_kv_heads)
+
+
+@dataclass(frozen=True)
+class TrainingMemory:
+    """Per-GPU training memory of the pipeline stage that needs the most, in bytes."""
+
+    weights: float
+    gradients: float
+    optimizer: float
+    activations: float
+    reserve: float
+    embedding_states: float  # part of weights+gradients+optimizer from embedding / LM head
+    stage: str  # "first", "last" or "only"
+    in_flight_micro_batches: float
+
+    @property
+    def states(self) -> float:
+        return self.weights + self.gradients + self.optimizer
+
+    @property
+    def total(self) -> float:
+        return self.states + self.activations + self.reserve
+
+
+def in_flight_micro_batches(par: ParallelConfig) -> float:
+    """Micro-batches whose activations the first stage holds at the 1F1B peak, expressed in
+    full-model layers' worth: p (or fewer micro-batches) for 1F1B, times (1 + (p-1)/(p v)) for
+    the interleaved schedule (Korthikanti et al. 2022, section 4.2.3)."""
+    p, m = par.pp, par.micro_batches
+    if p == 1:
+        return 1.0
+    if par.virtual_stages > 1:
+        return p * (1.0 + (p - 1) / (p * par.virtual_stages)) if m >= p else float(m)
+    return float(min(p, m))
+
+
+def training_memory(
+    arch: ModelArch,
+    par: ParallelConfig,
+    seq_len: int,
+    weights: Precision | str = Precision.bf16,
+    grads: Precision | str = Precision.bf16,
+    optimizer: Optimizer = "adam",
+    flash_attention: bool = True,
+    dropout: bool = False,
+    reserve_bytes: float = 0.0,
+) -> TrainingMemory:
+    """Per-GPU memory of training ``arch`` under ``par``: the larger of the first pipeline
+    stage (embedding, most in-flight activations) and the last (LM head, logits)."""
+    c = param_counts(arch)
+    L = arch.layers
+    layers_stage = math.ceil(L / par.pp)
+    moe_frac = 0.0
+    if arch.is_moe:
+        moe_frac = (L - arch.dense_layers) / L
+    per_layer_dense = (c.attention + c.dense_mlp + c.shared_experts + c.router + c.norms) / L
+    per_layer_expert = c.experts / L
+    head = arch.vocab * arch.hidden
+
+    def layer_act(moe: bool) -> float:
+        return activation_bytes_per_layer(
+            arch, seq_len, par.micro_batch, par.tp, par.sequence_parallel, par.recompute,
+            flash_attention, dropout, par.cp, moe_layer=moe,
+        )
+
+    per_layer_act = layer_act(False) * (1 - moe_frac) + (layer_act(True) * moe_frac if moe_frac else 0)
+
+    def stage(first: bool, last: bool) -> TrainingMemory:
+        if first and last:
+            embed_params = float(c.embedding + c.output)
+        else:
+            # Megatron keeps a copy of a tied embedding on the last stage for the LM head.
+            embed_params = float(c.embedding if first else head)
+        dense = per_layer_dense * layers_stage + embed_params
+        st = state_bytes(dense, per_layer_expert * layers_stage, par, weights, grads, optimizer)
+        st_embed = state_bytes(embed_params, 0.0, par, weights, grads, optimizer).total
+        inflight = in_flight_micro_batches(par) if first else 1.0
+        act = per_layer_act * layers_stage * inflight
+        if last:
+            # Logits in fp32 for the cross-entropy backward, sharded over vocab by TP.
+            act += 4.0 * (seq_len / par.cp) * par.micro_batch * arch.vocab / par.tp
+        name = "only" if (first and last) else ("first" if first else "last")
+        return TrainingMemory(
+            st.weights, st.gradients, st.optimizer, act, reserve_bytes, st_embed, name, inflight
+        )
+
+    if par.pp == 1:
+        return stage(True, True)
+    return max(stage(True, False), stage(False, True), key=lambda m: m.total)
+
+
+@dataclass(frozen=True)
+class InferenceMemory:
+    """Per-GPU inference memory, in bytes."""
+
+    weights: float
+    kv_cache: float
+    activations: float
+    reserve: float
+
+    @property
+    def total(self) -> float:
+        return self.weights + self.kv_cache + self.activations + self.reserve
+
+
+def inference_memory(
+    arch: ModelArch,
+    batch: float,
+    context: float,
+    weights: Precision | str = Precision.bf16,
+    kv_precision: Precision | str = Precision.bf16,
+    tp: int = 1,
+    pp: int = 1,
+    max_batched_tokens: float = 8192,
+    reserve_bytes: float = 0.0,
+) -> InferenceMemory:
+    """Per-GPU memory to serve ``batch`` sequences of ``context`` tokens.
+
+    Weights split over tp*pp (embeddings included); KV over tp (see kv_cache_bytes) and pp
+    (layers); activation peak of one forward pass over ``max_batched_tokens`` tokens (the
+    engine's profiling run: hidden states plus the widest MLP intermediate, 16-bit).
+    """
+    w = param_counts(arch).total * bytes_per(weights) / (tp * pp)
+    kv = kv_cache_bytes(arch, batch, context, kv_precision, tp) / pp
+    width = max(arch.ffn_hidden, (arch.expert_ffn_hidden or 0) * max(arch.top_k, 1))
+    act = ACT_BYTES * max_batched_tokens * (4 * arch.hidden + 2 * width / tp)
+    return InferenceMemory(w, kv, act, reserve_bytes)
+
+
+def min_gpus_for_bytes(total_bytes: float, usable_bytes_per_gpu: float) -> int:
+    """Fewest GPUs whose usable memory holds ``total_bytes`` when it shards perfectly."""
+    if usable_bytes_per_gpu <= 0:
+        raise ValueError("usable memory per GPU must be positive")
+    return max(1, math.ceil(total_bytes / usable_bytes_per_gpu))

@@ -1,0 +1,115 @@
+"""Parameter counts of decoder-only transformers: dense, GQA, MLA, SwiGLU and MoE.
+
+Counts are exact for the layer shapes (weights, biases, norms); they are checked against the
+published count of every catalog model (tests/model/test_params.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from clusterwright.catalog.schema import Activation, ModelArch
+
+
+@dataclass(frozen=True)
+class ParamCounts:
+    """Parameters of one model, split by where they live (counts, not bytes)."""
+
+    embedding: int  # token (+ learned position) embedding
+    output: int  # LM head; 0 when tied to the embedding
+    attention: int  # all layers
+    dense_mlp: int  # all dense FFN layers
+    experts: int  # routed experts, all MoE layers
+    shared_experts: int  # shared experts, all MoE layers
+    router: int  # gate weights, all MoE layers
+    norms: int  # layer norms, all layers plus the final one
+
+    @property
+    def total(self) -> int:
+        return (
+            self.embedding + self.output + self.attention + self.dense_mlp + self.experts
+            + self.shared_experts + self.router + self.norms
+        )
+
+    @property
+    def per_layer_nonexpert(self) -> int:
+        """Attention + dense MLP + router + norms summed over layers (not per layer)."""
+        return self.attention + self.dense_mlp + self.shared_experts + self.router + self.norms
+
+
+def _norm_params(arch: ModelArch) -> int:
+    # LayerNorm has a scale and a bias; RMSNorm only a scale.
+    return 2 * arch.hidden if arch.norm == "layernorm" else arch.hidden
+
+
+def attention_params_per_layer(arch: ModelArch) -> int:
+    """Q, K, V and output projections (and biases) of one layer, in parameters."""
+    h = arch.hidden
+    if arch.is_mla:
+        # DeepSeek-V2/V3 multi-head latent attention (DeepSeek-V2 report, section 2.1.2).
+        assert arch.qk_nope_head_dim and arch.qk_rope_head_dim and arch.v_head_dim
+        assert arch.kv_lora_rank is not None
+        qk = arch.qk_nope_head_dim + arch.qk_rope_head_dim
+        if arch.q_lora_rank:
+            q = h * arch.q_lora_rank + arch.q_lora_rank + arch.q_lora_rank * arch.heads * qk
+        else:
+            q = h * arch.heads * qk
+        kv_down = h * (arch.kv_lora_rank + arch.qk_rope_head_dim) + arch.kv_lora_rank
+        kv_up = arch.kv_lora_rank * arch.heads * (arch.qk_nope_head_dim + arch.v_head_dim)
+        o = arch.heads * arch.v_head_dim * h
+        return q + kv_down + kv_up + o
+    dq = arch.heads * arch.d_head
+    dkv = arch.n_kv_heads * arch.d_head
+    weights = h * dq + 2 * h * dkv + dq * h
+    biases = (dq + 2 * dkv + h) if arch.bias else 0
+    return weights + biases
+
+
+def mlp_params(arch: ModelArch, ffn_hidden: int) -> int:
+    """One feed-forward block of width ``ffn_hidden``: gated units have three matrices."""
+    h = arch.hidden
+    gated = arch.activation in (Activation.swiglu, Activation.geglu)
+    weights = (3 if gated else 2) * h * ffn_hidden
+    biases = ((2 if gated else 1) * ffn_hidden + h) if arch.bias else 0
+    return weights + biases
+
+
+def param_counts(arch: ModelArch) -> ParamCounts:
+    """All parameters of ``arch`` by component."""
+    h, L = arch.hidden, arch.layers
+    embedding = arch.vocab * h + (arch.max_seq_len * h if arch.position == "learned" else 0)
+    output = 0 if arch.tied_embeddings else arch.vocab * h
+    attention = L * attention_params_per_layer(arch)
+    moe_layers = L - arch.dense_layers if arch.is_moe else 0
+    dense_layers = L - moe_layers
+    dense_mlp = dense_layers * mlp_params(arch, arch.ffn_hidden)
+    experts = shared = router = 0
+    if arch.is_moe:
+        f_e = arch.expert_ffn_hidden or arch.ffn_hidden
+        experts = moe_layers * arch.experts * mlp_params(arch, f_e)
+        shared = moe_layers * arch.shared_experts * mlp_params(arch, f_e)
+        router = moe_layers * arch.experts * h
+    norms = 2 * L * _norm_params(arch) + _norm_params(arch)
+    return ParamCounts(embedding, output, attention, dense_mlp, experts, shared, router, norms)
+
+
+def total_params(arch: ModelArch) -> int:
+    """Every parameter stored, in parameters."""
+    return param_counts(arch).total
+
+
+def active_params(arch: ModelArch) -> int:
+    """Parameters one token touches: MoE counts top_k routed experts, not all of them."""
+    c = param_counts(arch)
+    if not arch.is_moe:
+        return c.total
+    return c.total - c.experts + c.experts * arch.top_k // arch.experts
+
+
+def matmul_params(arch: ModelArch, active: bool = True) -> int:
+    """Parameters that take part in a matrix multiply per token: everything but the input
+    embedding lookup and norms (the LM head does multiply, tied or not)."""
+    c = param_counts(arch)
+    experts = c.experts * arch.top_k // arch.experts if (active and arch.is_moe) else c.experts
+    head = arch.vocab * arch.hidden
+    return c.attention + c.dense_mlp + experts + c.shared_experts + c.router + head

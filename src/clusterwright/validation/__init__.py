@@ -1,0 +1,1 @@
+"""Predict published measurements and report the error (``clusterwright validate``)."""
