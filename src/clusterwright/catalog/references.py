@@ -37,7 +37,9 @@ def workload_model(
         ) from None
 
 
-def resolve(scenario: Scenario, cat: Catalog, doc: LoadedYaml | None = None) -> dict[str, ModelArch]:
+def resolve(
+    scenario: Scenario, cat: Catalog, doc: LoadedYaml | None = None
+) -> dict[str, ModelArch]:
     """Check every id the scenario names; return each workload's model by workload name."""
     models: dict[str, ModelArch] = {}
     for i, w in enumerate(scenario.workloads):

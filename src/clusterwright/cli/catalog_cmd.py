@@ -88,7 +88,10 @@ COLUMNS: dict[str, list[tuple[str, Any]]] = {
         ("provider", lambda e: e.provider),
         ("GPUs", lambda e: f"{e.gpus} x {e.gpu}"),
         ("on-demand $/h", lambda e: f"{e.on_demand_usd_per_hour:,.2f}"),
-        ("committed $/h", lambda e: f"{e.committed_usd_per_hour:,.2f}" if e.committed_usd_per_hour else "-"),
+        (
+            "committed $/h",
+            lambda e: f"{e.committed_usd_per_hour:,.2f}" if e.committed_usd_per_hour else "-",
+        ),
         ("date", lambda e: e.price_date),
     ],
 }
@@ -112,14 +115,17 @@ def list_(
     """List catalog entries of one kind."""
     if kind not in KINDS:
         sugg = difflib.get_close_matches(kind, list(KINDS), n=1)
-        fail(f"KIND: unknown kind {kind!r}" + (f"; did you mean {sugg[0]!r}?" if sugg else "")
-             + f" (kinds: {', '.join(KINDS)})")
+        fail(
+            f"KIND: unknown kind {kind!r}"
+            + (f"; did you mean {sugg[0]!r}?" if sugg else "")
+            + f" (kinds: {', '.join(KINDS)})"
+        )
     with user_errors():
         cat = state(ctx).catalog()
     if as_json:
-        emit_json({"kind": kind, "entries": [
-            _dump(cat, k, e) for k in KINDS[kind] for e in cat.all(k)
-        ]})
+        emit_json(
+            {"kind": kind, "entries": [_dump(cat, k, e) for k in KINDS[kind] for e in cat.all(k)]}
+        )
         return
     for k in KINDS[kind]:
         table = Table(title=k, title_justify="left")
@@ -145,8 +151,10 @@ def show(
         for k in cat.entries:
             sugg += cat.suggest(k, entry_id, n=2)
         close = difflib.get_close_matches(entry_id, sugg, n=3, cutoff=0.0) if sugg else []
-        fail(f"ID: unknown catalog id {entry_id!r}"
-             + (f"; did you mean {', '.join(map(repr, close))}?" if close else ""))
+        fail(
+            f"ID: unknown catalog id {entry_id!r}"
+            + (f"; did you mean {', '.join(map(repr, close))}?" if close else "")
+        )
     dumps = [_dump(cat, k, e) for k, e in found]
     if as_json:
         emit_json(dumps[0] if len(dumps) == 1 else {"matches": dumps})

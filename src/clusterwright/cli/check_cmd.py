@@ -10,7 +10,7 @@ from rich.table import Table
 
 from clusterwright.catalog.references import resolve
 from clusterwright.cli.common import console, emit_json, gb, state, user_errors
-from clusterwright.model.flops import training_flops
+from clusterwright.model.flops import finetune_flops_per_token, training_flops
 from clusterwright.model.memory import kv_cache_bytes_per_token
 from clusterwright.model.params import active_params, total_params
 from clusterwright.model.precision import bytes_per
@@ -36,13 +36,21 @@ def check(
     for w in sc.workloads:
         arch = models[w.name]
         row: dict[str, Any] = {
-            "name": w.name, "kind": w.kind, "model": arch.id,
-            "params": total_params(arch), "active_params": active_params(arch),
+            "name": w.name,
+            "kind": w.kind,
+            "model": arch.id,
+            "params": total_params(arch),
+            "active_params": active_params(arch),
         }
         if isinstance(w, TrainingWorkload | FinetuneWorkload):
             epochs = w.epochs if isinstance(w, FinetuneWorkload) else 1.0
             row["tokens"] = w.tokens * epochs
-            row["training_flops"] = float(training_flops(arch, w.tokens * epochs, w.seq_len))
+            if isinstance(w, FinetuneWorkload):
+                per_token = finetune_flops_per_token(arch, w.seq_len, w.method)
+                row["training_flops"] = float(per_token) * w.tokens * epochs
+                row["method"] = w.method
+            else:
+                row["training_flops"] = float(training_flops(arch, w.tokens, w.seq_len))
             row["seq_len"] = w.seq_len
             if isinstance(w, TrainingWorkload):
                 row["deadline_days"] = w.deadline_days
@@ -58,7 +66,10 @@ def check(
         rows.append(row)
     c = sc.constraints
     payload = {
-        "valid": True, "name": sc.name, "seed": sc.seed, "workloads": rows,
+        "valid": True,
+        "name": sc.name,
+        "seed": sc.seed,
+        "workloads": rows,
         "constraints": c.model_dump(mode="json"),
     }
     if as_json:
@@ -70,12 +81,16 @@ def check(
         t.add_column(col)
     for r in rows:
         if r["kind"] == "inference":
-            what = (f"{r['qps']:g} req/s, {r['weights_gb']:.0f} GB weights, "
-                    f"{r['kv_cache_bytes_per_token'] / 1e6:.3f} MB KV/token")
+            what = (
+                f"{r['qps']:g} req/s, {r['weights_gb']:.0f} GB weights, "
+                f"{r['kv_cache_bytes_per_token'] / 1e6:.3f} MB KV/token"
+            )
         else:
             what = f"{r['tokens']:.3g} tokens, {r['training_flops']:.3g} FLOPs"
         t.add_row(r["name"], r["kind"], r["model"], f"{r['params'] / 1e9:.1f}B", what)
     console.print(t)
     gpus = c.gpus if isinstance(c.gpus, str) else ", ".join(c.gpus)
-    console.print(f"GPUs: {gpus}; {c.power_per_rack_kw:g} kW/rack {c.cooling}-cooled; "
-                  f"{c.deployment}; PUE {c.pue:g}; ${c.electricity_usd_per_kwh:g}/kWh")
+    console.print(
+        f"GPUs: {gpus}; {c.power_per_rack_kw:g} kW/rack {c.cooling}-cooled; "
+        f"{c.deployment}; PUE {c.pue:g}; ${c.electricity_usd_per_kwh:g}/kWh"
+    )

@@ -47,7 +47,9 @@ def state(ctx: typer.Context) -> AppState:
 
 def fail(message: str) -> NoReturn:
     """Print a user error to stderr and exit with code 2."""
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False, markup=True, soft_wrap=True)
+    err_console.print(
+        f"[bold red]error:[/] {message}", highlight=False, markup=True, soft_wrap=True
+    )
     raise typer.Exit(code=2)
 
 
@@ -92,7 +94,9 @@ def emit_json(payload: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps(_clean(payload), indent=2, sort_keys=False) + "\n")
 
 
-def run_command(as_json: bool, payload: Callable[[], dict[str, Any]], render: Callable[[dict[str, Any]], None]) -> None:
+def run_command(
+    as_json: bool, payload: Callable[[], dict[str, Any]], render: Callable[[dict[str, Any]], None]
+) -> None:
     data = payload()
     if as_json:
         emit_json(data)

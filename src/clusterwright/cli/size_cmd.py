@@ -14,9 +14,14 @@ from clusterwright.model.sizing import SizeResult, size_inference, size_training
 from clusterwright.spec.parallel import ParallelConfig
 
 PARALLEL_FLAGS = {
-    "tp": "--tp", "pp": "--pp", "dp": "--dp", "zero_stage": "--zero",
-    "micro_batch": "--micro-batch", "recompute": "--recompute",
-    "sequence_parallel": "--sequence-parallel", "virtual_stages": "--interleave",
+    "tp": "--tp",
+    "pp": "--pp",
+    "dp": "--dp",
+    "zero_stage": "--zero",
+    "micro_batch": "--micro-batch",
+    "recompute": "--recompute",
+    "sequence_parallel": "--sequence-parallel",
+    "virtual_stages": "--interleave",
 }
 
 
@@ -93,8 +98,14 @@ def size(
     model: str = typer.Option(..., "--model", help="Catalog id or path to a model YAML."),
     training: bool = typer.Option(False, "--training", help="Size training (default: serving)."),
     precision: Precision = typer.Option(Precision.bf16, "--precision", help="Weight precision."),
-    kv_precision: Precision | None = typer.Option(None, "--kv-precision", help="KV cache precision (serving)."),
-    grad_precision: Precision | None = typer.Option(None, "--grad-precision", help="Gradient precision (training; Megatron keeps fp32 main grads)."),
+    kv_precision: Precision | None = typer.Option(
+        None, "--kv-precision", help="KV cache precision (serving)."
+    ),
+    grad_precision: Precision | None = typer.Option(
+        None,
+        "--grad-precision",
+        help="Gradient precision (training; Megatron keeps fp32 main grads).",
+    ),
     optimizer: str = typer.Option("adam", "--optimizer", help="adam or sgd."),
     zero: int = typer.Option(0, "--zero", help="ZeRO stage 0-3."),
     tp: int = typer.Option(1, "--tp"),
@@ -108,7 +119,9 @@ def size(
     sequence_parallel: bool = typer.Option(False, "--sequence-parallel"),
     flash_attention: bool = typer.Option(True, "--flash-attention/--no-flash-attention"),
     batch: int = typer.Option(1, "--batch", help="Concurrent sequences (serving)."),
-    context: int = typer.Option(2048, "--context", help="Tokens per sequence, prompt plus output (serving)."),
+    context: int = typer.Option(
+        2048, "--context", help="Tokens per sequence, prompt plus output (serving)."
+    ),
     gpu: list[str] = typer.Option([], "--gpu", help="Limit min_gpus to these GPU ids."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
@@ -129,14 +142,27 @@ def size(
         opt: Literal["adam", "sgd"] = "adam" if optimizer == "adam" else "sgd"
         if training:
             par = ParallelConfig(
-                tp=tp, pp=pp, dp=dp, zero_stage=zero, micro_batch=micro_batch,  # type: ignore[arg-type]
-                global_batch=global_batch, recompute=recompute,  # type: ignore[arg-type]
-                sequence_parallel=sequence_parallel, virtual_stages=interleave,
+                tp=tp,
+                pp=pp,
+                dp=dp,
+                zero_stage=zero,
+                micro_batch=micro_batch,
+                global_batch=global_batch,
+                recompute=recompute,
+                sequence_parallel=sequence_parallel,
+                virtual_stages=interleave,
             )
             if pp > arch.layers:
                 fail(f"--pp: {pp} stages exceed the {arch.layers} layers of {arch.id}")
             r = size_training(
-                arch, par, seq_len, gpus, precision, grad_precision, opt, flash_attention,
+                arch,
+                par,
+                seq_len,
+                gpus,
+                precision,
+                grad_precision,
+                opt,
+                flash_attention,
                 cat.assumption("training_reserve_gb") * 1e9,
             )
             payload = _payload(r, seq_len, par.batch, arch.id)
@@ -144,7 +170,14 @@ def size(
             if pp > arch.layers:
                 fail(f"--pp: {pp} stages exceed the {arch.layers} layers of {arch.id}")
             r = size_inference(
-                arch, batch, context, gpus, precision, kv_precision, tp, pp,
+                arch,
+                batch,
+                context,
+                gpus,
+                precision,
+                kv_precision,
+                tp,
+                pp,
                 cat.assumption("inference_gpu_memory_utilization"),
                 cat.assumption("inference_max_batched_tokens"),
                 cat.assumption("inference_cuda_graph_reserve_gb") * 1e9,

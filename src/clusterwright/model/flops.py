@@ -58,15 +58,17 @@ def training_flops_per_token(
 ) -> np.ndarray:
     """Training FLOPs per token: 3x forward (model FLOPs, for MFU).
 
-    With ``hardware=True`` recomputation is counted (HFU): full recompute runs the forward
-    again (4x forward); selective recompute reruns only the attention core (Korthikanti et al.
-    2022, section 5).
+    With ``hardware=True`` recomputation is counted (HFU): full recompute runs the layers'
+    forward again (about 4x forward); selective recompute reruns only the attention core
+    (Korthikanti et al. 2022, section 5).
     """
     fwd = forward_flops_per_token(arch, seq_len, causal)
     total = 3.0 * fwd
     if hardware:
         if recompute == "full":
-            total = total + fwd
+            # Megatron checkpoints the transformer layers; the LM head is not rerun
+            # (the V term of SC21 eq. 3 is the same with and without recompute).
+            total = total + fwd - 2.0 * arch.vocab * arch.hidden
         elif recompute == "selective":
             s = np.asarray(seq_len, dtype=float)
             total = total + attention_flops_per_token(arch, (s + 1.0) / 2.0 if causal else s)
@@ -77,12 +79,15 @@ def training_flops(
     arch: ModelArch, tokens: ArrayLike, seq_len: ArrayLike, causal: bool = False
 ) -> np.ndarray:
     """Model FLOPs to train on ``tokens`` tokens: about 6 * N_active * D plus attention."""
-    return np.asarray(tokens, dtype=float) * training_flops_per_token(arch, seq_len, causal=causal)
+    per_token = training_flops_per_token(arch, seq_len, causal=causal)
+    return np.asarray(np.asarray(tokens, dtype=float) * per_token)
 
 
 def six_n_d(arch_active_params: ArrayLike, tokens: ArrayLike) -> np.ndarray:
     """Kaplan et al. 2020: C = 6 N D (no attention term)."""
-    return 6.0 * np.asarray(arch_active_params, dtype=float) * np.asarray(tokens, dtype=float)
+    return np.asarray(
+        6.0 * np.asarray(arch_active_params, dtype=float) * np.asarray(tokens, dtype=float)
+    )
 
 
 def megatron_iteration_flops(
@@ -102,16 +107,30 @@ def megatron_iteration_flops(
     s = np.asarray(seq_len, dtype=float)
     l, h, V = float(layers), float(hidden), float(vocab)
     if full_recompute:
-        return 96.0 * B * s * l * h * h * (1.0 + s / (6.0 * h) + V / (16.0 * l * h))
-    return 72.0 * B * s * l * h * h * (1.0 + s / (6.0 * h) + V / (12.0 * l * h))
+        return np.asarray(96.0 * B * s * l * h * h * (1.0 + s / (6.0 * h) + V / (16.0 * l * h)))
+    return np.asarray(72.0 * B * s * l * h * h * (1.0 + s / (6.0 * h) + V / (12.0 * l * h)))
 
 
 def utilization(
     flops_per_step: ArrayLike, step_time_s: ArrayLike, gpus: ArrayLike, peak_flops: ArrayLike
 ) -> np.ndarray:
     """Achieved over peak: MFU with model FLOPs, HFU with hardware FLOPs (peak in FLOP/s)."""
-    return np.asarray(flops_per_step, dtype=float) / (
-        np.asarray(step_time_s, dtype=float)
-        * np.asarray(gpus, dtype=float)
-        * np.asarray(peak_flops, dtype=float)
+    return np.asarray(
+        np.asarray(flops_per_step, dtype=float)
+        / (
+            np.asarray(step_time_s, dtype=float)
+            * np.asarray(gpus, dtype=float)
+            * np.asarray(peak_flops, dtype=float)
+        )
     )
+
+
+def finetune_flops_per_token(
+    arch: ModelArch, seq_len: ArrayLike, method: Literal["full", "lora"] = "full"
+) -> np.ndarray:
+    """Fine-tuning FLOPs per token. Full fine-tuning costs as pre-training (3x forward).
+    LoRA freezes the base weights, so backward computes activation gradients but no weight
+    gradients for them: about 2x forward (Hu et al., LoRA, ICLR 2022, section 4.2 reports
+    the matching throughput gain); the adapters' own FLOPs are negligible at small rank."""
+    fwd = forward_flops_per_token(arch, seq_len)
+    return (3.0 if method == "full" else 2.0) * fwd

@@ -13,8 +13,8 @@ import math
 from dataclasses import dataclass
 
 from clusterwright.catalog.schema import Activation, ModelArch
-from clusterwright.model.precision import Precision, bytes_per
 from clusterwright.model.params import param_counts
+from clusterwright.model.precision import Precision, bytes_per
 from clusterwright.spec.parallel import Optimizer, ParallelConfig, Recompute
 
 ACT_BYTES = 2.0  # activations are stored in 16-bit in mixed-precision training
@@ -236,11 +236,21 @@ def training_memory(
 
     def layer_act(moe: bool) -> float:
         return activation_bytes_per_layer(
-            arch, seq_len, par.micro_batch, par.tp, par.sequence_parallel, par.recompute,
-            flash_attention, dropout, par.cp, moe_layer=moe,
+            arch,
+            seq_len,
+            par.micro_batch,
+            par.tp,
+            par.sequence_parallel,
+            par.recompute,
+            flash_attention,
+            dropout,
+            par.cp,
+            moe_layer=moe,
         )
 
-    per_layer_act = layer_act(False) * (1 - moe_frac) + (layer_act(True) * moe_frac if moe_frac else 0)
+    per_layer_act = layer_act(False) * (1 - moe_frac) + (
+        layer_act(True) * moe_frac if moe_frac else 0
+    )
 
     def stage(first: bool, last: bool) -> TrainingMemory:
         if first and last:

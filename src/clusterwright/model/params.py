@@ -27,8 +27,14 @@ class ParamCounts:
     @property
     def total(self) -> int:
         return (
-            self.embedding + self.output + self.attention + self.dense_mlp + self.experts
-            + self.shared_experts + self.router + self.norms
+            self.embedding
+            + self.output
+            + self.attention
+            + self.dense_mlp
+            + self.experts
+            + self.shared_experts
+            + self.router
+            + self.norms
         )
 
     @property

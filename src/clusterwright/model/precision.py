@@ -49,7 +49,9 @@ def training_dtype(p: Precision | str) -> Dtype:
         Precision.fp4: Dtype.fp4,
     }
     if p not in table:
-        raise ValueError(f"precision {p} is not a training precision (use fp32, bf16, fp16, fp8, fp4)")
+        raise ValueError(
+            f"precision {p} is not a training precision (use fp32, bf16, fp16, fp8, fp4)"
+        )
     return table[p]
 
 

@@ -19,7 +19,7 @@ from clusterwright.model.precision import Precision, bytes_per
 
 def ridge_point(gpu: Gpu, dtype: Dtype) -> float:
     """FLOP per byte where compute and bandwidth limits meet."""
-    return gpu.peak_tflops[dtype] * 1e12 / (gpu.memory_bandwidth_gbps * 1e9)
+    return float(gpu.peak_tflops[dtype] * 1e12 / (gpu.memory_bandwidth_gbps * 1e9))
 
 
 def weight_bytes_touched(arch: ModelArch, tokens: float, weights: Precision | str) -> float:
@@ -29,10 +29,10 @@ def weight_bytes_touched(arch: ModelArch, tokens: float, weights: Precision | st
     c = param_counts(arch)
     b = bytes_per(weights)
     if not arch.is_moe:
-        return c.total * b
+        return float(c.total * b)
     per_expert = c.experts / arch.experts
     touched = arch.experts * (1.0 - (1.0 - arch.top_k / arch.experts) ** max(tokens, 0.0))
-    return (c.total - c.experts + per_expert * touched) * b
+    return float((c.total - c.experts + per_expert * touched) * b)
 
 
 @dataclass(frozen=True)
@@ -49,21 +49,35 @@ class RooflinePoint:
     attainable_tflops: float  # per GPU
 
 
-def _point(phase: str, flops: float, nbytes: float, gpu: Gpu, dtype: Dtype, tp: int) -> RooflinePoint:
+def _point(
+    phase: str, flops: float, nbytes: float, gpu: Gpu, dtype: Dtype, tp: int
+) -> RooflinePoint:
     peak = gpu.peak_tflops[dtype] * 1e12
     bw = gpu.memory_bandwidth_gbps * 1e9
     ai = flops / nbytes
     ridge = peak / bw
     t = max(flops / (peak * tp), nbytes / (bw * tp))
     return RooflinePoint(
-        phase, flops, nbytes, ai, ridge, "compute" if ai >= ridge else "memory", t,
+        phase,
+        flops,
+        nbytes,
+        ai,
+        ridge,
+        "compute" if ai >= ridge else "memory",
+        t,
         min(peak, ai * bw) / 1e12,
     )
 
 
 def prefill(
-    arch: ModelArch, gpu: Gpu, dtype: Dtype, batch: int, prompt: int,
-    weights: Precision | str = "bf16", kv_precision: Precision | str = "bf16", tp: int = 1,
+    arch: ModelArch,
+    gpu: Gpu,
+    dtype: Dtype,
+    batch: int,
+    prompt: int,
+    weights: Precision | str = "bf16",
+    kv_precision: Precision | str = "bf16",
+    tp: int = 1,
 ) -> RooflinePoint:
     """Prefill ``batch`` prompts of ``prompt`` tokens: reads weights once, writes the KV."""
     tokens = batch * prompt
@@ -77,12 +91,18 @@ def prefill(
 
 
 def decode(
-    arch: ModelArch, gpu: Gpu, dtype: Dtype, batch: int, context: int,
-    weights: Precision | str = "bf16", kv_precision: Precision | str = "bf16", tp: int = 1,
+    arch: ModelArch,
+    gpu: Gpu,
+    dtype: Dtype,
+    batch: int,
+    context: int,
+    weights: Precision | str = "bf16",
+    kv_precision: Precision | str = "bf16",
+    tp: int = 1,
 ) -> RooflinePoint:
     """One decode step for ``batch`` sequences that each attend to ``context`` tokens."""
     flops = batch * (2.0 * matmul_params(arch) + float(attention_flops_per_token(arch, context)))
-    nbytes = weight_bytes_touched(arch, batch, weights) + batch * context * kv_cache_bytes_per_token(
-        arch, kv_precision
-    )
+    nbytes = weight_bytes_touched(
+        arch, batch, weights
+    ) + batch * context * kv_cache_bytes_per_token(arch, kv_precision)
     return _point("decode", flops, nbytes, gpu, dtype, tp)

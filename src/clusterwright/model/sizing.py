@@ -50,7 +50,11 @@ class SizeResult:
     @property
     def total(self) -> float:
         return (
-            self.weights + self.gradients + self.optimizer + self.activations + self.kv_cache
+            self.weights
+            + self.gradients
+            + self.optimizer
+            + self.activations
+            + self.kv_cache
             + self.reserve
         )
 
@@ -73,7 +77,14 @@ def size_training(
     """
     grads = grads or precision
     m = mem.training_memory(
-        arch, par, seq_len, precision, grads, optimizer, flash_attention, reserve_bytes=reserve_bytes
+        arch,
+        par,
+        seq_len,
+        precision,
+        grads,
+        optimizer,
+        flash_attention,
+        reserve_bytes=reserve_bytes,
     )
     whole = ParallelConfig(micro_batch=par.micro_batch, recompute=par.recompute)
     one = mem.training_memory(arch, whole, seq_len, precision, grads, optimizer, flash_attention)
@@ -88,9 +99,17 @@ def size_training(
         n = mem.min_gpus_for_bytes(need, usable)
         fits.append(GpuFit(g.id, True, "", n, n, need / n + reserve_bytes, usable))
     return SizeResult(
-        "training", param_counts(arch).total, active_params(arch), m.weights, m.gradients,
-        m.optimizer, m.activations, 0.0, m.reserve,
-        float(training_flops_per_token(arch, seq_len)), fits,
+        "training",
+        param_counts(arch).total,
+        active_params(arch),
+        m.weights,
+        m.gradients,
+        m.optimizer,
+        m.activations,
+        0.0,
+        m.reserve,
+        float(training_flops_per_token(arch, seq_len)),
+        fits,
     )
 
 
@@ -125,7 +144,11 @@ def size_inference(
     (a power of two dividing the heads) whose per-GPU weights, KV, activation peak and reserve
     fit in ``memory_utilization`` of the GPU, the way vLLM checks it.
     """
-    kv_p = kv_precision or (precision if Precision(precision) not in (Precision.int4, Precision.int8) else Precision.bf16)
+    kv_p = kv_precision or (
+        precision
+        if Precision(precision) not in (Precision.int4, Precision.int8)
+        else Precision.bf16
+    )
     m = mem.inference_memory(
         arch, batch, context, precision, kv_p, tp, pp, max_batched_tokens, reserve_bytes
     )
@@ -155,9 +178,18 @@ def size_inference(
             "decode": roofline.decode(arch, g, dtype, batch, context, precision, kv_p, t_eval),
         }
     return SizeResult(
-        "inference", param_counts(arch).total, active_params(arch), m.weights, 0.0, 0.0,
-        m.activations, m.kv_cache, m.reserve, float(forward_flops_per_token(arch, context)),
-        fits, points,
+        "inference",
+        param_counts(arch).total,
+        active_params(arch),
+        m.weights,
+        0.0,
+        0.0,
+        m.activations,
+        m.kv_cache,
+        m.reserve,
+        float(forward_flops_per_token(arch, context)),
+        fits,
+        points,
     )
 
 

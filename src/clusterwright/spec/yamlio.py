@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from yaml.constructor import SafeConstructor
 from pydantic import ValidationError
+from yaml.constructor import SafeConstructor
 
 Loc = tuple[str | int, ...]
 
@@ -48,7 +48,7 @@ def _construct(
     if isinstance(node, yaml.MappingNode):
         out: dict[Any, Any] = {}
         for key_node, value_node in node.value:
-            key = _construct(key_node, loc + ("<key>",), {}, src, ctor)
+            key = _construct(key_node, (*loc, "<key>"), {}, src, ctor)
             if not isinstance(key, str | int | float | bool) and key is not None:
                 raise YamlError(
                     f"{src}:{key_node.start_mark.line + 1}: mapping keys must be scalars"
@@ -58,12 +58,12 @@ def _construct(
                     f"{src}:{key_node.start_mark.line + 1}: duplicate key {key!r} in "
                     f"{_fmt(loc) or 'the top level'}"
                 )
-            out[key] = _construct(value_node, loc + (str(key),), lines, src, ctor)
+            out[key] = _construct(value_node, (*loc, str(key)), lines, src, ctor)
             # Point at the key, not at a nested block that starts on the next line.
-            lines[loc + (str(key),)] = key_node.start_mark.line + 1
+            lines[(*loc, str(key))] = key_node.start_mark.line + 1
         return out
     if isinstance(node, yaml.SequenceNode):
-        return [_construct(n, loc + (i,), lines, src, ctor) for i, n in enumerate(node.value)]
+        return [_construct(n, (*loc, i), lines, src, ctor) for i, n in enumerate(node.value)]
     return ctor.construct_object(node, deep=True)
 
 

@@ -71,9 +71,18 @@ def _gpt(r: dict[str, str]) -> ModelArch:
     # GPT-2 vocabulary padded to 51,200 as Megatron does.
     h = int(r["hidden"])
     return ModelArch(
-        id="validation-gpt", name=r["model"], source="validation row", layers=int(r["layers"]),
-        hidden=h, heads=int(r["heads"]), ffn_hidden=int(r["ffn_hidden"]), vocab=51200,
-        max_seq_len=int(r["seq_len"]), position="learned", bias=True, activation="gelu",
+        id="validation-gpt",
+        name=r["model"],
+        source="validation row",
+        layers=int(r["layers"]),
+        hidden=h,
+        heads=int(r["heads"]),
+        ffn_hidden=int(r["ffn_hidden"]),
+        vocab=51200,
+        max_seq_len=int(r["seq_len"]),
+        position="learned",
+        bias=True,
+        activation="gelu",
         tied_embeddings=True,
     )
 
@@ -90,15 +99,26 @@ def memory_table() -> TableResult:
         arch = _gpt(r)
         seq = int(r["seq_len"])
 
-        def mem(recompute: str, sp: bool, r: dict[str, str] = r) -> tuple[float, float]:
+        def mem(
+            recompute: str,
+            sp: bool,
+            r: dict[str, str] = r,
+            arch: ModelArch = arch,
+            seq: int = seq,
+        ) -> tuple[float, float]:
             par = ParallelConfig(
-                tp=int(r["tp"]), pp=int(r["pp"]), dp=int(r["dp"]),
-                virtual_stages=int(r["interleave"]), micro_batch=int(r["micro_batch"]),
-                global_batch=int(r["global_batch"]), recompute=recompute,  # type: ignore[arg-type]
+                tp=int(r["tp"]),
+                pp=int(r["pp"]),
+                dp=int(r["dp"]),
+                virtual_stages=int(r["interleave"]),
+                micro_batch=int(r["micro_batch"]),
+                global_batch=int(r["global_batch"]),
+                recompute=recompute,
                 sequence_parallel=sp,
             )
-            m = training_memory(arch, par, seq, "fp16", "fp32", "adam",
-                                flash_attention=False, dropout=True)
+            m = training_memory(
+                arch, par, seq, "fp16", "fp32", "adam", flash_attention=False, dropout=True
+            )
             return m.states - m.embedding_states, m.activations
 
         q = r["quantity"]

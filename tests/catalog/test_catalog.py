@@ -1,0 +1,268 @@
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from clusterwright.catalog.registry import Catalog, load_catalog
+from clusterwright.errors import CatalogError, UnknownIdError
+
+REQUIRED = {
+    "gpus": [
+        "a100-40gb-sxm",
+        "a100-80gb-sxm",
+        "a100-80gb-pcie",
+        "h100-sxm",
+        "h100-pcie",
+        "h800-sxm",
+        "h200-sxm",
+        "b200",
+        "gb200",
+        "l40s",
+        "mi300x",
+        "mi325x",
+        "gaudi3",
+    ],
+    "servers": [
+        "dgx-a100",
+        "dgx-h100",
+        "dgx-h200",
+        "dgx-b200",
+        "hgx-h100",
+        "gb200-nvl72",
+        "mi300x-8",
+    ],
+    "nics": ["connectx-7-400g", "connectx-8-800g", "bluefield-3-400g"],
+    "switches": ["qm9700", "q3400", "sn5600", "tomahawk5-64x800", "sn4600c", "sn2201"],
+    "models": [
+        "gpt3-175b",
+        "mt-nlg-530b",
+        "bloom-176b",
+        "opt-175b",
+        "gpt-neox-20b",
+        "llama-2-7b",
+        "llama-2-13b",
+        "llama-2-70b",
+        "llama-3-8b",
+        "llama-3-70b",
+        "llama-3.1-8b",
+        "llama-3.1-70b",
+        "llama-3.1-405b",
+        "mixtral-8x7b",
+        "mixtral-8x22b",
+        "deepseek-v3",
+    ],
+}
+
+
+@pytest.mark.parametrize("kind", sorted(REQUIRED))
+def test_required_entries_exist(catalog: Catalog, kind: str) -> None:
+    missing = [i for i in REQUIRED[kind] if i not in catalog.entries[kind]]
+    assert not missing
+
+
+def test_every_entry_cites_a_source(catalog: Catalog) -> None:
+    for kind, table in catalog.entries.items():
+        assert table, f"{kind} is empty"
+        for e in table.values():
+            assert len(e.source) >= 8, (kind, e.id)
+            if getattr(e, "price_usd", None) is not None:
+                assert e.price_source, (kind, e.id)
+
+
+def test_every_assumption_cites_a_source(catalog: Catalog) -> None:
+    assert catalog.assumptions
+    for name, a in catalog.assumptions.items():
+        assert a.source and a.unit, name
+
+
+def test_cloud_offers_cover_the_required_providers(catalog: Catalog) -> None:
+    providers = {c.provider for c in catalog.all("clouds")}
+    hyperscalers = {"AWS", "Google Cloud", "Microsoft Azure"}
+    assert hyperscalers <= providers
+    assert len(providers - hyperscalers) >= 2
+    instances = " ".join(c.instance for c in catalog.all("clouds"))
+    for inst in ("p4d", "p5.", "p5e", "p6", "a3", "ND96isr_H100_v5"):
+        assert inst in instances
+    for c in catalog.all("clouds"):
+        assert c.gpu in catalog.entries["gpus"]
+        assert (
+            c.committed_usd_per_hour is None or c.committed_usd_per_hour < c.on_demand_usd_per_hour
+        )
+
+
+def test_optics_have_twin_port_and_single_port_transceivers(catalog: Catalog) -> None:
+    links = {t.links for t in catalog.all("transceivers")}
+    assert {1, 2} <= links
+    kinds = {c.kind for c in catalog.all("cables")}
+    assert {"dac", "aec", "fiber"} <= kinds
+
+
+def test_gpu_specs_are_physically_sane(catalog: Catalog) -> None:
+    for g in catalog.all("gpus"):
+        # dense 16-bit peak and bandwidth within the range of every shipping accelerator
+        assert 100 <= g.peak_tflops.get("bf16", g.peak_tflops.get("fp16", 0)) <= 5000, g.id
+        assert 500 <= g.memory_bandwidth_gbps <= 10000, g.id
+        assert 24 <= g.memory_gb <= 300, g.id
+        # fp8 (where present) is twice bf16 dense on NVIDIA Hopper/Blackwell and AMD CDNA3
+        if "fp8" in g.peak_tflops and g.vendor != "intel":
+            assert g.peak_tflops["fp8"] == pytest.approx(2 * g.peak_tflops["bf16"], rel=0.02)
+
+
+def test_h100_matches_datasheet(catalog: Catalog) -> None:
+    g = catalog.gpu("h100-sxm")
+    assert g.memory_gb == 80
+    assert g.memory_bandwidth_gbps == pytest.approx(3350)
+    assert g.peak_tflops["bf16"] == pytest.approx(989, rel=0.01)
+    assert g.peak_tflops["fp8"] == pytest.approx(1979, rel=0.01)
+    assert g.tdp_w == 700
+    assert g.scale_up.bandwidth_gbps_per_direction == 450
+
+
+def test_servers_reference_known_gpus_and_fit_their_domain(catalog: Catalog) -> None:
+    for s in catalog.all("servers"):
+        assert s.gpu in catalog.entries["gpus"]
+        assert s.nvlink_domain_gpus <= s.gpus
+        assert s.backend_nics.count >= 1
+    assert catalog.server("gb200-nvl72").nvlink_domain_gpus == 72
+    assert catalog.server("dgx-h100").backend_nics.count == 8
+
+
+def _mig_rows(shared: Path) -> list[dict[str, str]]:
+    with open(shared / "mig_profiles.csv", newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_mig_profiles_match_the_published_table(catalog: Catalog) -> None:
+    from tests.conftest import SHARED_DATA
+
+    if not (SHARED_DATA / "mig_profiles.csv").exists():
+        pytest.skip("shared/data not beside the repo")
+    rows = _mig_rows(SHARED_DATA)
+    gpu_ids = {"A100-80GB": "a100-80gb-sxm", "H100-80GB": "h100-sxm"}
+    checked = 0
+    for r in rows:
+        gid = next((v for k, v in gpu_ids.items() if k in r["gpu"]), None)
+        if gid is None:
+            continue
+        profiles = {p.name: p for p in catalog.gpu(gid).mig_profiles}
+        p = profiles[r["profile"]]
+        assert p.max_instances == int(r["max_instances"]), (gid, p.name)
+        assert p.compute_slices == int(r["compute_slices"]), (gid, p.name)
+        assert p.memory_slices == int(r["memory_slices"]), (gid, p.name)
+        checked += 1
+    assert checked >= 10
+
+
+def test_mig_only_on_gpus_that_support_it(catalog: Catalog) -> None:
+    for gid in ("a100-40gb-sxm", "a100-80gb-sxm", "h100-sxm", "h200-sxm"):
+        assert catalog.gpu(gid).mig_profiles, gid
+    for gid in ("l40s", "mi300x", "gaudi3"):
+        assert not catalog.gpu(gid).mig_profiles, gid
+
+
+def test_unknown_id_suggests_close_ids(catalog: Catalog) -> None:
+    with pytest.raises(UnknownIdError) as exc:
+        catalog.gpu("h100")
+    assert "h100-sxm" in exc.value.suggestions
+    assert "did you mean" in str(exc.value)
+
+
+def _write(p: Path, text: str) -> Path:
+    p.write_text(text)
+    return p
+
+
+GPU_ENTRY = """
+  - id: "{id}"
+    name: "Test GPU"
+    vendor: "nvidia"
+    form_factor: "sxm"
+    memory_gb: {mem}
+    memory_type: "HBM3"
+    memory_bandwidth_gbps: 4000
+    peak_tflops: {{bf16: 1000, fp8: 2000}}
+    tdp_w: 800
+    scale_up: {{kind: "nvlink", bandwidth_gbps_per_direction: 450}}
+    pcie_gen: 5
+    source: "a test datasheet, 2026"
+"""
+
+
+def test_user_file_adds_entries(tmp_path: Path) -> None:
+    f = _write(tmp_path / "mine.yaml", "gpus:" + GPU_ENTRY.format(id="x-gpu", mem=96))
+    cat = load_catalog([f], env={})
+    assert cat.gpu("x-gpu").memory_gb == 96
+    assert "h100-sxm" in cat.entries["gpus"]
+
+
+def test_user_file_does_not_change_the_packaged_catalog(tmp_path: Path) -> None:
+    f = _write(tmp_path / "mine.yaml", "gpus:" + GPU_ENTRY.format(id="y-gpu", mem=96))
+    load_catalog([f], env={})
+    assert "y-gpu" not in load_catalog(env={}).entries["gpus"]
+
+
+def test_duplicate_id_without_override_is_an_error(tmp_path: Path) -> None:
+    f = _write(tmp_path / "dup.yaml", "gpus:" + GPU_ENTRY.format(id="h100-sxm", mem=96))
+    with pytest.raises(CatalogError, match=r"already defined.*override: true"):
+        load_catalog([f], env={})
+
+
+def test_override_replaces_an_entry(tmp_path: Path) -> None:
+    text = "gpus:" + GPU_ENTRY.format(id="h100-sxm", mem=96) + "    override: true\n"
+    cat = load_catalog([_write(tmp_path / "o.yaml", text)], env={})
+    assert cat.gpu("h100-sxm").memory_gb == 96
+
+
+def test_override_of_unknown_id_is_an_error(tmp_path: Path) -> None:
+    text = "gpus:" + GPU_ENTRY.format(id="nope-gpu", mem=96) + "    override: true\n"
+    with pytest.raises(CatalogError, match="nothing to override"):
+        load_catalog([_write(tmp_path / "o.yaml", text)], env={})
+
+
+def test_env_directory_is_read(tmp_path: Path) -> None:
+    _write(tmp_path / "a.yaml", "gpus:" + GPU_ENTRY.format(id="env-gpu", mem=64))
+    cat = load_catalog(env={"CLUSTERWRIGHT_CATALOG": str(tmp_path)})
+    assert cat.gpu("env-gpu").memory_gb == 64
+
+
+def test_bad_field_names_field_and_line(tmp_path: Path) -> None:
+    text = "gpus:" + GPU_ENTRY.format(id="bad-gpu", mem=-1)
+    with pytest.raises(CatalogError) as exc:
+        load_catalog([_write(tmp_path / "b.yaml", text)], env={})
+    assert "gpus[0].memory_gb" in str(exc.value)
+    assert "(line 6)" in str(exc.value)
+
+
+def test_non_string_id_is_rejected(tmp_path: Path) -> None:
+    text = ("gpus:" + GPU_ENTRY.format(id="x", mem=80)).replace('id: "x"', "id: 1.10")
+    with pytest.raises(CatalogError, match="must be a string"):
+        load_catalog([_write(tmp_path / "n.yaml", text)], env={})
+
+
+def test_unknown_kind_suggests(tmp_path: Path) -> None:
+    with pytest.raises(CatalogError, match="did you mean 'gpus'"):
+        load_catalog([_write(tmp_path / "k.yaml", "gpu: []\n")], env={})
+
+
+def test_dangling_reference_is_an_error(tmp_path: Path) -> None:
+    server = """servers:
+  - id: "odd-box"
+    name: "Odd"
+    gpu: "no-such-gpu"
+    gpus: 8
+    nvlink_domain_gpus: 8
+    backend_nics: {count: 8, speed_gbps: 400}
+    frontend_nics: {count: 2, speed_gbps: 200}
+    cpus: {model: "x", count: 2, cores_per_cpu: 32}
+    dram_gb: 1024
+    nvme_tb: 8
+    max_power_kw: 10
+    rack_units: 8
+    weight_class: "heavy"
+    cooling: "air"
+    source: "a test datasheet, 2026"
+"""
+    with pytest.raises(CatalogError, match="unknown GPU id 'no-such-gpu'"):
+        load_catalog([_write(tmp_path / "s.yaml", server)], env={})

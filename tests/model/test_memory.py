@@ -1,0 +1,163 @@
+from __future__ import annotations
+
+import pytest
+
+from clusterwright.catalog.registry import Catalog
+from clusterwright.catalog.schema import ModelArch
+from clusterwright.model.memory import (
+    activation_bytes_per_layer,
+    in_flight_micro_batches,
+    inference_memory,
+    kv_cache_bytes,
+    kv_cache_bytes_per_token,
+    min_gpus_for_bytes,
+    optimizer_bytes_per_param,
+    state_bytes,
+    training_memory,
+)
+from clusterwright.model.params import total_params
+from clusterwright.spec.parallel import ParallelConfig
+
+
+def _gpt(layers: int = 48, hidden: int = 6144, heads: int = 64) -> ModelArch:
+    return ModelArch(
+        id="g",
+        name="GPT-22B",
+        source="Korthikanti 2022 table",
+        layers=layers,
+        hidden=hidden,
+        heads=heads,
+        ffn_hidden=4 * hidden,
+        vocab=51200,
+        max_seq_len=2048,
+        position="learned",
+        bias=True,
+        tied_embeddings=True,
+    )
+
+
+def test_mixed_precision_adam_is_16_bytes_per_parameter() -> None:
+    # ZeRO paper section 3.1: 2 (fp16 weights) + 2 (grads) + 12 (fp32 master, m, v)
+    st = state_bytes(1e9, 0, ParallelConfig())
+    assert st.total == pytest.approx(16e9)
+    assert optimizer_bytes_per_param("adam", "bf16") == 12
+    assert optimizer_bytes_per_param("adam", "fp32") == 8
+    assert optimizer_bytes_per_param("sgd", "bf16") == 8
+
+
+def test_megatron_fp32_main_grads_make_18_bytes() -> None:
+    assert state_bytes(1e9, 0, ParallelConfig(), "fp16", "fp32").total == pytest.approx(18e9)
+
+
+@pytest.mark.parametrize(
+    ("stage", "w", "g", "o"),
+    [(0, 1, 1, 1), (1, 1, 1, 8), (2, 1, 8, 8), (3, 8, 8, 8)],
+)
+def test_zero_stages_shard_progressively_over_dp(stage: int, w: int, g: int, o: int) -> None:
+    base = state_bytes(1e9, 0, ParallelConfig(dp=8))
+    st = state_bytes(1e9, 0, ParallelConfig(dp=8, zero_stage=stage))  # type: ignore[arg-type]
+    assert base.weights / st.weights == pytest.approx(w)
+    assert base.gradients / st.gradients == pytest.approx(g)
+    assert base.optimizer / st.optimizer == pytest.approx(o)
+
+
+def test_experts_shard_over_ep_and_their_smaller_dp_group() -> None:
+    par = ParallelConfig(dp=8, ep=4, zero_stage=1)
+    st = state_bytes(0, 8e9, par)
+    # weights: 8e9 / ep 4 = 2e9 params x 2 B; optimizer sharded over dp/ep = 2
+    assert st.weights == pytest.approx(4e9)
+    assert st.optimizer == pytest.approx(12 * 2e9 / 2)
+
+
+def test_korthikanti_table2_forms() -> None:
+    arch = _gpt()
+    s, b, h, a, t = 2048, 1, arch.hidden, arch.heads, 8
+    sbh = s * b * h
+    kw = {"flash_attention": False, "dropout": True}
+    none_tp = activation_bytes_per_layer(arch, s, b, t, False, "none", **kw)
+    assert none_tp == pytest.approx(sbh * (10 + 24 / t + 5 * a * s / (h * t)))
+    sp = activation_bytes_per_layer(arch, s, b, t, True, "none", **kw)
+    assert sp == pytest.approx(sbh / t * (34 + 5 * a * s / h))
+    seqsel = activation_bytes_per_layer(arch, s, b, t, True, "selective", **kw)
+    assert seqsel == pytest.approx(34 * sbh / t)
+    full = activation_bytes_per_layer(arch, s, b, t, False, "full", **kw)
+    assert full == pytest.approx(2 * sbh)
+
+
+def test_flash_attention_removes_the_quadratic_term() -> None:
+    arch = _gpt()
+    short = activation_bytes_per_layer(arch, 2048, 1, 8, True, "none")
+    long = activation_bytes_per_layer(arch, 8192, 1, 8, True, "none")
+    assert long / short == pytest.approx(4.0, rel=0.01)  # linear in s
+    no_flash = activation_bytes_per_layer(arch, 8192, 1, 8, True, "none", flash_attention=False)
+    assert no_flash > 2 * long
+
+
+def test_context_parallel_divides_sequence() -> None:
+    arch = _gpt()
+    one = activation_bytes_per_layer(arch, 8192, 1, 8, True, "selective")
+    four = activation_bytes_per_layer(arch, 8192, 1, 8, True, "selective", cp=4)
+    assert one / four == pytest.approx(4.0, rel=0.01)
+
+
+def test_interleaved_pipeline_in_flight_factor() -> None:
+    # Korthikanti 2022 section 4.2.3: first stage holds L (1 + (p-1)/(p v)) layers' worth
+    par = ParallelConfig(pp=8, virtual_stages=3, global_batch=64)
+    assert in_flight_micro_batches(par) == pytest.approx(8 * (1 + 7 / 24))
+    assert in_flight_micro_batches(ParallelConfig(pp=8, global_batch=64)) == 8
+    # fewer micro-batches than stages: only those are in flight
+    assert in_flight_micro_batches(ParallelConfig(pp=8, global_batch=4)) == 4
+
+
+def test_first_stage_of_pipeline_holds_most_activations() -> None:
+    arch = _gpt(96, 12288, 96)
+    par = ParallelConfig(tp=8, pp=8, global_batch=64)
+    m = training_memory(arch, par, 2048, flash_attention=False, dropout=True)
+    assert m.stage == "first"
+    assert m.embedding_states > 0
+
+
+def test_moe_layer_activations_grow_with_top_k(catalog: Catalog) -> None:
+    m = catalog.model("mixtral-8x7b")
+    top2 = activation_bytes_per_layer(m, 4096, 1, moe_layer=True)
+    top1 = activation_bytes_per_layer(m.model_copy(update={"top_k": 1}), 4096, 1, moe_layer=True)
+    assert top2 > top1
+
+
+def test_kv_cache_per_token_llama2_70b(catalog: Catalog) -> None:
+    # 2 (K, V) x 80 layers x 8 KV heads x 128 dims x 2 bytes
+    assert kv_cache_bytes_per_token(catalog.model("llama-2-70b")) == 327_680
+    assert kv_cache_bytes_per_token(catalog.model("llama-2-70b"), "fp8") == 163_840
+
+
+def test_kv_cache_mla_caches_the_latent(catalog: Catalog) -> None:
+    ds = catalog.model("deepseek-v3")
+    assert kv_cache_bytes_per_token(ds) == 61 * (512 + 64) * 2
+
+
+def test_kv_heads_replicate_beyond_tp_equal_kv_heads(catalog: Catalog) -> None:
+    m = catalog.model("llama-2-70b")
+    full = kv_cache_bytes(m, 4, 4096)
+    assert kv_cache_bytes(m, 4, 4096, tp=8) == pytest.approx(full / 8)
+    assert kv_cache_bytes(m, 4, 4096, tp=16) == pytest.approx(full / 8)
+
+
+def test_serving_gpt3_175b_fp16_needs_five_80gb_gpus_for_weights(catalog: Catalog) -> None:
+    m = catalog.model("gpt3-175b")
+    w = total_params(m) * 2
+    assert w / 1e9 == pytest.approx(349.2, rel=0.002)
+    assert min_gpus_for_bytes(w, 80e9) == 5
+
+
+def test_inference_memory_splits_weights_over_tp_and_pp(catalog: Catalog) -> None:
+    m = catalog.model("llama-3.1-70b")
+    one = inference_memory(m, 1, 1024)
+    eight = inference_memory(m, 1, 1024, tp=4, pp=2)
+    assert one.weights / eight.weights == pytest.approx(8)
+
+
+def test_min_gpus_rounds_up() -> None:
+    assert min_gpus_for_bytes(161e9, 80e9) == 3
+    assert min_gpus_for_bytes(1, 80e9) == 1
+    with pytest.raises(ValueError):
+        min_gpus_for_bytes(1, 0)

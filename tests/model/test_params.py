@@ -1,0 +1,66 @@
+from __future__ import annotations
+
+import pytest
+
+from clusterwright.catalog.registry import Catalog
+from clusterwright.catalog.schema import ModelArch
+from clusterwright.model.params import active_params, matmul_params, param_counts, total_params
+
+
+def _models(catalog: Catalog) -> list[ModelArch]:
+    return catalog.all("models")
+
+
+def test_every_catalog_model_matches_its_published_count_within_1pct(catalog: Catalog) -> None:
+    checked = 0
+    for m in _models(catalog):
+        assert m.published_params is not None, f"{m.id} has no published_params"
+        err = total_params(m) / m.published_params - 1
+        assert abs(err) < 0.01, f"{m.id}: derived {total_params(m):.4g} vs {m.published_params:.4g}"
+        checked += 1
+    assert checked >= 16
+
+
+def test_moe_active_params_match_published_within_2pct(catalog: Catalog) -> None:
+    # Published active counts are rounded (13B, 39B, 37B), hence 2 %.
+    for m in _models(catalog):
+        if m.published_active_params is not None:
+            assert active_params(m) == pytest.approx(m.published_active_params, rel=0.02), m.id
+
+
+def test_dense_model_active_equals_total(catalog: Catalog) -> None:
+    m = catalog.model("llama-3.1-70b")
+    assert active_params(m) == total_params(m)
+
+
+def test_llama2_7b_count_is_exact(catalog: Catalog) -> None:
+    # 32 x (4 h^2 + 3 h f + 2 h) + 2 V h + h, from the released checkpoint
+    assert total_params(catalog.model("llama-2-7b")) == 6_738_415_616
+
+
+def test_gqa_shrinks_kv_projections(catalog: Catalog) -> None:
+    m = catalog.model("llama-2-70b")
+    mha = m.model_copy(update={"kv_heads": None})
+    h, L = m.hidden, m.layers
+    # K and V lose 7/8 of their width with 8 KV heads out of 64
+    assert param_counts(mha).attention - param_counts(m).attention == L * 2 * h * (h - h // 8)
+
+
+def test_tied_embeddings_have_no_separate_head(catalog: Catalog) -> None:
+    m = catalog.model("gpt3-175b")
+    assert param_counts(m).output == 0
+    untied = m.model_copy(update={"tied_embeddings": False})
+    assert total_params(untied) - total_params(m) == m.vocab * m.hidden
+
+
+def test_mla_latent_attention_is_smaller_than_mha(catalog: Catalog) -> None:
+    ds = catalog.model("deepseek-v3")
+    c = param_counts(ds)
+    mha_equiv = ds.layers * 4 * ds.hidden * ds.heads * 128
+    assert c.attention < mha_equiv
+
+
+def test_matmul_params_include_the_lm_head_even_when_tied(catalog: Catalog) -> None:
+    m = catalog.model("gpt3-175b")
+    c = param_counts(m)
+    assert matmul_params(m) == c.attention + c.dense_mlp + m.vocab * m.hidden
