@@ -51,3 +51,12 @@ def test_int4_weights_quarter_the_memory_and_keep_16bit_kv(catalog: Catalog) -> 
     assert bf16.weights / int4.weights == pytest.approx(4)
     assert int4.kv_cache == pytest.approx(bf16.kv_cache)
     assert int4.fits[0].min_gpus_layout == 1
+
+
+def test_fp8_training_keeps_16bit_weights(catalog: Catalog) -> None:
+    m = catalog.model("llama-2-7b")
+    g = [catalog.gpu("h100-sxm")]
+    bf16 = size_training(m, ParallelConfig(), 2048, g)
+    fp8 = size_training(m, ParallelConfig(), 2048, g, precision="fp8")
+    assert fp8.weights == bf16.weights
+    assert fp8.gradients == bf16.gradients

@@ -75,21 +75,28 @@ def _render(d: dict[str, Any]) -> None:
         if v or key == "total":
             t.add_row(key.replace("_", " "), f"{v:,.2f}")
     console.print(t)
+    serving = d["mode"] == "inference"
     f = Table(title="fewest GPUs that hold it", title_justify="left")
     f.add_column("GPU")
     f.add_column("memory bound", justify="right")
-    f.add_column("layout" if d["mode"] == "training" else "smallest TP that fits", justify="right")
-    if "roofline" in d:
+    if serving:
+        f.add_column("smallest TP that fits", justify="right")
         f.add_column("decode bound")
         f.add_column("decode step >= ms", justify="right")
     for g, n in d["min_gpus"].items():
-        row = [g, str(n), str(d["min_gpus_layout"][g] or "-")]
-        if "roofline" in d:
+        row = [g, str(n)]
+        if serving:
             dec = d["roofline"][g]["decode"]
-            row += [dec["bound"], f"{dec['time_lower_bound_s'] * 1e3:.2f}"]
+            row += [
+                str(d["min_gpus_layout"][g] or "-"),
+                dec["bound"],
+                f"{dec['time_lower_bound_s'] * 1e3:.2f}",
+            ]
         f.add_row(*row)
     for g, why in d["unsupported"].items():
-        f.add_row(g, "-", why)
+        f.add_row(g, "-", *([why, "", ""] if serving else []))
+    if d["unsupported"] and not serving:
+        console.print("unsupported: " + "; ".join(d["unsupported"].values()))
     console.print(f)
 
 

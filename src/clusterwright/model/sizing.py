@@ -75,19 +75,25 @@ def size_training(
     The minimum is a memory lower bound: every model state sharded over N GPUs (ZeRO-3 or
     model parallelism) plus one micro-batch's activations per GPU sharded the same way.
     """
-    grads = grads or precision
+    # FP8/FP4 training runs the GEMMs in low precision but keeps weights and gradients in
+    # 16-bit and casts per GEMM (NVIDIA Transformer Engine docs, "Using FP8 with Transformer
+    # Engine"; DeepSeek-V3 report section 3.3), so storage stays bf16.
+    storage = (
+        Precision.bf16 if Precision(precision) in (Precision.fp8, Precision.fp4) else precision
+    )
+    grads = grads or storage
     m = mem.training_memory(
         arch,
         par,
         seq_len,
-        precision,
+        storage,
         grads,
         optimizer,
         flash_attention,
         reserve_bytes=reserve_bytes,
     )
     whole = ParallelConfig(micro_batch=par.micro_batch, recompute=par.recompute)
-    one = mem.training_memory(arch, whole, seq_len, precision, grads, optimizer, flash_attention)
+    one = mem.training_memory(arch, whole, seq_len, storage, grads, optimizer, flash_attention)
     need = one.states + one.activations
     dtype = training_dtype(precision)
     fits = []
