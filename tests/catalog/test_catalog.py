@@ -96,7 +96,8 @@ def test_optics_have_twin_port_and_single_port_transceivers(catalog: Catalog) ->
     links = {t.links for t in catalog.all("transceivers")}
     assert {1, 2} <= links
     kinds = {c.kind for c in catalog.all("cables")}
-    assert {"dac", "aec", "fiber"} <= kinds
+    assert {"dac", "acc", "fiber"} <= kinds
+    assert any(c.links == 2 for c in catalog.all("cables"))
 
 
 def test_gpu_specs_are_physically_sane(catalog: Catalog) -> None:

@@ -225,7 +225,8 @@ class Cable(_Entry):
     """A cable. DAC/AEC/AOC carry their own ends; fiber needs a transceiver at each end."""
 
     vendor: StrictStr
-    kind: Literal["dac", "aec", "aoc", "fiber"]
+    kind: Literal["dac", "aec", "acc", "aoc", "fiber"]  # acc: linear active copper
+    links: PositiveInt = 1  # logical links one cable carries (twin-port 2x400G = 2)
     speed_gbps: PositiveFloat  # Gb/s per link it carries
     reach_m: PositiveFloat  # longest length offered
     lengths_m: list[PositiveFloat] = Field(default_factory=list)
