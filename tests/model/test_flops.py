@@ -15,24 +15,11 @@ from clusterwright.model.flops import (
     utilization,
 )
 from clusterwright.model.params import active_params
+from tests.conftest import gpt
 
 
 def _gpt(layers: int, hidden: int, heads: int) -> ModelArch:
-    return ModelArch(
-        id="g",
-        name="g",
-        source="SC21 table 1 shape",
-        layers=layers,
-        hidden=hidden,
-        heads=heads,
-        ffn_hidden=4 * hidden,
-        vocab=51200,
-        max_seq_len=2048,
-        position="learned",
-        tied_embeddings=True,
-        bias=False,
-        norm="layernorm",
-    )
+    return gpt(layers, hidden, heads, bias=False)
 
 
 @pytest.mark.parametrize("shape", [(24, 2304, 24), (96, 12288, 96), (128, 25600, 160)])

@@ -3,7 +3,6 @@ from __future__ import annotations
 import pytest
 
 from clusterwright.catalog.registry import Catalog
-from clusterwright.catalog.schema import ModelArch
 from clusterwright.model.memory import (
     activation_bytes_per_layer,
     in_flight_micro_batches,
@@ -17,23 +16,7 @@ from clusterwright.model.memory import (
 )
 from clusterwright.model.params import total_params
 from clusterwright.spec.parallel import ParallelConfig
-
-
-def _gpt(layers: int = 48, hidden: int = 6144, heads: int = 64) -> ModelArch:
-    return ModelArch(
-        id="g",
-        name="GPT-22B",
-        source="Korthikanti 2022 table",
-        layers=layers,
-        hidden=hidden,
-        heads=heads,
-        ffn_hidden=4 * hidden,
-        vocab=51200,
-        max_seq_len=2048,
-        position="learned",
-        bias=True,
-        tied_embeddings=True,
-    )
+from tests.conftest import gpt
 
 
 def test_mixed_precision_adam_is_16_bytes_per_parameter() -> None:
@@ -70,7 +53,7 @@ def test_experts_shard_over_ep_and_their_smaller_dp_group() -> None:
 
 
 def test_korthikanti_table2_forms() -> None:
-    arch = _gpt()
+    arch = gpt()
     s, b, h, a, t = 2048, 1, arch.hidden, arch.heads, 8
     sbh = s * b * h
     kw = {"flash_attention": False, "dropout": True}
@@ -85,7 +68,7 @@ def test_korthikanti_table2_forms() -> None:
 
 
 def test_flash_attention_removes_the_quadratic_term() -> None:
-    arch = _gpt()
+    arch = gpt()
     short = activation_bytes_per_layer(arch, 2048, 1, 8, True, "none")
     long = activation_bytes_per_layer(arch, 8192, 1, 8, True, "none")
     assert long / short == pytest.approx(4.0, rel=0.01)  # linear in s
@@ -94,7 +77,7 @@ def test_flash_attention_removes_the_quadratic_term() -> None:
 
 
 def test_context_parallel_divides_sequence() -> None:
-    arch = _gpt()
+    arch = gpt()
     one = activation_bytes_per_layer(arch, 8192, 1, 8, True, "selective")
     four = activation_bytes_per_layer(arch, 8192, 1, 8, True, "selective", cp=4)
     assert one / four == pytest.approx(4.0, rel=0.01)
@@ -110,7 +93,7 @@ def test_interleaved_pipeline_in_flight_factor() -> None:
 
 
 def test_first_stage_of_pipeline_holds_most_activations() -> None:
-    arch = _gpt(96, 12288, 96)
+    arch = gpt(96, 12288, 96)
     par = ParallelConfig(tp=8, pp=8, global_batch=64)
     m = training_memory(arch, par, 2048, flash_attention=False, dropout=True)
     assert m.stage == "first"
