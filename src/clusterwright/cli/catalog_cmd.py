@@ -98,7 +98,8 @@ COLUMNS: dict[str, list[tuple[str, Any]]] = {
 
 
 def _dump(cat: Catalog, kind: str, entry: Any) -> dict[str, Any]:
-    d: dict[str, Any] = {"kind": kind, **entry.model_dump(mode="json")}
+    # `catalog_kind` is the table; an entry's own `kind` field (server/rack, dac/fiber) stays.
+    d: dict[str, Any] = {"catalog_kind": kind, **entry.model_dump(mode="json")}
     if kind == "models":
         d["params"] = total_params(entry)
         d["active_params"] = active_params(entry)
@@ -160,11 +161,13 @@ def show(
         emit_json(dumps[0] if len(dumps) == 1 else {"matches": dumps})
         return
     for d in dumps:
-        table = Table(title=f"{d['kind']}: {d['id']}", title_justify="left", show_header=False)
+        table = Table(
+            title=f"{d['catalog_kind']}: {d['id']}", title_justify="left", show_header=False
+        )
         table.add_column("field", style="bold")
         table.add_column("value", overflow="fold")
         for key, value in d.items():
-            if key in ("kind", "id"):
+            if key in ("catalog_kind", "id"):
                 continue
             if isinstance(value, list) and value and isinstance(value[0], dict):
                 value = "\n".join(", ".join(f"{a}={b}" for a, b in v.items()) for v in value)

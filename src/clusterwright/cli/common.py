@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -54,13 +55,26 @@ def fail(message: str) -> NoReturn:
 
 
 def flag_error(exc: ValidationError, flags: dict[str, str] | None = None) -> str:
-    """Turn a pydantic error on CLI-built inputs into ``--flag: message`` lines."""
+    """Turn a pydantic error on CLI-built inputs into ``--flag: message`` lines. An error of
+    the whole model (no field) names the flags whose field names its message mentions."""
     flags = flags or {}
     lines = []
     for e in exc.errors(include_url=False):
+        msg = str(e["msg"]).removeprefix("Value error, ")
         name = str(e["loc"][0]) if e["loc"] else ""
-        flag = flags.get(name, "--" + name.replace("_", "-")) if name else "options"
-        lines.append(f"{flag}: {e['msg'].removeprefix('Value error, ')}")
+        if name:
+            flag = flags.get(name, "--" + name.replace("_", "-"))
+        else:
+            # The flag whose field the message names first is the one it is about.
+            hits = [
+                (m.start(), f)
+                for field, f in flags.items()
+                if (m := re.search(rf"\b{field}\b", msg))
+            ]
+            flag = min(hits)[1] if hits else "options"
+            for field, f in flags.items():
+                msg = re.sub(rf"\b{field}\b", f, msg)
+        lines.append(f"{flag}: {msg}")
     return "; ".join(lines)
 
 

@@ -9,6 +9,7 @@ from rich.table import Table
 
 from clusterwright.catalog.registry import resolve_model
 from clusterwright.cli.common import console, emit_json, fail, gb, state, user_errors
+from clusterwright.errors import ClusterwrightError
 from clusterwright.model.precision import Precision
 from clusterwright.model.sizing import SizeResult, size_inference, size_training
 from clusterwright.spec.parallel import ParallelConfig
@@ -19,6 +20,7 @@ PARALLEL_FLAGS = {
     "dp": "--dp",
     "zero_stage": "--zero",
     "micro_batch": "--micro-batch",
+    "global_batch": "--global-batch",
     "recompute": "--recompute",
     "sequence_parallel": "--sequence-parallel",
     "virtual_stages": "--interleave",
@@ -140,27 +142,41 @@ def size(
     for flag, value in (("--seq-len", seq_len), ("--batch", batch), ("--context", context)):
         if value <= 0:
             fail(f"{flag}: must be a positive number of tokens or sequences, got {value}")
-    with user_errors(PARALLEL_FLAGS):
+    if training and Precision(precision) in (Precision.int8, Precision.int4):
+        fail(
+            f"--precision: {precision.value} is an inference-only format; train in fp32, bf16, "
+            "fp16, fp8 or fp4"
+        )
+    with user_errors():
         cat = state(ctx).catalog()
+    try:
         arch = resolve_model(cat, model)
+    except ClusterwrightError as exc:
+        fail(f"--model: {exc}")
+    try:
         gpus = [cat.gpu(g) for g in gpu] if gpu else cat.all("gpus")
-        if tp > 1 and arch.heads % tp:
-            fail(f"--tp: {tp} does not divide the {arch.heads} attention heads of {arch.id}")
-        opt: Literal["adam", "sgd"] = "adam" if optimizer == "adam" else "sgd"
+    except ClusterwrightError as exc:
+        fail(f"--gpu: {exc}")
+    opt: Literal["adam", "sgd"] = "adam" if optimizer == "adam" else "sgd"
+    with user_errors(PARALLEL_FLAGS):
+        # Built in both modes so --tp/--pp/--dp/--zero are checked the same way everywhere.
+        par = ParallelConfig(
+            tp=tp,
+            pp=pp,
+            dp=dp,
+            zero_stage=zero,
+            micro_batch=micro_batch,
+            global_batch=global_batch,
+            recompute=recompute,
+            sequence_parallel=sequence_parallel,
+            virtual_stages=interleave,
+        )
+    if tp > 1 and arch.heads % tp:
+        fail(f"--tp: {tp} does not divide the {arch.heads} attention heads of {arch.id}")
+    if pp > arch.layers:
+        fail(f"--pp: {pp} stages exceed the {arch.layers} layers of {arch.id}")
+    with user_errors(PARALLEL_FLAGS):
         if training:
-            par = ParallelConfig(
-                tp=tp,
-                pp=pp,
-                dp=dp,
-                zero_stage=zero,
-                micro_batch=micro_batch,
-                global_batch=global_batch,
-                recompute=recompute,
-                sequence_parallel=sequence_parallel,
-                virtual_stages=interleave,
-            )
-            if pp > arch.layers:
-                fail(f"--pp: {pp} stages exceed the {arch.layers} layers of {arch.id}")
             r = size_training(
                 arch,
                 par,
@@ -174,8 +190,6 @@ def size(
             )
             payload = _payload(r, seq_len, par.batch, arch.id)
         else:
-            if pp > arch.layers:
-                fail(f"--pp: {pp} stages exceed the {arch.layers} layers of {arch.id}")
             r = size_inference(
                 arch,
                 batch,

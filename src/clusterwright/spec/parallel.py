@@ -38,7 +38,9 @@ class ParallelConfig(BaseModel):
         if self.sequence_parallel and self.tp == 1:
             raise ValueError("sequence_parallel needs tp > 1")
         if self.virtual_stages > 1 and self.pp == 1:
-            raise ValueError("virtual_stages (interleave) needs pp > 1")
+            raise ValueError(
+                "virtual_stages needs pp > 1 (an interleaved schedule splits pipeline stages)"
+            )
         gb = self.global_batch
         if gb is not None and gb % (self.dp * self.micro_batch):
             raise ValueError(

@@ -47,8 +47,10 @@ class LengthDist(_Strict):
     def _bounds(self) -> LengthDist:
         if self.max is not None and self.max < self.min:
             raise ValueError(f"max={self.max} is below min={self.min}")
-        if self.max is not None and not (self.min <= self.mean <= self.max):
-            raise ValueError(f"mean={self.mean} lies outside [min, max]")
+        if self.mean < self.min:
+            raise ValueError(f"mean={self.mean} lies outside [min, max]: below min={self.min}")
+        if self.max is not None and self.mean > self.max:
+            raise ValueError(f"mean={self.mean} lies outside [min, max]: above max={self.max}")
         if self.distribution in ("normal", "lognormal") and self.stddev == 0:
             raise ValueError(f"{self.distribution} needs stddev > 0")
         if self.distribution == "uniform" and self.max is None:
@@ -197,10 +199,27 @@ class Scenario(_Strict):
         return self
 
 
+def _repeated_name(doc: LoadedYaml) -> None:
+    # Checked on the raw data so the error can point at the second name and its line.
+    seen: set[object] = set()
+    workloads = doc.data.get("workloads") if isinstance(doc.data, dict) else None
+    for i, w in enumerate(workloads if isinstance(workloads, list) else []):
+        name = w.get("name") if isinstance(w, dict) else None
+        if name is None:
+            continue
+        if name in seen:
+            raise ScenarioError(
+                f"{doc.path}: workloads[{i}].name (line {doc.line_of(('workloads', i, 'name'))}): "
+                f"workload name {name!r} is used twice"
+            )
+        seen.add(name)
+
+
 def parse_scenario(doc: LoadedYaml) -> Scenario:
     """Validate parsed YAML as a Scenario; ScenarioError names field paths and lines."""
     if not isinstance(doc.data, dict):
         raise ScenarioError(f"{doc.path}: a scenario is a mapping with name, workloads, ...")
+    _repeated_name(doc)
     try:
         return Scenario.model_validate(doc.data)
     except ValidationError as exc:

@@ -17,6 +17,12 @@ from pydantic import ValidationError
 from yaml.constructor import SafeConstructor
 
 Loc = tuple[str | int, ...]
+_CORE_TAG = "tag:yaml.org,2002:"
+_ALLOWED_TAGS = {
+    _CORE_TAG + t for t in ("map", "seq", "str", "int", "float", "bool", "null", "timestamp")
+}
+# Names pydantic puts in an error's loc for a union member; they are not in the data.
+_PYDANTIC_MEMBER_NAMES = {"constrained-str", "str", "int", "float", "bool", "dict[str,any]"}
 
 
 @dataclass
@@ -45,9 +51,17 @@ def _construct(
     node: yaml.Node, loc: Loc, lines: dict[Loc, int], src: str, ctor: SafeConstructor
 ) -> Any:
     lines[loc] = node.start_mark.line + 1
+    where = f"{src}:{node.start_mark.line + 1}"
+    if node.tag not in _ALLOWED_TAGS:
+        raise YamlError(f"{where}: tag {node.tag!r} is not allowed; plain YAML data only")
     if isinstance(node, yaml.MappingNode):
         out: dict[Any, Any] = {}
         for key_node, value_node in node.value:
+            if key_node.tag == _CORE_TAG + "merge":
+                raise YamlError(
+                    f"{src}:{key_node.start_mark.line + 1}: merge keys (<<) are not supported; "
+                    "write the fields out"
+                )
             key = _construct(key_node, (*loc, "<key>"), {}, src, ctor)
             if not isinstance(key, str | int | float | bool) and key is not None:
                 raise YamlError(
@@ -64,7 +78,10 @@ def _construct(
         return out
     if isinstance(node, yaml.SequenceNode):
         return [_construct(n, (*loc, i), lines, src, ctor) for i, n in enumerate(node.value)]
-    return ctor.construct_object(node, deep=True)
+    try:
+        return ctor.construct_object(node, deep=True)
+    except yaml.YAMLError as exc:
+        raise YamlError(f"{where}: {getattr(exc, 'problem', None) or exc}") from None
 
 
 def _fmt(loc: Sequence[str | int]) -> str:
@@ -112,13 +129,19 @@ def load(path: str | Path) -> LoadedYaml:
 def describe_validation_error(
     exc: ValidationError, doc: LoadedYaml | None, prefix: Sequence[str | int] = ()
 ) -> str:
-    """One line per pydantic error: ``path (line N): message``."""
-    out = []
+    """One line per pydantic error: ``path (line N): message``. For a union, only the first
+    member's complaint about a place is kept."""
+    out: list[str] = []
+    seen: set[Loc] = set()
     for err in exc.errors(include_url=False):
-        loc = _data_loc(tuple(prefix) + tuple(p for p in err["loc"] if not _is_union_tag(p)), doc)
+        raw = tuple(prefix) + tuple(p for p in err["loc"] if not _is_union_tag(p))
+        loc = _data_loc(raw, doc)
+        if loc in seen:
+            continue
+        seen.add(loc)
         line = doc.line_of(loc) if doc is not None else None
         where = f" (line {line})" if line is not None else ""
-        msg = err["msg"]
+        msg = str(err["msg"]).removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             msg = "unknown field"
         elif err["type"] == "missing":
@@ -130,19 +153,33 @@ def describe_validation_error(
 
 
 def _data_loc(loc: Loc, doc: LoadedYaml | None) -> Loc:
-    """Drop loc parts that are not in the data, such as a discriminated union's tag
-    (pydantic reports ``workloads.1.inference.qps`` for ``workloads[1].qps``)."""
+    """Drop loc parts that are not in the data: a discriminated union's tag (pydantic reports
+    ``workloads.1.inference.qps`` for ``workloads[1].qps``), whose value is the ``kind`` of
+    the mapping it follows."""
     if doc is None:
         return loc
     out: list[str | int] = []
-    for i, p in enumerate(loc):
-        here = (*out, p)
-        if here not in doc.lines and i + 1 < len(loc) and (*out, loc[i + 1]) in doc.lines:
+    node: Any = doc.data
+    for p in loc:
+        if (
+            isinstance(p, str)
+            and isinstance(node, dict)
+            and p not in node
+            and node.get("kind") == p
+        ):
             continue
         out.append(p)
+        if isinstance(node, dict):
+            node = node.get(p)
+        elif isinstance(node, list) and isinstance(p, int) and 0 <= p < len(node):
+            node = node[p]
+        else:
+            node = None
     return tuple(out)
 
 
 def _is_union_tag(p: object) -> bool:
     # pydantic puts the union member name in the loc (e.g. "function-after[...]"); drop it.
-    return isinstance(p, str) and ("[" in p or p.startswith("function-"))
+    return isinstance(p, str) and (
+        "[" in p or p.startswith("function-") or p in _PYDANTIC_MEMBER_NAMES
+    )
