@@ -10,6 +10,7 @@ from typer.testing import CliRunner, Result
 from clusterwright.catalog.registry import load_catalog
 from clusterwright.cli import common
 from clusterwright.cli.main import app
+from tests.cli.helpers import user_error
 
 # CLI kind -> catalog kinds it lists (`optics` is transceivers and cables).
 KINDS = {
@@ -39,16 +40,6 @@ runner = CliRunner()
 
 def cw(*args: str) -> Result:
     return runner.invoke(app, list(args), env={"CLUSTERWRIGHT_CATALOG": None})
-
-
-def user_error(r: Result) -> str:
-    """Bad input: exit 2, nothing on stdout, no traceback; returns stderr."""
-    assert r.exit_code == 2, r.output
-    assert isinstance(r.exception, SystemExit)
-    assert r.stdout == ""
-    assert "Traceback" not in r.output
-    assert r.stderr.strip()
-    return r.stderr
 
 
 @pytest.fixture

@@ -10,22 +10,13 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from clusterwright.cli.main import app
+from tests.cli.helpers import user_error
 
 runner = CliRunner()
 
 
 def cw(*args: str, env: dict[str, str | None] | None = None) -> Result:
     return runner.invoke(app, list(args), env={"CLUSTERWRIGHT_CATALOG": None, **(env or {})})
-
-
-def user_error(r: Result) -> str:
-    """Bad input: exit 2, nothing on stdout, no traceback; returns stderr."""
-    assert r.exit_code == 2, (r.output, r.exception)
-    assert isinstance(r.exception, SystemExit)
-    assert r.stdout == ""
-    assert "Traceback" not in r.output
-    assert r.stderr.strip()
-    return r.stderr
 
 
 OVERRIDE = "    override: true\n"

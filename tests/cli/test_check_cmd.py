@@ -11,6 +11,7 @@ import yaml
 from typer.testing import CliRunner, Result
 
 from clusterwright.cli.main import app
+from tests.cli.helpers import user_error
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
@@ -20,16 +21,6 @@ runner = CliRunner()
 
 def cw(*args: str) -> Result:
     return runner.invoke(app, list(args), env={"CLUSTERWRIGHT_CATALOG": None})
-
-
-def user_error(r: Result) -> str:
-    """Bad input: exit 2, nothing on stdout, no traceback; returns stderr."""
-    assert r.exit_code == 2, (r.output, r.exception)
-    assert isinstance(r.exception, SystemExit)
-    assert r.stdout == ""
-    assert "Traceback" not in r.output
-    assert r.stderr.strip()
-    return r.stderr
 
 
 def names_line(err: str, line: int) -> bool:

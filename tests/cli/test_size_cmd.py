@@ -14,6 +14,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from clusterwright.cli.main import app
+from tests.cli.helpers import user_error
 
 CONTRACT_KEYS = (
     "params",
@@ -41,16 +42,6 @@ def size_json(*args: str) -> dict[str, Any]:
     data = json.loads(r.stdout)
     assert isinstance(data, dict)
     return data
-
-
-def user_error(r: Result) -> str:
-    """Bad input: exit 2, nothing on stdout, no traceback; returns stderr."""
-    assert r.exit_code == 2, (r.output, r.exception)
-    assert isinstance(r.exception, SystemExit)
-    assert r.stdout == ""
-    assert "Traceback" not in r.output
-    assert r.stderr.strip()
-    return r.stderr
 
 
 GPT_YAML = """\
