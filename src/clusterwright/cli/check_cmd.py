@@ -13,7 +13,7 @@ from clusterwright.cli.common import console, emit_json, gb, state, user_errors
 from clusterwright.model.flops import finetune_flops_per_token, training_flops
 from clusterwright.model.memory import kv_cache_bytes_per_token
 from clusterwright.model.params import active_params, total_params
-from clusterwright.model.precision import bytes_per
+from clusterwright.model.precision import bytes_per, default_kv_precision
 from clusterwright.spec.scenario import (
     FinetuneWorkload,
     InferenceWorkload,
@@ -56,7 +56,7 @@ def check(
                 row["deadline_days"] = w.deadline_days
                 row["gpus"] = w.gpus
         if isinstance(w, InferenceWorkload):
-            kv = w.kv_precision or ("bf16" if w.precision in ("int8", "int4") else w.precision)
+            kv = w.kv_precision or default_kv_precision(w.precision)
             row["qps"] = w.qps
             row["weights_gb"] = gb(total_params(arch) * bytes_per(w.precision))
             row["kv_cache_bytes_per_token"] = kv_cache_bytes_per_token(arch, kv)

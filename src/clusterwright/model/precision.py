@@ -62,3 +62,11 @@ def inference_dtype(weights: Precision | str) -> Dtype:
     if p in (Precision.int8, Precision.int4, Precision.fp32):
         return Dtype.fp16 if p != Precision.fp32 else Dtype.tf32
     return Dtype(p.value)
+
+
+def default_kv_precision(weights: Precision | str) -> Precision:
+    """KV-cache precision when none is given: the weights' format, except that integer
+    weight-only quantization (W8A16, W4A16) keeps a 16-bit cache, as vLLM does by default
+    (kv_cache_dtype="auto" follows the model's activation dtype)."""
+    p = Precision(weights)
+    return Precision.bf16 if p in (Precision.int8, Precision.int4) else p

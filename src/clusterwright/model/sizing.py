@@ -8,12 +8,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from clusterwright.catalog.schema import Dtype, Gpu, ModelArch
+from clusterwright.catalog.schema import Gpu, ModelArch
 from clusterwright.model import memory as mem
 from clusterwright.model import roofline
 from clusterwright.model.flops import forward_flops_per_token, training_flops_per_token
 from clusterwright.model.params import active_params, param_counts
-from clusterwright.model.precision import Precision, inference_dtype, training_dtype
+from clusterwright.model.precision import (
+    Precision,
+    default_kv_precision,
+    inference_dtype,
+    training_dtype,
+)
 from clusterwright.spec.parallel import Optimizer, ParallelConfig
 
 
@@ -150,11 +155,7 @@ def size_inference(
     (a power of two dividing the heads) whose per-GPU weights, KV, activation peak and reserve
     fit in ``memory_utilization`` of the GPU, the way vLLM checks it.
     """
-    kv_p = kv_precision or (
-        precision
-        if Precision(precision) not in (Precision.int4, Precision.int8)
-        else Precision.bf16
-    )
+    kv_p = kv_precision or default_kv_precision(precision)
     m = mem.inference_memory(
         arch, batch, context, precision, kv_p, tp, pp, max_batched_tokens, reserve_bytes
     )
@@ -199,4 +200,4 @@ def size_inference(
     )
 
 
-__all__ = ["Dtype", "GpuFit", "SizeResult", "size_inference", "size_training", "tp_degrees"]
+__all__ = ["GpuFit", "SizeResult", "size_inference", "size_training", "tp_degrees"]
