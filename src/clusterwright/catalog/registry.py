@@ -27,6 +27,7 @@ from clusterwright.catalog.schema import (
     ModelArch,
     Nic,
     Server,
+    Stack,
     Switch,
     Transceiver,
 )
@@ -88,6 +89,16 @@ class Catalog:
     def cloud(self, entry_id: object) -> CloudOffer:
         return cast(CloudOffer, self.get("clouds", entry_id))
 
+    def stack(self, entry_id: object) -> Stack:
+        return cast(Stack, self.get("stacks", entry_id))
+
+    def stack_for_gpu(self, gpu_id: str) -> Stack:
+        """The first stack that lists ``gpu_id`` (every catalog GPU has one; a test checks)."""
+        for st in self.entries["stacks"].values():
+            if gpu_id in st.gpus:
+                return cast(Stack, st)
+        raise CatalogError(f"no software stack in the catalog covers GPU {gpu_id!r}; add one")
+
     def assumption(self, name: str) -> float:
         """Value of a named modelling constant (see assumptions.yaml)."""
         try:
@@ -108,6 +119,9 @@ class Catalog:
                     self._ref("servers", s.id, f"{part}.nic", "nics", nic)
         for c in self.entries["clouds"].values():
             self._ref("clouds", c.id, "gpu", "gpus", c.gpu)
+        for st in self.entries["stacks"].values():
+            for g in st.gpus:
+                self._ref("stacks", st.id, "gpus", "gpus", g)
 
     def _ref(self, kind: str, owner: str, fld: str, target: str, value: str) -> None:
         if value not in self.entries[target]:

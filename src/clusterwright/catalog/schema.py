@@ -336,6 +336,51 @@ class ModelArch(_Entry):
         return self.head_dim or self.hidden // self.heads
 
 
+class NcclLatency(BaseModel):
+    """NCCL's latency model constants, seconds (NVIDIA/nccl src/graph/tuning.cc)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    base_s: NonNegativeFloat  # per collective launch
+    intra_step_s: NonNegativeFloat  # per ring step over NVLink
+    inter_step_s: NonNegativeFloat  # per ring step over the network
+    tree_inter_step_s: NonNegativeFloat  # per tree level over the network
+
+
+class Stack(_Entry):
+    """A GPU plus software stack (framework, libraries) with its achieved efficiencies.
+
+    Calibrated once per GPU and stack against published runs and microbenchmarks, never per
+    validation row; ``calibration`` says against what.
+    """
+
+    gpus: list[EntryId] = Field(min_length=1)  # GPU ids this stack applies to
+    # (log10 of one GEMM's FLOPs, achieved fraction of dense peak), ascending
+    gemm_efficiency: list[tuple[float, Annotated[float, Field(gt=0, le=1)]]] = Field(min_length=2)
+    attention_efficiency: Annotated[float, Field(gt=0, le=1)]  # attention core, of dense peak
+    flash_attention: bool  # fused attention kernels (no s^2 activations, causal half FLOPs)
+    memory_efficiency: Annotated[float, Field(gt=0, le=1)]  # of HBM bandwidth, elementwise ops
+    scale_up_busbw_fraction: Annotated[float, Field(gt=0, le=1)]  # NCCL busbw / link rate
+    nic_busbw_fraction: Annotated[float, Field(gt=0, le=1)]  # NCCL busbw / NIC line rate
+    # NVLink SHARP all-reduce busbw / link rate inside one domain; 0 when the switch has none.
+    # It can exceed 1: the switch reduces, so busbw's 2(n-1)/n factor overstates the traffic.
+    nvls_busbw_fraction: Annotated[float, Field(ge=0, le=1.5)] = 0.0
+    nccl: NcclLatency
+    tp_overlap: Annotated[float, Field(ge=0, le=1)]  # share of TP comm hidden under GEMMs
+    dp_overlap: Annotated[float, Field(ge=0, le=1)]  # share of the last backward that hides DP
+    pp_overlap: Annotated[float, Field(ge=0, le=1)]  # share of p2p hidden
+    cp_overlap: Annotated[float, Field(ge=0, le=1)]  # ring-attention comm hidden under attention
+    step_overhead_s: NonNegativeFloat = 0.0  # per step: data loading, logging, launch
+    calibration: StrictStr
+
+    @model_validator(mode="after")
+    def _curve(self) -> Stack:
+        xs = [x for x, _ in self.gemm_efficiency]
+        if xs != sorted(xs) or len(set(xs)) != len(xs):
+            raise ValueError("gemm_efficiency points must have strictly ascending log10 FLOPs")
+        return self
+
+
 # One YAML file per kind, validated by one model. The CLI's `optics` kind lists both
 # transceivers and cables.
 ENTRY_TYPES: dict[str, type[_Entry]] = {
@@ -347,4 +392,5 @@ ENTRY_TYPES: dict[str, type[_Entry]] = {
     "cables": Cable,
     "models": ModelArch,
     "clouds": CloudOffer,
+    "stacks": Stack,
 }

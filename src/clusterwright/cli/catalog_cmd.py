@@ -22,6 +22,7 @@ KINDS: dict[str, tuple[str, ...]] = {
     "optics": ("transceivers", "cables"),
     "models": ("models",),
     "clouds": ("clouds",),
+    "stacks": ("stacks",),
 }
 
 # Columns of the human table per kind: (header, function of entry).
@@ -82,6 +83,13 @@ COLUMNS: dict[str, list[tuple[str, Any]]] = {
         ("hidden", lambda e: str(e.hidden)),
         ("heads/kv", lambda e: f"{e.heads}/{e.n_kv_heads}" if not e.is_mla else f"{e.heads}/MLA"),
         ("experts", lambda e: f"{e.experts} top{e.top_k}" if e.is_moe else "-"),
+    ],
+    "stacks": [
+        ("id", lambda e: e.id),
+        ("GPUs", lambda e: ", ".join(e.gpus)),
+        ("GEMM plateau", lambda e: f"{e.gemm_efficiency[-1][1]:.0%}"),
+        ("flash", lambda e: "yes" if e.flash_attention else "no"),
+        ("overlap tp/dp/pp", lambda e: f"{e.tp_overlap:g}/{e.dp_overlap:g}/{e.pp_overlap:g}"),
     ],
     "clouds": [
         ("id", lambda e: e.id),

@@ -12,6 +12,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+from numpy.typing import ArrayLike
+
 from clusterwright.catalog.schema import Activation, ModelArch
 from clusterwright.model.params import param_counts
 from clusterwright.model.precision import Precision, bytes_per
@@ -42,6 +45,46 @@ def optimizer_bytes_per_param(optimizer: Optimizer, weights: Precision | str) ->
     return master + moments
 
 
+RECOMPUTE_CODES: dict[str, int] = {"none": 0, "selective": 1, "full": 2}
+
+
+def recompute_code(recompute: Recompute | ArrayLike) -> np.ndarray:
+    """Recompute modes as integer codes (0 none, 1 selective, 2 full) for array math."""
+    if isinstance(recompute, str):
+        return np.asarray(RECOMPUTE_CODES[recompute])
+    return np.asarray(recompute)
+
+
+def state_bytes_array(
+    dense_params: ArrayLike,
+    expert_params: ArrayLike,
+    tp: ArrayLike,
+    dp: ArrayLike,
+    cp: ArrayLike,
+    ep: ArrayLike,
+    zero_stage: ArrayLike,
+    weights: Precision | str = Precision.bf16,
+    grads: Precision | str = Precision.bf16,
+    optimizer: Optimizer = "adam",
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``state_bytes`` over arrays of layouts: (weights, gradients, optimizer) bytes per GPU."""
+    t = np.asarray(tp, dtype=float)
+    dense = np.asarray(dense_params, dtype=float) / t
+    expert = np.asarray(expert_params, dtype=float) / (t * np.asarray(ep, dtype=float))
+    dp_dense = np.asarray(dp, dtype=float) * np.asarray(cp, dtype=float)
+    dp_expert = np.maximum(dp_dense / np.asarray(ep, dtype=float), 1.0)
+    z = np.asarray(zero_stage)
+
+    def sharded(stage: int) -> np.ndarray:
+        return np.asarray(np.where(z >= stage, dense / dp_dense + expert / dp_expert, dense + expert))
+
+    return (
+        bytes_per(weights) * sharded(3),
+        bytes_per(grads) * sharded(2),
+        optimizer_bytes_per_param(optimizer, weights) * sharded(1),
+    )
+
+
 def state_bytes(
     dense_params: float,
     expert_params: float,
@@ -57,21 +100,88 @@ def state_bytes(
     (Megatron's distributed optimizer shards over the combined DP x CP group) and
     dp*cp/ep for experts (their data-parallel group is smaller).
     """
-    dense = dense_params / par.tp
-    expert = expert_params / (par.tp * par.ep)
-    dp_dense = par.dp * par.cp
-    dp_expert = dp_dense // par.ep
-
-    def sharded(stage: int) -> float:
-        if par.zero_stage >= stage:
-            return dense / dp_dense + expert / dp_expert
-        return dense + expert
-
-    return StateBytes(
-        weights=bytes_per(weights) * sharded(3),
-        gradients=bytes_per(grads) * sharded(2),
-        optimizer=optimizer_bytes_per_param(optimizer, weights) * sharded(1),
+    w, g, o = state_bytes_array(
+        dense_params,
+        expert_params,
+        par.tp,
+        par.dp,
+        par.cp,
+        par.ep,
+        par.zero_stage,
+        weights,
+        grads,
+        optimizer,
     )
+    return StateBytes(weights=float(w), gradients=float(g), optimizer=float(o))
+
+
+def activation_bytes_per_layer_array(
+    arch: ModelArch,
+    seq_len: ArrayLike,
+    micro_batch: ArrayLike,
+    tp: ArrayLike,
+    sequence_parallel: ArrayLike,
+    recompute: ArrayLike,
+    flash_attention: bool = True,
+    dropout: bool = False,
+    cp: ArrayLike = 1,
+    moe_layer: bool = False,
+) -> np.ndarray:
+    """``activation_bytes_per_layer`` over arrays of layouts; ``recompute`` holds codes
+    (see ``recompute_code``) and ``sequence_parallel`` booleans."""
+    s = np.asarray(seq_len, dtype=float) / np.asarray(cp, dtype=float)
+    b = np.asarray(micro_batch, dtype=float)
+    t = np.asarray(tp, dtype=float)
+    sp_div = np.where(np.asarray(sequence_parallel, dtype=bool), t, 1.0)
+    rc = recompute_code(recompute)
+    h = arch.hidden
+    a = arch.heads
+    sbh = s * b * h
+
+    mask = 1.0 if dropout else 0.0
+    # Outside the TP region: two norm inputs, attention and MLP inputs, two dropout masks.
+    replicated = (4.0 + 2.0 + 2.0 + 2.0 * mask) * sbh
+    if arch.is_mla:
+        assert arch.qk_nope_head_dim and arch.qk_rope_head_dim and arch.v_head_dim
+        assert arch.kv_lora_rank is not None
+        dqk = a * (arch.qk_nope_head_dim + arch.qk_rope_head_dim)
+        dv = a * arch.v_head_dim
+        # Q, K (full per-head width after up-projection), V, and the compressed latents.
+        qkv = ACT_BYTES * s * b * (2 * dqk + dv + arch.kv_lora_rank + (arch.q_lora_rank or 0))
+    else:
+        dqk = a * arch.d_head
+        dv = a * arch.d_head
+        dkv = arch.n_kv_heads * arch.d_head
+        qkv = ACT_BYTES * s * b * (dqk + 2 * dkv)
+    context = ACT_BYTES * s * b * dv  # attention output = input of the output projection
+    if flash_attention:
+        # FlashAttention keeps only the fp32 log-sum-exp per row and recomputes scores.
+        core = 4.0 * a * s * b
+    else:
+        # softmax output (2 a s^2 b), dropout mask (a s^2 b) and dropout output (2 a s^2 b);
+        # selective recompute drops exactly these.
+        core = np.where(rc == 1, 0.0, (2.0 + 3.0 * mask) * a * s * s * b)
+    attention = qkv + context + core
+
+    gated = arch.activation in (Activation.swiglu, Activation.geglu)
+
+    def mlp(width: float, tokens: np.ndarray) -> np.ndarray:
+        # GELU: fc1 output and activation output (4 s b f). SwiGLU (Megatron's fused
+        # bias-swiglu): fc1 output of width 2f and the gated product of width f (6 s b f).
+        return np.asarray(ACT_BYTES * tokens * b * width * (3.0 if gated else 2.0))
+
+    if moe_layer:
+        f_e = arch.expert_ffn_hidden or arch.ffn_hidden
+        routed = arch.top_k * s * b * h * ACT_BYTES + mlp(f_e, s * arch.top_k)
+        shared = mlp(f_e * arch.shared_experts, s)
+        router = 4.0 * s * b * arch.experts  # fp32 router logits
+        ffn = routed + shared + router
+    else:
+        ffn = mlp(arch.ffn_hidden, s)
+
+    kept = replicated / sp_div + (attention + ffn) / t
+    # Full recompute keeps only each layer's input (2 s b h, split by SP).
+    return np.asarray(np.where(rc == 2, ACT_BYTES * sbh / sp_div, kept))
 
 
 def activation_bytes_per_layer(
@@ -94,59 +204,20 @@ def activation_bytes_per_layer(
     sequence parallelism, and 34 s b h / t with selective recompute; full recompute keeps only
     the layer input, 2 s b h (/t with sequence parallelism).
     """
-    s = seq_len / cp
-    b = micro_batch
-    h = arch.hidden
-    a = arch.heads
-    sbh = s * b * h
-    t = tp
-    if recompute == "full":
-        return ACT_BYTES * sbh / (t if sequence_parallel else 1)
-
-    mask = 1.0 if dropout else 0.0
-    # Outside the TP region: two norm inputs, attention and MLP inputs, two dropout masks.
-    replicated = (4.0 + 2.0 + 2.0 + 2.0 * mask) * sbh
-    if arch.is_mla:
-        assert arch.qk_nope_head_dim and arch.qk_rope_head_dim and arch.v_head_dim
-        assert arch.kv_lora_rank is not None
-        dqk = a * (arch.qk_nope_head_dim + arch.qk_rope_head_dim)
-        dv = a * arch.v_head_dim
-        # Q, K (full per-head width after up-projection), V, and the compressed latents.
-        qkv = ACT_BYTES * s * b * (2 * dqk + dv + arch.kv_lora_rank + (arch.q_lora_rank or 0))
-    else:
-        dqk = a * arch.d_head
-        dv = a * arch.d_head
-        dkv = arch.n_kv_heads * arch.d_head
-        qkv = ACT_BYTES * s * b * (dqk + 2 * dkv)
-    context = ACT_BYTES * s * b * dv  # attention output = input of the output projection
-    if flash_attention:
-        # FlashAttention keeps only the fp32 log-sum-exp per row and recomputes scores.
-        core = 4.0 * a * s * b
-    elif recompute == "selective":
-        core = 0.0
-    else:
-        # softmax output (2 a s^2 b), dropout mask (a s^2 b) and dropout output (2 a s^2 b)
-        core = (2.0 + 3.0 * mask) * a * s * s * b
-    attention = qkv + context + core
-
-    gated = arch.activation in (Activation.swiglu, Activation.geglu)
-
-    def mlp(width: float, tokens: float) -> float:
-        # GELU: fc1 output and activation output (4 s b f). SwiGLU (Megatron's fused
-        # bias-swiglu): fc1 output of width 2f and the gated product of width f (6 s b f).
-        return ACT_BYTES * tokens * b * width * (3.0 if gated else 2.0)
-
-    if moe_layer:
-        f_e = arch.expert_ffn_hidden or arch.ffn_hidden
-        routed = arch.top_k * s * b * h * ACT_BYTES + mlp(f_e, s * arch.top_k)
-        shared = mlp(f_e * arch.shared_experts, s)
-        router = 4.0 * s * b * arch.experts  # fp32 router logits
-        ffn = routed + shared + router
-    else:
-        ffn = mlp(arch.ffn_hidden, s)
-
-    sharded = attention + ffn
-    return replicated / (t if sequence_parallel else 1) + sharded / t
+    return float(
+        activation_bytes_per_layer_array(
+            arch,
+            seq_len,
+            micro_batch,
+            tp,
+            sequence_parallel,
+            recompute,
+            flash_attention,
+            dropout,
+            cp,
+            moe_layer,
+        )
+    )
 
 
 def kv_cache_bytes_per_token(arch: ModelArch, kv_precision: Precision | str = "bf16") -> float:
