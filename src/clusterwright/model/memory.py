@@ -76,7 +76,9 @@ def state_bytes_array(
     z = np.asarray(zero_stage)
 
     def sharded(stage: int) -> np.ndarray:
-        return np.asarray(np.where(z >= stage, dense / dp_dense + expert / dp_expert, dense + expert))
+        return np.asarray(
+            np.where(z >= stage, dense / dp_dense + expert / dp_expert, dense + expert)
+        )
 
     return (
         bytes_per(weights) * sharded(3),

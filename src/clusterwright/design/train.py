@@ -1,0 +1,308 @@
+"""Training decisions: the hardware a job runs on, the best micro-batch, the parallel plan.
+
+``job_for`` turns catalog ids into a ``model.training.Job``; ``estimate_layout`` evaluates one
+layout (choosing the micro-batch when asked); ``plan`` searches every layout that divides
+the job and fits in memory, vectorized.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from clusterwright.catalog.registry import Catalog
+from clusterwright.catalog.schema import Gpu, ModelArch, Server, Stack
+from clusterwright.errors import InputError
+from clusterwright.model.collectives import Interconnect, interconnect
+from clusterwright.model.precision import Precision
+from clusterwright.model.training import Job, Layouts, StepEstimate, estimate
+
+RECOMPUTE = ("none", "selective", "full")
+
+
+def server_for(cat: Catalog, gpu: Gpu) -> Server | None:
+    """The first catalog server built from ``gpu`` (DGX before HGX: file order)."""
+    for s in cat.all("servers"):
+        if s.gpu == gpu.id:
+            return s  # type: ignore[no-any-return]
+    return None
+
+
+def net_for(cat: Catalog, gpu: Gpu, stack: Stack, server: Server | None = None) -> Interconnect:
+    """Interconnect of ``gpu`` in ``server`` (or its catalog server). A GPU sold without a
+    catalog server gets an assumed 8-GPU box with one 400G NIC per GPU, or a domain of 1
+    for PCIe cards without NVLink; the plan output says so."""
+    server = server or server_for(cat, gpu)
+    if server is not None:
+        return interconnect(gpu, server, stack)
+    domain = 1 if gpu.scale_up.kind == "pcie" else 8
+    up = gpu.scale_up.bandwidth_gbps_per_direction * 1e9
+    return Interconnect(
+        domain_gpus=domain,
+        scale_up_busbw=up * stack.scale_up_busbw_fraction,
+        nvls_busbw=up * stack.nvls_busbw_fraction,
+        net_busbw=400e9 / 8 * stack.nic_busbw_fraction,
+        base_s=stack.nccl.base_s,
+        intra_step_s=stack.nccl.intra_step_s,
+        inter_step_s=stack.nccl.inter_step_s,
+        tree_inter_step_s=stack.nccl.tree_inter_step_s,
+    )
+
+
+def job_for(
+    cat: Catalog,
+    arch: ModelArch,
+    gpu_id: str,
+    seq_len: int,
+    global_batch: int,
+    precision: Precision | str = Precision.bf16,
+    grad_precision: Precision | str | None = None,
+    server_id: str | None = None,
+    stack_id: str | None = None,
+    dropout: bool = False,
+) -> Job:
+    """A Job from catalog ids. Raises UnknownIdError / InputError for bad ids or dtypes."""
+    gpu = cat.gpu(gpu_id)
+    stack = cat.stack(stack_id) if stack_id else cat.stack_for_gpu(gpu.id)
+    server = cat.server(server_id) if server_id else None
+    if server is not None and server.gpu != gpu.id:
+        raise InputError(f"--server: {server.id} holds {server.gpu}, not {gpu.id}")
+    p = Precision(precision)
+    from clusterwright.model.precision import training_dtype
+
+    if p in (Precision.int8, Precision.int4):
+        raise InputError(f"--precision: {p.value} is not a training precision")
+    if training_dtype(p) not in gpu.peak_tflops:
+        raise InputError(f"--precision: {gpu.id} has no {training_dtype(p).value} tensor cores")
+    storage = Precision.bf16 if p in (Precision.fp8, Precision.fp4) else p
+    return Job(
+        arch=arch,
+        seq_len=seq_len,
+        global_batch=global_batch,
+        gpu=gpu,
+        stack=stack,
+        net=net_for(cat, gpu, stack, server),
+        precision=p,
+        grad_precision=Precision(grad_precision) if grad_precision else storage,
+        dropout=dropout,
+        reserve_bytes=cat.assumption("training_reserve_gb") * 1e9,
+    )
+
+
+MICRO_BATCHES = (1, 2, 4, 8, 16, 32)
+
+
+@dataclass(frozen=True)
+class LayoutResult:
+    """One evaluated layout (scalars), as the CLI reports it."""
+
+    layout: dict[str, object]
+    step_time_s: float
+    breakdown: dict[str, float]
+    model_flops: float
+    hardware_flops: float
+    memory: dict[str, float]
+    fits: bool
+    gpus: int
+    tokens_per_step: float
+
+    def metrics(self, gpu: Gpu, dtype_peak_tflops: float) -> dict[str, float]:
+        tps = self.tokens_per_step / self.step_time_s
+        return {
+            "tokens_per_s": tps,
+            "tflops_per_gpu": self.model_flops / self.step_time_s / self.gpus / 1e12,
+            "hw_tflops_per_gpu": self.hardware_flops / self.step_time_s / self.gpus / 1e12,
+            "mfu": self.model_flops / self.step_time_s / self.gpus / (dtype_peak_tflops * 1e12),
+            "hfu": self.hardware_flops / self.step_time_s / self.gpus / (dtype_peak_tflops * 1e12),
+        }
+
+
+def _result(job: Job, lay: Layouts, est: StepEstimate, i: int) -> LayoutResult:
+    parts = (
+        "compute_s",
+        "tp_comm_s",
+        "pp_comm_s",
+        "pp_bubble_s",
+        "dp_comm_exposed_s",
+        "cp_comm_s",
+        "ep_comm_s",
+        "optimizer_s",
+        "other_s",
+    )
+    layout = {
+        "tp": int(lay.tp[i]),
+        "pp": int(lay.pp[i]),
+        "dp": int(lay.dp[i]),
+        "cp": int(lay.cp[i]),
+        "ep": int(lay.ep[i]),
+        "micro_batch": int(lay.micro_batch[i]),
+        "interleave": int(lay.interleave[i]),
+        "zero": int(lay.zero[i]),
+        "recompute": RECOMPUTE[int(lay.recompute[i])],
+        "sequence_parallel": bool(lay.sp[i]),
+        "global_batch": job.global_batch,
+    }
+    return LayoutResult(
+        layout=layout,
+        step_time_s=float(est.step_time_s[i]),
+        breakdown={k: float(getattr(est, k)[i]) for k in parts},
+        model_flops=float(est.model_flops[i]),
+        hardware_flops=float(est.hardware_flops[i]),
+        memory={k: float(v[i]) for k, v in est.memory_parts.items()},
+        fits=bool(est.memory_bytes[i] <= job.gpu.memory_gb * 1e9),
+        gpus=int(lay.tp[i] * lay.pp[i] * lay.dp[i] * lay.cp[i]),
+        tokens_per_step=float(job.global_batch * job.seq_len),
+    )
+
+
+SEARCH_SPACE: dict[str, tuple[int, ...]] = {
+    "micro_batch": MICRO_BATCHES,
+    "interleave": (1, 2, 3, 4, 6, 8),
+    "recompute": (0, 1, 2),
+    "sp": (0, 1),
+    "zero": (0, 1),
+}
+
+
+def estimate_layout(job: Job, fixed: dict[str, int], search: tuple[str, ...] = ()) -> LayoutResult:
+    """Evaluate one layout. Fields named in ``search`` (micro_batch, interleave, recompute,
+    sp, zero) are not given: every value that divides the job is tried and the fastest that
+    fits in memory is kept (or the least memory-hungry, if none fits, so the caller can say
+    why). ``fixed`` holds tp, pp, dp, cp, ep and any field not searched."""
+    t, p, d = fixed.get("tp", 1), fixed.get("pp", 1), fixed.get("dp", 1)
+    per_dp = job.global_batch // d
+    choices: dict[str, tuple[int, ...]] = {}
+    for name in search:
+        opts = SEARCH_SPACE[name]
+        if name == "micro_batch":
+            opts = tuple(b for b in opts if per_dp % b == 0) or (1,)
+        elif name == "interleave":
+            opts = tuple(
+                v
+                for v in opts
+                if v == 1
+                or (
+                    p > 1
+                    and p * v <= job.arch.layers
+                    and (per_dp // fixed.get("micro_batch", 1)) % p == 0
+                )
+            )
+        elif name == "sp":
+            opts = (0, 1) if t > 1 else (0,)
+        choices[name] = opts
+    names = list(choices)
+    combos = list(itertools.product(*(choices[n] for n in names))) or [()]
+    cols = {n: np.array([c[i] for c in combos]) for i, n in enumerate(names)}
+    base = {k: v for k, v in fixed.items() if k not in cols}
+    lay = Layouts.of(**base, **cols)
+    est = estimate(job, lay)
+    fits = est.memory_bytes <= job.gpu.memory_gb * 1e9
+    if fits.any():
+        i = int(np.argmin(np.where(fits, est.step_time_s, np.inf)))
+    else:
+        i = int(np.argmin(est.memory_bytes))
+    return _result(job, lay, est, i)
+
+
+# --------------------------------------------------------------------------- planning
+
+
+def _divisors(n: int) -> list[int]:
+    return [k for k in range(1, n + 1) if n % k == 0]
+
+
+def _pow2_upto(n: int) -> list[int]:
+    return [1 << k for k in range(int(math.log2(max(n, 1))) + 1)]
+
+
+@dataclass
+class PlanResult:
+    """Everything ``train plan`` reports."""
+
+    best: LayoutResult | None
+    top: list[LayoutResult]
+    pareto: list[dict[str, float]]
+    candidates_evaluated: int
+    rejected: dict[str, int]
+    gpus: int
+    notes: list[str] = field(default_factory=list)
+
+
+def enumerate_layouts(job: Job, gpus: int) -> tuple[Layouts, dict[str, int]]:
+    """Every layout of ``gpus`` GPUs that divides the model and batch, plus counts of the
+    structurally impossible ones by reason. Memory is checked later, on the arrays."""
+    a = job.arch
+    rejected: dict[str, int] = {}
+
+    def reject(reason: str, n: int = 1) -> None:
+        rejected[reason] = rejected.get(reason, 0) + n
+
+    tps = [
+        t
+        for t in _pow2_upto(min(gpus, 64))
+        if a.heads % t == 0
+        and a.n_kv_heads % t == 0
+        or (a.heads % t == 0 and t > a.n_kv_heads and t % a.n_kv_heads == 0)
+    ]
+    domain = job.net.domain_gpus
+    cps = [c for c in _pow2_upto(64) if job.seq_len % (2 * c) == 0 or c == 1]
+    eps = [1] if not a.is_moe else [x for x in _pow2_upto(a.experts) if a.experts % x == 0]
+    pps = [p for p in _divisors(gpus) if p <= a.layers]
+    rows: list[tuple[int, ...]] = []
+    for t, c, p in itertools.product(tps, cps, pps):
+        if t > domain:
+            reject("tp crosses the NVLink domain")
+            continue
+        if gpus % (t * c * p):
+            continue  # not a factorization of the GPU count: not a candidate at all
+        d = gpus // (t * c * p)
+        if job.global_batch % d:
+            reject("global batch not divisible by dp")
+            continue
+        per_dp = job.global_batch // d
+        for ep in eps:
+            if (d * c) % ep:
+                reject("ep does not divide dp*cp")
+                continue
+            for b in MICRO_BATCHES:
+                if per_dp % b:
+                    continue
+                m = per_dp // b
+                for v in (1, 2, 3, 4, 6, 8):
+                    if v > 1 and (p == 1 or p * v > a.layers or m % p):
+                        continue  # interleaving needs m divisible by p (Megatron)
+                    if p > 1 and m < p:
+                        reject("fewer micro-batches than pipeline stages")
+                        break
+                    for zero in (0, 1, 3):  # ZeRO-2 is never faster than 1 in Megatron
+                        if zero == 3 and p > 1:
+                            continue  # FSDP/ZeRO-3 with pipelining: not supported by Megatron
+                        for rc in (0, 1, 2):
+                            for sp in (False, True) if t > 1 else (False,):
+                                rows.append((t, p, d, c, ep, b, v, zero, rc, int(sp)))
+    if not rows:
+        return Layouts.of(), rejected
+    arr = np.array(rows, dtype=float)
+    lay = Layouts(*(arr[:, i] for i in range(10)))
+    return lay, rejected
+
+
+def plan(job: Job, gpus: int, top_n: int = 5) -> PlanResult:
+    """Best layout on ``gpus`` GPUs: fastest step among layouts that fit in memory."""
+    lay, rejected = enumerate_layouts(job, gpus)
+    if len(lay) == 0 or (len(lay) == 1 and lay.tp[0] * lay.pp[0] * lay.dp[0] * lay.cp[0] != gpus):
+        return PlanResult(
+            None, [], [], 0, rejected, gpus, ["no layout divides this model, batch and GPU count"]
+        )
+    est = estimate(job, lay)
+    fits = est.memory_bytes <= job.gpu.memory_gb * 1e9
+    n_over = int((~fits).sum())
+    if n_over:
+        rejected["does not fit in memory"] = rejected.get("does not fit in memory", 0) + n_over
+    order = np.argsort(np.where(fits, est.step_time_s, np.inf), kind="stable")
+    ok = order[: int(fits.sum())]
+    top = [_result(job, lay, est, int(i)) for i in ok[:top_n]]
+    return PlanResult(top[0] if top else None, top, [], len(lay), rejected, gpus)
