@@ -243,8 +243,7 @@ def enumerate_layouts(job: Job, gpus: int) -> tuple[Layouts, dict[str, int]]:
     tps = [
         t
         for t in _pow2_upto(min(gpus, 64))
-        if a.heads % t == 0
-        and a.n_kv_heads % t == 0
+        if (a.heads % t == 0 and a.n_kv_heads % t == 0)
         or (a.heads % t == 0 and t > a.n_kv_heads and t % a.n_kv_heads == 0)
     ]
     domain = job.net.domain_gpus
@@ -306,3 +305,81 @@ def plan(job: Job, gpus: int, top_n: int = 5) -> PlanResult:
     ok = order[: int(fits.sum())]
     top = [_result(job, lay, est, int(i)) for i in ok[:top_n]]
     return PlanResult(top[0] if top else None, top, [], len(lay), rejected, gpus)
+
+
+# --------------------------------------------------------------------------- time to train
+
+
+def gpu_counts(limit: int, unit: int = 8) -> list[int]:
+    """A ladder of cluster sizes: unit x {1, 1.5} x 2^k up to ``limit`` (whole servers)."""
+    out: set[int] = set()
+    k = 1
+    while unit * k <= limit:
+        out.add(unit * k)
+        if unit * k * 3 // 2 <= limit and (k * 3) % 2 == 0:
+            out.add(unit * k * 3 // 2)
+        k *= 2
+    return sorted(out)
+
+
+@dataclass(frozen=True)
+class SizedPlan:
+    """The best layout at one GPU count, with time-to-train when tokens are known."""
+
+    gpus: int
+    best: LayoutResult
+    time_to_train_days: float | None
+    gpu_hours: float | None
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "gpus": self.gpus,
+            "step_time_s": self.best.step_time_s,
+            "tokens_per_s": self.best.tokens_per_step / self.best.step_time_s,
+            "time_to_train_days": self.time_to_train_days,
+            "gpu_hours": self.gpu_hours,
+            "layout": self.best.layout,
+        }
+
+
+def sized(best: LayoutResult, gpus: int, tokens: float | None) -> SizedPlan:
+    if tokens is None:
+        return SizedPlan(gpus, best, None, None)
+    seconds = tokens / (best.tokens_per_step / best.step_time_s)
+    return SizedPlan(gpus, best, seconds / 86400.0, seconds * gpus / 3600.0)
+
+
+def pareto_front(job: Job, counts: list[int], tokens: float | None) -> list[SizedPlan]:
+    """Best plan at each GPU count, keeping only counts that train faster than every smaller
+    count (more GPUs that do not help are dominated)."""
+    front: list[SizedPlan] = []
+    best_time = np.inf
+    for n in sorted(counts):
+        res = plan(job, n, top_n=1)
+        if res.best is None:
+            continue
+        if res.best.step_time_s < best_time:
+            best_time = res.best.step_time_s
+            front.append(sized(res.best, n, tokens))
+    return front
+
+
+def smallest_for_deadline(
+    job: Job, tokens: float, deadline_days: float, limit: int = 131072
+) -> SizedPlan | None:
+    """Fewest GPUs (on the ladder) whose best layout trains ``tokens`` within the deadline."""
+    for n in gpu_counts(limit, job.net.domain_gpus if job.net.domain_gpus > 1 else 8):
+        res = plan(job, n, top_n=1)
+        if res.best is None:
+            continue
+        s = sized(res.best, n, tokens)
+        if s.time_to_train_days is not None and s.time_to_train_days <= deadline_days:
+            return s
+    return None
+
+
+def default_global_batch(seq_len: int, dp_multiple: int = 1, tokens: int = 4 * 1024 * 1024) -> int:
+    """About 4M tokens per step (Llama 2: 4M; GPT-3 175B: 3.2M), rounded up to whole
+    data-parallel groups."""
+    seqs = max(1, round(tokens / seq_len))
+    return int(math.ceil(seqs / dp_multiple) * dp_multiple)

@@ -131,7 +131,7 @@ class StepEstimate:
     memory_parts: dict[str, F] = field(default_factory=dict)
 
     def breakdown_sum(self) -> F:
-        return (
+        return np.asarray(
             self.compute_s
             + self.tp_comm_s
             + self.pp_comm_s
@@ -149,18 +149,18 @@ def gemm_efficiency(stack: Stack, flops: ArrayLike) -> F:
     xs = np.array([x for x, _ in stack.gemm_efficiency])
     ys = np.array([y for _, y in stack.gemm_efficiency])
     f = np.maximum(np.asarray(flops, dtype=float), 1.0)
-    return np.interp(np.log10(f), xs, ys)
+    return np.asarray(np.interp(np.log10(f), xs, ys))
 
 
 def _gemm_s(flops: F, peak: float, stack: Stack) -> F:
-    return flops / (peak * gemm_efficiency(stack, flops))
+    return np.asarray(flops / (peak * gemm_efficiency(stack, flops)))
 
 
 def stage_layers(layers: float, pp: F, interleave: F) -> F:
     """Layers on the busiest pipeline rank: v chunks of ceil(L / (p v)) layers. Uneven splits
     are allowed (Megatron-Core's uneven pipeline; Llama 3 section 3.3.2), and cost this
     imbalance."""
-    return np.ceil(layers / (pp * interleave)) * interleave
+    return np.asarray(np.ceil(layers / (pp * interleave)) * interleave)
 
 
 def micro_batches(job: Job, lay: Layouts) -> F:
@@ -212,9 +212,8 @@ def estimate(job: Job, lay: Layouts) -> StepEstimate:
     attn_gemm_s = sum(_gemm_s(x, peak, st) for x in attn_gemms if np.any(x))
 
     def mlp_s(width: float, tokens: F) -> F:
-        return _gemm_s(2 * tokens * h * width * g / t, peak, st) + _gemm_s(
-            2 * tokens * width * h / t, peak, st
-        )
+        up = _gemm_s(2 * tokens * h * width * g / t, peak, st)
+        return np.asarray(up + _gemm_s(2 * tokens * width * h / t, peak, st))
 
     dense_mlp_s = mlp_s(a.ffn_hidden, T)
     if a.is_moe:

@@ -9,8 +9,11 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from clusterwright.catalog.schema import ModelArch
+from clusterwright.catalog.registry import Catalog
+from clusterwright.catalog.schema import Dtype, ModelArch
+from clusterwright.design.train import estimate_layout, job_for
 from clusterwright.errors import InputError
+from clusterwright.model.flops import megatron_iteration_flops
 from clusterwright.model.memory import training_memory
 from clusterwright.spec.parallel import ParallelConfig
 
@@ -27,6 +30,8 @@ class Row:
     predicted: float
     unit: str
     source: str
+    set: str = "dev"  # "dev": used to calibrate the catalog; "held-out": never looked at then
+    detail: str = ""
 
     @property
     def error(self) -> float:
@@ -43,11 +48,29 @@ class TableResult:
 
     @property
     def mape(self) -> float:
-        return sum(abs(r.error) for r in self.rows) / len(self.rows)
+        """Mean absolute percentage error over the development rows."""
+        return _mape(self.dev_rows)
 
     @property
     def max_abs_error(self) -> float:
-        return max(abs(r.error) for r in self.rows)
+        return max(abs(r.error) for r in self.dev_rows)
+
+    @property
+    def dev_rows(self) -> list[Row]:
+        return [r for r in self.rows if r.set == "dev"]
+
+    @property
+    def held_out_rows(self) -> list[Row]:
+        return [r for r in self.rows if r.set == "held-out"]
+
+    @property
+    def held_out_mape(self) -> float | None:
+        rows = self.held_out_rows
+        return _mape(rows) if rows else None
+
+
+def _mape(rows: list[Row]) -> float:
+    return sum(abs(r.error) for r in rows) / len(rows)
 
 
 def data_dir() -> Path:
@@ -77,7 +100,7 @@ def _gpt(r: dict[str, str]) -> ModelArch:
         layers=int(r["layers"]),
         hidden=h,
         heads=int(r["heads"]),
-        ffn_hidden=int(r["ffn_hidden"]),
+        ffn_hidden=int(r.get("ffn_hidden") or 4 * h),
         vocab=51200,
         max_seq_len=int(r["seq_len"]),
         position="learned",
@@ -136,4 +159,95 @@ def memory_table() -> TableResult:
     return TableResult("memory", "memory.csv", rows, tolerance=0.05)
 
 
-TABLES: dict[str, Callable[[], TableResult]] = {"memory": memory_table}
+RECOMPUTE_CODE = {"none": 0, "selective": 1, "full": 2}
+
+
+def _train_row(cat: Catalog, r: dict[str, str]) -> tuple[float, str]:
+    """Predict one training row with its published configuration. Fields left empty are
+    searched (fastest layout that fits), as ``train estimate`` does."""
+    arch = _gpt(r) if r["model"] == "gpt" else cat.model(r["model"])
+    seq = int(r["seq_len"])
+    gb = int(r["global_batch"])
+    job = job_for(
+        cat,
+        arch,
+        r["gpu"],
+        seq,
+        gb,
+        r["precision"],
+        r["grad_precision"] or None,
+        dropout=r["dropout"] == "yes",
+    )
+    fixed = {k: int(r[k]) for k in ("tp", "pp", "dp", "cp", "ep")}
+    search: list[str] = []
+    for key, col in (
+        ("interleave", "interleave"),
+        ("zero", "zero"),
+        ("micro_batch", "micro_batch"),
+    ):
+        if r[col]:
+            fixed[key] = int(r[col])
+        else:
+            search.append(key)
+    if r["recompute"]:
+        fixed["recompute"] = RECOMPUTE_CODE[r["recompute"]]
+    else:
+        search.append("recompute")
+    if r["sequence_parallel"]:
+        fixed["sp"] = int(r["sequence_parallel"] == "yes")
+    else:
+        search.append("sp")
+    res = estimate_layout(job, fixed, tuple(search))
+    n = int(r["n_gpus"])
+    step = res.step_time_s
+    metric = r["metric"]
+    if metric == "iteration_time":
+        pred = step
+    elif metric == "tflops_per_gpu_megatron":
+        flops = megatron_iteration_flops(gb, seq, arch.layers, arch.hidden, arch.vocab, True)
+        pred = float(flops) / step / n / 1e12
+    elif metric == "tflops_per_gpu":
+        pred = res.model_flops / step / n / 1e12
+    elif metric == "mfu":
+        flops = megatron_iteration_flops(gb, seq, arch.layers, arch.hidden, arch.vocab, False)
+        pred = 100.0 * float(flops) / step / n / (job.gpu.peak_tflops[Dtype.fp16] * 1e12)
+    elif metric == "training_time":
+        pred = float(r["tokens"]) / (gb * seq) * step / 3600.0
+    elif metric == "gpu_hours_per_1t_tokens":
+        pred = 1e12 / (gb * seq) * step * n / 3600.0
+    else:
+        raise InputError(f"training.csv row {r['id']}: unknown metric {metric!r}")
+    lay = res.layout
+    detail = (
+        f"mb{lay['micro_batch']} v{lay['interleave']} {lay['recompute']} "
+        f"sp{int(bool(lay['sequence_parallel']))} zero{lay['zero']} "
+        f"mem {res.memory['total'] / 1e9:.0f} GB" + ("" if res.fits else " (does not fit)")
+    )
+    return pred, detail
+
+
+def training_table() -> TableResult:
+    """Step time / throughput of published training runs (SC21 Table 1, Korthikanti 2022
+    Table 5, Llama 3 Table 4; held out: GPT-NeoX-20B, MT-NLG 530B MFU, DeepSeek-V3)."""
+    from clusterwright.catalog.registry import load_catalog
+
+    cat = load_catalog(env={})
+    rows = []
+    for r in _read("training.csv"):
+        pred, detail = _train_row(cat, r)
+        rows.append(
+            Row(
+                r["id"],
+                r["metric"],
+                float(r["value"]),
+                pred,
+                r["unit"],
+                r["source"],
+                r["set"],
+                detail,
+            )
+        )
+    return TableResult("training", "training.csv", rows, tolerance=0.10)
+
+
+TABLES: dict[str, Callable[[], TableResult]] = {"memory": memory_table, "training": training_table}
