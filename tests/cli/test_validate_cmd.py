@@ -64,7 +64,7 @@ def test_validate_table_memory_human_output(memory_table: dict[str, Any]) -> Non
     assert r.stderr == ""
     out = r.stdout
     assert "memory" in out
-    assert f"{memory_table['rows']} rows" in out
+    assert f"{memory_table['rows']} development rows" in out
     assert f"MAPE {100 * memory_table['mape']:.2f}%" in out
     assert "{" not in out
 
