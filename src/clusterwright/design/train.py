@@ -33,12 +33,14 @@ def server_for(cat: Catalog, gpu: Gpu) -> Server | None:
 
 def net_for(cat: Catalog, gpu: Gpu, stack: Stack, server: Server | None = None) -> Interconnect:
     """Interconnect of ``gpu`` in ``server`` (or its catalog server). A GPU sold without a
-    catalog server gets an assumed 8-GPU box with one 400G NIC per GPU, or a domain of 1
-    for PCIe cards without NVLink; the plan output says so."""
+    catalog server gets an assumed 8-GPU box with one 400G NIC per GPU; PCIe cards get a
+    scale-up domain of 2 (NVLink bridge) or 1."""
     server = server or server_for(cat, gpu)
     if server is not None:
         return interconnect(gpu, server, stack)
-    domain = 1 if gpu.scale_up.kind == "pcie" else 8
+    # PCIe cards: an NVLink bridge joins pairs (A100/H100 PCIe datasheets); else none.
+    pcie_domain = 2 if gpu.scale_up.kind == "nvlink" else 1
+    domain = pcie_domain if gpu.form_factor == "pcie" else 8
     up = gpu.scale_up.bandwidth_gbps_per_direction * 1e9
     return Interconnect(
         domain_gpus=domain,
