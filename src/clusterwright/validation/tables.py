@@ -11,7 +11,7 @@ from pathlib import Path
 
 from clusterwright.catalog.registry import Catalog
 from clusterwright.catalog.schema import Dtype, ModelArch
-from clusterwright.design.train import estimate_layout, job_for
+from clusterwright.design.train import estimate_layout, job_for, plan
 from clusterwright.errors import InputError
 from clusterwright.model.flops import megatron_iteration_flops
 from clusterwright.model.memory import training_memory
@@ -178,6 +178,19 @@ def _train_row(cat: Catalog, r: dict[str, str]) -> tuple[float, str]:
         r["grad_precision"] or None,
         dropout=r["dropout"] == "yes",
     )
+    if not r["tp"]:
+        # Layout not published (MLPerf): predict with the planner's best layout.
+        res_plan = plan(job, int(r["n_gpus"]), top_n=1)
+        if res_plan.best is None:
+            raise InputError(f"training.csv row {r['id']}: no layout fits")
+        best = res_plan.best
+        tps = best.tokens_per_step / best.step_time_s
+        lay = best.layout
+        detail = (
+            f"plan: tp{lay['tp']} pp{lay['pp']} dp{lay['dp']} cp{lay['cp']} "
+            f"v{lay['interleave']} {lay['recompute']}"
+        )
+        return float(r["tokens"]) / tps / 60.0, detail
     fixed = {k: int(r[k]) for k in ("tp", "pp", "dp", "cp", "ep")}
     search: list[str] = []
     for key, col in (
