@@ -242,23 +242,19 @@ def enumerate_layouts(job: Job, gpus: int) -> tuple[Layouts, dict[str, int]]:
     def reject(reason: str, n: int = 1) -> None:
         rejected[reason] = rejected.get(reason, 0) + n
 
-    tps = [
-        t
-        for t in _pow2_upto(min(gpus, 64))
-        if (a.heads % t == 0 and a.n_kv_heads % t == 0)
-        or (a.heads % t == 0 and t > a.n_kv_heads and t % a.n_kv_heads == 0)
-    ]
+    # Megatron splits whole KV heads across TP ranks: tp divides heads and KV heads.
+    tps = [t for t in _pow2_upto(min(gpus, 64)) if a.heads % t == 0 and a.n_kv_heads % t == 0]
     domain = job.net.domain_gpus
     cps = [c for c in _pow2_upto(64) if job.seq_len % (2 * c) == 0 or c == 1]
     eps = [1] if not a.is_moe else [x for x in _pow2_upto(a.experts) if a.experts % x == 0]
     pps = [p for p in _divisors(gpus) if p <= a.layers]
     rows: list[tuple[int, ...]] = []
     for t, c, p in itertools.product(tps, cps, pps):
+        if gpus % (t * c * p):
+            continue  # not a factorization of the GPU count: not a candidate at all
         if t > domain:
             reject("tp crosses the NVLink domain")
             continue
-        if gpus % (t * c * p):
-            continue  # not a factorization of the GPU count: not a candidate at all
         d = gpus // (t * c * p)
         if job.global_batch % d:
             reject("global batch not divisible by dp")

@@ -1,0 +1,214 @@
+"""Collective costs against the nccl-tests anchors of shared/data/collectives.csv.
+
+Tolerances, stated once: the NVLink ring anchor (~370 GB/s) and the NVLS anchor (~480 GB/s)
+are "approximate" in their sources, so we accept +-3 % and +-5 %; the multi-node band
+(360-380 GB/s) and the per-NIC band (46-48 GB/s) are ranges, so we accept exactly the range.
+"""
+
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+import pytest
+
+from clusterwright.catalog.registry import Catalog
+from clusterwright.model.collectives import (
+    Interconnect,
+    allgather_s,
+    allreduce_s,
+    alltoall_s,
+    busbw_gbps,
+    interconnect,
+    p2p_s,
+    reducescatter_s,
+)
+from tests.conftest import SHARED_DATA
+
+LARGE = 8e9  # bytes: large enough that latency is < 0.1 % of an all-reduce on NVLink
+
+# Anchors copied from shared/data/collectives.csv (row id -> value or (low, high)), GB/s.
+ANCHORS: dict[str, float | tuple[float, float]] = {
+    "h100_nvlink_ring_busbw": 370.0,
+    "h100_nvls_allreduce_busbw": 480.0,
+    "ndr400_per_nic_busbw": (46.0, 48.0),
+    "multinode_8x400g_allreduce_busbw": (360.0, 380.0),
+}
+RING_TOL = 0.03
+NVLS_TOL = 0.05
+
+
+def _value(rid: str) -> float:
+    v = ANCHORS[rid]
+    assert isinstance(v, float)
+    return v
+
+
+def _band(rid: str) -> tuple[float, float]:
+    v = ANCHORS[rid]
+    assert isinstance(v, tuple)
+    return v
+
+
+@pytest.fixture(scope="module")
+def dgx_h100(catalog: Catalog) -> Interconnect:
+    return interconnect(
+        catalog.gpu("h100-sxm"), catalog.server("dgx-h100"), catalog.stack_for_gpu("h100-sxm")
+    )
+
+
+@pytest.fixture(scope="module")
+def dgx_a100(catalog: Catalog) -> Interconnect:
+    return interconnect(
+        catalog.gpu("a100-80gb-sxm"),
+        catalog.server("dgx-a100"),
+        catalog.stack_for_gpu("a100-80gb-sxm"),
+    )
+
+
+def _allreduce_busbw(size: float, ranks: int, stride: int, net: Interconnect) -> float:
+    return busbw_gbps("allreduce", size, ranks, float(allreduce_s(size, ranks, stride, net)))
+
+
+def test_anchor_values_match_the_shared_csv() -> None:
+    path = SHARED_DATA / "collectives.csv"
+    if not path.exists():
+        pytest.skip("shared/data not beside the repo")
+    with open(path, newline="") as fh:
+        rows = {r["id"]: r for r in csv.DictReader(fh)}
+    for rid, anchor in ANCHORS.items():
+        r = rows[rid]
+        if isinstance(anchor, tuple):
+            assert (float(r["value_low"]), float(r["value_high"])) == anchor, rid
+        else:
+            assert float(r["value"]) == anchor, rid
+
+
+def test_nvlink_ring_bandwidth_of_h100_is_about_370_gbps(dgx_h100: Interconnect) -> None:
+    assert dgx_h100.domain_gpus == 8
+    ring = _value("h100_nvlink_ring_busbw")
+    assert dgx_h100.scale_up_busbw / 1e9 == pytest.approx(ring, rel=RING_TOL)
+
+
+def test_allreduce_inside_one_dgx_h100_uses_nvls_at_about_480_gbps(
+    dgx_h100: Interconnect,
+) -> None:
+    nvls = _value("h100_nvls_allreduce_busbw")
+    ring = _value("h100_nvlink_ring_busbw")
+    bw = _allreduce_busbw(LARGE, 8, 1, dgx_h100)
+    assert bw == pytest.approx(nvls, rel=NVLS_TOL)
+    # The faster algorithm wins: well above what a ring over NVLink reaches.
+    assert bw > 1.2 * ring
+    # and the time is NVLS's cost (two NVLink steps of latency, NVLS bandwidth), not ring's.
+    n = 8
+    nvls_time = (
+        dgx_h100.base_s
+        + 2 * dgx_h100.intra_step_s
+        + 2 * (n - 1) / n * LARGE / (dgx_h100.nvls_busbw)
+    )
+    assert float(allreduce_s(LARGE, n, 1, dgx_h100)) == pytest.approx(nvls_time, rel=1e-12)
+
+
+def test_allreduce_without_nvls_runs_at_ring_bandwidth(dgx_a100: Interconnect) -> None:
+    assert dgx_a100.nvls_busbw == 0
+    bw = _allreduce_busbw(LARGE, 8, 1, dgx_a100)
+    assert bw == pytest.approx(dgx_a100.scale_up_busbw / 1e9, rel=0.005)
+
+
+@pytest.mark.parametrize("ranks", [24, 32, 64, 128, 1024])
+def test_multi_node_contiguous_allreduce_reaches_360_to_380_gbps(
+    dgx_h100: Interconnect, ranks: int
+) -> None:
+    low, high = _band("multinode_8x400g_allreduce_busbw")
+    bw = _allreduce_busbw(LARGE, ranks, 1, dgx_h100)
+    assert low <= bw <= high, bw
+    # Leaving the node never beats NVLS inside it.
+    assert bw < _allreduce_busbw(LARGE, 8, 1, dgx_h100)
+
+
+@pytest.mark.parametrize("ranks", [2, 4, 16, 64])
+def test_one_rank_per_node_allreduce_runs_at_one_nic(dgx_h100: Interconnect, ranks: int) -> None:
+    # A data-parallel group with TP=8 inside each node: consecutive ranks are 8 GPUs apart.
+    low, high = _band("ndr400_per_nic_busbw")
+    bw = _allreduce_busbw(LARGE, ranks, 8, dgx_h100)
+    assert low <= bw <= high, bw
+
+
+def test_latency_dominates_tiny_messages_and_bandwidth_large_ones(
+    dgx_h100: Interconnect,
+) -> None:
+    for ranks, stride in ((8, 1), (64, 1), (64, 8)):
+        tiny = float(allreduce_s(8, ranks, stride, dgx_h100))
+        assert tiny >= dgx_h100.base_s
+        # doubling an 8-byte message costs nothing measurable ...
+        assert float(allreduce_s(16, ranks, stride, dgx_h100)) / tiny < 1.001
+        # ... while doubling a large one nearly doubles the time.
+        big = float(allreduce_s(LARGE, ranks, stride, dgx_h100))
+        assert float(allreduce_s(2 * LARGE, ranks, stride, dgx_h100)) / big > 1.95
+
+
+def test_tree_latency_is_far_below_ring_at_1024_ranks(dgx_h100: Interconnect) -> None:
+    n, nodes, size = 1024, 128, 1e6
+    net = dgx_h100
+    # Ring: 2(n-1) steps, 2(nodes-1) of them across the network (NCCL tuning.cc).
+    ring_latency = (
+        net.base_s
+        + (2 * (n - 1) - 2 * (nodes - 1)) * net.intra_step_s
+        + 2 * (nodes - 1) * net.inter_step_s
+    )
+    # network.md section 3.2 worked example: ~8.5 ms of pure latency.
+    assert ring_latency == pytest.approx(8.5e-3, rel=0.05)
+    t = float(allreduce_s(size, n, 1, net))
+    assert t < 0.2 * ring_latency
+    # still pays the bandwidth term
+    assert t > 2 * (n - 1) / n * size / net.scale_up_busbw
+
+
+def test_allgather_costs_half_the_allreduce_bandwidth_term(
+    dgx_h100: Interconnect, dgx_a100: Interconnect
+) -> None:
+    cases = [(dgx_h100, 16, 1), (dgx_h100, 64, 1), (dgx_h100, 32, 8), (dgx_a100, 8, 1)]
+    s1, s2 = 1e9, 5e9
+    for net, ranks, stride in cases:
+        # Slopes in bytes: latency terms cancel.
+        ag = float(allgather_s(s2, ranks, stride, net) - allgather_s(s1, ranks, stride, net))
+        ar = float(allreduce_s(s2, ranks, stride, net) - allreduce_s(s1, ranks, stride, net))
+        assert ag / ar == pytest.approx(0.5, rel=1e-9), (ranks, stride)
+    assert reducescatter_s is allgather_s
+
+
+def test_p2p_across_the_domain_is_slower_than_inside(dgx_h100: Interconnect) -> None:
+    for size in (1e3, 1e6, 1e9):
+        inside = float(p2p_s(size, False, dgx_h100))
+        across = float(p2p_s(size, True, dgx_h100))
+        assert across > inside
+    ratio = float(p2p_s(1e10, True, dgx_h100) / p2p_s(1e10, False, dgx_h100))
+    # large sends: NVLink share over one NIC's share
+    assert ratio == pytest.approx(dgx_h100.scale_up_busbw / dgx_h100.net_busbw, rel=0.01)
+    assert ratio > 5
+
+
+def test_functions_broadcast_over_numpy_arrays(dgx_h100: Interconnect) -> None:
+    sizes = np.array([1e3, 1e6, 1e9])[:, None]
+    ranks = np.array([1, 2, 8, 16, 1024])[None, :]
+    for fn in (allreduce_s, allgather_s, alltoall_s):
+        grid = fn(sizes, ranks, 1, dgx_h100)
+        assert grid.shape == (3, 5)
+        for i, s in enumerate(sizes[:, 0]):
+            for j, n in enumerate(ranks[0]):
+                assert grid[i, j] == pytest.approx(float(fn(s, n, 1, dgx_h100)), rel=1e-12)
+    strides = np.array([1, 8])
+    both = allreduce_s(1e9, 16, strides, dgx_h100)
+    assert both.shape == (2,)
+    assert both[1] > both[0]  # stride 8 crosses 16 nodes, contiguous crosses 2
+    p2p = p2p_s(np.array([1e6, 1e9]), np.array([[False], [True]]), dgx_h100)
+    assert p2p.shape == (2, 2)
+    assert p2p[1, 1] == pytest.approx(float(p2p_s(1e9, True, dgx_h100)))
+
+
+def test_a_single_rank_costs_nothing(dgx_h100: Interconnect) -> None:
+    for fn in (allreduce_s, allgather_s, reducescatter_s, alltoall_s):
+        assert float(fn(1e9, 1, 1, dgx_h100)) == 0.0
+        mixed = fn(1e9, np.array([1, 2]), 1, dgx_h100)
+        assert mixed[0] == 0.0
+        assert mixed[1] > 0.0

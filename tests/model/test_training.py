@@ -1,0 +1,328 @@
+"""Training step-time model: the breakdown, the pipeline schedule and what each knob does."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+
+from clusterwright.catalog.registry import Catalog
+from clusterwright.design.train import job_for
+from clusterwright.model.flops import training_flops_per_token
+from clusterwright.model.memory import training_memory
+from clusterwright.model.training import (
+    Job,
+    Layouts,
+    StepEstimate,
+    estimate,
+    memory,
+    micro_batches,
+    stage_layers,
+)
+from clusterwright.spec.parallel import ParallelConfig
+from tests.conftest import gpt
+
+PARTS = (
+    "compute_s",
+    "tp_comm_s",
+    "pp_comm_s",
+    "pp_bubble_s",
+    "dp_comm_exposed_s",
+    "cp_comm_s",
+    "ep_comm_s",
+    "optimizer_s",
+    "other_s",
+)
+FIELDS = ("tp", "pp", "dp", "cp", "ep", "micro_batch", "interleave", "zero", "recompute", "sp")
+RC = {"none": 0, "selective": 1, "full": 2}
+Row = tuple[int, ...]
+
+
+def _layouts(rows: list[Row]) -> Layouts:
+    """Layouts from (tp, pp, dp, cp, ep, micro_batch, interleave, zero, recompute, sp) rows."""
+    cols = list(zip(*rows, strict=True))
+    return Layouts.of(**{f: np.array(c) for f, c in zip(FIELDS, cols, strict=True)})
+
+
+def _with(rows: list[Row], field: str, values: tuple[int, ...]) -> list[Row]:
+    """Each row repeated once per value of ``field`` (rows stay adjacent)."""
+    k = FIELDS.index(field)
+    return [(*r[:k], x, *r[k + 1 :]) for r in rows for x in values]
+
+
+@pytest.fixture(scope="module")
+def dense(catalog: Catalog) -> Job:
+    return job_for(catalog, catalog.model("llama-3-70b"), "h100-sxm", 4096, 512)
+
+
+@pytest.fixture(scope="module")
+def moe(catalog: Catalog) -> Job:
+    return job_for(catalog, catalog.model("mixtral-8x7b"), "h100-sxm", 4096, 512)
+
+
+@pytest.fixture(scope="module")
+def megatron_a100(catalog: Catalog) -> Job:
+    # Korthikanti-style GPT 22B on the 2022 stack (no overlap: CP exchanges are exposed).
+    return job_for(catalog, gpt(), "a100-80gb-sxm", 2048, 512, "fp16", "fp32", dropout=True)
+
+
+#         tp pp  dp cp ep mb  v  z rc sp
+DENSE = [
+    (8, 4, 4, 1, 1, 1, 1, 0, 0, 1),
+    (8, 4, 4, 1, 1, 1, 2, 1, 1, 1),
+    (8, 4, 4, 1, 1, 1, 4, 1, 2, 1),
+    (4, 8, 4, 1, 1, 2, 1, 0, 1, 0),
+    (8, 1, 16, 1, 1, 1, 1, 3, 2, 1),
+    (8, 2, 4, 2, 1, 1, 1, 1, 1, 1),
+    (2, 1, 32, 4, 1, 1, 1, 3, 0, 0),
+    (1, 1, 64, 1, 1, 1, 1, 1, 2, 0),
+    (16, 2, 4, 1, 1, 1, 2, 1, 1, 1),
+]
+MOE = [
+    (1, 1, 32, 1, 8, 1, 1, 1, 0, 0),
+    (2, 2, 8, 1, 8, 1, 2, 1, 1, 1),
+    (1, 4, 8, 2, 4, 1, 1, 1, 2, 0),
+    (4, 1, 16, 1, 4, 2, 1, 3, 1, 1),
+    (1, 1, 64, 1, 2, 1, 1, 0, 0, 0),
+    (1, 1, 64, 1, 1, 1, 1, 0, 0, 0),
+]
+A100 = [
+    (8, 1, 1, 1, 1, 4, 1, 0, 2, 0),
+    (8, 1, 1, 1, 1, 4, 1, 0, 1, 1),
+    (4, 2, 4, 2, 1, 1, 2, 1, 1, 1),
+    (8, 4, 2, 4, 1, 1, 3, 0, 0, 1),
+    (2, 1, 16, 8, 1, 2, 1, 3, 2, 0),
+]
+
+
+def test_breakdown_sums_to_step_time_for_varied_layouts(
+    dense: Job, moe: Job, megatron_a100: Job
+) -> None:
+    for job, rows in ((dense, DENSE), (moe, MOE), (megatron_a100, A100)):
+        est = estimate(job, _layouts(rows))
+        assert est.step_time_s.shape == (len(rows),)
+        assert np.allclose(est.breakdown_sum(), est.step_time_s, rtol=1e-12, atol=0)
+        parts = np.stack([getattr(est, p) for p in PARTS])
+        assert np.all(np.isfinite(parts)) and np.all(parts >= 0)
+        assert np.all(est.compute_s > 0)
+    # the batches exercise every communication term, so the sum is not trivially compute
+    moe_est = estimate(moe, _layouts(MOE))
+    ep = np.array([r[4] for r in MOE])
+    assert np.all(moe_est.ep_comm_s[ep > 1] > 0) and np.all(moe_est.ep_comm_s[ep == 1] == 0)
+    a100_est = estimate(megatron_a100, _layouts(A100))
+    cp = np.array([r[3] for r in A100])
+    assert np.all(a100_est.cp_comm_s[cp > 1] > 0) and np.all(a100_est.cp_comm_s[cp == 1] == 0)
+    dense_est = estimate(dense, _layouts(DENSE))
+    for part in ("tp_comm_s", "pp_comm_s", "pp_bubble_s", "dp_comm_exposed_s", "optimizer_s"):
+        assert np.any(getattr(dense_est, part) > 0), part
+
+
+def test_pipeline_bubble_is_p_minus_1_over_v_micro_batch_times(dense: Job) -> None:
+    rows = [
+        (8, p, 4, 1, 1, 1, v, 1, 1, 1)
+        for p, v in ((1, 1), (2, 1), (4, 1), (4, 2), (4, 4), (8, 1), (8, 2), (16, 5))
+    ]
+    lay = _layouts(rows)
+    est = estimate(dense, lay)
+    m = micro_batches(dense, lay)
+    p, v = lay.pp, lay.interleave
+    assert np.all(m == 128)
+    per_mb_total = est.compute_s + est.tp_comm_s + est.pp_comm_s + est.cp_comm_s + est.ep_comm_s
+    # bubble = (p-1)/v micro-batch times, i.e. (p-1)/(v m) of the steady-state pipeline time
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = est.pp_bubble_s / per_mb_total
+    expected = (p - 1) / (v * m)
+    assert np.allclose(ratio, expected, rtol=1e-12)
+    assert est.pp_bubble_s[p == 1] == pytest.approx(0.0)
+    pipelined = p > 1
+    assert np.all(est.pp_bubble_s[pipelined] > 0)
+    # and at least (p-1)/(v m) of the compute alone
+    assert np.all(est.pp_bubble_s >= expected * est.compute_s * (1 - 1e-12))
+    # interleaving shrinks the bubble and multiplies p2p traffic by v
+    i1, i2, i4 = 2, 3, 4  # pp=4 with v = 1, 2, 4
+    assert est.pp_bubble_s[i4] < est.pp_bubble_s[i2] < est.pp_bubble_s[i1]
+    assert est.pp_comm_s[i2] / est.pp_comm_s[i1] == pytest.approx(2.0, rel=1e-9)
+    assert est.pp_comm_s[0] == 0.0
+
+
+def test_full_recompute_is_slower_than_selective_which_is_no_faster_than_none(
+    dense: Job, moe: Job, megatron_a100: Job
+) -> None:
+    for job, rows in ((dense, DENSE), (moe, MOE), (megatron_a100, A100)):
+        est = estimate(job, _layouts(_with(rows, "recompute", (0, 1, 2))))
+        step = est.step_time_s.reshape(-1, 3)
+        mem = est.memory_bytes.reshape(-1, 3)
+        hw = est.hardware_flops.reshape(-1, 3)
+        assert np.all(step[:, 2] > step[:, 1])
+        assert np.all(step[:, 1] >= step[:, 0])
+        assert np.all(hw[:, 2] > hw[:, 1]) and np.all(hw[:, 1] >= hw[:, 0])
+        # what recomputation buys: memory
+        assert np.all(mem[:, 2] < mem[:, 1]) and np.all(mem[:, 1] <= mem[:, 0])
+
+
+def test_sequence_parallelism_keeps_comm_volume_and_saves_memory(
+    dense: Job, moe: Job, megatron_a100: Job
+) -> None:
+    for job, rows in ((dense, DENSE), (moe, MOE), (megatron_a100, A100)):
+        tp_rows = [r for r in rows if r[0] > 1]
+        est = estimate(job, _layouts(_with(tp_rows, "sp", (0, 1))))
+        off, on = slice(0, None, 2), slice(1, None, 2)
+        assert np.allclose(est.tp_comm_s[on], est.tp_comm_s[off], rtol=1e-12)
+        assert np.all(est.step_time_s[on] <= est.step_time_s[off])
+        assert np.all(est.memory_bytes[on] < est.memory_bytes[off])
+
+
+def test_tensor_parallelism_beyond_the_nvlink_domain_makes_tp_comm_much_slower(
+    dense: Job,
+) -> None:
+    assert dense.net.domain_gpus == 8
+    lay = _layouts([(8, 4, 4, 1, 1, 1, 1, 1, 1, 1), (16, 4, 4, 1, 1, 1, 1, 1, 1, 1)])
+    est = estimate(dense, lay)
+    # twice the GPUs per layer halve the compute, yet TP communication grows
+    assert est.compute_s[1] < 0.6 * est.compute_s[0]
+    assert est.tp_comm_s[1] > 1.5 * est.tp_comm_s[0]
+    share = est.tp_comm_s / est.step_time_s
+    assert share[1] > 2.5 * share[0]
+    # The same tp=16 inside a (hypothetical) 16-GPU NVLink domain is much cheaper.
+    wide = dataclasses.replace(dense, net=dataclasses.replace(dense.net, domain_gpus=16))
+    in_domain = estimate(wide, lay)
+    assert est.tp_comm_s[1] > 1.5 * in_domain.tp_comm_s[1]
+    assert in_domain.tp_comm_s[0] == pytest.approx(est.tp_comm_s[0], rel=1e-12)
+
+
+def test_zero1_shards_optimizer_state_without_changing_compute(dense: Job, moe: Job) -> None:
+    for job, rows in ((dense, DENSE), (moe, MOE)):
+        rows = [r for r in rows if r[7] < 3]
+        est = estimate(job, _layouts(_with(rows, "zero", (0, 1))))
+        z0, z1 = slice(0, None, 2), slice(1, None, 2)
+        assert np.array_equal(est.compute_s[z0], est.compute_s[z1])
+        dp_cp = np.array([r[2] * r[3] for r in rows], dtype=float)
+        assert np.all(dp_cp > 1)
+        assert np.all(est.memory_bytes[z1] < est.memory_bytes[z0])
+        if not job.arch.is_moe:
+            opt = est.memory_parts["optimizer"]
+            assert np.allclose(opt[z0] / opt[z1], dp_cp, rtol=1e-12)
+    # nothing to shard over with a single data-parallel rank
+    single = estimate(dense, _layouts([(8, 8, 1, 1, 1, 1, 1, z, 1, 1) for z in (0, 1)]))
+    assert single.memory_bytes[0] == pytest.approx(single.memory_bytes[1])
+
+
+def test_fp8_is_faster_than_bf16_on_h100_for_a_large_model(catalog: Catalog, dense: Job) -> None:
+    fp8 = job_for(catalog, dense.arch, "h100-sxm", dense.seq_len, dense.global_batch, "fp8")
+    lay = _layouts(DENSE)
+    e8, e16 = estimate(fp8, lay), estimate(dense, lay)
+    assert np.all(e8.compute_s < 0.85 * e16.compute_s)
+    assert np.all(e8.step_time_s <= e16.step_time_s)
+    # ZeRO-3 layouts here are bound by weight gathers, which fp8 GEMMs do not shorten
+    not_comm_bound = lay.zero < 3
+    assert np.all(e8.step_time_s[not_comm_bound] < 0.8 * e16.step_time_s[not_comm_bound])
+    assert np.array_equal(e8.model_flops, e16.model_flops)
+
+
+def _assert_same(a: StepEstimate, b: StepEstimate, i: int) -> None:
+    for f in dataclasses.fields(StepEstimate):
+        if f.name == "memory_parts":
+            for k, v in a.memory_parts.items():
+                assert v[i] == pytest.approx(b.memory_parts[k][0], rel=1e-12), k
+        else:
+            assert getattr(a, f.name)[i] == pytest.approx(getattr(b, f.name)[0], rel=1e-12), f.name
+
+
+def test_layouts_are_evaluated_independently(dense: Job, moe: Job) -> None:
+    for job, rows in ((dense, DENSE), (moe, MOE)):
+        lay = _layouts(rows)
+        batch = estimate(job, lay)
+        for i in range(len(lay)):
+            _assert_same(batch, estimate(job, lay.take([i])), i)
+            _assert_same(batch, estimate(job, _layouts([rows[i]])), i)
+        rev = estimate(job, lay.take(np.arange(len(lay))[::-1]))
+        assert np.array_equal(rev.step_time_s[::-1], batch.step_time_s)
+
+
+def test_micro_batches_is_zero_when_the_batch_does_not_divide(catalog: Catalog) -> None:
+    job = job_for(catalog, gpt(), "a100-80gb-sxm", 2048, 100, "fp16")
+    lay = Layouts.of(dp=[8, 4, 4, 4, 200, 1], micro_batch=[1, 3, 5, 1, 1, 100])
+    assert micro_batches(job, lay).tolist() == [0.0, 0.0, 5.0, 25.0, 0.0, 1.0]
+
+
+def test_uneven_stages_put_ceil_layers_on_the_busiest_rank() -> None:
+    assert float(stage_layers(126, np.asarray(16.0), np.asarray(1.0))) == 8
+    assert float(stage_layers(80, np.asarray(4.0), np.asarray(1.0))) == 20
+    cases = [(126, 16, 2), (126, 8, 3), (80, 4, 6), (96, 8, 4), (105, 35, 3), (32, 3, 2)]
+    L = np.array([c[0] for c in cases], dtype=float)
+    p = np.array([c[1] for c in cases], dtype=float)
+    v = np.array([c[2] for c in cases], dtype=float)
+    got = stage_layers(L, p, v)
+    want = [math.ceil(layers / (pp * vv)) * vv for layers, pp, vv in cases]
+    assert got.tolist() == want
+    assert np.all(got >= L / p)  # never fewer than an even split
+
+
+@pytest.mark.parametrize(
+    ("model", "par"),
+    [
+        ("llama-3-8b", {"tp": 1, "dp": 8}),
+        (
+            "llama-3-8b",
+            {
+                "tp": 2,
+                "dp": 4,
+                "zero_stage": 1,
+                "micro_batch": 2,
+                "recompute": "selective",
+                "sequence_parallel": True,
+            },
+        ),
+        (
+            "llama-3-70b",
+            {"tp": 8, "dp": 16, "zero_stage": 3, "recompute": "full", "sequence_parallel": True},
+        ),
+        ("llama-3-70b", {"tp": 8, "dp": 16, "cp": 2, "zero_stage": 1, "recompute": "selective"}),
+    ],
+)
+def test_memory_agrees_with_training_memory_without_pipelining(
+    catalog: Catalog, model: str, par: dict[str, object]
+) -> None:
+    arch = catalog.model(model)
+    pc = ParallelConfig(global_batch=256, **par)  # type: ignore[arg-type]
+    job = job_for(catalog, arch, "h100-sxm", 4096, 256)
+    lay = Layouts.of(
+        tp=pc.tp,
+        dp=pc.dp,
+        cp=pc.cp,
+        zero=pc.zero_stage,
+        micro_batch=pc.micro_batch,
+        recompute=RC[pc.recompute],
+        sp=pc.sequence_parallel,
+    )
+    ours = memory(job, lay)
+    ref = training_memory(
+        arch,
+        pc,
+        job.seq_len,
+        "bf16",
+        "bf16",
+        "adam",
+        job.stack.flash_attention,
+        job.dropout,
+        job.reserve_bytes,
+    )
+    assert float(ours["total"][0]) == pytest.approx(ref.total, rel=0.01)
+    assert float(ours["activations"][0]) == pytest.approx(ref.activations, rel=0.01)
+    assert float(ours["weights"][0] + ours["gradients"][0] + ours["optimizer"][0]) == (
+        pytest.approx(ref.states, rel=0.01)
+    )
+    assert float(estimate(job, lay).memory_bytes[0]) == pytest.approx(ref.total, rel=0.01)
+
+
+def test_model_flops_are_tokens_times_flops_per_token(
+    dense: Job, moe: Job, megatron_a100: Job
+) -> None:
+    for job, rows in ((dense, DENSE), (moe, MOE), (megatron_a100, A100)):
+        est = estimate(job, _layouts(rows))
+        tokens = job.global_batch * job.seq_len
+        per_token = float(training_flops_per_token(job.arch, job.seq_len))
+        assert np.allclose(est.model_flops, tokens * per_token, rtol=1e-12)
+        assert np.all(est.hardware_flops >= est.model_flops)
