@@ -198,8 +198,9 @@ def estimate_cmd(
         fail(f"--interleave: {interleave} needs --pp > 1 and pp*interleave <= {arch.layers} layers")
     if sequence_parallel and tp == 1:
         fail("--sequence-parallel: needs --tp > 1")
-    if seq_len % cp:
-        fail(f"--cp: {cp} does not divide --seq-len {seq_len}")
+    if cp > 1 and seq_len % (2 * cp):
+        # Megatron-Core CP splits the sequence into 2*cp chunks to balance causal attention.
+        fail(f"--cp: --seq-len {seq_len} must be divisible by 2*cp = {2 * cp}")
     if arch.is_moe and arch.experts % ep:
         fail(f"--ep: {ep} does not divide the {arch.experts} experts of {arch.id}")
     if not arch.is_moe and ep > 1:
@@ -261,6 +262,8 @@ def _explain_misfit(job: Job, fixed: dict[str, int], payload: dict[str, Any]) ->
         tries.append(("--recompute full", {"recompute": 2}))
     if fixed["zero"] < 1 and fixed["dp"] * fixed["cp"] > 1:
         tries.append(("--zero 1", {"zero": 1}))
+    if fixed["zero"] < 2 and fixed["dp"] * fixed["cp"] > 1:
+        tries.append(("--zero 2", {"zero": 2}))
     if fixed["zero"] < 3 and fixed["pp"] == 1 and fixed["dp"] > 1:
         tries.append(("--zero 3", {"zero": 3}))
     fixes = []
@@ -368,6 +371,11 @@ def plan_cmd(
         fail("--gpus: give a GPU count, or --deadline-days with --tokens to find one")
     if deadline_days is not None and tokens is None:
         fail("--deadline-days: needs --tokens (how much to train)")
+    if precision in (Precision.int8, Precision.int4):
+        fail(
+            f"--precision: {precision.value} is not a training precision "
+            "(use fp32, bf16, fp16, fp8 or fp4)"
+        )
     with user_errors():
         cat = state(ctx).catalog()
     arch = _arch(cat, model)
@@ -389,14 +397,18 @@ def plan_cmd(
             ", ".join(f"{k}: {v}" for k, v in reasons.items())
             or "no GPU count up to 131072 meets the deadline"
         )
-        fail(f"no layout of {arch.id} works on {gpus or 'any count of'} {gpu} ({why})")
+        flag = "--gpus" if gpus is not None else "--deadline-days"
+        fail(f"{flag}: no layout of {arch.id} works on {gpus or 'any count of'} {gpu} ({why})")
 
-    def rank(r: dict[str, Any]) -> float:
-        if deadline_days is not None and r.get("cost_usd") is not None:
-            return float(r["cost_usd"])
-        return float(r["best"]["step_time_s"]) * float(r["best"]["gpus"])
-
-    chosen = min(feasible, key=rank) if gpu == "choose" else feasible[0]
+    # With a deadline, the cheapest priced type wins (types without a cloud price are listed
+    # but cannot be compared in dollars); otherwise the fewest GPU-seconds per step.
+    priced = [r for r in feasible if r.get("cost_usd") is not None]
+    if deadline_days is not None and priced:
+        chosen = min(priced, key=lambda r: float(r["cost_usd"]))
+    else:
+        chosen = min(feasible, key=lambda r: float(r["best"]["step_time_s"]) * r["best"]["gpus"])
+    if gpu != "choose":
+        chosen = feasible[0]
     payload: dict[str, Any] = {
         "model": arch.id,
         "global_batch": gbatch,

@@ -274,7 +274,7 @@ def enumerate_layouts(job: Job, gpus: int) -> tuple[Layouts, dict[str, int]]:
                     if p > 1 and m < p:
                         reject("fewer micro-batches than pipeline stages")
                         break
-                    for zero in (0, 1, 3):  # ZeRO-2 is never faster than 1 in Megatron
+                    for zero in (0, 1, 2, 3):
                         if zero == 3 and p > 1:
                             continue  # FSDP/ZeRO-3 with pipelining: not supported by Megatron
                         for rc in (0, 1, 2):

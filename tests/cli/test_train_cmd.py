@@ -1,0 +1,783 @@
+"""`clusterwright train estimate` and `train plan`: the JSON contract, the physics the numbers
+must obey (breakdowns sum, memory fits, the plan beats hand-picked layouts), and bad input."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import re
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from clusterwright.cli.main import app
+from tests.cli.helpers import user_error
+
+ESTIMATE_KEYS = (
+    "step_time_s",
+    "tokens_per_s",
+    "tflops_per_gpu",
+    "mfu",
+    "hfu",
+    "memory_per_gpu_gb",
+    "micro_batch",
+    "breakdown",
+)
+BREAKDOWN_KEYS = (
+    "compute_s",
+    "tp_comm_s",
+    "pp_comm_s",
+    "pp_bubble_s",
+    "dp_comm_exposed_s",
+    "cp_comm_s",
+    "ep_comm_s",
+    "optimizer_s",
+    "other_s",
+)
+CONFIG_KEYS = (
+    "gpu",
+    "gpus",
+    "tp",
+    "pp",
+    "dp",
+    "cp",
+    "ep",
+    "micro_batch",
+    "interleave",
+    "zero",
+    "recompute",
+    "sequence_parallel",
+)
+PLAN_KEYS = (
+    "best",
+    "top",
+    "pareto",
+    "time_to_train_days",
+    "gpu_hours",
+    "candidates_evaluated",
+    "rejected",
+)
+
+runner = CliRunner()
+
+
+def cw(*args: str) -> Result:
+    return runner.invoke(app, list(args), env={"CLUSTERWRIGHT_CATALOG": None})
+
+
+def ok_json(*args: str) -> dict[str, Any]:
+    r = cw(*args, "--json")
+    assert r.exit_code == 0, r.output
+    assert r.stderr == ""
+    data = json.loads(r.stdout)
+    assert isinstance(data, dict)
+    return data
+
+
+def estimate(*args: str) -> dict[str, Any]:
+    return ok_json("train", "estimate", *args)
+
+
+def plan(*args: str) -> dict[str, Any]:
+    return ok_json("train", "plan", *args)
+
+
+def try_estimate(*args: str) -> dict[str, Any] | None:
+    """The estimate, or None when the layout is rejected (exit 2, e.g. does not fit)."""
+    r = cw("train", "estimate", *args, "--json")
+    if r.exit_code == 2:
+        user_error(r)
+        return None
+    assert r.exit_code == 0, r.output
+    return dict(json.loads(r.stdout))
+
+
+def gpu_spec(gpu: str) -> dict[str, Any]:
+    return ok_json("catalog", "show", gpu)
+
+
+def assert_breakdown_sums(d: dict[str, Any]) -> None:
+    parts = d["breakdown"]
+    assert set(BREAKDOWN_KEYS) <= set(parts)
+    for k in BREAKDOWN_KEYS:
+        assert parts[k] >= 0, k
+    assert sum(parts[k] for k in BREAKDOWN_KEYS) == pytest.approx(d["step_time_s"], rel=1e-9)
+
+
+def assert_layout_is_sane(d: dict[str, Any], memory_gb: float) -> None:
+    assert d["tp"] * d["pp"] * d["dp"] * d["cp"] == d["gpus"]
+    assert 0 < d["mfu"] < 1
+    assert d["mfu"] <= d["hfu"] + 1e-12
+    assert d["memory_per_gpu_gb"] <= memory_gb
+    assert d["fits"] is True
+    assert_breakdown_sums(d)
+
+
+# Llama 2 7B on one 8 x H100 server, pure data parallelism with ZeRO-1.
+E7B = ("--model", "llama-2-7b", "--gpu", "h100-sxm", "--gpus", "8", "--zero", "1")
+E7B += ("--global-batch", "1024")
+# Llama 3.1 70B, 64 H100s, 8k context, 512 x 8k = 4M tokens per step.
+L70 = ("--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--gpus", "64")
+L70 += ("--seq-len", "8192", "--global-batch", "512")
+
+
+@pytest.fixture(scope="module")
+def h100() -> dict[str, Any]:
+    return gpu_spec("h100-sxm")
+
+
+@pytest.fixture(scope="module")
+def est_7b() -> dict[str, Any]:
+    return estimate(*E7B)
+
+
+@pytest.fixture(scope="module")
+def plan_7b() -> dict[str, Any]:
+    return plan("--model", "llama-2-7b", "--gpu", "h100-sxm", "--gpus", "8", "--tokens", "1e11")
+
+
+@pytest.fixture(scope="module")
+def plan_70b() -> dict[str, Any]:
+    return plan(*L70)
+
+
+DEADLINE = ("--model", "llama-2-7b", "--tokens", "1e12", "--deadline-days", "14")
+
+
+@pytest.fixture(scope="module")
+def deadline_h100() -> dict[str, Any]:
+    return plan(*DEADLINE, "--gpu", "h100-sxm")
+
+
+@pytest.fixture(scope="module")
+def deadline_choose() -> dict[str, Any]:
+    return plan(*DEADLINE, "--gpu", "choose")
+
+
+# ------------------------------------------------------------------- train estimate
+
+
+def test_estimate_json_has_contract_keys_and_breakdown_sums_to_step_time(
+    est_7b: dict[str, Any], h100: dict[str, Any]
+) -> None:
+    for key in ESTIMATE_KEYS:
+        assert key in est_7b, key
+    assert est_7b["gpus"] == 8
+    assert (est_7b["tp"], est_7b["pp"], est_7b["dp"]) == (1, 1, 8)
+    assert est_7b["step_time_s"] > 0
+    assert_layout_is_sane(est_7b, h100["memory_gb"])
+    # Pure data parallelism inside one server: no tensor, pipeline, context or expert traffic.
+    b = est_7b["breakdown"]
+    for k in ("tp_comm_s", "pp_comm_s", "pp_bubble_s", "cp_comm_s", "ep_comm_s"):
+        assert b[k] == 0, k
+    assert b["compute_s"] > 0.9 * est_7b["step_time_s"]
+
+
+def test_estimate_throughput_mfu_and_memory_are_consistent(
+    est_7b: dict[str, Any], h100: dict[str, Any]
+) -> None:
+    d = est_7b
+    tokens_per_step = 1024 * 4096
+    assert d["tokens_per_s"] == pytest.approx(tokens_per_step / d["step_time_s"], rel=1e-9)
+    # MFU is achieved model TFLOP/s per GPU over the dense bf16 peak.
+    assert d["mfu"] == pytest.approx(d["tflops_per_gpu"] / h100["peak_tflops"]["bf16"], rel=1e-6)
+    # Training FLOPs of a dense transformer are at least 6 x params x tokens.
+    params = ok_json("size", "--model", "llama-2-7b")["params"]
+    model_flops = d["tflops_per_gpu"] * 1e12 * d["step_time_s"] * d["gpus"]
+    assert model_flops >= 6 * params * tokens_per_step * 0.999
+    # The parts of the memory add up to the per-GPU total.
+    assert sum(d["memory_gb"].values()) == pytest.approx(d["memory_per_gpu_gb"], rel=1e-9)
+
+
+def test_estimate_with_tp_and_pp_reports_their_communication_and_bubble(
+    h100: dict[str, Any],
+) -> None:
+    d = estimate(*L70, "--tp", "8", "--pp", "8", "--sequence-parallel")
+    assert (d["tp"], d["pp"], d["dp"]) == (8, 8, 1)
+    assert d["sequence_parallel"] is True
+    assert_layout_is_sane(d, h100["memory_gb"])
+    b = d["breakdown"]
+    assert b["tp_comm_s"] > 0
+    assert b["pp_comm_s"] > 0
+    assert b["pp_bubble_s"] > 0
+    assert b["ep_comm_s"] == 0
+
+
+def test_estimate_with_context_and_expert_parallelism_reports_their_communication(
+    h100: dict[str, Any],
+) -> None:
+    moe = estimate(
+        "--model",
+        "mixtral-8x7b",
+        "--gpu",
+        "h100-sxm",
+        "--gpus",
+        "32",
+        "--pp",
+        "2",
+        "--ep",
+        "8",
+        "--zero",
+        "1",
+        "--global-batch",
+        "256",
+    )
+    assert moe["ep"] == 8
+    assert_layout_is_sane(moe, h100["memory_gb"])
+    assert moe["breakdown"]["ep_comm_s"] > 0
+    # A context-parallel ring of 8 x TP 8 crosses servers: its KV passing is not all hidden.
+    cp = estimate(*L70, "--tp", "8", "--cp", "8", "--sequence-parallel", "--zero", "3")
+    assert cp["cp"] == 8
+    assert_layout_is_sane(cp, h100["memory_gb"])
+    assert cp["breakdown"]["cp_comm_s"] > 0
+
+
+def test_estimate_picks_the_fastest_micro_batch_that_fits_and_reports_it(
+    est_7b: dict[str, Any],
+) -> None:
+    auto = est_7b
+    assert auto["micro_batch"] in (1, 2, 4, 8, 16, 32)
+    tried: dict[int, dict[str, Any] | None] = {
+        mb: try_estimate(*E7B, "--micro-batch", str(mb)) for mb in (1, 2, 4, 8, 16)
+    }
+    fitting = {mb: d for mb, d in tried.items() if d is not None}
+    # Some micro-batch sizes run out of memory, so the choice is a real one.
+    assert len(fitting) < len(tried)
+    assert auto["micro_batch"] in fitting
+    for mb, d in fitting.items():
+        assert d["micro_batch"] == mb
+        assert d["step_time_s"] >= auto["step_time_s"] * (1 - 1e-9), mb
+    assert fitting[auto["micro_batch"]]["step_time_s"] == pytest.approx(auto["step_time_s"])
+
+
+def test_full_recompute_costs_hardware_flops_that_hfu_counts_and_mfu_does_not() -> None:
+    base = (*L70, "--tp", "8", "--pp", "8", "--sequence-parallel", "--micro-batch", "1")
+    none = estimate(*base)
+    full = estimate(*base, "--recompute", "full")
+    assert none["hfu"] == pytest.approx(none["mfu"])
+    assert full["hfu"] > 1.2 * full["mfu"]
+    assert full["step_time_s"] > none["step_time_s"]
+    assert full["memory_per_gpu_gb"] < none["memory_per_gpu_gb"]
+    # Same model work either way: model TFLOPs per step are equal.
+    work = [d["tflops_per_gpu"] * d["step_time_s"] for d in (none, full)]
+    assert work[0] == pytest.approx(work[1], rel=1e-9)
+
+
+def test_estimate_of_a_layout_that_does_not_fit_lists_memory_parts_and_a_flag_that_fixes_it(
+    h100: dict[str, Any],
+) -> None:
+    args = (*L70, "--tp", "8", "--pp", "8")
+    err = user_error(cw("train", "estimate", *args, "--json"))
+    assert "does not fit" in err
+    m = re.search(r"([\d.]+) GB per GPU > ([\d.]+) GB", err)
+    assert m, err
+    assert float(m.group(1)) > float(m.group(2)) == h100["memory_gb"]
+    for part in ("weights", "gradients", "optimizer", "activations"):
+        assert re.search(rf"{part} [\d.]+", err), part
+    assert "--sequence-parallel" in err
+    # The suggested flag really makes it fit.
+    fixed = estimate(*args, "--sequence-parallel")
+    assert fixed["memory_per_gpu_gb"] <= h100["memory_gb"]
+
+
+def test_estimate_of_70b_on_one_server_without_recompute_says_how_to_make_it_fit() -> None:
+    args = ("--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--gpus", "8", "--tp", "8")
+    args += ("--seq-len", "8192")
+    for mode in (("--json",), ()):
+        err = user_error(cw("train", "estimate", *args, *mode))
+        assert "does not fit" in err
+        assert re.search(r"optimizer [\d.]+", err)
+        assert "GB" in err
+        assert "--tp" in err
+        assert "--pp" in err
+
+
+def test_estimate_matches_plan_best_when_given_its_layout(plan_70b: dict[str, Any]) -> None:
+    b = plan_70b["best"]
+    args = [*L70, "--tp", str(b["tp"]), "--pp", str(b["pp"]), "--cp", str(b["cp"])]
+    args += ["--ep", str(b["ep"]), "--interleave", str(b["interleave"])]
+    args += ["--zero", str(b["zero"]), "--micro-batch", str(b["micro_batch"])]
+    args += ["--recompute", b["recompute"]]
+    if b["sequence_parallel"]:
+        args.append("--sequence-parallel")
+    d = estimate(*args)
+    assert d["step_time_s"] == pytest.approx(b["step_time_s"], rel=1e-9)
+    assert d["memory_per_gpu_gb"] == pytest.approx(b["memory_per_gpu_gb"], rel=1e-9)
+    assert d["breakdown"] == pytest.approx(b["breakdown"], rel=1e-9)
+
+
+def test_estimate_human_output_shows_layout_and_breakdown() -> None:
+    r = cw("train", "estimate", *E7B)
+    assert r.exit_code == 0, r.output
+    assert r.stderr == ""
+    assert "8 x h100-sxm" in r.stdout
+    assert "MFU" in r.stdout
+    assert "compute" in r.stdout
+
+
+# ------------------------------------------------------------------------ train plan
+
+
+def test_plan_json_has_contract_keys(plan_7b: dict[str, Any], h100: dict[str, Any]) -> None:
+    d = plan_7b
+    for key in PLAN_KEYS:
+        assert key in d, key
+    for key in (*CONFIG_KEYS, *ESTIMATE_KEYS):
+        assert key in d["best"], key
+    assert d["best"]["gpus"] == 8
+    assert_layout_is_sane(d["best"], h100["memory_gb"])
+    assert isinstance(d["top"], list) and d["top"]
+    assert isinstance(d["pareto"], list) and d["pareto"]
+    assert isinstance(d["candidates_evaluated"], int)
+    assert d["candidates_evaluated"] >= len(d["top"])
+
+
+def test_plan_rejections_are_counted_by_reason(
+    plan_7b: dict[str, Any], plan_70b: dict[str, Any]
+) -> None:
+    for d in (plan_7b, plan_70b):
+        rejected = d["rejected"]
+        assert rejected, "a real search rejects something"
+        for reason, n in rejected.items():
+            assert isinstance(reason, str) and reason.strip()
+            assert isinstance(n, int) and n > 0, reason
+    # 7B with Adam in bf16 is ~112 GB of state: without ZeRO it does not fit in 80 GB.
+    assert plan_7b["rejected"]["does not fit in memory"] > 0
+    assert plan_7b["best"]["zero"] > 0
+
+
+def test_plan_best_fits_and_top_is_sorted_by_step_time(
+    plan_70b: dict[str, Any], h100: dict[str, Any]
+) -> None:
+    d = plan_70b
+    top = d["top"]
+    assert top[0] == d["best"]
+    steps = [t["step_time_s"] for t in top]
+    assert steps == sorted(steps)
+    for t in top:
+        assert t["gpus"] == 64
+        assert t["global_batch"] == 512
+        assert_layout_is_sane(t, h100["memory_gb"])
+    assert d["time_to_train_days"] is None
+    assert d["gpu_hours"] is None
+
+
+HAND_LAYOUTS = [
+    ("--tp", "8", "--pp", "8", "--sequence-parallel"),
+    ("--tp", "8", "--pp", "8", "--sequence-parallel", "--interleave", "2"),
+    ("--tp", "8", "--pp", "4", "--sequence-parallel", "--recompute", "selective"),
+    ("--tp", "8", "--pp", "2", "--cp", "2", "--sequence-parallel", "--zero", "1"),
+    ("--tp", "4", "--pp", "4", "--sequence-parallel", "--recompute", "full"),
+    ("--tp", "8", "--cp", "8", "--sequence-parallel", "--zero", "3"),
+    ("--tp", "2", "--cp", "4", "--zero", "3", "--recompute", "selective"),
+    ("--cp", "4", "--zero", "3"),
+]
+
+
+def test_plan_best_is_at_least_as_fast_as_hand_picked_layouts(plan_70b: dict[str, Any]) -> None:
+    best = plan_70b["best"]["step_time_s"]
+    ran = 0
+    for layout in HAND_LAYOUTS:
+        d = try_estimate(*L70, *layout)
+        if d is None:
+            continue
+        ran += 1
+        assert best <= d["step_time_s"] * (1 + 1e-9), layout
+    assert ran >= 5
+
+
+def test_plan_best_is_at_least_as_fast_as_a_zero2_layout() -> None:
+    args = ("--model", "llama-2-13b", "--gpu", "a100-80gb-sxm", "--gpus", "32")
+    args += ("--global-batch", "256")
+    zero2 = estimate(*args, "--cp", "2", "--zero", "2")
+    assert zero2["fits"] is True
+    best = plan(*args)["best"]
+    assert best["step_time_s"] <= zero2["step_time_s"] * (1 + 1e-9)
+
+
+def test_plan_with_tokens_gives_time_to_train_gpu_hours_and_cost(
+    plan_7b: dict[str, Any],
+) -> None:
+    d = plan_7b
+    b = d["best"]
+    days = d["time_to_train_days"]
+    assert days == pytest.approx(1e11 / b["tokens_per_s"] / 86400, rel=1e-9)
+    assert d["gpu_hours"] == pytest.approx(days * 24 * b["gpus"], rel=0.01)
+    assert d["usd_per_gpu_hour"] > 0
+    assert d["cost_usd"] == pytest.approx(d["gpu_hours"] * d["usd_per_gpu_hour"], rel=1e-9)
+
+
+def test_plan_pareto_front_trades_gpus_for_time(deadline_h100: dict[str, Any]) -> None:
+    front = deadline_h100["pareto"]
+    assert len(front) >= 2
+    gpus = [p["gpus"] for p in front]
+    steps = [p["step_time_s"] for p in front]
+    days = [p["time_to_train_days"] for p in front]
+    assert gpus == sorted(set(gpus))
+    assert all(a > b for a, b in itertools.pairwise(steps))
+    assert all(a > b for a, b in itertools.pairwise(days))
+    for p in front:
+        assert p["gpu_hours"] == pytest.approx(p["time_to_train_days"] * 24 * p["gpus"], rel=0.01)
+    best = deadline_h100["best"]
+    assert front[-1]["gpus"] == best["gpus"]
+    assert front[-1]["step_time_s"] == pytest.approx(best["step_time_s"])
+
+
+def test_plan_with_a_deadline_finds_the_smallest_gpu_count_that_meets_it(
+    deadline_h100: dict[str, Any], h100: dict[str, Any]
+) -> None:
+    d = deadline_h100
+    n = d["best"]["gpus"]
+    assert d["meets_deadline"] is True
+    assert d["time_to_train_days"] <= 14
+    assert d["gpu_hours"] == pytest.approx(d["time_to_train_days"] * 24 * n, rel=0.01)
+    assert d["cost_usd"] == pytest.approx(d["gpu_hours"] * d["usd_per_gpu_hour"], rel=1e-9)
+    assert_layout_is_sane(d["best"], h100["memory_gb"])
+    # Whole servers fewer than the answer miss the deadline.
+    assert n % 8 == 0
+    for fewer in sorted({n // 2, n - 16, n - 8}):
+        smaller = plan(
+            "--model", "llama-2-7b", "--gpu", "h100-sxm", "--gpus", str(fewer), "--tokens", "1e12"
+        )
+        assert smaller["time_to_train_days"] > 14, fewer
+
+
+def test_plan_choose_with_a_deadline_reports_every_gpu_type_with_its_cost(
+    deadline_choose: dict[str, Any], deadline_h100: dict[str, Any]
+) -> None:
+    by_gpu = deadline_choose["by_gpu"]
+    ids = [r["gpu"] for r in by_gpu]
+    assert len(ids) == len(set(ids)) >= 3
+    assert deadline_choose["best"]["gpu"] in ids
+    assert deadline_choose["meets_deadline"] is True
+    assert deadline_choose["time_to_train_days"] <= 14
+    priced = 0
+    for r in by_gpu:
+        if not r["meets_deadline"]:
+            continue
+        assert r["time_to_train_days"] <= 14, r["gpu"]
+        assert r["gpu_hours"] == pytest.approx(r["time_to_train_days"] * 24 * r["gpus"], rel=0.01)
+        if r["cost_usd"] is not None:
+            priced += 1
+            assert r["cost_usd"] > 0
+    assert priced >= 2
+    # The H100 row is the single-GPU-type answer, priced at its $/GPU-hour.
+    (row,) = [r for r in by_gpu if r["gpu"] == "h100-sxm"]
+    assert row["gpus"] == deadline_h100["best"]["gpus"]
+    assert row["gpu_hours"] == pytest.approx(deadline_h100["gpu_hours"])
+    price = deadline_h100["usd_per_gpu_hour"]
+    assert row["cost_usd"] == pytest.approx(row["gpu_hours"] * price, rel=1e-9)
+
+
+def test_plan_choose_with_a_deadline_picks_the_cheapest_priced_gpu(
+    deadline_choose: dict[str, Any],
+) -> None:
+    priced = [r for r in deadline_choose["by_gpu"] if r["cost_usd"] is not None]
+    cheapest = min(priced, key=lambda r: r["cost_usd"])
+    assert deadline_choose["cost_usd"] is not None
+    assert deadline_choose["best"]["gpu"] == cheapest["gpu"]
+
+
+def test_plan_choose_fp8_compares_only_gpus_with_fp8_and_picks_the_fastest() -> None:
+    d = plan("--model", "llama-2-7b", "--gpu", "choose", "--gpus", "8", "--precision", "fp8")
+    ids = {r["gpu"] for r in d["by_gpu"]}
+    assert "h100-sxm" in ids
+    assert not any(i.startswith("a100") for i in ids)
+    assert d["best"]["precision"] == "fp8"
+    assert all(r["gpus"] == 8 for r in d["by_gpu"])
+    fastest = min(d["by_gpu"], key=lambda r: r["step_time_s"])
+    assert d["best"]["gpu"] == fastest["gpu"]
+    assert d["best"]["step_time_s"] == pytest.approx(fastest["step_time_s"])
+
+
+def test_plan_human_output_shows_best_top_and_rejections() -> None:
+    r = cw("train", "plan", "--model", "llama-2-7b", "--gpu", "h100-sxm", "--gpus", "8")
+    assert r.exit_code == 0, r.output
+    assert r.stderr == ""
+    assert "best for llama-2-7b" in r.stdout
+    assert "top layouts" in r.stdout
+    assert "rejected" in r.stdout
+
+
+def test_plan_where_nothing_fits_exits_2_with_the_reason() -> None:
+    err = user_error(
+        cw("train", "plan", "--model", "llama-3.1-405b", "--gpu", "h100-sxm", "--gpus", "8")
+    )
+    m = re.search(r"does not fit in memory: (\d+)", err)
+    assert m, err
+    assert int(m.group(1)) > 0
+    assert "llama-3.1-405b" in err
+
+
+def test_plan_where_nothing_divides_exits_2_with_the_reason() -> None:
+    # 37 is prime and larger than the 32 layers: only dp = 37 is left, which 1024 is not.
+    err = user_error(
+        cw("train", "plan", "--model", "llama-2-7b", "--gpu", "h100-sxm", "--gpus", "37", "--json")
+    )
+    assert "37" in err
+    assert "global batch not divisible by dp" in err
+
+
+def test_plan_where_nothing_divides_names_the_gpus_flag() -> None:
+    err = user_error(
+        cw("train", "plan", "--model", "llama-2-7b", "--gpu", "h100-sxm", "--gpus", "37", "--json")
+    )
+    assert "--gpus" in err
+
+
+def test_plan_with_an_unreachable_deadline_exits_2() -> None:
+    err = user_error(
+        cw(
+            "train",
+            "plan",
+            "--model",
+            "llama-2-7b",
+            "--gpu",
+            "h100-sxm",
+            "--tokens",
+            "1e9",
+            "--deadline-days",
+            "0.0001",
+            "--json",
+        )
+    )
+    assert "deadline" in err
+
+
+def test_real_process_plan_prints_only_json_on_stdout() -> None:
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "clusterwright",
+            "train",
+            "plan",
+            "--model",
+            "llama-2-7b",
+            "--gpu",
+            "h100-sxm",
+            "--gpus",
+            "16",
+            "--tokens",
+            "2e12",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert p.returncode == 0, p.stderr
+    data = json.loads(p.stdout)
+    for key in PLAN_KEYS:
+        assert key in data, key
+    assert data["best"]["gpus"] == 16
+    assert math.isfinite(data["time_to_train_days"])
+    assert data["gpu_hours"] == pytest.approx(data["time_to_train_days"] * 24 * 16, rel=0.01)
+
+
+# ------------------------------------------------------------------------- bad input
+
+H8 = ["--gpu", "h100-sxm", "--gpus", "8"]
+L7 = ["--model", "llama-2-7b", *H8]
+
+ESTIMATE_BAD = [
+    pytest.param(
+        ["--model", "llama-2-70", *H8],
+        ["--model", "did you mean", "'llama-2-70b'"],
+        id="unknown-model",
+    ),
+    pytest.param(
+        ["--model", "llama-2-7b", "--gpu", "h100", "--gpus", "8"],
+        ["--gpu", "did you mean", "'h100-sxm'"],
+        id="unknown-gpu",
+    ),
+    pytest.param(
+        ["--model", "no/such/model.yaml", *H8], ["--model", "no/such/model.yaml"], id="model-file"
+    ),
+    pytest.param(
+        ["--model", "llama-2-7b", "--gpu", "h100-sxm", "--gpus", "12", "--tp", "8"],
+        ["--gpus", "12", "8"],
+        id="gpus-not-multiple-of-tp",
+    ),
+    pytest.param(
+        ["--model", "llama-2-7b", "--gpu", "h100-sxm", "--gpus", "6", "--tp", "2", "--pp", "2"],
+        ["--gpus", "tp*pp*cp = 4"],
+        id="gpus-not-multiple-of-tp-pp",
+    ),
+    pytest.param(
+        ["--model", "llama-2-7b", *H8, "--cp", "3"],
+        ["--gpus", "tp*pp*cp = 3"],
+        id="gpus-not-multiple-of-cp",
+    ),
+    pytest.param(
+        ["--model", "llama-2-70b", "--gpu", "h100-sxm", "--gpus", "48", "--tp", "3"],
+        ["--tp", "64 heads"],
+        id="tp-not-dividing-heads",
+    ),
+    pytest.param(
+        ["--model", "llama-2-7b", "--gpu", "h100-sxm", "--gpus", "64", "--pp", "64"],
+        ["--pp", "32 layers"],
+        id="pp-over-layers",
+    ),
+    pytest.param([*L7, "--interleave", "2"], ["--interleave", "--pp"], id="interleave-no-pp"),
+    pytest.param(
+        [*L7, "--pp", "2", "--interleave", "32"], ["--interleave", "32 layers"], id="interleave-big"
+    ),
+    pytest.param(
+        [*L7, "--pp", "4", "--interleave", "2", "--global-batch", "12"],
+        ["--interleave", "--pp 4"],
+        id="interleave-micro-batches-not-divisible-by-pp",
+    ),
+    pytest.param([*L7, "--sequence-parallel"], ["--sequence-parallel", "--tp"], id="sp-without-tp"),
+    pytest.param(
+        [*L7, "--cp", "8", "--seq-len", "4100"], ["--cp", "--seq-len 4100"], id="cp-vs-seq-len"
+    ),
+    pytest.param([*L7, "--ep", "2"], ["--ep", "dense"], id="ep-on-dense-model"),
+    pytest.param(
+        ["--model", "mixtral-8x7b", "--gpu", "h100-sxm", "--gpus", "24", "--ep", "3"],
+        ["--ep", "8 experts"],
+        id="ep-not-dividing-experts",
+    ),
+    pytest.param(
+        ["--model", "mixtral-8x7b", *H8, "--tp", "2", "--pp", "2", "--ep", "4"],
+        ["--ep", "dp*cp = 2"],
+        id="ep-not-dividing-dp-cp",
+    ),
+    pytest.param(
+        [*L7, "--global-batch", "12"], ["--global-batch", "12", "dp = 8"], id="global-batch-vs-dp"
+    ),
+    pytest.param(
+        [*L7, "--global-batch", "48", "--micro-batch", "4"],
+        ["--micro-batch", "6 sequences"],
+        id="micro-batch-not-dividing-rank-batch",
+    ),
+    pytest.param(
+        [
+            "--model",
+            "llama-2-7b",
+            "--gpu",
+            "h100-sxm",
+            "--gpus",
+            "16",
+            "--pp",
+            "8",
+            "--global-batch",
+            "8",
+        ],
+        ["--global-batch", "--pp 8", "micro-batches"],
+        id="too-few-micro-batches-for-pp",
+    ),
+    pytest.param(
+        [*L7, "--pp", "4", "--global-batch", "8", "--micro-batch", "2"],
+        ["--global-batch", "--pp 4"],
+        id="too-few-micro-batches-with-micro-batch",
+    ),
+    pytest.param([*L7, "--zero", "5"], ["--zero", "5"], id="zero-5"),
+    pytest.param([*L7, "--zero", "-1"], ["--zero"], id="zero-negative"),
+    pytest.param([*L7, "--recompute", "bogus"], ["--recompute", "bogus"], id="recompute"),
+    pytest.param(["--model", "llama-2-7b", *H8[:3], "0"], ["--gpus", "0"], id="gpus-0"),
+    pytest.param(["--model", "llama-2-7b", *H8[:3], "-8"], ["--gpus", "-8"], id="gpus-negative"),
+    pytest.param([*L7, "--tp", "0"], ["--tp"], id="tp-0"),
+    pytest.param([*L7, "--pp", "-1"], ["--pp"], id="pp-negative"),
+    pytest.param([*L7, "--cp", "0"], ["--cp"], id="cp-0"),
+    pytest.param([*L7, "--ep", "0"], ["--ep"], id="ep-0"),
+    pytest.param([*L7, "--interleave", "0"], ["--interleave"], id="interleave-0"),
+    pytest.param([*L7, "--micro-batch", "0"], ["--micro-batch"], id="micro-batch-0"),
+    pytest.param([*L7, "--global-batch", "-4"], ["--global-batch"], id="global-batch-negative"),
+    pytest.param([*L7, "--seq-len", "0"], ["--seq-len"], id="seq-len-0"),
+    pytest.param(
+        ["--model", "llama-2-7b", "--gpu", "a100-80gb-sxm", "--gpus", "8", "--precision", "fp8"],
+        ["--precision", "a100-80gb-sxm", "fp8"],
+        id="fp8-on-a100",
+    ),
+    pytest.param([*L7, "--precision", "int8"], ["--precision", "int8"], id="int8"),
+    pytest.param([*L7, "--precision", "fp12"], ["--precision"], id="unknown-precision"),
+    pytest.param(
+        [*L7, "--fidelity", "sim"], ["--fidelity", "sim", "not built yet"], id="fidelity-sim"
+    ),
+    pytest.param([*L7, "--fidelity", "bogus"], ["--fidelity", "bogus"], id="fidelity-bogus"),
+    pytest.param(
+        [*L7, "--server", "dgx-b200"], ["--server", "dgx-b200", "h100-sxm"], id="server-gpu"
+    ),
+]
+
+
+@pytest.mark.parametrize(("args", "needles"), ESTIMATE_BAD)
+def test_estimate_bad_input_exits_2_naming_the_flag(args: list[str], needles: list[str]) -> None:
+    err = user_error(cw("train", "estimate", *args, "--json"))
+    for needle in needles:
+        assert needle in err
+
+
+P7 = ["--model", "llama-2-7b", "--gpu", "h100-sxm"]
+
+PLAN_BAD = [
+    pytest.param(
+        ["--model", "llama-2-7", "--gpu", "h100-sxm", "--gpus", "8"],
+        ["--model", "did you mean", "'llama-2-7b'"],
+        id="unknown-model",
+    ),
+    pytest.param(
+        ["--model", "llama-2-7b", "--gpu", "h10", "--gpus", "8"],
+        ["--gpu", "did you mean", "'h100-sxm'"],
+        id="unknown-gpu",
+    ),
+    pytest.param(P7, ["--gpus", "--deadline-days"], id="no-gpus-no-deadline"),
+    pytest.param([*P7, "--deadline-days", "10"], ["--deadline-days", "--tokens"], id="no-tokens"),
+    pytest.param([*P7, "--gpus", "8", "--tokens", "-5"], ["--tokens", "-5"], id="tokens-negative"),
+    pytest.param([*P7, "--gpus", "8", "--tokens", "0"], ["--tokens"], id="tokens-0"),
+    pytest.param(
+        [*P7, "--gpus", "8", "--tokens", "1e9", "--deadline-days", "-1"],
+        ["--deadline-days"],
+        id="deadline-negative",
+    ),
+    pytest.param([*P7, "--gpus", "0"], ["--gpus"], id="gpus-0"),
+    pytest.param([*P7, "--gpus", "-16"], ["--gpus"], id="gpus-negative"),
+    pytest.param([*P7, "--gpus", "8", "--global-batch", "0"], ["--global-batch"], id="batch-0"),
+    pytest.param([*P7, "--gpus", "8", "--seq-len", "-1"], ["--seq-len"], id="seq-len-negative"),
+    pytest.param(
+        ["--model", "llama-2-7b", "--gpu", "a100-80gb-sxm", "--gpus", "8", "--precision", "fp8"],
+        ["--precision", "fp8"],
+        id="fp8-on-a100",
+    ),
+    pytest.param([*P7, "--gpus", "8", "--precision", "int8"], ["--precision"], id="int8"),
+]
+
+
+@pytest.mark.parametrize(("args", "needles"), PLAN_BAD)
+def test_plan_bad_input_exits_2_naming_the_flag(args: list[str], needles: list[str]) -> None:
+    err = user_error(cw("train", "plan", *args, "--json"))
+    for needle in needles:
+        assert needle in err
+
+
+def test_plan_choose_with_int8_is_a_user_error_not_a_traceback() -> None:
+    err = user_error(
+        cw(
+            "train",
+            "plan",
+            "--model",
+            "llama-2-7b",
+            "--gpu",
+            "choose",
+            "--gpus",
+            "8",
+            "--precision",
+            "int8",
+            "--json",
+        )
+    )
+    assert "--precision" in err
+
+
+def test_missing_required_flags_are_usage_errors() -> None:
+    for cmd in (("train", "estimate", "--gpu", "h100-sxm", "--gpus", "8"), ("train", "plan")):
+        r = cw(*cmd, "--json")
+        assert r.exit_code == 2
+        assert r.stdout == ""
+        assert "--model" in r.stderr
