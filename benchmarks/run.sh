@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Run the training-planner benchmarks: planner speed, and the side-by-side with llm-analysis.
+#
+# llm-analysis is a benchmark-only peer: it goes into benchmarks/.venv-peers (created here if
+# missing, git-ignored), never into the project's dependencies or CI. Everything runs with
+# HF_HUB_OFFLINE=1 so nothing reaches a model hub.
+#
+#   bash benchmarks/run.sh
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/.." && pwd)"
+venv="$here/.venv-peers"
+
+if [ ! -x "$venv/bin/python" ]; then
+    python3 -m venv "$venv"
+fi
+"$venv/bin/python" -m pip install -q "llm-analysis==0.2.2" -e "$repo"
+
+export HF_HUB_OFFLINE=1
+export TRANSFORMERS_OFFLINE=1
+cd "$repo"
+"$venv/bin/python" benchmarks/train_speed.py
+"$venv/bin/python" benchmarks/peer_llm_analysis.py
