@@ -24,22 +24,10 @@ from clusterwright.design.train import (
 )
 from clusterwright.errors import ClusterwrightError
 from clusterwright.model.precision import Precision, training_dtype
-from clusterwright.model.training import Job
+from clusterwright.model.training import BREAKDOWN_FIELDS, Job
 
 app = typer.Typer(
     help="Training: step time of a layout, and the best layout.", no_args_is_help=True
-)
-
-BREAKDOWN = (
-    "compute_s",
-    "tp_comm_s",
-    "pp_comm_s",
-    "pp_bubble_s",
-    "dp_comm_exposed_s",
-    "cp_comm_s",
-    "ep_comm_s",
-    "optimizer_s",
-    "other_s",
 )
 
 
@@ -89,7 +77,7 @@ def result_payload(job: Job, r: LayoutResult) -> dict[str, Any]:
         "memory_per_gpu_gb": gb(r.memory["total"]),
         "memory_gb": {k: gb(v) for k, v in r.memory.items() if k != "total"},
         "fits": r.fits,
-        "breakdown": {k: r.breakdown[k] for k in BREAKDOWN},
+        "breakdown": {k: r.breakdown[k] for k in BREAKDOWN_FIELDS},
         "stack": job.stack.id,
         "precision": job.precision.value,
         "seq_len": job.seq_len,

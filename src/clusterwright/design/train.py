@@ -17,8 +17,8 @@ from clusterwright.catalog.registry import Catalog
 from clusterwright.catalog.schema import Gpu, ModelArch, Server, Stack
 from clusterwright.errors import InputError
 from clusterwright.model.collectives import Interconnect, interconnect
-from clusterwright.model.precision import Precision
-from clusterwright.model.training import Job, Layouts, StepEstimate, estimate
+from clusterwright.model.precision import Precision, training_dtype
+from clusterwright.model.training import BREAKDOWN_FIELDS, Job, Layouts, StepEstimate, estimate
 
 RECOMPUTE = ("none", "selective", "full")
 
@@ -73,8 +73,6 @@ def job_for(
     if server is not None and server.gpu != gpu.id:
         raise InputError(f"--server: {server.id} holds {server.gpu}, not {gpu.id}")
     p = Precision(precision)
-    from clusterwright.model.precision import training_dtype
-
     if p in (Precision.int8, Precision.int4):
         raise InputError(f"--precision: {p.value} is not a training precision")
     if training_dtype(p) not in gpu.peak_tflops:
@@ -123,17 +121,6 @@ class LayoutResult:
 
 
 def _result(job: Job, lay: Layouts, est: StepEstimate, i: int) -> LayoutResult:
-    parts = (
-        "compute_s",
-        "tp_comm_s",
-        "pp_comm_s",
-        "pp_bubble_s",
-        "dp_comm_exposed_s",
-        "cp_comm_s",
-        "ep_comm_s",
-        "optimizer_s",
-        "other_s",
-    )
     layout = {
         "tp": int(lay.tp[i]),
         "pp": int(lay.pp[i]),
@@ -150,7 +137,7 @@ def _result(job: Job, lay: Layouts, est: StepEstimate, i: int) -> LayoutResult:
     return LayoutResult(
         layout=layout,
         step_time_s=float(est.step_time_s[i]),
-        breakdown={k: float(getattr(est, k)[i]) for k in parts},
+        breakdown={k: float(getattr(est, k)[i]) for k in BREAKDOWN_FIELDS},
         model_flops=float(est.model_flops[i]),
         hardware_flops=float(est.hardware_flops[i]),
         memory={k: float(v[i]) for k, v in est.memory_parts.items()},

@@ -111,6 +111,20 @@ class Job:
     reserve_bytes: float = 0.0
 
 
+# The parts of a step, in the order reports show them; they sum to step_time_s.
+BREAKDOWN_FIELDS = (
+    "compute_s",
+    "tp_comm_s",
+    "pp_comm_s",
+    "pp_bubble_s",
+    "dp_comm_exposed_s",
+    "cp_comm_s",
+    "ep_comm_s",
+    "optimizer_s",
+    "other_s",
+)
+
+
 @dataclass(frozen=True)
 class StepEstimate:
     """Per-layout results (arrays). Times in seconds; the breakdown sums to ``step_time_s``."""
@@ -131,17 +145,7 @@ class StepEstimate:
     memory_parts: dict[str, F] = field(default_factory=dict)
 
     def breakdown_sum(self) -> F:
-        return np.asarray(
-            self.compute_s
-            + self.tp_comm_s
-            + self.pp_comm_s
-            + self.pp_bubble_s
-            + self.dp_comm_exposed_s
-            + self.cp_comm_s
-            + self.ep_comm_s
-            + self.optimizer_s
-            + self.other_s
-        )
+        return np.asarray(sum(getattr(self, k) for k in BREAKDOWN_FIELDS))
 
 
 def gemm_efficiency(stack: Stack, flops: ArrayLike) -> F:
