@@ -133,6 +133,14 @@ class Server(_Entry):
     backend_nics: NicPorts  # compute fabric (east-west), usually one per GPU
     frontend_nics: NicPorts  # in-band / storage / north-south
     oob_ports: NonNegativeInt = 1  # BMC management ports
+    # Compute trays that attach to the network separately (18 in a GB200 NVL72 rack). The
+    # backend NICs are split evenly over them: each host carries backend_nics.count / hosts rails.
+    hosts: PositiveInt = 1
+    # Backend NIC links brought out per cage (DGX H100: 4 twin-port OSFP cages carry 8 NICs).
+    backend_links_per_cage: PositiveInt = 1
+    # Backend port name per rail, in rail (GPU) order, where the vendor documents the cage-to-GPU
+    # map (DGX H100 user guide Table 6); empty means ports are named nic0..nicN-1 in rail order.
+    backend_port_names: list[StrictStr] = Field(default_factory=list)
     cpus: Cpu
     dram_gb: PositiveFloat
     nvme_tb: NonNegativeFloat
@@ -152,7 +160,24 @@ class Server(_Entry):
             )
         if self.price_usd is not None and not self.price_source:
             raise ValueError("price_usd needs a price_source (price list or report, with date)")
+        if self.backend_nics.count % self.hosts:
+            raise ValueError(
+                f"backend_nics.count={self.backend_nics.count} is not a multiple of hosts={self.hosts}"
+            )
+        names = self.backend_port_names
+        if names and len(names) != self.backend_nics.count // self.hosts:
+            raise ValueError(
+                f"backend_port_names has {len(names)} names for "
+                f"{self.backend_nics.count // self.hosts} rails per host"
+            )
+        if len(set(names)) != len(names):
+            raise ValueError("backend_port_names repeats a name")
         return self
+
+    @property
+    def rails(self) -> int:
+        """Backend NIC links per host: one rail each in a rail-optimized fabric."""
+        return self.backend_nics.count // self.hosts
 
 
 class Nic(_Entry):
@@ -216,6 +241,8 @@ class Transceiver(_Entry):
     media: Literal["smf", "mmf"]
     reach_m: PositiveFloat
     connector: StrictStr  # MPO-12/APC, duplex LC, ...
+    # Which cages it fits: switch cages take finned-top (IHS) modules, host cages flat-top (RHS).
+    side: Literal["switch", "host", "any"] = "any"
     power_w: PositiveFloat
     price_usd: PositiveFloat | None = None
     price_source: StrictStr | None = None
@@ -225,7 +252,8 @@ class Cable(_Entry):
     """A cable. DAC/AEC/AOC carry their own ends; fiber needs a transceiver at each end."""
 
     vendor: StrictStr
-    kind: Literal["dac", "aec", "acc", "aoc", "fiber"]  # acc: linear active copper
+    # acc: linear active copper; utp: twisted pair (RJ45, management)
+    kind: Literal["dac", "aec", "acc", "aoc", "fiber", "utp"]
     links: PositiveInt = 1  # logical links one cable carries (twin-port 2x400G = 2)
     speed_gbps: PositiveFloat  # Gb/s per link it carries
     reach_m: PositiveFloat  # longest length offered
