@@ -100,6 +100,44 @@ def test_optics_have_twin_port_and_single_port_transceivers(catalog: Catalog) ->
     assert any(c.links == 2 for c in catalog.all("cables"))
 
 
+FABRIC_ASSUMPTIONS = [
+    "rack_usable_units",
+    "rack_width_m",
+    "rack_depth_m",
+    "aisle_width_m",
+    "cable_slack_m",
+    "air_cooled_rack_max_kw",
+    "liquid_cooled_rack_max_kw",
+    "storage_read_gbps_per_gpu",
+    "storage_write_gbps_per_gpu",
+    "switch_mgmt_ports",
+]
+
+
+@pytest.mark.parametrize("name", FABRIC_ASSUMPTIONS)
+def test_fabric_assumptions_exist_and_are_positive(catalog: Catalog, name: str) -> None:
+    assert catalog.assumption(name) > 0
+
+
+def test_network_parts_are_priced_with_a_cited_source(catalog: Catalog) -> None:
+    for kind in ("switches", "transceivers", "cables"):
+        for e in catalog.all(kind):
+            assert e.price_usd is not None, (kind, e.id)
+            assert e.price_source and len(e.price_source) >= 8, (kind, e.id)
+
+
+def test_management_and_100g_parts_exist(catalog: Catalog) -> None:
+    cables = catalog.entries["cables"]
+    assert cables["cat6a-patch"].kind == "utp"
+    assert cables["mcp1600-c00x"].speed_gbps == 100
+    optic = catalog.entries["transceivers"]["mma1b00-c100d"]
+    assert (optic.speed_gbps, optic.side) == (100, "any")
+    # every optic speed has a fibre that carries it, and media match
+    fibres = [c for c in catalog.all("cables") if c.kind == "fiber"]
+    for t in catalog.all("transceivers"):
+        assert any(f.fiber == t.media and f.speed_gbps >= t.speed_gbps for f in fibres), t.id
+
+
 def test_gpu_specs_are_physically_sane(catalog: Catalog) -> None:
     for g in catalog.all("gpus"):
         # dense 16-bit peak and bandwidth within the range of every shipping accelerator

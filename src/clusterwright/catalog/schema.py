@@ -162,7 +162,8 @@ class Server(_Entry):
             raise ValueError("price_usd needs a price_source (price list or report, with date)")
         if self.backend_nics.count % self.hosts:
             raise ValueError(
-                f"backend_nics.count={self.backend_nics.count} is not a multiple of hosts={self.hosts}"
+                f"backend_nics.count={self.backend_nics.count} is not a multiple of "
+                f"hosts={self.hosts}"
             )
         names = self.backend_port_names
         if names and len(names) != self.backend_nics.count // self.hosts:
@@ -243,6 +244,7 @@ class Transceiver(_Entry):
     connector: StrictStr  # MPO-12/APC, duplex LC, ...
     # Which cages it fits: switch cages take finned-top (IHS) modules, host cages flat-top (RHS).
     side: Literal["switch", "host", "any"] = "any"
+    status: Literal["active", "discontinued"] = "active"  # discontinued parts are not chosen
     power_w: PositiveFloat
     price_usd: PositiveFloat | None = None
     price_source: StrictStr | None = None
@@ -259,9 +261,22 @@ class Cable(_Entry):
     reach_m: PositiveFloat  # longest length offered
     lengths_m: list[PositiveFloat] = Field(default_factory=list)
     fiber: Literal["smf", "mmf"] | None = None
+    # Cage type of its built-in ends (DAC/ACC/AEC/AOC/UTP): OSFP, QSFP28, QSFP112, RJ45 ...
+    form_factor: StrictStr | None = None
+    connector: StrictStr | None = None  # fibre: MPO-12/APC, MPO-12/UPC, duplex LC ...
+    status: Literal["active", "discontinued"] = "active"  # discontinued parts are not chosen
     power_w: NonNegativeFloat = 0.0  # per cable, both ends (AEC/AOC are powered)
     price_usd: PositiveFloat | None = None
     price_source: StrictStr | None = None
+
+
+    @model_validator(mode="after")
+    def _ends(self) -> Cable:
+        if self.kind != "fiber" and self.form_factor is None:
+            raise ValueError(f"a {self.kind} cable needs form_factor (the cage type of its ends)")
+        if self.kind == "fiber" and (self.fiber is None or self.connector is None):
+            raise ValueError("a fiber cable needs fiber (smf or mmf) and connector")
+        return self
 
 
 class CloudOffer(_Entry):

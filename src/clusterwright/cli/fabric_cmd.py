@@ -1,0 +1,151 @@
+"""``clusterwright fabric design`` and ``fabric verify``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from clusterwright.cli.common import console, emit_json, fail, state, user_errors
+from clusterwright.design.bom import plan_fabric, summary
+from clusterwright.design.fabric import Fabric
+from clusterwright.export.fabric import check_out_dir, write_fabric
+from clusterwright.spec.fabric import FabricRequest
+
+app = typer.Typer(
+    help="Networks: design a rail-optimized fabric and its IaC; verify it on real FRR daemons.",
+    no_args_is_help=True,
+)
+
+FLAGS = {
+    "server": "--server", "nodes": "--nodes", "switch": "--switch", "protocol": "--protocol",
+    "oversubscription": "--oversubscription",
+    "spine_oversubscription": "--spine-oversubscription", "su_hosts": "--su-hosts",
+    "tiers": "--tiers", "dual_plane": "--dual-plane", "frontend_switch": "--frontend-switch",
+    "oob_switch": "--oob-switch", "storage_read_gbps_per_gpu": "--storage-gbps-per-gpu",
+    "tenants": "--tenants", "rack_kw": "--rack-kw", "cooling": "--cooling",
+    "racks_per_row": "--racks-per-row", "rails": "--rails", "leaf_uplinks": "--leaf-uplinks",
+}
+
+
+def _request(**kw: Any) -> FabricRequest:
+    with user_errors(FLAGS):
+        return FabricRequest(**kw)
+
+
+@app.command("design")
+def design_cmd(
+    ctx: typer.Context,
+    server: str = typer.Option(..., "--server", help="Server (or rack system) catalog id."),
+    nodes: int = typer.Option(..., "--nodes", help="Servers (racks for rack-scale systems)."),
+    oversubscription: float = typer.Option(
+        1.0, "--oversubscription", help="Leaf down:up bandwidth, 1 = non-blocking (1:1)."
+    ),
+    spine_oversubscription: float = typer.Option(
+        1.0, "--spine-oversubscription", help="Spine down:up towards the core (three tiers)."
+    ),
+    switch: str | None = typer.Option(
+        None, "--switch", help="Backend switch id (default: most ports at the NIC speed)."
+    ),
+    protocol: str | None = typer.Option(
+        None, "--protocol", help="infiniband or ethernet (default: the switch's)."
+    ),
+    tiers: int | None = typer.Option(None, "--tiers", help="2 or 3 (default: fewest that fit)."),
+    su_hosts: int | None = typer.Option(
+        None, "--su-hosts", help="Hosts per scalable unit (default: leaf down ports)."
+    ),
+    dual_plane: bool = typer.Option(
+        False, "--dual-plane", help="Two planes: each NIC's halves to leaves in different planes."
+    ),
+    frontend_switch: str | None = typer.Option(None, "--frontend-switch"),
+    oob_switch: str | None = typer.Option(None, "--oob-switch"),
+    storage: float | None = typer.Option(
+        None, "--storage-gbps-per-gpu",
+        help="Storage read GB/s per GPU for frontend links (default: catalog assumption).",
+    ),
+    tenants: int = typer.Option(4, "--tenants", help="EVPN tenants (VRFs) on the frontend."),
+    rack_kw: float = typer.Option(40.0, "--rack-kw", help="Power limit per rack, kW."),
+    cooling: str = typer.Option("air", "--cooling", help="air or liquid."),
+    racks_per_row: int | None = typer.Option(None, "--racks-per-row"),
+    out: Path | None = typer.Option(None, "--out", help="Write the exports to this directory."),
+    force: bool = typer.Option(False, "--force", help="Replace a non-empty --out directory."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Switch, link, optic, rack, power and cost plan of a cluster's networks, and its IaC."""
+    if nodes < 1:
+        fail(f"--nodes must be at least 1, got {nodes}")
+    if tiers is not None and tiers not in (2, 3):
+        fail(f"--tiers must be 2 or 3, got {tiers}")
+    if protocol is not None and protocol not in ("infiniband", "ethernet"):
+        fail(f"--protocol: {protocol!r} is not one of infiniband, ethernet")
+    if cooling not in ("air", "liquid"):
+        fail(f"--cooling: {cooling!r} is not one of air, liquid")
+    req = _request(
+        server=server, nodes=nodes, oversubscription=oversubscription,
+        spine_oversubscription=spine_oversubscription, switch=switch, protocol=protocol,
+        tiers=tiers, su_hosts=su_hosts, dual_plane=dual_plane, frontend_switch=frontend_switch,
+        oob_switch=oob_switch, storage_read_gbps_per_gpu=storage, tenants=tenants,
+        rack_kw=rack_kw, cooling=cooling, racks_per_row=racks_per_row,
+    )
+    with user_errors(FLAGS):
+        if out is not None:
+            check_out_dir(out, force)  # refuse before any work, not after
+        cat = state(ctx).catalog()
+        fab = plan_fabric(req, cat)
+        data = summary(fab)
+        if out is not None:
+            files = write_fabric(fab, out, force=force)
+            data["out"] = str(out)
+            data["files"] = len(files)
+    if as_json:
+        emit_json(data)
+    else:
+        _render(fab, data)
+
+
+def _render(fab: Fabric, d: dict[str, Any]) -> None:
+    console.print(
+        f"[bold]{d['nodes']} x {d['server']}[/] = {d['gpus']} GPUs, {d['hosts']} hosts: "
+        f"{d['tiers']}-tier {d['protocol']} {d['switch']} ({d['radix']} x "
+        f"{d['link_speed_gbps']:g}G), {d['scalable_units']} SU of {d['su_hosts']} hosts"
+        + (f", {d['pods']} pods" if d["tiers"] == 3 else "")
+        + (f", {d['planes']} planes" if d["planes"] > 1 else "")
+    )
+    t = Table(title="Backend fabric", show_edge=False)
+    for col in ("tier", "switches", "links"):
+        t.add_column(col, justify="right" if col != "tier" else "left")
+    lt = d["links_by_tier"]
+    t.add_row("leaf", str(d["leaf_switches"]), f"{lt['node-leaf']} node-leaf")
+    t.add_row("spine", str(d["spine_switches"]), f"{lt['leaf-spine']} leaf-spine")
+    if d["tiers"] == 3:
+        t.add_row("core", str(d["core_switches"]), f"{lt['spine-core']} spine-core")
+    console.print(t)
+    fe, oob, racks = d["frontend"], d["oob"], d["racks"]
+    console.print(
+        f"Frontend ({fe['switch']}): {fe['leaf_switches']} leaves, {fe['spine_switches']} spines"
+        + (f", {fe['core_switches']} cores" if fe["core_switches"] else "")
+        + f", {fe['storage_ports']} storage ports, {fe['tenants']} EVPN tenants"
+    )
+    console.print(
+        f"Out-of-band ({oob['switch']}): {oob['leaf_switches']} switches, {oob['ports']} ports"
+    )
+    console.print(
+        f"Racks: {racks['compute']} compute + {racks['network']} network in {racks['rows']} rows"
+        f"; {d['transceivers']} transceivers, {d['cables']} cables"
+    )
+    cost = f"${d['cost_usd']:,.0f}"
+    if d["unpriced"]:
+        cost += f" (unpriced: {', '.join(d['unpriced'])})"
+    console.print(
+        f"Network power {d['power_w'] / 1e3:,.1f} kW typical ({d['power_max_w'] / 1e3:,.1f} kW "
+        f"max); network cost {cost}"
+    )
+    for why in d["choices"].values():
+        console.print(f"  [dim]{why}[/]")
+    for note in d["notes"]:
+        console.print(f"  [yellow]note:[/] {note}")
+    if "out" in d:
+        console.print(f"Wrote {d['files']} files to {d['out']}")
+    del fab

@@ -1,0 +1,81 @@
+"""What a user asks of the fabric designer: how many servers of which kind, and the knobs.
+
+Catalog ids are not resolved here (this layer does not know the catalog); the designer does
+that and names the flag when an id is unknown.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Annotated, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeFloat,
+    PositiveFloat,
+    PositiveInt,
+    StrictStr,
+    field_validator,
+    model_validator,
+)
+
+Ratio = Annotated[float, Field(ge=1.0, le=64.0)]
+
+
+class AddressPools(BaseModel):
+    """IPv4 pools the addressing plan draws from. Each must be large enough for the design."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    loopbacks: StrictStr = "10.0.0.0/16"
+    fabric_links: StrictStr = "10.64.0.0/10"  # backend /31s: leaf-spine then spine-core halves
+    hosts: StrictStr = "10.128.0.0/9"  # backend NIC /31s, one block per leaf
+    frontend_loopbacks: StrictStr = "172.16.0.0/19"
+    frontend_links: StrictStr = "172.18.0.0/15"
+    tenants: StrictStr = "172.20.0.0/14"
+    oob: StrictStr = "172.24.0.0/13"
+
+    @field_validator("*")
+    @classmethod
+    def _network(cls, v: str) -> str:
+        try:
+            net = ipaddress.IPv4Network(v, strict=True)
+        except ValueError as e:
+            raise ValueError(f"{v!r} is not an IPv4 network with its host bits zero ({e})") from e
+        return str(net)
+
+
+class FabricRequest(BaseModel):
+    """Inputs of ``fabric design``. Oversubscription is down:up bandwidth at a tier (1 = 1:1)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    server: StrictStr
+    nodes: PositiveInt  # servers (or racks, for rack-scale systems such as GB200 NVL72)
+    switch: StrictStr | None = None  # backend switch id; None = choose
+    protocol: Literal["infiniband", "ethernet"] | None = None  # None = what the switch speaks
+    oversubscription: Ratio = 1.0  # leaf tier (down:up)
+    spine_oversubscription: Ratio = 1.0  # spine tier towards the core (three tiers only)
+    su_hosts: PositiveInt | None = None  # hosts per scalable unit; None = leaf down ports
+    rails: PositiveInt | None = None  # use the first N backend rails per host (labs, partial)
+    leaf_uplinks: PositiveInt | None = None  # uplinks per leaf; None = from oversubscription
+    tiers: Literal[2, 3] | None = None  # None = fewest that fit
+    dual_plane: bool = False  # each NIC's two ports (or halves) to leaves in different planes
+    frontend_switch: StrictStr | None = None
+    oob_switch: StrictStr | None = None
+    storage_read_gbps_per_gpu: NonNegativeFloat | None = None  # GB/s; None = catalog assumption
+    tenants: Annotated[int, Field(ge=1, le=4000)] = 4  # EVPN VRFs on the frontend
+    rack_kw: PositiveFloat = 40.0
+    cooling: Literal["air", "liquid"] = "air"
+    racks_per_row: PositiveInt | None = None  # None = one scalable unit per row
+    pools: AddressPools = Field(default_factory=AddressPools)
+
+    @model_validator(mode="after")
+    def _oversubscribed_two_tier(self) -> FabricRequest:
+        if self.tiers == 2 and self.spine_oversubscription != 1.0:
+            raise ValueError("spine_oversubscription applies to three tiers; tiers is 2")
+        if self.leaf_uplinks is not None and self.oversubscription != 1.0:
+            raise ValueError("give leaf_uplinks or oversubscription, not both")
+        return self
