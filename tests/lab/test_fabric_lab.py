@@ -7,6 +7,7 @@ import ipaddress
 import pytest
 
 from clusterwright.catalog.registry import Catalog
+from clusterwright.errors import ClusterwrightError
 from clusterwright.export.fabric import render_frr, switch_views
 from clusterwright.lab import LabError, preflight, run_lab
 from clusterwright.lab.fabric_lab import build_lab, lab_request
@@ -45,7 +46,7 @@ def test_lab_refuses_fewer_than_two_leaves() -> None:
 
 
 def test_lab_refuses_infiniband_switch(catalog: Catalog) -> None:
-    with pytest.raises(Exception, match="ethernet|InfiniBand"):
+    with pytest.raises(ClusterwrightError, match=r"speaks infiniband, not ethernet"):
         build_lab(catalog, leaves=2, spines=1, switch="qm9700")
 
 

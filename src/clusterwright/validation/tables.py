@@ -264,3 +264,12 @@ def training_table() -> TableResult:
 
 
 TABLES: dict[str, Callable[[], TableResult]] = {"memory": memory_table, "training": training_table}
+
+
+def _fabric_table() -> TableResult:  # imported lazily: fabric_table.py imports Row from here
+    from clusterwright.validation.fabric_table import fabric_table
+
+    return fabric_table()
+
+
+TABLES["fabric"] = _fabric_table
