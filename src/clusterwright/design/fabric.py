@@ -27,6 +27,7 @@ import networkx as nx
 from clusterwright.catalog.registry import Catalog
 from clusterwright.catalog.schema import Server, Switch
 from clusterwright.design.fabric_shape import FabricError, FabricShape, fabric_shape
+from clusterwright.design.media import End, MediaPicker, joins
 
 __all__ = ["FabricError"]  # re-exported: design modules raise it
 from clusterwright.errors import UnknownIdError
@@ -186,6 +187,7 @@ def _parts(
     roles: tuple[str, ...],
     protocol: str | None,
     prefer: str,
+    host: End | None = None,
 ) -> NetworkParts:
     """The switch for a network: ``switch_id`` if given, else the catalog switch of the role
     with the most ports at ``speed_gbps`` (fewest tiers and boxes), cheaper first on a tie."""
@@ -203,10 +205,25 @@ def _parts(
             if any(r in s.roles for r in roles) and (protocol is None or s.protocol == protocol)
         ]
     fitting: list[tuple[Switch, int]] = []
+    unjoinable: list[str] = []
     for sw in candidates:
         ports = [pc.ports for pc in sw.port_configs if pc.speed_gbps == speed_gbps]
-        if ports:
-            fitting.append((sw, max(ports)))
+        if not ports:
+            continue
+        per_cage = max(1, max(pc.ports for pc in sw.port_configs) // sw.cages)
+        if host is not None and not joins(
+            MediaPicker(cat), speed_gbps, host, End(sw.cage, "switch", per_cage)
+        ):
+            unjoinable.append(sw.id)
+            continue
+        fitting.append((sw, max(ports)))
+    if not fitting and unjoinable:
+        raise FabricError(
+            f"no catalog cable or optic joins a {host.cage if host else ''} host port to "
+            f"{', '.join(unjoinable)} at {speed_gbps:g} Gb/s"
+            + (f" ({flag} {switch_id})" if switch_id else f"; pick another switch with {flag}")
+            + " or add the part with --catalog"
+        )
     if not fitting:
         if switch_id is not None:
             speeds = sorted({pc.speed_gbps for pc in candidates[0].port_configs})
@@ -232,6 +249,21 @@ def _parts(
         switch=sw, speed_gbps=speed_gbps, radix=radix,
         ports_per_cage=max(1, radix // sw.cages), protocol=sw.protocol, why=why,
     )
+
+
+def _nic_cage(cat: Catalog, nic_id: str | None, default: str) -> str:
+    return default if nic_id is None else str(cat.get("nics", nic_id).cage)
+
+
+def frontend_cage(cat: Catalog, server: Server) -> str:
+    """Cage type of the server's frontend ports."""
+    cage = _nic_cage(cat, server.frontend_nics.nic, "QSFP112")
+    if server.frontend_nics.nic is not None:
+        nic = cat.get("nics", server.frontend_nics.nic)
+        if nic.cage == "OSFP" and nic.ports == 1:
+            # Dual-port QSFP112 frontend cards listed under the single-port family id.
+            return "QSFP112"
+    return cage
 
 
 def _backend_speed(server: Server, dual_plane: bool) -> float:
@@ -262,7 +294,9 @@ def design_fabric(req: FabricRequest, cat: Catalog) -> Fabric:
     planes = 2 if req.dual_plane else 1
     speed = _backend_speed(server, req.dual_plane)
     backend = _parts(
-        cat, "--switch", req.switch, speed, ("backend",), req.protocol, "backend"
+        cat, "--switch", req.switch, speed, ("backend",), req.protocol, "backend",
+        host=End(_nic_cage(cat, server.backend_nics.nic, "OSFP"), "host",
+                 server.backend_links_per_cage),
     )
     hosts = req.nodes * server.hosts
     rails = server.rails
@@ -280,7 +314,7 @@ def design_fabric(req: FabricRequest, cat: Catalog) -> Fabric:
     fe_speed = server.frontend_nics.speed_gbps
     frontend = _parts(
         cat, "--frontend-switch", req.frontend_switch, fe_speed, ("frontend", "inband"),
-        "ethernet", "frontend",
+        "ethernet", "frontend", host=End(frontend_cage(cat, server), "host", 1),
     )
     oob = _parts(cat, "--oob-switch", req.oob_switch, 1.0, ("oob",), "ethernet", "oob")
     up_speeds = sorted(
@@ -300,6 +334,13 @@ def design_fabric(req: FabricRequest, cat: Catalog) -> Fabric:
             read, cat.assumption("storage_aggregate_read_gbps_per_gpu")
         ),
     )
+    spare = shape.sus * shape.su_hosts - hosts
+    if spare:
+        fab.notes.append(
+            f"the last scalable unit is built in full (leaves and leaf-spine cables, as the "
+            f"SuperPOD RA advises): {spare} of {shape.sus * shape.su_hosts} host positions "
+            f"are empty for growth; --su-hosts sets a smaller unit"
+        )
     if req.protocol == "ethernet" or backend.protocol == "ethernet":
         fab.notes.append("backend is RoCE Ethernet: eBGP underlay, one ASN per leaf")
     _build_hosts(fab)

@@ -17,7 +17,6 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from clusterwright.catalog.registry import Catalog
-from clusterwright.catalog.schema import Cable, Transceiver
 from clusterwright.design.fabric import (
     STORAGE_SU,
     SWITCH_ROLES,
@@ -26,7 +25,9 @@ from clusterwright.design.fabric import (
     FabricError,
     Rack,
     build_oob,
+    frontend_cage,
 )
+from clusterwright.design.media import End, MediaPicker, orderable, stock_length
 
 CONTROL_ROLES = ("core", "fe-spine", "fe-core", "storage", "oob-spine")
 
@@ -252,123 +253,24 @@ def _lengths(fab: Fabric, racks: list[Rack], site: Site) -> None:
         lk.length_m = round(length, 2)
 
 
-@dataclass(frozen=True)
-class _End:
-    cage: str  # cage type, e.g. OSFP, QSFP112
-    side: str  # switch or host
-    links_per_cage: int
-
-
-class MediaPicker:
-    """Chooses cable and transceivers per link from the catalog, cached per kind of link."""
-
-    def __init__(self, cat: Catalog) -> None:
-        self.cables: list[Cable] = [c for c in cat.all("cables") if c.status == "active"]
-        self.xcvrs: list[Transceiver] = [
-            t for t in cat.all("transceivers") if t.status == "active"
-        ]
-        self._cache: dict[tuple[float, float, _End, _End], tuple[str, str, str, str]] = {}
-
-    def _xcvr(self, speed: float, media: str, length: float, end: _End) -> Transceiver | None:
-        ok = [
-            t for t in self.xcvrs
-            if t.speed_gbps == speed and t.media == media and t.reach_m >= length
-            and t.side in (end.side, "any") and t.form_factor.upper() in end.cage.upper()
-            and t.links <= max(1, end.links_per_cage)
-        ]
-        # A module spanning the whole cage (twin-port at a twin cage), then the lowest power.
-        ok.sort(key=lambda t: (-t.links, t.power_w, t.price_usd or math.inf, t.id))
-        return ok[0] if ok else None
-
-    def pick(self, speed: float, length: float, a: _End, b: _End) -> tuple[str, str, str, str]:
-        """(media, cable id, a-end transceiver id, b-end transceiver id) for one link."""
-        key = (speed, length, a, b)
-        hit = self._cache.get(key)
-        if hit is not None:
-            return hit
-        result: tuple[str, str, str, str] | None = None
-        def fits(c: Cable) -> bool:
-            ff = (c.form_factor or "").upper()
-            return ff in a.cage.upper() and ff in b.cage.upper()
-
-        if speed <= 10:
-            utp = [c for c in self.cables if c.kind == "utp" and c.reach_m >= length and fits(c)]
-            if utp:
-                result = ("utp", min(utp, key=lambda c: c.reach_m).id, "", "")
-        if result is None:
-            copper = [
-                c for c in self.cables
-                if c.kind in ("dac", "acc", "aec") and c.speed_gbps == speed
-                and c.reach_m >= length and fits(c)
-            ]
-            if copper:
-                order = {"dac": 0, "acc": 1, "aec": 2}
-                c = min(copper, key=lambda c: (order[c.kind], c.power_w, c.id))
-                result = (c.kind, c.id, "", "")
-        if result is None:
-            for media in ("mmf", "smf"):
-                xa = self._xcvr(speed, media, length, a)
-                xb = self._xcvr(speed, media, length, b)
-                if xa is None or xb is None:
-                    continue
-                plugs = {_plug(xa.connector), _plug(xb.connector)}
-                fibres = [
-                    c for c in self.cables
-                    if c.kind == "fiber" and c.fiber == media and c.speed_gbps >= speed
-                    and c.reach_m >= length and {_plug(c.connector or "")} == plugs
-                ]
-                if fibres:
-                    f = min(fibres, key=lambda c: (c.reach_m, c.id))
-                    result = ("optics", f.id, xa.id, xb.id)
-                    break
-        if result is None:
-            aoc = [
-                c for c in self.cables
-                if c.kind == "aoc" and c.speed_gbps == speed and c.reach_m >= length and fits(c)
-            ]
-            if aoc:
-                result = ("aoc", min(aoc, key=lambda c: (c.reach_m, c.id)).id, "", "")
-        if result is None:
-            raise FabricError(
-                f"no cable or optic in the catalog carries a {speed:g} Gb/s link over "
-                f"{length:g} m between a {a.cage} {a.side} cage and a {b.cage} {b.side} cage; "
-                f"add one with --catalog"
-            )
-        self._cache[key] = result
-        return result
-
-
-def _plug(connector: str) -> str:
-    """Connector type of one link's end: '2x MPO-12/APC' on a twin-port module is MPO-12/APC."""
-    return connector.split("x ", 1)[-1].strip().upper()
-
-
 def choose_media(fab: Fabric, cat: Catalog) -> None:
     """Fill each link's media, cable, transceivers and host-side cage."""
     picker = MediaPicker(cat)
     srv = fab.server
 
-    def nic_cage(nic_id: str | None, default: str) -> str:
-        if nic_id is None:
-            return default
-        return str(cat.get("nics", nic_id).cage)
-
-    be_host = _End(nic_cage(srv.backend_nics.nic, "OSFP"), "host", srv.backend_links_per_cage)
-    fe_host = _End(nic_cage(srv.frontend_nics.nic, "QSFP112"), "host", 1)
-    if srv.frontend_nics.nic is not None:
-        fe_nic = cat.get("nics", srv.frontend_nics.nic)
-        if fe_nic.cage == "OSFP" and fe_nic.ports == 1:
-            # Dual-port QSFP112 frontend cards are listed under the single-port family id
-            # (servers.yaml); their cages are QSFP112.
-            fe_host = _End("QSFP112", "host", 1)
-    storage_end = _End("QSFP112", "host", 1)
-    sw_end: dict[str, _End] = {}
+    be_host = End(
+        str(cat.get("nics", srv.backend_nics.nic).cage) if srv.backend_nics.nic else "OSFP",
+        "host", srv.backend_links_per_cage,
+    )
+    fe_host = End(frontend_cage(cat, srv), "host", 1)
+    storage_end = End("QSFP112", "host", 1)
+    sw_end: dict[str, End] = {}
     for d in fab.devices:
         if d.role in SWITCH_ROLES and d.part not in sw_end:
             sw = cat.switch(d.part)
             per_cage = max(1, max(pc.ports for pc in sw.port_configs) // sw.cages)
-            sw_end[d.part] = _End(sw.cage, "switch", per_cage)
-    bmc_end = _End("RJ45", "host", 1)
+            sw_end[d.part] = End(sw.cage, "switch", per_cage)
+    bmc_end = End("RJ45", "host", 1)
     for lk in fab.links:
         a = fab.by_name[lk.a]
         b = fab.by_name[lk.b]
@@ -391,20 +293,13 @@ def choose_media(fab: Fabric, cat: Catalog) -> None:
                     a_end = bmc_end
                 else:
                     # Management-switch uplinks use the switch's fast cages.
-                    a_end = _End(a_end.cage.split("+")[-1].strip(), "switch", 1)
+                    a_end = End(a_end.cage.split("+")[-1].strip(), "switch", 1)
         b_end = sw_end[b.part]
         if lk.network == "oob" and lk.tier == "oob-node-leaf":
             b_end = bmc_end
-        length = _orderable(lk.length_m)
+        length = orderable(lk.length_m)
         media, cable, xa, xb = picker.pick(lk.speed_gbps, length, a_end, b_end)
         lk.media, lk.cable, lk.a_xcvr, lk.b_xcvr = media, cable, xa, xb
-
-
-def _orderable(length_m: float) -> float:
-    """Round up to the next half metre up to 5 m, then the next metre (how cables are sold)."""
-    if length_m <= 5:
-        return math.ceil(length_m * 2) / 2
-    return float(math.ceil(length_m))
 
 
 def transceiver_counts(fab: Fabric, cat: Catalog) -> dict[str, int]:
@@ -420,13 +315,6 @@ def transceiver_counts(fab: Fabric, cat: Catalog) -> dict[str, int]:
     for (_, _, part), n in per_cage.items():
         out[part] += math.ceil(n / links_of[part])
     return dict(out)
-
-
-def stock_length(lengths_m: list[float], length_m: float) -> float:
-    """The shortest length the part is sold in that reaches ``length_m`` (m); parts without a
-    length list round up to the next half metre (to 5 m) or metre."""
-    fits = [x for x in lengths_m if x >= length_m - 1e-9]
-    return min(fits) if fits else _orderable(length_m)
 
 
 def cable_counts(fab: Fabric, cat: Catalog) -> dict[tuple[str, float], int]:
