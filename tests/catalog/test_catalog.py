@@ -305,3 +305,30 @@ def test_dangling_reference_is_an_error(tmp_path: Path) -> None:
 """
     with pytest.raises(CatalogError, match="unknown GPU id 'no-such-gpu'"):
         load_catalog([_write(tmp_path / "s.yaml", server)], env={})
+
+
+def test_hdr_parts_cable_a_dgx_a100_end_to_end(catalog: Catalog) -> None:
+    # DGX A100 ConnectX-6 cards are QSFP56 (HDR 4 x 50G-PAM4); QM8700/SN4600 cages match them.
+    a100 = catalog.server("dgx-a100")
+    for group in (a100.backend_nics, a100.frontend_nics):
+        assert group.nic is not None
+        assert catalog.get("nics", group.nic).cage == "QSFP56"
+    qm = catalog.switch("qm8700")
+    assert (qm.cage, qm.cages, qm.protocol) == ("QSFP56", 40, "infiniband")
+    assert any(pc.ports == 40 and pc.speed_gbps == 200 for pc in qm.port_configs)
+    assert "backend" in qm.roles
+    sn = catalog.switch("sn4600")
+    assert sn.cage == "QSFP56" and sn.protocol == "ethernet" and "frontend" in sn.roles
+    # 200G QSFP56 copper in-rack and an AOC between racks
+    qsfp56 = [c for c in catalog.all("cables") if c.form_factor == "QSFP56" and c.speed_gbps == 200]
+    assert {c.kind for c in qsfp56} >= {"dac", "aoc"}
+    assert max(c.reach_m for c in qsfp56 if c.kind == "dac") <= 3  # HDR passive copper is short
+    assert max(c.reach_m for c in qsfp56 if c.kind == "aoc") >= 30
+
+
+def test_dgx_h100_frontend_cards_are_dual_port_qsfp112(catalog: Catalog) -> None:
+    for sid in ("dgx-h100", "dgx-h200"):
+        nic_id = catalog.server(sid).frontend_nics.nic
+        assert nic_id is not None
+        nic = catalog.get("nics", nic_id)
+        assert (nic.cage, nic.ports, nic.pcie_gen) == ("QSFP112", 2, 5), sid

@@ -26,7 +26,7 @@ import networkx as nx
 
 from clusterwright.catalog.registry import Catalog
 from clusterwright.catalog.schema import Server, Switch
-from clusterwright.design.fabric_shape import FabricError, FabricShape, fabric_shape
+from clusterwright.design.fabric_shape import FabricError, FabricShape, fabric_shape, split_ports
 from clusterwright.design.media import End, MediaPicker, joins
 
 __all__ = ["FabricError"]  # re-exported: design modules raise it
@@ -304,12 +304,20 @@ def design_fabric(req: FabricRequest, cat: Catalog) -> Fabric:
         if req.rails > server.rails:
             raise FabricError(f"--rails {req.rails}: {server.id} has {server.rails} rails per host")
         rails = req.rails
+    su_hosts = req.su_hosts
+    domain_hosts = server.nvlink_domain_gpus // (server.gpus // server.hosts)
+    if su_hosts is None and domain_hosts > 1:
+        # Whole NVLink domains per SU, so a rack's trays share their rail leaves and the
+        # scheduler's levels (SU above NVLink domain) nest.
+        down = (backend.radix - req.leaf_uplinks if req.leaf_uplinks
+                else split_ports(backend.radix, req.oversubscription).down)
+        su_hosts = max(1, down // domain_hosts) * domain_hosts
     shape = fabric_shape(
         hosts=hosts, rails=rails, radix=backend.radix, planes=planes,
         oversubscription=req.oversubscription,
         spine_oversubscription=req.spine_oversubscription if req.tiers != 2 else 1.0,
-        su_hosts=req.su_hosts, tiers=req.tiers, leaf_uplinks=req.leaf_uplinks,
-        min_spines=req.leaf_uplinks or 1,
+        su_hosts=su_hosts, tiers=req.tiers, leaf_uplinks=req.leaf_uplinks,
+        min_spines=req.leaf_uplinks or 2,  # one spine is a single point of failure
     )
     fe_speed = server.frontend_nics.speed_gbps
     frontend = _parts(

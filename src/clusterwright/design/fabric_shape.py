@@ -154,6 +154,11 @@ def fabric_shape(
     if su < 1:
         raise FabricError(f"--su-hosts must be at least 1, got {su}")
     lpr = math.ceil(su / leaf.down)
+    if su_hosts is not None and leaf_uplinks is None and su < leaf.down:
+        # A unit smaller than the leaf: uplinks for the hosts a leaf carries at the asked
+        # ratio, rounded up to a power of two so spine counts divide them.
+        need = math.ceil(math.ceil(su / lpr) / oversubscription)
+        leaf = TierPorts(down=leaf.down, up=min(leaf.up, 1 << max(0, math.ceil(math.log2(need)))))
     sus = math.ceil(hosts / su)
     leaves = sus * rails * lpr
 

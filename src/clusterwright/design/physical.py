@@ -13,6 +13,7 @@ Transceivers are chosen per end: a twin-port module at a switch cage serves two 
 from __future__ import annotations
 
 import math
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -92,6 +93,16 @@ def switch_power_w(fab: Fabric, cat: Catalog, dev: Device) -> tuple[float, float
     """(typical, maximum) W of a switch without optics."""
     sw = cat.switch(dev.part)
     return (sw.typical_power_w or sw.max_power_w, sw.max_power_w)
+
+
+def host_cage(port_names: list[str], rail: int, links_per_cage: int) -> str:
+    """Physical cage of a backend rail: from the vendor's port name where it encodes the cage
+    (DGX "osfp4p2" is cage osfp4, port 2), else by rail order."""
+    if port_names:
+        m = re.match(r"^(.*?)p\d+$", port_names[rail])
+        if m:
+            return m.group(1)
+    return str(rail // links_per_cage + 1)
 
 
 def place(fab: Fabric, cat: Catalog) -> list[Rack]:
@@ -263,7 +274,9 @@ def choose_media(fab: Fabric, cat: Catalog) -> None:
         "host", srv.backend_links_per_cage,
     )
     fe_host = End(frontend_cage(cat, srv), "host", 1)
-    storage_end = End("QSFP112", "host", 1)
+    # Storage systems attach with frontend-class NICs like the hosts' (the catalog has no
+    # storage appliances); their ports are cabled as host ports of the same cage type.
+    storage_end = fe_host
     sw_end: dict[str, End] = {}
     for d in fab.devices:
         if d.role in SWITCH_ROLES and d.part not in sw_end:
@@ -277,7 +290,7 @@ def choose_media(fab: Fabric, cat: Catalog) -> None:
         if a.role == "host":
             if lk.network == "backend":
                 a_end = be_host
-                lk.a_cage = str(lk.rail // srv.backend_links_per_cage + 1)
+                lk.a_cage = host_cage(srv.backend_port_names, lk.rail, srv.backend_links_per_cage)
             elif lk.network == "frontend":
                 a_end = fe_host
                 lk.a_cage = lk.a_port

@@ -30,7 +30,8 @@ from clusterwright.errors import InputError
 from clusterwright.export.hostlist import compress
 
 LABEL_PREFIX = "clusterwright.io"
-BGP_TIMERS = "3 9"  # keepalive/hold s: fast failure detection on point-to-point fabric links
+BGP_TIMERS = "3 9"
+MAX_PATHS = 64  # FRR's default build limit (MULTIPATH_NUM); a larger maximum-paths is refused  # keepalive/hold s: fast failure detection on point-to-point fabric links
 
 
 def _version() -> str:
@@ -162,7 +163,7 @@ def _port_key(name: str) -> tuple[int, int]:
 def render_frr(fab: Fabric, view: SwitchView, env: jinja2.Environment | None = None) -> str:
     """One switch's frr.conf text."""
     env = env or environment()
-    max_paths = max(2, min(128, len(view.neighbors)))
+    max_paths = max(2, min(MAX_PATHS, len(view.neighbors)))
     return env.get_template("frr.conf.j2").render(
         sw=view, version=_version(), timers=BGP_TIMERS, max_paths=max_paths,
     )
@@ -388,6 +389,10 @@ def write_fabric(fab: Fabric, out: Path, force: bool = False) -> list[str]:
     parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=parent))
     try:
+        # mkdtemp makes 0700; the result should get the permissions any new directory would.
+        umask = os.umask(0)
+        os.umask(umask)
+        tmp.chmod(0o777 & ~umask)
         written = _render_all(fab, tmp)
         if out.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=parent))
@@ -437,7 +442,7 @@ def _render_all(fab: Fabric, root: Path) -> list[str]:
     frr = env.get_template("frr.conf.j2")
     for v in views:
         emit(f"frr/{v.name}.conf", [frr.render(sw=v, version=ver, timers=BGP_TIMERS,
-                                               max_paths=max(2, min(128, len(v.neighbors))))])
+                                               max_paths=max(2, min(MAX_PATHS, len(v.neighbors))))])
     if views:
         emit("frr/daemons", [env.get_template("daemons.j2").render()])
         backend_views = [v for v in views if v.role in ("leaf", "spine", "core")]

@@ -37,4 +37,4 @@ def compress(names: list[str]) -> str:
             parts.append(f"{prefix}{ranges[0]}")
         else:
             parts.append(f"{prefix}[{','.join(ranges)}]")
-    return ",".join(parts + sorted(plain))
+    return ",".join(parts + sorted(set(plain)))

@@ -1,0 +1,161 @@
+"""Fabric validation table: switch and link counts of published rail-optimized fat trees.
+
+Every row of ``validation/fabric.csv`` is one published design; every published quantity of it
+(leaf, spine and core switches, cables per tier, total switches) becomes one ``Row``. Designs
+whose server and switch are in the catalog go through ``plan_fabric`` and ``summary`` (the
+``fabric design`` path, links counted from the built link list); the fat-tree maxima and the
+B300 designs (no B300 in the catalog) go through ``fabric_shape`` with the published radix,
+rails, planes and scalable-unit size. Counts are integers, so the table expects exact matches.
+"""
+
+from __future__ import annotations
+
+from clusterwright.errors import InputError
+from clusterwright.validation.tables import Row, TableResult, _read
+
+FILE = "fabric.csv"
+# Quantity -> (CSV column, unit). Columns left empty in the CSV were not published.
+QUANTITIES: dict[str, tuple[str, str]] = {
+    "leaf_switches": ("leaf", "switches"),
+    "spine_switches": ("spine", "switches"),
+    "core_switches": ("core", "switches"),
+    "node_leaf_links": ("node_leaf_links", "links"),
+    "leaf_spine_links": ("leaf_spine_links", "links"),
+    "spine_core_links": ("spine_core_links", "links"),
+    "switches_total": ("switches_total", "switches"),
+}
+
+
+class CountRow(Row):
+    """A count that may be published as 0 (no core tier): 0 predicted for 0 is exact, anything
+    else is an infinite relative error rather than a division by zero."""
+
+    @property
+    def error(self) -> float:
+        if self.measured == 0:
+            return 0.0 if self.predicted == 0 else float("inf")
+        return super().error
+
+
+def _ratio(text: str, where: str) -> float:
+    """``"1:1"`` or ``"2"`` -> down:up as a number."""
+    try:
+        if ":" in text:
+            down, up = text.split(":")
+            return float(down) / float(up)
+        return float(text or 1)
+    except ValueError as e:
+        raise InputError(f"{where}: oversubscription {text!r} is not 'down:up' (e.g. 1:1)") from e
+
+
+def _int(r: dict[str, str], col: str) -> int | None:
+    text = r[col].strip()
+    if not text:
+        return None
+    try:
+        return int(text)
+    except ValueError as e:
+        raise InputError(f"{FILE} row {r['id']}: {col} {text!r} is not an integer") from e
+
+
+def _count(value: object, what: str) -> int:
+    if not isinstance(value, int):
+        raise TypeError(f"summary()[{what!r}] is {value!r}, expected a count")
+    return value
+
+
+def _planned(r: dict[str, str]) -> tuple[dict[str, int], int, str]:
+    """Counts of a catalog design through ``plan_fabric`` + ``summary``."""
+    from clusterwright.catalog.registry import load_catalog
+    from clusterwright.design.bom import plan_fabric, summary
+    from clusterwright.spec.fabric import FabricRequest
+
+    nodes = _int(r, "nodes")
+    if nodes is None:
+        raise InputError(f"{FILE} row {r['id']}: server_id needs nodes")
+    req = FabricRequest(
+        server=r["server_id"],
+        nodes=nodes,
+        switch=r["switch_id"] or None,
+        oversubscription=_ratio(r["oversubscription"], f"{FILE} row {r['id']}"),
+        su_hosts=_int(r, "su_hosts"),
+        dual_plane=(_int(r, "planes") or 1) == 2,
+    )
+    s = summary(plan_fabric(req, load_catalog(env={})))
+    links = s["links_by_tier"]
+    if not isinstance(links, dict):
+        raise TypeError(f"summary()['links_by_tier'] is {links!r}, expected a dict")
+    counts = {q: _count(s[q], q) for q in ("leaf_switches", "spine_switches", "core_switches")}
+    for q, tier in (
+        ("node_leaf_links", "node-leaf"),
+        ("leaf_spine_links", "leaf-spine"),
+        ("spine_core_links", "spine-core"),
+    ):
+        counts[q] = _count(links[tier], f"links_by_tier.{tier}")
+    counts["switches_total"] = sum(v for k, v in counts.items() if k.endswith("_switches"))
+    detail = (
+        f"plan_fabric {s['server']} x{nodes}, {s['switch']} r{s['radix']}: "
+        f"{s['tiers']} tiers, SU {s['su_hosts']}"
+    )
+    return counts, _count(s["tiers"], "tiers"), detail
+
+
+def _shaped(r: dict[str, str]) -> tuple[dict[str, int], int, str]:
+    """Counts of a pure fat tree (or a server not in the catalog) through ``fabric_shape``."""
+    from clusterwright.design.fabric_shape import fabric_shape
+
+    hosts, rails, radix = _int(r, "hosts"), _int(r, "rails"), _int(r, "radix")
+    if hosts is None or rails is None or radix is None:
+        raise InputError(f"{FILE} row {r['id']}: without server_id, give hosts, rails and radix")
+    sh = fabric_shape(
+        hosts=hosts,
+        rails=rails,
+        radix=radix,
+        planes=_int(r, "planes") or 1,
+        oversubscription=_ratio(r["oversubscription"], f"{FILE} row {r['id']}"),
+        su_hosts=_int(r, "su_hosts"),
+    )
+    counts = {
+        "leaf_switches": sh.leaf_switches,
+        "spine_switches": sh.spine_switches,
+        "core_switches": sh.core_switches,
+        "node_leaf_links": sh.node_leaf_links,
+        "leaf_spine_links": sh.leaf_spine_links,
+        "spine_core_links": sh.spine_core_links,
+        "switches_total": sh.leaf_switches + sh.spine_switches + sh.core_switches,
+    }
+    detail = f"fabric_shape {rails} rails x{sh.planes} planes r{radix}: {sh.tiers} tiers"
+    detail += f", {sh.pods} pods" if sh.tiers == 3 else f", SU {sh.su_hosts}"
+    if r["server"]:
+        detail += f"; {r['server'].split(' (')[0]} not in the catalog"
+    return counts, sh.tiers, detail
+
+
+def fabric_table() -> TableResult:
+    """Leaf/spine/core switch and cable counts of the DGX SuperPOD B200 (Table 3) and B300
+    reference architectures and of the two- and three-tier fat-tree maxima at radix 64, 128
+    and 144 (Al-Fares et al. 2008: k^3/4 hosts on 5k^2/4 switches)."""
+    rows: list[Row] = []
+    for r in _read(FILE):
+        counts, tiers, detail = _planned(r) if r["server_id"] else _shaped(r)
+        published_tiers = _int(r, "tiers")
+        if published_tiers is not None and published_tiers != tiers:
+            detail += f" (published: {published_tiers} tiers)"
+        for quantity, (col, unit) in QUANTITIES.items():
+            measured = _int(r, col)
+            if measured is None:
+                continue
+            rows.append(
+                CountRow(
+                    f"{r['id']}.{quantity}",
+                    quantity,
+                    float(measured),
+                    float(counts[quantity]),
+                    unit,
+                    r["source"],
+                    "dev",
+                    detail,
+                )
+            )
+    # Counts are exact: any mismatch is a modelling error, not noise.
+    return TableResult("fabric", FILE, rows, tolerance=1e-9)
