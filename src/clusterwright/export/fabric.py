@@ -30,8 +30,9 @@ from clusterwright.errors import InputError
 from clusterwright.export.hostlist import compress
 
 LABEL_PREFIX = "clusterwright.io"
-BGP_TIMERS = "3 9"
-MAX_PATHS = 64  # FRR's default build limit (MULTIPATH_NUM); a larger maximum-paths is refused  # keepalive/hold s: fast failure detection on point-to-point fabric links
+BGP_TIMERS = "3 9"  # keepalive/hold s: FRR's datacenter profile, fast failure detection
+# FRR's default build limit (MULTIPATH_NUM); a larger maximum-paths is refused.
+MAX_PATHS = 64
 
 
 def _version() -> str:
