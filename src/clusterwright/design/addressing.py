@@ -46,17 +46,19 @@ class Tenant:
 class _Pool:
     """An IPv4 pool addressed by index; raises naming the pool when it is too small."""
 
-    def __init__(self, name: str, cidr: str) -> None:
+    def __init__(self, name: str, cidr: str, whole: str | None = None) -> None:
         self.name = name
         self.net = ipaddress.IPv4Network(cidr)
+        self.whole = whole or cidr  # the pool as the user gave it
         self.base = int(self.net.network_address)
         self.size = self.net.num_addresses
 
     def at(self, offset: int) -> int:
         if offset >= self.size:
+            part = "" if str(self.net) == self.whole else f" (its slice {self.net})"
             raise FabricError(
-                f"address pool {self.name} ({self.net}) is too small for this design: it needs "
-                f"at least {offset + 1} addresses; give a larger pools.{self.name}"
+                f"address pool pools.{self.name} = {self.whole}{part} is too small for this "
+                f"design: it needs at least {offset + 1} addresses there; give a larger pool"
             )
         return self.base + offset
 
@@ -64,7 +66,7 @@ class _Pool:
         """The ``part``-th of ``parts`` equal slices (parts a power of two)."""
         bits = int(math.log2(parts))
         sliced = list(self.net.subnets(prefixlen_diff=bits))[part]
-        return _Pool(self.name, str(sliced))
+        return _Pool(self.name, str(sliced), self.whole)
 
 
 def ip(n: int) -> str:

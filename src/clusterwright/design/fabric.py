@@ -491,10 +491,12 @@ def _build_clos(
                 ))
         g = s.core_group_size
         role_c: Role = "core" if not pre else "fe-core"
+        # Core ids stride by the spine's uplink count (the largest a core group can get), so
+        # they do not move when a pod is added and the groups grow.
         cores = [
             fab.add(Device(
                 name=f"{pre}core-{pl}{j + 1:02d}-{c + 1:02d}", role=role_c, part=sw,
-                uid=(j * g + c) * planes + plane - 1, plane=plane, ports=parts.radix,
+                uid=(j * s.spine.up + c) * planes + plane - 1, plane=plane, ports=parts.radix,
             ))
             for j in range(per_pod) for c in range(g)
         ]
@@ -547,7 +549,7 @@ def frontend_shape(fab: Fabric, storage_targets: int) -> FabricShape:
     sus = math.ceil(fab.shape.hosts / su) + math.ceil(storage_targets / su)
     return fabric_shape(
         hosts=sus * su if endpoints else 1, rails=ports_per_host, radix=fp.radix,
-        oversubscription=(fp.radix - up) / up, su_hosts=su, min_spines=2,
+        leaf_uplinks=up, su_hosts=su, min_spines=2,
     )
 
 
@@ -576,37 +578,75 @@ def _build_frontend(fab: Fabric) -> None:
             lk.tier = "fe-storage-leaf"
 
 
-def build_oob(fab: Fabric, groups: list[list[Device]], mgmt: int) -> list[list[Device]]:
+@dataclass
+class OobGroup:
+    """Devices of one row for the management network. ``label`` names its switches
+    (oob-<label>-<k>); ``uid_base`` keeps their ids stable; ``su_slots`` reserves one block of
+    ports per host position of a whole scalable unit (0 for network rows)."""
+
+    label: str
+    uid_base: int
+    devices: list[Device]
+    su_slots: int = 0
+
+
+_OOB_RANK = {r: i for i, r in enumerate(("leaf", "fe-leaf", "spine", "core", "fe-spine",
+                                           "fe-core", "oob-spine"))}
+
+
+def build_oob(fab: Fabric, groups: list[OobGroup], mgmt: int) -> list[list[Device]]:
     """Out-of-band management: one 1 GbE port per BMC and ``mgmt`` per switch, on management
-    switches per group (the physical plan passes one group per row, so cables stay in the
-    row), each uplinked twice to an aggregation pair. Returns the management leaves per group."""
+    switches per row (the physical plan passes one group per row, so copper stays in it),
+    each uplinked twice to an aggregation pair. Returns the management switches per group.
+
+    Ports are stable under growth: a host's BMC port follows its slot in its scalable unit
+    (the unit's positions are reserved, as its leaves are built in full), and switches follow
+    in (role, id) order after them."""
     op = fab.oob
     up_speed = fab.oob_uplink.speed_gbps
     per_switch = op.radix
     pname = {i: port_name("ethernet", i, 1) for i in range(1, per_switch + 1)}
+    per_host = max(1, fab.server.oob_ports // fab.server.hosts)
     out: list[list[Device]] = []
     leaves: list[Device] = []
-    for devs in groups:
-        endpoints: list[tuple[str, str]] = []
-        for d in devs:
-            if d.role == "host":
-                per_host = max(1, fab.server.oob_ports // fab.server.hosts)
-                endpoints += [(d.name, f"bmc{i}" if i else "bmc") for i in range(per_host)]
-            elif d.role in SWITCH_ROLES:
-                endpoints += [(d.name, f"mgmt{i}") for i in range(mgmt)]
+    for g in groups:
+        slots: list[tuple[int, str, str]] = []
+        hosts = [d for d in g.devices if d.role == "host"]
+        if g.su_slots:
+            for d in hosts:
+                base = (d.uid % fab.shape.su_hosts) * per_host
+                slots += [(base + i, d.name, f"bmc{i}" if i else "bmc") for i in range(per_host)]
+            nxt = g.su_slots * per_host
+        else:
+            nxt = 0
+            for d in hosts:
+                slots += [(nxt + i, d.name, f"bmc{i}" if i else "bmc") for i in range(per_host)]
+                nxt += per_host
+        switches = sorted(
+            (d for d in g.devices if d.role in SWITCH_ROLES and d.role != "oob-leaf"),
+            key=lambda d: (_OOB_RANK.get(d.role, 99), d.uid, d.name),
+        )
+        for d in switches:
+            slots += [(nxt + i, d.name, f"mgmt{i}") for i in range(mgmt)]
+            nxt += mgmt
+        if not slots:
+            out.append([])
+            continue
+        n = math.ceil((max(s for s, _, _ in slots) + 1) / per_switch)
         mine = [
-            fab.add(Device(name=f"oob-leaf-{len(leaves) + i + 1:03d}", role="oob-leaf",
-                           part=op.switch.id, uid=len(leaves) + i, ports=per_switch))
-            for i in range(math.ceil(len(endpoints) / per_switch))
+            fab.add(Device(name=f"oob-{g.label}-{k + 1}", role="oob-leaf", part=op.switch.id,
+                           uid=g.uid_base + k, ports=per_switch))
+            for k in range(n)
         ]
         leaves += mine
         out.append(mine)
-        for i, (dev, port) in enumerate(endpoints):
-            leaf = mine[i // per_switch]
+        for slot, dev, port in slots:
+            leaf = mine[slot // per_switch]
             fab.links.append(Link(
                 network="oob", tier="oob-node-leaf", a=dev, a_port=port, b=leaf.name,
-                b_port=pname[i % per_switch + 1][0], speed_gbps=op.speed_gbps,
+                b_port=pname[slot % per_switch + 1][0], speed_gbps=op.speed_gbps,
             ))
+    leaves.sort(key=lambda d: d.uid)
     agg = fab.oob_uplink
     n_spines = max(2, math.ceil(2 * len(leaves) / agg.radix))
     spines = [
@@ -658,13 +698,14 @@ def topology(fab: Fabric, cat: Catalog) -> nx.MultiGraph[str]:
             g.add_node(gname, kind="gpu", host=d.name, index=r)
             g.add_edge(gname, dom, bandwidth_bps=nvlink_bps, latency_s=0.0, tier="nvlink")
             g.add_edge(gname, d.name, bandwidth_bps=pcie_bps, latency_s=0.0, tier="pcie")
-    rails = fab.shape.rails
     for lk in fab.links:
         a = lk.a
         if lk.tier == "node-leaf":
             nic = f"{lk.a}/{lk.a_port}"
             g.add_node(nic, kind="nic", host=lk.a, rail=lk.rail, plane=lk.plane)
-            g.add_edge(f"{lk.a}/gpu{lk.rail * gpus_per_host // rails}", nic,
+            # Rails are in GPU order over the server's full NIC set (a partial --rails build
+            # uses the first ones), so rail r belongs to GPU r * GPUs / rails of the server.
+            g.add_edge(f"{lk.a}/gpu{lk.rail * gpus_per_host // fab.server.rails}", nic,
                        bandwidth_bps=pcie_bps, latency_s=0.0, tier="pcie")
             a = nic
         g.add_edge(a, lk.b, bandwidth_bps=lk.speed_gbps * 1e9, latency_s=lk.length_m * 5e-9,

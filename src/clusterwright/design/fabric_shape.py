@@ -102,10 +102,11 @@ class FabricShape:
         return self.radix * self.sus_per_pod * self.su_hosts
 
 
-def split_ports(radix: int, oversubscription: float) -> TierPorts:
+def split_ports(radix: int, oversubscription: float,
+                flag: str = "--oversubscription") -> TierPorts:
     """Down/up port split of a radix-``radix`` switch for a down:up bandwidth ratio."""
     if oversubscription < 1:
-        raise FabricError(f"--oversubscription must be at least 1 (1:1), got {oversubscription:g}")
+        raise FabricError(f"{flag} must be at least 1 (1:1), got {oversubscription:g}")
     down = math.floor(radix * oversubscription / (1 + oversubscription) + 1e-9)
     down = min(down, radix - 1)
     return TierPorts(down=down, up=radix - down)
@@ -185,7 +186,7 @@ def fabric_shape(
             spine_core_parallel=0,
         )
 
-    spine = split_ports(radix, spine_oversubscription)
+    spine = split_ports(radix, spine_oversubscription, "--spine-oversubscription")
     sus_per_pod = spine.down // (rails * lpr)
     if sus_per_pod < 1:
         raise FabricError(

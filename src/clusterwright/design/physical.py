@@ -24,6 +24,7 @@ from clusterwright.design.fabric import (
     Device,
     Fabric,
     FabricError,
+    OobGroup,
     Rack,
     build_oob,
     frontend_cage,
@@ -209,16 +210,29 @@ def place(fab: Fabric, cat: Catalog) -> list[Rack]:
             cat.switch(d.part).rack_units, cat.switch(d.part).max_power_w)
         put(net_by_row[row], d, units, power, row, "network")
     # Management network: per row, for everything placed in it, so copper stays in the row.
-    row_of_rack = {id(rk): rk.row for rk in racks}
     rack_by_name = {rk.name: rk for rk in racks}
-    del row_of_rack
     groups: dict[int, list[Device]] = defaultdict(list)
     for d in fab.devices:
         if d.rack:
             groups[rack_by_name[d.rack].row].append(d)
+    oob_groups: list[OobGroup] = []
     rows_sorted = sorted(groups)
+    spine_rows = {y: pod for pod, y in spine_row_of_pod.items()}
+    for row in rows_sorted:
+        devs = groups[row]
+        sus = {d.su for d in devs if d.role == "host"}
+        if row == central:
+            oob_groups.append(OobGroup("central", 30_000, devs))
+        elif row in spine_rows:
+            pod = spine_rows[row]
+            oob_groups.append(OobGroup(f"pod{pod:02d}", 9_000 + 8 * pod, devs))
+        elif len(sus) == 1 and not fab.request.racks_per_row:
+            su = next(iter(sus))
+            oob_groups.append(OobGroup(f"su{su:03d}", 8 * su, devs, su_slots=sh.su_hosts))
+        else:
+            oob_groups.append(OobGroup(f"row{row + 1:03d}", 11_000 + 8 * row, devs))
     mgmt = round(cat.assumption("switch_mgmt_ports"))
-    per_row = build_oob(fab, [groups[r] for r in rows_sorted], mgmt)
+    per_row = build_oob(fab, oob_groups, mgmt)
     for row, leaves in zip(rows_sorted, per_row, strict=True):
         for d in leaves:
             sw = cat.switch(d.part)
@@ -333,7 +347,17 @@ def transceiver_counts(fab: Fabric, cat: Catalog) -> dict[str, int]:
 def cable_counts(fab: Fabric, cat: Catalog) -> dict[tuple[str, float], int]:
     """Cables per (part, stock length m). A twin-port DAC carries two links."""
     cables = {c.id: c for c in cat.all("cables")}
-    per: dict[tuple[str, float], int] = defaultdict(int)
+    # A multi-link cable (twin-port DAC) joins one cage to one cage: only links between the
+    # same two cages can share it.
+    per_pair: dict[tuple[str, float, str, str, str, str], int] = defaultdict(int)
     for lk in fab.links:
-        per[(lk.cable, stock_length(cables[lk.cable].lengths_m, lk.length_m))] += 1
-    return {k: math.ceil(n / cables[k[0]].links) for k, n in per.items()}
+        length = stock_length(cables[lk.cable].lengths_m, lk.length_m)
+        if cables[lk.cable].links > 1:
+            key = (lk.cable, length, lk.a, lk.a_cage or lk.a_port, lk.b, lk.b_cage or lk.b_port)
+        else:
+            key = (lk.cable, length, "", "", "", "")
+        per_pair[key] += 1
+    out: dict[tuple[str, float], int] = defaultdict(int)
+    for key, n in per_pair.items():
+        out[(key[0], key[1])] += math.ceil(n / cables[key[0]].links)
+    return dict(out)

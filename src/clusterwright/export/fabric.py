@@ -42,11 +42,21 @@ def _version() -> str:
         return "dev"
 
 
+_NEEDS_QUOTES = frozenset(',"\n\r')
+
+
 def _csv(value: object) -> str:
     s = "" if value is None else str(value)
-    if any(c in s for c in ',"\n'):
-        return '"' + s.replace('"', '""') + '"'
-    return s
+    if _NEEDS_QUOTES.isdisjoint(s):
+        return s
+    return '"' + s.replace('"', '""') + '"'
+
+
+def csv_lines(rows: Iterable[Iterable[object]]) -> Iterator[str]:
+    """RFC 4180 lines of ``rows``, formatted here rather than cell by cell in the template
+    (a Jinja filter per cell made the 350,000-link cabling plan four times slower)."""
+    for row in rows:
+        yield ",".join(map(_csv, row))
 
 
 def environment() -> jinja2.Environment:
@@ -422,22 +432,29 @@ def _render_all(fab: Fabric, root: Path) -> list[str]:
                 f.write(c)
         written.append(rel)
 
-    emit("cabling.csv", env.get_template("cabling.csv.j2").generate(rows=cabling_rows(fab)))
+    emit("cabling.csv", env.get_template("cabling.csv.j2").generate(
+        lines=csv_lines(cabling_rows(fab))
+    ))
     bom = [b for b in fab.bom if isinstance(b, BomLine)]
     emit("bom.csv", env.get_template("bom.csv.j2").generate(lines=bom))
     emit("fabric.json", [json.dumps(summary(fab), indent=2) + "\n"])
     table = env.get_template("table.csv.j2")
     emit("ip-plan.csv", table.generate(
         header=["device", "role", "asn", "loopback", "mgmt_ip", "rack", "rack_u"],
-        rows=([d.name, d.role, d.asn or "", ip(d.loopback) if d.loopback is not None else "",
-               ip(d.mgmt_ip) if d.mgmt_ip is not None else "", d.rack, d.rack_u]
-              for d in fab.devices),
+        lines=csv_lines(
+            [d.name, d.role, d.asn or "", ip(d.loopback) if d.loopback is not None else "",
+             ip(d.mgmt_ip) if d.mgmt_ip is not None else "", d.rack, d.rack_u]
+            for d in fab.devices
+        ),
     ))
     emit("racks.csv", table.generate(
         header=["rack", "row", "position", "kind", "cooling", "units", "used_units", "power_kw",
                 "devices"],
-        rows=([r.name, r.row + 1, r.position + 1, r.kind, r.cooling, r.units, r.used_units,
-               f"{r.power_w / 1e3:.2f}", " ".join(r.devices)] for r in fab.racks),
+        lines=csv_lines(
+            [r.name, r.row + 1, r.position + 1, r.kind, r.cooling, r.units, r.used_units,
+             f"{r.power_w / 1e3:.2f}", " ".join(r.devices)]
+            for r in fab.racks
+        ),
     ))
     views = switch_views(fab)
     frr = env.get_template("frr.conf.j2")
@@ -470,5 +487,5 @@ def _render_all(fab: Fabric, root: Path) -> list[str]:
         title=title, nodes=node_labels(fab),
     ))
     for name, (header, rows) in netbox_tables(fab).items():
-        emit(f"netbox/{name}.csv", table.generate(header=header, rows=rows))
+        emit(f"netbox/{name}.csv", table.generate(header=header, lines=csv_lines(rows)))
     return written

@@ -66,7 +66,8 @@ class FabricRequest(BaseModel):
     frontend_switch: StrictStr | None = None
     oob_switch: StrictStr | None = None
     storage_read_gbps_per_gpu: NonNegativeFloat | None = None  # GB/s; None = catalog assumption
-    tenants: Annotated[int, Field(ge=1, le=4000)] = 4  # EVPN VRFs on the frontend
+    # EVPN tenants on the frontend; each gets VLAN 100 + n, which must stay within 802.1Q's 4094
+    tenants: Annotated[int, Field(ge=1, le=3994)] = 4
     rack_kw: PositiveFloat = 40.0
     cooling: Literal["air", "liquid"] = "air"
     racks_per_row: PositiveInt | None = None  # None = one scalable unit per row

@@ -1,0 +1,114 @@
+"""Fabric switch and cable counts against published designs (validation/fabric.csv).
+
+Counts are integers: every row must match exactly (DGX SuperPOD B200 Table 3 through the full
+``plan_fabric`` path, B300 twin-plane and XDR, and the two- and three-tier fat-tree maxima).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from clusterwright.cli.main import app
+from clusterwright.validation.fabric_table import CountRow, fabric_table
+from clusterwright.validation.tables import TABLES, TableResult, data_dir
+
+QUANTITIES = {
+    "leaf_switches",
+    "spine_switches",
+    "core_switches",
+    "node_leaf_links",
+    "leaf_spine_links",
+    "spine_core_links",
+}
+SUPERPOD_B200 = [f"superpod_b200_{su}su" for su in (2, 4, 8, 16, 32, 64)]
+FAT_TREE_MAXIMA = [f"fattree_{t}tier_r{k}" for k in (64, 128, 144) for t in (2, 3)]
+
+
+@pytest.fixture(scope="module")
+def table() -> TableResult:
+    return fabric_table()
+
+
+def _csv_rows() -> list[dict[str, str]]:
+    with open(data_dir() / "fabric.csv", newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_every_published_count_is_predicted_exactly(table: TableResult) -> None:
+    for r in table.rows:
+        print(
+            f"{r.id:44s} measured {r.measured:9.0f} predicted {r.predicted:9.0f} "
+            f"{r.unit:8s} error {100 * r.error:+6.2f}%  {r.detail}"
+        )
+        assert r.predicted == r.measured, f"{r.id}: {r.predicted:.0f} != {r.measured:.0f}"
+    assert table.mape == 0.0
+    assert table.max_abs_error == 0.0
+    assert table.mape <= table.tolerance < 1e-6
+
+
+def test_superpod_b200_six_designs_by_six_quantities_and_the_fat_tree_maxima(
+    table: TableResult,
+) -> None:
+    by_design: dict[str, set[str]] = {}
+    for r in table.rows:
+        by_design.setdefault(r.id.split(".")[0], set()).add(r.quantity)
+    for design in SUPERPOD_B200 + FAT_TREE_MAXIMA:
+        assert by_design.get(design, set()) >= QUANTITIES, design
+    for k, total in ((64, 5120), (128, 20480), (144, 25920)):  # 5k^2/4 (Al-Fares et al.)
+        row = next(r for r in table.rows if r.id == f"fattree_3tier_r{k}.switches_total")
+        assert row.measured == row.predicted == total
+    assert {"superpod_b300_spx_1su", "superpod_b300_spx_16su", "superpod_b300_xdr_18su"} <= set(
+        by_design
+    )
+    assert len(table.rows) >= 6 * 6 + 6 * 6 + 3
+    assert len({r.id for r in table.rows}) == len(table.rows)
+    assert all(r.set == "dev" and r.unit in ("switches", "links") for r in table.rows)
+
+
+def test_superpod_b200_rows_go_through_plan_fabric_and_b300_is_not_in_the_catalog(
+    table: TableResult,
+) -> None:
+    for r in table.rows:
+        if r.id.startswith("superpod_b200"):
+            assert r.detail.startswith("plan_fabric dgx-b200"), r.id
+        else:
+            assert r.detail.startswith("fabric_shape"), r.id
+        if r.id.startswith("superpod_b300"):
+            assert "DGX B300 not in the catalog" in r.detail, r.id
+
+
+def test_every_csv_row_cites_a_source_and_a_verify_tag() -> None:
+    rows = _csv_rows()
+    assert len(rows) >= len(SUPERPOD_B200) + len(FAT_TREE_MAXIMA) + 3
+    for r in rows:
+        assert r["source"].strip(), r["id"]
+        assert r["verify"] in ("V", "S", "M", "D"), r["id"]
+    assert all(r["verify"] == "V" for r in rows if r["id"].startswith("superpod_"))
+    assert all(r["verify"] == "D" for r in rows if r["id"].startswith("fattree_"))
+
+
+def test_a_count_published_as_zero_is_exact_only_when_predicted_zero() -> None:
+    def row(measured: float, predicted: float) -> CountRow:
+        return CountRow("x", "core_switches", measured, predicted, "switches", "s")
+
+    assert row(0, 0).error == 0.0
+    assert row(0, 4).error == float("inf")
+    assert row(8, 6).error == pytest.approx(-0.25)
+
+
+def test_validate_cli_prints_the_fabric_table_and_includes_it_by_default() -> None:
+    runner = CliRunner()
+    env = {"CLUSTERWRIGHT_CATALOG": None}
+    assert "fabric" in TABLES
+    r = runner.invoke(app, ["validate", "--table", "fabric", "--json"], env=env)
+    assert r.exit_code == 0, r.output
+    t = json.loads(r.stdout)["tables"]["fabric"]
+    assert t["rows"] == len(t["per_row"]) >= 75
+    assert t["max_abs_error"] == 0.0
+    r = runner.invoke(app, ["validate", "--table", "fabric"], env=env)
+    assert r.exit_code == 0, r.output
+    assert f"fabric: {t['rows']} development rows, MAPE 0.00%" in r.stdout
