@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run the training-planner benchmarks: planner speed, and the side-by-side with llm-analysis.
+# Run the benchmarks: planner speed, the side-by-side with llm-analysis, fabric designer speed.
 #
 # llm-analysis is a benchmark-only peer: it goes into benchmarks/.venv-peers (created here if
 # missing, git-ignored), never into the project's dependencies or CI. Everything runs with
@@ -22,3 +22,4 @@ export TRANSFORMERS_OFFLINE=1
 cd "$repo"
 "$venv/bin/python" benchmarks/train_speed.py
 "$venv/bin/python" benchmarks/peer_llm_analysis.py
+"$venv/bin/python" benchmarks/fabric_speed.py
