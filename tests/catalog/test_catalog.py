@@ -174,11 +174,9 @@ def _mig_rows(shared: Path) -> list[dict[str, str]]:
 
 
 def test_mig_profiles_match_the_published_table(catalog: Catalog) -> None:
-    from tests.conftest import SHARED_DATA
+    from tests.conftest import ROOT
 
-    if not (SHARED_DATA / "mig_profiles.csv").exists():
-        pytest.skip("shared/data not beside the repo")
-    rows = _mig_rows(SHARED_DATA)
+    rows = _mig_rows(ROOT / "validation")
     gpu_ids = {"A100-80GB": "a100-80gb-sxm", "H100-80GB": "h100-sxm"}
     checked = 0
     for r in rows:

@@ -23,7 +23,7 @@ from clusterwright.model.collectives import (
     p2p_s,
     reducescatter_s,
 )
-from tests.conftest import SHARED_DATA
+from tests.conftest import ROOT
 
 LARGE = 8e9  # bytes: large enough that latency is < 0.1 % of an all-reduce on NVLink
 
@@ -71,9 +71,7 @@ def _allreduce_busbw(size: float, ranks: int, stride: int, net: Interconnect) ->
 
 
 def test_anchor_values_match_the_shared_csv() -> None:
-    path = SHARED_DATA / "collectives.csv"
-    if not path.exists():
-        pytest.skip("shared/data not beside the repo")
+    path = ROOT / "validation" / "collectives.csv"
     with open(path, newline="") as fh:
         rows = {r["id"]: r for r in csv.DictReader(fh)}
     for rid, anchor in ANCHORS.items():
