@@ -10,6 +10,7 @@ from clusterwright import __version__
 from clusterwright.cli import catalog_cmd, fabric_cmd, train_cmd
 from clusterwright.cli.check_cmd import check
 from clusterwright.cli.common import AppState
+from clusterwright.cli.netsim_cmd import netsim
 from clusterwright.cli.size_cmd import size
 from clusterwright.cli.validate_cmd import validate
 
@@ -45,6 +46,7 @@ app.add_typer(fabric_cmd.app, name="fabric")
 app.command("check")(check)
 app.command("size")(size)
 app.command("validate")(validate)
+app.command("netsim")(netsim)
 
 
 def run() -> None:

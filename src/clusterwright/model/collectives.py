@@ -98,6 +98,37 @@ def allreduce_s(size_bytes: ArrayLike, ranks: ArrayLike, stride: ArrayLike, net:
     return np.where(n > 1, best, 0.0)
 
 
+def allreduce_choice(size_bytes: float, ranks: int, nodes: int, net: Interconnect) -> str:
+    """The algorithm ``allreduce_s`` takes as fastest for one group: ring, tree or nvls."""
+    n, S, nd = float(ranks), float(size_bytes), float(max(nodes, 1))
+    if n <= 1:
+        return "ring"
+    bw = float(_busbw(np.asarray(n), np.asarray(nd), net))
+    volume = 2.0 * (n - 1.0) / n * S
+    times = {"ring": float(_ring_latency(np.asarray(n), np.asarray(nd), 2.0, net)) + volume / bw}
+    if nd > 1:
+        ppn = n / nd
+        times["tree"] = net.base_s + 2.0 * (
+            (ppn - 1.0) * net.intra_step_s + np.log2(nd) * net.tree_inter_step_s
+        ) + volume / bw
+    elif net.nvls_busbw > 0:
+        times["nvls"] = net.base_s + 2 * net.intra_step_s + volume / net.nvls_busbw
+    return min(times, key=lambda k: times[k])
+
+
+def ring_latency_s(ranks: int, nodes: int, steps_per_rank: float, net: Interconnect) -> float:
+    """NCCL's ring latency for ``ranks`` over ``nodes`` domains (s)."""
+    return float(_ring_latency(np.asarray(float(ranks)), np.asarray(float(nodes)), steps_per_rank,
+                               net))
+
+
+def tree_latency_s(ranks: int, nodes: int, net: Interconnect) -> float:
+    """NCCL's double-binary-tree latency (s)."""
+    ppn = ranks / max(nodes, 1)
+    return float(net.base_s + 2.0 * ((ppn - 1.0) * net.intra_step_s
+                                     + np.log2(max(nodes, 1)) * net.tree_inter_step_s))
+
+
 def allgather_s(size_bytes: ArrayLike, ranks: ArrayLike, stride: ArrayLike, net: Interconnect) -> F:
     """All-gather (or reduce-scatter) producing ``size_bytes`` per rank: ring, (n-1)/n S/B."""
     S = np.asarray(size_bytes, dtype=float)

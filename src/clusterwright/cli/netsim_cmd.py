@@ -1,0 +1,122 @@
+"""``clusterwright netsim``: collectives as flows on a designed fabric."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from clusterwright.cli.common import console, emit_json, fail, state, user_errors
+from clusterwright.cli.fabric_cmd import FLAGS as FABRIC_FLAGS
+from clusterwright.sim.collectives import ALGORITHMS, COLLECTIVES
+from clusterwright.sim.netsim import PLACEMENTS, NetsimRequest, run_netsim
+from clusterwright.sim.network import ROUTINGS
+from clusterwright.spec.fabric import FabricRequest
+
+
+def netsim(
+    ctx: typer.Context,
+    server: str = typer.Option(..., "--server", help="Server catalog id."),
+    nodes: int = typer.Option(..., "--nodes", help="Servers in the fabric."),
+    collective: str = typer.Option(
+        ..., "--collective", help=f"One of {', '.join(COLLECTIVES)}."
+    ),
+    size_bytes: float = typer.Option(
+        ..., "--size-bytes", help="Buffer per rank, bytes (nccl-tests 'size')."
+    ),
+    routing: str = typer.Option("ecmp", "--routing", help=f"One of {', '.join(ROUTINGS)}."),
+    seed: int = typer.Option(0, "--seed", help="ECMP hash seed (and random placement)."),
+    algorithm: str = typer.Option(
+        "auto", "--algorithm", help=f"One of {', '.join(ALGORITHMS)} (auto: as NCCL picks)."
+    ),
+    qps: int = typer.Option(1, "--qps", help="Queue pairs per connection (ECMP entropy)."),
+    polarized: bool = typer.Option(
+        False, "--polarized", help="Same ECMP hash at every tier (hash polarization)."
+    ),
+    ranks: int | None = typer.Option(None, "--ranks", help="GPUs per job (default: all)."),
+    jobs: int = typer.Option(1, "--jobs", help="Jobs running the collective at once."),
+    placement: str = typer.Option(
+        "contiguous", "--placement", help=f"One of {', '.join(PLACEMENTS)}."
+    ),
+    no_pxn: bool = typer.Option(False, "--no-pxn", help="All-to-all without PXN relays."),
+    fail_: list[str] = typer.Option(
+        [], "--fail", help="Device or cable ('a->b') that is down (repeatable)."
+    ),
+    degrade: list[str] = typer.Option(
+        [], "--degrade", help="NAME=FACTOR: a device's or cable's links at that fraction."
+    ),
+    fail_at: float = typer.Option(0.0, "--fail-at", help="When failures happen, seconds."),
+    switch: str | None = typer.Option(None, "--switch", help="Backend switch id."),
+    oversubscription: float = typer.Option(1.0, "--oversubscription"),
+    spine_oversubscription: float = typer.Option(1.0, "--spine-oversubscription"),
+    tiers: int | None = typer.Option(None, "--tiers"),
+    su_hosts: int | None = typer.Option(None, "--su-hosts"),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Simulate a collective as flows on the designed fabric (max-min fair sharing, ECMP,
+    adaptive routing or spraying, failures) and compare with the closed-form cost."""
+    if nodes < 1:
+        fail(f"--nodes must be at least 1, got {nodes}")
+    if tiers is not None and tiers not in (2, 3):
+        fail(f"--tiers must be 2 or 3, got {tiers}")
+    if fail_at < 0:
+        fail(f"--fail-at must not be negative, got {fail_at:g}")
+    degraded: list[tuple[str, float]] = []
+    for item in degrade:
+        name, sep, factor = item.rpartition("=")
+        try:
+            value = float(factor)
+        except ValueError:
+            value = -1.0
+        if not sep or not name or not 0.0 < value <= 1.0:
+            fail(f"--degrade: {item!r} is not NAME=FACTOR with FACTOR in (0, 1]")
+        degraded.append((name, value))
+    with user_errors(FABRIC_FLAGS):
+        fabric = FabricRequest(
+            server=server, nodes=nodes, switch=switch, oversubscription=oversubscription,
+            spine_oversubscription=spine_oversubscription, tiers=tiers, su_hosts=su_hosts,
+        )
+        req = NetsimRequest(
+            fabric=fabric, collective=collective, size_bytes=size_bytes, routing=routing,
+            algorithm=algorithm, seed=seed, qps=qps, polarized=polarized, ranks=ranks,
+            jobs=jobs, placement=placement, pxn=not no_pxn, failures=list(fail_),
+            degraded=degraded, fail_at_s=fail_at,
+        )
+        data = run_netsim(req, state(ctx).catalog())
+    if as_json:
+        emit_json(data)
+    else:
+        _render(data)
+
+
+def _render(d: dict[str, Any]) -> None:
+    console.print(
+        f"[bold]{d['collective']}[/] of {d['size_bytes'] / 1e6:,.1f} MB over {d['ranks']} GPUs "
+        f"({d['algorithm']}, {d['routing']}"
+        + (f", {d['qps']} QPs" if d["qps"] > 1 else "")
+        + (", polarized" if d["polarized"] else "")
+        + f") on {d['nodes']} x {d['tiers']}-tier {d['switch']}: "
+        f"{d['completion_time_s'] * 1e3:,.3f} ms, algbw {d['algbw_gbps']:,.1f} GB/s, "
+        f"busbw {d['busbw_gbps']:,.1f} GB/s"
+    )
+    console.print(
+        f"closed form ({d['algorithm']}): {d['closed_form_time_s'] * 1e3:,.3f} ms "
+        f"({d['error_vs_closed_form']:+.1%}); max network-link utilization "
+        f"{d['max_link_utilization']:.0%}"
+    )
+    if "jobs" in d:
+        for j, solo, slow in zip(d["jobs"], d["solo_time_s"], d["slowdown_vs_solo"],
+                                 strict=True):
+            console.print(f"  {j['job']}: {j['time_s'] * 1e3:,.3f} ms "
+                          f"({slow:.2f}x its time alone, {solo * 1e3:,.3f} ms)")
+    t = Table(title="Most loaded links", show_edge=False)
+    for col in ("link", "tier", "utilization", "GB"):
+        t.add_column(col, justify="left" if col in ("link", "tier") else "right")
+    for row in d["top_links"][:6]:
+        t.add_row(row["link"], row["tier"], f"{row['utilization']:.0%}",
+                  f"{row['bytes'] / 1e9:.2f}")
+    console.print(t)
+    console.print(
+        f"[dim]{d['flows']:,} flows, {d['events']} events, simulated in {d['sim_wall_s']:.2f} s[/]"
+    )

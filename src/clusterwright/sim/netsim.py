@@ -1,0 +1,180 @@
+"""``clusterwright netsim``: one or more jobs' collectives on a designed fabric.
+
+Builds the fabric with the fabric designer, places each job's ranks (contiguous, spread over
+the fabric, or a seeded random choice of servers), schedules the collective of every job at
+time 0, applies failures, runs the flow simulator and reports nccl-tests style results with the
+closed-form comparison.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from clusterwright.catalog.registry import Catalog
+from clusterwright.design.fabric import Fabric, design_fabric
+from clusterwright.model.collectives import interconnect
+from clusterwright.sim.collectives import ALGORITHMS, COLLECTIVES, Collective, CollectiveBuilder
+from clusterwright.sim.network import ROUTINGS, FabricNet, NetworkSim, SimError
+from clusterwright.spec.fabric import FabricRequest
+
+PLACEMENTS = ("contiguous", "spread", "random")
+NETWORK_TIERS = ("node-leaf", "leaf-spine", "spine-core")
+
+
+@dataclass
+class NetsimRequest:
+    """What to simulate. ``ranks`` per job (default: every GPU of the fabric, one job)."""
+
+    fabric: FabricRequest
+    collective: str
+    size_bytes: float
+    routing: str = "ecmp"
+    algorithm: str = "auto"
+    seed: int = 0
+    qps: int = 1
+    polarized: bool = False
+    ranks: int | None = None
+    jobs: int = 1
+    placement: str = "contiguous"
+    pxn: bool = True
+    failures: list[str] = field(default_factory=list)
+    degraded: list[tuple[str, float]] = field(default_factory=list)
+    fail_at_s: float = 0.0
+
+
+def placements(fab: Fabric, gph: int, ranks: int, jobs: int, how: str, seed: int
+               ) -> list[list[int]]:
+    """GPU indices of each job's ranks. Jobs take whole servers when ranks fill them."""
+    n_hosts = sum(1 for d in fab.devices if d.role == "host")
+    total = n_hosts * gph
+    if ranks * jobs > total:
+        raise SimError(
+            f"--ranks {ranks} x --jobs {jobs} = {ranks * jobs} GPUs, but the fabric has {total}"
+        )
+    per_job_hosts = math.ceil(ranks / gph)
+    if how == "contiguous":
+        host_sets = [list(range(j * per_job_hosts, (j + 1) * per_job_hosts)) for j in range(jobs)]
+    elif how == "spread":
+        # Interleave the jobs across the whole fabric: job j takes hosts j, j+J, j+2J, ...,
+        # spread as far as the fabric allows (the fragmentation a busy scheduler leaves).
+        step = max(1, n_hosts // (per_job_hosts * jobs))
+        order = [h for start in range(step) for h in range(start, n_hosts, step)]
+        host_sets = [order[j::jobs][:per_job_hosts] for j in range(jobs)]
+    elif how == "random":
+        rng = np.random.default_rng(seed)
+        chosen = rng.permutation(n_hosts)[: per_job_hosts * jobs].tolist()
+        host_sets = [sorted(chosen[j * per_job_hosts:(j + 1) * per_job_hosts])
+                     for j in range(jobs)]
+    else:
+        raise SimError(f"--placement: unknown {how!r} (one of {', '.join(PLACEMENTS)})")
+    out = []
+    for hs in host_sets:
+        gpus = [h * gph + k for h in sorted(hs) for k in range(gph)]
+        out.append(gpus[:ranks])
+    return out
+
+
+def run_netsim(req: NetsimRequest, cat: Catalog) -> dict[str, Any]:
+    """Simulate and report (the ``netsim`` contract keys first)."""
+    if req.collective not in COLLECTIVES:
+        raise SimError(
+            f"--collective: unknown {req.collective!r} (one of {', '.join(COLLECTIVES)})"
+        )
+    if req.routing not in ROUTINGS:
+        raise SimError(f"--routing: unknown policy {req.routing!r} (one of {', '.join(ROUTINGS)})")
+    if req.algorithm not in ALGORITHMS:
+        raise SimError(f"--algorithm: unknown {req.algorithm!r} (one of {', '.join(ALGORITHMS)})")
+    if not req.size_bytes > 0:
+        raise SimError(f"--size-bytes must be positive, got {req.size_bytes:g}")
+    if req.jobs < 1:
+        raise SimError(f"--jobs must be at least 1, got {req.jobs}")
+    t0 = time.perf_counter()
+    fab = design_fabric(req.fabric, cat)
+    net = FabricNet(fab, cat)
+    srv = fab.server
+    model = interconnect(cat.gpu(srv.gpu), srv, net.stack)
+    gph = net.gpus_per_host
+    ranks = req.ranks if req.ranks is not None else net.n_gpus // req.jobs
+    if ranks < 2:
+        raise SimError(f"--ranks must be at least 2, got {ranks}")
+    if ranks > net.n_gpus:
+        raise SimError(f"--ranks {ranks} is more than the fabric's {net.n_gpus} GPUs")
+    jobs = placements(fab, gph, ranks, req.jobs, req.placement, req.seed)
+    t_build = time.perf_counter() - t0
+
+    def simulate(job_sets: list[list[int]]) -> tuple[NetworkSim, list[Collective], Any]:
+        net.set_capacity(list(range(net.n_links)), 1.0)
+        sim = NetworkSim(net, routing=req.routing, seed=req.seed, qps=req.qps,
+                         polarized=req.polarized)
+        for name in req.failures:
+            sim.fail(req.fail_at_s, name)
+        for name, factor in req.degraded:
+            if not 0.0 < factor <= 1.0:
+                raise SimError(f"--degrade {name}={factor:g}: the factor must be in (0, 1]")
+            sim.fail(req.fail_at_s, name, factor)
+        b = CollectiveBuilder(sim, model)
+        cols = [b.add(req.collective, ranks_, req.size_bytes, req.algorithm, pxn=req.pxn,
+                      label=f"job{j + 1}") for j, ranks_ in enumerate(job_sets)]
+        result = sim.run()
+        return sim, cols, result
+
+    t1 = time.perf_counter()
+    sim, cols, result = simulate(jobs)
+    wall = time.perf_counter() - t1
+    flows = sum(len(g.flows) for g in sim.groups) * req.qps
+    main = cols[0]
+    t = main.time_s
+    data: dict[str, Any] = {
+        "completion_time_s": max(c.time_s for c in cols),
+        "algbw_gbps": main.algbw() / 1e9,
+        "busbw_gbps": main.busbw() / 1e9,
+        "max_link_utilization": result.max_utilization(net, NETWORK_TIERS),
+        "closed_form_time_s": main.algorithm_closed_form_s,
+        "closed_form_best_time_s": main.closed_form_s,
+        "error_vs_closed_form": t / main.algorithm_closed_form_s - 1.0,
+        "collective": req.collective,
+        "algorithm": main.algorithm,
+        "routing": req.routing,
+        "qps": req.qps,
+        "polarized": req.polarized,
+        "size_bytes": req.size_bytes,
+        "ranks": len(main.ranks),
+        "nodes": req.fabric.nodes,
+        "gpus": net.n_gpus,
+        "tiers": fab.shape.tiers,
+        "switch": fab.backend.switch.id,
+        "placement": req.placement,
+        "max_nvlink_utilization": result.max_utilization(net, ("nvlink",)),
+        "top_links": [
+            {"link": s.name, "tier": s.tier, "utilization": s.utilization, "bytes": s.bytes}
+            for s in result.stats(net, 10)
+        ],
+        "flows": flows,
+        "events": result.events,
+        "rate_recomputations": result.recomputes,
+        "sim_wall_s": wall,
+        "build_wall_s": t_build,
+        "events_per_s": result.events / wall if wall > 0 else None,
+        "failures": list(req.failures),
+        "degraded": [{"name": n, "factor": f} for n, f in req.degraded],
+        "seed": req.seed,
+    }
+    if len(cols) > 1:
+        data["jobs"] = [
+            {"job": c.name, "time_s": c.time_s, "busbw_gbps": c.busbw() / 1e9,
+             "hosts": sorted({r // gph for r in c.ranks})[:4]}
+            for c in cols
+        ]
+        # Interference: each job alone on the same placement.
+        alone = []
+        for c in cols:
+            _, solo, _ = simulate([c.ranks])
+            alone.append(solo[0].time_s)
+        data["solo_time_s"] = alone
+        data["slowdown_vs_solo"] = [c.time_s / a for c, a in zip(cols, alone, strict=True)]
+    return data
