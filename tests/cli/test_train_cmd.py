@@ -698,7 +698,8 @@ ESTIMATE_BAD = [
     pytest.param([*L7, "--precision", "int8"], ["--precision", "int8"], id="int8"),
     pytest.param([*L7, "--precision", "fp12"], ["--precision"], id="unknown-precision"),
     pytest.param(
-        [*L7, "--fidelity", "sim"], ["--fidelity", "sim", "not built yet"], id="fidelity-sim"
+        [*L7, "--fidelity", "sim", "--routing", "bogus"], ["--routing", "bogus"],
+        id="fidelity-sim-bad-routing",
     ),
     pytest.param([*L7, "--fidelity", "bogus"], ["--fidelity", "bogus"], id="fidelity-bogus"),
     pytest.param(
@@ -781,3 +782,44 @@ def test_missing_required_flags_are_usage_errors() -> None:
         assert r.exit_code == 2
         assert r.stdout == ""
         assert "--model" in r.stderr
+
+
+# --- --fidelity sim: DP/PP/EP collectives simulated on the fabric -------------------------
+
+SIM_LAYOUT = [
+    "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--gpus", "256", "--tp", "8", "--pp", "4",
+    "--seq-len", "8192", "--global-batch", "64", "--micro-batch", "1", "--sequence-parallel",
+    "--recompute", "selective",
+]
+
+
+def test_fidelity_sim_reports_factors_and_keeps_the_breakdown_summing() -> None:
+    r = cw("train", "estimate", *SIM_LAYOUT, "--fidelity", "sim", "--json")
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["fidelity"] == "sim"
+    sim = d["sim"]
+    assert set(sim["comm_factors"]) == {"dp", "pp", "ep"}
+    assert sim["dp"]["ranks_per_group"] == 8 and sim["dp"]["groups"] == 32
+    assert sim["pp"]["sends"] == 3 * 8 * 8
+    assert abs(sum(d["breakdown"].values()) - d["step_time_s"]) < 1e-9 * d["step_time_s"]
+    # A contended network can only slow a step, never speed it past the closed form by much.
+    assert d["step_time_s"] >= 0.98 * sim["analytical_step_time_s"]
+
+
+def test_fidelity_sim_with_spraying_is_no_slower_than_ecmp() -> None:
+    times = {}
+    for routing in ("ecmp", "spray"):
+        r = cw("train", "estimate", *SIM_LAYOUT, "--fidelity", "sim", "--routing", routing,
+               "--json")
+        assert r.exit_code == 0, r.output
+        times[routing] = json.loads(r.stdout)["step_time_s"]
+    assert times["spray"] <= times["ecmp"] * (1 + 1e-9)
+
+
+def test_fidelity_sim_uncontended_dp_matches_the_closed_form() -> None:
+    # One data-parallel group per node pair inside one SU: no spine traffic, no collisions.
+    args = ["--model", "llama-2-7b", "--gpu", "h100-sxm", "--gpus", "16", "--tp", "8",
+            "--seq-len", "4096", "--global-batch", "16", "--micro-batch", "1"]
+    d = json.loads(cw("train", "estimate", *args, "--fidelity", "sim", "--json").stdout)
+    assert abs(d["sim"]["comm_factors"]["dp"] - 1.0) < 0.05

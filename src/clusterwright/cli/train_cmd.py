@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import typer
@@ -141,17 +142,21 @@ def estimate_cmd(
         None, "--server", help="Server catalog id (default: the GPU's)."
     ),
     fidelity: str = typer.Option(
-        "analytical", "--fidelity", help="analytical (sim comes with the network simulator)."
+        "analytical", "--fidelity",
+        help="analytical, or sim: DP/PP/EP collectives simulated as flows on the fabric.",
     ),
+    routing: str = typer.Option(
+        "ecmp", "--routing", help="With --fidelity sim: ecmp, adaptive or spray."
+    ),
+    seed: int = typer.Option(0, "--seed", help="With --fidelity sim: the ECMP hash seed."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Step time, throughput, MFU and memory of one training layout, with a breakdown."""
-    if fidelity == "sim":
-        fail(
-            "--fidelity: 'sim' needs the flow-level network simulator, which is not built yet; "
-            "use analytical"
-        )
-    if fidelity != "analytical":
+    from clusterwright.sim.network import ROUTINGS
+
+    if routing not in ROUTINGS:
+        fail(f"--routing: {routing!r} is not one of {', '.join(ROUTINGS)}")
+    if fidelity not in ("analytical", "sim"):
         fail(f"--fidelity: {fidelity!r} is not one of analytical, sim")
     if recompute not in RECOMPUTE:
         fail(f"--recompute: {recompute!r} is not one of none, selective, full")
@@ -232,10 +237,42 @@ def estimate_cmd(
     payload = result_payload(job, res)
     if not res.fits:
         _explain_misfit(job, fixed, payload)
+    if fidelity == "sim":
+        payload = _simulated(cat, job, fixed, res, payload, server, routing, seed)
     if as_json:
         emit_json(payload)
     else:
         _render_estimate(payload)
+
+
+def _simulated(cat: Catalog, job: Job, fixed: dict[str, int], res: LayoutResult,
+               analytical: dict[str, Any], server: str | None, routing: str, seed: int
+               ) -> dict[str, Any]:
+    """Re-estimate with the DP/PP/EP collectives simulated on the job's fabric."""
+    from clusterwright.design.train import server_for
+    from clusterwright.sim.training import simulate_step_comm
+
+    srv = cat.server(server) if server else server_for(cat, job.gpu)
+    if srv is None:
+        fail(f"--fidelity sim: no catalog server holds {job.gpu.id}; give --server")
+    layout = {k: int(v) for k, v in res.layout.items() if isinstance(v, int | float)}
+    with user_errors():
+        comm = simulate_step_comm(job, layout, srv.id, cat, routing=routing, seed=seed)
+    job2 = replace(job, dp_comm_factor=comm.dp_factor, pp_comm_factor=comm.pp_factor,
+                   ep_comm_factor=comm.ep_factor)
+    fixed2 = {**fixed, "micro_batch": layout.get("micro_batch", fixed.get("micro_batch", 1))}
+    res2 = estimate_layout(job2, fixed2, ())
+    payload = result_payload(job2, res2)
+    payload["fidelity"] = "sim"
+    payload["sim"] = {
+        "routing": routing,
+        "seed": seed,
+        "server": srv.id,
+        "comm_factors": {"dp": comm.dp_factor, "pp": comm.pp_factor, "ep": comm.ep_factor},
+        "analytical_step_time_s": analytical["step_time_s"],
+        **comm.detail,
+    }
+    return payload
 
 
 def _explain_misfit(job: Job, fixed: dict[str, int], payload: dict[str, Any]) -> None:

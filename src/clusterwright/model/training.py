@@ -109,6 +109,11 @@ class Job:
     dropout: bool = False
     expert_imbalance: float = 1.1  # slowest expert's load over the mean (MoE)
     reserve_bytes: float = 0.0
+    # Slowdown of the network collectives over the closed form, from the flow simulator
+    # (train estimate --fidelity sim); 1.0 is the closed form's perfect network.
+    dp_comm_factor: float = 1.0
+    pp_comm_factor: float = 1.0
+    ep_comm_factor: float = 1.0
 
 
 # The parts of a step, in the order reports show them; they sum to step_time_s.
@@ -278,7 +283,7 @@ def estimate(job: Job, lay: Layouts) -> StepEstimate:
     # --- EP all-to-all per MoE layer ----------------------------------------------------------
     if a.is_moe:
         a2a_bytes = T * a.top_k * h * ACT_BYTES
-        layer_ep = 4.0 * alltoall_s(a2a_bytes, e, t * c, net) * moe_frac
+        layer_ep = 4.0 * alltoall_s(a2a_bytes, e, t * c, net) * moe_frac * job.ep_comm_factor
     else:
         layer_ep = 0.0 * T
 
@@ -293,7 +298,9 @@ def estimate(job: Job, lay: Layouts) -> StepEstimate:
     # p2p: activations forward, gradients backward, v chunks each; scatter-gather sends 1/t
     p2p_bytes = act_bytes / t
     crosses = t * c * d >= net.domain_gpus
-    stage_pp = np.where(p > 1, 2.0 * v * p2p_s(p2p_bytes, crosses, net), 0.0) * (1 - st.pp_overlap)
+    stage_pp = np.where(p > 1, 2.0 * v * p2p_s(p2p_bytes, crosses, net), 0.0) * (
+        (1 - st.pp_overlap) * job.pp_comm_factor
+    )
     per_mb = stage_compute + stage_tp + stage_cp + stage_ep + stage_pp
 
     compute = m * stage_compute
@@ -316,11 +323,12 @@ def estimate(job: Job, lay: Layouts) -> StepEstimate:
     dense_local = dense_stage / t
     expert_local = expert_stage / (t * e)
     edp = np.maximum(dp_ranks / e, 1.0)
-    grads_ar = allreduce_s(dense_local * grad_b, dp_ranks, t, net) + allreduce_s(
-        expert_local * grad_b, edp, t * e, net
+    grads_ar = job.dp_comm_factor * (
+        allreduce_s(dense_local * grad_b, dp_ranks, t, net)
+        + allreduce_s(expert_local * grad_b, edp, t * e, net)
     )
     # ZeRO-3 gathers weights forward and backward and reduce-scatters grads every micro-batch.
-    z3 = m * (
+    z3 = m * job.dp_comm_factor * (
         2 * allgather_s(dense_local * w_b, dp_ranks, t, net)
         + allgather_s(dense_local * grad_b, dp_ranks, t, net)
         + 2 * allgather_s(expert_local * w_b, edp, t * e, net)
