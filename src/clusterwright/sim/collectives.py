@@ -97,11 +97,17 @@ def ring_orders(ranks: list[int], gph: int) -> list[list[int]]:
         # Uneven placements (a fragmented job) get a single ring in rank order per channel.
         return [list(ranks)]
     orders = []
+    last = len(nodes) - 1
     for c in range(k):
         seq: list[int] = []
         for i, local in enumerate(nodes):
             start = (c - i) % k
-            seq += local[start:] + local[:start]
+            part = local[start:] + local[:start]
+            if i == last and last > 0 and k > 1 and start != c % k:
+                # Close the ring on rail c (where server 0 is entered), so the wrap-around
+                # edge stays on one rail leaf like the others.
+                part = [x for x in part if x != local[c % k]] + [local[c % k]]
+            seq += part
         orders.append(seq)
     return orders
 
@@ -128,8 +134,8 @@ class CollectiveBuilder:
             raise SimError(
                 f"--collective: unknown {collective!r} (one of {', '.join(COLLECTIVES)})"
             )
-        if size_bytes <= 0:
-            raise SimError(f"--size-bytes must be positive, got {size_bytes:g}")
+        if not (math.isfinite(size_bytes) and size_bytes > 0):
+            raise SimError(f"--size-bytes must be a positive finite number, got {size_bytes:g}")
         if len(ranks) < 2:
             raise SimError(f"a collective needs at least 2 ranks, got {len(ranks)}")
         if len(set(ranks)) != len(ranks):
@@ -142,12 +148,14 @@ class CollectiveBuilder:
 
     def add(self, collective: str, ranks: list[int], size_bytes: float,
             algorithm: str = "auto", start_s: float = 0.0, pxn: bool = True,
-            after: list[Group] | None = None, label: str = "") -> Collective:
+            after: list[Group] | None = None, label: str = "", cid: int | None = None
+            ) -> Collective:
         """Schedule one collective over ``ranks`` (global GPU indices) of ``size_bytes``."""
         self._check(ranks, size_bytes, collective)
         if algorithm not in ALGORITHMS:
             raise SimError(f"--algorithm: unknown {algorithm!r} (one of {', '.join(ALGORITHMS)})")
-        self._cid += 1
+        # ``cid`` seeds the flows' hash keys: the same collective rebuilt alone keeps its paths.
+        self._cid = cid if cid is not None else self._cid + 1
         cid = self._cid
         n = len(ranks)
         domain = self.sim.net.domain_gpus
@@ -158,6 +166,8 @@ class CollectiveBuilder:
         algo = algorithm
         if collective == "allreduce" and algo == "auto":
             algo = allreduce_choice(size_bytes, n, nodes, m)
+        elif collective == "alltoall":
+            algo = "pxn" if pxn else "direct"
         elif algo == "auto":
             algo = "ring"
         if algo == "nvls" and (collective != "allreduce" or nodes > 1 or m.nvls_busbw <= 0):
@@ -170,7 +180,8 @@ class CollectiveBuilder:
         elif collective == "alltoall":
             closed = algo_closed = float(alltoall_s(size_bytes, n, stride, m))
         else:
-            closed = algo_closed = float(allgather_s(size_bytes, n, stride, m))
+            closed = float(allgather_s(size_bytes, n, stride, m))
+            algo_closed = closed_form_gather(algo, size_bytes, n, nodes, m)
         if collective == "alltoall":
             groups = self._alltoall(name, cid, ranks, size_bytes, pxn, after, start_s)
         elif algo == "ring":
@@ -216,6 +227,13 @@ class CollectiveBuilder:
         if any(len(g) != k for g in nodes):
             raise SimError(f"--algorithm {algo} needs the same number of ranks on every server")
         m = self.model
+        N = len(nodes)
+        steps = 2.0 if collective == "allreduce" else 1.0
+        # A pipeline's latency is the sum of its stages'; every phase ends with all of it.
+        lat_total = (ring_latency_s(k, 1, 1.0, m) if k > 1 else 0.0) + (
+            (tree_latency_s(N, N, m) if algo == "tree" else ring_latency_s(N, N, steps, m))
+            if N > 1 else 0.0
+        )
         groups: list[Group] = []
         # NCCL pipelines the phases chunk by chunk: intra-server and inter-server traffic
         # flow at the same time, so the phases run concurrently and the slowest sets the pace.
@@ -226,11 +244,9 @@ class CollectiveBuilder:
         if k > 1 and collective in ("allreduce", "reducescatter"):
             flows = [f for i, loc in enumerate(nodes) for f in _ring_flows(loc, cid, 100 + i)]
             g = self.sim.add_group(f"{name}/intra-rs", flows, intra_factor * size,
-                                   latency_s=ring_latency_s(k, 1, 1.0, m), after=prev,
-                                   start_at=start)
+                                   latency_s=lat_total, after=prev, start_at=start)
             groups.append(g)
         # phase 2: across servers, per rail, on 1/k of the data
-        N = len(nodes)
         phase2: list[Group] = []
         if N > 1:
             for r in range(k):
@@ -238,21 +254,19 @@ class CollectiveBuilder:
                 if algo == "tree" and collective == "allreduce":
                     flows = _double_tree(rail, cid, r)
                     vol = shard / 2.0  # each tree carries half, reduce and broadcast pipelined
-                    lat = tree_latency_s(N, N, m)
                 else:
                     c_factor = 2.0 * (N - 1) / N if collective == "allreduce" else (N - 1) / N
                     flows = _ring_flows(rail, cid, 200 + r)
                     vol = c_factor * shard
-                    lat = ring_latency_s(N, N, 2.0 if collective == "allreduce" else 1.0, m)
                 phase2.append(self.sim.add_group(f"{name}/inter-rail{r}", flows, vol,
-                                                 latency_s=lat, after=prev, start_at=start))
+                                                 latency_s=lat_total, after=prev,
+                                                 start_at=start))
             groups += phase2
         # phase 3: all-gather inside each server
         if k > 1 and collective in ("allreduce", "allgather"):
             flows = [f for i, loc in enumerate(nodes) for f in _ring_flows(loc, cid, 300 + i)]
             groups.append(self.sim.add_group(f"{name}/intra-ag", flows, intra_factor * size,
-                                             latency_s=ring_latency_s(k, 1, 1.0, m), after=prev,
-                                             start_at=start))
+                                             latency_s=lat_total, after=prev, start_at=start))
         return groups
 
     def _alltoall(self, name: str, cid: int, ranks: list[int], size: float, pxn: bool,
@@ -283,6 +297,20 @@ class CollectiveBuilder:
         )
         return [self.sim.add_group(f"{name}/a2a", flows, size / n, latency_s=lat, after=after,
                                    start_at=start)]
+
+
+def closed_form_gather(algo: str, size: float, ranks: int, nodes: int,
+                       m: Interconnect) -> float:
+    """Alpha-beta time of an all-gather or reduce-scatter: the ring's closed form, or the
+    hierarchical one (one NVLink phase pipelined with a ring per rail on 1/k)."""
+    if algo == "hierarchical" and nodes > 1:
+        k = max(1, round(ranks / nodes))
+        intra = (k - 1) / k * size / m.scale_up_busbw if k > 1 else 0.0
+        inter = (nodes - 1) / nodes * size / k / m.net_busbw
+        lat = ring_latency_s(nodes, nodes, 1.0, m) + (
+            ring_latency_s(k, 1, 1.0, m) if k > 1 else 0.0)
+        return lat + max(intra, inter)
+    return float(allgather_s(size, ranks, 1.0, m))
 
 
 def closed_form_allreduce(algo: str, size: float, ranks: int, nodes: int,

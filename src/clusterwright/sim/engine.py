@@ -42,6 +42,8 @@ class Engine:
 
     def at(self, time: float, fn: Callable[..., Any], *args: Any) -> Event:
         """Schedule ``fn(*args)`` at absolute time ``time`` (s); never in the past."""
+        if not time == time:  # NaN would break the heap's ordering
+            raise ValueError("cannot schedule at NaN")
         if time < self.now - 1e-12:
             raise ValueError(f"cannot schedule at {time} s, before now ({self.now} s)")
         ev = Event(max(time, self.now), next(self._seq), fn, args)

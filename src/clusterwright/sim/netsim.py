@@ -89,8 +89,8 @@ def run_netsim(req: NetsimRequest, cat: Catalog) -> dict[str, Any]:
         raise SimError(f"--routing: unknown policy {req.routing!r} (one of {', '.join(ROUTINGS)})")
     if req.algorithm not in ALGORITHMS:
         raise SimError(f"--algorithm: unknown {req.algorithm!r} (one of {', '.join(ALGORITHMS)})")
-    if not req.size_bytes > 0:
-        raise SimError(f"--size-bytes must be positive, got {req.size_bytes:g}")
+    if not (math.isfinite(req.size_bytes) and req.size_bytes > 0):
+        raise SimError(f"--size-bytes must be a positive finite number, got {req.size_bytes:g}")
     if req.jobs < 1:
         raise SimError(f"--jobs must be at least 1, got {req.jobs}")
     t0 = time.perf_counter()
@@ -107,7 +107,8 @@ def run_netsim(req: NetsimRequest, cat: Catalog) -> dict[str, Any]:
     jobs = placements(fab, gph, ranks, req.jobs, req.placement, req.seed)
     t_build = time.perf_counter() - t0
 
-    def simulate(job_sets: list[list[int]]) -> tuple[NetworkSim, list[Collective], Any]:
+    def simulate(job_sets: list[list[int]], first_cid: int = 1
+                 ) -> tuple[NetworkSim, list[Collective], Any]:
         net.set_capacity(list(range(net.n_links)), 1.0)
         sim = NetworkSim(net, routing=req.routing, seed=req.seed, qps=req.qps,
                          polarized=req.polarized)
@@ -119,7 +120,8 @@ def run_netsim(req: NetsimRequest, cat: Catalog) -> dict[str, Any]:
             sim.fail(req.fail_at_s, name, factor)
         b = CollectiveBuilder(sim, model)
         cols = [b.add(req.collective, ranks_, req.size_bytes, req.algorithm, pxn=req.pxn,
-                      label=f"job{j + 1}") for j, ranks_ in enumerate(job_sets)]
+                      label=f"job{first_cid + j}", cid=first_cid + j)
+                for j, ranks_ in enumerate(job_sets)]
         result = sim.run()
         return sim, cols, result
 
@@ -172,8 +174,8 @@ def run_netsim(req: NetsimRequest, cat: Catalog) -> dict[str, Any]:
         ]
         # Interference: each job alone on the same placement.
         alone = []
-        for c in cols:
-            _, solo, _ = simulate([c.ranks])
+        for j, c in enumerate(cols):
+            _, solo, _ = simulate([c.ranks], first_cid=j + 1)  # same flows, same hashes
             alone.append(solo[0].time_s)
         data["solo_time_s"] = alone
         data["slowdown_vs_solo"] = [c.time_s / a for c, a in zip(cols, alone, strict=True)]

@@ -111,7 +111,8 @@ class FabricNet:
         self.gpu_domain: list[int] = []
         self.gpu_host: list[int] = []
         self.gpu_nic: list[str] = []
-        rails = srv.rails
+        # GPU k uses its own rail's NIC; a partial build (--rails) shares the cabled ones.
+        rails = fab.shape.rails
         for hi, h in enumerate(self.hosts):
             for k in range(self.gpus_per_host):
                 gi = hi * self.gpus_per_host + k
@@ -120,8 +121,7 @@ class FabricNet:
                 nvl = f"nvl{dom:05d}"
                 self.gpu_up.append(add(g, nvl, self.nvlink_bps, "nvlink"))
                 self.gpu_down.append(add(nvl, g, self.nvlink_bps, "nvlink"))
-                rail = k * rails // self.gpus_per_host
-                nic = f"{h.name}/nic{rail}"
+                nic = f"{h.name}/nic{k % rails}"
                 self.gpu_to_nic.append(add(g, nic, pcie, "pcie"))
                 self.nic_to_gpu.append(add(nic, g, pcie, "pcie"))
                 self.gpu_domain.append(dom)

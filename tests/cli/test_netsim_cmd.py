@@ -1,0 +1,109 @@
+"""`clusterwright netsim`: the JSON contract, the text report, and bad input (exit 2, the flag
+named, no traceback)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from clusterwright.cli.main import app
+from tests.cli.helpers import user_error
+
+CONTRACT_KEYS = ("completion_time_s", "algbw_gbps", "busbw_gbps", "max_link_utilization",
+                 "closed_form_time_s")
+SMALL = ("--server", "dgx-h100", "--nodes", "2", "--collective", "allreduce")
+
+runner = CliRunner()
+
+
+def cw(*args: str) -> Result:
+    return runner.invoke(app, ["netsim", *args], env={"CLUSTERWRIGHT_CATALOG": None})
+
+
+def netsim_json(*args: str) -> dict[str, Any]:
+    r = cw(*args, "--json")
+    assert r.exit_code == 0, r.output
+    assert r.stderr == ""
+    data = json.loads(r.stdout)
+    assert isinstance(data, dict)
+    return data
+
+
+def test_json_is_one_object_with_the_contract_keys() -> None:
+    d = netsim_json(*SMALL, "--size-bytes", "1e9", "--algorithm", "ring")
+    assert tuple(d)[:len(CONTRACT_KEYS)] == CONTRACT_KEYS
+    for key in CONTRACT_KEYS:
+        assert isinstance(d[key], float) and d[key] > 0, key
+    assert d["busbw_gbps"] == pytest.approx(d["algbw_gbps"] * 2 * 15 / 16)
+    assert d["algorithm"] == "ring"
+    assert d["routing"] == "ecmp"
+
+
+def test_json_carries_every_option_through() -> None:
+    d = netsim_json("--server", "dgx-h100", "--nodes", "16", "--su-hosts", "8",
+                    "--switch", "sn5600", "--collective", "allgather", "--size-bytes", "2e8",
+                    "--routing", "adaptive", "--qps", "2", "--seed", "3", "--polarized",
+                    "--ranks", "32", "--jobs", "2", "--placement", "spread",
+                    "--degrade", "spine-001=0.5", "--fail", "spine-002", "--fail-at", "1e-4")
+    assert (d["collective"], d["routing"], d["qps"], d["seed"], d["polarized"]) == (
+        "allgather", "adaptive", 2, 3, True)
+    assert (d["ranks"], d["placement"], d["switch"], d["size_bytes"]) == (
+        32, "spread", "sn5600", 2e8)
+    assert d["failures"] == ["spine-002"]
+    assert d["degraded"] == [{"name": "spine-001", "factor": 0.5}]
+    assert len(d["jobs"]) == len(d["slowdown_vs_solo"]) == 2
+
+
+def test_text_report_names_the_result_and_the_closed_form() -> None:
+    r = cw(*SMALL, "--size-bytes", "1e9", "--jobs", "2", "--ranks", "8")
+    assert r.exit_code == 0, r.output
+    out = r.stdout
+    assert "busbw" in out and "closed form" in out and "Most loaded links" in out
+    assert "its time alone" in out  # one line per job
+
+
+def test_all_to_all_without_pxn_runs() -> None:
+    d = netsim_json("--server", "dgx-h100", "--nodes", "2", "--collective", "alltoall",
+                    "--size-bytes", "1e8", "--no-pxn")
+    assert d["collective"] == "alltoall"
+
+
+@pytest.mark.parametrize(("args", "flag"), [
+    (("--size-bytes", "0"), "--size-bytes"),
+    (("--size-bytes", "1e9", "--routing", "foo"), "--routing"),
+    (("--size-bytes", "1e9", "--collective", "foo"), "--collective"),
+    (("--size-bytes", "1e9", "--algorithm", "foo"), "--algorithm"),
+    (("--size-bytes", "1e9", "--algorithm", "nvls"), "--algorithm nvls"),
+    (("--size-bytes", "1e9", "--degrade", "x=2"), "--degrade"),
+    (("--size-bytes", "1e9", "--degrade", "spine-001"), "--degrade"),
+    (("--size-bytes", "1e9", "--fail", "nosuchswitch"), "nosuchswitch"),
+    (("--size-bytes", "1e9", "--ranks", "100000"), "--ranks"),
+    (("--size-bytes", "1e9", "--ranks", "1"), "--ranks"),
+    (("--size-bytes", "1e9", "--jobs", "0"), "--jobs"),
+    (("--size-bytes", "1e9", "--qps", "0"), "--qps"),
+    (("--size-bytes", "1e9", "--placement", "foo"), "--placement"),
+    (("--size-bytes", "1e9", "--fail-at", "-1"), "--fail-at"),
+    (("--size-bytes", "1e9", "--tiers", "4"), "--tiers"),
+    (("--size-bytes", "1e9", "--oversubscription", "0.5"), "--oversubscription"),
+])
+def test_bad_input_exits_2_naming_the_flag(args: tuple[str, ...], flag: str) -> None:
+    assert flag in user_error(cw(*SMALL, *args))
+
+
+def test_zero_nodes_exits_2() -> None:
+    r = cw("--server", "dgx-h100", "--nodes", "0", "--collective", "allreduce",
+           "--size-bytes", "1e9")
+    assert "--nodes" in user_error(r)
+
+
+def test_an_unknown_server_exits_2() -> None:
+    r = cw("--server", "nosuch", "--nodes", "2", "--collective", "allreduce",
+           "--size-bytes", "1e9")
+    assert "nosuch" in user_error(r)
+
+
+def test_an_infinite_size_exits_2() -> None:
+    assert "--size-bytes" in user_error(cw(*SMALL, "--size-bytes", "inf"))

@@ -1,0 +1,226 @@
+"""``run_netsim``: the contract, routing policies on a larger fabric, multi-job interference
+and placements, failures, and refused inputs."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from clusterwright.catalog.registry import Catalog
+from clusterwright.design.fabric import design_fabric
+from clusterwright.sim.netsim import NetsimRequest, placements, run_netsim
+from clusterwright.sim.network import SimError
+from clusterwright.spec.fabric import FabricRequest
+
+GB = 1e9
+CONTRACT_KEYS = ("completion_time_s", "algbw_gbps", "busbw_gbps", "max_link_utilization",
+                 "closed_form_time_s")
+TWO_SUS = FabricRequest(server="dgx-h100", nodes=16, su_hosts=8, switch="sn5600")
+
+
+def netsim(catalog: Catalog, fabric: FabricRequest | None = None, **kw: Any) -> dict[str, Any]:
+    kw.setdefault("collective", "allreduce")
+    kw.setdefault("size_bytes", GB)
+    return run_netsim(NetsimRequest(fabric=fabric or FabricRequest(server="dgx-h100", nodes=2),
+                                    **kw), catalog)
+
+
+# ---------------------------------------------------------------------------- contract
+
+
+def test_the_contract_keys_come_first_and_are_consistent(catalog: Catalog) -> None:
+    d = netsim(catalog, algorithm="ring")
+    assert tuple(d)[:len(CONTRACT_KEYS)] == CONTRACT_KEYS
+    t = d["completion_time_s"]
+    assert 0 < t < math.inf
+    assert d["algbw_gbps"] == pytest.approx(GB / t / 1e9)
+    assert d["busbw_gbps"] == pytest.approx(d["algbw_gbps"] * 2 * 15 / 16)
+    assert 0 < d["max_link_utilization"] <= 1
+    assert d["error_vs_closed_form"] == pytest.approx(t / d["closed_form_time_s"] - 1)
+    assert d["closed_form_best_time_s"] <= d["closed_form_time_s"] * (1 + 1e-12)
+    assert (d["ranks"], d["gpus"], d["nodes"], d["algorithm"]) == (16, 16, 2, "ring")
+    assert d["flows"] == 8 * 16
+    assert d["top_links"] and all(0 <= x["utilization"] <= 1 for x in d["top_links"])
+    assert "jobs" not in d
+
+
+def test_a_run_is_reproducible(catalog: Catalog) -> None:
+    a = netsim(catalog, TWO_SUS, algorithm="tree", seed=4)
+    b = netsim(catalog, TWO_SUS, algorithm="tree", seed=4)
+    for key in CONTRACT_KEYS:
+        assert a[key] == b[key]
+
+
+def test_ranks_restrict_the_job(catalog: Catalog) -> None:
+    d = netsim(catalog, FabricRequest(server="dgx-h100", nodes=4), ranks=8, algorithm="ring")
+    assert d["ranks"] == 8
+    assert d["max_link_utilization"] == 0  # one server: NVLink only
+    assert d["max_nvlink_utilization"] > 0.5
+
+
+# ---------------------------------------------------------------------------- routing
+
+BIG = FabricRequest(server="dgx-h100", nodes=64, switch="qm9700")
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_spray_and_adaptive_are_never_slower_than_ecmp(catalog: Catalog, seed: int) -> None:
+    """Tree all-reduce on 64 DGX H100s: cross-leaf traffic that ECMP hashes unevenly."""
+    t = {r: netsim(catalog, BIG, algorithm="tree", routing=r, seed=seed)["completion_time_s"]
+         for r in ("ecmp", "adaptive", "spray")}
+    assert t["spray"] <= t["ecmp"] * (1 + 1e-9)
+    assert t["adaptive"] <= t["ecmp"] * (1 + 1e-9)
+    if seed == 0:
+        assert t["ecmp"] > 1.2 * t["spray"]  # collisions matter here
+
+
+def test_ecmp_seeds_change_the_outcome(catalog: Catalog) -> None:
+    times = {netsim(catalog, BIG, algorithm="tree", seed=s)["completion_time_s"]
+             for s in range(4)}
+    assert len(times) > 1
+
+
+def test_polarized_ecmp_is_no_better_on_three_tiers(catalog: Catalog) -> None:
+    fab = FabricRequest(server="dgx-h100", nodes=64, switch="qm9700", tiers=3, su_hosts=8)
+    mean = {}
+    for pol in (False, True):
+        mean[pol] = sum(netsim(catalog, fab, algorithm="tree", seed=s, polarized=pol)
+                        ["completion_time_s"] for s in range(3)) / 3
+    assert mean[True] > 1.5 * mean[False]
+
+
+def test_more_queue_pairs_help_ecmp(catalog: Catalog) -> None:
+    one = sum(netsim(catalog, BIG, algorithm="tree", seed=s)["completion_time_s"]
+              for s in range(3))
+    many = sum(netsim(catalog, BIG, algorithm="tree", seed=s, qps=8)["completion_time_s"]
+               for s in range(3))
+    assert many < one
+
+
+# ---------------------------------------------------------------------------- jobs
+
+
+def test_spread_jobs_interfere(catalog: Catalog) -> None:
+    d = netsim(catalog, TWO_SUS, algorithm="ring", ranks=64, jobs=2, placement="spread")
+    assert len(d["jobs"]) == 2
+    assert all(s >= 1 - 1e-9 for s in d["slowdown_vs_solo"])
+    assert max(d["slowdown_vs_solo"]) > 1.2
+    assert d["completion_time_s"] == max(j["time_s"] for j in d["jobs"])
+    assert d["jobs"][0]["hosts"] == [0, 2, 4, 6]  # interleaved (first four shown)
+
+
+def test_contiguous_jobs_on_separate_units_do_not_interfere(catalog: Catalog) -> None:
+    d = netsim(catalog, TWO_SUS, algorithm="ring", ranks=64, jobs=2, placement="contiguous")
+    assert d["slowdown_vs_solo"] == pytest.approx([1.0, 1.0], rel=1e-9)
+    assert [j["hosts"] for j in d["jobs"]] == [[0, 1, 2, 3], [8, 9, 10, 11]]
+
+
+def test_jobs_on_disjoint_links_have_no_slowdown_under_ecmp(catalog: Catalog) -> None:
+    """32 servers, 4 SUs: each job owns two SUs' leaves and leaf-spine links outright."""
+    fab = FabricRequest(server="dgx-h100", nodes=32, su_hosts=8, switch="sn5600")
+    for seed in range(5):
+        d = netsim(catalog, fab, algorithm="tree", ranks=128, jobs=2, seed=seed)
+        assert d["slowdown_vs_solo"] == pytest.approx([1.0, 1.0], rel=1e-9), seed
+
+
+def test_random_placement_is_reproducible_by_seed(catalog: Catalog) -> None:
+    fab = design_fabric(FabricRequest(server="dgx-h100", nodes=32), catalog)
+    a = placements(fab, 8, 64, 3, "random", seed=5)
+    assert a == placements(fab, 8, 64, 3, "random", seed=5)
+    assert a != placements(fab, 8, 64, 3, "random", seed=6)
+    assert [len(j) for j in a] == [64, 64, 64]
+    flat = [g for j in a for g in j]
+    assert len(set(flat)) == len(flat)  # jobs never share a GPU
+    for j in a:
+        hosts = {g // 8 for g in j}
+        assert len(hosts) == 8 and all(0 <= h < 32 for h in hosts)
+
+
+@pytest.mark.parametrize("how", ["contiguous", "spread", "random"])
+def test_placements_are_disjoint_whole_servers(catalog: Catalog, how: str) -> None:
+    fab = design_fabric(FabricRequest(server="dgx-h100", nodes=32), catalog)
+    jobs = placements(fab, 8, 24, 4, how, seed=0)
+    flat = [g for j in jobs for g in j]
+    assert len(set(flat)) == len(flat) == 96
+    for j in jobs:
+        assert len({g // 8 for g in j}) == 3
+
+
+# ---------------------------------------------------------------------------- failures
+
+
+def test_a_spine_failing_mid_run_slows_the_collective_but_it_completes(
+        catalog: Catalog) -> None:
+    """Two SUs joined by two spines: losing one halves the cross-unit capacity."""
+    base = netsim(catalog, TWO_SUS, algorithm="tree")
+    T = base["completion_time_s"]
+    at_start = netsim(catalog, TWO_SUS, algorithm="tree",
+                      failures=["spine-001"])["completion_time_s"]
+    mid = netsim(catalog, TWO_SUS, algorithm="tree", failures=["spine-001"],
+                 fail_at_s=T / 2)["completion_time_s"]
+    assert T < mid < at_start < math.inf
+
+
+def test_a_degraded_spine_slows_cross_unit_traffic(catalog: Catalog) -> None:
+    base = netsim(catalog, TWO_SUS, algorithm="tree", routing="spray")
+    slow = netsim(catalog, TWO_SUS, algorithm="tree", routing="spray",
+                  degraded=[("spine-001", 0.25), ("spine-002", 0.25)])
+    assert slow["completion_time_s"] > 1.5 * base["completion_time_s"]
+    assert slow["degraded"] == [{"name": "spine-001", "factor": 0.25},
+                                {"name": "spine-002", "factor": 0.25}]
+
+
+def test_failing_a_leaf_a_rank_hangs_off_names_the_gpu(catalog: Catalog) -> None:
+    with pytest.raises(SimError, match=r"gpu00002/gpu\d"):
+        netsim(catalog, algorithm="ring", failures=["leaf-su001-r3"])
+
+
+def test_a_failure_after_the_end_changes_nothing(catalog: Catalog) -> None:
+    base = netsim(catalog, TWO_SUS, algorithm="tree")
+    late = netsim(catalog, TWO_SUS, algorithm="tree", failures=["spine-001"], fail_at_s=10.0)
+    assert late["completion_time_s"] == base["completion_time_s"]
+
+
+def test_a_partial_rails_fabric_runs_an_all_reduce(catalog: Catalog) -> None:
+    fab = FabricRequest(server="dgx-h100", nodes=4, switch="sn5600", rails=1, su_hosts=1,
+                        leaf_uplinks=2, tiers=2)
+    d = netsim(catalog, fab, algorithm="ring")
+    assert d["completion_time_s"] > 0
+
+
+# ---------------------------------------------------------------------------- refusals
+
+
+@pytest.mark.parametrize(("kw", "match"), [
+    ({"ranks": 100000}, "--ranks 100000"),
+    ({"ranks": 1}, "--ranks"),
+    ({"ranks": 12, "jobs": 2}, r"--ranks 12 x --jobs 2"),
+    ({"size_bytes": 0.0}, "--size-bytes"),
+    ({"size_bytes": math.nan}, "--size-bytes"),
+    ({"routing": "foo"}, "--routing"),
+    ({"collective": "foo"}, "--collective"),
+    ({"algorithm": "foo"}, "--algorithm"),
+    ({"algorithm": "nvls"}, "nvls"),
+    ({"collective": "allgather", "algorithm": "tree"}, "tree"),
+    ({"placement": "foo", "jobs": 2, "ranks": 8}, "--placement"),
+    ({"jobs": 0}, "--jobs"),
+    ({"qps": 0}, "--qps"),
+    ({"failures": ["nosuchswitch"]}, "nosuchswitch"),
+    ({"degraded": [("spine-001", 2.0)]}, "--degrade"),
+    ({"degraded": [("spine-001", 0.0)]}, "--degrade"),
+])
+def test_bad_requests_raise_sim_errors(catalog: Catalog, kw: dict[str, Any], match: str) -> None:
+    with pytest.raises(SimError, match=match):
+        netsim(catalog, **kw)
+
+
+def test_an_all_to_all_above_max_flows_is_refused(catalog: Catalog) -> None:
+    with pytest.raises(SimError, match="expert-parallel"):
+        netsim(catalog, FabricRequest(server="dgx-h100", nodes=181), collective="alltoall")
+
+
+def test_an_infinite_size_is_refused(catalog: Catalog) -> None:
+    with pytest.raises(SimError, match="--size-bytes"):
+        netsim(catalog, size_bytes=math.inf)
