@@ -328,12 +328,26 @@ def closed_form_allreduce(algo: str, size: float, ranks: int, nodes: int,
         # data crosses servers per rail (a ring, or two trees each carrying half).
         k = max(1, round(n / nodes))
         intra = 2.0 * (k - 1) / k * size / m.scale_up_busbw if k > 1 else 0.0
-        inter = 2.0 * (nodes - 1) / nodes * size / k / m.net_busbw
+        if algo == "tree":
+            # The busiest server sends on max_out tree edges, half the rail's data each.
+            inter = double_tree_max_out(nodes) * size / (2.0 * k) / m.net_busbw
+        else:
+            inter = 2.0 * (nodes - 1) / nodes * size / k / m.net_busbw
         intra_lat = ring_latency_s(k, 1, 1.0, m) if k > 1 else 0.0
         lat = tree_latency_s(nodes, nodes, m) if algo == "tree" else ring_latency_s(
             nodes, nodes, 2.0, m)
         return lat + intra_lat + max(intra, inter)
     return ring_latency_s(ranks, nodes, 2.0, m) + volume / bw
+
+
+def double_tree_max_out(servers: int) -> int:
+    """Most tree edges one server sends on in the double binary tree (both trees, reduce
+    and broadcast): 2 at 2 servers, 3 at 4, 4 from about 8 on (an interior node of one tree
+    is a leaf of the other)."""
+    out = [0] * servers
+    for f in _double_tree(list(range(servers)), 0, 0):
+        out[f.src] += 1
+    return max(out, default=0)
 
 
 def _double_tree(rail: list[int], cid: int, r: int) -> list[FlowSpec]:

@@ -168,6 +168,13 @@ class FabricNet:
                     self.core_down[upper][self.pod[lower]].append((i, lower))
         self._reach_cache: dict[tuple[str, str], bool] = {}
         self._hops_cache: dict[tuple[str, str], list[int]] = {}
+        self._up_cache: dict[tuple[str, bool], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._down_cache: dict[tuple[str, bool], tuple[np.ndarray, np.ndarray]] = {}
+        self._switches: list[str] = []
+        self._switch_idx: dict[str, int] = {}
+        for name, role in self.role.items():
+            if role in ("spine", "core"):
+                self._switch_index(name)
         self.cap0 = np.asarray(caps, dtype=float)
         self.cap = self.cap0.copy()
         self.alive = np.ones(len(caps), dtype=bool)
@@ -188,6 +195,8 @@ class FabricNet:
         self._spray_cache.clear()
         self._reach_cache.clear()
         self._hops_cache.clear()
+        self._up_cache.clear()
+        self._down_cache.clear()
 
     def links_of(self, name: str) -> list[int]:
         """Link ids of a device (both directions of all its cables) or of one cable
@@ -265,6 +274,150 @@ class FabricNet:
                 raise AssertionError("routing loop")
         return path
 
+    # -------------------------------------------------- equal-cost paths, vectorized
+    # Between two leaves every equal-cost path is (leaf uplink, [spine uplink, core downlink],
+    # spine downlink). The halves are cached per source leaf and per destination leaf, so
+    # adaptive routing and spraying cost numpy work per flow, not a walk of the fabric.
+    def _cross(self, la: str, lb: str) -> bool:
+        return self.three_tier and self.pod[la] != self.pod[lb]
+
+    def _up_half(self, la: str, cross: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(leaf uplinks, spine uplinks or -1, index of the spine/core they reach)."""
+        key = (la, cross)
+        hit = self._up_cache.get(key)
+        if hit is not None:
+            return hit
+        u_ids: list[int] = []
+        c_ids: list[int] = []
+        reach: list[int] = []
+        for u, spine in self.up[la]:
+            if not self.alive[u]:
+                continue
+            if not cross:
+                u_ids.append(u)
+                c_ids.append(-1)
+                reach.append(self._switch_index(spine))
+                continue
+            for cu, core in self.up[spine]:
+                if self.alive[cu]:
+                    u_ids.append(u)
+                    c_ids.append(cu)
+                    reach.append(self._switch_index(core))
+        out = (np.asarray(u_ids, dtype=np.int64), np.asarray(c_ids, dtype=np.int64),
+               np.asarray(reach, dtype=np.int64))
+        self._up_cache[key] = out
+        return out
+
+    def _down_half(self, lb: str, cross: bool) -> tuple[np.ndarray, np.ndarray]:
+        """Per spine (or core) index: its live links one and two hops down towards ``lb``,
+        as (first hop [n_switch x m1], second hop [n_switch x m2]) padded with -1."""
+        key = (lb, cross)
+        hit = self._down_cache.get(key)
+        if hit is not None:
+            return hit
+        n = len(self._switches)
+        first: list[list[int]] = [[] for _ in range(n)]
+        second: list[list[int]] = [[] for _ in range(n)]
+        pod = self.pod[lb]
+        for i, sw in enumerate(self._switches):
+            if not cross and self.role[sw] == "spine":
+                first[i] = [x for x in self.down.get((sw, lb), []) if self.alive[x]]
+            elif cross and self.role[sw] == "core":
+                for link, spine in self.core_down[sw].get(pod, []):
+                    if self.alive[link]:
+                        down = [x for x in self.down.get((spine, lb), []) if self.alive[x]]
+                        if down:
+                            first[i].append(link)
+                            second[i] = down
+        m1 = max((len(x) for x in first), default=1) or 1
+        m2 = max((len(x) for x in second), default=1) or 1
+        a1 = np.full((n, m1), -1, dtype=np.int64)
+        a2 = np.full((n, m2), -1, dtype=np.int64)
+        for i in range(n):
+            a1[i, :len(first[i])] = first[i]
+            a2[i, :len(second[i])] = second[i]
+        self._down_cache[key] = (a1, a2)
+        return a1, a2
+
+    def _switch_index(self, name: str) -> int:
+        idx = self._switch_idx.get(name)
+        if idx is None:
+            idx = len(self._switches)
+            self._switches.append(name)
+            self._switch_idx[name] = idx
+            self._down_cache.clear()  # arrays are sized by the switch count
+        return idx
+
+    def least_loaded_path(self, src_leaf: str, dst_leaf: str, load: np.ndarray, key: int
+                          ) -> list[int]:
+        """Adaptive routing at flow start: of every equal-cost path, the one whose most
+        loaded link is least loaded (the whole path, as adaptive routing with congestion
+        feedback sees it), ties broken by the flow's hash."""
+        cross = self._cross(src_leaf, dst_leaf)
+        u, cu, reach = self._up_half(src_leaf, cross)
+        d1, d2 = self._down_half(dst_leaf, cross)
+        big = np.inf
+        lpad = np.append(load, big)  # index -1 reads +inf: missing or dead links
+        f1 = lpad[d1[reach]]
+        best1 = f1.argmin(axis=1)
+        cost = np.maximum(lpad[u], f1[np.arange(len(u)), best1])
+        if cross:
+            cost = np.maximum(cost, lpad[cu])
+            f2 = lpad[d2[reach]]
+            best2 = f2.argmin(axis=1)
+            cost = np.maximum(cost, f2[np.arange(len(u)), best2])
+        if not len(cost) or not np.isfinite(cost.min()):
+            raise SimError(f"{dst_leaf} is cut off from {src_leaf}: no live path")
+        ties = np.flatnonzero(cost == cost.min())
+        i = int(ties[mix64(key) % len(ties)])
+        path = [int(u[i])]
+        if cross:
+            path += [int(cu[i]), int(d1[reach[i], best1[i]]), int(d2[reach[i], best2[i]])]
+        else:
+            path.append(int(d1[reach[i], best1[i]]))
+        return path
+
+    def spray_halves(self, src_leaf: str, dst_leaf: str) -> tuple[
+            tuple[str, bool], tuple[str, bool]] | None:
+        """Keys of the cached up and down halves of a spray between two leaves, when the
+        spray factorizes (no failed link: every path is equally live); else None."""
+        if not self.alive.all():
+            return None
+        cross = self._cross(src_leaf, dst_leaf)
+        return (src_leaf, cross), (dst_leaf, cross)
+
+    def spray_up(self, la: str, cross: bool) -> tuple[np.ndarray, np.ndarray]:
+        """Fractions on the links of the upper half of a spray from ``la``."""
+        u, cu, _ = self._up_half(la, cross)
+        n = len(u)
+        if not cross:
+            return u, np.full(n, 1.0 / n)
+        ids = np.concatenate([u, cu])
+        uniq, inv = np.unique(ids, return_inverse=True)
+        return uniq, np.bincount(inv, weights=np.full(len(ids), 1.0 / n))
+
+    def spray_down(self, lb: str, cross: bool) -> tuple[np.ndarray, np.ndarray]:
+        """Fractions on the links of the lower half of a spray into ``lb``: the mass that
+        reaches each spine (or core) arrives evenly, then splits over its live links down."""
+        d1, d2 = self._down_half(lb, cross)
+        live = (d1 >= 0).any(axis=1)
+        tops = np.flatnonzero(live)
+        if not len(tops):
+            raise SimError(f"{lb} is cut off: no live path down")
+        per_top = 1.0 / len(tops)
+        ids: list[np.ndarray] = []
+        ws: list[np.ndarray] = []
+        for arr in ([d1] if not cross else [d1, d2]):
+            rows = arr[tops]
+            cnt = (rows >= 0).sum(axis=1)
+            w = np.repeat(per_top / np.maximum(cnt, 1), rows.shape[1]).reshape(rows.shape)
+            mask = rows >= 0
+            ids.append(rows[mask])
+            ws.append(w[mask])
+        all_ids = np.concatenate(ids)
+        uniq, inv = np.unique(all_ids, return_inverse=True)
+        return uniq, np.bincount(inv, weights=np.concatenate(ws))
+
     def spray(self, src_leaf: str, dst_leaf: str) -> tuple[np.ndarray, np.ndarray]:
         """Per-link fractions of a flow split evenly over every equal-cost next hop."""
         key = (src_leaf, dst_leaf)
@@ -303,6 +456,22 @@ class FabricNet:
 
 
 @dataclass
+class Route:
+    """Where one (sub)flow goes: links used whole, split parts, spray patterns."""
+
+    whole: list[int] = field(default_factory=list)
+    parts: list[tuple[list[int], float]] = field(default_factory=list)
+    sprays: list[tuple[str, str, float]] = field(default_factory=list)
+
+    def touches(self, dead: np.ndarray) -> bool:
+        return bool(dead[self.whole].any()) or any(bool(dead[p].any()) for p, _ in self.parts)
+
+    def release(self, assigned: np.ndarray, amount: float) -> None:
+        """Take this route's flow off the adaptive-routing load counts."""
+        assigned[self.whole] = np.maximum(0.0, assigned[self.whole] - amount)
+
+
+@dataclass
 class Group:
     """Flows that advance together, each carrying ``volume`` bytes (see module docstring)."""
 
@@ -315,6 +484,7 @@ class Group:
     after: list[Group] = field(default_factory=list)
     start_at: float = 0.0
     # filled while running
+    routes: list[Route] = field(default_factory=list)
     links: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     coef: np.ndarray = field(default_factory=lambda: np.zeros(0))
     remaining: float = 0.0
@@ -424,21 +594,21 @@ class NetworkSim:
         salt = self._tier_seeds[0] if self.polarized else self._tier_seeds[tier]
         return mix64(key ^ salt)
 
-    def _route(self, f: FlowSpec, sub: int, nflows: int) -> tuple[list[int], list[tuple[
-            np.ndarray, np.ndarray]]]:
-        """Links of one (sub)flow: fixed links, and spray patterns (links, fractions)."""
+    def _route(self, f: FlowSpec, sub: int) -> Route:
+        """Links of one (sub)flow: links it uses whole, (path, fraction) parts when split over
+        planes, and spray patterns as (source leaf, destination leaf, fraction)."""
         net = self.net
-        fixed: list[int] = []
-        sprays: list[tuple[np.ndarray, np.ndarray]] = []
+        route = Route()
         if f.nvls:
-            return [net.gpu_up[f.src], net.gpu_down[f.src]], sprays
+            route.whole += [net.gpu_up[f.src], net.gpu_down[f.src]]
+            return route
         src = f.src if f.via is None else f.via
         if f.via is not None and f.via != f.src:
-            fixed += [net.gpu_up[f.src], net.gpu_down[f.via]]
+            route.whole += [net.gpu_up[f.src], net.gpu_down[f.via]]
         if net.gpu_domain[src] == net.gpu_domain[f.dst]:
             if src != f.dst:
-                fixed += [net.gpu_up[src], net.gpu_down[f.dst]]
-            return fixed, sprays
+                route.whole += [net.gpu_up[src], net.gpu_down[f.dst]]
+            return route
         nic_a, nic_b = net.gpu_nic[src], net.gpu_nic[f.dst]
         key = mix64(f.key * 1_000_003 + sub)
         planes = sorted(
@@ -452,59 +622,89 @@ class NetworkSim:
         else:
             use = [(planes[self._hash(key, 7) % len(planes)], 1.0)] if len(planes) > 1 else [
                 (planes[0], 1.0)]
-        fixed += [net.gpu_to_nic[src]]
+        route.whole += [net.gpu_to_nic[src], net.nic_to_gpu[f.dst]]
         for plane, frac in use:
             up, la = net.nic_leaf(nic_a, plane)
             _, lb = net.nic_leaf(nic_b, plane)
             down = net.leaf_down[(lb, nic_b)]
             if self.routing == "spray":
-                links, w = net.spray(la, lb)
-                sprays.append((np.concatenate([[up, down], links]),
-                               np.concatenate([[frac, frac], w * frac])))
+                route.parts.append(([up, down], frac))
+                if la != lb:
+                    route.sprays.append((la, lb, frac))
                 continue
             if self.routing == "ecmp":
                 path = net.transit(la, lb, lambda tier, hops: self._hash(key, tier) % len(hops))
-            else:  # adaptive: least-loaded next hop now, ties by hash
-                def least(tier: int, hops: list[int]) -> int:
-                    loads = self.assigned[hops]
-                    best = np.flatnonzero(loads == loads.min())
-                    return int(best[self._hash(key, tier) % len(best)])
-                path = net.transit(la, lb, least)
+            else:
+                path = net.least_loaded_path(la, lb, self.assigned, key)
                 self.assigned[path] += 1.0 / self.qps
             if frac == 1.0:
-                fixed += [up, *path, down]
+                route.whole += [up, *path, down]
             else:
-                sprays.append((np.asarray([up, *path, down]), np.full(len(path) + 2, frac)))
-        fixed += [net.nic_to_gpu[f.dst]]
-        del nflows
-        return fixed, sprays
+                route.parts.append(([up, *path, down], frac))
+        return route
 
-    def _build(self, g: Group) -> None:
-        """Aggregate a group's flows into per-link coefficients."""
-        ids: list[np.ndarray] = []
-        ws: list[np.ndarray] = []
-        fixed_all: list[int] = []
+    def _build(self, g: Group, reroute: np.ndarray | None = None) -> None:
+        """Route a group's flows (or, with ``reroute``, only those crossing those dead links)
+        and aggregate them into per-link coefficients."""
         subs = self.qps
         cut: list[str] = []
-        for f in g.flows:
-            for s in range(subs):
-                try:
-                    fixed, sprays = self._route(f, s, len(g.flows))
-                except SimError:
-                    cut.append(f"{self.net.gpu_name(f.src)} -> {self.net.gpu_name(f.dst)}")
-                    break
-                fixed_all += fixed
-                for links, w in sprays:
-                    ids.append(links)
-                    ws.append(w / subs)
+        if reroute is None or not g.routes:
+            g.routes = []
+            for f in g.flows:
+                for s in range(subs):
+                    try:
+                        g.routes.append(self._route(f, s))
+                    except SimError:
+                        cut.append(f"{self.net.gpu_name(f.src)} -> {self.net.gpu_name(f.dst)}")
+                        break
+        else:
+            for i, r in enumerate(g.routes):
+                if r.sprays or r.touches(reroute):
+                    f = g.flows[i // subs]
+                    if self.routing == "adaptive":
+                        r.release(self.assigned, 1.0 / subs)
+                    try:
+                        g.routes[i] = self._route(f, i % subs)
+                    except SimError:
+                        cut.append(f"{self.net.gpu_name(f.src)} -> {self.net.gpu_name(f.dst)}")
         if cut:
             raise SimError(
                 f"{len(cut)} flow(s) of {g.label} have no live path (the failures cut them off): "
                 + ", ".join(cut[:8]) + (" ..." if len(cut) > 8 else "")
             )
-        if fixed_all:
-            ids.append(np.asarray(fixed_all, dtype=np.int64))
-            ws.append(np.full(len(fixed_all), 1.0 / subs))
+        ids: list[np.ndarray] = []
+        ws: list[np.ndarray] = []
+        whole: list[int] = []
+        spray_w: dict[tuple[str, str], float] = defaultdict(float)
+        up_w: dict[tuple[str, bool], float] = defaultdict(float)
+        down_w: dict[tuple[str, bool], float] = defaultdict(float)
+        for r in g.routes:
+            whole += r.whole
+            for links, frac in r.parts:
+                ids.append(np.asarray(links, dtype=np.int64))
+                ws.append(np.full(len(links), frac / subs))
+            for la, lb, frac in r.sprays:
+                halves = self.net.spray_halves(la, lb)
+                if halves is None:
+                    spray_w[(la, lb)] += frac / subs
+                else:
+                    up_w[halves[0]] += frac / subs
+                    down_w[halves[1]] += frac / subs
+        for (leaf, cross), w in up_w.items():
+            pattern, fractions = self.net.spray_up(leaf, cross)
+            ids.append(pattern)
+            ws.append(fractions * w)
+        for (leaf, cross), w in down_w.items():
+            pattern, fractions = self.net.spray_down(leaf, cross)
+            ids.append(pattern)
+            ws.append(fractions * w)
+        if whole:
+            ids.append(np.asarray(whole, dtype=np.int64))
+            ws.append(np.full(len(whole), 1.0 / subs))
+        for (la, lb), w in spray_w.items():
+            pattern, fractions = self.net.spray(la, lb)
+            ids.append(pattern)
+            ws.append(fractions * w)
         if not ids:
             g.links, g.coef = np.zeros(0, dtype=np.int64), np.zeros(0)
             return
@@ -530,11 +730,13 @@ class NetworkSim:
         self._advance()
         self.net.set_capacity(ids, factor)
         if factor == 0.0:
+            # Only flows on the failed links move (resilient hashing keeps the others).
+            dead = ~self.net.alive
             for g in self.active:
-                if self.routing == "adaptive":
-                    self.assigned[g.links] = np.maximum(0.0, self.assigned[g.links] - g.coef)
+                if not dead[g.links].any():
+                    continue
                 try:
-                    self._build(g)
+                    self._build(g, reroute=dead)
                 except SimError as e:
                     raise SimError(f"after {name} fails: {e}") from e
         self._reallocate()
@@ -614,7 +816,8 @@ class NetworkSim:
         if g in self.active:
             self.active.remove(g)
             if self.routing == "adaptive":
-                self.assigned[g.links] = np.maximum(0.0, self.assigned[g.links] - g.coef)
+                for r in g.routes:
+                    r.release(self.assigned, 1.0 / self.qps)
         self._bytes_done(g)
 
     def _bytes_done(self, g: Group) -> None:
