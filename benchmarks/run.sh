@@ -23,3 +23,4 @@ cd "$repo"
 "$venv/bin/python" benchmarks/train_speed.py
 "$venv/bin/python" benchmarks/peer_llm_analysis.py
 "$venv/bin/python" benchmarks/fabric_speed.py
+"$venv/bin/python" benchmarks/netsim_speed.py

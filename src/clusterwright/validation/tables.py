@@ -273,3 +273,12 @@ def _fabric_table() -> TableResult:  # imported lazily: fabric_table.py imports 
 
 
 TABLES["fabric"] = _fabric_table
+
+
+def _collectives_table() -> TableResult:  # lazy too: it imports Row from here, and the simulator
+    from clusterwright.validation.collectives_table import collectives_table
+
+    return collectives_table()
+
+
+TABLES["collectives"] = _collectives_table

@@ -1,0 +1,340 @@
+"""Collectives validation table: the flow-level network simulator against nccl-tests anchors
+and the ECMP Monte Carlo table (``validation/collectives.csv``).
+
+Every prediction comes from the simulator (``sim.network`` + ``sim.collectives``), never from
+the closed form: the fabric is designed by ``design_fabric``, turned into a ``FabricNet`` and
+the collective is run by ``NetworkSim``.
+
+- **busbw anchors**: one all-reduce of ``SIZE_BYTES`` (8 GiB, so latency is under 0.1 % of
+  the time: the anchors are peak busbw at large sizes) on dgx-h100 nodes behind qm9700 (NDR
+  400G InfiniBand, the anchors' network). A range (46-48 GB/s) is predicted against its middle,
+  with the range in the row's detail. Note that the stack's achieved fractions in the catalog
+  (``stacks.yaml``: NVLink 0.82, NVLS 1.06, NIC 0.94) were set from these same anchors, so the
+  single-tier rows check that the simulator's flows reproduce the calibrated rates, not an
+  independent prediction; the multi-node and two-node rows combine them.
+- **ECMP Monte Carlo**: f flows from the hosts under one leaf to the hosts under another, on a
+  two-tier sn5600 fabric with one rail whose leaves have exactly p uplinks to p spines (so p
+  equal-cost paths), all flows one group (the collective moves at the pace of its most loaded
+  path). Each of ``ECMP_SEEDS`` seeds re-draws the ECMP hash. Per seed:
+  *max load* = flows (queue pairs) on the busiest leaf-spine link, from the simulator's link
+  bytes; *effective bandwidth* = ideal time / simulated time, ideal being the same flows
+  sprayed evenly over every path (load f/p everywhere). Both are averaged over seeds: the
+  table's effective bandwidth is the mean of ideal / max per trial, E[(f/p) / max] (0.41 for
+  8 flows on 8 paths), not (f/p) / E[max] (0.385): tests/validation checks this with a plain
+  Monte Carlo of its own.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+
+from clusterwright.catalog.registry import Catalog
+from clusterwright.errors import InputError
+from clusterwright.model.collectives import Interconnect
+from clusterwright.sim.network import FabricNet
+from clusterwright.validation.tables import Row, TableResult, _read
+
+FILE = "collectives.csv"
+GIB = 2**30
+SIZE_BYTES = 8 * GIB  # per rank; large enough that the anchors' peak busbw applies
+SERVER = "dgx-h100"
+SWITCH = "qm9700"  # NDR 400G InfiniBand, as in the anchors
+ECMP_SWITCH = "sn5600"
+ECMP_SEEDS = 1000  # standard error of the mean max load under 0.8 % of it in every row
+TABLE_SEED = 20251  # SeedSequence root of the ECMP hash seeds
+FLOW_BYTES = 1e9  # per flow in the ECMP runs (the ratios do not depend on it)
+MULTINODE_NODES = (4, 16)
+BUSBW_TOLERANCE = 0.10  # per row (the issue's target for busbw anchors)
+ECMP_TOLERANCE = 0.05  # per row (the issue's target for ECMP statistics)
+
+
+@dataclass(frozen=True)
+class BusbwRun:
+    """One simulated all-reduce: bus bandwidth (GB/s) and what was run."""
+
+    busbw_gbps: float
+    time_s: float
+    algorithm: str
+    ranks: int
+    nodes: int
+    closed_form_gbps: float  # the closed form of the same algorithm, for the detail
+
+
+@dataclass(frozen=True)
+class EcmpStats:
+    """Seed averages of one flows-on-paths configuration."""
+
+    flows: int  # queue pairs hashed (connections x QPs)
+    paths: int
+    qps: int
+    seeds: int
+    mean_max_load: float  # flows (QPs) on the busiest path
+    mean_effective_bw: float  # E[ideal time / simulated time]
+    effective_bw_of_mean: float  # (f/p) / E[max load], for contrast
+    mean_idle_fraction: float  # paths carrying nothing
+    sem_max_load: float  # standard error of mean_max_load
+
+
+@cache
+def _catalog() -> Catalog:
+    from clusterwright.catalog.registry import load_catalog
+
+    return load_catalog(env={})
+
+
+@cache
+def _fabric(nodes: int) -> tuple[FabricNet, Interconnect]:
+    """A qm9700 fabric of ``nodes`` dgx-h100 and the closed-form interconnect of the server."""
+    from clusterwright.design.fabric import design_fabric
+    from clusterwright.model.collectives import interconnect
+    from clusterwright.spec.fabric import FabricRequest
+
+    cat = _catalog()
+    fab = design_fabric(FabricRequest(server=SERVER, nodes=nodes, switch=SWITCH), cat)
+    net = FabricNet(fab, cat)
+    srv = fab.server
+    return net, interconnect(cat.gpu(srv.gpu), srv, cat.stack_for_gpu(srv.gpu))
+
+
+def simulate_allreduce(nodes: int, ranks: list[int], algorithm: str,
+                       size_bytes: float = SIZE_BYTES) -> BusbwRun:
+    """Simulated all-reduce over ``ranks`` (global GPU indices) on ``nodes`` dgx-h100 (ECMP,
+    seed 0: the anchors' fabrics fit under one leaf per rail, so the hash does not matter)."""
+    from clusterwright.sim.collectives import CollectiveBuilder
+    from clusterwright.sim.network import NetworkSim
+
+    net, model = _fabric(nodes)
+    sim = NetworkSim(net, routing="ecmp", seed=0)
+    col = CollectiveBuilder(sim, model).add("allreduce", ranks, size_bytes, algorithm)
+    sim.run()
+    n = len(ranks)
+    factor = 2.0 * (n - 1) / n
+    return BusbwRun(
+        busbw_gbps=col.busbw() / 1e9,
+        time_s=col.time_s,
+        algorithm=col.algorithm,
+        ranks=n,
+        nodes=len({r // net.gpus_per_host for r in ranks}),
+        closed_form_gbps=size_bytes / col.algorithm_closed_form_s * factor / 1e9,
+    )
+
+
+def _describe(run: BusbwRun) -> str:
+    return (
+        f"sim {run.algorithm}, {run.ranks} ranks on {run.nodes} x {SERVER} ({SWITCH}), "
+        f"{SIZE_BYTES / GIB:.0f} GiB: {run.time_s * 1e3:.1f} ms "
+        f"(closed form {run.closed_form_gbps:.1f} GB/s)"
+    )
+
+
+def _range(r: dict[str, str]) -> tuple[float, str]:
+    """The measured value: ``value``, or the middle of ``value_low``-``value_high``."""
+    if r["value"]:
+        return float(r["value"]), ""
+    try:
+        lo, hi = float(r["value_low"]), float(r["value_high"])
+    except ValueError as e:
+        raise InputError(f"{FILE} row {r['id']}: neither value nor value_low/high") from e
+    return (lo + hi) / 2.0, f"measured range {lo:g}-{hi:g} (middle used)"
+
+
+def _within(pred: float, r: dict[str, str]) -> str:
+    if not r["value_low"]:
+        return ""
+    lo, hi = float(r["value_low"]), float(r["value_high"])
+    return "; inside the range" if lo <= pred <= hi else "; OUTSIDE the range"
+
+
+def _simai(rows: dict[str, dict[str, str]], key: str, pred: float) -> str:
+    """SimAI's analytical constant for the same quantity, for context (not a measurement)."""
+    r = rows.get(key)
+    if r is None:
+        return ""
+    v = float(r["value"])
+    return f"; SimAI constant {v:g} GB/s: {100 * (pred - v) / v:+.1f}%"
+
+
+def _busbw_rows(rows: list[dict[str, str]]) -> list[Row]:
+    by_id = {r["id"]: r for r in rows}
+    out: list[Row] = []
+
+    def row(r: dict[str, str], pred: float, detail: str, suffix: str = "",
+            set_: str = "dev") -> None:
+        measured, rng = _range(r)
+        parts = [p for p in (rng, detail) if p]
+        out.append(
+            Row(r["id"] + suffix, r["metric"], measured, pred, r["unit"], r["source"], set_,
+                "; ".join(parts) + _within(pred, r))
+        )
+
+    one_node = list(range(8))
+    for r in rows:
+        if r["kind"] != "busbw_anchor":
+            continue
+        rid = r["id"]
+        if rid == "h100_nvlink_ring_busbw":
+            run = simulate_allreduce(1, one_node, "ring")
+            row(r, run.busbw_gbps, _describe(run) + _simai(by_id, "simai_const_nvlink_h100",
+                                                           run.busbw_gbps))
+        elif rid == "h100_nvls_allreduce_busbw":
+            run = simulate_allreduce(1, one_node, "nvls")
+            row(r, run.busbw_gbps, _describe(run) + _simai(by_id, "simai_const_nvls_h100",
+                                                           run.busbw_gbps))
+        elif rid == "h100_single_node_allreduce_476":
+            # Algorithm not stated: the simulator's NCCL-like choice (the closed form's fastest).
+            run = simulate_allreduce(1, one_node, "auto")
+            row(r, run.busbw_gbps, "algorithm auto; " + _describe(run))
+        elif rid == "ndr400_per_nic_busbw":
+            # A ring over one GPU per node: every ring edge crosses the network on one NIC,
+            # so the ring's busbw is the per-NIC busbw.
+            run = simulate_allreduce(4, [8 * i for i in range(4)], "ring")
+            row(r, run.busbw_gbps, "ring over GPU 0 of 4 nodes (one NIC each); " + _describe(run)
+                + _simai(by_id, "simai_const_nic_cx7", run.busbw_gbps))
+        elif rid == "multinode_8x400g_allreduce_busbw":
+            for nodes in MULTINODE_NODES:
+                ranks = list(range(8 * nodes))
+                run = simulate_allreduce(nodes, ranks, "ring")
+                alt = ", ".join(
+                    f"{a} {simulate_allreduce(nodes, ranks, a).busbw_gbps:.1f}"
+                    for a in ("tree", "hierarchical")
+                )
+                # The anchor is the ring bound min(NVLink ring, 8 x NIC); the simulator's tree
+                # and hierarchical (NVLink reduce-scatter/all-gather pipelined with the rails)
+                # are recorded for contrast.
+                row(r, run.busbw_gbps, _describe(run) + f"; simulated {alt} GB/s", f".{nodes}nodes")
+        elif rid == "two_node_tree_allreduce_busbw":
+            run = simulate_allreduce(2, list(range(16)), "tree")
+            ring = simulate_allreduce(2, list(range(16)), "ring").busbw_gbps
+            row(
+                r,
+                run.busbw_gbps,
+                _describe(run)
+                + f"; ring {ring:.1f}. Not reproduced: the simulated tree runs its in-server "
+                "part as an NVLink ring reduce-scatter + all-gather at the ring's ~370 GB/s, "
+                "which caps 16-rank busbw at 370 x (15/16)/(7/8) ~ 395 GB/s even though "
+                "the NICs carry about half a flat ring's bytes at 2 nodes; ~470 needs a faster "
+                "in-server phase than an NVLink ring (NCCL's NVLS-tree, NVLink SHARP inside "
+                "the server, presumably), which the simulator does not have (nvls is one "
+                "domain only)",
+                set_="held-out",
+            )
+        else:
+            raise InputError(f"{FILE} row {rid}: no simulator setup for this busbw anchor")
+    return out
+
+
+def ecmp_fabric(paths: int) -> FabricNet:
+    """Two leaves of ``paths`` single-rail dgx-h100 hosts, each leaf with ``paths`` uplinks to
+    ``paths`` spines (1:1): exactly ``paths`` equal-cost paths between the leaves."""
+    from clusterwright.design.fabric import design_fabric
+    from clusterwright.spec.fabric import FabricRequest
+
+    cat = _catalog()
+    req = FabricRequest(server=SERVER, nodes=2 * paths, switch=ECMP_SWITCH, rails=1,
+                        su_hosts=paths, leaf_uplinks=paths, tiers=2)
+    return FabricNet(design_fabric(req, cat), cat)
+
+
+def ecmp_stats(connections: int, paths: int, qps: int = 1, seeds: int = ECMP_SEEDS,
+               root_seed: int = TABLE_SEED) -> EcmpStats:
+    """Simulate ``connections`` flows (each split into ``qps`` queue pairs, hashed
+    independently) from the hosts under one leaf to the hosts under the other, over ``paths``
+    equal-cost paths, once per seed; return the seed averages (module docstring)."""
+    from clusterwright.sim.network import FlowSpec, NetworkSim, mix64
+
+    net = ecmp_fabric(paths)
+    gph = net.gpus_per_host
+    # GPU 0 of each host: its NIC (rail 1) is the one the single-rail fabric cables.
+    flows = [
+        FlowSpec((i % paths) * gph, (paths + i % paths) * gph, mix64(i))
+        for i in range(connections)
+    ]
+    src_leaf = next(leaf for (nic, _), leaf in net.leaf_of_nic.items() if nic == net.gpu_nic[0])
+    uplinks = np.asarray([u for u, _ in net.up[src_leaf]], dtype=np.int64)
+    if len(uplinks) != paths:
+        raise InputError(f"ECMP fabric: leaf {src_leaf} has {len(uplinks)} uplinks, not {paths}")
+
+    def run(routing: str, seed: int) -> tuple[float, np.ndarray]:
+        sim = NetworkSim(net, routing=routing, seed=seed, qps=qps)
+        sim.add_group("ecmp", flows, FLOW_BYTES)
+        res = sim.run()
+        return res.end_s, res.link_bytes[uplinks]
+
+    ideal_s, _ = run("spray", 0)  # even split: no hash, the same for every seed
+    seed_ints = np.random.SeedSequence(root_seed).generate_state(seeds).tolist()
+    max_load = np.empty(seeds)
+    eff = np.empty(seeds)
+    idle = np.empty(seeds)
+    for i, s in enumerate(seed_ints):
+        t, up_bytes = run("ecmp", int(s))
+        load = up_bytes / FLOW_BYTES * qps  # queue pairs per path
+        max_load[i] = load.max()
+        eff[i] = ideal_s / t
+        idle[i] = float(np.mean(load < 0.5))
+    ideal_load = connections * qps / paths
+    return EcmpStats(
+        flows=connections * qps,
+        paths=paths,
+        qps=qps,
+        seeds=seeds,
+        mean_max_load=float(max_load.mean()),
+        mean_effective_bw=float(eff.mean()),
+        effective_bw_of_mean=ideal_load / float(max_load.mean()),
+        mean_idle_fraction=float(idle.mean()),
+        sem_max_load=float(max_load.std(ddof=1) / np.sqrt(seeds)),
+    )
+
+
+_QPS = re.compile(r"(\d+)\s*QPs? per connection")
+
+
+def _ecmp_rows(rows: list[dict[str, str]]) -> list[Row]:
+    out: list[Row] = []
+    cache_: dict[tuple[int, int, int], EcmpStats] = {}
+    for r in rows:
+        if r["kind"] not in ("ecmp_montecarlo", "ecmp_closed_form"):
+            continue
+        f, p = int(r["flows"]), int(r["paths"])
+        m = _QPS.search(r["note"])
+        qps = int(m.group(1)) if m else 1
+        if f % qps:
+            raise InputError(f"{FILE} row {r['id']}: {f} flows is not a multiple of {qps} QPs")
+        key = (f // qps, p, qps)
+        if key not in cache_:
+            cache_[key] = ecmp_stats(f // qps, p, qps)
+        st = cache_[key]
+        metric = r["metric"]
+        if metric == "mean_max_path_load":
+            pred = st.mean_max_load
+            how = f"mean over seeds of the busiest uplink's QPs (+- {st.sem_max_load:.2f} s.e.)"
+        elif metric == "effective_bandwidth_fraction":
+            pred = st.mean_effective_bw
+            how = (f"mean over seeds of ideal/simulated time (mean of ideal/max per seed); "
+                   f"(f/p) / mean max load would be {st.effective_bw_of_mean:.3f}")
+        elif metric == "idle_path_fraction":
+            pred = st.mean_idle_fraction
+            how = f"mean fraction of uplinks with no flow; (1-1/p)^f = {(1 - 1 / p) ** f:.4f}"
+        else:
+            raise InputError(f"{FILE} row {r['id']}: unknown metric {metric!r}")
+        conns = f"{f // qps} connections x {qps} QPs" if qps > 1 else f"{f} flows"
+        detail = (
+            f"sim ecmp, {conns} leaf to leaf over {p} spines ({ECMP_SWITCH}, 1 rail, "
+            f"{p} uplinks per leaf), one group, {st.seeds} seeds: {how}"
+        )
+        out.append(Row(r["id"], metric, float(r["value"]), pred, r["unit"], r["source"], "dev",
+                       detail))
+    return out
+
+
+def collectives_table() -> TableResult:
+    """nccl-tests busbw anchors (H100 NVLink ring ~370, NVLS ~480, single node 476, NDR
+    46-48 GB/s per NIC, 8x400G multi-node 360-380 at 4 and 16 nodes, two-node tree ~470
+    held out) and ECMP collision statistics, all predicted by the flow simulator."""
+    rows = _read(FILE)
+    return TableResult(
+        "collectives", FILE, _busbw_rows(rows) + _ecmp_rows(rows), tolerance=BUSBW_TOLERANCE
+    )
