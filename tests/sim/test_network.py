@@ -397,3 +397,29 @@ def test_a_link_off_every_path_changes_nothing(net3: FabricNet) -> None:
     g = sim.add_group("x", cross([(0, 1)]), V)
     sim.run()
     assert g.done_at == pytest.approx(V / cap(net3), rel=REL)
+
+
+def test_adaptive_routing_keeps_same_leaf_flows_on_the_leaf(catalog: Catalog) -> None:
+    # Regression: adaptive routing once sent flows between two hosts of one leaf up through
+    # a spine, which made a rail-aligned ring slower than ECMP.
+    from clusterwright.model.collectives import interconnect
+    from clusterwright.sim.collectives import CollectiveBuilder
+
+    fab = design_fabric(FabricRequest(server="dgx-h100", nodes=64, switch="qm9700"), catalog)
+    net = FabricNet(fab, catalog)
+    srv = catalog.server("dgx-h100")
+    model = interconnect(catalog.gpu(srv.gpu), srv, net.stack)
+    times = {}
+    for routing in ("ecmp", "adaptive"):
+        sim = NetworkSim(net, routing=routing, seed=0)
+        col = CollectiveBuilder(sim, model).add(
+            "allreduce", list(range(net.n_gpus)), 2**30, algorithm="ring")
+        sim.run()
+        times[routing] = col.time_s
+        spine_bytes = sum(
+            b for b, t in zip(sim.link_bytes, net.tiers, strict=True) if t == "leaf-spine"
+        )
+        # 2 SUs: only the ring edges crossing the SU boundary (2 per channel) reach a spine.
+        per_edge = 2 * (net.n_gpus - 1) / net.n_gpus * 2**30 / 8
+        assert spine_bytes <= 8 * 2 * 2 * per_edge * 1.001
+    assert times["adaptive"] <= times["ecmp"] * (1 + 1e-9)

@@ -353,6 +353,8 @@ class FabricNet:
         """Adaptive routing at flow start: of every equal-cost path, the one whose most
         loaded link is least loaded (the whole path, as adaptive routing with congestion
         feedback sees it), ties broken by the flow's hash."""
+        if src_leaf == dst_leaf:
+            return []  # one hop: the leaf switches it
         cross = self._cross(src_leaf, dst_leaf)
         u, cu, reach = self._up_half(src_leaf, cross)
         d1, d2 = self._down_half(dst_leaf, cross)
