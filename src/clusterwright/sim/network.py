@@ -562,6 +562,7 @@ class NetworkSim:
         self._last = 0.0
         self._next: Event | None = None
         self.recomputes = 0
+        self._generation = 0  # failures so far: moved flows hash with it
         self._tier_seeds = [mix64(seed * 1000 + t) for t in range(8)]
 
     # ------------------------------------------------------------------ building
@@ -596,7 +597,7 @@ class NetworkSim:
         salt = self._tier_seeds[0] if self.polarized else self._tier_seeds[tier]
         return mix64(key ^ salt)
 
-    def _route(self, f: FlowSpec, sub: int) -> Route:
+    def _route(self, f: FlowSpec, sub: int, generation: int = 0) -> Route:
         """Links of one (sub)flow: links it uses whole, (path, fraction) parts when split over
         planes, and spray patterns as (source leaf, destination leaf, fraction)."""
         net = self.net
@@ -612,7 +613,9 @@ class NetworkSim:
                 route.whole += [net.gpu_up[src], net.gpu_down[f.dst]]
             return route
         nic_a, nic_b = net.gpu_nic[src], net.gpu_nic[f.dst]
-        key = mix64(f.key * 1_000_003 + sub)
+        # A flow moved by a failure hashes afresh (``generation``): resilient hashing spreads a
+        # failed member's flows over every survivor, not over the few its old hash maps onto.
+        key = mix64(f.key * 1_000_003 + sub + generation * 0x9E3779B1)
         planes = sorted(
             p for p, up, leaf in net.nic_up[nic_a]
             if net.alive[up] and net.alive[net.leaf_down[(net.leaf_of_nic[(nic_b, p)], nic_b)]]
@@ -666,7 +669,7 @@ class NetworkSim:
                     if self.routing == "adaptive":
                         r.release(self.assigned, 1.0 / subs)
                     try:
-                        g.routes[i] = self._route(f, i % subs)
+                        g.routes[i] = self._route(f, i % subs, self._generation)
                     except SimError:
                         cut.append(f"{self.net.gpu_name(f.src)} -> {self.net.gpu_name(f.dst)}")
         if cut:
@@ -733,6 +736,7 @@ class NetworkSim:
         self.net.set_capacity(ids, factor)
         if factor == 0.0:
             # Only flows on the failed links move (resilient hashing keeps the others).
+            self._generation += 1
             dead = ~self.net.alive
             for g in self.active:
                 if not dead[g.links].any():
