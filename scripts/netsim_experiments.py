@@ -4,6 +4,7 @@ Five experiments on DGX H100 fabrics built from QM9700 (radix 64, 400G) switches
 (docs/netsim.md explains each; examples/netsim/README.md has them as shell commands):
 
 1. routing      ECMP (several seeds, 1/4/8 QPs) vs adaptive vs spraying, 2 and 3 tiers
+                (tree all-reduce on both; all-to-all on a 2-tier and on a 2-pod 3-tier fabric)
 2. oversub      1:1 vs 1:3 leaf oversubscription on the same jobs
 3. interference two jobs sharing the fabric, contiguous vs interleaved placement
 4. failure      one or two spines down from the start, and a spine failing mid-run
@@ -135,6 +136,7 @@ class Scale:
     two_tier: Fabric  # the main 2-tier fabric (two SUs, so rail traffic crosses spines)
     big_two_tier: Fabric  # a 2-tier fabric where a job can take part of it
     three_tier: Fabric
+    three_tier_a2a: Fabric  # a small 3-tier fabric whose all-to-all crosses pods (cores)
     a2a_ranks: int  # the all-to-all's GPUs (a few hundred)
     part_ranks: int  # one job on part of big_two_tier
     seeds: tuple[int, ...]
@@ -147,6 +149,9 @@ FULL = Scale(
     two_tier=Fabric(64),  # 2 SUs of 32 servers, 8 spines
     big_two_tier=Fabric(128),  # 4 SUs
     three_tier=Fabric(512),  # 4 pods of 4 SUs
+    # 8 SUs of 4 servers in 2 pods: all 256 GPUs' all-to-all sends half its bytes via cores.
+    # (On the 512-server fabric an all-to-all crossing pods needs >1,024 GPUs, ~1M flows.)
+    three_tier_a2a=Fabric(32, tiers=3, su_hosts=4),
     a2a_ranks=256,
     part_ranks=256,
     seeds=(0, 1, 2, 3, 4),
@@ -158,6 +163,7 @@ QUICK = Scale(
     two_tier=Fabric(16, su_hosts=8),
     big_two_tier=Fabric(32, su_hosts=8),
     three_tier=Fabric(32, su_hosts=4, tiers=3),
+    three_tier_a2a=Fabric(16, tiers=3, su_hosts=2),  # 8 SUs of 2 servers, 2 pods
     a2a_ranks=64,
     part_ranks=64,
     seeds=(0,),
@@ -180,7 +186,7 @@ def _routing_variants(base: Case, s: Scale) -> list[Case]:
 
 
 def exp_routing(s: Scale) -> list[Case]:
-    """ECMP vs adaptive vs spraying: tree all-reduce on 2 and 3 tiers, all-to-all on 2."""
+    """ECMP vs adaptive vs spraying: tree all-reduce and all-to-all, on 2 and 3 tiers."""
     cases: list[Case] = []
     for fab, name in ((s.two_tier, "2-tier"), (s.three_tier, "3-tier")):
         base = Case("routing", f"tree all-reduce, {name}", "", fab, "allreduce",
@@ -189,6 +195,11 @@ def exp_routing(s: Scale) -> list[Case]:
     # Without PXN, 7/8 of an all-to-all changes rails, so it crosses the spines.
     base = Case("routing", "all-to-all no PXN, 2-tier", "", s.two_tier, "alltoall", A2A_BYTES,
                 ranks=s.a2a_ranks, pxn=False)
+    cases += _routing_variants(base, s)
+    # The same all-to-all (every GPU of a 3-tier fabric in two pods): half the pairs cross
+    # leaf, pod spine, core, pod spine, leaf.
+    base = Case("routing", "all-to-all no PXN, 3-tier", "", s.three_tier_a2a, "alltoall",
+                A2A_BYTES, pxn=False)
     cases += _routing_variants(base, s)
     return cases
 

@@ -96,3 +96,18 @@ def test_fastest_readme_commands_run_and_agree_with_the_script(ne: ModuleType,
     case = next(c for c in ne.cases(ne.FULL) if c.argv() == args)
     want = ne.run_case(case)
     assert got["completion_time_s"] * 1e3 == pytest.approx(want["time_ms"], rel=1e-9)
+
+
+def test_three_tier_alltoall_crosses_pods_and_spraying_beats_ecmp(ne: ModuleType) -> None:
+    """The 3-tier all-to-all (quick size: 16 servers, 2 pods) collides under ECMP and reaches
+    the uncontended time with spraying."""
+    mine = {c.series: c for c in ne.cases(ne.QUICK, ["routing"])
+            if c.category == "all-to-all no PXN, 3-tier"}
+    assert {"ECMP", "adaptive", "spray"} <= set(mine)
+    assert all(c.fabric.tiers == 3 and c.collective == "alltoall" and not c.pxn
+               for c in mine.values())
+    ecmp, spray = ne.run_case(mine["ECMP"]), ne.run_case(mine["spray"])
+    assert spray["pct_of_closed_form"] == pytest.approx(100.0, abs=0.5)
+    assert ecmp["pct_of_closed_form"] < 95.0
+    full = [c for c in ne.cases(ne.FULL, ["routing"]) if c.category == mine["ECMP"].category]
+    assert full and all(c.fabric.tiers == 3 for c in full)
