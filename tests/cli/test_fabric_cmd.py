@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from clusterwright.cli.main import app
-from tests.cli.helpers import user_error
+from tests.cli.helpers import json_ok, user_error
 
 CONTRACT_KEYS = (
     "nodes",
@@ -36,12 +36,7 @@ def cw(*args: str) -> Result:
 
 
 def design_json(*args: str) -> dict[str, Any]:
-    r = cw("fabric", "design", *args, "--json")
-    assert r.exit_code == 0, r.output
-    assert r.stderr == ""
-    data = json.loads(r.stdout)
-    assert isinstance(data, dict)
-    return data
+    return json_ok(cw("fabric", "design", *args, "--json"))
 
 
 # ---------------------------------------------------------------------------- contract

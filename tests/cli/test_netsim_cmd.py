@@ -3,14 +3,13 @@ named, no traceback)."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 from typer.testing import CliRunner, Result
 
 from clusterwright.cli.main import app
-from tests.cli.helpers import user_error
+from tests.cli.helpers import json_ok, user_error
 
 CONTRACT_KEYS = ("completion_time_s", "algbw_gbps", "busbw_gbps", "max_link_utilization",
                  "closed_form_time_s")
@@ -24,12 +23,7 @@ def cw(*args: str) -> Result:
 
 
 def netsim_json(*args: str) -> dict[str, Any]:
-    r = cw(*args, "--json")
-    assert r.exit_code == 0, r.output
-    assert r.stderr == ""
-    data = json.loads(r.stdout)
-    assert isinstance(data, dict)
-    return data
+    return json_ok(cw(*args, "--json"))
 
 
 def test_json_is_one_object_with_the_contract_keys() -> None:

@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from clusterwright.cli.main import app
-from tests.cli.helpers import user_error
+from tests.cli.helpers import json_ok, user_error
 
 ESTIMATE_KEYS = (
     "step_time_s",
@@ -70,12 +70,7 @@ def cw(*args: str) -> Result:
 
 
 def ok_json(*args: str) -> dict[str, Any]:
-    r = cw(*args, "--json")
-    assert r.exit_code == 0, r.output
-    assert r.stderr == ""
-    data = json.loads(r.stdout)
-    assert isinstance(data, dict)
-    return data
+    return json_ok(cw(*args, "--json"))
 
 
 def estimate(*args: str) -> dict[str, Any]:
