@@ -44,6 +44,7 @@ def test_verify_json_contract_and_cleanup() -> None:
         (["--leaves", "100"], "--leaves"),
         (["--spines", "0"], "--spines"),
         (["--timeout", "0"], "--timeout"),
+        (["--leaves", "4", "--pods", "3"], "--pods"),
     ],
 )
 def test_verify_bad_input(args: list[str], flag: str) -> None:

@@ -68,3 +68,36 @@ def test_generated_fabric_converges_on_frr(catalog: Catalog) -> None:
     assert result.failures == []
     assert result.sessions_established == result.sessions_expected == 8
     assert result.multipath_ok and result.ping_ok and result.ok()
+
+
+def test_three_tier_lab_design(catalog: Catalog) -> None:
+    fab, spec = build_lab(catalog, leaves=4, spines=2, pods=2)
+    roles = [d.role for d in fab.devices]
+    assert fab.shape.tiers == 3
+    assert roles.count("leaf") == 4 and roles.count("spine") == 4 and roles.count("core") == 2
+    # leaf-spine: 4 leaves x 2 pod spines; spine-core: 4 spines x 1 uplink
+    assert spec.sessions_expected == 8 + 4
+    assert {c.min_nexthops for c in spec.route_checks} == {2}
+    asns = {d.role: set() for d in fab.devices if d.asn is not None and d.role != "fe-leaf"}
+    for d in fab.devices:
+        if d.asn is not None and d.role in asns:
+            asns[d.role].add(d.asn)
+    assert len(asns["spine"]) == 2  # one per pod
+    assert len(asns["core"]) == 1
+
+
+def test_lab_pods_must_divide_leaves() -> None:
+    with pytest.raises(LabError, match="--pods"):
+        lab_request(4, 2, pods=3)
+
+
+@pytest.mark.netlab
+def test_generated_three_tier_fabric_converges_on_frr(catalog: Catalog) -> None:
+    reason = _lab_ready()
+    if reason:
+        pytest.skip(reason)
+    _, spec = build_lab(catalog, leaves=4, spines=2, pods=2)
+    result = run_lab(spec, timeout_s=60)
+    assert result.failures == []
+    assert result.sessions_established == result.sessions_expected == 12
+    assert result.ok()

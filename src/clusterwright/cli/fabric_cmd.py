@@ -155,7 +155,10 @@ def _render(fab: Fabric, d: dict[str, Any]) -> None:
 def verify_cmd(
     ctx: typer.Context,
     leaves: int = typer.Option(4, "--leaves", help="Leaf switches in the lab (one host each)."),
-    spines: int = typer.Option(2, "--spines", help="Spine switches in the lab."),
+    spines: int = typer.Option(2, "--spines", help="Spine switches in the lab (per pod)."),
+    pods: int = typer.Option(
+        1, "--pods", help="Pods: above 1, a three-tier lab with core switches."
+    ),
     server: str = typer.Option("dgx-h100", "--server", help="Server whose NIC speed sets links."),
     switch: str | None = typer.Option(
         None, "--switch", help="Ethernet backend switch id (default: most ports)."
@@ -179,12 +182,14 @@ def verify_cmd(
         fail(f"--spines must be in 1..16, got {spines}")
     if timeout <= 0:
         fail(f"--timeout must be positive, got {timeout:g}")
+    if pods < 1 or leaves % pods:
+        fail(f"--pods {pods} must be at least 1 and divide --leaves {leaves}")
     with user_errors(FLAGS):
         if out is not None:
             check_out_dir(out, False)
         preflight()
         cat = state(ctx).catalog()
-        fab, spec = build_lab(cat, leaves, spines, server, switch)
+        fab, spec = build_lab(cat, leaves, spines, server, switch, pods)
         if out is not None:
             write_fabric(fab, out)
         result = run_lab(spec, timeout_s=timeout, keep=keep)
@@ -197,6 +202,8 @@ def verify_cmd(
         "converge_s": round(result.converge_s, 2),
         "leaves": sum(1 for d in fab.devices if d.role == "leaf"),
         "spines": sum(1 for d in fab.devices if d.role == "spine"),
+        "cores": sum(1 for d in fab.devices if d.role == "core"),
+        "tiers": fab.shape.tiers,
         "hosts": len(spec.hosts),
         "switch": fab.backend.switch.id,
         "route_checks": len(spec.route_checks),
@@ -210,7 +217,9 @@ def verify_cmd(
     else:
         mark = "[green]OK[/]" if data["ok"] else "[red]FAILED[/]"
         console.print(
-            f"{mark} {data['leaves']} leaves x {data['spines']} spines ({data['switch']} "
+            f"{mark} {data['leaves']} leaves x {data['spines']} spines"
+            + (f" x {data['cores']} cores" if data["cores"] else "")
+            + f" ({data['switch']} "
             f"configs, FRR): {data['sessions_established']}/{data['sessions_expected']} BGP "
             f"sessions, multipath {'ok' if data['multipath_ok'] else 'FAILED'} "
             f"({data['route_checks']} routes), ping {'ok' if data['ping_ok'] else 'FAILED'} "

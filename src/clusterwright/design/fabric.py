@@ -318,6 +318,7 @@ def design_fabric(req: FabricRequest, cat: Catalog) -> Fabric:
         spine_oversubscription=req.spine_oversubscription if req.tiers != 2 else 1.0,
         su_hosts=su_hosts, tiers=req.tiers, leaf_uplinks=req.leaf_uplinks,
         min_spines=req.leaf_uplinks or 2,  # one spine is a single point of failure
+        spine_uplinks=req.spine_uplinks, pod_sus=req.pod_sus,
     )
     fe_speed = server.frontend_nics.speed_gbps
     frontend = _parts(

@@ -132,6 +132,8 @@ def fabric_shape(
     tiers: int | None = None,
     min_spines: int = 1,
     leaf_uplinks: int | None = None,
+    spine_uplinks: int | None = None,
+    pod_sus: int | None = None,
 ) -> FabricShape:
     """Counts of a rail-optimized fabric for ``hosts`` hosts with ``rails`` backend links each.
 
@@ -186,8 +188,19 @@ def fabric_shape(
             spine_core_parallel=0,
         )
 
-    spine = split_ports(radix, spine_oversubscription, "--spine-oversubscription")
+    if spine_uplinks is not None:
+        if not 1 <= spine_uplinks < radix:
+            raise FabricError(f"spine_uplinks must be in 1..{radix - 1}, got {spine_uplinks}")
+        spine = TierPorts(down=radix - spine_uplinks, up=spine_uplinks)
+    else:
+        spine = split_ports(radix, spine_oversubscription, "--spine-oversubscription")
     sus_per_pod = spine.down // (rails * lpr)
+    if pod_sus is not None:
+        if pod_sus > sus_per_pod:
+            raise FabricError(
+                f"pod_sus {pod_sus}: a pod spine's {spine.down} down ports hold {sus_per_pod} SUs"
+            )
+        sus_per_pod = pod_sus
     if sus_per_pod < 1:
         raise FabricError(
             f"a pod spine has {spine.down} down ports but one scalable unit needs {rails * lpr} "

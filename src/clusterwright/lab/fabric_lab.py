@@ -22,15 +22,21 @@ ROUTED = ("leaf-spine", "spine-core")
 
 
 def lab_request(leaves: int, spines: int, server: str = "dgx-h100",
-                switch: str | None = None) -> FabricRequest:
-    """The lab-sized design: ``leaves`` leaves with one host each, ``spines`` spines."""
+                switch: str | None = None, pods: int = 1) -> FabricRequest:
+    """The lab-sized design: ``leaves`` leaves with one host each and ``spines`` spines (per
+    pod). With ``pods`` > 1 a three-tier fabric: the leaves split evenly into pods, each pod
+    spine has one uplink, so there are ``spines`` cores (one per spine position)."""
     if leaves < 2:
         raise LabError(f"--leaves must be at least 2 to check leaf-to-leaf routes, got {leaves}")
     if spines < 1:
         raise LabError(f"--spines must be at least 1, got {spines}")
+    if pods < 1 or leaves % pods:
+        raise LabError(f"--pods {pods} must divide --leaves {leaves}")
+    three = pods > 1
     return FabricRequest(
         server=server, nodes=leaves, switch=switch, protocol="ethernet", rails=1, su_hosts=1,
-        leaf_uplinks=spines, tiers=2, tenants=1,
+        leaf_uplinks=spines, tiers=3 if three else 2, tenants=1,
+        spine_uplinks=1 if three else None, pod_sus=leaves // pods if three else None,
     )
 
 
@@ -77,7 +83,7 @@ def lab_spec(fab: Fabric) -> LabSpec:
 
 
 def build_lab(cat: Catalog, leaves: int, spines: int, server: str = "dgx-h100",
-              switch: str | None = None) -> tuple[Fabric, LabSpec]:
+              switch: str | None = None, pods: int = 1) -> tuple[Fabric, LabSpec]:
     """Design the lab-sized fabric and its lab spec."""
-    fab = plan_fabric(lab_request(leaves, spines, server, switch), cat)
+    fab = plan_fabric(lab_request(leaves, spines, server, switch, pods), cat)
     return fab, lab_spec(fab)

@@ -61,6 +61,8 @@ class FabricRequest(BaseModel):
     su_hosts: PositiveInt | None = None  # hosts per scalable unit; None = leaf down ports
     rails: PositiveInt | None = None  # use the first N backend rails per host (labs, partial)
     leaf_uplinks: PositiveInt | None = None  # uplinks per leaf; None = from oversubscription
+    spine_uplinks: PositiveInt | None = None  # three tiers: pod spine uplinks (labs)
+    pod_sus: PositiveInt | None = None  # three tiers: SUs per pod; None = as many as fit
     tiers: Literal[2, 3] | None = None  # None = fewest that fit
     dual_plane: bool = False  # each NIC's two ports (or halves) to leaves in different planes
     frontend_switch: StrictStr | None = None
