@@ -390,6 +390,17 @@ class NcclLatency(BaseModel):
     tree_inter_step_s: NonNegativeFloat  # per tree level over the network
 
 
+class ServingEfficiency(BaseModel):
+    """What an inference engine achieves on a GPU (model/inference.py), with its calibration."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    engine: StrictStr  # the engine the numbers were measured with
+    decode_bandwidth_efficiency: Annotated[float, Field(gt=0, le=1)]  # of HBM, streaming
+    step_overhead_s: NonNegativeFloat  # per iteration: scheduling, sampling, launches
+    calibration: StrictStr
+
+
 class Stack(_Entry):
     """A GPU plus software stack (framework, libraries) with its achieved efficiencies.
 
@@ -415,6 +426,7 @@ class Stack(_Entry):
     cp_overlap: Annotated[float, Field(ge=0, le=1)]  # ring-attention comm hidden under attention
     step_overhead_s: NonNegativeFloat = 0.0  # per step: data loading, logging, launch
     calibration: StrictStr
+    serving: ServingEfficiency | None = None  # inference engine efficiencies, when calibrated
 
     @model_validator(mode="after")
     def _curve(self) -> Stack:
