@@ -441,3 +441,22 @@ def test_hosts_keep_their_oob_port_when_a_node_is_added(catalog: Catalog) -> Non
     for lk in small.links:
         if lk.tier == "oob-node-leaf" and small.by_name[lk.a].role == "host":
             assert after[lk.a] == (lk.b, lk.b_port)
+
+
+@pytest.mark.parametrize(("server", "nodes", "switch", "over"), [
+    ("dgx-h100", 129, "sn5600", 3.0),  # backend SUs of 96 hosts, frontend units of 64
+    ("dgx-h100", 600, "tomahawk5-64x800", 3.0),
+    ("dgx-b200", 31, "qm9700", 3.0),
+])
+def test_frontend_units_unlike_backend_sus_still_place(catalog: Catalog, server: str,
+                                                       nodes: int, switch: str,
+                                                       over: float) -> None:
+    # Regression: frontend leaves were placed by their unit number as if it were a backend
+    # SU, and a frontend unit with no backend SU of that number crashed the plan.
+    from clusterwright.design.bom import plan_fabric
+
+    fab = plan_fabric(FabricRequest(server=server, nodes=nodes, switch=switch,
+                                    oversubscription=over), catalog)
+    assert all(d.rack for d in fab.devices if d.role != "storage" or d.rack)
+    assert all(fab.by_name[lk.a].rack and fab.by_name[lk.b].rack for lk in fab.links
+               if lk.network != "frontend" or not lk.a.startswith("storage"))

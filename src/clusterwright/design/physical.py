@@ -193,10 +193,20 @@ def place(fab: Fabric, cat: Catalog) -> list[Rack]:
         r.power_w += srv_power
     # Network racks go in the middle of their row: shift the second half of compute racks.
     net_by_row: dict[int, list[Rack]] = defaultdict(list)
-    for su, devs in sorted(by_su.items()):
-        host0 = next(h for h in hosts if h.su == su)
-        row = next(rk.row for rk in racks if rk.name == host0.rack)
+    # A leaf goes to the row of the first host cabled to it (frontend units need not match
+    # the backend's scalable units).
+    first_host: dict[str, str] = {}
+    for lk in fab.links:
+        if lk.tier in ("node-leaf", "fe-node-leaf") and lk.b not in first_host:
+            first_host[lk.b] = lk.a
+    row_of_rack = {rk.name: rk.row for rk in racks}
+    for _, devs in sorted(by_su.items()):
         for d in devs:
+            host = fab.by_name.get(first_host.get(d.name, ""))
+            if host is None or not host.rack:
+                row = central
+            else:
+                row = row_of_rack[host.rack]
             sw = cat.switch(d.part)
             put(net_by_row[row], d, sw.rack_units, sw.max_power_w, row, "network")
     for d in fab.devices:
