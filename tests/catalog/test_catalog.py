@@ -18,6 +18,7 @@ REQUIRED = {
         "h800-sxm",
         "h200-sxm",
         "b200",
+        "b300-sxm",
         "gb200",
         "l40s",
         "mi300x",
@@ -29,6 +30,7 @@ REQUIRED = {
         "dgx-h100",
         "dgx-h200",
         "dgx-b200",
+        "dgx-b300",
         "hgx-h100",
         "gb200-nvl72",
         "mi300x-8",
@@ -330,3 +332,52 @@ def test_dgx_h100_frontend_cards_are_dual_port_qsfp112(catalog: Catalog) -> None
         assert nic_id is not None
         nic = catalog.get("nics", nic_id)
         assert (nic.cage, nic.ports, nic.pcie_gen) == ("QSFP112", 2, 5), sid
+
+
+def test_b300_is_blackwell_ultra_more_memory_and_fp4_less_fp64_than_b200(catalog: Catalog) -> None:
+    b300, b200 = catalog.gpu("b300-sxm"), catalog.gpu("b200")
+    assert b300.memory_gb == 288  # 8 x 288 GB = the "2.3 TB" of HGX/DGX B300
+    assert b300.memory_type == "HBM3e" and b300.form_factor == "sxm"
+    # NVLink 5: 1.8 TB/s bidirectional = 900 GB/s per direction, as B200.
+    assert b300.scale_up.bandwidth_gbps_per_direction == 900
+    assert b300.scale_up.generation == "NVLink5"
+    # Same 16/8-bit tensor rates as B200 (its TF32 is the datasheet's rounded 2.2 PF sparse);
+    # FP4 up, FP64 cut (HGX B300 vs HGX B200 tables).
+    for dtype in ("tf32", "bf16", "fp16", "fp8"):
+        assert b300.peak_tflops[dtype] == pytest.approx(b200.peak_tflops[dtype], rel=0.03), dtype
+    assert b300.peak_tflops["fp4"] > b200.peak_tflops["fp4"]
+    assert b300.peak_tflops["fp64"] < b200.peak_tflops["fp64"] / 10
+    assert b300.tdp_w == 1400 and b300.pcie_gen == 6
+    assert "[secondary]" in b300.source
+
+
+def test_dgx_b300_has_8_connectx8_at_800g_that_split_into_two_400g_planes(
+    catalog: Catalog,
+) -> None:
+    s = catalog.server("dgx-b300")
+    assert (s.gpu, s.gpus, s.nvlink_domain_gpus) == ("b300-sxm", 8, 8)
+    assert (s.backend_nics.nic, s.backend_nics.count, s.backend_nics.speed_gbps) == (
+        "connectx-8-800g", 8, 800
+    )
+    assert s.rails == 8 and s.backend_links_per_cage == 1  # one ConnectX-8 per OSFP cage
+    # --dual-plane halves each NIC: 2 x 400G per GPU, the Spectrum-X SuperPOD B300 layout.
+    nic = catalog.get("nics", "connectx-8-800g")
+    assert nic.cage == "OSFP" and nic.port_speed_gbps == 800
+    assert s.backend_nics.speed_gbps / 2 in {
+        pc.speed_gbps for pc in catalog.switch("sn5600").port_configs
+    }
+    assert (s.frontend_nics.nic, s.frontend_nics.count) == ("bluefield-3-400g", 2)
+    assert s.max_power_kw == 14.5 and s.rack_units == 10
+    assert s.price_usd is None  # no DGX B300 price found in a citable source
+
+
+def test_a_connectx8_cage_can_take_a_flat_top_twin_port_400g_module(catalog: Catalog) -> None:
+    # The part a twin-plane host cage needs: one OSFP flat-top (host side) module carrying two
+    # 400G links, joinable to the SN5600's finned twin-port module over the same fibre.
+    host = [
+        t for t in catalog.all("transceivers")
+        if t.form_factor == "OSFP" and t.side == "host" and t.links == 2 and t.speed_gbps == 400
+    ]
+    assert host, "no flat-top twin-port 2x400G OSFP module"
+    sw = catalog.get("transceivers", "mma4z00-ns")
+    assert any(t.media == sw.media and t.connector == sw.connector for t in host)

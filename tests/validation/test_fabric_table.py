@@ -1,7 +1,8 @@
 """Fabric switch and cable counts against published designs (validation/fabric.csv).
 
-Counts are integers: every row must match exactly (DGX SuperPOD B200 Table 3 through the full
-``plan_fabric`` path, B300 twin-plane and XDR, and the two- and three-tier fat-tree maxima).
+Counts are integers: every row must match exactly (DGX SuperPOD B200 Table 3 and the DGX B300
+Spectrum-X twin-plane Table 3 through the full ``plan_fabric`` path, DGX B300 XDR Table 3 and the
+two- and three-tier fat-tree maxima through ``fabric_shape``).
 """
 
 from __future__ import annotations
@@ -69,16 +70,33 @@ def test_superpod_b200_six_designs_by_six_quantities_and_the_fat_tree_maxima(
     assert all(r.set == "dev" and r.unit in ("switches", "links") for r in table.rows)
 
 
-def test_superpod_b200_rows_go_through_plan_fabric_and_b300_is_not_in_the_catalog(
+def test_catalog_designs_go_through_plan_fabric_and_the_rest_through_fabric_shape(
     table: TableResult,
 ) -> None:
     for r in table.rows:
         if r.id.startswith("superpod_b200"):
             assert r.detail.startswith("plan_fabric dgx-b200"), r.id
+        elif r.id.startswith("superpod_b300_spx"):
+            # DGX B300 in the catalog: the Spectrum-X rows are real twin-plane designs.
+            assert r.detail.startswith("plan_fabric dgx-b300"), r.id
+            assert r.detail.endswith("2 planes"), r.id
         else:
             assert r.detail.startswith("fabric_shape"), r.id
-        if r.id.startswith("superpod_b300"):
-            assert "DGX B300 not in the catalog" in r.detail, r.id
+        if r.id.startswith("superpod_b300_xdr"):
+            assert "shape only: plan_fabric fails" in r.detail, r.id
+
+
+def test_superpod_b300_table_3_of_both_editions_is_matched(table: TableResult) -> None:
+    got = {r.id: r.predicted for r in table.rows if r.id.startswith("superpod_b300")}
+    # Spectrum-X twin-plane (64-node SU) and XDR (72-node SU) RAs, Table 3: (leaf, spine).
+    for su, leaf, spine in ((1, 16, 8), (2, 32, 16), (4, 64, 32), (8, 128, 64), (16, 256, 128)):
+        assert got[f"superpod_b300_spx_{su}su.leaf_switches"] == leaf
+        assert got[f"superpod_b300_spx_{su}su.spine_switches"] == spine
+    for su, leaf, spine in ((1, 8, 4), (2, 16, 8), (4, 32, 18), (8, 64, 36), (18, 144, 72)):
+        assert got[f"superpod_b300_xdr_{su}su.leaf_switches"] == leaf
+        # 4 and 8 SU: 18 and 36 spines, not 16 and 32, so 72 uplinks split evenly.
+        assert got[f"superpod_b300_xdr_{su}su.spine_switches"] == spine
+        assert got[f"superpod_b300_xdr_{su}su.node_leaf_links"] == su * 72 * 8
 
 
 def test_every_csv_row_cites_a_source_and_a_verify_tag() -> None:

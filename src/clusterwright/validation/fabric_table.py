@@ -3,8 +3,10 @@
 Every row of ``validation/fabric.csv`` is one published design; every published quantity of it
 (leaf, spine and core switches, cables per tier, total switches) becomes one ``Row``. Designs
 whose server and switch are in the catalog go through ``plan_fabric`` and ``summary`` (the
-``fabric design`` path, links counted from the built link list); the fat-tree maxima and the
-B300 designs (no B300 in the catalog) go through ``fabric_shape`` with the published radix,
+``fabric design`` path, links counted from the built link list): the DGX SuperPOD B200 rows and
+the DGX B300 Spectrum-X twin-plane rows (``dual_plane``, each ConnectX-8 halved into two 400G
+planes). The fat-tree maxima and rows whose ``shape_only_reason`` says why ``plan_fabric``
+cannot build them (the DGX B300 XDR rows) go through ``fabric_shape`` with the published radix,
 rails, planes and scalable-unit size. Counts are integers, so the table expects exact matches.
 """
 
@@ -96,6 +98,7 @@ def _planned(r: dict[str, str]) -> tuple[dict[str, int], int, str]:
     detail = (
         f"plan_fabric {s['server']} x{nodes}, {s['switch']} r{s['radix']}: "
         f"{s['tiers']} tiers, SU {s['su_hosts']}"
+        + (f", {s['planes']} planes" if s["planes"] != 1 else "")
     )
     return counts, _count(s["tiers"], "tiers"), detail
 
@@ -126,15 +129,19 @@ def _shaped(r: dict[str, str]) -> tuple[dict[str, int], int, str]:
     }
     detail = f"fabric_shape {rails} rails x{sh.planes} planes r{radix}: {sh.tiers} tiers"
     detail += f", {sh.pods} pods" if sh.tiers == 3 else f", SU {sh.su_hosts}"
-    if r["server"]:
+    reason = r.get("shape_only_reason", "").strip()
+    if reason:
+        detail += f"; shape only: {reason}"
+    elif r["server"]:
         detail += f"; {r['server'].split(' (')[0]} not in the catalog"
     return counts, sh.tiers, detail
 
 
 def fabric_table() -> TableResult:
     """Leaf/spine/core switch and cable counts of the DGX SuperPOD B200 (Table 3) and B300
-    reference architectures and of the two- and three-tier fat-tree maxima at radix 64, 128
-    and 144 (Al-Fares et al. 2008: k^3/4 hosts on 5k^2/4 switches)."""
+    (Spectrum-X and XDR editions, Table 3) reference architectures and of the two- and
+    three-tier fat-tree maxima at radix 64, 128 and 144 (Al-Fares et al. 2008: k^3/4 hosts on
+    5k^2/4 switches)."""
     rows: list[Row] = []
     for r in _read(FILE):
         counts, tiers, detail = _planned(r) if r["server_id"] else _shaped(r)
