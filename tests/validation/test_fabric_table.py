@@ -1,8 +1,8 @@
 """Fabric switch and cable counts against published designs (validation/fabric.csv).
 
-Counts are integers: every row must match exactly (DGX SuperPOD B200 Table 3 and the DGX B300
-Spectrum-X twin-plane Table 3 through the full ``plan_fabric`` path, DGX B300 XDR Table 3 and the
-two- and three-tier fat-tree maxima through ``fabric_shape``).
+Counts are integers: every row must match exactly (DGX SuperPOD B200 Table 3 and both DGX B300
+Table 3s, Spectrum-X twin-plane and XDR, through the full ``plan_fabric`` path; the two- and
+three-tier fat-tree maxima through ``fabric_shape``).
 """
 
 from __future__ import annotations
@@ -80,10 +80,11 @@ def test_catalog_designs_go_through_plan_fabric_and_the_rest_through_fabric_shap
             # DGX B300 in the catalog: the Spectrum-X rows are real twin-plane designs.
             assert r.detail.startswith("plan_fabric dgx-b300"), r.id
             assert r.detail.endswith("2 planes"), r.id
+        elif r.id.startswith("superpod_b300_xdr"):
+            assert r.detail.startswith("plan_fabric dgx-b300"), r.id
+            assert "q3400 r144" in r.detail and "planes" not in r.detail, r.id
         else:
             assert r.detail.startswith("fabric_shape"), r.id
-        if r.id.startswith("superpod_b300_xdr"):
-            assert "shape only: plan_fabric fails" in r.detail, r.id
 
 
 def test_superpod_b300_table_3_of_both_editions_is_matched(table: TableResult) -> None:

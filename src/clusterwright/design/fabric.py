@@ -295,8 +295,9 @@ def design_fabric(req: FabricRequest, cat: Catalog) -> Fabric:
     speed = _backend_speed(server, req.dual_plane)
     backend = _parts(
         cat, "--switch", req.switch, speed, ("backend",), req.protocol, "backend",
+        # Dual-plane splits each NIC port in two: its cage then carries twice the links.
         host=End(_nic_cage(cat, server.backend_nics.nic, "OSFP"), "host",
-                 server.backend_links_per_cage),
+                 server.backend_links_per_cage * planes),
     )
     hosts = req.nodes * server.hosts
     rails = server.rails

@@ -203,10 +203,7 @@ def place(fab: Fabric, cat: Catalog) -> list[Rack]:
     for _, devs in sorted(by_su.items()):
         for d in devs:
             host = fab.by_name.get(first_host.get(d.name, ""))
-            if host is None or not host.rack:
-                row = central
-            else:
-                row = row_of_rack[host.rack]
+            row = central if host is None or not host.rack else row_of_rack[host.rack]
             sw = cat.switch(d.part)
             put(net_by_row[row], d, sw.rack_units, sw.max_power_w, row, "network")
     for d in fab.devices:
@@ -295,7 +292,7 @@ def choose_media(fab: Fabric, cat: Catalog) -> None:
 
     be_host = End(
         str(cat.get("nics", srv.backend_nics.nic).cage) if srv.backend_nics.nic else "OSFP",
-        "host", srv.backend_links_per_cage,
+        "host", srv.backend_links_per_cage * fab.shape.planes,
     )
     fe_host = End(frontend_cage(cat, srv), "host", 1)
     # Storage systems attach with frontend-class NICs like the hosts' (the catalog has no

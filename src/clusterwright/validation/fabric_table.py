@@ -3,11 +3,11 @@
 Every row of ``validation/fabric.csv`` is one published design; every published quantity of it
 (leaf, spine and core switches, cables per tier, total switches) becomes one ``Row``. Designs
 whose server and switch are in the catalog go through ``plan_fabric`` and ``summary`` (the
-``fabric design`` path, links counted from the built link list): the DGX SuperPOD B200 rows and
-the DGX B300 Spectrum-X twin-plane rows (``dual_plane``, each ConnectX-8 halved into two 400G
-planes). The fat-tree maxima and rows whose ``shape_only_reason`` says why ``plan_fabric``
-cannot build them (the DGX B300 XDR rows) go through ``fabric_shape`` with the published radix,
-rails, planes and scalable-unit size. Counts are integers, so the table expects exact matches.
+``fabric design`` path, links counted from the built link list): the DGX SuperPOD B200 rows, the
+DGX B300 Spectrum-X twin-plane rows (``dual_plane``: each ConnectX-8 800G port halved into two
+400G planes) and the DGX B300 XDR rows (Q3400, one 800G link per ConnectX-8). The fat-tree
+maxima go through ``fabric_shape`` with the published radix, rails, planes and scalable-unit
+size. Counts are integers, so the table expects exact matches.
 """
 
 from __future__ import annotations
@@ -129,10 +129,7 @@ def _shaped(r: dict[str, str]) -> tuple[dict[str, int], int, str]:
     }
     detail = f"fabric_shape {rails} rails x{sh.planes} planes r{radix}: {sh.tiers} tiers"
     detail += f", {sh.pods} pods" if sh.tiers == 3 else f", SU {sh.su_hosts}"
-    reason = r.get("shape_only_reason", "").strip()
-    if reason:
-        detail += f"; shape only: {reason}"
-    elif r["server"]:
+    if r["server"]:
         detail += f"; {r['server'].split(' (')[0]} not in the catalog"
     return counts, sh.tiers, detail
 
