@@ -52,6 +52,7 @@ def netsim(
     spine_oversubscription: float = typer.Option(1.0, "--spine-oversubscription"),
     tiers: int | None = typer.Option(None, "--tiers"),
     su_hosts: int | None = typer.Option(None, "--su-hosts"),
+    dual_plane: bool = typer.Option(False, "--dual-plane", help="Two-plane backend fabric."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Simulate a collective as flows on the designed fabric (max-min fair sharing, ECMP,
@@ -76,6 +77,7 @@ def netsim(
         fabric = FabricRequest(
             server=server, nodes=nodes, switch=switch, oversubscription=oversubscription,
             spine_oversubscription=spine_oversubscription, tiers=tiers, su_hosts=su_hosts,
+            dual_plane=dual_plane,
         )
         req = NetsimRequest(
             fabric=fabric, collective=collective, size_bytes=size_bytes, routing=routing,

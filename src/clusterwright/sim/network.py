@@ -622,11 +622,12 @@ class NetworkSim:
         ) if all((nic_b, p) in net.leaf_of_nic for p, _, _ in net.nic_up[nic_a]) else []
         if not planes:
             raise SimError(f"no live NIC-leaf link joins GPU {src} and GPU {f.dst}")
-        if len(planes) > 1 and self.routing == "spray" and self.plane_spray:
+        # NCCL treats each plane's port as its own NIC and spreads its channels over them, so a
+        # connection's traffic splits evenly over the planes whatever the switches do.
+        if len(planes) > 1 and self.plane_spray:
             use = [(p, 1.0 / len(planes)) for p in planes]
         else:
-            use = [(planes[self._hash(key, 7) % len(planes)], 1.0)] if len(planes) > 1 else [
-                (planes[0], 1.0)]
+            use = [(planes[self._hash(key, 7) % len(planes)], 1.0)]
         route.whole += [net.gpu_to_nic[src], net.nic_to_gpu[f.dst]]
         for plane, frac in use:
             up, la = net.nic_leaf(nic_a, plane)
