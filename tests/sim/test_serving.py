@@ -1,0 +1,413 @@
+"""The request-level serving simulator: hand-checkable schedules with a linear step model,
+preemption, caps, routing, disaggregation, speculation, traces, and the fast-forward path
+against the one-event-per-iteration reference."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from clusterwright.errors import InputError
+from clusterwright.sim import serving as sv
+from clusterwright.sim.serving import (
+    ClusterConfig,
+    Disaggregation,
+    EngineConfig,
+    Lengths,
+    ServingError,
+    Workload,
+    make_requests,
+    simulate,
+)
+from clusterwright.sim.serving_trace import Requests, load_trace
+
+
+@dataclass(frozen=True)
+class Linear:
+    """step = base + per_prefill_token x p + per_decode_seq x d + per_kv_token x kv (s)."""
+
+    base: float = 0.005
+    per_prefill_token: float = 2e-5
+    per_decode_seq: float = 1e-4
+    per_kv_token: float = 0.0
+
+    def step_s(self, prefill_tokens: int, decode_seqs: int, kv_tokens: int) -> float:
+        return (self.base + self.per_prefill_token * prefill_tokens
+                + self.per_decode_seq * decode_seqs + self.per_kv_token * kv_tokens)
+
+
+# A realistic-ish 8B-on-one-GPU shape: 6 ms of weight reads, 30 us per prompt token,
+# 40 ns per cached token read.
+REAL = Linear(base=0.006, per_prefill_token=3e-5, per_decode_seq=1e-5, per_kv_token=4e-8)
+IN = Lengths("lognormal", 200, 300, high=4000)  # ShareGPT-like: mean 200 in, 250 out
+OUT = Lengths("lognormal", 250, 250, high=4000)
+
+
+def reqs(*rows: tuple[float, int, int]) -> Requests:
+    """Requests from (arrival s, input tokens, output tokens) rows."""
+    a = np.array(rows, dtype=np.float64)
+    n = len(rows)
+    return Requests(a[:, 0], a[:, 1].astype(np.int64), a[:, 2].astype(np.int64),
+                    np.full(n, -1, dtype=np.int64), np.zeros(n, dtype=np.int64))
+
+
+def run(rows: list[tuple[float, int, int]], model: Linear = Linear(), **engine: object
+        ) -> sv.ServingResult:
+    cfg = EngineConfig(**{"kv_blocks": 10_000, **engine})  # type: ignore[arg-type]
+    return simulate(ClusterConfig(cfg), Workload(arrival="trace"), model, requests=reqs(*rows))
+
+
+def per(res: sv.ServingResult, key: str) -> list[float]:
+    return [float(x) for x in res.per_request[key]]
+
+
+def test_one_request_alone_ttft_is_the_prefill_step_and_e2e_adds_out_minus_1_decode_steps() -> None:
+    m = Linear(per_kv_token=1e-7)
+    res = run([(0.0, 100, 10)], m)
+    prefill = m.step_s(100, 0, 100)
+    decode = sum(m.step_s(0, 1, 100 + j) for j in range(9))  # context 100, 101, ... 108
+    assert res.ttft_s["mean"] == pytest.approx(prefill, rel=1e-12)
+    assert res.e2e_s["mean"] == pytest.approx(prefill + decode, rel=1e-12)
+    assert res.tpot_s["mean"] == pytest.approx(decode / 9, rel=1e-12)
+    assert res.steps == 10
+
+
+def test_two_requests_arriving_together_share_every_step() -> None:
+    m = Linear()
+    res = run([(0.0, 100, 5), (0.0, 50, 5)], m)
+    prefill = m.step_s(150, 0, 150)
+    assert per(res, "ttft_s") == pytest.approx([prefill, prefill])
+    assert per(res, "e2e_s") == pytest.approx([prefill + 4 * m.step_s(0, 2, 0)] * 2)
+
+
+def test_token_budget_splits_a_long_prompt_into_chunks() -> None:
+    m = Linear()
+    res = run([(0.0, 1000, 2)], m, max_num_batched_tokens=256, max_num_seqs=4)
+    chunks = [256, 256, 256, 232]
+    assert res.steps == 5
+    assert res.ttft_s["mean"] == pytest.approx(sum(m.step_s(c, 0, 0) for c in chunks))
+
+
+def test_without_chunked_prefill_a_prompt_over_the_budget_is_rejected() -> None:
+    with pytest.raises(ServingError, match="chunked_prefill off"):
+        run([(0.0, 1000, 2)], max_num_batched_tokens=256, max_num_seqs=4, chunked_prefill=False)
+
+
+def test_a_decode_joins_a_prefill_chunk_in_the_same_iteration() -> None:
+    m = Linear()
+    # Request 0 decodes while request 1's prompt is prefilled beside it (continuous batching).
+    res = run([(0.0, 10, 50), (0.02, 100, 2)], m)
+    t1 = per(res, "ttft_s")[1]
+    assert t1 > m.step_s(100, 1, 0)  # waited for the running step to end
+    assert t1 < m.step_s(100, 1, 0) + m.step_s(0, 1, 0) + 1e-12
+
+
+def test_kv_exhaustion_preempts_and_every_request_still_finishes() -> None:
+    cfg = EngineConfig(kv_blocks=300, max_num_seqs=64, max_num_batched_tokens=2048)
+    w = Workload(num_requests=400, qps=30, input_len=Lengths("uniform", low=50, high=600),
+                 output_len=Lengths("uniform", low=50, high=600), seed=3)
+    sim = sv._Sim(ClusterConfig(cfg), make_requests(w), REAL, w, True)
+    sim.run()
+    assert sim.preemptions > 0
+    assert np.isfinite(sim.finish_s).all()
+    rep = sim.all[0]
+    assert rep.used == 0 and not rep.decode and not rep.waiting and not rep.prefilling
+    res = simulate(ClusterConfig(cfg), w, REAL)
+    assert res.preemptions == sim.preemptions
+    assert res.kv_util.max() <= 1.0
+
+
+def test_max_num_seqs_caps_the_batch() -> None:
+    m = Linear()
+    res = run([(0.0, 10, 20)] * 4, m, max_num_seqs=2)
+    ttft = per(res, "ttft_s")
+    e2e = per(res, "e2e_s")
+    assert res.running.max() <= 2
+    assert ttft[2] >= e2e[0] and ttft[3] >= e2e[1]
+
+
+def test_littles_law_holds_at_steady_state() -> None:
+    w = Workload(num_requests=4000, qps=30, seed=1, input_len=IN, output_len=OUT)
+    res = simulate(ClusterConfig(EngineConfig(kv_blocks=30_000)), w, REAL)
+    lam_w = res.requests_per_s * res.e2e_s["mean"]
+    assert res.mean_in_system == pytest.approx(lam_w, rel=0.01)
+    sampled = float(np.mean(res.queue_len + res.running))  # independent: sampled series
+    assert sampled == pytest.approx(lam_w, rel=0.1)
+
+
+def test_throughput_saturates_as_qps_grows() -> None:
+    cl = ClusterConfig(EngineConfig(kv_blocks=30_000))
+    rps = []
+    short_in = Lengths("lognormal", 200, 300, high=1000)  # a short tail
+    short_out = Lengths("lognormal", 250, 250, high=1000)
+    for qps in (10, 30, 80, 160):
+        w = Workload(num_requests=3000, qps=qps, seed=2, input_len=short_in, output_len=short_out)
+        rps.append(simulate(cl, w, REAL).requests_per_s)
+    assert rps[0] == pytest.approx(10, rel=0.1)
+    assert rps[1] == pytest.approx(30, rel=0.1)
+    assert rps[3] < 80 and rps[3] == pytest.approx(rps[2], rel=0.1)
+
+
+def test_closed_loop_keeps_concurrency_requests_in_flight() -> None:
+    w = Workload(num_requests=2000, arrival="closed", concurrency=16, seed=4, input_len=IN,
+                 output_len=OUT)
+    res = simulate(ClusterConfig(EngineConfig(kv_blocks=30_000)), w, REAL)
+    assert res.running.max() <= 16 and res.queue_len.max() <= 16
+    # Little's law with N = 16 in the system all the time (until the tail drains).
+    assert res.requests_per_s * res.e2e_s["mean"] == pytest.approx(16, rel=0.05)
+
+
+def test_closed_loop_with_one_client_is_sequential() -> None:
+    w = Workload(num_requests=3, arrival="closed", concurrency=1,
+                 input_len=Lengths("fixed", 10), output_len=Lengths("fixed", 4))
+    res = simulate(ClusterConfig(EngineConfig(kv_blocks=100)), w, Linear())
+    arr, e2e = per(res, "arrival_s"), per(res, "e2e_s")
+    assert arr[1] == pytest.approx(arr[0] + e2e[0]) and arr[2] == pytest.approx(arr[1] + e2e[1])
+
+
+def test_seeded_runs_reproduce_and_other_seeds_differ() -> None:
+    cl = ClusterConfig(EngineConfig(kv_blocks=30_000), replicas=2, router="least_outstanding")
+    a, b, c = (simulate(cl, Workload(num_requests=500, qps=40, arrival="gamma", cv=2.0, seed=s,
+                                     input_len=IN, output_len=OUT), REAL) for s in (7, 7, 8))
+    assert np.array_equal(a.per_request["e2e_s"], b.per_request["e2e_s"])
+    assert a.summary()["ttft_s"] == b.summary()["ttft_s"]
+    assert not np.array_equal(a.per_request["e2e_s"], c.per_request["e2e_s"])
+
+
+def test_gamma_arrivals_have_the_requested_rate_and_burstiness() -> None:
+    r = make_requests(Workload(num_requests=50_000, arrival="gamma", qps=10, cv=3.0, seed=1))
+    gaps = np.diff(r.arrival_s)
+    assert gaps.mean() == pytest.approx(0.1, rel=0.05)
+    assert gaps.std() / gaps.mean() == pytest.approx(3.0, rel=0.1)
+
+
+def test_lengths_follow_their_distribution() -> None:
+    rng = np.random.default_rng(0)
+    x = Lengths("lognormal", 250, 250).sample(100_000, rng)
+    assert x.mean() == pytest.approx(250, rel=0.03) and x.std() == pytest.approx(250, rel=0.1)
+    assert (Lengths("fixed", 7).sample(3, rng) == 7).all()
+    u = Lengths("uniform", low=5, high=9).sample(1000, rng)
+    assert u.min() == 5 and u.max() == 9
+    n = Lengths("normal", 100, 30, high=150).sample(1000, rng)
+    assert n.min() >= 1 and n.max() <= 150
+
+
+def test_least_outstanding_routes_to_the_idle_replica_round_robin_does_not() -> None:
+    m = Linear(per_decode_seq=1e-3)
+    rows = reqs((0.0, 10, 500), (0.0, 10, 2), (1.0, 10, 2))  # req 1 is done long before 1 s
+    ttft = {}
+    for router in ("round_robin", "least_outstanding"):
+        cl = ClusterConfig(EngineConfig(kv_blocks=1000), replicas=2, router=router)
+        res = simulate(cl, Workload(arrival="trace"), m, requests=rows)
+        ttft[router] = per(res, "ttft_s")[2]
+    alone = m.step_s(10, 0, 0)
+    assert ttft["least_outstanding"] == pytest.approx(alone)
+    # Round-robin puts it on replica 0 behind request 0's decode step, then batched with it.
+    assert ttft["round_robin"] > alone + m.per_decode_seq
+
+
+def test_disaggregation_adds_the_kv_transfer_to_ttft() -> None:
+    m = Linear()
+    pd = Disaggregation(prefill_replicas=1, decode_replicas=1, kv_bytes_per_token=131072,
+                        link_bytes_per_s=50e9, link_latency_s=1e-4)
+    cl = ClusterConfig(EngineConfig(kv_blocks=1000), disaggregation=pd)
+    res = simulate(cl, Workload(arrival="trace"), m, requests=reqs((0.0, 1000, 5)))
+    xfer = 131072 * 1000 / 50e9 + 1e-4
+    assert res.ttft_s["mean"] == pytest.approx(m.step_s(1000, 0, 0) + xfer)
+    # Then 4 decode steps on the decode replica (it admits the request at once, idle).
+    assert res.e2e_s["mean"] == pytest.approx(res.ttft_s["mean"] + 4 * m.step_s(0, 1, 0))
+
+
+def test_disaggregated_link_serialises_transfers() -> None:
+    m = Linear()
+    pd = Disaggregation(1, 2, kv_bytes_per_token=1e6, link_bytes_per_s=1e9)  # 1 ms per token
+    cl = ClusterConfig(EngineConfig(kv_blocks=1000), disaggregation=pd)
+    res = simulate(cl, Workload(arrival="trace"), m, requests=reqs((0, 100, 3), (0, 100, 3)))
+    prefill = m.step_s(200, 0, 0)
+    assert sorted(per(res, "ttft_s")) == pytest.approx([prefill + 0.1, prefill + 0.2])
+
+
+def test_speculative_decoding_cuts_tpot_by_one_over_one_plus_expected_accepted() -> None:
+    k, a = 4, 0.7
+    expected = a * (1 - a**k) / (1 - a)
+    base = run([(0.0, 100, 2000)], kv_blocks=1000)
+    spec = run([(0.0, 100, 2000)], kv_blocks=1000, speculative=(k, a, 1.0))
+    ratio = spec.tpot_s["mean"] / base.tpot_s["mean"]
+    assert ratio == pytest.approx(1 / (1 + expected), rel=0.01)
+    slower = run([(0.0, 100, 2000)], kv_blocks=1000, speculative=(k, a, 1.5))
+    assert slower.tpot_s["mean"] == pytest.approx(1.5 * spec.tpot_s["mean"], rel=0.01)
+
+
+def test_prefix_caching_reuses_shared_prefix_blocks() -> None:
+    w = Workload(num_requests=500, qps=20, seed=5, prefix_groups=4, shared_prefix_len=1024,
+                 input_len=Lengths("fixed", 64), output_len=Lengths("fixed", 32))
+    off = simulate(ClusterConfig(EngineConfig(kv_blocks=5000)), w, REAL)
+    on = simulate(ClusterConfig(EngineConfig(kv_blocks=5000, enable_prefix_caching=True)), w,
+                  REAL)
+    assert off.prefix_hit_rate == 0.0
+    # 4 cold misses, then 1024 of 1088 prompt tokens hit: 94 %.
+    assert on.prefix_hit_rate == pytest.approx(1024 / 1088, rel=0.02)
+    assert on.ttft_s["mean"] < 0.5 * off.ttft_s["mean"]
+
+
+def test_prefix_cache_is_evicted_when_blocks_run_out() -> None:
+    w = Workload(num_requests=300, qps=20, seed=6, prefix_groups=200, shared_prefix_len=512,
+                 input_len=Lengths("fixed", 16), output_len=Lengths("fixed", 16))
+    sim = sv._Sim(ClusterConfig(EngineConfig(kv_blocks=400, enable_prefix_caching=True)),
+                 make_requests(w), REAL, w, True)
+    sim.run()
+    rep = sim.all[0]
+    assert rep.used == 0 and rep.cache_blocks <= 400 and rep.evictable == rep.cache_blocks
+    assert np.isfinite(sim.finish_s).all()
+
+
+PD = Disaggregation(prefill_replicas=1, decode_replicas=2, kv_bytes_per_token=131072,
+                    link_bytes_per_s=25e9)
+
+
+@pytest.mark.parametrize(("label", "cl", "qps"), [
+    ("plain", ClusterConfig(EngineConfig(kv_blocks=30_000)), 40),
+    ("kv-pressure", ClusterConfig(EngineConfig(kv_blocks=1500)), 15),
+    ("two-replicas", ClusterConfig(EngineConfig(kv_blocks=30_000), replicas=2,
+                                   router="least_outstanding"), 80),
+    ("speculative", ClusterConfig(EngineConfig(kv_blocks=30_000, speculative=(3, 0.6, 1.2))), 40),
+    ("prefix-cache", ClusterConfig(EngineConfig(kv_blocks=3000, enable_prefix_caching=True)), 30),
+    ("disaggregated", ClusterConfig(EngineConfig(kv_blocks=30_000), disaggregation=PD), 80),
+    ("closed-loop", ClusterConfig(EngineConfig(kv_blocks=30_000)), 0),
+])
+def test_fast_forward_matches_one_event_per_iteration(
+        label: str, cl: ClusterConfig, qps: float) -> None:
+    w = Workload(num_requests=2000, qps=qps or 1.0, seed=9, input_len=IN, output_len=OUT,
+                 arrival="closed" if qps == 0 else "poisson", concurrency=64,
+                 prefix_groups=8 if label == "prefix-cache" else 0, shared_prefix_len=300)
+    fast = simulate(cl, w, REAL, slo_ttft_s=0.5, slo_tpot_s=0.02)
+    slow = simulate(cl, w, REAL, slo_ttft_s=0.5, slo_tpot_s=0.02, fast_forward=False)
+    assert fast.events < slow.events
+    assert fast.steps == slow.steps
+    for metric in ("ttft_s", "tpot_s", "itl_s", "e2e_s"):
+        for stat in ("p50", "p90", "p99", "mean"):
+            f, s = getattr(fast, metric)[stat], getattr(slow, metric)[stat]
+            assert f == pytest.approx(s, rel=0.01), (label, metric, stat)
+    assert fast.output_tokens_per_s == pytest.approx(slow.output_tokens_per_s, rel=0.01)
+    assert fast.goodput_rps == pytest.approx(slow.goodput_rps, rel=0.01)
+    assert fast.preemptions == slow.preemptions
+
+
+def test_goodput_counts_requests_meeting_both_slos() -> None:
+    w = Workload(num_requests=1000, qps=50, seed=1, input_len=IN, output_len=OUT)
+    cl = ClusterConfig(EngineConfig(kv_blocks=30_000))
+    loose = simulate(cl, w, REAL, slo_ttft_s=math.inf, slo_tpot_s=math.inf)
+    tight = simulate(cl, w, REAL, slo_ttft_s=0.05, slo_tpot_s=0.015)
+    assert loose.goodput_rps == pytest.approx(loose.requests_per_s)
+    ok = (tight.per_request["ttft_s"] <= 0.05) & (tight.per_request["tpot_s"] <= 0.015)
+    assert tight.goodput_rps == pytest.approx(ok.sum() / tight.duration_s)
+    assert 0 < tight.goodput_rps < loose.goodput_rps
+
+
+def test_time_series_stay_bounded() -> None:
+    w = Workload(num_requests=5000, qps=40, seed=1, input_len=IN, output_len=OUT)
+    res = simulate(ClusterConfig(EngineConfig(kv_blocks=30_000)), w, REAL)
+    assert 100 < res.series_t_s.size <= sv.MAX_SAMPLES
+    assert len(res.kv_util) == len(res.queue_len) == len(res.running) == res.series_t_s.size
+    assert np.all(np.diff(res.series_t_s) > 0)
+    assert 0 < res.kv_util_mean < 1
+
+
+# ---- traces -------------------------------------------------------------------------------
+
+def test_csv_and_jsonl_traces_load_sorted_and_shifted(tmp_path: Path) -> None:
+    csv = tmp_path / "t.csv"
+    csv.write_text("timestamp_s,input_len,output_len,prefix_id\n"
+                   "10.5,100,20,\n10.0,50,5,7\n\n11,8,1,abc\n")
+    r = load_trace(csv)
+    assert list(r.arrival_s) == [0.0, 0.5, 1.0]
+    assert list(r.input_len) == [50, 100, 8] and list(r.prefix_id)[:2] == [7, -1]
+    js = tmp_path / "t.jsonl"
+    js.write_text('{"timestamp_s": 0, "input_len": 3, "output_len": 4}\n\n'
+                  '{"timestamp_s": 1.5, "input_len": 5, "output_len": 6, "prefix_len": 2}\n')
+    r = load_trace(js)
+    assert list(r.output_len) == [4, 6] and list(r.prefix_len) == [0, 2]
+    res = simulate(ClusterConfig(EngineConfig(kv_blocks=100)),
+                   Workload(arrival="trace", trace=js), Linear())
+    assert res.requests == 2
+
+
+@pytest.mark.parametrize(("name", "text", "match"), [
+    ("bad.csv", "timestamp_s,input_len,output_len\n0,10,5\n1,ten,5\n", r"line 3: input_len='ten'"),
+    ("neg.csv", "timestamp_s,input_len,output_len\n-1,10,5\n", r"line 2: timestamp_s"),
+    ("zero.csv", "timestamp_s,input_len,output_len\n0,10,0\n", r"line 2: output_len=.*>= 1"),
+    ("hdr.csv", "time,input_len,output_len\n0,1,1\n", r"line 1: header lacks timestamp_s"),
+    ("empty.csv", "", r"no requests"),
+    ("extra.csv", "timestamp_s,input_len,output_len\n0,1,1,9\n", r"line 2: more fields"),
+    ("bad.jsonl", '{"timestamp_s": 0, "input_len": 1, "output_len": 1}\n{oops\n',
+     r"line 2: not valid JSON"),
+    ("miss.jsonl", '\n{"timestamp_s": 0, "input_len": 1}\n', r"line 2: missing 'output_len'"),
+    ("frac.jsonl", '{"timestamp_s": 0, "input_len": 1.5, "output_len": 1}\n',
+     r"line 1: input_len=1.5 is not an integer"),
+    ("list.jsonl", "[1, 2]\n", r"line 1: expected a JSON object"),
+    ("empty.jsonl", "\n\n", r"no requests"),
+])
+def test_malformed_traces_name_the_line(tmp_path: Path, name: str, text: str, match: str) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(ServingError, match=match) as info:
+        load_trace(path)
+    assert isinstance(info.value, InputError) and name in str(info.value)
+
+
+def test_missing_trace_file_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(ServingError, match="cannot read"):
+        load_trace(tmp_path / "nope.csv")
+
+
+# ---- configuration errors -----------------------------------------------------------------
+
+@pytest.mark.parametrize(("cluster", "match"), [
+    (ClusterConfig(EngineConfig(kv_blocks=0)), "kv_blocks"),
+    (ClusterConfig(EngineConfig(kv_blocks=10, max_num_batched_tokens=100)), "max_num_seqs"),
+    (ClusterConfig(EngineConfig(kv_blocks=10, speculative=(0, 0.5, 1.0))), "speculative"),
+    (ClusterConfig(EngineConfig(kv_blocks=10), router="random"), "router"),
+    (ClusterConfig(EngineConfig(kv_blocks=10),
+                   disaggregation=Disaggregation(0, 1, 1.0, 1.0)), "disaggregation"),
+])
+def test_bad_configurations_are_rejected(cluster: ClusterConfig, match: str) -> None:
+    with pytest.raises(ServingError, match=match):
+        simulate(cluster, Workload(num_requests=1), Linear())
+
+
+def test_a_request_larger_than_the_kv_cache_is_rejected_up_front() -> None:
+    with pytest.raises(ServingError, match=r"request 0 .* exceed one replica's KV cache"):
+        run([(0.0, 100, 100)], kv_blocks=5)
+
+
+def test_bad_workloads_are_rejected() -> None:
+    with pytest.raises(ServingError, match="arrival"):
+        make_requests(Workload(arrival="uniform"))
+    with pytest.raises(ServingError, match=r"input_len\.dist"):
+        make_requests(Workload(input_len=Lengths("zipf")))
+    with pytest.raises(ServingError, match="trace file"):
+        make_requests(Workload(arrival="trace"))
+
+
+class Concave:
+    """A non-linear step model: attention cost grows as sqrt(kv); the fast-forward uses the
+    trapezoid between a block's first and last step."""
+
+    def step_s(self, prefill_tokens: int, decode_seqs: int, kv_tokens: int) -> float:
+        return 0.006 + 3e-5 * prefill_tokens + 1e-5 * decode_seqs + 2e-5 * math.sqrt(kv_tokens)
+
+
+def test_fast_forward_with_a_nonlinear_step_model_stays_within_one_percent() -> None:
+    cl = ClusterConfig(EngineConfig(kv_blocks=30_000))
+    w = Workload(num_requests=2000, qps=10, seed=1, input_len=IN, output_len=OUT)
+    fast = simulate(cl, w, Concave())
+    slow = simulate(cl, w, Concave(), fast_forward=False)
+    assert fast.events < slow.events / 2
+    for metric in ("ttft_s", "tpot_s", "itl_s", "e2e_s"):
+        for stat in ("p50", "p90", "p99", "mean"):
+            f, s = getattr(fast, metric)[stat], getattr(slow, metric)[stat]
+            assert f == pytest.approx(s, rel=0.01), (metric, stat)
