@@ -50,7 +50,8 @@ class Linear:
     per_decode_seq: float = 1e-5
     per_kv_token: float = 4e-8
 
-    def step_s(self, prefill_tokens: int, decode_seqs: int, kv_tokens: int) -> float:
+    def step_s(self, prefill_tokens: int, decode_seqs: int, kv_tokens: int,
+               prefill_pairs: float | None = None) -> float:
         return (self.base + self.per_prefill_token * prefill_tokens
                 + self.per_decode_seq * decode_seqs + self.per_kv_token * kv_tokens)
 

@@ -1,5 +1,5 @@
 """Step-time model of an inference iteration (``model/inference.py``), with a test-only
-serving calibration: the shipped catalog carries none yet."""
+serving calibration so the properties do not move with the catalog's."""
 
 from __future__ import annotations
 
@@ -59,11 +59,18 @@ def test_fp8_weights_decode_faster(catalog: Catalog) -> None:
 
 
 def test_a_stack_without_serving_calibration_is_refused(catalog: Catalog) -> None:
-    g = catalog.gpu("h100-sxm")
+    g = catalog.gpu("b200")
     stack = catalog.stack_for_gpu(g.id)
     assert stack.serving is None
     with pytest.raises(InputError, match="serving"):
         StepModel(catalog.get("models", "llama-2-7b"), g, stack, net_for(catalog, g, stack))
+
+
+def test_calibrated_stacks_carry_a_serving_block(catalog: Catalog) -> None:
+    for gpu in ("a100-80gb-sxm", "h100-sxm", "h200-sxm"):
+        sv = catalog.stack_for_gpu(gpu).serving
+        assert sv is not None and 0 < sv.decode_bandwidth_efficiency <= 0.9
+        assert "validate --table serving" in sv.calibration
 
 
 def test_tp_beyond_the_nvlink_domain_is_refused(catalog: Catalog) -> None:

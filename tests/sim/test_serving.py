@@ -35,7 +35,8 @@ class Linear:
     per_decode_seq: float = 1e-4
     per_kv_token: float = 0.0
 
-    def step_s(self, prefill_tokens: int, decode_seqs: int, kv_tokens: int) -> float:
+    def step_s(self, prefill_tokens: int, decode_seqs: int, kv_tokens: int,
+               prefill_pairs: float | None = None) -> float:
         return (self.base + self.per_prefill_token * prefill_tokens
                 + self.per_decode_seq * decode_seqs + self.per_kv_token * kv_tokens)
 
@@ -397,7 +398,8 @@ class Concave:
     """A non-linear step model: attention cost grows as sqrt(kv); the fast-forward uses the
     trapezoid between a block's first and last step."""
 
-    def step_s(self, prefill_tokens: int, decode_seqs: int, kv_tokens: int) -> float:
+    def step_s(self, prefill_tokens: int, decode_seqs: int, kv_tokens: int,
+               prefill_pairs: float | None = None) -> float:
         return 0.006 + 3e-5 * prefill_tokens + 1e-5 * decode_seqs + 2e-5 * math.sqrt(kv_tokens)
 
 

@@ -398,6 +398,11 @@ class ServingEfficiency(BaseModel):
     engine: StrictStr  # the engine the numbers were measured with
     decode_bandwidth_efficiency: Annotated[float, Field(gt=0, le=1)]  # of HBM, streaming
     step_overhead_s: NonNegativeFloat  # per iteration: scheduling, sampling, launches
+    # The engine's GEMMs against the stack's (training) GEMM curve, at the serving precision
+    gemm_scale: Annotated[float, Field(gt=0, le=1.5)] = 1.0
+    # The calibrated engine's scheduler: estimates run with it unless the user overrides.
+    admission: Literal["evict", "reserve"] = "evict"  # vLLM preempts; TRT-LLM reserves
+    max_num_seqs: PositiveInt = 256  # vLLM's default; TRT-LLM builds default to 2,048
     calibration: StrictStr
 
 

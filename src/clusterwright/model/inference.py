@@ -99,7 +99,9 @@ class StepModel:
         hbm = g.memory_bandwidth_gbps * 1e9 * sv.decode_bandwidth_efficiency
         # Linear layers of one pipeline stage: compute vs weight streaming, per GEMM group.
         flops = 2.0 * matmul_params(a) * tokens / (tp * pp)
-        gemm_eff = gemm_efficiency(st, np.maximum(flops / max(a.layers / pp, 1.0) / 6.0, 1.0))
+        gemm_eff = sv.gemm_scale * gemm_efficiency(
+            st, np.maximum(flops / max(a.layers / pp, 1.0) / 6.0, 1.0)
+        )
         w_bytes = weight_bytes_touched(a, float(np.max(tokens)) if tokens.size else 1.0,
                                        self.weights) / (tp * pp)
         linear = np.maximum(flops / (peak * gemm_eff), w_bytes / hbm)

@@ -71,10 +71,13 @@ MAX_SAMPLES = 1024  # time-series points kept (the interval doubles when full)
 
 
 class StepModel(Protocol):
-    def step_s(self, prefill_tokens: int, decode_seqs: int, kv_tokens: int) -> float:
+    def step_s(self, prefill_tokens: int, decode_seqs: int, kv_tokens: int,
+               prefill_pairs: float | None = None) -> float:
         """Seconds for one engine iteration that processes ``prefill_tokens`` new prompt tokens
         (all prefill chunks in the batch) and one token for each of ``decode_seqs`` running
-        sequences, with attention reading ``kv_tokens`` cached tokens in total."""
+        sequences, with attention reading ``kv_tokens`` cached tokens in total.
+        ``prefill_pairs``: the chunks' attention (query, key) pairs, sum of p (c + p/2) for a
+        chunk of p tokens after c cached ones."""
         ...
 
 
@@ -91,9 +94,15 @@ class EngineConfig:
     max_num_batched_tokens: int = 8192
     chunked_prefill: bool = True
     enable_prefix_caching: bool = False
+    # "evict": admit while blocks last and preempt when they run out (vLLM); "reserve": admit
+    # only when the blocks of the whole request (prompt + output) can be reserved, so nothing
+    # is ever preempted (TensorRT-LLM's default GUARANTEED_NO_EVICT capacity scheduler).
+    admission: str = "evict"
     speculative: tuple[int, float, float] | None = None
 
     def validate(self, name: str = "engine") -> None:
+        if self.admission not in ("evict", "reserve"):
+            raise ServingError(f"{name}.admission: {self.admission!r} is not evict or reserve")
         for key in ("kv_blocks", "block_size", "max_num_seqs", "max_num_batched_tokens"):
             if getattr(self, key) < 1:
                 raise ServingError(f"{name}.{key}: {getattr(self, key)} must be >= 1")
@@ -256,8 +265,8 @@ class ServingResult:
 
 
 class _Req:
-    __slots__ = ("computed", "entry", "g", "hit", "i", "input", "key", "output", "pid", "remote",
-                 "share", "shared", "target", "ver")
+    __slots__ = ("committed", "computed", "entry", "g", "hit", "i", "input", "key", "output",
+                 "pid", "remote", "share", "shared", "target", "ver")
 
     def __init__(self, i: int, inp: int, out: int, pid: int, share: int) -> None:
         self.i = i  # arrival index: the preemption order
@@ -274,6 +283,7 @@ class _Req:
         self.entry: list[int] | None = None  # [blocks, refs] of the prefix-cache entry used
         self.ver = 0
         self.remote = False  # KV arrives from a prefill replica: no prefill here
+        self.committed = 0  # blocks reserved for the whole request (admission "reserve")
 
 
 class _Replica:
@@ -283,6 +293,8 @@ class _Replica:
         self.sim = sim
         self.eng = sim.eng
         self.cfg = cfg
+        self.reserve = cfg.admission == "reserve"
+        self.committed = 0  # blocks reserved by admitted requests (admission "reserve")
         self.role = role  # "both", "prefill" or "decode"
         self.bs = cfg.block_size
         self.nblocks = cfg.kv_blocks
@@ -365,6 +377,9 @@ class _Replica:
     def release(self, r: _Req, ctx: int) -> None:
         """Free ``r``'s own blocks (``ctx`` tokens held) and its prefix-cache reference."""
         bs = self.bs
+        if r.committed:
+            self.committed -= r.committed
+            r.committed = 0
         self.used -= -(-ctx // bs) - r.shared
         ent = r.entry
         if ent is not None:
@@ -559,6 +574,7 @@ class _Replica:
         budget = self.budget - n * (1 + self.spec_k)
         kv = self.kvrel + n * self.G if n else 0
         ptoks = 0
+        pairs = 0.0
         # Running prefills (chunks continue), in admission order.
         for r in list(self.prefilling):
             if r not in self.prefilling:  # preempted below by an earlier one
@@ -578,6 +594,7 @@ class _Replica:
             r.key = chunk  # the chunk scheduled in this iteration
             budget -= chunk
             ptoks += chunk
+            pairs += chunk * (r.computed + chunk / 2.0)
             kv += r.computed + chunk
         n = len(decode)
         # Waiting requests, FCFS, while budget, seats and blocks last.
@@ -594,11 +611,19 @@ class _Replica:
                     self.undo_hit(r)
                 break
             chunk = min(rem, budget)
+            full = -(-(r.input + r.output) // bs) if self.reserve and fresh else 0
+            if full and self.committed + full > self.nblocks:
+                if fresh:
+                    self.undo_hit(r)
+                break
             need = -(-(r.computed + chunk) // bs) - -(-r.computed // bs)
             if not self.alloc(need):
                 if fresh:
                     self.undo_hit(r)
                 break
+            if full:
+                self.committed += full
+                r.committed = full
             waiting.popleft()
             if fresh:
                 sim.prompt_tokens += r.target
@@ -607,12 +632,13 @@ class _Replica:
             r.key = chunk
             budget -= chunk
             ptoks += chunk
+            pairs += chunk * (r.computed + chunk / 2.0)
             kv += r.computed + chunk
         if not ptoks and not n:
             self.busy = False
             self.ev = None
             return
-        dt = self.step_s(ptoks, n, kv)
+        dt = self.step_s(ptoks, n, kv, pairs)
         if n and self.factor != 1.0:
             dt *= self.factor
         self.ev = self.eng.at(self.eng.now + dt, self.step_end, n, dt)

@@ -282,3 +282,12 @@ def _collectives_table() -> TableResult:  # lazy too: it imports Row from here, 
 
 
 TABLES["collectives"] = _collectives_table
+
+
+def _serving_table() -> TableResult:  # lazy: it imports Row from here, and the simulator
+    from clusterwright.validation.serving_table import serving_table
+
+    return serving_table()
+
+
+TABLES["serving"] = _serving_table

@@ -1,0 +1,243 @@
+"""``clusterwright serve estimate`` and ``serve plan``."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from clusterwright.catalog.registry import Catalog, resolve_model
+from clusterwright.catalog.schema import ModelArch
+from clusterwright.cli.common import console, emit_json, fail, state, user_errors
+from clusterwright.errors import ClusterwrightError
+from clusterwright.model.precision import Precision
+
+app = typer.Typer(
+    help="Inference serving: latency and throughput of a deployment, and the cheapest one "
+    "that meets latency SLOs.",
+    no_args_is_help=True,
+)
+
+
+def _arch(cat: Catalog, model: str) -> ModelArch:
+    try:
+        return resolve_model(cat, model)
+    except ClusterwrightError as exc:
+        fail(f"--model: {exc}")
+
+
+def _check_ids(cat: Catalog, gpu: str | None, server: str | None) -> None:
+    for flag, kind, value in (("--gpu", "gpus", gpu), ("--server", "servers", server)):
+        if value is None:
+            continue
+        try:
+            cat.get(kind, value)
+        except ClusterwrightError as exc:
+            fail(f"{flag}: {exc}")
+
+
+def _positive(**values: float | None) -> None:
+    for name, v in values.items():
+        if v is not None and not (v > 0 and math.isfinite(v)):
+            fail(f"--{name.replace('_', '-')}: must be positive, got {v:g}")
+
+
+def _ms(s: float | None) -> str:
+    return "-" if s is None or s != s else f"{1e3 * s:.1f} ms"
+
+
+@app.command("estimate")
+def estimate_cmd(
+    ctx: typer.Context,
+    model: str = typer.Option(..., "--model", help="Catalog id or path to a model YAML."),
+    gpu: str = typer.Option(..., "--gpu", help="GPU catalog id."),
+    tp: int = typer.Option(1, "--tp", help="Tensor-parallel GPUs per replica."),
+    pp: int = typer.Option(1, "--pp", help="Pipeline stages per replica."),
+    precision: Precision = typer.Option(Precision.bf16, "--precision", help="Weights."),
+    kv_precision: Precision = typer.Option(Precision.bf16, "--kv-precision", help="KV cache."),
+    server: str | None = typer.Option(
+        None, "--server", help="Server catalog id (default: the GPU's)."
+    ),
+    qps: float | None = typer.Option(None, "--qps", help="Open loop: Poisson requests/s."),
+    concurrency: int | None = typer.Option(
+        None, "--concurrency", help="Closed loop: clients, each waits for its last answer."
+    ),
+    input_len: int = typer.Option(..., "--input-len", help="Prompt tokens (mean)."),
+    output_len: int = typer.Option(..., "--output-len", help="Output tokens (mean)."),
+    length_dist: str = typer.Option("fixed", "--length-dist", help="fixed or lognormal."),
+    length_cv: float = typer.Option(
+        1.0, "--length-cv", help="Lognormal lengths: std / mean."
+    ),
+    num_requests: int = typer.Option(1000, "--num-requests"),
+    seed: int = typer.Option(0, "--seed"),
+    replicas: int = typer.Option(1, "--replicas", help="Model replicas behind the router."),
+    router: str = typer.Option(
+        "round_robin", "--router", help="round_robin or least_outstanding."
+    ),
+    max_num_seqs: int = typer.Option(256, "--max-num-seqs", help="Sequences per iteration."),
+    ttft_slo: float | None = typer.Option(
+        None, "--ttft-slo", help="Seconds; requests within both SLOs count as goodput."
+    ),
+    tpot_slo: float | None = typer.Option(None, "--tpot-slo", help="Seconds per token."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Simulate a workload on replicas of one model: TTFT, TPOT, end-to-end latency,
+    throughput and KV-cache use (request-level, vLLM-like scheduler)."""
+    from clusterwright.sim.serving_plan import estimate
+
+    if (qps is None) == (concurrency is None):
+        fail("--qps/--concurrency: give exactly one (open loop at a request rate, or a closed "
+             "loop of clients)")
+    _positive(qps=qps, concurrency=concurrency, input_len=input_len, output_len=output_len,
+              num_requests=num_requests, replicas=replicas, tp=tp, pp=pp,
+              ttft_slo=ttft_slo, tpot_slo=tpot_slo, max_num_seqs=max_num_seqs)
+    with user_errors():
+        cat = state(ctx).catalog()
+    arch = _arch(cat, model)
+    _check_ids(cat, gpu, server)
+    with user_errors():
+        est = estimate(
+            cat, arch, gpu, tp=tp, pp=pp, precision=precision, kv_precision=kv_precision,
+            server=server, qps=qps, concurrency=concurrency, input_len=input_len,
+            output_len=output_len, num_requests=num_requests, seed=seed,
+            length_dist=length_dist, length_cv=length_cv, replicas=replicas, router=router,
+            slo_ttft_s=ttft_slo if ttft_slo is not None else math.inf,
+            slo_tpot_s=tpot_slo if tpot_slo is not None else math.inf,
+            max_num_seqs=max_num_seqs,
+        )
+    payload = est.as_dict()
+    if as_json:
+        emit_json(payload)
+    else:
+        _render_estimate(payload)
+
+
+def _render_estimate(d: dict[str, Any]) -> None:
+    load = f"{d['qps']:g} req/s" if d["qps"] is not None else f"{d['concurrency']} clients"
+    console.print(
+        f"[bold]{d['model']}[/] on {d['replicas']} x {d['tp'] * d['pp']} {d['gpu']} "
+        f"(tp {d['tp']} pp {d['pp']}, {d['precision']} weights, {d['kv_precision']} KV), "
+        f"{load}, {d['requests']} requests"
+    )
+    m = d["memory"]
+    console.print(
+        f"memory per GPU: {m['weights_gb']:.1f} GB weights, {m['activations_gb']:.1f} GB "
+        f"activations, {m['cuda_graphs_gb']:.1f} GB CUDA graphs, {m['kv_cache_gb']:.1f} GB KV "
+        f"= {m['kv_blocks']:,} blocks, {m['kv_tokens']:,} tokens per replica"
+    )
+    t = Table(title="latency", title_justify="left")
+    for col in ("", "p50", "p99", "mean"):
+        t.add_column(col, justify="right")
+    t.add_row("TTFT", _ms(d["ttft_p50_s"]), _ms(d["ttft_p99_s"]), _ms(d["ttft_mean_s"]))
+    t.add_row("TPOT", _ms(d["tpot_p50_s"]), _ms(d["tpot_p99_s"]), _ms(d["tpot_mean_s"]))
+    t.add_row("end to end", _ms(d["e2e_p50_s"]), _ms(d["e2e_p99_s"]), _ms(d["e2e_mean_s"]))
+    console.print(t)
+    console.print(
+        f"{d['throughput_tokens_per_s']:,.0f} output tokens/s "
+        f"({d['tokens_per_s_per_gpu']:,.0f} per GPU), {d['requests_per_s']:.2f} requests/s, "
+        f"KV cache {100 * d['kv_cache_utilization']:.0f}% used on average "
+        f"(peak {100 * d['kv_cache_utilization_max']:.0f}%), {d['preemptions']} preemptions"
+    )
+
+
+@app.command("plan")
+def plan_cmd(
+    ctx: typer.Context,
+    model: str = typer.Option(..., "--model", help="Catalog id or path to a model YAML."),
+    qps: float = typer.Option(..., "--qps", help="Target requests/s for the whole fleet."),
+    input_len: int = typer.Option(..., "--input-len", help="Prompt tokens (mean)."),
+    output_len: int = typer.Option(..., "--output-len", help="Output tokens (mean)."),
+    ttft_p99: float = typer.Option(..., "--ttft-p99", help="SLO: p99 time to first token, s."),
+    tpot_p99: float = typer.Option(..., "--tpot-p99", help="SLO: p99 time per output token, s."),
+    gpu: str = typer.Option(
+        "choose", "--gpu", help="GPU catalog id, or 'choose' for every calibrated GPU."
+    ),
+    precision: Precision = typer.Option(Precision.bf16, "--precision", help="Weights."),
+    kv_precision: Precision = typer.Option(Precision.bf16, "--kv-precision", help="KV cache."),
+    length_dist: str = typer.Option("fixed", "--length-dist", help="fixed or lognormal."),
+    length_cv: float = typer.Option(1.0, "--length-cv", help="Lognormal lengths: std / mean."),
+    num_requests: int = typer.Option(
+        2000, "--num-requests", help="Requests per capacity simulation."
+    ),
+    seed: int = typer.Option(0, "--seed"),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Cheapest fleet (GPU type, TP, replicas) serving --qps within the p99 SLOs, found by
+    simulating one replica at increasing load; with the throughput-vs-interactivity front."""
+    from clusterwright.sim.serving_plan import plan
+
+    _positive(qps=qps, input_len=input_len, output_len=output_len, ttft_p99=ttft_p99,
+              tpot_p99=tpot_p99, num_requests=num_requests)
+    with user_errors():
+        cat = state(ctx).catalog()
+    arch = _arch(cat, model)
+    _check_ids(cat, None if gpu == "choose" else gpu, None)
+    with user_errors():
+        res = plan(
+            cat, arch, qps, input_len, output_len, ttft_p99, tpot_p99, gpu=gpu,
+            precision=precision, kv_precision=kv_precision, num_requests=num_requests,
+            seed=seed, length_dist=length_dist, length_cv=length_cv,
+        )
+    payload = res.as_dict()
+    if as_json:
+        emit_json(payload)
+    else:
+        _render_plan(payload)
+
+
+def _render_plan(d: dict[str, Any]) -> None:
+    slo = d["slo"]
+    console.print(
+        f"[bold]{d['model']}[/] at {d['qps']:g} req/s ({d['input_len']} in, "
+        f"{d['output_len']} out), SLO p99 TTFT {_ms(slo['ttft_p99_s'])}, "
+        f"p99 TPOT {_ms(slo['tpot_p99_s'])}"
+    )
+    b = d["best"]
+    if b is None:
+        a = d["best_achievable"]
+        c = a["closest"]
+        console.print(
+            f"[bold red]infeasible:[/] no configuration meets both SLOs. Best p99s at light "
+            f"load: TTFT {_ms(a['ttft_p99_s'])}, TPOT {_ms(a['tpot_p99_s'])}; closest: "
+            f"{c['gpu']} tp {c['tp']} (TTFT {_ms(c['ttft_p99_s'])}, TPOT "
+            f"{_ms(c['tpot_p99_s'])})"
+        )
+    else:
+        cost = (
+            f", ${b['usd_per_hour']:,.2f}/h at ${b['usd_per_gpu_hour']:.2f}/GPU-h "
+            f"({b['price_offer']}), ${b['cost_per_million_tokens_usd']:.2f} per million "
+            "output tokens"
+            if b["usd_per_hour"] is not None
+            else " (no cloud price in the catalog)"
+        )
+        console.print(
+            f"best: {b['replicas']} x {b['gpu']} tp {b['tp']} = {b['gpus']} GPUs, "
+            f"{b['qps_per_replica']:.2f} req/s per replica (p99 TTFT {_ms(b['ttft_p99_s'])}, "
+            f"TPOT {_ms(b['tpot_p99_s'])}){cost}"
+        )
+    t = Table(title="candidates", title_justify="left")
+    for col in ("GPU", "tp", "req/s/replica", "replicas", "GPUs", "$/h", "$/M tok"):
+        t.add_column(col, justify="right")
+    for c in d["candidates"]:
+        t.add_row(
+            c["gpu"], str(c["tp"]), f"{c['qps_per_replica']:.2f}", str(c["replicas"] or "-"),
+            str(c["gpus"] or "-"),
+            f"{c['usd_per_hour']:,.2f}" if c["usd_per_hour"] is not None else "-",
+            f"{c['cost_per_million_tokens_usd']:.2f}"
+            if c["cost_per_million_tokens_usd"] is not None else "-",
+        )
+    console.print(t)
+    if d["rejected"]:
+        console.print("rejected: " + ", ".join(f"{k} {v}" for k, v in d["rejected"].items()))
+    if not d["pareto"]:
+        return
+    p = Table(title="Pareto front (points within the TTFT SLO)", title_justify="left")
+    for col in ("GPU", "tp", "req/s/replica", "tok/s/GPU", "tok/s/user", "meets SLO"):
+        p.add_column(col, justify="right")
+    for x in d["pareto"]:
+        p.add_row(x["gpu"], str(x["tp"]), f"{x['qps_per_replica']:.2f}",
+                  f"{x['tokens_per_s_per_gpu']:,.0f}", f"{x['tokens_per_s_per_user']:.1f}",
+                  "yes" if x["meets_slo"] else "no")
+    console.print(p)

@@ -1,0 +1,79 @@
+"""Serving validation table: published TensorRT-LLM throughputs and latencies, predicted by the
+step-time model (``model/inference.py``) and the request-level simulator (``sim/serving.py``).
+
+Each row is run the way it was measured:
+
+- ``max_throughput`` (trtllm-bench, perf-overview.md): every request submitted at once, fixed
+  lengths, TensorRT-LLM's build defaults (2,048 sequences, 8,192 tokens per iteration) and its
+  default capacity scheduler (GUARANTEED_NO_EVICT: a request is admitted only when the KV blocks
+  of its whole prompt and output can be reserved); output tokens per second.
+- ``fixed_batch`` (the A100 performance page): batches of exactly ``batch`` requests, the whole
+  batch's prompts prefilled together; output tokens per second.
+- ``single_prompt``: one prompt alone; its time to first token.
+
+The KV cache is the serving memory plan's (``sim/serving_plan.py``): nothing here is tuned per row.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from clusterwright.catalog.registry import Catalog, load_catalog
+from clusterwright.errors import InputError
+from clusterwright.sim.serving import ClusterConfig, Lengths, Workload, simulate
+from clusterwright.sim.serving_plan import replica
+from clusterwright.validation.tables import Row, TableResult, _read
+
+FILE = "serving.csv"
+TRTLLM_MAX_SEQS = 2048  # trtllm-build --max_batch_size default
+TRTLLM_MAX_TOKENS = 8192  # trtllm-build --max_num_tokens default
+REQUESTS = 600  # per max-throughput row (1/4 of that for 20k-token prompts)
+
+
+def _int(r: dict[str, str], col: str) -> int:
+    try:
+        return int(r[col] or 0)
+    except ValueError as e:
+        raise InputError(f"{FILE} row {r['id']}: {col} {r[col]!r} is not an integer") from e
+
+
+def predict(cat: Catalog, r: dict[str, str]) -> tuple[float, str]:
+    """(predicted value in the row's unit, detail) for one row."""
+    prec = r["precision"] or "bf16"
+    kv = "fp8" if prec == "fp8" else "bf16"
+    i, o, bs = _int(r, "input_len"), _int(r, "output_len"), _int(r, "batch")
+    mode = r["mode"]
+    seqs = bs if mode == "fixed_batch" else TRTLLM_MAX_SEQS
+    rep = replica(cat, r["model"], r["gpu"], tp=_int(r, "tp") or 1,
+                  precision="bf16" if prec == "fp16" else prec, kv_precision=kv,
+                  max_num_seqs=seqs if mode == "fixed_batch" else None)
+    if mode == "single_prompt":
+        ttft = rep.model.step_s(i, 0, i, i * i / 2.0)
+        return ttft * 1e3, f"one {i}-token prefill iteration: {ttft * 1e3:.1f} ms"
+    budget = max(TRTLLM_MAX_TOKENS, bs * i) if mode == "fixed_batch" else TRTLLM_MAX_TOKENS
+    engine = dataclasses.replace(rep.engine, max_num_batched_tokens=budget)
+    seqs = engine.max_num_seqs
+    n = REQUESTS if i * o < 1e6 else REQUESTS // 4
+    if mode == "fixed_batch":
+        n = 4 * bs
+    w = Workload(num_requests=n, arrival="poisson", qps=1e12,
+                 input_len=Lengths("fixed", i), output_len=Lengths("fixed", o))
+    res = simulate(ClusterConfig(engine=engine), w, rep.model)
+    detail = (f"{n} requests at once, {seqs} sequences, {budget} tokens/iteration, reserved KV "
+              f"({rep.memory.kv_tokens:,} tokens); {rep.model.weights.value} weights, "
+              f"{kv} KV")
+    return res.output_tokens_per_s, detail
+
+
+def serving_table(cat: Catalog | None = None) -> TableResult:
+    """Predict every row of ``validation/serving.csv``."""
+    cat = cat or load_catalog()
+    rows = []
+    for r in _read(FILE):
+        value, detail = predict(cat, r)
+        measured = float(r["value"])
+        rows.append(Row(
+            id=r["id"], quantity=r["metric"], measured=measured, predicted=value,
+            unit=r["unit"], source=r["source"], set=r["set"] or "dev", detail=detail,
+        ))
+    return TableResult(name="serving", file=FILE, rows=rows, tolerance=0.15)

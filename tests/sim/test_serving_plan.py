@@ -1,0 +1,191 @@
+"""Serving decisions (``sim/serving_plan.py``): vLLM's memory split, simulated estimates and the
+SLO plan. The shipped catalog has no serving calibration yet, so these tests give every stack
+a test one."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from clusterwright.catalog.registry import Catalog
+from clusterwright.catalog.schema import ServingEfficiency
+from clusterwright.errors import InputError
+from clusterwright.sim import serving_plan as serve
+from clusterwright.sim.serving_plan import LoadPoint, estimate, memory_plan, plan, replica, workload
+
+SERVING = ServingEfficiency(
+    engine="test", decode_bandwidth_efficiency=0.8, step_overhead_s=0.004, calibration="test"
+)
+CONTRACT = ("ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "e2e_mean_s", "e2e_p99_s",
+            "throughput_tokens_per_s", "requests_per_s", "kv_cache_utilization")
+
+
+def _with_serving(catalog: Catalog, serving: ServingEfficiency | None) -> Catalog:
+    entries = {kind: dict(table) for kind, table in catalog.entries.items()}
+    entries["stacks"] = {k: st.model_copy(update={"serving": serving})
+                         for k, st in entries["stacks"].items()}
+    return Catalog(entries=entries, assumptions=catalog.assumptions, origin=catalog.origin)
+
+
+@pytest.fixture(scope="module")
+def cat(catalog: Catalog) -> Catalog:
+    """The catalog with the test serving calibration on every stack."""
+    return _with_serving(catalog, SERVING)
+
+
+def test_memory_plan_of_llama_8b_on_h100_by_hand(cat: Catalog) -> None:
+    m = memory_plan(cat.model("llama-3.1-8b"), cat.gpu("h100-sxm"), 1, 1, "bf16", "bf16", cat)
+    assert m.usable == pytest.approx(72e9)  # 80 GB x 0.90
+    assert m.weights == pytest.approx(8.030261248e9 * 2)  # 8.03 B params, bf16
+    # Profiling pass of 8192 tokens: 2 bytes x (4 x 4096 hidden + 2 x 14336 MLP).
+    assert m.activations == pytest.approx(2 * 8192 * (4 * 4096 + 2 * 14336))
+    assert m.cuda_graphs == pytest.approx(1e9)
+    assert m.kv_bytes_per_token == 32 * 2 * 8 * 128 * 2  # layers x K,V x kv heads x dim x 2 B
+    kv = 72e9 - 16.060522496e9 - 0.738197504e9 - 1e9
+    assert m.kv_cache == pytest.approx(kv)
+    assert m.kv_blocks == math.floor(kv / (16 * 131072)) == 25845
+    assert m.kv_tokens == 25845 * 16
+    assert m.max_batch(2048) == 25845 // 128
+    assert m.max_batch(2049) == 25845 // 129  # a partial block is a whole block
+
+
+def test_tensor_parallel_splits_weights_and_kv_heads(cat: Catalog) -> None:
+    a, g = cat.model("llama-3.1-8b"), cat.gpu("h100-sxm")
+    m1 = memory_plan(a, g, 1, 1, "bf16", "bf16", cat)
+    m2 = memory_plan(a, g, 2, 1, "bf16", "bf16", cat)
+    assert m2.weights == pytest.approx(m1.weights / 2)
+    assert m2.kv_bytes_per_token == m1.kv_bytes_per_token / 2
+    assert m2.kv_tokens > 2 * m1.kv_tokens  # half the bytes per token and more room
+    fp8 = memory_plan(a, g, 1, 1, "bf16", "fp8", cat)
+    assert fp8.kv_bytes_per_token == m1.kv_bytes_per_token / 2
+
+
+def test_a_model_too_big_for_its_tp_names_tp_and_the_fix(cat: Catalog) -> None:
+    with pytest.raises(InputError, match=r"--tp 1: .*141\.1 GB weights.*try --tp 4"):
+        memory_plan(cat.model("llama-3.1-70b"), cat.gpu("h100-sxm"), 1, 1, "bf16", "bf16", cat)
+
+
+def test_replica_engine_takes_blocks_from_the_plan(cat: Catalog) -> None:
+    rep = replica(cat, "llama-3.1-8b", "h100-sxm")
+    assert rep.engine.kv_blocks == rep.memory.kv_blocks
+    assert rep.engine.max_num_seqs == 256
+    assert rep.engine.max_num_batched_tokens == 8192
+    assert rep.gpus == 1
+
+
+def test_a_gpu_without_serving_calibration_is_refused(catalog: Catalog) -> None:
+    bare = _with_serving(catalog, None)
+    with pytest.raises(InputError, match=r"--gpu: .*serving calibration"):
+        replica(bare, "llama-3.1-8b", "h100-sxm")
+    with pytest.raises(InputError, match="--gpu choose: no catalog GPU"):
+        plan(bare, "llama-3.1-8b", 1.0, 8, 8, 1.0, 1.0)
+
+
+def test_workload_needs_exactly_one_of_qps_and_concurrency() -> None:
+    for kw in ({}, {"qps": 1.0, "concurrency": 2}):
+        with pytest.raises(InputError, match="--qps/--concurrency"):
+            workload(128, 128, **kw)  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="--qps"):
+        workload(128, 128, qps=0.0)
+    with pytest.raises(InputError, match="--output-len"):
+        workload(128, 0, qps=1.0)
+
+
+def _est(cat: Catalog, **kw: object) -> dict[str, object]:
+    args: dict[str, object] = {"qps": 4.0, "input_len": 512, "output_len": 128,
+                               "num_requests": 300}
+    args.update(kw)
+    model = str(args.pop("model", "llama-3.1-8b"))
+    gpu = str(args.pop("gpu", "h100-sxm"))
+    return estimate(cat, model, gpu, **args).as_dict()  # type: ignore[arg-type]
+
+
+def test_estimate_reports_the_contract_keys(cat: Catalog) -> None:
+    d = _est(cat)
+    assert set(CONTRACT) <= set(d)
+    for k in ("ttft", "tpot", "e2e"):
+        assert d[f"{k}_p99_s"] >= d[f"{k}_p50_s"] > 0  # type: ignore[operator]
+    assert d["throughput_tokens_per_s"] == pytest.approx(
+        d["requests_per_s"] * 128)  # type: ignore[operator]
+    assert 0 < d["kv_cache_utilization"] < 1  # type: ignore[operator]
+    assert d["gpus"] == 1 and d["preemptions"] == 0
+
+
+def test_more_load_means_longer_time_to_first_token(cat: Catalog) -> None:
+    ttft = [_est(cat, qps=q)["ttft_p99_s"] for q in (2.0, 16.0, 40.0)]
+    assert ttft[0] < ttft[1] < ttft[2]  # type: ignore[operator]
+
+
+def test_tp2_decodes_a_70b_model_faster(cat: Catalog) -> None:
+    # B200 holds 70B bf16 on one GPU (162 GB usable), so TP1 and TP2 compare directly.
+    tp1 = _est(cat, model="llama-3.1-70b", gpu="b200", tp=1, qps=1.0, num_requests=100)
+    tp2 = _est(cat, model="llama-3.1-70b", gpu="b200", tp=2, qps=1.0, num_requests=100)
+    assert tp2["tpot_p50_s"] < 0.75 * tp1["tpot_p50_s"]  # type: ignore[operator]
+
+
+def test_closed_loop_obeys_littles_law(cat: Catalog) -> None:
+    d = _est(cat, qps=None, concurrency=16)
+    # 16 clients always in the system: throughput x time in system = 16 (less the drain).
+    assert d["requests_per_s"] * d["e2e_mean_s"] == pytest.approx(16, rel=0.1)  # type: ignore
+
+
+def test_replicas_share_the_load(cat: Catalog) -> None:
+    one = _est(cat, qps=30.0)
+    two = _est(cat, qps=30.0, replicas=2, router="least_outstanding")
+    assert two["gpus"] == 2
+    assert two["ttft_p99_s"] < one["ttft_p99_s"]  # type: ignore[operator]
+
+
+def test_a_request_longer_than_the_context_names_the_lengths(cat: Catalog) -> None:
+    with pytest.raises(InputError, match="--input-len/--output-len"):
+        _est(cat, input_len=131072)
+
+
+def test_lognormal_lengths_are_clipped_to_the_context(cat: Catalog) -> None:
+    d = _est(cat, length_dist="lognormal", length_cv=2.0, input_len=4096, output_len=64)
+    assert d["requests"] == 300
+
+
+def test_plan_finds_the_cheapest_fleet_for_an_easy_slo(cat: Catalog) -> None:
+    p = plan(cat, "llama-3.1-8b", 20.0, 512, 128, 1.0, 0.05, gpu="h100-sxm", tps=(1, 2),
+             num_requests=300, rel_tol=0.1)
+    assert p.feasible and p.best is not None
+    b = p.best
+    assert b["replicas"] * b["qps_per_replica"] >= 20.0
+    assert b["ttft_p99_s"] <= 1.0 and b["tpot_p99_s"] <= 0.05
+    # Priced from the cheapest H100 offer ($2.99/GPU-h in the catalog).
+    price = serve.gpu_hour_price(cat, "h100-sxm")
+    assert price is not None
+    assert b["usd_per_hour"] == pytest.approx(b["gpus"] * price[0])
+    assert b["cost_per_million_tokens_usd"] == pytest.approx(
+        b["usd_per_hour"] / (20.0 * 128 * 3600) * 1e6)
+    assert b["usd_per_hour"] == min(c["usd_per_hour"] for c in p.candidates)
+    assert p.pareto and p.as_dict()["cost_per_million_tokens_usd"] == b[
+        "cost_per_million_tokens_usd"]
+
+
+def test_plan_reports_an_impossible_slo_as_infeasible(cat: Catalog) -> None:
+    p = plan(cat, "llama-3.1-8b", 20.0, 512, 128, 0.001, 0.05, gpu="h100-sxm", tps=(1, 2),
+             num_requests=200)
+    assert not p.feasible and p.best is None
+    a = p.best_achievable
+    assert a is not None and a["ttft_p99_s"] > 0.001
+    assert a["closest"]["tp"] in (1, 2)
+    assert p.as_dict()["cost_per_million_tokens_usd"] is None
+
+
+def test_plan_rejects_layouts_that_do_not_fit(cat: Catalog) -> None:
+    with pytest.raises(InputError, match=r"--model: llama-3\.1-70b fits no TP"):
+        plan(cat, "llama-3.1-70b", 1.0, 512, 128, 1.0, 0.05, gpu="h100-sxm", tps=(1, 2))
+
+
+def _pt(per_gpu: float, per_user: float) -> LoadPoint:
+    return LoadPoint("g", 1, 1.0, 0.1, 0.01, per_gpu, per_user, True, None)
+
+
+def test_pareto_keeps_only_undominated_points() -> None:
+    pts = [_pt(100, 10), _pt(50, 20), _pt(40, 15), _pt(10, 50), _pt(100, 5)]
+    front = serve.pareto(pts)
+    assert [(p.tokens_per_s_per_gpu, p.tokens_per_s_per_user) for p in front] == [
+        (100, 10), (50, 20), (10, 50)]
