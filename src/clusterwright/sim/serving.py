@@ -381,12 +381,16 @@ class _Replica:
             self.committed -= r.committed
             r.committed = 0
         self.used -= -(-ctx // bs) - r.shared
+        self.drop_entry(r)
+
+    def drop_entry(self, r: _Req) -> None:
+        """Give up ``r``'s prefix-cache reference (unreferenced entries become evictable)."""
         ent = r.entry
         if ent is not None:
             ent[1] -= 1
             if ent[1] == 0:
                 self.evictable += ent[0]
-            r.entry = None
+        r.entry = None
         r.shared = 0
 
     def prefix_hit(self, r: _Req) -> None:
@@ -407,13 +411,7 @@ class _Replica:
         r.hit = hit * self.bs
 
     def undo_hit(self, r: _Req) -> None:
-        ent = r.entry
-        if ent is not None:
-            ent[1] -= 1
-            if ent[1] == 0:
-                self.evictable += ent[0]
-        r.entry = None
-        r.shared = 0
+        self.drop_entry(r)
         r.computed = 0
         r.hit = 0
 
