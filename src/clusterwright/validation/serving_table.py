@@ -48,7 +48,7 @@ def predict(cat: Catalog, r: dict[str, str]) -> tuple[float, str]:
                   precision="bf16" if prec == "fp16" else prec, kv_precision=kv,
                   max_num_seqs=seqs if mode == "fixed_batch" else None)
     if mode == "single_prompt":
-        ttft = rep.model.step_s(i, 0, i, i * i / 2.0)
+        ttft = rep.model.step_s(i, 0, 0, i * i / 2.0)
         return ttft * 1e3, f"one {i}-token prefill iteration: {ttft * 1e3:.1f} ms"
     budget = max(TRTLLM_MAX_TOKENS, bs * i) if mode == "fixed_batch" else TRTLLM_MAX_TOKENS
     engine = dataclasses.replace(rep.engine, max_num_batched_tokens=budget)
@@ -62,7 +62,9 @@ def predict(cat: Catalog, r: dict[str, str]) -> tuple[float, str]:
     detail = (f"{n} requests at once, {seqs} sequences, {budget} tokens/iteration, reserved KV "
               f"({rep.memory.kv_tokens:,} tokens); {rep.model.weights.value} weights, "
               f"{kv} KV")
-    return res.output_tokens_per_s, detail
+    per_gpu = r["unit"].endswith("/GPU")
+    value = res.output_tokens_per_s / (rep.gpus if per_gpu else 1)
+    return value, detail + (f"; per GPU of {rep.gpus}" if per_gpu and rep.gpus > 1 else "")
 
 
 def serving_table(cat: Catalog | None = None) -> TableResult:
