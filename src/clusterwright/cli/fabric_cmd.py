@@ -10,7 +10,6 @@ from rich.table import Table
 
 from clusterwright.cli.common import console, emit_json, fail, state, user_errors
 from clusterwright.design.bom import plan_fabric, summary
-from clusterwright.design.fabric import Fabric
 from clusterwright.export.fabric import check_out_dir, write_fabric
 from clusterwright.spec.fabric import FabricRequest
 
@@ -102,10 +101,10 @@ def design_cmd(
     if as_json:
         emit_json(data)
     else:
-        _render(fab, data)
+        _render(data)
 
 
-def _render(fab: Fabric, d: dict[str, Any]) -> None:
+def _render(d: dict[str, Any]) -> None:
     console.print(
         f"[bold]{d['nodes']} x {d['server']}[/] = {d['gpus']} GPUs, {d['hosts']} hosts: "
         f"{d['tiers']}-tier {d['protocol']} {d['switch']} ({d['radix']} x "
@@ -148,7 +147,6 @@ def _render(fab: Fabric, d: dict[str, Any]) -> None:
         console.print(f"  [yellow]note:[/] {note}")
     if "out" in d:
         console.print(f"Wrote {d['files']} files to {d['out']}")
-    del fab
 
 
 @app.command("verify")

@@ -90,12 +90,6 @@ def servers_per_rack(fab: Fabric, site: Site) -> int:
     return n
 
 
-def switch_power_w(fab: Fabric, cat: Catalog, dev: Device) -> tuple[float, float]:
-    """(typical, maximum) W of a switch without optics."""
-    sw = cat.switch(dev.part)
-    return (sw.typical_power_w or sw.max_power_w, sw.max_power_w)
-
-
 def host_cage(port_names: list[str], rail: int, links_per_cage: int) -> str:
     """Physical cage of a backend rail: from the vendor's port name where it encodes the cage
     (DGX "osfp4p2" is cage osfp4, port 2), else by rail order."""
@@ -258,8 +252,6 @@ def place(fab: Fabric, cat: Catalog) -> list[Rack]:
             rk.position = mid + i
     for rk in racks:
         rk.name = f"r{rk.row + 1:03d}-{rk.position + 1:02d}"
-    names = {id(rk): rk.name for rk in racks}
-    del names
     # Device rack names were assigned before renaming: refresh from rack contents.
     for rk in racks:
         for dn in rk.devices:

@@ -457,10 +457,8 @@ def _render_all(fab: Fabric, root: Path) -> list[str]:
         ),
     ))
     views = switch_views(fab)
-    frr = env.get_template("frr.conf.j2")
     for v in views:
-        emit(f"frr/{v.name}.conf", [frr.render(sw=v, version=ver, timers=BGP_TIMERS,
-                                               max_paths=max(2, min(MAX_PATHS, len(v.neighbors))))])
+        emit(f"frr/{v.name}.conf", [render_frr(fab, v, env)])
     if views:
         emit("frr/daemons", [env.get_template("daemons.j2").render()])
         backend_views = [v for v in views if v.role in ("leaf", "spine", "core")]
