@@ -8,7 +8,11 @@ time is the tests' linear model (6 ms + 30 us per prompt token + 10 us per decod
       saturation throughput with 20k requests at 2x overload);
   (b) 100k requests at 0.25, 0.5, 0.75, 0.9 and 1.0 of saturation, fast-forward on and off;
   (c) the exponent k of wall ~ requests^k (k = 1 is linear);
-  (d) cProfile of the 100k run with ``--profile``.
+  (d) the same near-saturation load with the catalog's calibrated step model (Llama-3.1-8B
+      fp8 on one H100, 1024 in / 256 out) instead of the linear one;
+  (e) ``serve plan`` wall time (every calibrated GPU x TP 1/2/4/8, bisection on QPS) in one
+      process and in one process per core;
+  (f) cProfile of the 100k run with ``--profile``.
 
 Targets from the issue (reported, not asserted): >= 10,000 simulated requests per wall second
 and one million requests in under 120 s on 2 cores.
@@ -123,7 +127,52 @@ def main() -> None:
         pstats.Stats(pr, stream=buf).sort_stats("tottime").print_stats(15)
         lines += ["", "#### cProfile, 100,000 requests near saturation (tottime)", "", "```",
                   *buf.getvalue().strip().splitlines()[:40], "```"]
+    lines += ["", *catalog_model_lines(), "", *plan_lines()]
     write("serving_speed.md", lines)
+
+
+def catalog_model_lines() -> list[str]:
+    """(d): the calibrated step model costs more per event than the linear one."""
+    from clusterwright.catalog.registry import load_catalog
+    from clusterwright.sim.serving_plan import replica, saturation_qps
+
+    rep = replica(load_catalog(), "llama-3.1-8b", "h100-sxm", 1, 1, "fp8", "fp8")
+    q = round(0.9 * saturation_qps(rep, 1024, 256), 1)
+    rows = []
+    for n in (10_000, 100_000):
+        w = Workload(num_requests=n, arrival="poisson", qps=q, input_len=Lengths("fixed", 1024),
+                     output_len=Lengths("fixed", 256), seed=1)
+        r = simulate(ClusterConfig(rep.engine), w, rep.model)
+        rows.append(row("catalog step model, 0.9 x estimated saturation", n, q, r))
+        print(rows[-1])
+    header = ["case", "requests", "QPS", "wall (s)", "requests/s (wall)", "achieved req/s (sim)",
+              "TTFT p50 / p99 (ms)", "TPOT mean (ms)", "KV util mean", "preemptions",
+              "events", "engine steps"]
+    return ["#### Catalog step model (Llama-3.1-8B fp8, one H100, 1024 in / 256 out)", "",
+            f"- engine: {rep.engine}", "", *table(header, rows)]
+
+
+def plan_lines() -> list[str]:
+    """(e): ``serve plan`` end to end."""
+    import time
+
+    from clusterwright.catalog.registry import load_catalog
+    from clusterwright.sim.serving_plan import plan
+
+    cat = load_catalog()
+    rows = []
+    for model, qps in (("llama-3.1-8b", 50.0), ("llama-3.1-70b", 20.0)):
+        for workers in (1, 2):
+            t = time.perf_counter()
+            p = plan(cat, model, qps, 1024, 256, 2.0, 0.05, workers=workers)
+            wall = time.perf_counter() - t
+            best = p.best or {}
+            rows.append([model, f"{qps:g}", str(workers), f"{wall:.1f}", str(p.simulations),
+                         f"{best.get('gpu')} tp{best.get('tp')} x{best.get('replicas')}"])
+            print(rows[-1])
+    return ["#### `serve plan` (1024 in / 256 out, p99 TTFT 2 s, TPOT 50 ms, every calibrated "
+            "GPU x TP 1/2/4/8)", "",
+            *table(["model", "QPS", "processes", "wall (s)", "simulations", "best"], rows)]
 
 
 if __name__ == "__main__":

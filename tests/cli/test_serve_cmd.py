@@ -129,3 +129,32 @@ def test_plan_bad_input_exits_2_naming_the_flag(cw: Any, args: tuple[str, ...],
                                                 flag: str) -> None:
     assert flag in user_error(cw(*PLAN, "--ttft-p99", "1", *args, "--json"))
 
+
+
+MOE = ("estimate", "--model", "mixtral-8x7b", "--gpu", "h100-sxm", "--tp", "2", "--input-len",
+       "512", "--output-len", "32", "--num-requests", "50", "--qps", "2")
+
+
+def test_estimate_reports_expert_parallelism(cw: Any) -> None:
+    d = json_ok(cw(*MOE, "--ep", "2", "--json"))
+    assert d["ep"] == 2 and d["ep_comm"] == "allreduce" and d["gpus"] == 2
+    assert json_ok(cw(*MOE, "--json"))["ep"] == 1
+    r = cw(*MOE, "--ep", "2", "--ep-comm", "alltoall")
+    assert r.exit_code == 0, r.output
+    assert "ep 2 (alltoall)" in r.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--model", "llama-3.1-8b", "--ep", "2"), "--ep: llama-3.1-8b is a dense model"),
+        (("--ep", "4"), "--ep: 4 does not divide --tp 2"),
+        (("--tp", "6", "--ep", "6"), "--tp"),  # 32 heads: TP 6 is refused first
+        (("--ep", "0"), "--ep"),
+        (("--ep", "2", "--ep-comm", "ring"), "--ep-comm"),
+        (("--ep-comm", "alltoall"), "--ep-comm"),
+    ],
+)
+def test_bad_expert_parallelism_exits_2_naming_the_flag(cw: Any, args: tuple[str, ...],
+                                                        message: str) -> None:
+    assert message in user_error(cw(*MOE, *args, "--json"))

@@ -5,6 +5,7 @@ a test one."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 
@@ -165,6 +166,14 @@ def test_plan_finds_the_cheapest_fleet_for_an_easy_slo(cat: Catalog) -> None:
         "cost_per_million_tokens_usd"]
 
 
+def test_plan_is_the_same_in_one_process_or_several(cat: Catalog) -> None:
+    kw: dict[str, Any] = {"gpu": "h100-sxm", "tps": (1, 2), "num_requests": 200,
+                          "rel_tol": 0.2}
+    one = plan(cat, "llama-3.1-8b", 20.0, 512, 128, 1.0, 0.05, workers=1, **kw)
+    two = plan(cat, "llama-3.1-8b", 20.0, 512, 128, 1.0, 0.05, workers=2, **kw)
+    assert one.as_dict() == two.as_dict()
+
+
 def test_plan_reports_an_impossible_slo_as_infeasible(cat: Catalog) -> None:
     p = plan(cat, "llama-3.1-8b", 20.0, 512, 128, 0.001, 0.05, gpu="h100-sxm", tps=(1, 2),
              num_requests=200)
@@ -189,3 +198,74 @@ def test_pareto_keeps_only_undominated_points() -> None:
     front = serve.pareto(pts)
     assert [(p.tokens_per_s_per_gpu, p.tokens_per_s_per_user) for p in front] == [
         (100, 10), (50, 20), (10, 50)]
+
+
+def test_free_memory_rule_takes_the_fraction_of_what_weights_leave(cat: Catalog) -> None:
+    """TensorRT-LLM sizes the KV cache as free_gpu_memory_fraction x (memory - weights -
+    activations); vLLM as utilization x memory - weights - activations."""
+    a, g = cat.model("llama-3.1-70b"), cat.gpu("h100-sxm")
+    total = memory_plan(a, g, 2, 1, "fp8", "fp8", cat)
+    free = memory_plan(a, g, 2, 1, "fp8", "fp8", cat, rule="free")
+    left = 80e9 - free.weights - free.activations - free.cuda_graphs
+    assert free.kv_cache == pytest.approx(0.9 * left)
+    assert total.kv_cache == pytest.approx(0.9 * 80e9 - (80e9 - left))
+    # 0.9 x left - (0.9 x 80 GB - 80 GB + left) = 0.1 x (80 GB - left): the weights' share.
+    assert free.kv_cache - total.kv_cache == pytest.approx(0.1 * (80e9 - left))
+
+
+def test_free_memory_rule_still_refuses_a_model_that_does_not_fit(cat: Catalog) -> None:
+    with pytest.raises(InputError, match="fraction of free memory"):
+        memory_plan(cat.model("llama-3.1-70b"), cat.gpu("h100-sxm"), 1, 1, "bf16", "bf16",
+                    cat, rule="free")
+
+
+# ---------------------------------------------------------------- MoE expert parallelism
+
+
+def test_expert_parallel_keeps_the_memory_per_gpu(cat: Catalog) -> None:
+    # Mixtral 8x7B bf16 on two H100s: TP slices every expert in two, EP 2 gives each GPU four
+    # whole experts; both are 46,702,792,704 params x 2 B / 2 = 46.7 GB of weights per GPU.
+    tp = replica(cat, "mixtral-8x7b", "h100-sxm", tp=2)
+    ep = replica(cat, "mixtral-8x7b", "h100-sxm", tp=2, ep=2)
+    assert ep.memory == tp.memory
+    assert ep.memory.weights == pytest.approx(46_702_792_704 * 2 / 2)
+    assert ep.gpus == 2 and ep.model.ep == 2 and ep.engine == tp.engine
+
+
+def test_expert_parallel_on_a_dense_model_names_ep(cat: Catalog) -> None:
+    with pytest.raises(InputError, match=r"--ep: llama-3\.1-8b is a dense model"):
+        replica(cat, "llama-3.1-8b", "h100-sxm", tp=2, ep=2)
+    with pytest.raises(InputError, match="--ep: 4 does not divide --tp 2"):
+        estimate(cat, "mixtral-8x7b", "h100-sxm", tp=2, ep=4, qps=1.0, input_len=8,
+                 output_len=8)
+
+
+def test_estimate_reports_ep_and_ep_1_is_unchanged(cat: Catalog) -> None:
+    base = _est(cat, model="mixtral-8x7b", tp=2, num_requests=100)
+    one = _est(cat, model="mixtral-8x7b", tp=2, num_requests=100, ep=1)
+    two = _est(cat, model="mixtral-8x7b", tp=2, num_requests=100, ep=2, ep_comm="alltoall")
+    assert base["ep"] == 1 and base["ep_comm"] == "allreduce"
+    assert two["ep"] == 2 and two["ep_comm"] == "alltoall"
+    for k in ("ttft_p99_s", "tpot_p99_s", "throughput_tokens_per_s"):
+        assert one[k] == base[k]
+    assert two["memory"] == base["memory"]
+
+
+def test_plan_screens_expert_parallel_layouts(cat: Catalog) -> None:
+    tp2 = replica(cat, "mixtral-8x7b", "h100-sxm", tp=2)
+    ep2 = replica(cat, "mixtral-8x7b", "h100-sxm", tp=2, ep=2)
+    # 512-token prompts on TP 2 bf16 stream weights (same prefill, same flat-out rate) and EP
+    # reads more at batch 1: TP alone survives the screen.
+    assert [r.model.ep for r in serve._ep_layouts(tp2, ep2, 512, 64)] == [1]
+    # 8192-token prompts on TP 8: EP prefills faster but decodes batch 1 slower: both stay.
+    tp8 = replica(cat, "mixtral-8x7b", "h100-sxm", tp=8)
+    ep8 = replica(cat, "mixtral-8x7b", "h100-sxm", tp=8, ep=8)
+    assert [r.model.ep for r in serve._ep_layouts(tp8, ep8, 8192, 64)] == [1, 8]
+    p = plan(cat, "mixtral-8x7b", 5.0, 8192, 64, 5.0, 0.1, gpu="h100-sxm", tps=(8,),
+             num_requests=100, workers=1)
+    assert sorted(c["ep"] for c in p.candidates) == [1, 8]
+    assert p.best is not None and p.best["ep"] in (1, 8)
+    assert all("ep" in x for x in p.pareto)
+    off = plan(cat, "mixtral-8x7b", 5.0, 8192, 64, 5.0, 0.1, gpu="h100-sxm", tps=(8,),
+               num_requests=100, workers=1, expert_parallel=False)
+    assert [c["ep"] for c in off.candidates] == [1]

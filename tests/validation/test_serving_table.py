@@ -39,3 +39,39 @@ def test_every_row_cites_its_source() -> None:
         rows = list(csv.DictReader(fh))
     assert len(rows) >= 16
     assert all(len(r["source"]) > 10 and r["verify"] in ("V", "S") for r in rows)
+
+
+def test_tpot_rows_within_20_percent(table: TableResult) -> None:
+    assert _mape(table, "itl") <= 0.20
+
+
+def test_held_out_rows_are_reported_separately(table: TableResult) -> None:
+    held = table.held_out_rows
+    assert len(held) >= 21 and all(r.set == "held-out" for r in held)
+    assert table.held_out_mape is not None
+
+
+def test_engine_options_apply_to_their_row_only() -> None:
+    from clusterwright.catalog.registry import load_catalog
+    from clusterwright.validation.serving_table import predict
+
+    cat = load_catalog()
+    with open(data_dir() / "serving.csv", newline="", encoding="utf-8") as fh:
+        row = next(r for r in csv.DictReader(fh) if r["engine_options"])
+    stack_before = cat.stack_for_gpu(row["gpu"])
+    with_opt, detail = predict(cat, row)
+    assert "gqa_kv_reuse=false" in detail
+    without, _ = predict(cat, dict(row, engine_options=""))
+    assert with_opt < without  # re-reading the KV cache per query head is slower
+    assert cat.stack_for_gpu(row["gpu"]) is stack_before  # the catalog is left as it was
+
+
+def test_bad_engine_options_name_the_row() -> None:
+    from clusterwright.catalog.registry import load_catalog
+    from clusterwright.errors import InputError
+    from clusterwright.validation.serving_table import predict
+
+    with open(data_dir() / "serving.csv", newline="", encoding="utf-8") as fh:
+        row = next(r for r in csv.DictReader(fh) if r["engine_options"])
+    with pytest.raises(InputError, match=row["id"]):
+        predict(load_catalog(), dict(row, engine_options="no_such_option=1"))

@@ -23,6 +23,7 @@ from clusterwright.catalog.schema import (
     Assumption,
     Cable,
     CloudOffer,
+    FailureMode,
     Gpu,
     ModelArch,
     Nic,
@@ -36,6 +37,8 @@ from clusterwright.spec.yamlio import LoadedYaml, YamlError, describe_validation
 
 ENV_VAR = "CLUSTERWRIGHT_CATALOG"
 PACKAGE_FILES = (*ENTRY_TYPES, "assumptions")
+# Packaged files named after a topic rather than a kind; each may hold several kinds.
+TOPIC_FILES = ("reliability",)
 
 E = TypeVar("E", bound=BaseModel)
 
@@ -91,6 +94,9 @@ class Catalog:
 
     def stack(self, entry_id: object) -> Stack:
         return cast(Stack, self.get("stacks", entry_id))
+
+    def failure_mode(self, entry_id: object) -> FailureMode:
+        return cast(FailureMode, self.get("failure_modes", entry_id))
 
     def stack_for_gpu(self, gpu_id: str) -> Stack:
         """The first stack that lists ``gpu_id`` (every catalog GPU has one; a test checks)."""
@@ -216,7 +222,7 @@ def _add_assumptions(cat: Catalog, doc: LoadedYaml, rows: Any, allow_override: b
 def _package_docs() -> list[LoadedYaml]:
     root = resources.files("clusterwright.catalog") / "data"
     docs = []
-    for name in PACKAGE_FILES:
+    for name in (*PACKAGE_FILES, *TOPIC_FILES):
         res = root / f"{name}.yaml"
         if res.is_file():
             from clusterwright.spec.yamlio import loads

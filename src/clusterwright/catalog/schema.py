@@ -398,11 +398,22 @@ class ServingEfficiency(BaseModel):
     engine: StrictStr  # the engine the numbers were measured with
     decode_bandwidth_efficiency: Annotated[float, Field(gt=0, le=1)]  # of HBM, streaming
     step_overhead_s: NonNegativeFloat  # per iteration: scheduling, sampling, launches
+    # Per transformer layer per iteration: kernel gaps and TP synchronisation that do not shrink
+    # with the shard, so efficiency falls as TP grows and shards get small.
+    layer_overhead_s: NonNegativeFloat = 0.0
+    # Decode attention reads each KV head once for its whole query group (GQA-aware kernels:
+    # TensorRT-LLM XQA, FlashAttention/FlashInfer decode). False models engines whose masked
+    # MHA kernel re-reads a KV head for every query head (TensorRT-LLM before XQA, v0.7/0.8).
+    gqa_kv_reuse: bool = True
     # The engine's GEMMs against the stack's (training) GEMM curve, at the serving precision
     gemm_scale: Annotated[float, Field(gt=0, le=1.5)] = 1.0
     # The calibrated engine's scheduler: estimates run with it unless the user overrides.
     admission: Literal["evict", "reserve"] = "evict"  # vLLM preempts; TRT-LLM reserves
     max_num_seqs: PositiveInt = 256  # vLLM's default; TRT-LLM builds default to 2,048
+    # How the engine's memory fraction (assumption inference_gpu_memory_utilization) applies:
+    # "total" caps all memory (vLLM), "free" takes that fraction of what weights and
+    # activations leave (TensorRT-LLM kv_cache_free_gpu_mem_fraction).
+    kv_memory_rule: Literal["total", "free"] = "total"
     calibration: StrictStr
 
 
@@ -441,6 +452,51 @@ class Stack(_Entry):
         return self
 
 
+FailureUnit = Literal["gpu", "host", "switch", "link", "job"]
+
+
+class FailureMode(_Entry):
+    """One cause of job interruption and its rate per unit it scales with (model/reliability.py).
+
+    ``rate_per_million_unit_hours`` is failures per 10^6 unit-hours of the ``unit`` (GPU, host,
+    fabric switch, fabric link, or the job itself). When the observation it was derived from is
+    given (``observed_count`` in ``observed_unit_hours``), the rate must equal their ratio.
+    ``gpus`` lists the GPU ids a GPU-specific set of entries applies to; empty means any GPU.
+    """
+
+    category: Literal[
+        "gpu", "host", "network", "dependency", "unplanned-maintenance", "unknown", "planned"
+    ]
+    unit: FailureUnit
+    rate_per_million_unit_hours: NonNegativeFloat
+    needs_repair: bool  # a node leaves the pool for repair (a hot spare can stand in)
+    observed_count: NonNegativeInt | None = None
+    observed_unit_hours: PositiveFloat | None = None
+    gpus: list[EntryId] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _rate_matches_observation(self) -> FailureMode:
+        if (self.observed_count is None) != (self.observed_unit_hours is None):
+            raise ValueError("give observed_count and observed_unit_hours together")
+        if self.observed_count is not None and self.observed_unit_hours is not None:
+            derived = self.observed_count / self.observed_unit_hours * 1e6
+            if abs(derived - self.rate_per_million_unit_hours) > 1e-3 * max(derived, 1e-12):
+                raise ValueError(
+                    f"rate_per_million_unit_hours={self.rate_per_million_unit_hours:g} does not "
+                    f"match observed_count / observed_unit_hours * 1e6 = {derived:.6g}"
+                )
+        return self
+
+    @property
+    def planned(self) -> bool:
+        return self.category == "planned"
+
+    @property
+    def rate_per_hour(self) -> float:
+        """Failures per unit-hour."""
+        return self.rate_per_million_unit_hours / 1e6
+
+
 # One YAML file per kind, validated by one model. The CLI's `optics` kind lists both
 # transceivers and cables.
 ENTRY_TYPES: dict[str, type[_Entry]] = {
@@ -453,4 +509,5 @@ ENTRY_TYPES: dict[str, type[_Entry]] = {
     "models": ModelArch,
     "clouds": CloudOffer,
     "stacks": Stack,
+    "failure_modes": FailureMode,  # packaged in data/reliability.yaml (registry TOPIC_FILES)
 }

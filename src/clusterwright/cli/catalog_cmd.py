@@ -23,10 +23,18 @@ KINDS: dict[str, tuple[str, ...]] = {
     "models": ("models",),
     "clouds": ("clouds",),
     "stacks": ("stacks",),
+    "failures": ("failure_modes",),
 }
 
 # Columns of the human table per kind: (header, function of entry).
 COLUMNS: dict[str, list[tuple[str, Any]]] = {
+    "failure_modes": [
+        ("id", lambda e: e.id),
+        ("category", lambda e: e.category),
+        ("per", lambda e: str(e.unit)),
+        ("rate /1e6 unit-h", lambda e: f"{e.rate_per_million_unit_hours:.4g}"),
+        ("repair", lambda e: "yes" if e.needs_repair else "no"),
+    ],
     "gpus": [
         ("id", lambda e: e.id),
         ("memory GB", lambda e: f"{e.memory_gb:g}"),

@@ -7,9 +7,19 @@ from __future__ import annotations
 
 import typer
 
+from clusterwright.cli.ops_power_cmd import power
+from clusterwright.cli.ops_reliability_cmd import checkpoint, reliability
+from clusterwright.cli.ops_schedule_cmd import schedule
+from clusterwright.cli.ops_tco_cmd import tco
+
 app = typer.Typer(
     help="Operations twin: failures and checkpoints, scheduling, power and cooling, TCO.",
     no_args_is_help=True,
 )
 
 # Subcommand registrations (one line per module, alphabetical):
+app.command("checkpoint")(checkpoint)
+app.command("power")(power)
+app.command("reliability")(reliability)
+app.command("schedule")(schedule)
+app.command("tco")(tco)

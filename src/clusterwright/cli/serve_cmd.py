@@ -55,6 +55,14 @@ def estimate_cmd(
     gpu: str = typer.Option(..., "--gpu", help="GPU catalog id."),
     tp: int = typer.Option(1, "--tp", help="Tensor-parallel GPUs per replica."),
     pp: int = typer.Option(1, "--pp", help="Pipeline stages per replica."),
+    ep: int = typer.Option(
+        1, "--ep", help="MoE only: GPUs of the TP group the experts are split over (divides "
+        "--tp and the experts; vLLM --enable-expert-parallel is --ep = --tp)."
+    ),
+    ep_comm: str = typer.Option(
+        "allreduce", "--ep-comm", help="How EP moves tokens: allreduce (one vLLM/TRT-LLM "
+        "replica) or alltoall (DeepEP-style dispatch/combine, needs --ep = --tp)."
+    ),
     precision: Precision = typer.Option(Precision.bf16, "--precision", help="Weights."),
     kv_precision: Precision = typer.Option(Precision.bf16, "--kv-precision", help="KV cache."),
     server: str | None = typer.Option(
@@ -91,7 +99,7 @@ def estimate_cmd(
         fail("--qps/--concurrency: give exactly one (open loop at a request rate, or a closed "
              "loop of clients)")
     _positive(qps=qps, concurrency=concurrency, input_len=input_len, output_len=output_len,
-              num_requests=num_requests, replicas=replicas, tp=tp, pp=pp,
+              num_requests=num_requests, replicas=replicas, tp=tp, pp=pp, ep=ep,
               ttft_slo=ttft_slo, tpot_slo=tpot_slo, max_num_seqs=max_num_seqs)
     with user_errors():
         cat = state(ctx).catalog()
@@ -105,7 +113,7 @@ def estimate_cmd(
             length_dist=length_dist, length_cv=length_cv, replicas=replicas, router=router,
             slo_ttft_s=ttft_slo if ttft_slo is not None else math.inf,
             slo_tpot_s=tpot_slo if tpot_slo is not None else math.inf,
-            max_num_seqs=max_num_seqs,
+            max_num_seqs=max_num_seqs, ep=ep, ep_comm=ep_comm,
         )
     payload = est.as_dict()
     if as_json:
@@ -116,9 +124,10 @@ def estimate_cmd(
 
 def _render_estimate(d: dict[str, Any]) -> None:
     load = f"{d['qps']:g} req/s" if d["qps"] is not None else f"{d['concurrency']} clients"
+    ep = f" ep {d['ep']} ({d['ep_comm']})" if d["ep"] > 1 else ""
     console.print(
         f"[bold]{d['model']}[/] on {d['replicas']} x {d['tp'] * d['pp']} {d['gpu']} "
-        f"(tp {d['tp']} pp {d['pp']}, {d['precision']} weights, {d['kv_precision']} KV), "
+        f"(tp {d['tp']} pp {d['pp']}{ep}, {d['precision']} weights, {d['kv_precision']} KV), "
         f"{load}, {d['requests']} requests"
     )
     m = d["memory"]
@@ -212,18 +221,19 @@ def _render_plan(d: dict[str, Any]) -> None:
             if b["usd_per_hour"] is not None
             else " (no cloud price in the catalog)"
         )
+        ep = f" ep {b['ep']}" if b["ep"] > 1 else ""
         console.print(
-            f"best: {b['replicas']} x {b['gpu']} tp {b['tp']} = {b['gpus']} GPUs, "
+            f"best: {b['replicas']} x {b['gpu']} tp {b['tp']}{ep} = {b['gpus']} GPUs, "
             f"{b['qps_per_replica']:.2f} req/s per replica (p99 TTFT {_ms(b['ttft_p99_s'])}, "
             f"TPOT {_ms(b['tpot_p99_s'])}){cost}"
         )
     t = Table(title="candidates", title_justify="left")
-    for col in ("GPU", "tp", "req/s/replica", "replicas", "GPUs", "$/h", "$/M tok"):
+    for col in ("GPU", "tp", "ep", "req/s/replica", "replicas", "GPUs", "$/h", "$/M tok"):
         t.add_column(col, justify="right")
     for c in d["candidates"]:
         t.add_row(
-            c["gpu"], str(c["tp"]), f"{c['qps_per_replica']:.2f}", str(c["replicas"] or "-"),
-            str(c["gpus"] or "-"),
+            c["gpu"], str(c["tp"]), str(c["ep"]), f"{c['qps_per_replica']:.2f}",
+            str(c["replicas"] or "-"), str(c["gpus"] or "-"),
             f"{c['usd_per_hour']:,.2f}" if c["usd_per_hour"] is not None else "-",
             f"{c['cost_per_million_tokens_usd']:.2f}"
             if c["cost_per_million_tokens_usd"] is not None else "-",

@@ -3,9 +3,9 @@ that meets latency SLOs.
 
 ``memory_plan`` splits a GPU's memory the way vLLM does at start-up; ``replica`` bundles the
 step-time model and engine of one model replica; ``estimate`` simulates a workload on a
-deployment (``sim/serving.py``); ``plan`` searches GPU type x tensor parallelism for the
-largest load one replica sustains under p99 TTFT and TPOT SLOs, then sizes and prices the
-fleet.
+deployment (``sim/serving.py``); ``plan`` searches GPU type x tensor parallelism (and, for
+MoE models, expert parallelism over the TP group) for the largest load one replica sustains
+under p99 TTFT and TPOT SLOs, then sizes and prices the fleet.
 
 It lives in the simulation layer because the plan's capacity search is a loop of
 simulations (no closed form gives p99 latency under load); the decisions it takes read only
@@ -14,8 +14,11 @@ the catalog, the models and the simulator below it.
 
 from __future__ import annotations
 
+import functools
 import math
+import os
 from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +26,7 @@ from clusterwright.catalog.registry import Catalog, resolve_model
 from clusterwright.catalog.schema import Gpu, ModelArch, Stack
 from clusterwright.design.train import net_for
 from clusterwright.errors import InputError
-from clusterwright.model.inference import StepModel, compute_dtype
+from clusterwright.model.inference import StepModel, check_expert_parallel, compute_dtype
 from clusterwright.model.memory import inference_memory, kv_cache_bytes
 from clusterwright.model.precision import Precision
 from clusterwright.sim.serving import (
@@ -63,6 +66,10 @@ class MemoryPlan:
     block_size: int
     tp: int
     pp: int
+    # "total": the fraction caps all memory the engine uses (vLLM gpu_memory_utilization);
+    # "free": the fraction applies to what weights and activations leave free (TensorRT-LLM
+    # KvCacheConfig.free_gpu_memory_fraction).
+    rule: str = "total"
 
     @property
     def usable(self) -> float:
@@ -71,6 +78,9 @@ class MemoryPlan:
     @property
     def kv_cache(self) -> float:
         """Bytes left for the KV cache (negative when the model does not fit)."""
+        if self.rule == "free":
+            free = self.gpu_memory - self.weights - self.activations - self.cuda_graphs
+            return free * self.utilization if free > 0 else free
         return self.usable - self.weights - self.activations - self.cuda_graphs
 
     @property
@@ -104,7 +114,10 @@ class MemoryPlan:
 
 
 def _memory(arch: ModelArch, gpu: Gpu, tp: int, pp: int, weights: Precision,
-            kv_precision: Precision, cat: Catalog) -> MemoryPlan:
+            kv_precision: Precision, cat: Catalog, rule: str = "total") -> MemoryPlan:
+    # Expert parallelism inside the TP group needs no term here: E/ep whole experts, each
+    # sliced over tp/ep GPUs, are E/tp experts' bytes per GPU, as TP's 1/tp of every expert
+    # (and the MoE activation peak is the same, see model/inference.StepModel).
     tokens = cat.assumption("inference_max_batched_tokens")
     graphs = cat.assumption("inference_cuda_graph_reserve_gb") * GB
     m = inference_memory(arch, 0, 0, weights, kv_precision, tp, pp, tokens, graphs)
@@ -118,26 +131,33 @@ def _memory(arch: ModelArch, gpu: Gpu, tp: int, pp: int, weights: Precision,
         block_size=int(cat.assumption("inference_kv_block_tokens")),
         tp=tp,
         pp=pp,
+        rule=rule,
     )
 
 
 def memory_plan(arch: ModelArch, gpu: Gpu, tp: int, pp: int, weights: Precision | str,
-                kv_precision: Precision | str, cat: Catalog) -> MemoryPlan:
+                kv_precision: Precision | str, cat: Catalog, rule: str = "total") -> MemoryPlan:
     """Memory of ``arch`` on ``tp`` x ``pp`` ``gpu``s. Raises InputError naming --tp, with the
-    numbers and the smallest TP that fits, when not even one KV block is left."""
+    numbers and the smallest TP that fits, when not even one KV block is left. ``rule``: how
+    the engine's memory fraction applies (``MemoryPlan.rule``)."""
     w, kv = Precision(weights), Precision(kv_precision)
-    plan = _memory(arch, gpu, tp, pp, w, kv, cat)
+    plan = _memory(arch, gpu, tp, pp, w, kv, cat, rule)
     if plan.kv_blocks >= 1:
         return plan
     fits = [t for t in (2, 4, 8, 16, 32, 64) if t > tp and arch.heads % t == 0
-            and _memory(arch, gpu, t, pp, w, kv, cat).kv_blocks >= 1]
+            and _memory(arch, gpu, t, pp, w, kv, cat, rule).kv_blocks >= 1]
     hint = f"; try --tp {fits[0]}" if fits else "; add --pp stages or use a larger GPU"
+    parts = (f"{plan.weights / GB:.1f} GB weights - {plan.activations / GB:.1f} GB activations"
+             f" - {plan.cuda_graphs / GB:.1f} GB CUDA graphs")
+    if plan.rule == "free":
+        budget = (f"({gpu.memory_gb:g} GB - {parts}) x {plan.utilization:g} (the engine's "
+                  "fraction of free memory)")
+    else:
+        budget = (f"{plan.usable / GB:.1f} GB usable ({gpu.memory_gb:g} GB x "
+                  f"{plan.utilization:g}) - {parts}")
     raise InputError(
         f"--tp {tp}: {arch.id} ({w.value}) does not fit on {gpu.id} at tp {tp} pp {pp}: "
-        f"{plan.usable / GB:.1f} GB usable ({gpu.memory_gb:g} GB x {plan.utilization:g}) - "
-        f"{plan.weights / GB:.1f} GB weights - {plan.activations / GB:.1f} GB activations - "
-        f"{plan.cuda_graphs / GB:.1f} GB CUDA graphs = {plan.kv_cache / GB:.1f} GB for the "
-        f"KV cache, less than one block{hint}"
+        f"{budget} = {plan.kv_cache / GB:.1f} GB for the KV cache, less than one block{hint}"
     )
 
 
@@ -159,7 +179,9 @@ def serving_gpus(cat: Catalog) -> list[Gpu]:
 
 @dataclass(frozen=True)
 class Replica:
-    """One model replica: ``tp`` x ``pp`` GPUs, its step-time model, engine and memory."""
+    """One model replica: ``tp`` x ``pp`` GPUs, its step-time model, engine and memory.
+    Expert parallelism (``model.ep``) splits the MoE experts inside the TP group, so it adds
+    no GPUs."""
 
     model: StepModel
     engine: EngineConfig
@@ -171,7 +193,7 @@ class Replica:
 
 
 def _check_layout(arch: ModelArch, gpu: Gpu, tp: int, pp: int, weights: Precision,
-                  kv_precision: Precision) -> None:
+                  kv_precision: Precision, ep: int = 1, ep_comm: str = "allreduce") -> None:
     if tp < 1:
         raise InputError(f"--tp: must be a positive integer, got {tp}")
     if pp < 1:
@@ -181,6 +203,7 @@ def _check_layout(arch: ModelArch, gpu: Gpu, tp: int, pp: int, weights: Precisio
                          f"{arch.id}")
     if pp > arch.layers:
         raise InputError(f"--pp: {pp} stages exceed the {arch.layers} layers of {arch.id}")
+    check_expert_parallel(arch, tp, ep, ep_comm)
     if compute_dtype(weights) not in gpu.peak_tflops:
         raise InputError(f"--precision: {gpu.id} has no {compute_dtype(weights).value} tensor "
                          f"cores for {weights.value} weights")
@@ -192,14 +215,16 @@ def _check_layout(arch: ModelArch, gpu: Gpu, tp: int, pp: int, weights: Precisio
 def replica(cat: Catalog, model_id: str | ModelArch, gpu_id: str, tp: int = 1, pp: int = 1,
             precision: Precision | str = Precision.bf16,
             kv_precision: Precision | str = Precision.bf16, server: str | None = None,
-            max_num_seqs: int | None = None) -> Replica:
+            max_num_seqs: int | None = None, ep: int = 1,
+            ep_comm: str = "allreduce") -> Replica:
     """A replica of ``model_id`` (catalog id, YAML path or architecture) on ``gpu_id``.
     Engine: KV blocks from the memory plan, ``max_num_seqs`` (vLLM default 256) and the
-    token budget of the ``inference_max_batched_tokens`` assumption."""
+    token budget of the ``inference_max_batched_tokens`` assumption. ``ep``/``ep_comm``:
+    expert parallelism of a MoE model inside the TP group (``model.inference.StepModel``)."""
     arch = model_id if isinstance(model_id, ModelArch) else resolve_model(cat, model_id)
     gpu = cat.gpu(gpu_id)
     w, kv = Precision(precision), Precision(kv_precision)
-    _check_layout(arch, gpu, tp, pp, w, kv)
+    _check_layout(arch, gpu, tp, pp, w, kv, ep, ep_comm)
     stack = serving_stack(cat, gpu.id)
     if stack is None:
         raise InputError(
@@ -212,11 +237,11 @@ def replica(cat: Catalog, model_id: str | ModelArch, gpu_id: str, tp: int = 1, p
     if tp > net.domain_gpus:
         raise InputError(f"--tp: {tp} exceeds the NVLink domain of {net.domain_gpus} "
                          f"{gpu.id} GPUs")
-    mem = memory_plan(arch, gpu, tp, pp, w, kv, cat)
-    budget = int(cat.assumption("inference_max_batched_tokens"))
     # The engine the stack's serving efficiencies were calibrated with, unless overridden.
     sv = stack.serving
     assert sv is not None
+    mem = memory_plan(arch, gpu, tp, pp, w, kv, cat, sv.kv_memory_rule)
+    budget = int(cat.assumption("inference_max_batched_tokens"))
     seqs = max_num_seqs if max_num_seqs is not None else sv.max_num_seqs
     if seqs < 1 or seqs > budget:
         raise InputError(f"--max-num-seqs: {seqs} must be in 1..{budget} (the token "
@@ -224,7 +249,8 @@ def replica(cat: Catalog, model_id: str | ModelArch, gpu_id: str, tp: int = 1, p
     engine = EngineConfig(kv_blocks=mem.kv_blocks, block_size=mem.block_size,
                           max_num_seqs=seqs, max_num_batched_tokens=budget,
                           admission=sv.admission)
-    model = StepModel(arch, gpu, stack, net, tp=tp, pp=pp, weights=w, kv_precision=kv)
+    model = StepModel(arch, gpu, stack, net, tp=tp, pp=pp, weights=w, kv_precision=kv,
+                      ep=ep, ep_comm=ep_comm)
     return Replica(model=model, engine=engine, memory=mem)
 
 
@@ -335,6 +361,8 @@ class ServeEstimate:
             "stack": m.stack.id,
             "tp": m.tp,
             "pp": m.pp,
+            "ep": m.ep,
+            "ep_comm": m.ep_comm,
             "precision": m.weights.value,
             "kv_precision": m.kv_precision.value,
             "replicas": self.replicas,
@@ -363,16 +391,20 @@ def estimate(cat: Catalog, model: str | ModelArch, gpu: str, *, tp: int = 1, pp:
              output_len: int, num_requests: int = 1000, seed: int = 0,
              length_dist: str = "fixed", length_cv: float = 1.0, replicas: int = 1,
              router: str = "round_robin", slo_ttft_s: float = math.inf,
-             slo_tpot_s: float = math.inf, max_num_seqs: int | None = None) -> ServeEstimate:
+             slo_tpot_s: float = math.inf, max_num_seqs: int | None = None, ep: int = 1,
+             ep_comm: str = "allreduce") -> ServeEstimate:
     """Simulate ``num_requests`` requests on ``replicas`` replicas of ``model`` on ``gpu``.
-    Goodput counts requests whose TTFT and TPOT meet ``slo_ttft_s`` / ``slo_tpot_s``."""
+    Goodput counts requests whose TTFT and TPOT meet ``slo_ttft_s`` / ``slo_tpot_s``.
+    ``ep``: expert-parallel GPUs of a MoE model inside the TP group (``ep_comm`` how its
+    tokens move: ``allreduce`` or ``alltoall``)."""
     for flag, v in (("--input-len", input_len), ("--output-len", output_len),
                     ("--replicas", replicas)):
         if v < 1:
             raise InputError(f"{flag}: must be a positive integer, got {v}")
     if router not in ROUTERS:
         raise InputError(f"--router: {router!r} is not one of {', '.join(ROUTERS)}")
-    rep = replica(cat, model, gpu, tp, pp, precision, kv_precision, server, max_num_seqs)
+    rep = replica(cat, model, gpu, tp, pp, precision, kv_precision, server, max_num_seqs,
+                  ep=ep, ep_comm=ep_comm)
     _check_request_fits(rep, input_len, output_len)
     cap = min(rep.model.arch.max_seq_len, rep.memory.kv_tokens)
     w = workload(input_len, output_len, qps=qps, concurrency=concurrency,
@@ -406,6 +438,7 @@ class LoadPoint:
     tokens_per_s_per_user: float  # 1 / mean TPOT: the speed one client sees while decoding
     meets_slo: bool
     usd_per_gpu_hour: float | None
+    ep: int = 1  # expert-parallel GPUs inside the TP group
 
     def as_dict(self) -> dict[str, Any]:
         usd = None
@@ -414,6 +447,7 @@ class LoadPoint:
         return {
             "gpu": self.gpu,
             "tp": self.tp,
+            "ep": self.ep,
             "qps_per_replica": self.qps,
             "tokens_per_s_per_gpu": self.tokens_per_s_per_gpu,
             "tokens_per_s_per_user": self.tokens_per_s_per_user,
@@ -436,6 +470,7 @@ class Capacity:
     points: list[LoadPoint]
     usd_per_gpu_hour: float | None
     price_offer: str | None
+    ep: int = 1
 
 
 @dataclass
@@ -494,6 +529,7 @@ def _point(rep: Replica, w: Workload, ttft_slo: float, tpot_slo: float,
         # One-token outputs have no TPOT (NaN), which then meets any TPOT SLO.
         meets_slo=r.ttft_s["p99"] <= ttft_slo and not r.tpot_s["p99"] > tpot_slo,
         usd_per_gpu_hour=price,
+        ep=rep.model.ep,
     )
 
 
@@ -527,10 +563,10 @@ def capacity(rep: Replica, input_len: int, output_len: int, ttft_slo: float,
     sat = saturation_qps(rep, input_len, output_len)
     low = run(sat / 100, min(num_requests, 500))
     points = [low]
-    gpu, tp = rep.model.gpu.id, rep.model.tp
+    gpu, tp, ep = rep.model.gpu.id, rep.model.tp, rep.model.ep
     offer = price[1] if price else None
     if not low.meets_slo:
-        return Capacity(gpu, tp, 0.0, low, None, points, usd, offer)
+        return Capacity(gpu, tp, 0.0, low, None, points, usd, offer, ep)
     lo_pt = low
     hi = sat
     for _ in range(max_sims):  # bracket: double until the SLOs break
@@ -540,7 +576,7 @@ def capacity(rep: Replica, input_len: int, output_len: int, ttft_slo: float,
             break
         lo_pt, hi = p, hi * 2
     else:
-        return Capacity(gpu, tp, lo_pt.qps, low, lo_pt, points, usd, offer)
+        return Capacity(gpu, tp, lo_pt.qps, low, lo_pt, points, usd, offer, ep)
     while hi / lo_pt.qps > 1 + rel_tol and len(points) < max_sims:
         mid = math.sqrt(lo_pt.qps * hi)
         p = run(mid, num_requests)
@@ -550,7 +586,7 @@ def capacity(rep: Replica, input_len: int, output_len: int, ttft_slo: float,
         else:
             hi = mid
     # The light-load run used fewer requests; if the bracket never passed, capacity is its load.
-    return Capacity(gpu, tp, lo_pt.qps, low, lo_pt, points, usd, offer)
+    return Capacity(gpu, tp, lo_pt.qps, low, lo_pt, points, usd, offer, ep)
 
 
 def pareto(points: list[LoadPoint]) -> list[LoadPoint]:
@@ -569,8 +605,13 @@ def plan(cat: Catalog, model: str | ModelArch, qps: float, input_len: int, outpu
          tps: tuple[int, ...] = PLAN_TPS, precision: Precision | str = Precision.bf16,
          kv_precision: Precision | str = Precision.bf16, num_requests: int = 2000,
          seed: int = 0, length_dist: str = "fixed", length_cv: float = 1.0,
-         rel_tol: float = 0.05) -> ServePlan:
+         rel_tol: float = 0.05, workers: int | None = None,
+         expert_parallel: bool = True) -> ServePlan:
     """Cheapest fleet of identical replicas serving ``qps`` requests/s within p99 SLOs.
+    ``workers``: processes for the per-layout searches (default: one per CPU).
+    ``expert_parallel``: for a MoE model, also try ep = tp at every TP > 1 whose degree
+    divides the experts (``_ep_layouts`` keeps only what a cheap step-model screen cannot
+    rule out).
 
     For every candidate GPU (``gpu``, or with "choose" every catalog GPU with a serving
     calibration) and TP in ``tps`` that fits the NVLink domain and memory: the per-replica
@@ -605,7 +646,7 @@ def plan(cat: Catalog, model: str | ModelArch, qps: float, input_len: int, outpu
     rejected: Counter[str] = Counter()
     errors: list[str] = []
     raw: list[str] = []
-    caps: list[Capacity] = []
+    layouts: list[tuple[Replica, tuple[float, str] | None]] = []
     for g in gpus:
         price = gpu_hour_price(cat, g.id)
         for tp in tps:
@@ -617,10 +658,23 @@ def plan(cat: Catalog, model: str | ModelArch, qps: float, input_len: int, outpu
                 raw.append(str(exc))
                 errors.append(f"{g.id} tp {tp}: {exc}")
                 continue
-            caps.append(capacity(rep, input_len, output_len, ttft_p99_s, tpot_p99_s,
-                                 num_requests=num_requests, seed=seed,
-                                 length_dist=length_dist, length_cv=length_cv,
-                                 rel_tol=rel_tol, price=price))
+            if expert_parallel and arch.is_moe and tp > 1 and arch.experts % tp == 0:
+                alt = replica(cat, arch, g.id, tp, 1, precision, kv_precision, ep=tp)
+                layouts.extend((r, price) for r in _ep_layouts(rep, alt, input_len, output_len))
+            else:
+                layouts.append((rep, price))
+    search = functools.partial(_capacity_of, input_len=input_len, output_len=output_len,
+                               ttft_slo=ttft_p99_s, tpot_slo=tpot_p99_s,
+                               num_requests=num_requests, seed=seed, length_dist=length_dist,
+                               length_cv=length_cv, rel_tol=rel_tol)
+    n_workers = min(workers if workers is not None else (os.cpu_count() or 1), len(layouts))
+    if n_workers > 1:
+        # Layouts are independent searches: one process per core (results are the same as
+        # in one process, each search being seeded; a test checks).
+        with ProcessPoolExecutor(max_workers=n_workers) as pool:
+            caps = list(pool.map(search, layouts))
+    else:
+        caps = [search(layout) for layout in layouts]
     if not caps:
         flags = {m.split(":", 1)[0] for m in raw}
         if len(flags) == 1 and flags <= {"--precision", "--kv-precision"}:
@@ -634,9 +688,9 @@ def plan(cat: Catalog, model: str | ModelArch, qps: float, input_len: int, outpu
     best: dict[str, Any] | None = None
     notes: list[str] = []
     if priced:
-        best = min(priced, key=lambda c: (c["usd_per_hour"], c["gpus"], c["tp"]))
+        best = min(priced, key=lambda c: (c["usd_per_hour"], c["gpus"], c["tp"], c["ep"]))
     elif feasible:
-        best = min(feasible, key=lambda c: (c["gpus"], c["tp"]))
+        best = min(feasible, key=lambda c: (c["gpus"], c["tp"], c["ep"]))
         notes.append("no catalog cloud offer prices these GPUs: chose the fewest GPUs")
     achievable = None
     if best is None:
@@ -646,7 +700,8 @@ def plan(cat: Catalog, model: str | ModelArch, qps: float, input_len: int, outpu
         achievable = {
             "ttft_p99_s": min(p.ttft_p99_s for p in lows),
             "tpot_p99_s": min(p.tpot_p99_s for p in lows),
-            "closest": {"gpu": near.gpu, "tp": near.tp, "ttft_p99_s": near.ttft_p99_s,
+            "closest": {"gpu": near.gpu, "tp": near.tp, "ep": near.ep,
+                        "ttft_p99_s": near.ttft_p99_s,
                         "tpot_p99_s": near.tpot_p99_s, "qps_per_replica": near.qps},
         }
         notes.append("no configuration meets both SLOs even at light load; best_achievable "
@@ -659,6 +714,36 @@ def plan(cat: Catalog, model: str | ModelArch, qps: float, input_len: int, outpu
         rejected=dict(rejected), best_achievable=achievable,
         simulations=sum(len(c.points) for c in caps), notes=notes,
     )
+
+
+def _ep_layouts(tp_rep: Replica, ep_rep: Replica, input_len: int,
+                output_len: int) -> list[Replica]:
+    """The TP-only and the ep = tp replica of one MoE (GPU, TP), less either one the other
+    beats on all of the step model's flat-out rate (``saturation_qps``), its batch-1 decode
+    step (light-load TPOT) and its prefill of one prompt (light-load TTFT). A screen of six
+    step evaluations, so the simulated capacity search runs twice only when the SLOs could
+    pick either (EP streams more weights at small batches, runs wider GEMMs at large ones)."""
+    ctx = input_len + output_len // 2
+
+    def score(r: Replica) -> tuple[float, float, float]:
+        return (saturation_qps(r, input_len, output_len), -r.model.step_s(0, 1, ctx),
+                -r.model.step_s(input_len, 0, 0))
+
+    a, b = score(tp_rep), score(ep_rep)
+    if all(x >= y for x, y in zip(a, b, strict=True)):
+        return [tp_rep]
+    if all(y >= x for x, y in zip(a, b, strict=True)):
+        return [ep_rep]
+    return [tp_rep, ep_rep]
+
+
+def _capacity_of(layout: tuple[Replica, tuple[float, str] | None], *, input_len: int,
+                 output_len: int, ttft_slo: float, tpot_slo: float, num_requests: int,
+                 seed: int, length_dist: str, length_cv: float, rel_tol: float) -> Capacity:
+    rep, price = layout
+    return capacity(rep, input_len, output_len, ttft_slo, tpot_slo, num_requests=num_requests,
+                    seed=seed, length_dist=length_dist, length_cv=length_cv, rel_tol=rel_tol,
+                    price=price)
 
 
 def _reason(msg: str) -> str:
@@ -688,6 +773,7 @@ def _candidate(c: Capacity, qps: float, output_len: int) -> dict[str, Any]:
         "gpu": c.gpu,
         "tp": c.tp,
         "pp": 1,
+        "ep": c.ep,
         "replicas": replicas,
         "gpus": gpus,
         "qps_per_replica": c.qps,

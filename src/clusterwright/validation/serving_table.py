@@ -10,6 +10,9 @@ Each row is run the way it was measured:
 - ``fixed_batch`` (the A100 performance page): batches of exactly ``batch`` requests, the whole
   batch's prompts prefilled together; output tokens per second.
 - ``single_prompt``: one prompt alone; its time to first token.
+- ``closed_loop`` (NVIDIA NIM benchmarking pages, AIPerf): ``batch`` clients, each sending its
+  next request when the last one finishes; mean TTFT, mean inter-token latency (ITL: (e2e -
+  TTFT) / (output - 1) per request, averaged) and output tokens per second.
 
 The KV cache is the serving memory plan's (``sim/serving_plan.py``): nothing here is tuned per row.
 """
@@ -18,10 +21,13 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
+from pydantic import ValidationError
+
 from clusterwright.catalog.registry import Catalog, load_catalog
 from clusterwright.errors import InputError
 from clusterwright.sim.serving import ClusterConfig, Lengths, Workload, simulate
-from clusterwright.sim.serving_plan import replica
+from clusterwright.sim.serving_plan import Replica, replica, serving_stack
 from clusterwright.validation.tables import Row, TableResult, _read
 
 FILE = "serving.csv"
@@ -37,8 +43,38 @@ def _int(r: dict[str, str], col: str) -> int:
         raise InputError(f"{FILE} row {r['id']}: {col} {r[col]!r} is not an integer") from e
 
 
+def _engine_options(text: str) -> dict[str, object]:
+    """``key=value;...`` from the ``engine_options`` column: facts about the measured engine
+    version (e.g. a kernel it lacked), applied to the stack's serving block for that row."""
+    out: dict[str, object] = {}
+    for item in filter(None, (t.strip() for t in text.split(";"))):
+        key, _, value = item.partition("=")
+        low = value.strip().lower()
+        out[key.strip()] = (low == "true") if low in ("true", "false") else float(value)
+    return out
+
+
 def predict(cat: Catalog, r: dict[str, str]) -> tuple[float, str]:
     """(predicted value in the row's unit, detail) for one row."""
+    options = _engine_options(r.get("engine_options") or "")
+    if not options:
+        return _predict(cat, r)
+    stack = serving_stack(cat, r["gpu"])
+    if stack is None or stack.serving is None:
+        raise InputError(f"{FILE} row {r['id']}: no serving stack for {r['gpu']}")
+    try:
+        sv = stack.serving.model_validate({**stack.serving.model_dump(), **options})
+    except ValidationError as e:
+        raise InputError(f"{FILE} row {r['id']}: engine_options: {e}") from e
+    cat.entries["stacks"][stack.id] = stack.model_copy(update={"serving": sv})
+    try:
+        value, detail = _predict(cat, r)
+    finally:
+        cat.entries["stacks"][stack.id] = stack
+    return value, f"{detail}; engine: {r['engine_options']}"
+
+
+def _predict(cat: Catalog, r: dict[str, str]) -> tuple[float, str]:
     prec = r["precision"] or "bf16"
     kv = "fp8" if prec == "fp8" else "bf16"
     i, o, bs = _int(r, "input_len"), _int(r, "output_len"), _int(r, "batch")
@@ -50,6 +86,8 @@ def predict(cat: Catalog, r: dict[str, str]) -> tuple[float, str]:
     if mode == "single_prompt":
         ttft = rep.model.step_s(i, 0, 0, i * i / 2.0)
         return ttft * 1e3, f"one {i}-token prefill iteration: {ttft * 1e3:.1f} ms"
+    if mode == "closed_loop":
+        return _closed_loop(rep, r["metric"], i, o, bs)
     budget = max(TRTLLM_MAX_TOKENS, bs * i) if mode == "fixed_batch" else TRTLLM_MAX_TOKENS
     engine = dataclasses.replace(rep.engine, max_num_batched_tokens=budget)
     seqs = engine.max_num_seqs
@@ -65,6 +103,32 @@ def predict(cat: Catalog, r: dict[str, str]) -> tuple[float, str]:
     per_gpu = r["unit"].endswith("/GPU")
     value = res.output_tokens_per_s / (rep.gpus if per_gpu else 1)
     return value, detail + (f"; per GPU of {rep.gpus}" if per_gpu and rep.gpus > 1 else "")
+
+
+CLOSED_LOOP_ROUNDS = 8  # requests per client: enough to pass the start-up burst
+
+
+def _closed_loop(rep: Replica, metric: str, i: int, o: int, clients: int) -> tuple[float, str]:
+    """Steady state of ``clients`` closed-loop clients: the first round (all clients start at
+    once, a burst a real benchmark's warm-up requests absorb) and the last round (fewer
+    clients left) are left out; throughput by Little's law, clients x output / mean e2e."""
+    n = max(CLOSED_LOOP_ROUNDS * clients, 40)
+    w = Workload(num_requests=n, arrival="closed", concurrency=clients,
+                 input_len=Lengths("fixed", i), output_len=Lengths("fixed", o))
+    res = simulate(ClusterConfig(engine=rep.engine), w, rep.model)
+    pr = res.per_request
+    order = np.argsort(pr["arrival_s"], kind="stable")
+    mid = order[clients:n - clients] if n > 3 * clients else order
+    detail = (f"{clients} closed-loop clients, {n} requests (steady state: {mid.size}), "
+              f"{rep.engine.max_num_seqs} sequences, KV {rep.memory.kv_tokens:,} tokens")
+    if metric == "ttft":
+        return float(pr["ttft_s"][mid].mean()) * 1e3, detail + ": mean TTFT"
+    if metric == "itl":
+        return float(pr["tpot_s"][mid].mean()) * 1e3, detail + ": mean inter-token latency"
+    if metric == "output_throughput":
+        return clients * o / float(pr["e2e_s"][mid].mean()), detail + ": output tokens/s"
+    raise InputError(f"{FILE}: closed_loop metric {metric!r} is not ttft, itl or "
+                     "output_throughput")
 
 
 def serving_table(cat: Catalog | None = None) -> TableResult:

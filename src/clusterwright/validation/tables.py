@@ -291,3 +291,21 @@ def _serving_table() -> TableResult:  # lazy: it imports Row from here, and the 
 
 
 TABLES["serving"] = _serving_table
+
+
+def _power_table() -> TableResult:  # lazy: it imports Row from here, and the fabric planner
+    from clusterwright.validation.power_table import power_table
+
+    return power_table()
+
+
+TABLES["power"] = _power_table
+
+
+def _reliability_table() -> TableResult:  # lazy: it imports Row from here
+    from clusterwright.validation.reliability_table import reliability_table
+
+    return reliability_table()
+
+
+TABLES["reliability"] = _reliability_table

@@ -1,0 +1,96 @@
+"""``clusterwright ops power``: IT and facility power, racks and cooling, energy, training swing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from clusterwright.cli.common import console, emit_json, fail, state, user_errors
+from clusterwright.errors import ClusterwrightError
+
+FLAGS = {
+    "server": "--server", "nodes": "--nodes", "cooling": "--cooling", "rack_kw": "--rack-kw",
+    "pue": "--pue",
+}
+
+
+def power(
+    ctx: typer.Context,
+    server: str = typer.Option(..., "--server", help="Server (or rack system) catalog id."),
+    nodes: int = typer.Option(..., "--nodes", help="Servers (racks for rack-scale systems)."),
+    pue: float | None = typer.Option(
+        None, "--pue", help="Facility / IT power, >= 1 (default: catalog pue_air or pue_liquid)."
+    ),
+    cooling: str | None = typer.Option(
+        None, "--cooling", help="air or liquid (default: the server's own cooling)."
+    ),
+    rack_kw: float | None = typer.Option(
+        None, "--rack-kw", help="Power limit per rack, kW (default: the cooling mode's limit)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Per-rack kW and cooling feasibility, IT power (typical and nameplate), facility power
+    with PUE, energy per year and the power swing of synchronous training."""
+    from clusterwright.design.power_plan import PowerRequest, power_plan
+
+    if nodes < 1:
+        fail(f"--nodes must be at least 1, got {nodes}")
+    if cooling is not None and cooling not in ("air", "liquid"):
+        fail(f"--cooling: {cooling!r} is not one of air, liquid")
+    if pue is not None and not pue >= 1.0:
+        fail(f"--pue must be at least 1.0 (facility power / IT power), got {pue:g}")
+    if rack_kw is not None and not rack_kw > 0:
+        fail(f"--rack-kw must be positive, got {rack_kw:g}")
+    with user_errors(FLAGS):
+        req = PowerRequest(server=server, nodes=nodes, cooling=cooling, rack_kw=rack_kw, pue=pue)
+        cat = state(ctx).catalog()
+        try:
+            cat.server(server)
+        except ClusterwrightError as exc:
+            fail(f"--server: {exc}")
+        data = power_plan(req, cat).as_dict()
+    if as_json:
+        emit_json(data)
+    else:
+        _render(data)
+
+
+def _render(d: dict[str, Any]) -> None:
+    it, fac, r, pr = d["it_power_kw"], d["facility_power_kw"], d["racks"], d["per_rack_kw"]
+    console.print(
+        f"[bold]{d['nodes']} x {d['server']}[/] = {d['gpus']} GPUs, {d['cooling']}-cooled, "
+        f"PUE {d['pue']:g}"
+    )
+    t = Table(show_edge=False)
+    for col in ("power", "typical kW", "nameplate kW"):
+        t.add_column(col, justify="left" if col == "power" else "right")
+    b = d["it_power_breakdown_kw"]
+    t.add_row("servers", f"{b['servers_typical']:,.1f}", f"{b['servers_nameplate']:,.1f}")
+    t.add_row("network", f"{b['network_typical']:,.1f}", f"{b['network_nameplate']:,.1f}")
+    t.add_row("IT total", f"{it['typical']:,.1f}", f"{it['nameplate']:,.1f}")
+    t.add_row("facility (x PUE)", f"{fac['typical']:,.1f}", f"{fac['nameplate']:,.1f}")
+    console.print(t)
+    console.print(
+        f"Racks: {r['compute']} compute ({r['servers_per_rack']} servers, up to "
+        f"{pr['compute_nameplate_max']:.1f} kW nameplate, {pr['compute_typical_max']:.1f} kW "
+        f"typical) + {r['network']} network (up to {pr['network_nameplate_max']:.1f} kW); "
+        f"limit {r['limit_kw']:g} kW"
+    )
+    for mode, c in d["cooling_feasibility"].items():
+        ok = "[green]fits[/]" if c["feasible"] else "[red]does not fit[/]"
+        console.print(
+            f"  {mode}: {ok} (limit {c['limit_kw']:g} kW per rack, densest rack "
+            f"{c['densest_rack_kw']:.1f} kW; {c['servers_per_rack']} servers per rack)"
+        )
+    console.print(f"Energy per year: {d['annual_energy_kwh'] / 1e6:,.2f} GWh "
+                  f"({d['annual_energy_basis']})")
+    s = d["training_swing"]
+    console.print(
+        f"Training power swing: {s['swing_mw']:.2f} MW ({100 * s['swing_fraction']:.0f}% of "
+        f"{s['high_mw']:.2f} MW) within {s['ramp_s']:g} s = {s['ramp_mw_per_s']:.2f} MW/s "
+        f"(GPU {s['gpu_tdp_w']:g} W -> {s['gpu_idle_w']:g} W idle)"
+    )
+    for note in d["notes"]:
+        console.print(f"  [yellow]note:[/] {note}")

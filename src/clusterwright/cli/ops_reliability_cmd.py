@@ -1,0 +1,425 @@
+"""``clusterwright ops reliability`` and ``ops checkpoint``: interruptions at a scale, job MTBF,
+checkpoint intervals (Young, Daly), ETTR, hot spares, and a Monte Carlo of time to train."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import typer
+from rich.table import Table
+
+from clusterwright.catalog.registry import Catalog, resolve_model
+from clusterwright.catalog.schema import FailureMode, Server
+from clusterwright.cli.common import console, fail, run_command, state, user_errors
+from clusterwright.errors import ClusterwrightError
+from clusterwright.model import reliability as rel
+from clusterwright.model.params import total_params
+from clusterwright.model.precision import Precision
+
+DEFAULT_SERVER = "dgx-h100"
+
+
+@dataclass(frozen=True)
+class Fleet:
+    gpu: str
+    server: str | None
+    gpus_per_host: int
+    units: rel.FleetUnits
+    modes: list[FailureMode]
+    rate_basis: str
+
+
+def _check(flag: str, value: float | None, minimum: float = 0.0, strict: bool = True) -> None:
+    if value is None:
+        return
+    bad = not math.isfinite(value) or (value <= minimum if strict else value < minimum)
+    if bad:
+        need = f"greater than {minimum:g}" if strict else f"at least {minimum:g}"
+        fail(f"{flag}: must be {need}, got {value:g}")
+
+
+def _fleet(
+    cat: Catalog,
+    gpus: int,
+    gpu: str | None,
+    server: str | None,
+    radix: int,
+    switches: float | None,
+    links: float | None,
+) -> Fleet:
+    srv: Server | None = None
+    if server is not None:
+        try:
+            srv = cat.server(server)
+        except ClusterwrightError as exc:
+            fail(f"--server: {exc}")
+        if gpu is not None and gpu != srv.gpu:
+            fail(f"--gpu: {gpu!r} does not match --server {server!r}, which carries {srv.gpu!r}")
+    elif gpu is not None:
+        try:
+            cat.gpu(gpu)
+        except ClusterwrightError as exc:
+            fail(f"--gpu: {exc}")
+        srv = next((s for s in cat.all("servers") if s.gpu == gpu), None)
+    else:
+        srv = cat.server(DEFAULT_SERVER)
+    gpu_id = gpu or (srv.gpu if srv else "")
+    per_host = srv.gpus // srv.hosts if srv else 8
+    all_modes: list[FailureMode] = cat.all("failure_modes")
+    modes = rel.modes_for_gpu(all_modes, gpu_id)
+    specific = any(gpu_id in m.gpus for m in all_modes)
+    basis = (
+        f"failure modes for {gpu_id}" if specific
+        else "generic failure modes (rates measured on H100, Llama 3 Table 5)"
+    )
+    with user_errors():
+        units = rel.fleet_units(gpus, per_host, radix, switches, links)
+    return Fleet(gpu_id, srv.id if srv else None, per_host, units, modes, basis)
+
+
+def _checkpoint_io(
+    cat: Catalog, model: str, gpus: int, precision: str, optimizer: str, writers: int | None,
+    storage_gbps: float | None,
+) -> dict[str, float]:
+    try:
+        arch = resolve_model(cat, model)
+    except ClusterwrightError as exc:
+        fail(f"--model: {exc}")
+    opt: Literal["adam", "sgd"] = "adam" if optimizer == "adam" else "sgd"
+    size = rel.checkpoint_bytes(total_params(arch), precision, opt)
+    streams = writers or gpus
+    write_cap = storage_gbps or gpus * cat.assumption("storage_aggregate_write_gbps_per_gpu")
+    read_cap = storage_gbps or gpus * cat.assumption("storage_aggregate_read_gbps_per_gpu")
+    with user_errors():
+        write_s = rel.transfer_s(size, streams, cat.assumption("storage_write_gbps_per_gpu"),
+                                 write_cap)
+        read_s = rel.transfer_s(size, streams, cat.assumption("storage_read_gbps_per_gpu"),
+                                read_cap)
+    return {
+        "checkpoint_bytes": size,
+        "checkpoint_bytes_per_param": rel.checkpoint_bytes_per_param(precision, opt),
+        "checkpoint_shard_bytes": rel.shard_bytes(size, streams),
+        "checkpoint_writers": float(streams),
+        "storage_write_gbps": min(streams * cat.assumption("storage_write_gbps_per_gpu"),
+                                  write_cap),
+        "checkpoint_write_s": write_s,
+        "restore_s": read_s,
+    }
+
+
+def _spares(
+    mtbf_h: float, repair_frac: float, repair_h: float, spares: int
+) -> dict[str, float]:
+    lam = repair_frac / mtbf_h  # node failures needing repair, per hour
+    return {
+        "hot_spares": float(spares),
+        "repair_hours": repair_h,
+        "repair_fraction": repair_frac,
+        "node_failures_per_hour": lam,
+        "spare_coverage_probability": rel.spare_coverage_probability(lam, repair_h, spares),
+        "spare_shortfall_probability": rel.spare_shortfall_probability(lam, repair_h, spares),
+        "expected_spare_wait_s": repair_frac * rel.expected_spare_wait_s(lam, repair_h, spares),
+    }
+
+
+# --------------------------------------------------------------------------- ops reliability
+
+
+def _render_reliability(d: dict[str, Any]) -> None:
+    console.print(
+        f"[bold]{d['gpus']:,} x {d['gpu']}[/] ({d['hosts']:,} hosts, {d['links']:,.0f} fabric "
+        f"links) over {d['days']:g} days: [bold]{d['expected_interruptions']:.1f}[/] unexpected "
+        f"interruptions (+{d['planned_interruptions']:.1f} planned); job MTBF "
+        f"{d['job_mtbf_hours']:.2f} h. {d['rate_basis']}."
+    )
+    t = Table(title="expected interruptions by cause", title_justify="left")
+    t.add_column("cause")
+    t.add_column("category")
+    t.add_column("count", justify="right")
+    for k, v in sorted(d["by_cause"].items(), key=lambda kv: -kv[1]):
+        t.add_row(k, d["categories"][k], f"{v:.2f}")
+    console.print(t)
+    mc = d.get("monte_carlo")
+    if mc:
+        m = Table(title=f"Monte Carlo, {mc['trials']} trials (seed {mc['seed']})",
+                  title_justify="left")
+        for col in ("", "p10", "p50", "p90", "mean"):
+            m.add_column(col, justify="right" if col else "left")
+        for key, label in (("time_to_train_days", "time to train, days"),
+                           ("interruptions", "interruptions"), ("ettr", "ETTR")):
+            q = mc[key]
+            m.add_row(label, *(f"{q[p]:.3f}" for p in ("p10", "p50", "p90", "mean")))
+        console.print(m)
+        console.print(
+            f"analytical ETTR {mc['analytical_ettr']:.4f}, time to train "
+            f"{mc['analytical_time_to_train_days']:.2f} days; checkpoint every "
+            f"{mc['interval_s']:.0f} s ({mc['checkpoint_write_s']:.1f} s each), restart "
+            f"{mc['restart_s']:.0f} s"
+        )
+
+
+def reliability(
+    ctx: typer.Context,
+    gpus: int = typer.Option(..., "--gpus", help="GPUs in the job."),
+    days: float = typer.Option(..., "--days", help="Wall-clock days to count interruptions over."),
+    gpu: str | None = typer.Option(None, "--gpu", help="GPU catalog id (default: the server's)."),
+    server: str | None = typer.Option(
+        None, "--server", help=f"Server catalog id; sets GPUs per host (default {DEFAULT_SERVER})."
+    ),
+    radix: int = typer.Option(64, "--radix", help="Switch radix of the fat-tree estimate."),
+    switches: float | None = typer.Option(None, "--switches", help="Fabric switches (override)."),
+    links: float | None = typer.Option(None, "--links", help="Fabric links (override)."),
+    monte_carlo: bool = typer.Option(
+        False, "--monte-carlo", help="Also simulate a training run (time-to-train distribution)."
+    ),
+    train_days: float | None = typer.Option(
+        None, "--train-days", help="Failure-free compute days to train (default: --days)."
+    ),
+    checkpoint_write_s: float | None = typer.Option(
+        None, "--checkpoint-write-s", help="Seconds per checkpoint (or give --model)."
+    ),
+    model: str | None = typer.Option(None, "--model", help="Model id or YAML: checkpoint size."),
+    restart_s: float | None = typer.Option(
+        None, "--restart-s", help="Seconds per restart (default: assumption + restore)."
+    ),
+    interval_s: float | None = typer.Option(
+        None, "--interval-s", help="Compute seconds between checkpoints (default: Daly)."
+    ),
+    hot_spares: int | None = typer.Option(None, "--hot-spares", help="Spare nodes in the pool."),
+    repair_hours: float | None = typer.Option(
+        None, "--repair-hours", help="Hours a failed node is out (default: assumption)."
+    ),
+    trials: int = typer.Option(1000, "--trials", help="Monte Carlo trials."),
+    seed: int = typer.Option(0, "--seed", help="Monte Carlo seed."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Expected interruptions by cause and job MTBF for a job of --gpus GPUs over --days."""
+    _check("--gpus", gpus, 1, strict=False)
+    _check("--days", days)
+    _check("--radix", radix, 2, strict=False)
+    _check("--switches", switches, strict=False)
+    _check("--links", links, strict=False)
+    _check("--train-days", train_days)
+    _check("--checkpoint-write-s", checkpoint_write_s)
+    _check("--restart-s", restart_s, strict=False)
+    _check("--interval-s", interval_s)
+    _check("--hot-spares", hot_spares, strict=False)
+    _check("--repair-hours", repair_hours, strict=False)
+    _check("--trials", trials, 1, strict=False)
+    with user_errors():
+        cat = state(ctx).catalog()
+    fleet = _fleet(cat, gpus, gpu, server, radix, switches, links)
+
+    def payload() -> dict[str, Any]:
+        hours = days * 24
+        exp = rel.expected_interruptions(fleet.modes, fleet.units, hours)
+        planned = rel.expected_interruptions(
+            [m for m in fleet.modes if m.planned], fleet.units, hours, include_planned=True
+        )
+        u = fleet.units
+        out: dict[str, Any] = {
+            "gpus": gpus,
+            "gpu": fleet.gpu,
+            "server": fleet.server,
+            "gpus_per_host": fleet.gpus_per_host,
+            "hosts": int(u.hosts),
+            "switches": u.switches,
+            "links": u.links,
+            "days": days,
+            "expected_interruptions": sum(exp.values()),
+            "planned_interruptions": sum(planned.values()),
+            "job_mtbf_hours": rel.job_mtbf_hours(fleet.modes, u),
+            "job_mtbf_hours_with_planned": rel.job_mtbf_hours(fleet.modes, u, True),
+            "by_cause": exp,
+            "by_category": rel.by_category(fleet.modes, exp),
+            "categories": {m.id: m.category for m in fleet.modes},
+            "repair_fraction": rel.repair_fraction(fleet.modes, u),
+            "rate_basis": fleet.rate_basis,
+        }
+        if monte_carlo:
+            out["monte_carlo"] = _monte_carlo(cat, fleet, out)
+        return out
+
+    def _monte_carlo(cat: Catalog, fleet: Fleet, out: dict[str, Any]) -> dict[str, Any]:
+        from clusterwright.sim.reliability import RunSpec, simulate_run
+
+        io: dict[str, float] = {}
+        if checkpoint_write_s is not None:
+            delta = checkpoint_write_s
+        elif model is not None:
+            io = _checkpoint_io(cat, model, gpus, "bf16", "adam", None, None)
+            delta = io["checkpoint_write_s"]
+        else:
+            fail("--checkpoint-write-s: give it, or --model to size the checkpoint "
+                 "(needed by --monte-carlo)")
+        restart = (restart_s if restart_s is not None else
+                   cat.assumption("reliability_restart_overhead_s") + io.get("restore_s", 0.0))
+        mtbf_s = out["job_mtbf_hours"] * rel.HOUR
+        if not math.isfinite(mtbf_s):
+            fail("--gpus: nothing in the catalog can fail at this scale; no Monte Carlo to run")
+        with user_errors():
+            tau = interval_s or rel.daly_interval_s(delta, mtbf_s)
+            repair_h = (repair_hours if repair_hours is not None
+                        else cat.assumption("reliability_node_repair_hours"))
+            work = (train_days or days) * rel.DAY
+            wait = 0.0
+            if hot_spares is not None:
+                sp = _spares(out["job_mtbf_hours"], out["repair_fraction"], repair_h, hot_spares)
+                wait = sp["expected_spare_wait_s"]
+            spec = RunSpec(work_s=work, interval_s=tau, checkpoint_s=delta, restart_s=restart,
+                           mtbf_s=mtbf_s, repair_fraction=out["repair_fraction"],
+                           repair_s=repair_h * rel.HOUR, spares=hot_spares)
+            res = simulate_run(spec, trials=trials, seed=seed)
+            analytic = rel.expected_wall_time_s(work, tau, delta, mtbf_s, restart, wait)
+        summary = res.summary()
+        summary.update({
+            "train_days": work / rel.DAY,
+            "interval_s": tau,
+            "checkpoint_write_s": delta,
+            "restart_s": restart,
+            "hot_spares": hot_spares,
+            "repair_hours": repair_h,
+            "analytical_ettr": work / analytic,
+            "analytical_time_to_train_days": analytic / rel.DAY,
+            **({"checkpoint_bytes": io["checkpoint_bytes"]} if io else {}),
+        })
+        return summary
+
+    run_command(as_json, payload, _render_reliability)
+
+
+# --------------------------------------------------------------------------- ops checkpoint
+
+
+def _render_checkpoint(d: dict[str, Any]) -> None:
+    t = Table(title="checkpoint interval", title_justify="left", show_header=False)
+    t.add_column("quantity")
+    t.add_column("value", justify="right")
+    rows = [
+        ("checkpoint write", f"{d['checkpoint_write_s']:.2f} s"),
+        ("job MTBF", f"{d['mtbf_hours']:.3f} h"),
+        ("restart", f"{d['restart_s']:.1f} s"),
+        ("Young interval sqrt(2 delta M)", f"{d['young_interval_s']:.1f} s"),
+        ("Daly interval", f"{d['daly_interval_s']:.1f} s"),
+        ("ETTR at Daly (exponential model)", f"{d['ettr']:.4f}"),
+        ("ETTR first order at Young", f"{d['ettr_first_order']:.4f}"),
+    ]
+    if "checkpoint_bytes" in d:
+        rows.insert(0, ("checkpoint size", f"{d['checkpoint_bytes'] / 1e12:.3f} TB"))
+    if "ettr_at_interval" in d:
+        rows.append((f"ETTR at {d['interval_s']:g} s", f"{d['ettr_at_interval']:.4f}"))
+    if "spare_coverage_probability" in d:
+        rows.append(("spare coverage probability", f"{d['spare_coverage_probability']:.4f}"))
+        rows.append(("mean wait for a spare per failure", f"{d['expected_spare_wait_s']:.0f} s"))
+    for a, b in rows:
+        t.add_row(a, b)
+    console.print(t)
+
+
+def checkpoint(
+    ctx: typer.Context,
+    checkpoint_write_s: float | None = typer.Option(
+        None, "--checkpoint-write-s", help="Seconds per checkpoint write (or --model + --gpus)."
+    ),
+    mtbf_hours: float | None = typer.Option(
+        None, "--mtbf-hours", help="Job MTBF, hours (or --gpus: from the catalog rates)."
+    ),
+    restart_s: float | None = typer.Option(
+        None, "--restart-s", help="Seconds per restart, lost work excluded (default: assumption)."
+    ),
+    model: str | None = typer.Option(None, "--model", help="Model id or YAML: checkpoint size."),
+    gpus: int | None = typer.Option(None, "--gpus", help="GPUs in the job."),
+    gpu: str | None = typer.Option(None, "--gpu", help="GPU catalog id."),
+    server: str | None = typer.Option(None, "--server", help="Server catalog id."),
+    precision: Precision = typer.Option(Precision.bf16, "--precision", help="Weight precision."),
+    optimizer: str = typer.Option("adam", "--optimizer", help="adam or sgd."),
+    writers: int | None = typer.Option(
+        None, "--writers", help="GPUs writing in parallel (default: all, a sharded checkpoint)."
+    ),
+    storage_gbps: float | None = typer.Option(
+        None, "--storage-gbps", help="Storage system cap, GB/s (default: aggregate assumption)."
+    ),
+    interval_s: float | None = typer.Option(
+        None, "--interval-s", help="Also evaluate ETTR at this checkpoint interval, s."
+    ),
+    hot_spares: int | None = typer.Option(None, "--hot-spares", help="Spare nodes (needs --gpus)."),
+    repair_hours: float | None = typer.Option(None, "--repair-hours", help="Node repair, hours."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Young and Daly checkpoint intervals and the ETTR they give."""
+    _check("--checkpoint-write-s", checkpoint_write_s)
+    _check("--mtbf-hours", mtbf_hours)
+    _check("--restart-s", restart_s, strict=False)
+    _check("--gpus", gpus, 1, strict=False)
+    _check("--writers", writers, 1, strict=False)
+    _check("--storage-gbps", storage_gbps)
+    _check("--interval-s", interval_s)
+    _check("--hot-spares", hot_spares, strict=False)
+    _check("--repair-hours", repair_hours, strict=False)
+    if optimizer not in ("adam", "sgd"):
+        fail(f"--optimizer: {optimizer!r} is not one of adam, sgd")
+    if checkpoint_write_s is None and (model is None or gpus is None):
+        fail("--checkpoint-write-s: give it, or --model and --gpus to compute it from the "
+             "checkpoint size and the storage bandwidth")
+    if mtbf_hours is None and gpus is None:
+        fail("--mtbf-hours: give it, or --gpus to compute it from the catalog's failure rates")
+    if hot_spares is not None and gpus is None:
+        fail("--hot-spares: needs --gpus (the share of failures that take a node out)")
+    if writers is not None and gpus is not None and writers > gpus:
+        fail(f"--writers: {writers} exceeds --gpus {gpus}")
+    with user_errors():
+        cat = state(ctx).catalog()
+
+    def payload() -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        fleet = None
+        if gpus is not None:
+            fleet = _fleet(cat, gpus, gpu, server, 64, None, None)
+            out.update(gpus=gpus, gpu=fleet.gpu, server=fleet.server)
+        io: dict[str, float] = {}
+        if model is not None and gpus is not None:
+            io = _checkpoint_io(cat, model, gpus, precision.value, optimizer, writers,
+                                storage_gbps)
+            out.update(io)
+        delta = checkpoint_write_s if checkpoint_write_s is not None else io["checkpoint_write_s"]
+        if mtbf_hours is not None:
+            mtbf_h = mtbf_hours
+        else:
+            assert fleet is not None  # --gpus was required above
+            mtbf_h = rel.job_mtbf_hours(fleet.modes, fleet.units)
+            if not math.isfinite(mtbf_h):
+                fail("--gpus: nothing in the catalog can fail at this scale; give --mtbf-hours")
+        restart = (restart_s if restart_s is not None else
+                   cat.assumption("reliability_restart_overhead_s") + io.get("restore_s", 0.0))
+        wait = 0.0
+        if hot_spares is not None and fleet is not None:
+            repair_h = (repair_hours if repair_hours is not None
+                        else cat.assumption("reliability_node_repair_hours"))
+            sp = _spares(mtbf_h, rel.repair_fraction(fleet.modes, fleet.units), repair_h,
+                         hot_spares)
+            wait = sp["expected_spare_wait_s"]
+            out.update(sp)
+        with user_errors():
+            plan = rel.checkpoint_plan(delta, mtbf_h * rel.HOUR, restart, wait)
+        out.update(
+            young_interval_s=plan.young_interval_s,
+            daly_interval_s=plan.daly_interval_s,
+            ettr=plan.ettr,
+            ettr_first_order=plan.ettr_first_order,
+            ettr_young=plan.ettr_young,
+            checkpoint_write_s=delta,
+            mtbf_hours=mtbf_h,
+            restart_s=restart,
+            expected_lost_work_s=rel.expected_lost_work_s(
+                plan.daly_interval_s + delta, mtbf_h * rel.HOUR
+            ),
+        )
+        if interval_s is not None:
+            out["interval_s"] = interval_s
+            out["ettr_at_interval"] = rel.ettr(interval_s, delta, mtbf_h * rel.HOUR, restart,
+                                               wait)
+        return out
+
+    run_command(as_json, payload, _render_checkpoint)

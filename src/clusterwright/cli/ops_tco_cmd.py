@@ -1,0 +1,162 @@
+"""``clusterwright ops tco``: capex, opex, cost per GPU-hour and breakeven against the cloud."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from clusterwright.cli.common import console, emit_json, fail, state, user_errors
+from clusterwright.errors import ClusterwrightError
+
+FLAGS = {
+    "server": "--server", "nodes": "--nodes", "years": "--years",
+    "electricity_usd_per_kwh": "--electricity-usd-per-kwh", "pue": "--pue",
+    "utilization": "--utilization", "cloud": "--cloud", "cooling": "--cooling",
+    "colocation_usd_per_kw_month": "--colocation-usd-per-kw-month",
+    "server_price_usd": "--server-price-usd", "training_gpu_hours": "--training-gpu-hours",
+    "tokens_per_s_per_gpu": "--tokens-per-s-per-gpu",
+}
+
+
+def _check(flag: str, v: float | None, ok: bool, want: str) -> None:
+    if v is not None and (not ok or not math.isfinite(v)):
+        fail(f"{flag} must be {want}, got {v:g}")
+
+
+def tco(
+    ctx: typer.Context,
+    server: str = typer.Option(..., "--server", help="Server (or rack system) catalog id."),
+    nodes: int = typer.Option(..., "--nodes", help="Servers (racks for rack-scale systems)."),
+    years: float | None = typer.Option(
+        None, "--years", help="Depreciation life (default: catalog depreciation_years)."
+    ),
+    electricity: float | None = typer.Option(
+        None, "--electricity-usd-per-kwh", help="USD per kWh (default: catalog, US industrial)."
+    ),
+    pue: float | None = typer.Option(None, "--pue", help="Facility / IT power, >= 1."),
+    utilization: float | None = typer.Option(
+        None, "--utilization", help="Used / installed GPU-hours, in (0, 1] (default: catalog)."
+    ),
+    cloud: str | None = typer.Option(
+        None, "--cloud", help="Cloud offer id (default: the first offer with the server's GPU)."
+    ),
+    cooling: str | None = typer.Option(None, "--cooling", help="air or liquid."),
+    colocation: float | None = typer.Option(
+        None, "--colocation-usd-per-kw-month", help="Colocation USD per kW of IT per month."
+    ),
+    server_price: float | None = typer.Option(
+        None, "--server-price-usd", help="Price of one server (required if the catalog has none)."
+    ),
+    training_gpu_hours: float | None = typer.Option(
+        None, "--training-gpu-hours", help="GPU-hours of one training run, to price it."
+    ),
+    tokens_per_s: float | None = typer.Option(
+        None, "--tokens-per-s-per-gpu", help="Served tokens/s per GPU, to price 1M tokens."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Owning vs renting: capex (servers, network BOM, storage, racks), yearly opex (energy,
+    colocation, support, staff), cost per GPU-hour and breakeven months against cloud prices."""
+    from clusterwright.design.tco_plan import TcoRequest, tco_plan
+
+    if nodes < 1:
+        fail(f"--nodes must be at least 1, got {nodes}")
+    if utilization is not None and not (0 < utilization <= 1):
+        fail(f"--utilization must be in (0, 1], got {utilization:g}")
+    _check("--pue", pue, pue is not None and pue >= 1.0,
+           "at least 1.0 (facility power / IT power)")
+    _check("--years", years, years is not None and 0 < years <= 30, "in (0, 30]")
+    for flag, v in (("--electricity-usd-per-kwh", electricity),
+                    ("--colocation-usd-per-kw-month", colocation)):
+        _check(flag, v, v is not None and v >= 0, "a price >= 0")
+    for flag, v in (("--server-price-usd", server_price),
+                    ("--training-gpu-hours", training_gpu_hours),
+                    ("--tokens-per-s-per-gpu", tokens_per_s)):
+        _check(flag, v, v is not None and v > 0, "positive")
+    if cooling is not None and cooling not in ("air", "liquid"):
+        fail(f"--cooling: {cooling!r} is not one of air, liquid")
+    with user_errors(FLAGS):
+        req = TcoRequest(
+            server=server, nodes=nodes, years=years, electricity_usd_per_kwh=electricity, pue=pue,
+            utilization=utilization, cloud=cloud, cooling=cooling,
+            colocation_usd_per_kw_month=colocation, server_price_usd=server_price,
+            training_gpu_hours=training_gpu_hours, tokens_per_s_per_gpu=tokens_per_s,
+        )
+        cat = state(ctx).catalog()
+        try:
+            cat.server(server)
+        except ClusterwrightError as exc:
+            fail(f"--server: {exc}")
+        data = tco_plan(req, cat).as_dict()
+    if as_json:
+        emit_json(data)
+    else:
+        _render(data)
+
+
+def _usd(v: float | None) -> str:
+    return "-" if v is None else f"${v:,.0f}"
+
+
+def _months(v: float | None) -> str:
+    return "never" if v is None else f"{v:.1f} months"
+
+
+def _render(d: dict[str, Any]) -> None:
+    console.print(
+        f"[bold]{d['nodes']} x {d['server']}[/] = {d['gpus']} GPUs; {d['years']:g}-year life, "
+        f"utilization {100 * d['utilization']:.0f}%, PUE {d['pue']:g}, "
+        f"${d['electricity_usd_per_kwh']:g}/kWh"
+    )
+    t = Table(show_edge=False)
+    t.add_column("capex")
+    t.add_column("USD", justify="right")
+    for k, v in d["capex_breakdown_usd"].items():
+        t.add_row(k, _usd(v))
+    t.add_row("[bold]total[/]", _usd(d["capex_usd"]))
+    console.print(t)
+    t = Table(show_edge=False)
+    t.add_column("opex per year")
+    t.add_column("USD", justify="right")
+    for k, v in d["opex_breakdown_usd"].items():
+        t.add_row(k, _usd(v))
+    t.add_row("[bold]total[/]", _usd(d["annual_opex_usd"]))
+    console.print(t)
+    console.print(
+        f"Energy {d['annual_energy_kwh'] / 1e6:,.2f} GWh/year at {d['average_it_power_kw']:,.0f} "
+        f"kW average IT; staff {d['staff_fte']:.1f} FTE"
+    )
+    console.print(
+        f"Owned: ${d['cost_per_gpu_hour_usd']:.2f} per used GPU-hour "
+        f"(${d['cost_per_gpu_hour_at_full_use_usd']:.2f} at full use)"
+    )
+    c = d["cloud"]
+    if c:
+        console.print(
+            f"Cloud {c['offer']} ({c['price_date']}): on-demand {_usd(c['on_demand_annual_usd'])}"
+            f"/year for the used hours, breakeven {_months(c['breakeven_months'])}"
+            + (f"; committed {_usd(c['committed_annual_usd'])}/year, breakeven "
+               f"{_months(c['breakeven_months_committed'])}" if c["committed_annual_usd"] else "")
+        )
+    for a in d["cloud_alternatives"]:
+        console.print(
+            f"  also {a['offer']}: ${a['on_demand_usd_per_gpu_hour']:.2f}/GPU-h, breakeven "
+            f"{_months(a['breakeven_months'])}"
+        )
+    if "training_run_cost_usd" in d:
+        console.print(f"Training run: {_usd(d['training_run_cost_usd'])} owned, "
+                      f"{_usd(d['training_run_cloud_cost_usd'])} on-demand")
+    if "cost_per_million_tokens_usd" in d:
+        cloud_tok = d["cloud_cost_per_million_tokens_usd"]
+        console.print(
+            f"Serving: ${d['cost_per_million_tokens_usd']:.3f} per million tokens owned"
+            + (f", ${cloud_tok:.3f} on-demand" if cloud_tok is not None else "")
+        )
+    if d["estimates"]:
+        console.print("[yellow]Estimates used[/] (no source gave them): "
+                      + ", ".join(e["input"] for e in d["estimates"]))
+    for note in d["notes"]:
+        console.print(f"  [yellow]note:[/] {note}")

@@ -1,0 +1,220 @@
+"""Power view of a designed cluster: the fabric plan's racks and network BOM, the catalog's
+server and GPU power, and the pure power model (``model/power.py``).
+
+The fabric is planned as ``fabric design`` plans it (``plan_fabric``), with the rack power
+limit set to the cooling mode's per-rack maximum unless the user gives ``rack_kw``: racks,
+their nameplate kW and the network's typical and maximum power all come from that plan.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, StrictStr
+
+from clusterwright.catalog.registry import Catalog
+from clusterwright.catalog.schema import Server
+from clusterwright.design.bom import plan_fabric, summary
+from clusterwright.design.fabric import Fabric
+from clusterwright.model.power import (
+    HOURS_PER_YEAR,
+    ClusterPower,
+    CoolingCheck,
+    PowerSwing,
+    annual_energy_kwh,
+    cluster_power,
+    cooling_check,
+    training_swing,
+)
+from clusterwright.spec.fabric import FabricRequest
+
+Cooling = Literal["air", "liquid"]
+LIMIT_NAME: dict[str, str] = {
+    "air": "air_cooled_rack_max_kw",
+    "liquid": "liquid_cooled_rack_max_kw",
+}
+
+
+class PowerRequest(BaseModel):
+    """Inputs of ``ops power``. None means the catalog default named in the field comment."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    server: StrictStr
+    nodes: PositiveInt
+    cooling: Cooling | None = None  # None: the server's own cooling (air for air-or-liquid)
+    rack_kw: PositiveFloat | None = None  # None: the cooling mode's per-rack limit
+    pue: float | None = Field(default=None, ge=1.0, allow_inf_nan=False)  # None: pue_<cooling>
+
+
+@dataclass(frozen=True)
+class RackPower:
+    """Per-rack power of the plan, kW (nameplate is what the PDUs must carry)."""
+
+    compute_racks: int
+    network_racks: int
+    servers_per_rack: int  # in the fullest compute rack
+    compute_max_kw: float  # nameplate of the densest compute rack
+    compute_typical_max_kw: float  # typical draw of the densest compute rack
+    network_max_kw: float  # nameplate of the densest network rack
+    limit_kw: float  # the rack limit the plan used
+
+
+@dataclass(frozen=True)
+class PowerPlan:
+    """Everything ``ops power`` reports, with the fabric plan it came from."""
+
+    server: Server
+    nodes: int
+    cooling: str
+    pue: float
+    power: ClusterPower
+    racks: RackPower
+    checks: dict[str, CoolingCheck]
+    swing: PowerSwing
+    gpu_tdp_w: float
+    gpu_idle_w: float
+    fabric: Fabric
+    fabric_summary: dict[str, Any]
+    assumptions_used: tuple[str, ...]
+
+    @property
+    def gpus(self) -> int:
+        return self.nodes * self.server.gpus
+
+    def as_dict(self) -> dict[str, Any]:
+        p, r = self.power, self.racks
+        energy = annual_energy_kwh(p.typical_kw, self.pue)
+        return {
+            "server": self.server.id,
+            "nodes": self.nodes,
+            "gpus": self.gpus,
+            "cooling": self.cooling,
+            "pue": self.pue,
+            "it_power_kw": {
+                "typical": p.typical_kw,
+                "nameplate": p.nameplate_kw,
+                "idle": p.idle_kw,
+            },
+            "it_power_breakdown_kw": {
+                "servers_typical": p.servers_typical_kw,
+                "servers_nameplate": p.servers_nameplate_kw,
+                "servers_idle": p.servers_idle_kw,
+                "network_typical": p.network_typical_kw,
+                "network_nameplate": p.network_nameplate_kw,
+            },
+            "facility_power_kw": {
+                "typical": p.typical_kw * self.pue,
+                "nameplate": p.nameplate_kw * self.pue,
+            },
+            "annual_energy_kwh": energy,
+            "annual_energy_basis": (
+                f"typical IT {p.typical_kw:.1f} kW x {HOURS_PER_YEAR:.0f} h x PUE {self.pue:g}"
+            ),
+            "racks": {
+                "compute": r.compute_racks,
+                "network": r.network_racks,
+                "total": r.compute_racks + r.network_racks,
+                "servers_per_rack": r.servers_per_rack,
+                "limit_kw": r.limit_kw,
+            },
+            "per_rack_kw": {
+                "compute_nameplate_max": r.compute_max_kw,
+                "compute_typical_max": r.compute_typical_max_kw,
+                "network_nameplate_max": r.network_max_kw,
+            },
+            "cooling_feasibility": {
+                mode: {
+                    "limit_kw": c.limit_kw,
+                    "densest_rack_kw": c.max_rack_kw,
+                    "feasible": c.feasible,
+                    "servers_per_rack": c.servers_per_rack,
+                }
+                for mode, c in self.checks.items()
+            },
+            "training_swing": {
+                "high_mw": self.swing.high_mw,
+                "low_mw": self.swing.low_mw,
+                "swing_mw": self.swing.swing_mw,
+                "swing_fraction": self.swing.swing_fraction,
+                "ramp_s": self.swing.ramp_s,
+                "ramp_mw_per_s": self.swing.ramp_mw_per_s,
+                "gpu_tdp_w": self.gpu_tdp_w,
+                "gpu_idle_w": self.gpu_idle_w,
+                "basis": "all GPUs from TDP to idle at once; IT side, PUE not applied",
+            },
+            "assumptions": list(self.assumptions_used),
+            "notes": list(self.fabric_summary.get("notes", [])),
+        }
+
+
+def default_cooling(server: Server) -> Cooling:
+    """The server's own cooling; air for servers sold both ways."""
+    return "liquid" if server.cooling == "liquid" else "air"
+
+
+def power_plan(req: PowerRequest, cat: Catalog, fab: Fabric | None = None) -> PowerPlan:
+    """Plan the fabric (unless ``fab`` is given) and compute the cluster's power view."""
+    server = cat.server(req.server)
+    gpu = cat.gpu(server.gpu)
+    cooling = req.cooling or default_cooling(server)
+    limit = cat.assumption(LIMIT_NAME[cooling])
+    rack_kw = req.rack_kw or limit
+    pue = req.pue if req.pue is not None else cat.assumption(f"pue_{cooling}")
+    if fab is None:
+        fab = plan_fabric(
+            FabricRequest(server=server.id, nodes=req.nodes, rack_kw=rack_kw, cooling=cooling),
+            cat,
+        )
+    summ = summary(fab)
+    typical_fraction = cat.assumption("server_typical_power_fraction")
+    idle_fraction = cat.assumption("gpu_idle_power_fraction")
+    power = cluster_power(
+        servers=req.nodes,
+        server_nameplate_kw=server.max_power_kw,
+        gpus_per_server=server.gpus,
+        gpu_tdp_w=gpu.tdp_w,
+        typical_fraction=typical_fraction,
+        gpu_idle_fraction=idle_fraction,
+        network_nameplate_kw=float(summ["power_max_w"]) / 1e3,  # type: ignore[arg-type]
+        network_typical_kw=float(summ["power_w"]) / 1e3,  # type: ignore[arg-type]
+    )
+    racks = _rack_power(fab, server, typical_fraction, rack_kw)
+    densest = max(racks.compute_max_kw, racks.network_max_kw)
+    units = round(cat.assumption("rack_usable_units"))
+    checks = {
+        mode: cooling_check(
+            mode, cat.assumption(LIMIT_NAME[mode]), densest, server.max_power_kw,
+            server.rack_units, units, rack_scale=server.kind == "rack",
+        )
+        for mode in ("air", "liquid")
+    }
+    swing = training_swing(power, cat.assumption("training_power_ramp_s"))
+    return PowerPlan(
+        server=server, nodes=req.nodes, cooling=cooling, pue=pue, power=power, racks=racks,
+        checks=checks, swing=swing, gpu_tdp_w=gpu.tdp_w, gpu_idle_w=gpu.tdp_w * idle_fraction,
+        fabric=fab,
+        fabric_summary=summ,
+        assumptions_used=(
+            "server_typical_power_fraction", "gpu_idle_power_fraction", "training_power_ramp_s",
+            LIMIT_NAME["air"], LIMIT_NAME["liquid"], "rack_usable_units",
+            *(() if req.pue is not None else (f"pue_{cooling}",)),
+        ),
+    )
+
+
+def _rack_power(fab: Fabric, server: Server, typical_fraction: float, limit_kw: float) -> RackPower:
+    compute = [r for r in fab.racks if r.kind == "compute"]
+    network = [r for r in fab.racks if r.kind != "compute"]
+    per_rack = max((len(r.devices) // server.hosts for r in compute), default=0)
+    top = max((r.power_w for r in compute), default=0.0) / 1e3
+    return RackPower(
+        compute_racks=len(compute),
+        network_racks=len(network),
+        servers_per_rack=per_rack,
+        compute_max_kw=top,
+        compute_typical_max_kw=top * typical_fraction,
+        network_max_kw=max((r.power_w for r in network), default=0.0) / 1e3,
+        limit_kw=limit_kw,
+    )

@@ -1,0 +1,108 @@
+"""`clusterwright ops tco`: the JSON contract, exact PUE scaling, breakeven against utilization,
+and bad input (exit 2, the flag named, no traceback)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from clusterwright.cli.main import app
+from tests.cli.helpers import json_ok, user_error
+
+CONTRACT_KEYS = (
+    "capex_usd",
+    "annual_energy_kwh",
+    "annual_energy_cost_usd",
+    "annual_opex_usd",
+    "cloud_annual_cost_usd",
+    "breakeven_months",
+)
+SMALL = ("--server", "dgx-h100", "--nodes", "8")
+
+runner = CliRunner()
+
+
+def cw(*args: str) -> Result:
+    return runner.invoke(app, ["ops", "tco", *args], env={"CLUSTERWRIGHT_CATALOG": None})
+
+
+def tco_json(*args: str) -> dict[str, Any]:
+    return json_ok(cw(*args, "--json"))
+
+
+def test_contract_keys_and_breakdowns_sum() -> None:
+    d = tco_json(*SMALL)
+    for key in CONTRACT_KEYS:
+        assert key in d, key
+    assert d["capex_usd"] == pytest.approx(sum(d["capex_breakdown_usd"].values()))
+    assert d["annual_opex_usd"] == pytest.approx(sum(d["opex_breakdown_usd"].values()))
+    assert d["annual_energy_cost_usd"] == pytest.approx(
+        d["annual_energy_kwh"] * d["electricity_usd_per_kwh"]
+    )
+    # 8 DGX H100 at the catalog's $270,000
+    assert d["capex_breakdown_usd"]["servers"] == pytest.approx(8 * 270_000)
+    assert d["cloud"]["offer"] == "aws-p5.48xlarge"
+    # on-demand: 8 instances x $55.04 x 8,760 h x the default utilization 0.8 = $3,085,762.56
+    assert d["cloud_annual_cost_usd"] == pytest.approx(8 * 55.04 * 8760 * 0.8)
+    assert d["cost_per_gpu_hour_usd"] > d["cost_per_gpu_hour_at_full_use_usd"]
+
+
+def test_energy_is_it_power_times_hours_times_pue_exactly() -> None:
+    one = tco_json(*SMALL, "--pue", "1.0")
+    two = tco_json(*SMALL, "--pue", "2.0")
+    # with PUE 1.0 the energy is the IT energy: average IT kW x 8,760 h
+    assert one["annual_energy_kwh"] == pytest.approx(one["average_it_power_kw"] * 8760, rel=1e-12)
+    assert two["annual_energy_kwh"] == pytest.approx(2 * one["annual_energy_kwh"], rel=1e-12)
+
+
+def test_breakeven_sooner_at_higher_utilization() -> None:
+    lo = tco_json(*SMALL, "--utilization", "0.6")["breakeven_months"]
+    hi = tco_json(*SMALL, "--utilization", "1.0")["breakeven_months"]
+    assert lo is not None and hi is not None and hi < lo
+
+
+def test_training_run_and_token_prices() -> None:
+    d = tco_json(*SMALL, "--training-gpu-hours", "100000", "--tokens-per-s-per-gpu", "2000",
+                 "--cloud", "lambda-8x-h100-sxm")
+    per_h = d["cost_per_gpu_hour_usd"]
+    assert d["training_run_cost_usd"] == pytest.approx(100_000 * per_h)
+    # Lambda $23.92 / 8 = $2.99 per GPU-hour -> 100,000 GPU-h = $299,000
+    assert d["training_run_cloud_cost_usd"] == pytest.approx(299_000)
+    # $/GPU-h / (2,000 x 3,600) x 10^6
+    assert d["cost_per_million_tokens_usd"] == pytest.approx(per_h / 7200 * 1e6 / 1000)
+
+
+def test_estimates_listed_and_human_output_renders() -> None:
+    d = tco_json(*SMALL)
+    assert any(e["input"] == "storage_usd_per_gbps" for e in d["estimates"])
+    r = cw(*SMALL)
+    assert r.exit_code == 0, r.output
+    assert "breakeven" in r.stdout and "Estimates used" in r.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "flag"),
+    [
+        (("--utilization", "0"), "--utilization"),
+        (("--utilization", "1.5"), "--utilization"),
+        (("--pue", "0.9"), "--pue"),
+        (("--electricity-usd-per-kwh", "-0.1"), "--electricity-usd-per-kwh"),
+        (("--colocation-usd-per-kw-month", "-5"), "--colocation-usd-per-kw-month"),
+        (("--years", "0"), "--years"),
+        (("--cloud", "aws-p9"), "--cloud"),
+        (("--server-price-usd", "-1"), "--server-price-usd"),
+        (("--cooling", "water"), "--cooling"),
+    ],
+)
+def test_bad_input_names_the_flag(args: tuple[str, ...], flag: str) -> None:
+    assert flag in user_error(cw(*SMALL, *args, "--json"))
+
+
+def test_unknown_server_and_unpriced_server() -> None:
+    assert "--server" in user_error(cw("--server", "dgx-h1000", "--nodes", "2"))
+    err = user_error(cw("--server", "dgx-b200", "--nodes", "2", "--json"))
+    assert "--server-price-usd" in err
+    d = tco_json("--server", "dgx-b200", "--nodes", "2", "--server-price-usd", "500000")
+    assert d["capex_breakdown_usd"]["servers"] == pytest.approx(1_000_000)

@@ -1,0 +1,95 @@
+"""design/tco_plan.py: capex from the catalog and the fabric BOM, opex, cloud comparison and the
+list of estimated inputs."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from clusterwright.catalog.registry import Catalog
+from clusterwright.design.bom import BomLine
+from clusterwright.design.tco_plan import TcoRequest, tco_plan
+from clusterwright.errors import InputError
+
+
+def test_capex_parts_from_catalog_and_bom(catalog: Catalog) -> None:
+    plan = tco_plan(TcoRequest(server="dgx-h100", nodes=16), catalog)
+    bom = [b for b in plan.power.fabric.bom if isinstance(b, BomLine)]
+    fab_cost = sum((b.total_usd or 0.0) for b in bom if b.category != "server")
+    c = plan.capex
+    assert c.servers_usd == pytest.approx(16 * 270_000)
+    assert c.network_usd == pytest.approx(fab_cost)
+    # storage 128 GPUs x 0.16 GB/s x $10,000 = $204,800
+    assert c.storage_usd == pytest.approx(204_800)
+    racks = plan.power.racks.compute_racks + plan.power.racks.network_racks
+    assert c.racks_usd == pytest.approx(racks * (2500 + 6000))
+    assert c.cooling_usd == 0.0  # air-cooled
+
+
+def test_opex_energy_and_colocation(catalog: Catalog) -> None:
+    plan = tco_plan(TcoRequest(server="dgx-h100", nodes=16, utilization=1.0, pue=1.3,
+                               electricity_usd_per_kwh=0.1), catalog)
+    p = plan.power.power
+    # at full use the average is the typical IT draw; energy = kW x 8,760 x 1.3 x $0.10
+    assert plan.average_it_kw == pytest.approx(p.typical_kw)
+    assert plan.opex.energy_usd == pytest.approx(p.typical_kw * 8760 * 1.3 * 0.1)
+    # colocation on nameplate IT: kW x $184.06 x 12
+    assert plan.opex.colocation_usd == pytest.approx(p.nameplate_kw * 184.06 * 12)
+
+
+def test_default_cloud_matches_the_gpu_and_alternatives_listed(catalog: Catalog) -> None:
+    plan = tco_plan(TcoRequest(server="dgx-h100", nodes=4), catalog)
+    assert plan.cloud is not None and plan.cloud.offer.gpu == "h100-sxm"
+    assert plan.cloud.instances == 4
+    assert {a.offer.gpu for a in plan.alternatives} == {"h100-sxm"}
+    chosen = tco_plan(TcoRequest(server="dgx-h100", nodes=4, cloud="lambda-8x-h100-sxm"), catalog)
+    assert chosen.cloud is not None and chosen.cloud.offer.id == "lambda-8x-h100-sxm"
+
+
+def test_breakeven_monotonic_in_utilization(catalog: Catalog) -> None:
+    # 4 DGX H100 against p5 on-demand: at 30 % the cloud bill (4 x 55.04 x 8,760 x 0.3 = $579k)
+    # is below the owned opex (~$712k: colocation, support, one FTE), so it never breaks even;
+    # above that the breakeven comes sooner the more the GPUs are used.
+    months: list[float | None] = []
+    for u in (0.1, 0.3, 0.5, 0.75, 1.0):
+        plan = tco_plan(TcoRequest(server="dgx-h100", nodes=4, utilization=u), catalog)
+        assert plan.cloud is not None
+        months.append(plan.cloud.breakeven_months)
+    assert months[:2] == [None, None]
+    finite = [m for m in months[2:] if m is not None]
+    assert len(finite) == 3
+    assert finite == sorted(finite, reverse=True) and finite[0] > finite[-1]
+
+
+def test_unpriced_server_needs_a_price(catalog: Catalog) -> None:
+    with pytest.raises(InputError, match="--server-price-usd"):
+        tco_plan(TcoRequest(server="dgx-b200", nodes=2), catalog)
+    plan = tco_plan(TcoRequest(server="dgx-b200", nodes=2, server_price_usd=400_000), catalog)
+    assert plan.capex.servers_usd == pytest.approx(800_000)
+    assert "server_price_usd" in [e["input"] for e in plan.estimates]
+
+
+def test_estimates_are_listed(catalog: Catalog) -> None:
+    d = tco_plan(TcoRequest(server="dgx-h100", nodes=4), catalog).as_dict()
+    names = [e["input"] for e in d["estimates"]]
+    assert "storage_usd_per_gbps" in names
+    assert "electricity_usd_per_kwh" not in names  # sourced (EIA)
+    for e in d["estimates"]:
+        assert e["why"]
+
+
+def test_no_offer_for_the_gpu_gives_no_cloud_numbers(catalog: Catalog) -> None:
+    d = tco_plan(TcoRequest(server="gb200-nvl72", nodes=1), catalog).as_dict()
+    assert d["cloud_annual_cost_usd"] is None and d["breakeven_months"] is None
+    assert any("no cloud offer" in n for n in d["notes"])
+    # liquid-cooled: the per-rack cooling allowance is charged
+    assert d["capex_breakdown_usd"]["cooling"] == pytest.approx(50_000)
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [{"utilization": 0.0}, {"utilization": 1.2}, {"pue": 0.9}, {"electricity_usd_per_kwh": -1}],
+)
+def test_request_rejects_bad_numbers(kw: dict[str, float]) -> None:
+    with pytest.raises(ValidationError):
+        TcoRequest(server="dgx-h100", nodes=1, **kw)  # type: ignore[arg-type]

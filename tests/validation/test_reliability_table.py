@@ -1,0 +1,94 @@
+"""The reliability validation table: the Llama 3 counts reproduced from the catalog's rates
+(a consistency check), Meta's >90 % effective training time, and held-out clusters reported."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from clusterwright.catalog.registry import Catalog
+from clusterwright.cli.main import app
+from clusterwright.validation.reliability_table import LLAMA3_FABRIC_LINKS, reliability_table
+from clusterwright.validation.tables import TABLES, TableResult, data_dir
+from tests.conftest import SHARED_DATA
+
+
+@pytest.fixture(scope="module")
+def table() -> TableResult:
+    return reliability_table()
+
+
+def _rows() -> list[dict[str, str]]:
+    with open(data_dir() / "reliability.csv", newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_llama3_counts_are_reproduced(table: TableResult) -> None:
+    counts = [r for r in table.dev_rows if r.quantity.startswith("interruptions")]
+    assert len(counts) == 18 + 6 + 2  # components, categories, two totals
+    assert max(abs(r.error) for r in counts) < 1e-5
+    total = next(r for r in table.rows if r.id == "llama3_unexpected_total")
+    assert total.predicted == pytest.approx(419, rel=1e-5)
+
+
+def test_effective_training_time_is_above_90_percent(table: TableResult) -> None:
+    row = next(r for r in table.rows if r.quantity == "ettr_lower_bound")
+    # Daly's model, M = 3.09 h, 2.84 s writes, 603 s restarts, planned stops: 0.920.
+    assert row.predicted > row.measured == 0.90
+    assert row.predicted == pytest.approx(0.920, abs=0.002)
+
+
+def test_table_is_registered_and_within_tolerance(table: TableResult) -> None:
+    assert "reliability" in TABLES
+    assert table.mape <= table.tolerance
+    assert table.max_abs_error < 0.05
+
+
+def test_held_out_rows_are_reported_not_tuned(table: TableResult) -> None:
+    held = {r.id: r for r in table.held_out_rows}
+    assert len(held) >= 3
+    # SKT/Upstage B200 (10 GPU failures) lands close; the 2021-2024 A100 research and cloud
+    # clusters fail several times more often than these H100 rates say (documented).
+    assert abs(held["skt_upstage_b200_gpu_failures"].error) < 0.15
+    assert held["kokolis_rsc_mttf_1024gpus"].error > 1.0
+    assert held["opt175b_machines_down_per_day"].error < -0.5
+
+
+def test_csv_copies_the_shared_interruption_counts() -> None:
+    path = SHARED_DATA / "interruptions.csv"
+    if not path.is_file():
+        pytest.skip("shared/data is not next to this checkout (a clean clone)")
+    ours = {r["id"]: r for r in _rows()}
+    with open(path, newline="", encoding="utf-8") as fh:
+        shared = list(csv.DictReader(fh))
+    assert len(shared) == 18
+    for s in shared:
+        assert ours[s["id"]]["value"] == s["count"]
+        assert ours[s["id"]]["source"] == s["source"]
+
+
+def test_every_row_cites_its_source() -> None:
+    rows = _rows()
+    assert all(len(r["source"]) > 20 and r["verify"] in ("V", "S", "D") for r in rows)
+    assert {r["set"] for r in rows} == {"dev", "held-out"}
+
+
+def test_catalog_rates_come_from_the_csv_counts(catalog: Catalog) -> None:
+    # Every Table 5 row's count is the observed_count of the failure mode it maps to, and the
+    # network rate was derived on the same fabric link count the table uses.
+    modes = {m.id: m for m in catalog.all("failure_modes")}
+    for r in _rows():
+        if r["failure_mode"]:
+            assert modes[r["failure_mode"]].observed_count == int(r["value"])
+    net = modes["network-switch-cable"]
+    assert net.observed_unit_hours == pytest.approx(LLAMA3_FABRIC_LINKS * 54 * 24, rel=1e-9)
+
+
+def test_validate_cli_runs_the_table() -> None:
+    r = CliRunner().invoke(app, ["validate", "--table", "reliability", "--json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)["tables"]["reliability"]
+    assert d["held_out_rows"] >= 3 and d["mape"] < 0.05
