@@ -131,14 +131,7 @@ def test_scalar_step_equals_the_array_form(catalog: Catalog, model: str, tp: int
     stack = catalog.stack_for_gpu(g.id).model_copy(update={"serving": sv})
     m = StepModel(catalog.get("models", model), g, stack, net_for(catalog, g, stack), tp=tp,
                   pp=pp, weights=weights)
-    rng = np.random.default_rng(7)
-    for _ in range(50):
-        p, d = int(rng.integers(0, 9000)), int(rng.integers(0, 600))
-        kv = int(rng.integers(0, 2_000_000))
-        pairs = float(rng.uniform(0, p * p)) if rng.random() < 0.5 else None
-        arr = float(m.step_array(np.asarray(p), np.asarray(d), np.asarray(kv),
-                                 None if pairs is None else np.asarray(pairs)))
-        assert m.step_s(p, d, kv, pairs) == pytest.approx(arr, rel=1e-9, abs=1e-15)
+    _assert_scalar_equals_array(m, seed=7)
 
 
 # ---------------------------------------------------------------- MoE expert parallelism
@@ -227,14 +220,7 @@ def test_alltoall_replaces_the_moe_all_reduce_by_hand(catalog: Catalog) -> None:
 def test_scalar_step_equals_the_array_form_with_ep(catalog: Catalog, model: str, tp: int,
                                                    pp: int, ep: int, comm: str) -> None:
     m = _ep(catalog, model, tp, ep, comm, pp)
-    rng = np.random.default_rng(11)
-    for _ in range(50):
-        p, d = int(rng.integers(0, 9000)), int(rng.integers(0, 600))
-        kv = int(rng.integers(0, 2_000_000))
-        pairs = float(rng.uniform(0, p * p)) if rng.random() < 0.5 else None
-        arr = float(m.step_array(np.asarray(p), np.asarray(d), np.asarray(kv),
-                                 None if pairs is None else np.asarray(pairs)))
-        assert m.step_s(p, d, kv, pairs) == pytest.approx(arr, rel=1e-9, abs=1e-15)
+    _assert_scalar_equals_array(m, seed=11)
 
 
 def test_busiest_gpu_touched_experts_by_hand() -> None:
@@ -247,3 +233,15 @@ def test_busiest_gpu_touched_experts_by_hand() -> None:
     assert _busiest_touched(32, 1, 8, 256, 3.0) == pytest.approx(32 * q)
     # Many tokens: every expert touched.
     assert _busiest_touched(32, 8, 8, 256, 10_000.0) == 32.0
+
+
+def _assert_scalar_equals_array(m: StepModel, seed: int) -> None:
+    """``step_s`` (the simulator's scalar fast path) equals ``step_array`` on random work."""
+    rng = np.random.default_rng(seed)
+    for _ in range(50):
+        p, d = int(rng.integers(0, 9000)), int(rng.integers(0, 600))
+        kv = int(rng.integers(0, 2_000_000))
+        pairs = float(rng.uniform(0, p * p)) if rng.random() < 0.5 else None
+        arr = float(m.step_array(np.asarray(p), np.asarray(d), np.asarray(kv),
+                                 None if pairs is None else np.asarray(pairs)))
+        assert m.step_s(p, d, kv, pairs) == pytest.approx(arr, rel=1e-9, abs=1e-15)

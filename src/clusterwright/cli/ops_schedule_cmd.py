@@ -10,7 +10,9 @@ from typing import Any
 import typer
 from rich.table import Table
 
+from clusterwright.catalog.registry import Catalog
 from clusterwright.cli.common import console, emit_json, fail, state, user_errors
+from clusterwright.model import reliability as rel
 from clusterwright.sim.cluster_jobs import HOUR, KINDS
 
 
@@ -24,6 +26,15 @@ def _mix(text: str) -> tuple[float, float, float, float]:
         fail(f"--mix: {text!r} is not four non-negative shares TRAIN,FINETUNE,INFERENCE,MIG "
              f"(e.g. 0.05,0.35,0.02,0.58)")
     return parts[0], parts[1], parts[2], parts[3]
+
+
+def catalog_node_failure_rate(cat: Catalog, gpu: str, nodes: int, gpus_per_node: int) -> float:
+    """Unplanned interruptions per node-hour from the catalog's failure modes (reliability.yaml,
+    derived from Llama 3 Table 5) for this cluster: the fleet's total rate over its nodes.
+    Every interruption is charged as a node failure (its jobs restart, the node is repaired)."""
+    modes = rel.modes_for_gpu(cat.all("failure_modes"), gpu)
+    units = rel.fleet_units(nodes * gpus_per_node, gpus_per_node)
+    return sum(rel.rates_per_hour(modes, units).values()) / nodes
 
 
 def _bound(flag: str, v: float, low: float, strict: bool = False) -> None:
@@ -55,8 +66,8 @@ def schedule(
     seed: int = typer.Option(0, "--seed", help="Seed of failures and the synthetic mix."),
     failure_rate: float | None = typer.Option(
         None, "--failure-rate",
-        help="Node failures per node-hour (default: Llama 3's 419 in 54 days on 16,384 GPUs, "
-        "per GPU, times GPUs per node); 0 = none.",
+        help="Node failures per node-hour (default: the catalog's failure modes, derived from "
+        "Llama 3 Table 5, for this GPU and cluster size); 0 = none.",
     ),
     repair_h: float = typer.Option(4.0, "--repair-h", help="Hours to repair a failed node."),
     restart_min: float = typer.Option(10.0, "--restart-min", help="Restart cost of a gang, min."),
@@ -118,6 +129,9 @@ def schedule(
             upgrade = Upgrade(start_s=upgrade_start_h * HOUR, batch_nodes=upgrade_batch,
                               batch_s=upgrade_batch_h * HOUR,
                               drain_timeout_s=drain_timeout_h * HOUR)
+        if failure_rate is None:
+            failure_rate = catalog_node_failure_rate(cat, shape.gpu, shape.nodes,
+                                                     shape.gpus_per_node)
         cfg = ClusterConfig(
             horizon_s=days * 24 * HOUR, policy=policy, topology_aware=topology_aware,
             seed=seed, failure_rate_per_node_hour=failure_rate, repair_s=repair_h * HOUR,
@@ -125,6 +139,7 @@ def schedule(
         )
         data = run_schedule(shape, job_list, cfg, profiles)
     data["source"] = str(trace) if trace is not None else "synthetic"
+    data["failure_rate_per_node_hour"] = failure_rate
     if as_json:
         emit_json(data)
     else:
