@@ -26,6 +26,7 @@ cd "$repo"
 "$venv/bin/python" benchmarks/netsim_speed.py
 "$venv/bin/python" benchmarks/serving_speed.py
 "$venv/bin/python" benchmarks/cluster_speed.py
+"$venv/bin/python" benchmarks/plan_speed.py
 # Vidur (github.com/microsoft/vidur, benchmark-only): its dependencies go into the same venv;
 # peer_vidur.py unpacks its source into benchmarks/.venv-peers/vidur from a local git snapshot
 # ($VIDUR_GIT) and reports the error instead of Vidur's numbers when it cannot run.

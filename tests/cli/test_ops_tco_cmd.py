@@ -102,7 +102,7 @@ def test_bad_input_names_the_flag(args: tuple[str, ...], flag: str) -> None:
 
 def test_unknown_server_and_unpriced_server() -> None:
     assert "--server" in user_error(cw("--server", "dgx-h1000", "--nodes", "2"))
-    err = user_error(cw("--server", "dgx-b200", "--nodes", "2", "--json"))
+    err = user_error(cw("--server", "dgx-h200", "--nodes", "2", "--json"))
     assert "--server-price-usd" in err
-    d = tco_json("--server", "dgx-b200", "--nodes", "2", "--server-price-usd", "500000")
+    d = tco_json("--server", "dgx-h200", "--nodes", "2", "--server-price-usd", "500000")
     assert d["capex_breakdown_usd"]["servers"] == pytest.approx(1_000_000)

@@ -63,8 +63,8 @@ def test_breakeven_monotonic_in_utilization(catalog: Catalog) -> None:
 
 def test_unpriced_server_needs_a_price(catalog: Catalog) -> None:
     with pytest.raises(InputError, match="--server-price-usd"):
-        tco_plan(TcoRequest(server="dgx-b200", nodes=2), catalog)
-    plan = tco_plan(TcoRequest(server="dgx-b200", nodes=2, server_price_usd=400_000), catalog)
+        tco_plan(TcoRequest(server="dgx-h200", nodes=2), catalog)
+    plan = tco_plan(TcoRequest(server="dgx-h200", nodes=2, server_price_usd=400_000), catalog)
     assert plan.capex.servers_usd == pytest.approx(800_000)
     assert "server_price_usd" in [e["input"] for e in plan.estimates]
 

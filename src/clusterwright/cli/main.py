@@ -11,7 +11,9 @@ from clusterwright.cli import catalog_cmd, fabric_cmd, ops_cmd, serve_cmd, train
 from clusterwright.cli.check_cmd import check
 from clusterwright.cli.common import AppState
 from clusterwright.cli.netsim_cmd import netsim
+from clusterwright.cli.plan_cmd import plan
 from clusterwright.cli.size_cmd import size
+from clusterwright.cli.sweep_cmd import sweep
 from clusterwright.cli.validate_cmd import validate
 
 app = typer.Typer(
@@ -49,6 +51,8 @@ app.command("check")(check)
 app.command("size")(size)
 app.command("validate")(validate)
 app.command("netsim")(netsim)
+app.command("plan")(plan)
+app.command("sweep")(sweep)
 
 
 def run() -> None:

@@ -140,11 +140,31 @@ def assign(fab: Fabric) -> None:
         elif lk.network == "frontend" and fsh is not None:
             if lk.tier == "fe-leaf-spine":
                 up = lk.a_idx - fsh.leaf.down - 1
-                lk.subnet = fe_ls.at(2 * (_fe_leaf_index(a) * fsh.leaf.up + up))
+                lk.subnet = fe_ls.at(2 * (_fe_uplink_slot(a, fe_ls, fsh.leaf.up, fab)
+                                          * fsh.leaf.up + up))
             elif lk.tier == "fe-spine-core":
                 up = lk.a_idx - fsh.spine.down - 1
                 lk.subnet = fe_sc.at(2 * (a.uid * fsh.spine.up + up))
     fab.tenants = tenants(fab)
+
+
+def _fe_uplink_slot(d: Device, pool: _Pool, up: int, fab: Fabric) -> int:
+    """Slot of a frontend leaf's uplink /31s in the leaf-spine pool: compute leaves count up
+    from the bottom, storage leaves down from the top of what the pool holds at ``up`` uplinks
+    per leaf. Both stay put as the cluster grows; a pool too small for both is an error.
+    (Counting storage from a fixed index 2,048 overflowed the pool for 16-uplink leaves.)"""
+    slots = pool.size // (2 * up)
+    if d.su < STORAGE_SU:
+        return d.uid
+    k = (d.su - STORAGE_SU) * 2 + d.rail - 1
+    compute = sum(1 for x in fab.devices if x.role == "fe-leaf" and x.su < STORAGE_SU)
+    slot = slots - 1 - k
+    if slot < compute:
+        raise FabricError(
+            f"address pool pools.frontend_links = {pool.whole} (its slice {pool.net}) is too "
+            f"small for this design: {compute} compute and {k + 1}+ storage frontend leaves "
+            f"with {up} uplinks each need more than {slots} leaf slots; give a larger pool")
+    return slot
 
 
 def _fe_leaf_index(d: Device) -> int:

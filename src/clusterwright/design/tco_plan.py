@@ -37,6 +37,7 @@ class TcoRequest(BaseModel):
     utilization: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] | None = None
     cloud: StrictStr | None = None  # cloud offer id; None = the first offer with the same GPU
     cooling: Cooling | None = None
+    rack_kw: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None  # None: cooling limit
     colocation_usd_per_kw_month: Price | None = None
     server_price_usd: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
     training_gpu_hours: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
@@ -182,7 +183,8 @@ def tco_plan(req: TcoRequest, cat: Catalog) -> TcoPlan:
     server = cat.server(req.server)
     offer = _offer(cat, req.cloud) if req.cloud is not None else None
     pp = power_plan(
-        PowerRequest(server=req.server, nodes=req.nodes, cooling=req.cooling, pue=req.pue), cat
+        PowerRequest(server=req.server, nodes=req.nodes, cooling=req.cooling,
+                     rack_kw=req.rack_kw, pue=req.pue), cat
     )
     a = cat.assumption
 

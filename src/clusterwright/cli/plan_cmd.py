@@ -1,0 +1,131 @@
+"""``clusterwright plan SCENARIO.yaml --out DIR``: from a scenario to a reference architecture."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from clusterwright.cli.common import console, emit_json, err_console, state, user_errors
+
+STAGES = {
+    "sizing": "sizing workloads per GPU",
+    "design": "fabric, racks, power, TCO",
+    "reliability": "failures and checkpoints",
+    "curves": "latency under load",
+}
+
+
+def _usd(v: Any) -> str:
+    from clusterwright.design.blueprint import money
+
+    return money(float(v)) if v is not None else "-"
+
+
+def plan(
+    ctx: typer.Context,
+    scenario: Path = typer.Argument(..., metavar="SCENARIO.yaml", help="Scenario file."),
+    out: Path = typer.Option(..., "--out", help="Directory to write the blueprint into."),
+    force: bool = typer.Option(False, "--force", help="Replace a non-empty --out directory."),
+    as_json: bool = typer.Option(False, "--json", help="Print the metrics and paths as JSON."),
+) -> None:
+    """Size, design, price and stress a cluster for a scenario; write blueprint.json, bom.csv,
+    cabling.csv, configs/ and report.html to --out."""
+    from clusterwright.catalog.references import resolve
+    from clusterwright.export.blueprint import write_blueprint
+    from clusterwright.export.fabric import check_out_dir
+    from clusterwright.sim.scenario_plan import plan_scenario
+    from clusterwright.spec.scenario import load_scenario
+
+    with user_errors():
+        sc, doc = load_scenario(scenario)
+        cat = state(ctx).catalog()
+        resolve(sc, cat, doc)  # unknown ids are named with their line before any work
+        check_out_dir(out, force)  # refuse before the work, not after
+        if as_json:
+            bp = plan_scenario(sc, cat, source=str(scenario))
+        else:
+            bp = _with_progress(sc, cat, str(scenario), plan_scenario)
+        files = write_blueprint(bp, bp.fabric_design, out, force=force)
+    data = bp.to_dict()
+    if as_json:
+        emit_json({
+            **bp.metrics(),
+            "out": str(out),
+            "files": len(files),
+            "artifacts": {k: str(out / v) if isinstance(v, str) else v
+                          for k, v in data["artifacts"].items()},
+            "binding_constraints": data["binding_constraints"],
+        })
+        return
+    _render(data, out, len(files))
+
+
+def _with_progress(sc: Any, cat: Any, source: str, plan_scenario: Any) -> Any:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err_console, transient=True) as bar:
+        tasks: dict[str, Any] = {}
+
+        def progress(stage: str, done: int, total: int) -> None:
+            if stage not in tasks:
+                tasks[stage] = bar.add_task(STAGES.get(stage, stage), total=max(total, 1))
+            bar.update(tasks[stage], completed=done, total=max(total, 1))
+
+        return plan_scenario(sc, cat, progress=progress, source=source)
+
+
+def _render(d: dict[str, Any], out: Path, files: int) -> None:
+    r = d["recommendation"]
+    ok = d["feasible"]
+    mark = "[green]feasible[/]" if ok else "[red]not feasible[/]"
+    console.print(f"[bold]{d['scenario']['name']}[/]: {mark}")
+    console.print(r["summary"], highlight=False)
+    t = Table(title="cost", title_justify="left", show_header=False)
+    t.add_column("item")
+    t.add_column("value", justify="right")
+    for label, key in (("total (" + r["deployment"] + ")", "total_cost_usd"),
+                       ("capex", "capex_usd"), ("opex per year", "annual_opex_usd"),
+                       ("cloud on demand per year", "cloud_annual_cost_usd")):
+        if r.get(key) is not None:
+            t.add_row(label, _usd(r[key]))
+    if r.get("breakeven_months") is not None:
+        t.add_row("breakeven vs cloud", f"{r['breakeven_months']:.0f} months")
+    if r.get("cost_per_gpu_hour_usd") is not None:
+        t.add_row("per GPU-hour", f"${r['cost_per_gpu_hour_usd']:.2f}")
+    if t.row_count:
+        console.print(t)
+        console.print(f"[dim]cost basis: {r['cost_basis']}[/]", highlight=False)
+    if d["alternatives"]:
+        a = Table(title="alternatives", title_justify="left")
+        for col in ("GPU", "server", "GPUs", "cost", "why not"):
+            a.add_column(col)
+        for x in d["alternatives"]:
+            a.add_row(x["gpu"], x["server"] or "-", f"{x['gpus']:,}" if x["gpus"] else "-",
+                      _usd(x["total_cost_usd"]), x["why_not"])
+        console.print(a)
+    if d["binding_constraints"]:
+        console.print("[bold red]binding constraints[/]")
+        for b in d["binding_constraints"]:
+            console.print(f"  - {b['message']}", highlight=False)
+    fab = d.get("fabric")
+    if fab:
+        console.print(
+            f"fabric: {fab['tiers']}-tier {fab['protocol']} {fab['switch']}, "
+            f"{fab['leaf_switches']} leaf / {fab['spine_switches']} spine / "
+            f"{fab['core_switches']} core switches; {len(d['racks'])} racks", highlight=False)
+    if d["risks"]:
+        k = Table(title="risks", title_justify="left")
+        for col in ("severity", "area", "risk"):
+            k.add_column(col)
+        colors = {"high": "red", "medium": "yellow", "low": "dim"}
+        for x in d["risks"]:
+            k.add_row(f"[{colors[x['severity']]}]{x['severity']}[/]", x["area"], x["title"])
+        console.print(k)
+    for n in d["notes"]:
+        console.print(f"  [yellow]note:[/] {n}", highlight=False)
+    console.print(f"Wrote {files} files to {out}"
+                  + (" (report.html)" if "report" in d["artifacts"] else ""))

@@ -1,0 +1,509 @@
+"""The Blueprint: everything decided and estimated for one scenario, and the decisions behind it.
+
+``Blueprint`` is a JSON-serializable record (schema ``SCHEMA_VERSION``; see
+docs/blueprint.md for the keys). The pure helpers here take the evaluated candidates and the
+facts of the chosen design and decide: which candidate to recommend and why the others lost
+(``choose``), which constraint binds and by how much (``violation``), and what the design's
+risks are (``assess_risks``). No simulation happens here: ``sim/scenario_plan.py`` runs the
+planners and hands their numbers in.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from clusterwright.errors import InputError
+
+if TYPE_CHECKING:
+    from clusterwright.design.fabric import Fabric
+
+SCHEMA_VERSION = "1.0"
+
+ConstraintName = Literal[
+    "budget_usd", "power_per_rack_kw", "cooling", "deadline_days", "slo", "gpus", "memory"
+]
+Severity = Literal["high", "medium", "low"]
+
+
+# --------------------------------------------------------------------------- constraints
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One constraint a candidate design breaks: ``needed`` against ``limit`` in ``unit``."""
+
+    constraint: ConstraintName
+    limit: float | None
+    needed: float | None
+    unit: str
+    message: str
+    workload: str | None = None
+
+    @property
+    def excess_fraction(self) -> float | None:
+        """How far past the limit the design is: needed / limit - 1 (0.37 = 37 % over)."""
+        if self.limit is None or self.needed is None or self.limit <= 0:
+            return None
+        return self.needed / self.limit - 1.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "constraint": self.constraint,
+            "workload": self.workload,
+            "limit": self.limit,
+            "needed": self.needed,
+            "unit": self.unit,
+            "excess_fraction": self.excess_fraction,
+            "message": self.message,
+        }
+
+
+def pct(fraction: float) -> str:
+    """A signed percentage as people write it: 0.372 -> '+37 %'."""
+    return f"{100 * fraction:+.0f} %"
+
+
+def money(usd: float) -> str:
+    """USD with a readable unit: 4.1e7 -> '$41.0M'."""
+    a = abs(usd)
+    if a >= 1e9:
+        return f"${usd / 1e9:.2f}B"
+    if a >= 1e6:
+        return f"${usd / 1e6:.1f}M"
+    if a >= 1e3:
+        return f"${usd / 1e3:.0f}k"
+    return f"${usd:.0f}"
+
+
+def violation(
+    constraint: ConstraintName, limit: float | None, needed: float | None, unit: str,
+    what: str, workload: str | None = None,
+) -> Violation:
+    """A violation whose message states limit, need and excess: ``what`` names the need
+    ("cheapest design on h100-sxm"). Units ``usd`` and ``days``/``kW``/``s`` are formatted."""
+
+    def fmt(v: float | None) -> str:
+        if v is None:
+            return "n/a"
+        if unit == "usd":
+            return money(v)
+        if unit == "s":
+            return f"{v * 1e3:.0f} ms" if v < 10 else f"{v:.0f} s"
+        return f"{v:,.4g} {unit}"
+
+    v = Violation(constraint, limit, needed, unit, "", workload)
+    excess = v.excess_fraction
+    tail = f": {pct(excess)}" if excess is not None else ""
+    if limit is None and needed is None:
+        msg = what if workload is None else f"{workload}: {what}"
+    else:
+        label = constraint if workload is None else f"{workload}: {constraint}"
+        msg = f"{label} {fmt(limit)}, {what} {fmt(needed)}{tail}"
+    return Violation(constraint, limit, needed, unit, msg, workload)
+
+
+# --------------------------------------------------------------------------- candidates
+
+
+@dataclass
+class Candidate:
+    """One GPU type sized for every workload: cluster, cost and what it breaks.
+
+    ``total_cost_usd`` is in the deployment's basis (``cost_basis``); None when the candidate
+    could not be sized at all (no server, no calibration, the model fits on no layout).
+    """
+
+    gpu: str
+    server: str | None
+    nodes: int | None
+    gpus: int | None
+    total_cost_usd: float | None
+    violations: list[Violation] = field(default_factory=list)
+    capex_usd: float | None = None
+    annual_opex_usd: float | None = None
+    cloud_annual_cost_usd: float | None = None
+    cloud_total_cost_usd: float | None = None
+    on_prem_total_cost_usd: float | None = None
+    breakeven_months: float | None = None
+    cost_per_gpu_hour_usd: float | None = None
+    cost_basis: str = ""
+    detail: dict[str, Any] = field(default_factory=dict)  # planner outputs the caller keeps
+
+    @property
+    def feasible(self) -> bool:
+        return not self.violations and self.total_cost_usd is not None
+
+
+def _infeasible_rank(c: Candidate) -> tuple[float, float, float, float]:
+    # The nearest miss: sized at all, then fewest broken constraints, then the smallest
+    # worst excess, then cost. A candidate that could not be sized ranks last.
+    excesses = [v.excess_fraction for v in c.violations if v.excess_fraction is not None]
+    return (
+        0.0 if c.total_cost_usd is not None else 1.0,
+        float(len(c.violations)),
+        max(excesses) if excesses else math.inf,
+        c.total_cost_usd if c.total_cost_usd is not None else math.inf,
+    )
+
+
+def why_not(c: Candidate, chosen: Candidate) -> str:
+    """Why ``c`` lost to ``chosen``, in one line a person reads."""
+    if c.violations:
+        return "; ".join(v.message for v in c.violations)
+    if c.total_cost_usd is None:
+        return "could not be sized"
+    if chosen.total_cost_usd is None or chosen.total_cost_usd <= 0:
+        return "not chosen"
+    d = c.total_cost_usd / chosen.total_cost_usd - 1.0
+    if abs(d) < 0.005:
+        return (
+            f"same cost as {chosen.gpu} ({money(c.total_cost_usd)}) within 0.5 %; "
+            f"{chosen.gpu} comes first in the catalog order"
+        )
+    return f"cost {pct(d)} ({money(c.total_cost_usd)} vs {money(chosen.total_cost_usd)})"
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The recommended candidate, whether it meets every constraint, and the runners-up."""
+
+    chosen: Candidate
+    feasible: bool
+    alternatives: list[dict[str, Any]]
+    binding: list[Violation]
+
+
+def choose(candidates: list[Candidate]) -> Choice:
+    """The cheapest feasible candidate (ties: catalog order); with none feasible, the nearest
+    miss (fewest broken constraints, smallest excess, cheapest), whose violations are then the
+    binding constraints. Raises InputError on an empty list."""
+    if not candidates:
+        raise InputError("constraints.gpus: no candidate GPU to evaluate")
+    ok = [c for c in candidates if c.feasible]
+    if ok:
+        chosen = min(ok, key=lambda c: c.total_cost_usd or 0.0)
+        feasible = True
+        binding: list[Violation] = []
+    else:
+        chosen = min(candidates, key=_infeasible_rank)
+        feasible = False
+        binding = list(chosen.violations)
+        if not binding:
+            binding = [violation("gpus", None, None, "",
+                                 f"no design could be sized on {chosen.gpu}")]
+    alts = [
+        {
+            "gpu": c.gpu,
+            "server": c.server,
+            "nodes": c.nodes,
+            "gpus": c.gpus,
+            "total_cost_usd": c.total_cost_usd,
+            "feasible": c.feasible,
+            "why_not": why_not(c, chosen),
+        }
+        for c in candidates
+        if c is not chosen
+    ]
+    return Choice(chosen, feasible, alts, binding)
+
+
+def budget_violation(total_usd: float, budget_usd: float | None, what: str) -> Violation | None:
+    """A budget violation when ``total_usd`` exceeds the budget, else None."""
+    if budget_usd is None or total_usd <= budget_usd:
+        return None
+    return violation("budget_usd", budget_usd, total_usd, "usd", what)
+
+
+# --------------------------------------------------------------------------- risks
+
+
+@dataclass(frozen=True)
+class Risk:
+    severity: Severity
+    area: Literal["power", "reliability", "network", "cost", "capacity",
+                  "single-point-of-failure"]
+    title: str
+    detail: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"severity": self.severity, "area": self.area, "title": self.title,
+                "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class InferenceFacts:
+    name: str
+    replicas: int
+    peak_qps: float
+    qps_capacity: float  # the fleet's SLO-meeting capacity, requests/s
+
+
+@dataclass(frozen=True)
+class DesignFacts:
+    """The numbers of a design that its risks are judged on. None means not applicable."""
+
+    gpus: int
+    densest_rack_kw: float | None = None  # nameplate
+    rack_limit_kw: float | None = None
+    cooling: str = "air"
+    cooling_cap_kw: float | None = None  # what the cooling mode carries per rack
+    interruptions_per_day: float | None = None
+    job_mtbf_hours: float | None = None
+    leaf_oversubscription: float | None = None
+    spine_oversubscription: float | None = None
+    tiers: int | None = None
+    spine_switches: int | None = None
+    core_switches: int | None = None
+    storage_ports: int | None = None
+    frontend_spines: int | None = None
+    inference: tuple[InferenceFacts, ...] = ()
+    total_cost_usd: float | None = None  # what the budget is checked against
+    budget_usd: float | None = None
+    on_prem_total_cost_usd: float | None = None
+    cloud_total_cost_usd: float | None = None  # the same GPUs rented over the same horizon
+    deadline_days: float | None = None
+    time_to_train_p90_days: float | None = None
+    swing_mw: float | None = None
+    finetune_misses_window: tuple[str, ...] = ()
+    estimated_prices: int = 0  # prices/assumptions tagged [estimate] in the TCO
+
+
+def assess_risks(f: DesignFacts) -> list[Risk]:
+    """The design's challenges, most severe first. Thresholds are stated in each detail."""
+    out: list[Risk] = []
+    if f.densest_rack_kw is not None and f.rack_limit_kw:
+        share = f.densest_rack_kw / f.rack_limit_kw
+        if f.densest_rack_kw > 40 and f.cooling == "air":
+            out.append(Risk(
+                "high", "power", f"{f.densest_rack_kw:.0f} kW air-cooled racks",
+                f"the densest rack draws {f.densest_rack_kw:.1f} kW nameplate; air cooling much "
+                "above 40 kW per rack needs rear-door heat exchangers or containment",
+            ))
+        elif share > 0.9:
+            out.append(Risk(
+                "medium", "power", "racks at the power limit",
+                f"the densest rack draws {f.densest_rack_kw:.1f} kW nameplate, "
+                f"{100 * share:.0f} % of the {f.rack_limit_kw:g} kW limit: no headroom for a "
+                "denser server generation",
+            ))
+        if f.cooling_cap_kw is not None and f.rack_limit_kw > f.cooling_cap_kw:
+            out.append(Risk(
+                "medium", "power", "rack limit above what the cooling carries",
+                f"power_per_rack_kw {f.rack_limit_kw:g} exceeds the {f.cooling} cooling limit "
+                f"of {f.cooling_cap_kw:g} kW per rack; racks were planned at "
+                f"{f.cooling_cap_kw:g} kW",
+            ))
+    if f.interruptions_per_day is not None:
+        n = f.interruptions_per_day
+        mtbf = f"job MTBF {f.job_mtbf_hours:.1f} h" if f.job_mtbf_hours else ""
+        sev: Severity = "high" if n >= 1 else "medium" if n >= 0.2 else "low"
+        out.append(Risk(
+            sev, "reliability", f"{n:.2f} job interruptions per day",
+            f"a job on all {f.gpus:,} GPUs is interrupted about {n:.2f} times a day ({mtbf}; "
+            "catalog failure rates, Llama 3 Table 5 at H100 scale): checkpoint at the Daly "
+            "interval, automate restarts, keep hot spares (>= 1/day: high, >= 0.2/day: medium)",
+        ))
+    if f.swing_mw is not None and f.swing_mw >= 1.0:
+        out.append(Risk(
+            "medium", "power", f"{f.swing_mw:.1f} MW power swings",
+            f"synchronous training steps swing IT power by up to {f.swing_mw:.1f} MW within "
+            "seconds (all GPUs between TDP and idle); agree ramp limits with the utility and "
+            "size UPS/generators for it (>= 1 MW flagged)",
+        ))
+    for tier, ratio in (("leaf", f.leaf_oversubscription), ("spine", f.spine_oversubscription)):
+        if ratio is not None and ratio > 1.0 + 1e-9:
+            out.append(Risk(
+                "medium", "network", f"{ratio:g}:1 oversubscribed {tier} tier",
+                f"the {tier} tier carries {ratio:g}x more bandwidth down than up: data-parallel "
+                "all-reduce and MoE all-to-all across it slow down under load",
+            ))
+    if f.tiers is not None and f.spine_switches == 1:
+        out.append(Risk(
+            "high", "single-point-of-failure", "one spine switch",
+            "all traffic between leaves crosses a single spine: its failure partitions the "
+            "fabric",
+        ))
+    if f.tiers == 3 and f.core_switches == 1:
+        out.append(Risk(
+            "high", "single-point-of-failure", "one core switch",
+            "all traffic between pods crosses a single core switch",
+        ))
+    if f.storage_ports is not None and f.storage_ports <= 1:
+        out.append(Risk(
+            "medium", "single-point-of-failure", "single storage path",
+            f"storage attaches through {f.storage_ports} frontend port(s): a link or switch "
+            "failure stops checkpoints and data loading",
+        ))
+    if f.frontend_spines is not None and f.frontend_spines == 1:
+        out.append(Risk(
+            "medium", "single-point-of-failure", "one frontend spine",
+            "the frontend (storage, ingress) network has a single spine switch",
+        ))
+    for w in f.inference:
+        if w.replicas == 1:
+            out.append(Risk(
+                "high", "single-point-of-failure", f"{w.name}: one replica",
+                f"{w.name} runs on a single replica: one GPU or host failure stops the service; "
+                "add a replica for N+1",
+            ))
+        if w.qps_capacity > 0:
+            head = w.qps_capacity / w.peak_qps - 1.0
+            if head < 0.1:
+                out.append(Risk(
+                    "medium", "capacity", f"{w.name}: {100 * head:.0f} % SLO headroom at peak",
+                    f"{w.replicas} replicas sustain {w.qps_capacity:.1f} req/s within the SLOs "
+                    f"against a peak of {w.peak_qps:g} req/s: a surge above "
+                    f"{100 * head:.0f} % or a lost replica breaks the SLO (< 10 % flagged)",
+                ))
+    if f.budget_usd is not None and f.total_cost_usd is not None:
+        share = f.total_cost_usd / f.budget_usd
+        if 0.9 < share <= 1.0:
+            out.append(Risk(
+                "medium", "cost", f"{100 * share:.0f} % of the budget",
+                f"the design costs {money(f.total_cost_usd)} of a {money(f.budget_usd)} budget: "
+                "a price rise of more than "
+                f"{100 * (1 / share - 1):.0f} % breaks it",
+            ))
+    if (f.on_prem_total_cost_usd is not None and f.cloud_total_cost_usd is not None
+            and f.cloud_total_cost_usd < f.on_prem_total_cost_usd):
+        out.append(Risk(
+            "medium", "cost", "renting is cheaper over the horizon",
+            f"the same GPUs on demand cost {money(f.cloud_total_cost_usd)} against "
+            f"{money(f.on_prem_total_cost_usd)} to own over the same years: at this size and "
+            "utilization the purchase does not pay back",
+        ))
+    if (f.deadline_days is not None and f.time_to_train_p90_days is not None
+            and f.time_to_train_p90_days > f.deadline_days):
+        out.append(Risk(
+            "high", "reliability", "deadline at risk with failures",
+            f"with failures and restarts the run takes {f.time_to_train_p90_days:.1f} days "
+            f"at p90 (Monte Carlo), past the {f.deadline_days:g}-day deadline; the sizing "
+            "used failure-free time",
+        ))
+    for name in f.finetune_misses_window:
+        out.append(Risk(
+            "medium", "capacity", f"{name}: does not fit its window",
+            f"{name} does not finish in its nightly window on the GPUs the inference pool frees; "
+            "extra GPUs were sized for it",
+        ))
+    if f.estimated_prices:
+        out.append(Risk(
+            "low", "cost", f"{f.estimated_prices} estimated prices",
+            f"{f.estimated_prices} prices or cost assumptions in the TCO are estimates (tagged "
+            "[estimate] in the catalog): get quotes before committing",
+        ))
+    order = {"high": 0, "medium": 1, "low": 2}
+    return sorted(out, key=lambda r: order[r.severity])
+
+
+# --------------------------------------------------------------------------- the record
+
+
+def _major(version: str) -> int:
+    try:
+        return int(str(version).split(".", 1)[0])
+    except ValueError:
+        raise InputError(f"schema_version: {version!r} is not a version like '1.0'") from None
+
+
+@dataclass
+class Blueprint:
+    """Everything decided and estimated for one scenario (the blueprint.json contract).
+
+    Sections are plain JSON-ready dicts and lists (SI units unless a key names one), so the
+    report and the sweep read them without importing a planner.
+    """
+
+    scenario: dict[str, Any]
+    feasible: bool
+    binding_constraints: list[dict[str, Any]]
+    recommendation: dict[str, Any]
+    alternatives: list[dict[str, Any]]
+    workloads: list[dict[str, Any]]
+    cluster: dict[str, Any] | None
+    fabric: dict[str, Any] | None
+    racks: list[dict[str, Any]]
+    power: dict[str, Any] | None
+    reliability: dict[str, Any] | None
+    tco: dict[str, Any] | None
+    risks: list[dict[str, Any]]
+    artifacts: dict[str, Any] = field(default_factory=dict)
+    timings_s: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    clusterwright_version: str = ""
+    schema_version: str = SCHEMA_VERSION
+    # The designed fabric of the recommendation, for the exporters (BOM, cabling, configs);
+    # not part of blueprint.json.
+    fabric_design: Fabric | None = field(default=None, repr=False, compare=False)
+
+    KEYS: ClassVar[tuple[str, ...]] = (
+        "schema_version", "clusterwright_version", "scenario", "feasible",
+        "binding_constraints", "recommendation", "alternatives", "workloads", "cluster",
+        "fabric", "racks", "power", "reliability", "tco", "risks", "artifacts", "timings_s",
+        "notes",
+    )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The blueprint.json object, keys in contract order."""
+        return {k: getattr(self, k) for k in self.KEYS}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Blueprint:
+        """Read a blueprint.json object. Refuses another major schema version (keys may have
+        changed meaning) and a missing section, naming it."""
+        if not isinstance(data, dict):
+            raise InputError("blueprint: expected a JSON object")
+        version = data.get("schema_version")
+        if version is None:
+            raise InputError("blueprint: schema_version is missing")
+        if _major(str(version)) != _major(SCHEMA_VERSION):
+            raise InputError(
+                f"schema_version: blueprint has version {version}, this clusterwright reads "
+                f"{SCHEMA_VERSION.split('.')[0]}.x; regenerate it with `clusterwright plan`"
+            )
+        missing = [k for k in cls.KEYS if k not in data]
+        if missing:
+            raise InputError(f"blueprint: missing key(s) {', '.join(missing)}")
+        return cls(**{k: data[k] for k in cls.KEYS})
+
+    def metrics(self) -> dict[str, float | str | bool | None]:
+        """One flat row for a sweep table (contract keys)."""
+        r = self.recommendation
+        fab = self.fabric or {}
+        power = self.power or {}
+        training = [w for w in self.workloads if w.get("kind") == "training"]
+        inference = [w for w in self.workloads if w.get("kind") == "inference"]
+
+        def worst(key: str) -> float | None:
+            vals = [w[key] for w in inference if w.get(key) is not None]
+            return max(vals) if vals else None
+
+        it = power.get("it_power_kw") or {}
+        fac = power.get("facility_power_kw") or {}
+        return {
+            "feasible": self.feasible,
+            "gpu": r.get("gpu"),
+            "server": r.get("server"),
+            "nodes": r.get("nodes"),
+            "gpus": r.get("gpus"),
+            "deployment": r.get("deployment"),
+            "total_cost_usd": r.get("total_cost_usd"),
+            "capex_usd": r.get("capex_usd"),
+            "annual_opex_usd": r.get("annual_opex_usd"),
+            "cloud_annual_cost_usd": r.get("cloud_annual_cost_usd"),
+            "breakeven_months": r.get("breakeven_months"),
+            "time_to_train_days": training[0].get("time_to_train_days") if training else None,
+            "ttft_p99_s": worst("ttft_p99_s"),
+            "tpot_p99_s": worst("tpot_p99_s"),
+            "it_power_kw": it.get("typical") if isinstance(it, dict) else None,
+            "facility_power_kw": fac.get("typical") if isinstance(fac, dict) else None,
+            "leaf_switches": fab.get("leaf_switches"),
+            "spine_switches": fab.get("spine_switches"),
+            "core_switches": fab.get("core_switches"),
+            "ettr": (self.reliability or {}).get("ettr"),
+            "binding_constraint": (
+                self.binding_constraints[0]["constraint"] if self.binding_constraints else None
+            ),
+        }

@@ -1,0 +1,420 @@
+"""The human report: one self-contained, offline HTML page rendered from a blueprint dict.
+
+The page reads top to bottom: recommendation and cost (or which constraint binds), the
+alternatives and why they lost, topology, racks, step time, latency against load, cost over
+time, failures and checkpoints, power, risks. Plotly's JavaScript comes from the installed
+``plotly`` package and is embedded once; the SVGs are drawn here. Nothing is recomputed: every
+number shown is a number of the blueprint (layer 6 reads, it does not model). Every value from
+the user is escaped by Jinja2's autoescape.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from markupsafe import Markup
+
+from clusterwright.report import figures, svg
+from clusterwright.report.fmt import (
+    DASH,
+    duration,
+    energy_kwh,
+    first_num,
+    fmt,
+    get,
+    mapping,
+    num,
+    pct,
+    power_mw,
+    records,
+    text,
+    unit,
+    usd,
+)
+
+_END_SCRIPT = re.compile(r"</(script)", re.IGNORECASE)
+SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2}
+Row = list[Any]
+
+
+@functools.cache
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("clusterwright.report", "templates"),
+        undefined=jinja2.StrictUndefined,
+        autoescape=True,  # scenario and workload names are user input
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+@functools.cache
+def _plotly_js() -> Markup:
+    from plotly.offline import get_plotlyjs  # type: ignore[import-untyped]
+
+    js: str = get_plotlyjs()
+    # A "</script" inside the bundle would end the script element early (none in plotly 5-7;
+    # a regex, as str.lower() of the 4.8 MB non-ASCII bundle costs ten times more).
+    return Markup(_END_SCRIPT.sub(r"<\\/\1", js))
+
+
+def render_report(blueprint: dict[str, Any], path: Path) -> None:
+    """Write the report of ``blueprint`` (the ``blueprint.json`` dict) to ``path`` (HTML).
+
+    The file is written next to ``path`` and moved into place, so a reader never sees half a
+    page. Sections without data say "not applicable" instead of failing."""
+    page = render_html(blueprint)
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=".report-", suffix=".html", dir=path.parent or ".")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(page)
+        # mkstemp makes the file private (0600); a report is as readable as any file written.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def render_html(blueprint: Mapping[str, Any]) -> str:
+    """The report page of ``blueprint`` as a string (UTF-8 HTML, about 5 MB with plotly.js)."""
+    bp = mapping(blueprint)
+    workloads = records(bp.get("workloads"))
+    training = [w for w in workloads if w.get("kind") == "training"]
+    inference = [w for w in workloads if w.get("kind") == "inference"]
+    racks = records(bp.get("racks"))
+    limit_kw = _rack_limit(bp)
+    ctx: dict[str, Any] = {
+        "scenario": _scenario(bp),
+        "plotly_js": _plotly_js(),
+        "s1": _recommendation(bp, workloads),
+        "s2": _alternatives(bp),
+        "s3": _topology(bp),
+        "s4": _racks(racks, limit_kw),
+        "s5": _training(training),
+        "s6": _inference(inference),
+        "s7": _cost(bp),
+        "s8": _reliability(bp, training),
+        "s9": _power(bp, racks, limit_kw),
+        "s10": _risks(bp),
+        "footer": _footer(bp),
+    }
+    return _environment().get_template("report.html.j2").render(**ctx)
+
+
+# ------------------------------------------------------------------ header and section 1
+
+
+def _scenario(bp: Mapping[str, Any]) -> dict[str, Any]:
+    sc = mapping(bp.get("scenario"))
+    return {
+        "name": str(sc.get("name") or "unnamed scenario"),
+        "description": str(sc.get("description") or ""),
+        "seed": sc.get("seed"),
+        "source": sc.get("source"),
+        "feasible": bp.get("feasible"),
+    }
+
+
+def _binding_rows(bp: Mapping[str, Any]) -> list[dict[str, str]]:
+    rows = []
+    for b in records(bp.get("binding_constraints")):
+        u = str(b.get("unit") or "")
+        excess = num(b.get("excess_fraction"))
+        limit, needed = num(b.get("limit")), num(b.get("needed"))
+        if excess is None and limit and needed is not None:
+            excess = needed / limit - 1.0  # display only: how far over the limit
+        rows.append({
+            "constraint": text(b.get("constraint")),
+            "workload": text(b.get("workload")) if b.get("workload") else "all",
+            "limit": f"{fmt(limit)} {u}".strip() if limit is not None else DASH,
+            "needed": f"{fmt(needed)} {u}".strip() if needed is not None else DASH,
+            "excess": f"{excess * 100:+.0f} %" if excess is not None else DASH,
+            "message": str(b.get("message") or ""),
+        })
+    return rows
+
+
+def _recommendation(bp: Mapping[str, Any], workloads: list[Mapping[str, Any]]) -> dict[str, Any]:
+    rec = mapping(bp.get("recommendation"))
+    binding = _binding_rows(bp)
+    facts: list[tuple[str, str]] = []
+    if rec:
+        facts = [
+            ("GPU", text(rec.get("gpu"))), ("server", text(rec.get("server"))),
+            ("nodes", fmt(rec.get("nodes"))), ("GPUs", fmt(rec.get("gpus"))),
+            ("deployment", text(rec.get("deployment"))),
+            ("total cost", usd(rec.get("total_cost_usd"))),
+            ("capex", usd(rec.get("capex_usd"))),
+            ("annual opex", usd(rec.get("annual_opex_usd"))),
+            ("cloud, per year", usd(rec.get("cloud_annual_cost_usd"))),
+            ("breakeven vs cloud", unit(rec.get("breakeven_months"), "months")),
+            ("cost per GPU-hour", usd(rec.get("cost_per_gpu_hour_usd"))),
+        ]
+        facts = [(k, v) for k, v in facts if v != DASH]
+    return {
+        "feasible": bp.get("feasible"),
+        "binding": binding,
+        "binding_table": [[b["constraint"], b["workload"], b["limit"], b["needed"], b["excess"]]
+                          for b in binding],
+        "summary": str(rec.get("summary") or ""),
+        "cost_basis": str(rec.get("cost_basis") or ""),
+        "facts": facts,
+        "workloads": [_workload_row(w) for w in workloads],
+    }
+
+
+def _workload_row(w: Mapping[str, Any]) -> Row:
+    kind = str(w.get("kind") or "")
+    if kind == "training":
+        result = f"time to train {unit(w.get('time_to_train_days'), 'days')}"
+        if num(w.get("time_to_train_days_p50")) is not None:
+            result += f" (p50 with failures {fmt(w.get('time_to_train_days_p50'))})"
+        target = f"deadline {unit(w.get('deadline_days'), 'days')}"
+    elif kind == "inference":
+        result = (f"TTFT p99 {duration(w.get('ttft_p99_s'))}, "
+                  f"TPOT p99 {duration(w.get('tpot_p99_s'))}")
+        target = (f"SLO {duration(get(w, 'slo', 'ttft_p99_s'))} / "
+                  f"{duration(get(w, 'slo', 'tpot_p99_s'))} at {fmt(w.get('peak_qps'))} QPS")
+    elif kind == "finetune":
+        result = f"{fmt(w.get('gpu_hours'))} GPU-hours, {unit(w.get('hours'), 'h')}"
+        target = (f"fits window: {text(w.get('fits_window'))}; runs on "
+                  f"{text(w.get('runs_on'))}")
+    else:
+        result, target = DASH, DASH
+    return [text(w.get("name")), kind or DASH, text(w.get("gpu")), fmt(w.get("gpus")), result,
+            target]
+
+
+# ------------------------------------------------------------------ sections 2-4
+
+
+def _alternatives(bp: Mapping[str, Any]) -> dict[str, Any]:
+    rows = [[text(a.get("gpu")), text(a.get("server")), fmt(a.get("nodes")), fmt(a.get("gpus")),
+             usd(a.get("total_cost_usd")), text(a.get("feasible")), text(a.get("why_not"))]
+            for a in records(bp.get("alternatives"))]
+    return {"rows": rows}
+
+
+def _topology(bp: Mapping[str, Any]) -> dict[str, Any]:
+    fab = mapping(bp.get("fabric"))
+    drawing = svg.topology_svg(fab, mapping(bp.get("cluster"))) if fab else None
+    facts: list[tuple[str, str]] = []
+    if fab:
+        links = mapping(fab.get("links_by_tier"))
+        speed = num(fab.get("link_speed_gbps"))
+        facts = [
+            ("tiers", fmt(fab.get("tiers"))), ("switch", text(fab.get("switch"))),
+            ("link speed", unit(speed, "Gb/s")),
+            ("leaf / spine / core switches", " / ".join(
+                fmt(fab.get(k)) for k in ("leaf_switches", "spine_switches", "core_switches"))),
+            ("scalable units", fmt(fab.get("scalable_units"))),
+            ("nodes per SU", fmt(fab.get("nodes_per_su") or fab.get("su_hosts"))),
+            *((f"{k} links", fmt(v)) for k, v in links.items()),
+            ("transceivers", fmt(fab.get("transceivers"))), ("cables", fmt(fab.get("cables"))),
+            ("network power", unit(_kw(fab.get("power_w")), "kW")),
+            ("network cost", usd(fab.get("cost_usd"))),
+        ]
+        fe, oob = mapping(fab.get("frontend")), mapping(fab.get("oob"))
+        if fe:
+            facts.append(("frontend network", f"{fmt(fe.get('leaf_switches'))} leaf + "
+                          f"{fmt(fe.get('spine_switches'))} spine {text(fe.get('switch'))}"))
+        if oob:
+            facts.append(("out-of-band network", f"{fmt(oob.get('leaf_switches'))} leaf + "
+                          f"{fmt(oob.get('aggregation_switches'))} aggregation "
+                          f"{text(oob.get('switch'))}"))
+        facts = [(k, v) for k, v in facts if v not in (DASH, f"{DASH} / {DASH} / {DASH}")]
+    return {"svg": Markup(drawing) if drawing else None, "facts": facts}
+
+
+def _kw(watts: Any) -> float | None:
+    w = num(watts)
+    return None if w is None else w / 1e3
+
+
+def _rack_limit(bp: Mapping[str, Any]) -> float | None:
+    return first_num(bp, ("power", "rack_limit_kw"), ("power", "racks", "limit_kw"),
+                     ("scenario", "constraints", "power_per_rack_kw"))
+
+
+def _racks(racks: list[Mapping[str, Any]], limit_kw: float | None) -> dict[str, Any]:
+    drawings = [Markup(svg.rack_svg(r, limit_kw)) for r in svg.representative_racks(racks)]
+    rows = [[text(r.get("name")), text(r.get("row")), text(r.get("role")),
+             f"{fmt(svg.used_units(r))} / {fmt(r.get('units'))}",
+             fmt(r.get("kw_typical")), fmt(r.get("kw_nameplate")),
+             svg.rack_devices_summary(r)] for r in racks]
+    over = sum(1 for r in racks if limit_kw is not None
+               and (num(r.get("kw_nameplate")) or 0.0) > limit_kw)
+    return {"svgs": drawings, "rows": rows, "count": len(racks), "over": over,
+            "limit": fmt(limit_kw) if limit_kw is not None else None}
+
+
+# ------------------------------------------------------------------ sections 5-6
+
+
+def _layout_text(layout: Any) -> str:
+    lay = mapping(layout)
+    if not lay:
+        return DASH
+    names = {"tp": "TP", "pp": "PP", "dp": "DP", "cp": "CP", "ep": "EP", "zero": "ZeRO-",
+             "micro_batch": "micro-batch ", "global_batch": "global batch ",
+             "interleave": "interleave ", "recompute": "recompute "}
+    parts = []
+    for k, v in lay.items():
+        if v is None or v is False:
+            continue
+        if v is True:  # a switch that is on, e.g. sequence_parallel
+            parts.append(str(k).replace("_", " "))
+        else:
+            parts.append(f"{names.get(k, str(k).replace('_', ' ') + ' ')}{text(v)}")
+    return " · ".join(parts)
+
+
+def _training(training: list[Mapping[str, Any]]) -> dict[str, Any]:
+    rows = []
+    for w in training:
+        ck = mapping(w.get("checkpoint"))
+        rows.append([
+            text(w.get("name")), f"{fmt(w.get('gpus'))} × {text(w.get('gpu'))}",
+            _layout_text(w.get("layout")), duration(w.get("step_time_s")), pct(w.get("mfu")),
+            fmt(w.get("tokens_per_s")), unit(w.get("time_to_train_days"), "days"),
+            fmt(w.get("gpu_hours")),
+            (f"every {duration(ck.get('interval_s'))}, write {duration(ck.get('write_s'))}, "
+             f"ETTR {pct(ck.get('ettr'))}") if ck else DASH,
+        ])
+    fig = figures.step_time(training)
+    return {"rows": rows, "fig": Markup(fig) if fig else None}
+
+
+def _inference(inference: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for i, w in enumerate(inference):
+        facts = [
+            ("GPU", text(w.get("gpu"))), ("tensor / expert parallel",
+                                          f"TP{text(w.get('tp'))} · EP{text(w.get('ep'))}"),
+            ("replicas", fmt(w.get("replicas"))), ("GPUs", fmt(w.get("gpus"))),
+            ("peak QPS", fmt(w.get("peak_qps"))),
+            ("TTFT p99 (SLO)", f"{duration(w.get('ttft_p99_s'))} "
+                               f"({duration(get(w, 'slo', 'ttft_p99_s'))})"),
+            ("TPOT p99 (SLO)", f"{duration(w.get('tpot_p99_s'))} "
+                               f"({duration(get(w, 'slo', 'tpot_p99_s'))})"),
+            ("cost per million tokens", usd(w.get("cost_per_million_tokens_usd"))),
+        ]
+        fig, di = figures.latency(w, i), figures.diurnal(w, i)
+        out.append({"name": text(w.get("name")), "facts": facts,
+                    "fig": Markup(fig) if fig else None, "diurnal": Markup(di) if di else None})
+    return out
+
+
+# ------------------------------------------------------------------ sections 7-11
+
+
+def _cost(bp: Mapping[str, Any]) -> dict[str, Any]:
+    tco, rec = mapping(bp.get("tco")), mapping(bp.get("recommendation"))
+    breakeven = first_num(tco, "breakeven_months") or first_num(rec, "breakeven_months")
+    fig = figures.cost_over_time(tco, breakeven)
+    facts = [
+        ("capex", usd(tco.get("capex_usd"))), ("annual opex", usd(tco.get("annual_opex_usd"))),
+        ("cloud, per year (on-demand)", usd(tco.get("cloud_annual_cost_usd"))),
+        ("cloud offer", text(get(tco, "cloud", "offer"))),
+        ("cloud price date", text(get(tco, "cloud", "price_date"))),
+        ("breakeven", unit(breakeven, "months")),
+        ("breakeven vs committed cloud", unit(tco.get("breakeven_months_committed"), "months")),
+        ("cost per GPU-hour (on-prem)", usd(tco.get("cost_per_gpu_hour_usd"))),
+        ("years / utilization", f"{fmt(tco.get('years'))} / {pct(tco.get('utilization'), 0)}"),
+    ]
+    facts = [(k, v) for k, v in facts if v not in (DASH, f"{DASH} / {DASH}")]
+    return {"fig": Markup(fig) if fig else None, "facts": facts,
+            "basis": [str(tco[k]) for k in ("cloud_model", "energy_model")
+                      if isinstance(tco.get(k), str)]}
+
+
+def _reliability(bp: Mapping[str, Any], training: list[Mapping[str, Any]]) -> dict[str, Any]:
+    rel = mapping(bp.get("reliability"))
+    tl = figures.timeline(records(rel.get("timeline")))
+    ttt = figures.time_to_train(training)
+    facts = [
+        ("expected interruptions per day", fmt(rel.get("expected_interruptions_per_day"))),
+        ("job MTBF", unit(rel.get("job_mtbf_hours"), "h")),
+        ("ETTR (effective training time ratio)", pct(rel.get("ettr"))),
+    ]
+    facts = [(k, v) for k, v in facts if v != DASH]
+    causes = sorted(((str(k), v) for k, v in mapping(rel.get("by_cause")).items()
+                     if num(v) is not None), key=lambda kv: -float(kv[1]))
+    ttt_rows = [[text(w.get("name")), fmt(w.get("time_to_train_days_p10")),
+                 fmt(w.get("time_to_train_days_p50")), fmt(w.get("time_to_train_days_p90")),
+                 fmt(w.get("time_to_train_days")), fmt(w.get("deadline_days"))]
+                for w in training if num(w.get("time_to_train_days_p50")) is not None]
+    return {"timeline": Markup(tl) if tl else None, "ttt": Markup(ttt) if ttt else None,
+            "facts": facts, "causes": [[k, fmt(v)] for k, v in causes[:10]],
+            "ttt_rows": ttt_rows}
+
+
+def _power(bp: Mapping[str, Any], racks: list[Mapping[str, Any]],
+           limit_kw: float | None) -> dict[str, Any]:
+    pw = mapping(bp.get("power"))
+    fig = figures.rack_power(racks, limit_kw)
+    facts = [
+        ("IT power, typical", unit(first_num(pw, "it_power_kw_typical",
+                                             ("it_power_kw", "typical")), "kW")),
+        ("IT power, nameplate", unit(first_num(pw, "it_power_kw_nameplate",
+                                               ("it_power_kw", "nameplate")), "kW")),
+        ("facility power (with PUE)", unit(first_num(pw, "facility_power_kw",
+                                                     "facility_power_kw_typical",
+                                                     ("facility_power_kw", "typical")), "kW")),
+        ("PUE", fmt(pw.get("pue"))),
+        ("energy per year", energy_kwh(pw.get("annual_energy_kwh"))),
+        ("training power swing", power_mw(first_num(pw, "swing_mw",
+                                                     ("training_swing", "swing_mw")))),
+        ("cooling", text(pw.get("cooling")) if pw.get("cooling") is not None else DASH),
+        ("per-rack limit", unit(limit_kw, "kW")),
+        ("densest rack", unit(first_num(pw, "densest_rack_kw",
+                                        ("per_rack_kw", "compute_nameplate_max")), "kW")),
+    ]
+    facts = [(k, v) for k, v in facts if v != DASH]
+    return {"fig": Markup(fig) if fig else None, "facts": facts}
+
+
+def _risks(bp: Mapping[str, Any]) -> list[dict[str, str]]:
+    risks = records(bp.get("risks"))
+    ordered = sorted(risks, key=lambda r: SEVERITY_ORDER.get(str(r.get("severity")), 3))
+    return [{"severity": str(r.get("severity") or "note"),
+             "severity_class": str(r.get("severity")) if r.get("severity") in SEVERITY_ORDER
+             else "note",
+             "area": str(r.get("area") or ""), "title": str(r.get("title") or ""),
+             "detail": str(r.get("detail") or "")} for r in ordered]
+
+
+def _footer(bp: Mapping[str, Any]) -> dict[str, Any]:
+    notes: list[str] = []
+    # The blueprint's notes first, then those of the stages it carries, each once.
+    for found in (bp.get("notes"), get(bp, "fabric", "notes"), get(bp, "power", "notes"),
+                  get(bp, "tco", "notes")):
+        for n in found if isinstance(found, list) else []:
+            if n is not None and str(n) not in notes:
+                notes.append(str(n))
+    sources = [f"{label}: {v}" for label, v in (
+        ("Failure rates", get(bp, "reliability", "rate_basis")),
+        ("Energy", get(bp, "power", "annual_energy_basis"))) if isinstance(v, str)]
+    basis = get(bp, "recommendation", "cost_basis")
+    timings = [(str(k), duration(v)) for k, v in mapping(bp.get("timings_s")).items()
+               if num(v) is not None]
+    artifacts = [(str(k), str(v)) for k, v in mapping(bp.get("artifacts")).items()]
+    return {
+        "version": text(bp.get("clusterwright_version")),
+        "schema": text(bp.get("schema_version")),
+        "notes": notes + ([f"Cost basis: {basis}"] if isinstance(basis, str) and basis else []),
+        "timings": timings,
+        "artifacts": artifacts,
+        "sources": sources,
+    }

@@ -1,0 +1,94 @@
+"""`clusterwright plan SCENARIO.yaml --out DIR`: JSON metrics and paths, a terminal summary,
+exit 2 naming the field and line for a bad scenario, refusal of a non-empty --out."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from typer.testing import CliRunner, Result
+
+from clusterwright.cli.main import app
+from tests.cli.helpers import json_ok, user_error
+
+runner = CliRunner()
+
+GOOD = """\
+name: "small"
+workloads:
+  - kind: "training"
+    name: "tr"
+    model: "llama-3.1-8b"
+    tokens: 1.0e11
+    gpus: 32
+constraints:
+  gpus: ["h100-sxm"]
+  budget_usd: 1.0e6
+"""
+
+
+def cw(*args: str) -> Result:
+    return runner.invoke(app, list(args), env={"CLUSTERWRIGHT_CATALOG": None})
+
+
+def scenario(tmp_path: Path, text: str = GOOD) -> str:
+    p = tmp_path / "s.yaml"
+    p.write_text(text)
+    return str(p)
+
+
+def test_json_prints_metrics_paths_and_binding_constraints(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    d = json_ok(cw("plan", scenario(tmp_path), "--out", str(out), "--json"))
+    # The $1M budget is below the capex of 4 DGX H100: not feasible, and it says why.
+    assert d["feasible"] is False and d["binding_constraint"] == "budget_usd"
+    assert d["binding_constraints"][0]["excess_fraction"] > 0
+    assert (d["gpu"], d["nodes"], d["gpus"]) == ("h100-sxm", 4, 32)
+    assert d["out"] == str(out) and d["files"] > 3
+    assert d["artifacts"]["blueprint"] == str(out / "blueprint.json")
+    bp = json.loads((out / "blueprint.json").read_text())
+    assert bp["schema_version"] == "1.0" and bp["scenario"]["source"].endswith("s.yaml")
+
+
+def test_terminal_summary_names_the_recommendation_and_binding(tmp_path: Path) -> None:
+    r = cw("plan", scenario(tmp_path), "--out", str(tmp_path / "out"))
+    assert r.exit_code == 0, r.output
+    assert "not feasible" in r.stdout and "4 x dgx-h100" in r.stdout
+    assert "binding constraints" in r.stdout and "budget_usd $1.0M" in r.stdout
+    assert "Wrote" in r.stdout
+
+
+def test_refuses_a_non_empty_out_before_any_work(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "x").write_text("keep")
+    err = user_error(cw("plan", scenario(tmp_path), "--out", str(out), "--json"))
+    assert "--out" in err and "--force" in err
+    assert (out / "x").read_text() == "keep"
+    json_ok(cw("plan", scenario(tmp_path), "--out", str(out), "--force", "--json"))
+    assert not (out / "x").exists()
+
+
+def test_bad_field_exits_2_naming_field_and_line(tmp_path: Path) -> None:
+    bad = GOOD.replace("tokens: 1.0e11", 'tokens: "lots"')  # line 6
+    err = user_error(cw("plan", scenario(tmp_path, bad), "--out", str(tmp_path / "o")))
+    assert "tokens" in err and re.search(r"\bline 6\b", err), err
+    assert not (tmp_path / "o").exists()
+
+
+def test_yaml_syntax_error_exits_2_with_the_line(tmp_path: Path) -> None:
+    bad = GOOD.replace('  gpus: ["h100-sxm"]', '  gpus: ["h100-sxm"')  # line 9
+    err = user_error(cw("plan", scenario(tmp_path, bad), "--out", str(tmp_path / "o")))
+    assert re.search(r"(\bline (9|10)\b|\.yaml:(9|10)\b)", err), err
+
+
+def test_unknown_gpu_exits_2_naming_it(tmp_path: Path) -> None:
+    bad = GOOD.replace('"h100-sxm"', '"h100-sx"')
+    err = user_error(cw("plan", scenario(tmp_path, bad), "--out", str(tmp_path / "o")))
+    assert "constraints.gpus[0]" in err and "line 9" in err and "h100-sx" in err
+
+
+def test_missing_file_exits_2(tmp_path: Path) -> None:
+    err = user_error(cw("plan", str(tmp_path / "nope.yaml"), "--out", str(tmp_path / "o")))
+    assert "nope.yaml" in err

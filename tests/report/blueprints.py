@@ -1,0 +1,178 @@
+"""Blueprint dicts built by hand after docs/blueprint contract (schema 1.0), so the report's
+tests do not depend on the planners. Numbers are those of ``fabric design``, ``ops power``,
+``ops tco`` and ``ops reliability`` for 128 DGX H100 (rounded), not recomputed here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _racks(nodes: int, per_rack: int = 4) -> list[dict[str, Any]]:
+    racks: list[dict[str, Any]] = []
+    n_compute = -(-nodes // per_rack)
+    for r in range(n_compute):
+        hosts = min(per_rack, nodes - r * per_rack)
+        devices = [{"name": f"gpu{r * per_rack + i + 1:05d}", "role": "host", "u": 2 + 10 * i,
+                    "height_u": 8} for i in range(hosts)]
+        racks.append({"name": f"r{r // 22 + 1:03d}-{r % 22 + 1:02d}", "row": r // 22 + 1,
+                      "role": "compute", "kw_nameplate": 10.2 * hosts,
+                      "kw_typical": 7.752 * hosts, "units": 48, "devices": devices})
+    n_net = max(nodes // 32, 1)
+    for k in range(n_net):
+        devices = [{"name": f"leaf-su{k + 1:02d}-r{i + 1}", "role": "leaf", "u": 1 + i,
+                    "height_u": 1} for i in range(8)]
+        devices += [{"name": f"spine-{k * 2 + i + 1:03d}", "role": "spine", "u": 20 + i,
+                     "height_u": 1, "power_w": 1370.0} for i in range(2)]
+        devices.append({"name": f"oob-leaf-{k + 1:02d}", "role": "oob-leaf", "u": 40,
+                        "height_u": 1})
+        racks.append({"name": f"n{k + 1:03d}", "row": "N", "role": "network",
+                      "kw_nameplate": 21.1, "kw_typical": 14.0, "units": 48,
+                      "devices": devices})
+    return racks
+
+
+def full(nodes: int = 128) -> dict[str, Any]:
+    """A feasible on-prem blueprint: one training, one inference and one fine-tune workload."""
+    gpus = nodes * 8
+    three_tier = nodes > 1024
+    sus = max(nodes // 64, 1)
+    return {
+        "schema_version": "1.0",
+        "clusterwright_version": "0.1.0",
+        "scenario": {"name": "llama3-70b-pretrain", "description": "Train Llama 3 70B on 15T "
+                     "tokens in 90 days and serve it by day.", "seed": 7,
+                     "source": "examples/train.yaml", "workloads": [],
+                     "constraints": {"power_per_rack_kw": 42.9, "budget_usd": 6e7}},
+        "feasible": True,
+        "binding_constraints": [],
+        "recommendation": {
+            "summary": "Buy 128 DGX H100 on a 1:1 rail-optimised RoCE fabric.",
+            "gpu": "h100-sxm", "server": "dgx-h100", "nodes": nodes, "gpus": gpus,
+            "deployment": "on-prem", "capex_usd": 40866810.0, "annual_opex_usd": 7663453.9,
+            "cloud_annual_cost_usd": 49372200.96, "breakeven_months": 11.76,
+            "total_cost_usd": 79184079.6, "cost_basis": "5 years on-prem: capex + 5 x opex",
+            "cost_per_gpu_hour_usd": 2.2069},
+        "alternatives": [
+            {"gpu": "h200-sxm", "server": "dgx-h200", "nodes": 112, "gpus": 896,
+             "total_cost_usd": 97400000.0, "feasible": True, "why_not": "cost +23 %"},
+            {"gpu": "a100-sxm-80gb", "server": "dgx-a100", "nodes": 256, "gpus": 2048,
+             "total_cost_usd": 88000000.0, "feasible": False,
+             "why_not": "misses deadline by 12 days"}],
+        "workloads": [
+            {"name": "pretrain", "kind": "training", "gpu": "h100-sxm", "gpus": gpus,
+             "layout": {"tp": 8, "pp": 4, "dp": gpus // 32, "cp": 1, "ep": 1, "zero": 1,
+                        "micro_batch": 1},
+             "step_time_s": 9.87,
+             "breakdown": {"compute_s": 7.1, "tp_comm_s": 1.2, "pp_comm_s": 0.1,
+                           "pp_bubble_s": 0.9, "dp_comm_exposed_s": 0.3, "cp_comm_s": 0.0,
+                           "ep_comm_s": 0.0, "optimizer_s": 0.17, "other_s": 0.1},
+             "mfu": 0.412, "tokens_per_s": 1.7e6, "time_to_train_days": 84.2,
+             "gpu_hours": 2.07e6, "deadline_days": 90,
+             "checkpoint": {"bytes": 1.1e12, "write_s": 42.0, "interval_s": 1900.0,
+                            "restart_s": 600.0, "ettr": 0.93},
+             "time_to_train_days_p10": 88.0, "time_to_train_days_p50": 89.4,
+             "time_to_train_days_p90": 91.7},
+            {"name": "chat", "kind": "inference", "gpu": "h100-sxm", "tp": 4, "ep": 1,
+             "replicas": 6, "gpus": 24, "peak_qps": 20.0,
+             "slo": {"ttft_p99_s": 0.5, "tpot_p99_s": 0.05},
+             "ttft_p99_s": 0.31, "tpot_p99_s": 0.038, "cost_per_million_tokens_usd": 0.61,
+             "curve": [{"qps": q, "ttft_p99_s": 0.1 + 0.012 * q, "tpot_p99_s": 0.02 + 0.001 * q,
+                        "tokens_per_s_per_gpu": 90.0 * q, "tokens_per_s_per_user": 40.0,
+                        "meets_slo": q <= 25} for q in (2, 5, 10, 20, 30)],
+             "pareto": [],
+             "diurnal_gpus": [8] * 7 + [16] * 10 + [24] * 4 + [8] * 3},
+            {"name": "nightly-sft", "kind": "finetune", "gpu": "h100-sxm", "gpus": 16,
+             "gpu_hours": 96.0, "hours": 6.0, "window": {"start_h": 0, "end_h": 7},
+             "fits_window": True, "runs_on": "inference pool at night"}],
+        "cluster": {"gpu": "h100-sxm", "server": "dgx-h100", "nodes": nodes, "gpus": gpus,
+                    "nvlink_domain_gpus": 8},
+        "fabric": {"nodes": nodes, "gpus": gpus, "tiers": 3 if three_tier else 2,
+                   "switch": "sn5600", "link_speed_gbps": 400.0, "planes": 1,
+                   "pods": 4 if three_tier else 1,
+                   "leaf_switches": sus * 8, "spine_switches": sus * 8 if three_tier else 8,
+                   "core_switches": sus * 4 if three_tier else 0,
+                   "links_by_tier": {"node-leaf": gpus, "leaf-spine": gpus,
+                                     "spine-core": gpus if three_tier else 0},
+                   "transceivers": 2490, "cables": 2528, "power_w": 71581.8,
+                   "cost_usd": 4362410.0, "oversubscription": {"leaf": 1.0, "spine": None},
+                   "scalable_units": sus, "nodes_per_su": min(64, nodes),
+                   "frontend": {"switch": "sn5600", "leaf_switches": 6, "spine_switches": 2},
+                   "oob": {"switch": "sn2201", "leaf_switches": 6,
+                           "aggregation_switches": 2}},
+        "racks": _racks(nodes),
+        "power": {"it_power_kw_typical": 1063.8, "it_power_kw_nameplate": 1414.0,
+                  "facility_power_kw": 1659.6, "annual_energy_kwh": 14537981.8,
+                  "swing_mw": 0.63, "cooling": "air", "rack_limit_kw": 42.9,
+                  "densest_rack_kw": 40.8, "pue": 1.56},
+        "reliability": {"expected_interruptions_per_day": 0.517, "job_mtbf_hours": 46.4,
+                        "by_cause": {"faulty-gpu": 0.171, "gpu-hbm": 0.083,
+                                     "network-switch-cable": 0.038},
+                        "ettr": 0.93,
+                        "timeline": [{"t_h": i * 0.53, "event": "checkpoint", "cause": None}
+                                     for i in range(300)]
+                        + [{"t_h": 31.2, "event": "failure", "cause": "gpu-hbm"},
+                           {"t_h": 31.4, "event": "restart", "cause": None}]},
+        "tco": {"capex_usd": 40866810.0, "annual_opex_usd": 7663453.9,
+                "cloud_annual_cost_usd": 49372200.96, "breakeven_months": 11.76,
+                "breakeven_months_committed": 13.46, "cost_per_gpu_hour_usd": 2.2069,
+                "years": 5.0, "utilization": 0.8,
+                "cloud": {"offer": "aws-p5.48xlarge", "price_date": "2025-06"},
+                "cloud_model": "on-demand: used GPU-hours only",
+                "cost_over_time": [
+                    {"month": m, "on_prem_cumulative_usd": 40866810.0 + 638621.2 * m,
+                     "cloud_on_demand_cumulative_usd": 4114350.1 * m,
+                     "cloud_committed_cumulative_usd": 3674995.2 * m} for m in range(61)]},
+        "risks": [
+            {"severity": "medium", "area": "reliability", "title": "A failure every 46 hours",
+             "detail": "Checkpoint every 32 min; ETTR 93 %."},
+            {"severity": "high", "area": "power", "title": "Racks at 95 % of the air limit",
+             "detail": "40.8 kW nameplate against 42.9 kW."},
+            {"severity": "low", "area": "network", "title": "No oversubscription",
+             "detail": "1:1 leaf uplinks."}],
+        "artifacts": {"bom": "bom.csv", "cabling": "cabling.csv", "configs": "configs/"},
+        "timings_s": {"training": 0.4, "serving": 3.1, "fabric": 1.2},
+        "notes": ["backend is RoCE Ethernet: eBGP underlay, one ASN per leaf"],
+    }
+
+
+def infeasible() -> dict[str, Any]:
+    """A minimal infeasible blueprint: the rack power limit binds; almost everything null."""
+    return {
+        "schema_version": "1.0",
+        "clusterwright_version": "0.1.0",
+        "scenario": {"name": "too-dense", "description": None, "seed": 1, "source": None,
+                     "workloads": [], "constraints": {"power_per_rack_kw": 20.0}},
+        "feasible": False,
+        "binding_constraints": [
+            {"constraint": "power_per_rack_kw", "workload": None, "limit": 20.0,
+             "needed": 40.8, "unit": "kW", "excess_fraction": 1.04,
+             "message": "One DGX H100 rack of 4 servers draws 40.8 kW; the limit is 20 kW."}],
+        "recommendation": None,
+        "alternatives": [],
+        "workloads": [],
+        "cluster": None,
+        "fabric": None,
+        "racks": None,
+        "power": None,
+        "reliability": None,
+        "tco": None,
+        "risks": [],
+        "artifacts": {},
+        "timings_s": {},
+        "notes": [],
+    }
+
+
+def inference_only() -> dict[str, Any]:
+    """A cloud inference-only blueprint: no training, no racks, no power plan."""
+    bp = full()
+    bp["scenario"]["name"] = "chat-pool"
+    bp["workloads"] = [w for w in bp["workloads"] if w["kind"] == "inference"]
+    bp["recommendation"]["deployment"] = "cloud"
+    bp["recommendation"]["capex_usd"] = None
+    bp["recommendation"]["breakeven_months"] = None
+    for key in ("racks", "power", "fabric"):
+        bp[key] = None
+    bp["reliability"] = {"expected_interruptions_per_day": 0.01, "job_mtbf_hours": None,
+                         "by_cause": {}, "ettr": None, "timeline": []}
+    return bp
