@@ -27,6 +27,8 @@ cd "$repo"
 "$venv/bin/python" benchmarks/serving_speed.py
 "$venv/bin/python" benchmarks/cluster_speed.py
 "$venv/bin/python" benchmarks/plan_speed.py
+# The web workbench under load: `clusterwright web` in a subprocess, requests from this one.
+"$venv/bin/python" benchmarks/web_load.py
 # Vidur (github.com/microsoft/vidur, benchmark-only): its dependencies go into the same venv;
 # peer_vidur.py unpacks its source into benchmarks/.venv-peers/vidur from a local git snapshot
 # ($VIDUR_GIT) and reports the error instead of Vidur's numbers when it cannot run.

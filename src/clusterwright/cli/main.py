@@ -12,9 +12,11 @@ from clusterwright.cli.check_cmd import check
 from clusterwright.cli.common import AppState
 from clusterwright.cli.netsim_cmd import netsim
 from clusterwright.cli.plan_cmd import plan
+from clusterwright.cli.runs_cmd import app as runs_app
 from clusterwright.cli.size_cmd import size
 from clusterwright.cli.sweep_cmd import sweep
 from clusterwright.cli.validate_cmd import validate
+from clusterwright.cli.web_cmd import web
 
 app = typer.Typer(
     name="clusterwright",
@@ -47,12 +49,14 @@ app.add_typer(train_cmd.app, name="train")
 app.add_typer(serve_cmd.app, name="serve")
 app.add_typer(fabric_cmd.app, name="fabric")
 app.add_typer(ops_cmd.app, name="ops")
+app.add_typer(runs_app, name="runs")
 app.command("check")(check)
 app.command("size")(size)
 app.command("validate")(validate)
 app.command("netsim")(netsim)
 app.command("plan")(plan)
 app.command("sweep")(sweep)
+app.command("web")(web)
 
 
 def run() -> None:
