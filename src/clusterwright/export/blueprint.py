@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from clusterwright.design.blueprint import Blueprint
 from clusterwright.design.fabric import Fabric
-from clusterwright.export.fabric import check_out_dir, write_fabric
+from clusterwright.export.fabric import atomic_dir, check_out_dir, write_fabric
 
 
 def _clean(obj: Any) -> Any:
@@ -55,13 +53,7 @@ def write_blueprint(bp: Blueprint, fab: Fabric | None, out: Path, force: bool = 
     recommendation (None: no BOM, cabling or configs, e.g. a blueprint read back from JSON)."""
     out = Path(out)
     check_out_dir(out, force)
-    parent = out.resolve().parent
-    parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=parent))
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        tmp.chmod(0o777 & ~umask)
+    with atomic_dir(out) as tmp:
         written: list[str] = []
         artifacts: dict[str, Any] = {"blueprint": "blueprint.json"}
         if fab is not None:
@@ -82,14 +74,4 @@ def write_blueprint(bp: Blueprint, fab: Fabric | None, out: Path, force: bool = 
         if render is not None:
             render(data, tmp / "report.html")
             written.append("report.html")
-        if out.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=parent))
-            os.replace(out, old / "x")
-            os.replace(tmp, out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return written

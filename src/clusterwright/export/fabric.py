@@ -16,6 +16,7 @@ import shutil
 import tempfile
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -392,10 +393,11 @@ def check_out_dir(out: Path, force: bool) -> None:
         )
 
 
-def write_fabric(fab: Fabric, out: Path, force: bool = False) -> list[str]:
-    """Write every artifact under ``out``; returns the relative paths written."""
-    out = Path(out)
-    check_out_dir(out, force)
+@contextmanager
+def atomic_dir(out: Path) -> Iterator[Path]:
+    """A temporary sibling of ``out`` to fill; on success it replaces ``out`` in one rename
+    (an existing ``out`` is moved aside first, then removed), on any failure it is removed and
+    ``out`` is left as it was. Call ``check_out_dir`` first."""
     parent = out.resolve().parent
     parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=parent))
@@ -404,7 +406,7 @@ def write_fabric(fab: Fabric, out: Path, force: bool = False) -> list[str]:
         umask = os.umask(0)
         os.umask(umask)
         tmp.chmod(0o777 & ~umask)
-        written = _render_all(fab, tmp)
+        yield tmp
         if out.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=parent))
             os.replace(out, old / "x")
@@ -415,6 +417,14 @@ def write_fabric(fab: Fabric, out: Path, force: bool = False) -> list[str]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def write_fabric(fab: Fabric, out: Path, force: bool = False) -> list[str]:
+    """Write every artifact under ``out``; returns the relative paths written."""
+    out = Path(out)
+    check_out_dir(out, force)
+    with atomic_dir(out) as tmp:
+        written = _render_all(fab, tmp)
     return written
 
 

@@ -11,15 +11,12 @@ import html
 import io
 import json
 import math
-import os
-import shutil
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from clusterwright import __version__
-from clusterwright.export.fabric import check_out_dir
+from clusterwright.export.fabric import atomic_dir, check_out_dir
 from clusterwright.sim.sweep import Row, SweepResult, best_rows, pareto
 
 SCHEMA_VERSION = "1.0"
@@ -344,23 +341,7 @@ def write_sweep(result: SweepResult, out: Path, force: bool = False) -> list[str
         "results.json": json.dumps(results_json(result), indent=2) + "\n",
         "sweep.html": sweep_html(result),
     }
-    parent = out.resolve().parent
-    parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=parent))
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        tmp.chmod(0o777 & ~umask)  # mkdtemp makes 0700; give it a new directory's mode
+    with atomic_dir(out) as tmp:
         for name, text in files.items():
             (tmp / name).write_text(text, encoding="utf-8", newline="\n")
-        if out.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=parent))
-            os.replace(out, old / "x")
-            os.replace(tmp, out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return list(files)
