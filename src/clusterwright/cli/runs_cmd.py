@@ -69,14 +69,10 @@ def list_runs(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """List saved runs, newest first."""
-    with user_errors():
-        store = _open(db)
-        try:
-            if scenario is not None:
-                store.get_scenario(scenario)  # an unknown id is an error, not an empty list
-            runs = store.list_runs(scenario, with_blueprint=False)
-        finally:
-            store.close()
+    with user_errors(), _open(db) as store:
+        if scenario is not None:
+            store.get_scenario(scenario)  # an unknown id is an error, not an empty list
+        runs = store.list_runs(scenario, with_blueprint=False)
     if as_json:
         emit_json({"db": str(store.path), "runs": [_run_dict(r) for r in runs]})
         return
@@ -101,12 +97,8 @@ def show_run(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Show one run: status, scenario name and revision, metrics, artifacts directory."""
-    with user_errors():
-        store = _open(db)
-        try:
-            run = store.get_run(run_id)
-        finally:
-            store.close()
+    with user_errors(), _open(db) as store:
+        run = store.get_run(run_id)
     if as_json:
         emit_json(_run_dict(run, blueprint=blueprint))
         return
@@ -137,19 +129,15 @@ def delete_run(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Delete a run and its artifacts directory (asks first unless --yes)."""
-    with user_errors():
-        store = _open(db)
-        try:
-            run = store.get_run(run_id)
-            if not yes:
-                where = f" and {run.artifacts_dir}" if run.artifacts_dir else ""
-                # Asked on stderr so stdout stays clean; no answer (EOF) means no.
-                typer.confirm(f"Delete run {run.id} of {run.scenario_name!r} "
-                              f"(revision {run.scenario_revision}){where}?",
-                              abort=True, err=True)
-            store.delete_run(run_id)
-        finally:
-            store.close()
+    with user_errors(), _open(db) as store:
+        run = store.get_run(run_id)
+        if not yes:
+            where = f" and {run.artifacts_dir}" if run.artifacts_dir else ""
+            # Asked on stderr so stdout stays clean; no answer (EOF) means no.
+            typer.confirm(f"Delete run {run.id} of {run.scenario_name!r} "
+                          f"(revision {run.scenario_revision}){where}?",
+                          abort=True, err=True)
+        store.delete_run(run_id)
     if as_json:
         emit_json({"deleted": run_id, "db": str(store.path)})
     else:
@@ -161,12 +149,8 @@ def scenarios(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """List saved scenarios (latest revision of each name), newest first."""
-    with user_errors():
-        store = _open(db)
-        try:
-            rows = store.list_scenarios()
-        finally:
-            store.close()
+    with user_errors(), _open(db) as store:
+        rows = store.list_scenarios()
     if as_json:
         emit_json({"db": str(store.path), "scenarios": [_scenario_dict(s) for s in rows]})
         return
@@ -193,11 +177,8 @@ def save_scenario(
     with user_errors():
         sc, _ = load_scenario(scenario)  # invalid files are refused with field and line
         text = scenario.read_text(encoding="utf-8")
-        store = _open(db)
-        try:
+        with _open(db) as store:
             row = store.save_scenario(name if name is not None else sc.name, text)
-        finally:
-            store.close()
     if as_json:
         emit_json({**_scenario_dict(row), "db": str(store.path)})
     else:
@@ -219,38 +200,34 @@ def plan_run(
     from clusterwright.sim.scenario_plan import plan_scenario
     from clusterwright.spec.scenario import loads_scenario
 
-    with user_errors():
-        store = _open(db)
+    with user_errors(), _open(db) as store:
+        saved = store.get_scenario(scenario_id)
+        sc, doc = loads_scenario(saved.yaml_text, f"scenario id {scenario_id}")
+        cat = state(ctx).catalog()
+        resolve(sc, cat, doc)
+        run = store.create_run(scenario_id)
+        store.update_run(run.id, status="running")
+
+        def progress(stage: str, done: int, total: int) -> None:
+            store.update_run(run.id, stage=stage, done=done, total=total)
+
         try:
-            saved = store.get_scenario(scenario_id)
-            sc, doc = loads_scenario(saved.yaml_text, f"scenario id {scenario_id}")
-            cat = state(ctx).catalog()
-            resolve(sc, cat, doc)
-            run = store.create_run(scenario_id)
-            store.update_run(run.id, status="running")
-
-            def progress(stage: str, done: int, total: int) -> None:
-                store.update_run(run.id, stage=stage, done=done, total=total)
-
-            try:
-                bp = plan_scenario(sc, cat, progress=progress, quick=quick,
-                                   source=f"scenario {saved.name!r} r{saved.revision}")
-                out = store.run_dir(run.id)
-                write_blueprint(bp, bp.fabric_design, out, force=True)
-            except ClusterwrightError as exc:
-                store.fail_run(run.id, str(exc))
-                raise
-            except OSError as exc:
-                store.fail_run(run.id, f"cannot write artifacts: {exc}")
-                raise ClusterwrightError(f"run {run.id}: cannot write artifacts: {exc}") from exc
-            except KeyboardInterrupt:
-                store.fail_run(run.id, "interrupted")
-                raise
-            store.finish_run(run.id, blueprint=bp.to_dict(), metrics=bp.metrics(),
-                             artifacts_dir=out)
-            done = store.get_run(run.id)
-        finally:
-            store.close()
+            bp = plan_scenario(sc, cat, progress=progress, quick=quick,
+                               source=f"scenario {saved.name!r} r{saved.revision}")
+            out = store.run_dir(run.id)
+            write_blueprint(bp, bp.fabric_design, out, force=True)
+        except ClusterwrightError as exc:
+            store.fail_run(run.id, str(exc))
+            raise
+        except OSError as exc:
+            store.fail_run(run.id, f"cannot write artifacts: {exc}")
+            raise ClusterwrightError(f"run {run.id}: cannot write artifacts: {exc}") from exc
+        except KeyboardInterrupt:
+            store.fail_run(run.id, "interrupted")
+            raise
+        store.finish_run(run.id, blueprint=bp.to_dict(), metrics=bp.metrics(),
+                         artifacts_dir=out)
+        done = store.get_run(run.id)
     if as_json:
         emit_json(_run_dict(done))
     else:
