@@ -8,7 +8,13 @@ class ClusterwrightError(Exception):
 
 
 class InputError(ClusterwrightError):
-    """Bad input: a field, flag or file the user controls."""
+    """Bad input: a field, flag or file the user controls. ``field`` is the field's path
+    (``schedule``, ``workloads[0].gpus``) when one is to blame, so each face can name it in
+    its own terms (a CLI flag, a YAML line)."""
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 class ScenarioError(InputError):

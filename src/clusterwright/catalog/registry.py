@@ -23,6 +23,7 @@ from clusterwright.catalog.schema import (
     Assumption,
     Cable,
     CloudOffer,
+    CollectiveLib,
     FailureMode,
     Gpu,
     ModelArch,
@@ -95,6 +96,9 @@ class Catalog:
     def stack(self, entry_id: object) -> Stack:
         return cast(Stack, self.get("stacks", entry_id))
 
+    def collective_lib(self, entry_id: object) -> CollectiveLib:
+        return cast(CollectiveLib, self.get("collective_libs", entry_id))
+
     def failure_mode(self, entry_id: object) -> FailureMode:
         return cast(FailureMode, self.get("failure_modes", entry_id))
 
@@ -128,6 +132,7 @@ class Catalog:
         for st in self.entries["stacks"].values():
             for g in st.gpus:
                 self._ref("stacks", st.id, "gpus", "gpus", g)
+            self._ref("stacks", st.id, "collectives", "collective_libs", st.collectives)
 
     def _ref(self, kind: str, owner: str, fld: str, target: str, value: str) -> None:
         if value not in self.entries[target]:

@@ -335,6 +335,10 @@ class ModelArch(_Entry):
     qk_nope_head_dim: PositiveInt | None = None
     qk_rope_head_dim: PositiveInt | None = None
     v_head_dim: PositiveInt | None = None
+    # Banded (sliding-window) attention on some layers: each token sees the last
+    # ``sliding_window`` tokens there (gpt-oss: every other layer, 128 tokens).
+    sliding_window: PositiveInt | None = None
+    sliding_window_layers: NonNegativeInt = 0
     # What the authors publish, to check the derived count against
     published_params: PositiveFloat | None = None  # required for catalog entries (tested)
     published_active_params: PositiveFloat | None = None
@@ -379,15 +383,59 @@ class ModelArch(_Entry):
         return self.head_dim or self.hidden // self.heads
 
 
-class NcclLatency(BaseModel):
-    """NCCL's latency model constants, seconds (NVIDIA/nccl src/graph/tuning.cc)."""
+Protocols = tuple[NonNegativeFloat, NonNegativeFloat, NonNegativeFloat]  # LL, LL128, Simple
+Tiered = tuple[NonNegativeFloat, NonNegativeFloat, NonNegativeFloat]  # 1 node, 2 nodes, more
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
-    base_s: NonNegativeFloat  # per collective launch
-    intra_step_s: NonNegativeFloat  # per ring step over NVLink
-    inter_step_s: NonNegativeFloat  # per ring step over the network
-    tree_inter_step_s: NonNegativeFloat  # per tree level over the network
+class CollectiveLib(_Entry):
+    """A collective library's cost model for one GPU architecture: NCCL's (or RCCL's) own
+    tuner constants (NVIDIA/nccl ``src/graph/tuning.cc``), read from a stated release, plus the
+    few numbers its tuner leaves out (launch floor, all-to-all per-peer cost), each fitted on
+    measured nccl-tests curves named in ``calibration``. Latencies in microseconds and
+    bandwidths in GB/s as the library writes them; ``model/collectives.py`` converts.
+    """
+
+    library: Literal["nccl", "rccl"]
+    version: StrictStr
+    arch: Literal["ampere", "hopper", "blackwell", "cdna3"]
+    # Per algorithm: (LL, LL128, Simple). base = per call; nvlink/net = per hop on that tier.
+    base_lat_us: dict[Literal["ring", "tree", "pat"], Protocols]
+    nvlink_lat_us: dict[Literal["ring", "tree", "nvls", "pat"], Protocols]
+    net_lat_us: dict[Literal["ring", "tree", "nvls", "nvlstree", "pat"], Protocols]
+    net_overhead_us: NonNegativeFloat  # per intra-node step of a multi-node ring (x3 Simple)
+    ring_simple_multinode_lat_factor: Annotated[float, Field(ge=1)]  # the "plateau" factor
+    ll_bw_factor: Annotated[float, Field(gt=0, le=1)]  # LL moves 8 B lines with 4 B of data
+    ll_max_busbw_gbps: Tiered  # llMaxBws by node count (x86 Intel hosts beyond one node)
+    ll128_bw_factor: Annotated[float, Field(gt=0, le=1)]  # 120 of 128 B per line
+    ll128_max_channel_gbps: PositiveFloat
+    tree_bw_factor: Annotated[float, Field(gt=0, le=1)]
+    tree_max_channel_gbps: Tiered
+    tree_ll_divisor: PositiveFloat
+    tree_ll128_factor: tuple[PositiveFloat, PositiveFloat]  # one node, several nodes
+    # treeCorrectionFactor[proto][log2(bytes / 64)], 64 B .. 512 MB (24 points each)
+    tree_correction: dict[Literal["ll", "ll128", "simple"], list[PositiveFloat]]
+    pat_bw_factor: Annotated[float, Field(gt=0, le=1)]
+    pat_per_rank_us: NonNegativeFloat
+    pat_net_divisor: PositiveFloat
+    channels: PositiveInt  # ring/tree channels of a full scale-up domain
+    # A call uses fewer channels while bytes < channels x threads x threshold (enqueue.cc).
+    thread_threshold: Protocols
+    max_threads: Protocols
+    # Not in the tuner: the per-call floor beyond its latencies (host launch and kernel start),
+    # and the per-peer cost of all-to-all (NCCL runs it as grouped send/recv, not a ring).
+    launch_us: NonNegativeFloat
+    # Per network hop beyond the tuner's table (NCCL's graph->latencyInter: NIC, switches,
+    # proxy thread), added like NCCL adds latencyInter (twice for Simple).
+    net_hop_us: NonNegativeFloat = 0.0
+    alltoall_peer_us: tuple[NonNegativeFloat, NonNegativeFloat]  # inside a domain, across
+    calibration: StrictStr
+
+    @model_validator(mode="after")
+    def _tables(self) -> CollectiveLib:
+        for proto, row in self.tree_correction.items():
+            if len(row) != 24:
+                raise ValueError(f"tree_correction.{proto}: 24 points (64 B .. 512 MB), got {len(row)}")
+        return self
 
 
 class ServingEfficiency(BaseModel):
@@ -417,6 +465,48 @@ class ServingEfficiency(BaseModel):
     calibration: StrictStr
 
 
+CpComm = Literal["p2p", "allgather", "a2a"]
+Schedule = Literal["1f1b", "zb", "dualpipe"]
+EpOverlap = Literal["none", "1f1b", "dualpipe"]
+Fp8Recipe = Literal["delayed", "current", "blockwise", "mx"]
+
+
+class StackFeatures(BaseModel):
+    """What a training framework can do. An option outside these is an input error naming the
+    option; where a list is given, its first entry is what the framework does by default."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tp_comm_overlap: bool = False  # TP collectives pipelined with GEMMs (TE userbuffers)
+    overlap_grad_reduce: bool = False  # DP gradient buckets reduced during backward
+    overlap_param_gather: bool = False  # distributed-optimizer all-gather under next forward
+    overlap_p2p: bool = False  # pipeline sends overlapped with compute
+    context_parallel: list[CpComm] = Field(default_factory=list)  # empty: no CP
+    schedules: list[Schedule] = Field(default_factory=lambda: ["1f1b"])
+    interleaved: bool = True  # virtual pipeline stages
+    ep_overlap: list[EpOverlap] = Field(default_factory=lambda: ["none"])
+    distributed_optimizer: bool = True  # ZeRO-1/2
+    zero3: bool = False  # ZeRO-3 / FSDP
+    zero3_with_pp: bool = False
+    hsdp: bool = False  # hybrid sharding: shard in a group, replicate across groups
+    zeropp: bool = False  # ZeRO++ (hpZ, qwZ, qgZ)
+    fp8_recipes: list[Fp8Recipe] = Field(default_factory=list)  # empty: no FP8 training
+    dp_bucket_params: PositiveFloat = 4.0e7  # gradient bucket (Megatron-Core default)
+    # ZeRO-3 collectives per layer and pass: 1 when a layer's parameters are gathered as one
+    # flat buffer (FSDP units, Megatron-FSDP); one per parameter tensor when the framework
+    # gathers tensor by tensor (DeepSpeed ZeRO-3 of 2021), each paying the ring latency.
+    zero3_collectives_per_layer: PositiveInt = 1
+    # Share of the ring's bus bandwidth the framework's ZeRO-3 collectives reach (1: NCCL's,
+    # as FSDP's flat per-layer buffers do; DeepSpeed's 2021 partition gathers reached less).
+    zero3_busbw_fraction: Annotated[float, Field(gt=0, le=1)] = 1.0
+
+    @model_validator(mode="after")
+    def _defaults_first(self) -> StackFeatures:
+        if not self.schedules or not self.ep_overlap:
+            raise ValueError("schedules and ep_overlap list at least one entry")
+        return self
+
+
 class Stack(_Entry):
     """A GPU plus software stack (framework, libraries) with its achieved efficiencies.
 
@@ -425,9 +515,15 @@ class Stack(_Entry):
     """
 
     gpus: list[EntryId] = Field(min_length=1)  # GPU ids this stack applies to
-    # (log10 of one GEMM's FLOPs, achieved fraction of dense peak), ascending
+    # (log10 of one GEMM's FLOPs, achieved fraction of dense peak), ascending: 16-bit GEMMs
     gemm_efficiency: list[tuple[float, Annotated[float, Field(gt=0, le=1)]]] = Field(min_length=2)
-    attention_efficiency: Annotated[float, Field(gt=0, le=1)]  # attention core, of dense peak
+    # FP8 GEMMs reach this share of the fraction of peak that 16-bit GEMMs of the same size
+    # reach (FP8's peak is twice 16-bit's, so 0.75 makes FP8 GEMMs 1.5x faster). A property
+    # of the tensor cores and the FP8 GEMM kernels, fitted on measured FP8-vs-BF16 pairs.
+    # None: no FP8 calibration (the 16-bit curve stands in, and estimates say so).
+    fp8_gemm_ratio: Annotated[float, Field(gt=0, le=1)] | None = None
+    attention_efficiency: Annotated[float, Field(gt=0, le=1)]  # attention core forward
+    attention_bwd_efficiency: Annotated[float, Field(gt=0, le=1)] | None = None  # None: = fwd
     flash_attention: bool  # fused attention kernels (no s^2 activations, causal half FLOPs)
     memory_efficiency: Annotated[float, Field(gt=0, le=1)]  # of HBM bandwidth, elementwise ops
     scale_up_busbw_fraction: Annotated[float, Field(gt=0, le=1)]  # NCCL busbw / link rate
@@ -435,11 +531,17 @@ class Stack(_Entry):
     # NVLink SHARP all-reduce busbw / link rate inside one domain; 0 when the switch has none.
     # It can exceed 1: the switch reduces, so busbw's 2(n-1)/n factor overstates the traffic.
     nvls_busbw_fraction: Annotated[float, Field(ge=0, le=1.5)] = 0.0
-    nccl: NcclLatency
-    tp_overlap: Annotated[float, Field(ge=0, le=1)]  # share of TP comm hidden under GEMMs
-    dp_overlap: Annotated[float, Field(ge=0, le=1)]  # share of the last backward that hides DP
-    pp_overlap: Annotated[float, Field(ge=0, le=1)]  # share of p2p hidden
-    cp_overlap: Annotated[float, Field(ge=0, le=1)]  # ring-attention comm hidden under attention
+    collectives: EntryId  # the collective library (and version) this stack runs
+    features: StackFeatures = Field(default_factory=StackFeatures)
+    # Compute slowed while a collective runs beside it (its kernels take SMs and memory
+    # bandwidth): seconds of compute lost per second of hidden communication.
+    overlap_slowdown: Annotated[float, Field(ge=0, le=1)] = 0.0
+    # Host-side floor of one layer's forward or backward on one micro-batch: its kernels are
+    # launched one by one from Python, so a layer never takes less than its launches however
+    # small its work (MoE layers launch several times more kernels: router, permutation,
+    # grouped GEMMs, dispatch). Seconds per layer per pass; 0 where CUDA graphs remove it.
+    layer_launch_s: NonNegativeFloat = 0.0
+    moe_layer_launch_s: NonNegativeFloat = 0.0
     step_overhead_s: NonNegativeFloat = 0.0  # per step: data loading, logging, launch
     calibration: StrictStr
     serving: ServingEfficiency | None = None  # inference engine efficiencies, when calibrated
@@ -509,5 +611,6 @@ ENTRY_TYPES: dict[str, type[_Entry]] = {
     "models": ModelArch,
     "clouds": CloudOffer,
     "stacks": Stack,
+    "collective_libs": CollectiveLib,
     "failure_modes": FailureMode,  # packaged in data/reliability.yaml (registry TOPIC_FILES)
 }

@@ -30,10 +30,62 @@ def _payload(r: TableResult) -> dict[str, Any]:
                 "unit": x.unit,
                 "error": x.error,
                 "detail": x.detail,
+                "group": x.group,
+                "tags": dict(x.tags),
             }
             for x in r.rows
         ],
+        "by": {key: {k: {"rows": n, "mape": m, "max_abs_error": mx}
+                     for k, (n, m, mx) in r.mape_by(key).items()}
+               for key in _keys(r)},
     }
+
+
+def _keys(r: TableResult) -> list[str]:
+    """The regime tags a table's rows carry (stack, precision, family, ...), and group."""
+    keys = sorted({k for x in r.rows for k, _ in x.tags})
+    if any(x.group for x in r.rows):
+        keys.append("group")
+    return keys
+
+
+SUMMARY_ABOVE = 80  # rows: larger tables print one line per group and their worst rows
+
+
+def _print_rows(r: TableResult) -> None:
+    t = Table(title=f"{r.name} ({r.file})", title_justify="left")
+    for col in ("row", "set", "measured", "predicted", "unit", "error", "layout used"):
+        right = col in ("measured", "predicted", "error")
+        t.add_column(col, justify="right" if right else "left", overflow="fold")
+    for x in r.rows:
+        t.add_row(
+            x.id,
+            x.set,
+            f"{x.measured:.4g}",
+            f"{x.predicted:.4g}",
+            x.unit,
+            f"{100 * x.error:+.1f}%",
+            x.detail,
+        )
+    console.print(t)
+
+
+def _print_groups(r: TableResult) -> None:
+    """One line per group (a measured curve): rows, MAPE, worst error, where it lies."""
+    t = Table(title=f"{r.name} ({r.file}): {len(r.rows)} rows, one line per group",
+              title_justify="left")
+    for col in ("group", "set", "rows", "MAPE", "worst", "worst row", "what"):
+        t.add_column(col, justify="right" if col in ("rows", "MAPE", "worst") else "left",
+                     overflow="fold")
+    groups: dict[str, list[Any]] = {}
+    for x in r.rows:
+        groups.setdefault(x.group, []).append(x)
+    for name, rows in groups.items():
+        worst = max(rows, key=lambda x: abs(x.error))
+        mape = sum(abs(x.error) for x in rows) / len(rows)
+        t.add_row(name, rows[0].set, str(len(rows)), f"{100 * mape:.1f}%",
+                  f"{100 * worst.error:+.1f}%", worst.id.split("@")[-1], rows[0].detail)
+    console.print(t)
 
 
 def validate(
@@ -52,21 +104,16 @@ def validate(
         emit_json({"tables": {r.name: _payload(r) for r in results}})
         return
     for r in results:
-        t = Table(title=f"{r.name} ({r.file})", title_justify="left")
-        for col in ("row", "set", "measured", "predicted", "unit", "error", "layout used"):
-            right = col in ("measured", "predicted", "error")
-            t.add_column(col, justify="right" if right else "left", overflow="fold")
-        for x in r.rows:
-            t.add_row(
-                x.id,
-                x.set,
-                f"{x.measured:.4g}",
-                f"{x.predicted:.4g}",
-                x.unit,
-                f"{100 * x.error:+.1f}%",
-                x.detail,
-            )
-        console.print(t)
+        if len(r.rows) > SUMMARY_ABOVE and any(x.group for x in r.rows):
+            _print_groups(r)
+        else:
+            _print_rows(r)
+        for key in _keys(r):
+            if key == "group":
+                continue
+            parts = ", ".join(f"{k} {100 * m:.1f}% ({n})"
+                              for k, (n, m, _) in sorted(r.mape_by(key).items()))
+            console.print(f"  dev MAPE by {key}: {parts}")
         held = (
             f"; held-out {len(r.held_out_rows)} rows, MAPE {100 * r.held_out_mape:.1f}%"
             if r.held_out_mape is not None

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -17,8 +19,20 @@ from clusterwright.catalog.registry import Catalog
 from clusterwright.catalog.schema import Gpu, ModelArch, Server, Stack
 from clusterwright.errors import InputError
 from clusterwright.model.collectives import Interconnect, interconnect
+from clusterwright.model.memory import RECOMPUTE_MODULE_BITS, recompute_name
 from clusterwright.model.precision import Precision, training_dtype
-from clusterwright.model.training import BREAKDOWN_FIELDS, Job, Layouts, StepEstimate, estimate
+from clusterwright.model.train_compute import FP8_CAST_BYTES, FULL
+from clusterwright.model.training import (
+    BREAKDOWN_FIELDS,
+    CP_COMMS,
+    EP_OVERLAPS,
+    SCHEDULES,
+    Job,
+    Layouts,
+    Options,
+    StepEstimate,
+    estimate,
+)
 
 RECOMPUTE = ("none", "selective", "full")
 
@@ -36,8 +50,9 @@ def net_for(cat: Catalog, gpu: Gpu, stack: Stack, server: Server | None = None) 
     catalog server gets an assumed 8-GPU box with one 400G NIC per GPU; PCIe cards get a
     scale-up domain of 2 (NVLink bridge) or 1."""
     server = server or server_for(cat, gpu)
+    lib = cat.collective_lib(stack.collectives)
     if server is not None:
-        return interconnect(gpu, server, stack)
+        return interconnect(gpu, server, stack, lib)
     # PCIe cards: an NVLink bridge joins pairs (A100/H100 PCIe datasheets); else none.
     pcie_domain = 2 if gpu.scale_up.kind == "nvlink" else 1
     domain = pcie_domain if gpu.form_factor == "pcie" else 8
@@ -47,11 +62,47 @@ def net_for(cat: Catalog, gpu: Gpu, stack: Stack, server: Server | None = None) 
         scale_up_busbw=up * stack.scale_up_busbw_fraction,
         nvls_busbw=up * stack.nvls_busbw_fraction,
         net_busbw=400e9 / 8 * stack.nic_busbw_fraction,
-        base_s=stack.nccl.base_s,
-        intra_step_s=stack.nccl.intra_step_s,
-        inter_step_s=stack.nccl.inter_step_s,
-        tree_inter_step_s=stack.nccl.tree_inter_step_s,
+        lib=lib,
     )
+
+
+def options_for(stack: Stack, **given: Any) -> Options:
+    """The stack's default options with ``given`` ones (None: the default), each checked
+    against what the framework supports. InputError names the field."""
+    f = stack.features
+    chosen = {k: v for k, v in given.items() if v is not None}
+    checks: dict[str, tuple[Iterable[object], str]] = {
+        "schedule": (f.schedules, "schedules"),
+        "ep_overlap": (f.ep_overlap, "MoE all-to-all overlap modes"),
+        "cp_comm": (f.context_parallel, "context-parallel kinds"),
+        "fp8_recipe": (f.fp8_recipes, "FP8 recipes"),
+    }
+    known = {"schedule": SCHEDULES, "ep_overlap": EP_OVERLAPS, "cp_comm": CP_COMMS,
+             "fp8_recipe": tuple(FP8_CAST_BYTES)}
+    for name, (allowed, what) in checks.items():
+        if name not in chosen:
+            continue
+        value = chosen[name]
+        if value not in known[name]:
+            raise InputError(
+                f"{name}: {value!r} is not one of {', '.join(known[name])}", field=name)
+        if value not in list(allowed):
+            have = ", ".join(map(str, allowed)) or "none"
+            raise InputError(
+                f"{name}: {value!r} is not supported by stack {stack.id} ({what}: {have})",
+                field=name)
+    flags = {"tp_overlap": f.tp_comm_overlap, "grad_overlap": f.overlap_grad_reduce,
+             "param_overlap": f.overlap_param_gather, "p2p_overlap": f.overlap_p2p,
+             "zeropp": f.zeropp}
+    for name, supported in flags.items():
+        if chosen.get(name) and not supported:
+            raise InputError(f"{name}: stack {stack.id} cannot do it", field=name)
+    if "prefetch" in chosen and int(chosen["prefetch"]) < 0:
+        raise InputError(f"prefetch: must be >= 0, got {chosen['prefetch']}", field="prefetch")
+    if "expert_imbalance" in chosen and not (1.0 <= float(chosen["expert_imbalance"]) <= 64.0):
+        raise InputError("expert_imbalance: the busiest expert's load over the mean is in "
+                         f"[1, 64], got {chosen['expert_imbalance']}", field="expert_imbalance")
+    return Options.for_stack(stack, **chosen)
 
 
 def job_for(
@@ -65,18 +116,27 @@ def job_for(
     server_id: str | None = None,
     stack_id: str | None = None,
     dropout: bool = False,
+    options: dict[str, Any] | None = None,
 ) -> Job:
     """A Job from catalog ids. Raises UnknownIdError / InputError for bad ids or dtypes."""
     gpu = cat.gpu(gpu_id)
     stack = cat.stack(stack_id) if stack_id else cat.stack_for_gpu(gpu.id)
+    if stack_id and gpu.id not in stack.gpus:
+        raise InputError(f"stack: {stack.id} is calibrated for {', '.join(stack.gpus)}, "
+                         f"not {gpu.id}", field="stack")
     server = cat.server(server_id) if server_id else None
     if server is not None and server.gpu != gpu.id:
-        raise InputError(f"--server: {server.id} holds {server.gpu}, not {gpu.id}")
+        raise InputError(f"server: {server.id} holds {server.gpu}, not {gpu.id}", field="server")
     p = Precision(precision)
     if p in (Precision.int8, Precision.int4):
-        raise InputError(f"--precision: {p.value} is not a training precision")
+        raise InputError(f"precision: {p.value} is not a training precision", field="precision")
     if training_dtype(p) not in gpu.peak_tflops:
-        raise InputError(f"--precision: {gpu.id} has no {training_dtype(p).value} tensor cores")
+        raise InputError(f"precision: {gpu.id} has no {training_dtype(p).value} tensor cores",
+                         field="precision")
+    opts = options_for(stack, **(options or {}))
+    if p in (Precision.fp8, Precision.fp4) and not stack.features.fp8_recipes:
+        raise InputError(f"precision: stack {stack.id} does not train in {p.value}",
+                         field="precision")
     storage = Precision.bf16 if p in (Precision.fp8, Precision.fp4) else p
     return Job(
         arch=arch,
@@ -89,10 +149,14 @@ def job_for(
         grad_precision=Precision(grad_precision) if grad_precision else storage,
         dropout=dropout,
         reserve_bytes=cat.assumption("training_reserve_gb") * 1e9,
+        opts=opts,
+        gpu_speed_cv=cat.assumption("gpu_speed_cv"),
     )
 
 
 MICRO_BATCHES = (1, 2, 4, 8, 16, 32)
+# Shares of each chunk's layers that full recompute may cover (Megatron's block method).
+RC_FRACTIONS = (0.25, 0.5, 0.75, 1.0)
 
 
 @dataclass(frozen=True)
@@ -108,6 +172,19 @@ class LayoutResult:
     fits: bool
     gpus: int
     tokens_per_step: float
+    comm: dict[str, float] = field(default_factory=dict)  # total per family, hidden or not
+
+    @property
+    def overlap(self) -> dict[str, float]:
+        """Share of each family's communication the schedule hid (derived, not assumed)."""
+        exposed = {"tp": "tp_comm_s", "cp": "cp_comm_s", "ep": "ep_comm_s", "pp": "pp_comm_s",
+                   "dp": "dp_comm_exposed_s"}
+        out = {}
+        for fam, key in exposed.items():
+            total = self.comm.get(fam, 0.0)
+            if total > 0:
+                out[fam] = max(0.0, min(1.0, 1.0 - self.breakdown[key] / total))
+        return out
 
     def metrics(self, gpu: Gpu, dtype_peak_tflops: float) -> dict[str, float]:
         tps = self.tokens_per_step / self.step_time_s
@@ -130,8 +207,10 @@ def _result(job: Job, lay: Layouts, est: StepEstimate, i: int) -> LayoutResult:
         "micro_batch": int(lay.micro_batch[i]),
         "interleave": int(lay.interleave[i]),
         "zero": int(lay.zero[i]),
-        "recompute": RECOMPUTE[int(lay.recompute[i])],
+        "recompute": recompute_name(int(lay.recompute[i])),
         "sequence_parallel": bool(lay.sp[i]),
+        "shard": int(lay.shard[i]),
+        "recompute_share": float(lay.rc_frac[i]) if int(lay.recompute[i]) == FULL else 0.0,
         "global_batch": job.global_batch,
     }
     return LayoutResult(
@@ -144,6 +223,7 @@ def _result(job: Job, lay: Layouts, est: StepEstimate, i: int) -> LayoutResult:
         fits=bool(est.memory_bytes[i] <= job.gpu.memory_gb * 1e9),
         gpus=int(lay.tp[i] * lay.pp[i] * lay.dp[i] * lay.cp[i]),
         tokens_per_step=float(job.global_batch * job.seq_len),
+        comm={k: float(v[i]) for k, v in est.comm_s.items()},
     )
 
 
@@ -181,9 +261,19 @@ def estimate_layout(job: Job, fixed: dict[str, int], search: tuple[str, ...] = (
             )
         elif name == "sp":
             opts = (0, 1) if t > 1 else (0,)
+        elif name == "recompute":
+            opts = recompute_choices(job)
+        elif name == "zero":
+            opts = (0, 1) if job.stack.features.distributed_optimizer else (0,)
         choices[name] = opts
+    if "recompute" in choices and "rc_frac" not in fixed:
+        choices["rc_frac"] = RC_FRACTIONS
     names = list(choices)
     combos = list(itertools.product(*(choices[n] for n in names))) or [()]
+    if "rc_frac" in choices:
+        # A partial share only means something with full recompute.
+        rc_i, fr_i = names.index("recompute"), names.index("rc_frac")
+        combos = [c for c in combos if c[fr_i] == 1.0 or c[rc_i] == FULL]
     cols = {n: np.array([c[i] for c in combos]) for i, n in enumerate(names)}
     base = {k: v for k, v in fixed.items() if k not in cols}
     lay = Layouts.of(**base, **cols)
@@ -220,10 +310,22 @@ class PlanResult:
     notes: list[str] = field(default_factory=list)
 
 
+def recompute_choices(job: Job) -> tuple[int, ...]:
+    """Recompute codes the planner tries: none, selective (core attention), full, and for MoE
+    models the expert modules Megatron-Core offers (moe_act, moe)."""
+    base = (0, 1, 2)
+    if job.arch.is_moe:
+        return (*base, RECOMPUTE_MODULE_BITS["moe_act"],
+                RECOMPUTE_MODULE_BITS["moe_act"] | 1, RECOMPUTE_MODULE_BITS["moe"])
+    return base
+
+
 def enumerate_layouts(job: Job, gpus: int) -> tuple[Layouts, dict[str, int]]:
-    """Every layout of ``gpus`` GPUs that divides the model and batch, plus counts of the
-    structurally impossible ones by reason. Memory is checked later, on the arrays."""
+    """Every layout of ``gpus`` GPUs that divides the model and batch and that the stack can
+    run, plus counts of the structurally impossible ones by reason. Memory is checked later,
+    on the arrays."""
     a = job.arch
+    f = job.stack.features
     rejected: dict[str, int] = {}
 
     def reject(reason: str, n: int = 1) -> None:
@@ -233,8 +335,15 @@ def enumerate_layouts(job: Job, gpus: int) -> tuple[Layouts, dict[str, int]]:
     tps = [t for t in _pow2_upto(min(gpus, 64)) if a.heads % t == 0 and a.n_kv_heads % t == 0]
     domain = job.net.domain_gpus
     cps = [c for c in _pow2_upto(64) if job.seq_len % (2 * c) == 0 or c == 1]
+    if not f.context_parallel:
+        cps = [1]
     eps = [1] if not a.is_moe else [x for x in _pow2_upto(a.experts) if a.experts % x == 0]
     pps = [p for p in _divisors(gpus) if p <= a.layers]
+    if job.opts.schedule == "dualpipe":
+        pps = [p for p in pps if p == 1 or p % 2 == 0]  # DualPipe pairs stages: even p
+    interleaves = (1, 2, 3, 4, 6, 8) if f.interleaved and job.opts.schedule != "dualpipe" else (1,)
+    zeros = [0] + ([1, 2] if f.distributed_optimizer else []) + ([3] if f.zero3 else [])
+    rcs = recompute_choices(job)
     rows: list[tuple[int, ...]] = []
     for t, c, p in itertools.product(tps, cps, pps):
         if gpus % (t * c * p):
@@ -247,30 +356,37 @@ def enumerate_layouts(job: Job, gpus: int) -> tuple[Layouts, dict[str, int]]:
             reject("global batch not divisible by dp")
             continue
         per_dp = job.global_batch // d
+        # ZeRO-3 shards over the whole data-parallel group, or (hybrid) inside a server.
+        shards = [0]
+        if f.hsdp and d * c > domain // t > 1:
+            shards.append(domain // t)
         for ep in eps:
-            if (d * c) % ep:
-                reject("ep does not divide dp*cp")
+            if (t * d * c) % ep:
+                reject("ep does not divide tp*dp*cp")
                 continue
             for b in MICRO_BATCHES:
                 if per_dp % b:
                     continue
                 m = per_dp // b
-                for v in (1, 2, 3, 4, 6, 8):
+                for v in interleaves:
                     if v > 1 and (p == 1 or p * v > a.layers or m % p):
                         continue  # interleaving needs m divisible by p (Megatron)
                     if p > 1 and m < p:
                         reject("fewer micro-batches than pipeline stages")
                         break
-                    for zero in (0, 1, 2, 3):
-                        if zero == 3 and p > 1:
-                            continue  # FSDP/ZeRO-3 with pipelining: not supported by Megatron
-                        for rc in (0, 1, 2):
-                            for sp in (False, True) if t > 1 else (False,):
-                                rows.append((t, p, d, c, ep, b, v, zero, rc, int(sp)))
+                    for zero in zeros:
+                        if zero == 3 and p > 1 and not f.zero3_with_pp:
+                            continue  # FSDP/ZeRO-3 with pipelining: not in this framework
+                        for shard in (shards if zero == 3 else [0]):
+                            for rc in rcs:
+                                for frac in (RC_FRACTIONS if rc == FULL else (1.0,)):
+                                    for sp in (False, True) if t > 1 else (False,):
+                                        rows.append((t, p, d, c, ep, b, v, zero, rc, int(sp),
+                                                     shard, frac))
     if not rows:
         return Layouts.of(), rejected
     arr = np.array(rows, dtype=float)
-    lay = Layouts(*(arr[:, i] for i in range(10)))
+    lay = Layouts(*(arr[:, i] for i in range(arr.shape[1])))
     return lay, rejected
 
 

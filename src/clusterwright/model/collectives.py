@@ -1,169 +1,368 @@
-"""Collective communication time: alpha-beta costs with NCCL-like algorithm choice.
+"""Collective communication time, from 8 bytes to 8 GiB: NCCL's own cost model.
 
-Bandwidth terms use achieved bus bandwidth (nccl-tests definition, NVIDIA/nccl-tests
-doc/PERFORMANCE.md): all-reduce moves 2(n-1)/n of the buffer per rank, reduce-scatter and
-all-gather (n-1)/n. Latency terms follow NCCL's tuner (NVIDIA/nccl src/graph/tuning.cc):
-ring latency grows with 2(n-1) steps, tree latency with log2(nodes). NCCL picks the faster of
-ring, tree and (inside one NVLink-SHARP domain) NVLS; so does this module. All functions take
-numpy arrays and broadcast.
+NCCL picks, for every call, the algorithm and protocol its tuner predicts fastest
+(NVIDIA/nccl ``src/graph/tuning.cc``, ``src/enqueue.cc``); this module runs the same
+formulas with the library's constants (``catalog/data/collective_libs.yaml``):
+
+    time = launch + latency(algorithm, protocol, ranks, nodes) + bytes / bandwidth
+
+- **Latency**: a base per call plus a per-hop cost on each tier. A ring all-reduce takes
+  2(n-1) hops (all-gather and reduce-scatter n-1), of which 2(nodes-1) cross the network, so
+  ring latency grows linearly with the rank count; the double binary tree pays
+  2((ppn-1) intra + log2(nodes) inter); NVLS a flat 25 us inside a domain; PAT (all-gather and
+  reduce-scatter with one GPU per node) log2(nodes) plus 2.8 us per rank.
+- **Bandwidth**: the tier's Simple-protocol bus bandwidth (the stack's achieved fractions of
+  link and NIC rates, anchored on nccl-tests, shared/data/collectives.csv), derated per
+  protocol as NCCL does: LL moves 4 data bytes per 8-byte line (x0.5, capped by llMaxBw), LL128
+  120 of 128 (x0.92, capped per channel); the tree x0.92 with its per-channel cap and NCCL's
+  size correction table. Small calls use fewer channels (enqueue.cc): below channels x threads
+  x threshold bytes the bandwidth falls with the channel count.
+- **Choice**: the minimum over every algorithm and protocol the collective allows (all-reduce:
+  ring, tree, NVLS, NVLS-tree; all-gather/reduce-scatter: ring, PAT), as NCCL's argmin does.
+- **All-to-all** is not in NCCL's tuner (it runs grouped send/recv): a launch, a per-peer cost
+  on each tier (fitted, see the catalog), and the bytes leaving the domain at network speed
+  in parallel with the bytes staying on NVLink.
+
+Bus bandwidth follows nccl-tests (doc/PERFORMANCE.md): all-reduce moves 2(n-1)/n of the buffer
+per rank, all-gather and reduce-scatter (n-1)/n. Every function broadcasts over numpy arrays,
+or takes floats with ``X=ScalarOps`` (see ``model/xp``).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from clusterwright.catalog.schema import Gpu, Server, Stack
+from clusterwright.catalog.schema import CollectiveLib, Gpu, Server, Stack
+from clusterwright.model.xp import ArrayOps, Num, Ops
 
 F = np.ndarray
+US = 1e-6
+GB = 1e9
+INF = math.inf
+LL, LL128, SIMPLE = 0, 1, 2
+# GPUs of the nccl-tests NVLS anchor (shared/data/collectives.csv: 8x H100, ~480 GB/s busbw)
+NVLS_ANCHOR_GPUS = 8.0
+PROTOS = ("LL", "LL128", "Simple")
 
 
 @dataclass(frozen=True)
 class Interconnect:
-    """Achieved bandwidths (bytes/s) and latencies (s) one GPU sees on each tier."""
+    """Achieved bandwidths (bytes/s) one GPU sees on each tier, and the collective library's
+    cost model (seconds, bytes/s) as ``model/collectives`` uses it."""
 
     domain_gpus: int  # GPUs in one scale-up (NVLink) domain
-    scale_up_busbw: float  # bytes/s per GPU inside the domain
+    scale_up_busbw: float  # bytes/s per GPU inside the domain (Simple protocol, ring)
     nvls_busbw: float  # bytes/s all-reduce busbw with NVLink SHARP (0 if none)
     net_busbw: float  # bytes/s per GPU across domains (its share of the node's NICs)
-    base_s: float
-    intra_step_s: float
-    inter_step_s: float
-    tree_inter_step_s: float
+    lib: CollectiveLib | None = None
+    # Extra latency per network hop beyond the library's (NCCL's graph->latencyInter): more
+    # switch tiers between the ranks, as the scheduling twin's placement penalty adds.
+    latency_inter_s: float = 0.0
+
+    # Legacy per-hop constants (Simple protocol), kept for the flow simulator's latencies.
+    @property
+    def base_s(self) -> float:
+        return self._lat("base", "ring")[SIMPLE] + self.launch_s
+
+    @property
+    def intra_step_s(self) -> float:
+        return self._lat("nvlink", "ring")[SIMPLE]
+
+    @property
+    def inter_step_s(self) -> float:
+        return self._lat("net", "ring")[SIMPLE]
+
+    @property
+    def tree_inter_step_s(self) -> float:
+        return self._lat("net", "tree")[SIMPLE]
+
+    @property
+    def launch_s(self) -> float:
+        return self.lib.launch_us * US if self.lib else 0.0
+
+    def __post_init__(self) -> None:
+        # The library's tables in seconds, looked up once (the scalar path calls _lat often).
+        tables: dict[tuple[str, str], tuple[float, float, float]] = {}
+        if self.lib is not None:
+            for name, t in (("base", self.lib.base_lat_us), ("nvlink", self.lib.nvlink_lat_us),
+                            ("net", self.lib.net_lat_us)):
+                extra = (self.latency_inter_s + self.lib.net_hop_us * US) if name == "net" else 0.0
+                for algo, row in t.items():
+                    # NCCL adds latencyInter once per hop, and again for Simple (the flush).
+                    tables[(name, algo)] = (row[0] * US + extra, row[1] * US + extra,
+                                            row[2] * US + 2.0 * extra)
+        object.__setattr__(self, "_tables", tables)
+
+    def _lat(self, table: str, algo: str) -> tuple[float, float, float]:
+        """(LL, LL128, Simple) latency of ``algo`` on ``table`` (base, nvlink, net), seconds."""
+        got: tuple[float, float, float] = self._tables.get(  # type: ignore[attr-defined]
+            (table, algo), (0.0, 0.0, 0.0))
+        return got
 
 
-def interconnect(gpu: Gpu, server: Server, stack: Stack) -> Interconnect:
+def interconnect(gpu: Gpu, server: Server, stack: Stack, lib: CollectiveLib) -> Interconnect:
     """Tier bandwidths from the catalog: link rates times the stack's achieved fractions."""
-    up = gpu.scale_up.bandwidth_gbps_per_direction * 1e9
-    nic_bytes = server.backend_nics.count * server.backend_nics.speed_gbps * 1e9 / 8
+    up = gpu.scale_up.bandwidth_gbps_per_direction * GB
+    nic_bytes = server.backend_nics.count * server.backend_nics.speed_gbps * GB / 8
     return Interconnect(
         domain_gpus=server.nvlink_domain_gpus,
         scale_up_busbw=up * stack.scale_up_busbw_fraction,
         nvls_busbw=up * stack.nvls_busbw_fraction,
         net_busbw=nic_bytes / server.gpus * stack.nic_busbw_fraction,
-        base_s=stack.nccl.base_s,
-        intra_step_s=stack.nccl.intra_step_s,
-        inter_step_s=stack.nccl.inter_step_s,
-        tree_inter_step_s=stack.nccl.tree_inter_step_s,
+        lib=lib,
     )
 
 
-def _nodes(ranks: F, stride: F, net: Interconnect) -> F:
+# --------------------------------------------------------------------------- geometry
+
+
+def nodes_spanned(X: Ops, ranks: Num, stride: Num, net: Interconnect) -> Num:
     """Domains a group of ``ranks`` spans when consecutive ranks are ``stride`` GPUs apart."""
     span = ranks * stride
-    per_domain = np.maximum(1.0, np.floor(net.domain_gpus / np.maximum(stride, 1.0)))
-    return np.where(span <= net.domain_gpus, 1.0, np.ceil(ranks / np.minimum(per_domain, ranks)))
+    per_domain = X.maximum(1.0, X.floor(net.domain_gpus / X.maximum(stride, 1.0)))
+    return X.where(span <= net.domain_gpus, 1.0,
+                   X.ceil(ranks / X.minimum(per_domain, ranks)))
 
 
-def _busbw(ranks: F, nodes: F, net: Interconnect) -> F:
-    """Bus bandwidth of a group. Across domains NCCL's hierarchical algorithm reduces inside
-    each domain first, so the k ranks of a domain share k NICs' worth of network: busbw =
-    min(NVLink, k x NIC) (8 x 400G nodes give ~370 GB/s, shared/data/collectives.csv)."""
-    local = ranks / np.maximum(nodes, 1.0)
-    return np.where(
-        nodes > 1, np.minimum(net.scale_up_busbw, local * net.net_busbw), net.scale_up_busbw
-    )
+def busbw(X: Ops, ranks: Num, nodes: Num, net: Interconnect) -> Num:
+    """Simple-protocol ring bus bandwidth of a group (bytes/s). Across domains NCCL's rings
+    leave each domain through every NIC of its GPUs, so the k ranks of a domain share k NICs:
+    busbw = min(NVLink, k x NIC) (8 x 400G nodes give ~370 GB/s, shared/data/collectives.csv)."""
+    local = ranks / X.maximum(nodes, 1.0)
+    return X.where(nodes > 1, X.minimum(net.scale_up_busbw, local * net.net_busbw),
+                   net.scale_up_busbw)
 
 
-def _ring_latency(ranks: F, nodes: F, steps_per_rank: float, net: Interconnect) -> F:
-    steps = steps_per_rank * (ranks - 1)
-    inter = steps_per_rank * (nodes - 1)
-    return net.base_s + (steps - inter) * net.intra_step_s + inter * net.inter_step_s
+def _channel_share(X: Ops, nbytes: Num, proto: int, ranks: Num, lib: CollectiveLib,
+                   ring: bool) -> Num:
+    """Share of the channels a call of ``nbytes`` runs on: NCCL drops channels while bytes <
+    channels x threads x threshold (the LL threshold scales with ranks on rings)."""
+    thr = lib.thread_threshold[proto] * (ranks if (ring and proto == LL) else 1.0)
+    per_channel = lib.max_threads[proto] * thr
+    nc = X.minimum(X.maximum(X.floor(nbytes / per_channel), 1.0), float(lib.channels))
+    return nc / float(lib.channels)
 
 
-def allreduce_s(size_bytes: ArrayLike, ranks: ArrayLike, stride: ArrayLike, net: Interconnect) -> F:
+def _tree_correction(X: Ops, nbytes: Num, proto: int, lib: CollectiveLib) -> Num:
+    row = lib.tree_correction[("ll", "ll128", "simple")[proto]]
+    idx = X.log2(X.maximum(nbytes / 64.0, 1.0))
+    return X.interp(idx, list(range(len(row))), row)
+
+
+# --------------------------------------------------------------------------- algorithms
+
+
+def _ring(X: Ops, nbytes: Num, n: Num, nodes: Num, net: Interconnect, allreduce: bool) -> Num:
+    """Fastest ring protocol: time for ``nbytes`` (all-reduce: per rank; AG/RS: total)."""
+    lib = net.lib
+    assert lib is not None
+    steps_per_rank = 2.0 if allreduce else 1.0
+    nsteps = steps_per_rank * (n - 1.0)
+    ninter = steps_per_rank * (nodes - 1.0)
+    multi = nodes > 1
+    bw = busbw(X, n, nodes, net)
+    ppn1 = (n / X.maximum(nodes, 1.0)) <= 1.0
+    base = net._lat("base", "ring")
+    intra = net._lat("nvlink", "ring")
+    inter_ring = net._lat("net", "ring")
+    inter_tree = net._lat("net", "tree")
+    ll_max = X.where(nodes >= 3, lib.ll_max_busbw_gbps[2],
+                     X.where(nodes == 2, lib.ll_max_busbw_gbps[1], lib.ll_max_busbw_gbps[0])) * GB
+    best = None
+    for p in (LL, LL128, SIMPLE):
+        over = X.where(multi, lib.net_overhead_us * US * (3.0 if p == SIMPLE else 1.0), 0.0)
+        inter = X.where(ppn1, inter_tree[p], inter_ring[p])
+        lat = base[p] + (nsteps - ninter) * X.maximum(intra[p], over) + ninter * inter
+        if p == LL:
+            factor = lib.ll_bw_factor
+            if lib.arch == "ampere" and allreduce:  # 2.18: 1/4 for multi-node all-reduce
+                factor = X.where(multi, 0.25, lib.ll_bw_factor)
+            pbw = X.minimum(ll_max, bw * factor)
+        elif p == LL128:
+            pbw = X.minimum(bw * lib.ll128_bw_factor, lib.channels * lib.ll128_max_channel_gbps * GB)
+        else:
+            pbw = bw
+            if allreduce:
+                plateau = multi & (nbytes / (lib.channels * n) >= 64.0)
+                lat = X.where(plateau, lat * lib.ring_simple_multinode_lat_factor, lat)
+        pbw = pbw * _channel_share(X, nbytes, p, n, lib, ring=True)
+        t = lat + nbytes * nsteps / X.maximum(n, 1.0) / pbw
+        best = t if best is None else X.minimum(best, t)
+    return best
+
+
+def _tree(X: Ops, nbytes: Num, n: Num, nodes: Num, net: Interconnect) -> Num:
+    """Fastest double-binary-tree all-reduce (only across domains, as NCCL enables it)."""
+    lib = net.lib
+    assert lib is not None
+    ppn = n / X.maximum(nodes, 1.0)
+    bw = busbw(X, n, nodes, net)
+    idx = X.where(nodes >= 3, 2, X.where(nodes == 2, 1, 0))
+    cap = X.where(idx == 2, lib.tree_max_channel_gbps[2],
+                  X.where(idx == 1, lib.tree_max_channel_gbps[1], lib.tree_max_channel_gbps[0]))
+    base = net._lat("base", "tree")
+    intra = net._lat("nvlink", "tree")
+    inter = net._lat("net", "tree")
+    ll_max = X.where(nodes >= 3, lib.ll_max_busbw_gbps[2],
+                     X.where(nodes == 2, lib.ll_max_busbw_gbps[1], lib.ll_max_busbw_gbps[0])) * GB
+    tree_bw = X.minimum(bw * lib.tree_bw_factor, lib.channels * cap * GB)
+    best = None
+    for p in (LL, LL128, SIMPLE):
+        lat = base[p] + 2.0 * ((ppn - 1.0) * intra[p]
+                               + X.log2(X.maximum(nodes, 1.0)) * inter[p])
+        if p == LL:
+            pbw = X.minimum(tree_bw / lib.tree_ll_divisor, ll_max)
+        elif p == LL128:
+            pbw = X.minimum(tree_bw * lib.tree_ll128_factor[1],
+                            lib.channels * lib.ll128_max_channel_gbps * GB)
+        else:
+            pbw = tree_bw
+        pbw = pbw * _channel_share(X, nbytes, p, n, lib, ring=False)
+        algbw = 0.5 * pbw * _tree_correction(X, nbytes, p, lib)
+        t = lat + nbytes / algbw
+        best = t if best is None else X.minimum(best, t)
+    return X.where(nodes > 1, best, INF)
+
+
+def _nvls(X: Ops, nbytes: Num, n: Num, nodes: Num, net: Interconnect) -> Num:
+    """NVLink SHARP all-reduce: inside one domain (NVLS), or NVLS inside and a tree across
+    (NVLS-tree). Its bus bandwidth is the measured NVLS anchor inside the domain; across
+    domains the NICs cap it, at twice their rate for two domains (NCCL's NVLS-tree on two
+    nodes pipelines both directions: 2-node H100 all-reduce reaches ~480 GB/s busbw)."""
+    lib = net.lib
+    assert lib is not None
+    if net.nvls_busbw <= 0:
+        return X.full(nbytes, INF)
+    # NVLS's rate is the per-GPU injection into the switch: its algorithm bandwidth holds
+    # steady with the group size (nccl-tests on H100: ~250-275 GB/s algbw at 4, 6 and 8 GPUs),
+    # so the anchor's bus bandwidth (8 GPUs) converts to algbw once.
+    algbw = net.nvls_busbw * NVLS_ANCHOR_GPUS / (2.0 * (NVLS_ANCHOR_GPUS - 1.0))
+    lat_in = net._lat("nvlink", "nvls")[SIMPLE]
+    lat_tree = lat_in + 2.0 * X.log2(X.maximum(nodes, 1.0)) * net._lat("net", "nvlstree")[SIMPLE]
+    ppn = n / X.maximum(nodes, 1.0)
+    # Across domains the NICs cap it: NVLS-tree's bus bandwidth is k x NIC, at twice their
+    # rate for two domains (both directions of the tree pipelined: 2-node H100 all-reduce
+    # reaches ~480 GB/s busbw, NVIDIA/nccl issue #2409).
+    volume = 2.0 * (n - 1.0) / X.maximum(n, 1.0) * nbytes
+    inter = ppn * net.net_busbw * X.where(nodes <= 2, 2.0, 1.0)
+    t_in = lat_in + nbytes / algbw
+    t_tree = lat_tree + X.maximum(nbytes / algbw, volume / inter)
+    t = X.where(nodes > 1, t_tree, t_in)
+    ok = ppn >= 2.0  # NVLS needs several GPUs of the domain in the group
+    return X.where(ok, t, INF)
+
+
+def _pat(X: Ops, nbytes: Num, n: Num, nodes: Num, net: Interconnect) -> Num:
+    """PAT all-gather/reduce-scatter: one GPU per node only, Simple protocol."""
+    lib = net.lib
+    assert lib is not None
+    lat = (net._lat("base", "pat")[SIMPLE]
+           + X.log2(X.maximum(nodes, 1.0)) * net._lat("net", "pat")[SIMPLE] / lib.pat_net_divisor
+           + n * lib.pat_per_rank_us * US)
+    bw = busbw(X, n, nodes, net) * lib.pat_bw_factor
+    ok = (nodes > 1) & (n <= nodes)
+    return X.where(ok, lat + nbytes / bw, INF)
+
+
+# --------------------------------------------------------------------------- collectives
+
+
+def allreduce_s(size_bytes: ArrayLike, ranks: ArrayLike, stride: ArrayLike, net: Interconnect,
+                X: Ops = ArrayOps) -> Num:
     """All-reduce of ``size_bytes`` per rank over ``ranks`` GPUs spaced ``stride`` apart:
-    min over ring (2(n-1)alpha + 2(n-1)/n S/B), double binary tree (log2 latency across
-    nodes, same bandwidth term) and NVLS inside one domain."""
-    S = np.asarray(size_bytes, dtype=float)
-    n = np.asarray(ranks, dtype=float)
-    nodes = _nodes(n, np.asarray(stride, dtype=float), net)
-    bw = _busbw(n, nodes, net)
-    volume = 2.0 * (n - 1.0) / np.maximum(n, 1.0) * S
-    ring = _ring_latency(n, nodes, 2.0, net) + volume / bw
-    ppn = n / nodes
-    tree_lat = net.base_s + 2.0 * (
-        (ppn - 1.0) * net.intra_step_s + np.log2(np.maximum(nodes, 1.0)) * net.tree_inter_step_s
-    )
-    tree = np.where(nodes > 1, tree_lat + volume / bw, np.inf)
-    if net.nvls_busbw > 0:
-        nvls = np.where(
-            nodes == 1, net.base_s + 2 * net.intra_step_s + volume / net.nvls_busbw, np.inf
-        )
-    else:
-        nvls = np.full_like(ring, np.inf)
-    best = np.minimum(np.minimum(ring, tree), nvls)
-    return np.where(n > 1, best, 0.0)
+    the fastest of NCCL's ring, tree, NVLS and NVLS-tree over its protocols (seconds)."""
+    S, n, st = _args(X, size_bytes, ranks, stride)
+    nodes = nodes_spanned(X, n, st, net)
+    t = X.minimum(X.minimum(_ring(X, S, n, nodes, net, True), _tree(X, S, n, nodes, net)),
+                  _nvls(X, S, n, nodes, net))
+    return X.where(n > 1, net.launch_s + t, 0.0)
 
 
-def allreduce_choice(size_bytes: float, ranks: int, nodes: int, net: Interconnect) -> str:
-    """The algorithm ``allreduce_s`` takes as fastest for one group: ring, tree or nvls."""
-    n, S, nd = float(ranks), float(size_bytes), float(max(nodes, 1))
-    if n <= 1:
-        return "ring"
-    bw = float(_busbw(np.asarray(n), np.asarray(nd), net))
-    volume = 2.0 * (n - 1.0) / n * S
-    times = {"ring": float(_ring_latency(np.asarray(n), np.asarray(nd), 2.0, net)) + volume / bw}
-    if nd > 1:
-        ppn = n / nd
-        times["tree"] = net.base_s + 2.0 * (
-            (ppn - 1.0) * net.intra_step_s + np.log2(nd) * net.tree_inter_step_s
-        ) + volume / bw
-    elif net.nvls_busbw > 0:
-        times["nvls"] = net.base_s + 2 * net.intra_step_s + volume / net.nvls_busbw
-    return min(times, key=lambda k: times[k])
-
-
-def ring_latency_s(ranks: int, nodes: int, steps_per_rank: float, net: Interconnect) -> float:
-    """NCCL's ring latency for ``ranks`` over ``nodes`` domains (s)."""
-    return float(_ring_latency(np.asarray(float(ranks)), np.asarray(float(nodes)), steps_per_rank,
-                               net))
-
-
-def tree_latency_s(ranks: int, nodes: int, net: Interconnect) -> float:
-    """NCCL's double-binary-tree latency (s)."""
-    ppn = ranks / max(nodes, 1)
-    return float(net.base_s + 2.0 * ((ppn - 1.0) * net.intra_step_s
-                                     + np.log2(max(nodes, 1)) * net.tree_inter_step_s))
-
-
-def allgather_s(size_bytes: ArrayLike, ranks: ArrayLike, stride: ArrayLike, net: Interconnect) -> F:
-    """All-gather (or reduce-scatter) producing ``size_bytes`` per rank: ring, (n-1)/n S/B."""
-    S = np.asarray(size_bytes, dtype=float)
-    n = np.asarray(ranks, dtype=float)
-    nodes = _nodes(n, np.asarray(stride, dtype=float), net)
-    t = _ring_latency(n, nodes, 1.0, net) + (n - 1.0) / np.maximum(n, 1.0) * S / _busbw(
-        n, nodes, net
-    )
-    return np.where(n > 1, t, 0.0)
+def allgather_s(size_bytes: ArrayLike, ranks: ArrayLike, stride: ArrayLike, net: Interconnect,
+                X: Ops = ArrayOps) -> Num:
+    """All-gather producing ``size_bytes`` per rank (the whole gathered buffer), or a
+    reduce-scatter consuming it: ring, or PAT with one GPU per node (seconds)."""
+    S, n, st = _args(X, size_bytes, ranks, stride)
+    nodes = nodes_spanned(X, n, st, net)
+    t = X.minimum(_ring(X, S, n, nodes, net, False), _pat(X, S, n, nodes, net))
+    return X.where(n > 1, net.launch_s + t, 0.0)
 
 
 reducescatter_s = allgather_s
 
 
-def alltoall_s(size_bytes: ArrayLike, ranks: ArrayLike, stride: ArrayLike, net: Interconnect) -> F:
+def alltoall_s(size_bytes: ArrayLike, ranks: ArrayLike, stride: ArrayLike, net: Interconnect,
+               X: Ops = ArrayOps) -> Num:
     """All-to-all of ``size_bytes`` per rank: each rank keeps 1/n and sends the rest; the part
-    leaving the domain goes at network speed, the rest over NVLink, in parallel."""
-    S = np.asarray(size_bytes, dtype=float)
-    n = np.asarray(ranks, dtype=float)
-    st = np.asarray(stride, dtype=float)
-    nodes = _nodes(n, st, net)
-    local = np.minimum(n, n / nodes)  # ranks sharing my domain
-    inter = S * (n - local) / np.maximum(n, 1.0) / net.net_busbw
-    intra = S * (local - 1.0) / np.maximum(n, 1.0) / net.scale_up_busbw
-    t = net.base_s + (n - 1.0) * np.where(nodes > 1, net.inter_step_s, net.intra_step_s)
-    return np.where(n > 1, t + np.maximum(inter, intra), 0.0)
+    leaving the domain goes at network speed, the rest over NVLink, in parallel; one per-peer
+    cost per destination on each tier (seconds)."""
+    S, n, st = _args(X, size_bytes, ranks, stride)
+    nodes = nodes_spanned(X, n, st, net)
+    local = X.minimum(n, n / nodes)  # ranks sharing my domain
+    inter = S * (n - local) / X.maximum(n, 1.0) / net.net_busbw
+    intra = S * (local - 1.0) / X.maximum(n, 1.0) / net.scale_up_busbw
+    peer_in, peer_out = _peer_s(net)
+    lat = (net.base_s + (local - 1.0) * peer_in + (n - local) * peer_out)
+    return X.where(n > 1, lat + X.maximum(inter, intra), 0.0)
 
 
-def p2p_s(size_bytes: ArrayLike, crosses_domain: ArrayLike, net: Interconnect) -> F:
-    """One point-to-point send between pipeline stages."""
-    S = np.asarray(size_bytes, dtype=float)
-    cross = np.asarray(crosses_domain, dtype=bool)
-    bw = np.where(cross, net.net_busbw, net.scale_up_busbw)
-    lat = net.base_s + np.where(cross, net.inter_step_s, net.intra_step_s)
-    return lat + S / bw
+def _peer_s(net: Interconnect) -> tuple[float, float]:
+    if net.lib is None:
+        return (0.0, 0.0)
+    return (net.lib.alltoall_peer_us[0] * US, net.lib.alltoall_peer_us[1] * US)
+
+
+def p2p_s(size_bytes: ArrayLike, crosses_domain: ArrayLike, net: Interconnect,
+          X: Ops = ArrayOps) -> Num:
+    """One point-to-point send (pipeline stages, ring attention): the launch, one hop of
+    Simple-protocol latency on the tier, and the bytes at the tier's rate (seconds)."""
+    cross = crosses_domain
+    bw = X.where(cross, net.net_busbw, net.scale_up_busbw)
+    lat = net.base_s + X.where(cross, net.inter_step_s, net.intra_step_s)
+    return lat + size_bytes / bw
+
+
+def _args(X: Ops, *values: ArrayLike) -> tuple[Num, ...]:
+    if X is ArrayOps:
+        return tuple(np.asarray(v, dtype=float) for v in values)
+    return tuple(float(v) for v in values)  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- reporting
+
+
+def allreduce_choice(size_bytes: float, ranks: int, nodes: int, net: Interconnect) -> str:
+    """The algorithm ``allreduce_s`` takes as fastest for one group: ring, tree or nvls."""
+    from clusterwright.model.xp import ScalarOps as S
+
+    n, b, nd = float(ranks), float(size_bytes), float(max(nodes, 1))
+    if n <= 1:
+        return "ring"
+    times = {"ring": _ring(S, b, n, nd, net, True), "tree": _tree(S, b, n, nd, net),
+             "nvls": _nvls(S, b, n, nd, net)}
+    return min(times, key=lambda k: times[k])
+
+
+def ring_latency_s(ranks: int, nodes: int, steps_per_rank: float, net: Interconnect) -> float:
+    """NCCL's Simple-protocol ring latency for ``ranks`` over ``nodes`` domains (s), with the
+    launch floor."""
+    steps = steps_per_rank * (ranks - 1)
+    inter = steps_per_rank * (nodes - 1)
+    over = (net.lib.net_overhead_us * US * 3.0) if (net.lib and nodes > 1) else 0.0
+    return net.base_s + (steps - inter) * max(net.intra_step_s, over) + inter * net.inter_step_s
+
+
+def tree_latency_s(ranks: int, nodes: int, net: Interconnect) -> float:
+    """NCCL's Simple-protocol double-binary-tree latency (s), with the launch floor."""
+    ppn = ranks / max(nodes, 1)
+    tree_in = net._lat("nvlink", "tree")[SIMPLE] if net.lib else net.intra_step_s
+    return float(net.launch_s + (net._lat("base", "tree")[SIMPLE] if net.lib else 0.0)
+                 + 2.0 * ((ppn - 1.0) * tree_in
+                          + math.log2(max(nodes, 1)) * net.tree_inter_step_s))
 
 
 def busbw_gbps(collective: str, size_bytes: float, ranks: int, time_s: float) -> float:

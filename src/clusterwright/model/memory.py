@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -18,6 +19,7 @@ from numpy.typing import ArrayLike
 from clusterwright.catalog.schema import Activation, ModelArch
 from clusterwright.model.params import param_counts
 from clusterwright.model.precision import Precision, bytes_per
+from clusterwright.model.xp import ArrayOps, Ops
 from clusterwright.spec.parallel import Optimizer, ParallelConfig, Recompute
 
 ACT_BYTES = 2.0  # activations are stored in 16-bit in mixed-precision training
@@ -46,12 +48,40 @@ def optimizer_bytes_per_param(optimizer: Optimizer, weights: Precision | str) ->
 
 
 RECOMPUTE_CODES: dict[str, int] = {"none": 0, "selective": 1, "full": 2}
+# Megatron-Core's --recompute-modules, as bits of the recompute code (0 none, 2 full).
+RECOMPUTE_MODULE_BITS: dict[str, int] = {
+    "core_attn": 1, "mlp": 4, "moe": 8, "moe_act": 16, "layernorm": 32, "mla_up_proj": 64,
+}
+
+
+def parse_recompute(text: str) -> int:
+    """A recompute code from ``none``, ``selective``, ``full`` or a comma list of modules
+    (``core_attn,moe_act``). Raises ValueError naming what is unknown."""
+    text = text.strip()
+    if text in RECOMPUTE_CODES:
+        return RECOMPUTE_CODES[text]
+    code = 0
+    for part in (x.strip() for x in text.split(",")):
+        if part not in RECOMPUTE_MODULE_BITS:
+            known = ", ".join([*RECOMPUTE_CODES, *RECOMPUTE_MODULE_BITS])
+            raise ValueError(f"{part!r} is not a recompute mode or module (use {known})")
+        code |= RECOMPUTE_MODULE_BITS[part]
+    return code
+
+
+def recompute_name(code: int) -> str:
+    """The name of a recompute code: none, selective, full, or its modules joined by ','."""
+    for name, c in RECOMPUTE_CODES.items():
+        if c == code:
+            return name
+    return ",".join(m for m, b in RECOMPUTE_MODULE_BITS.items() if code & b)
 
 
 def recompute_code(recompute: Recompute | ArrayLike) -> np.ndarray:
-    """Recompute modes as integer codes (0 none, 1 selective, 2 full) for array math."""
+    """Recompute modes as integer codes (0 none, 1 selective, 2 full, module bits) for array
+    math."""
     if isinstance(recompute, str):
-        return np.asarray(RECOMPUTE_CODES[recompute])
+        return np.asarray(parse_recompute(recompute))
     return np.asarray(recompute)
 
 
@@ -66,19 +96,34 @@ def state_bytes_array(
     weights: Precision | str = Precision.bf16,
     grads: Precision | str = Precision.bf16,
     optimizer: Optimizer = "adam",
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``state_bytes`` over arrays of layouts: (weights, gradients, optimizer) bytes per GPU."""
-    t = np.asarray(tp, dtype=float)
-    dense = np.asarray(dense_params, dtype=float) / t
-    expert = np.asarray(expert_params, dtype=float) / (t * np.asarray(ep, dtype=float))
-    dp_dense = np.asarray(dp, dtype=float) * np.asarray(cp, dtype=float)
-    dp_expert = np.maximum(dp_dense / np.asarray(ep, dtype=float), 1.0)
-    z = np.asarray(zero_stage)
+    zero3_group: ArrayLike | None = None,
+    X: Ops = ArrayOps,
+) -> tuple[Any, Any, Any]:
+    """``state_bytes`` over arrays of layouts (or floats with ``X=ScalarOps``): (weights,
+    gradients, optimizer) bytes per GPU. ``zero3_group`` is ZeRO-3's sharding group (hybrid
+    sharding shards inside a group and replicates across groups); None means the whole
+    data-parallel group."""
+    if X is ArrayOps:
+        cast: Any = lambda v: np.asarray(v, dtype=float)  # noqa: E731
+    else:
+        cast = float
+    t = cast(tp)
+    dense = cast(dense_params) / t
+    # Experts are whole on each GPU (expert TP 1, MoE parallel folding): ep GPUs of the
+    # tp x cp x dp ranks split them, the other t dp cp / ep hold the same ones.
+    expert = cast(expert_params) / cast(ep)
+    dp_dense = cast(dp) * cast(cp)
+    dp_expert = X.maximum(t * dp_dense / cast(ep), 1.0)
+    z = cast(zero_stage)
+    if zero3_group is not None:
+        g = cast(zero3_group)
+        # ZeRO-3 shards all states over its group (for experts: the group's expert share).
+        g_expert = X.maximum(g * dp_expert / dp_dense, 1.0)
+        dp_dense = X.where(z >= 3, g, dp_dense)
+        dp_expert = X.where(z >= 3, g_expert, dp_expert)
 
-    def sharded(stage: int) -> np.ndarray:
-        return np.asarray(
-            np.where(z >= stage, dense / dp_dense + expert / dp_expert, dense + expert)
-        )
+    def sharded(stage: int) -> Any:
+        return X.where(z >= stage, dense / dp_dense + expert / dp_expert, dense + expert)
 
     return (
         bytes_per(weights) * sharded(3),
@@ -97,10 +142,10 @@ def state_bytes(
 ) -> StateBytes:
     """Model-state bytes per GPU for parameters already split by pipeline stage.
 
-    Dense parameters shard over tp; experts over tp*ep. ZeRO 1/2/3 shard optimizer state,
-    then gradients, then weights over the data-parallel group: dp*cp for dense parameters
-    (Megatron's distributed optimizer shards over the combined DP x CP group) and
-    dp*cp/ep for experts (their data-parallel group is smaller).
+    Dense parameters shard over tp; experts, whole (expert TP 1), over ep. ZeRO 1/2/3 shard
+    optimizer state, then gradients, then weights over the data-parallel group: dp*cp for
+    dense parameters (Megatron's distributed optimizer shards over the combined DP x CP
+    group) and tp*dp*cp/ep for experts (the GPUs holding the same experts).
     """
     w, g, o = state_bytes_array(
         dense_params,
@@ -128,62 +173,83 @@ def activation_bytes_per_layer_array(
     dropout: bool = False,
     cp: ArrayLike = 1,
     moe_layer: bool = False,
-) -> np.ndarray:
-    """``activation_bytes_per_layer`` over arrays of layouts; ``recompute`` holds codes
-    (see ``recompute_code``) and ``sequence_parallel`` booleans."""
-    s = np.asarray(seq_len, dtype=float) / np.asarray(cp, dtype=float)
-    b = np.asarray(micro_batch, dtype=float)
-    t = np.asarray(tp, dtype=float)
-    sp_div = np.where(np.asarray(sequence_parallel, dtype=bool), t, 1.0)
-    rc = recompute_code(recompute)
+    X: Ops = ArrayOps,
+    fp8: bool = False,
+) -> Any:
+    """``activation_bytes_per_layer`` over arrays of layouts (or floats with
+    ``X=ScalarOps``); ``recompute`` holds codes (see ``recompute_code``: 0 none, 2 full, else
+    module bits) and ``sequence_parallel`` booleans. With ``fp8`` the inputs the linear layers
+    keep for their backward are their FP8 copies (Transformer Engine saves the casted input:
+    1 byte per element instead of 2)."""
+    if X is ArrayOps:
+        s = np.asarray(seq_len, dtype=float) / np.asarray(cp, dtype=float)
+        b = np.asarray(micro_batch, dtype=float)
+        t = np.asarray(tp, dtype=float)
+        sp_on = np.asarray(sequence_parallel, dtype=bool)
+        rc = recompute_code(recompute).astype(float)
+    else:
+        s, b, t = float(seq_len) / float(cp), float(micro_batch), float(tp)  # type: ignore[arg-type]
+        sp_on = bool(sequence_parallel)
+        rc = float(recompute)  # type: ignore[arg-type]
+    sp_div = X.where(sp_on, t, 1.0)
+
+    def has(bit: int) -> Any:
+        return X.floor(rc / bit) % 2.0
+
     h = arch.hidden
     a = arch.heads
     sbh = s * b * h
 
     mask = 1.0 if dropout else 0.0
-    # Outside the TP region: two norm inputs, attention and MLP inputs, two dropout masks.
-    replicated = (4.0 + 2.0 + 2.0 + 2.0 * mask) * sbh
+    lin_in = 1.0 if fp8 else ACT_BYTES  # bytes per element of a saved linear-layer input
+    # Outside the TP region: the two norm outputs (attention and MLP inputs, dropped by
+    # layernorm recompute), the two residual inputs, two dropout masks.
+    replicated = ((2.0 * lin_in * (1.0 - has(32))) + 2.0 + 2.0 + 2.0 * mask) * sbh
     if arch.is_mla:
         assert arch.qk_nope_head_dim and arch.qk_rope_head_dim and arch.v_head_dim
         assert arch.kv_lora_rank is not None
         dqk = a * (arch.qk_nope_head_dim + arch.qk_rope_head_dim)
         dv = a * arch.v_head_dim
-        # Q, K (full per-head width after up-projection), V, and the compressed latents.
-        qkv = ACT_BYTES * s * b * (2 * dqk + dv + arch.kv_lora_rank + (arch.q_lora_rank or 0))
+        latents = arch.kv_lora_rank + (arch.q_lora_rank or 0)
+        # Q, K (full per-head width after up-projection), V, and the compressed latents;
+        # mla_up_proj recompute keeps only the latents.
+        qkv = ACT_BYTES * s * b * ((2 * dqk + dv) * (1.0 - has(64)) + latents)
     else:
         dqk = a * arch.d_head
         dv = a * arch.d_head
         dkv = arch.n_kv_heads * arch.d_head
         qkv = ACT_BYTES * s * b * (dqk + 2 * dkv)
-    context = ACT_BYTES * s * b * dv  # attention output = input of the output projection
+    context = lin_in * s * b * dv  # attention output = input of the output projection
     if flash_attention:
         # FlashAttention keeps only the fp32 log-sum-exp per row and recomputes scores.
         core = 4.0 * a * s * b
     else:
         # softmax output (2 a s^2 b), dropout mask (a s^2 b) and dropout output (2 a s^2 b);
-        # selective recompute drops exactly these.
-        core = np.where(rc == 1, 0.0, (2.0 + 3.0 * mask) * a * s * s * b)
+        # selective (core_attn) recompute drops exactly these.
+        core = (1.0 - has(1)) * (2.0 + 3.0 * mask) * a * s * s * b
     attention = qkv + context + core
 
     gated = arch.activation in (Activation.swiglu, Activation.geglu)
-
-    def mlp(width: float, tokens: np.ndarray) -> np.ndarray:
-        # GELU: fc1 output and activation output (4 s b f). SwiGLU (Megatron's fused
-        # bias-swiglu): fc1 output of width 2f and the gated product of width f (6 s b f).
-        return np.asarray(ACT_BYTES * tokens * b * width * (3.0 if gated else 2.0))
+    # GELU: fc1 output and activation output (2 + 2 bytes per element). SwiGLU (Megatron's
+    # fused bias-swiglu): fc1 output of width 2f and the gated product of width f (4 + 2).
+    fc1_out = 4.0 if gated else 2.0
+    act_out = lin_in  # the activation's output is FC2's input
 
     if moe_layer:
         f_e = arch.expert_ffn_hidden or arch.ffn_hidden
-        routed = arch.top_k * s * b * h * ACT_BYTES + mlp(f_e, s * arch.top_k)
-        shared = mlp(f_e * arch.shared_experts, s)
+        tok = s * arch.top_k * b
+        # moe recompute keeps only the layer input; moe_act drops the activation outputs.
+        routed = (1.0 - has(8)) * (tok * h * lin_in
+                                   + tok * f_e * (fc1_out + act_out * (1.0 - has(16))))
+        shared = (1.0 - has(8)) * s * b * f_e * arch.shared_experts * (fc1_out + act_out)
         router = 4.0 * s * b * arch.experts  # fp32 router logits
         ffn = routed + shared + router
     else:
-        ffn = mlp(arch.ffn_hidden, s)
+        ffn = (1.0 - has(4)) * s * b * arch.ffn_hidden * (fc1_out + act_out)
 
     kept = replicated / sp_div + (attention + ffn) / t
     # Full recompute keeps only each layer's input (2 s b h, split by SP).
-    return np.asarray(np.where(rc == 2, ACT_BYTES * sbh / sp_div, kept))
+    return X.where(rc == 2, ACT_BYTES * sbh / sp_div, kept)
 
 
 def activation_bytes_per_layer(

@@ -1,41 +1,52 @@
-"""Training step time: compute, communication and pipeline bubble, for arrays of layouts.
+"""Training step time: compute, communication as a timeline, the pipeline schedule.
 
 One call evaluates any number of parallel layouts at once (numpy arrays of tp, pp, dp, ...),
-so the planner can sweep 10^5 configurations per second. The model follows Megatron-LM's
-execution (Narayanan et al., SC21; Korthikanti et al. 2022):
+or one layout as floats (``model/xp``), with the same formulas. The step follows how
+Megatron-LM/Megatron-Core, FSDP and DeepSpeed run it (Narayanan et al., SC21; Korthikanti et
+al. 2022; Zhao et al. 2023; Rajbhandari et al. 2020):
 
-- per micro-batch and pipeline stage, each transformer layer runs its GEMMs forward (1x) and
-  backward (2x) at an efficiency that depends on the GEMM's size (the stack's curve), the
-  attention core at the stack's attention efficiency, and the elementwise ops (norms,
-  activations, softmax, dropout, residuals) at HBM bandwidth;
-- recomputation re-runs the layer forward (full) or the attention core (selective);
-- tensor parallelism adds two all-reduces forward and two backward per layer (reduce-scatter
-  + all-gather with sequence parallelism: the same volume), partly hidden per the stack;
-- the 1F1B pipeline runs m micro-batches plus a bubble of (p-1)/v micro-batch times, and the
-  slowest stage (ceil(L/p) layers plus the LM head) sets the pace; p2p sends cost v x 2 per
-  micro-batch;
-- data parallelism reduces gradients after the last backward (ZeRO 0-2) or gathers weights
-  and reduce-scatters gradients every micro-batch (ZeRO-3), with the stack's overlap;
-- context parallelism exchanges K/V around a ring; expert parallelism does two all-to-alls
-  forward and two backward per MoE layer, slowed by the expert load imbalance.
+- per micro-batch and pipeline stage, each layer's compute (``model/train_compute``);
+- tensor parallelism: the collectives around each layer's GEMMs (all-reduce, or all-gather and
+  reduce-scatter with sequence parallelism), exposed unless the framework pipelines them with
+  the GEMMs (``overlap.chunked_overlap``);
+- context parallelism: a ring of K/V exchanges hidden under the block attention computed
+  meanwhile (``overlap.ring_steps``), or an all-gather of K/V before attention;
+- expert parallelism: dispatch and combine all-to-alls around each MoE layer, exposed, or
+  hidden under the paired micro-batch of 1F1B-overlap or DualPipe (``overlap.paired_overlap``);
+- the pipeline: m micro-batches plus the schedule's bubble (1F1B/interleaved (p-1)/v, zero
+  bubble, DualPipe), the busiest stage setting the pace, point-to-point sends;
+- data parallelism: gradient buckets reduced while the last backward runs, the exposed tail
+  from ``overlap.bucketed_tail`` (and the distributed optimizer's parameter all-gather under
+  the next forward); ZeRO-3/FSDP gathers every layer's weights forward and backward and
+  reduce-scatters its gradients per micro-batch, hidden only where the layer's compute covers
+  them (``overlap.prefetched_layers``), on a sharding group (hybrid sharding) or with ZeRO++'s
+  quantized and node-local collectives;
+- every collective costs what NCCL's own model says at its size and rank count
+  (``model/collectives``), so latency grows with the group and small messages are slow.
 
-The breakdown sums to the step time exactly.
+What each overlap hides is derived, not assumed: ``StepEstimate.comm_s`` holds the total time
+of each family of collectives, so hidden = 1 - exposed / total can be printed. The breakdown
+sums to the step time exactly.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import functools
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from clusterwright.catalog.schema import Activation, Dtype, Gpu, ModelArch, Stack
+from clusterwright.catalog.schema import Dtype, Gpu, ModelArch, Stack
+from clusterwright.model import overlap as ov
 from clusterwright.model.collectives import (
     Interconnect,
     allgather_s,
     allreduce_s,
     alltoall_s,
     p2p_s,
+    reducescatter_s,
 )
 from clusterwright.model.flops import training_flops_per_token
 from clusterwright.model.memory import (
@@ -45,58 +56,108 @@ from clusterwright.model.memory import (
 )
 from clusterwright.model.params import param_counts
 from clusterwright.model.precision import Precision, bytes_per, training_dtype
+from clusterwright.model.train_compute import (
+    FULL,
+    ComputeJob,
+    LayerTimes,
+    compute_job,
+    head_times,
+    layer_times,
+)
+from clusterwright.model.xp import ArrayOps, Num, Ops, ScalarOps
 
 F = np.ndarray
-ADAM_BYTES_PER_PARAM = (
-    30.0  # read fp32 grad, master, m, v (16 B); write master, m, v, bf16 weight (14 B)
-)
+# Adam step, per local parameter: read fp32 grad, master, m, v (16 B); write master, m, v and
+# the 16-bit weight (14 B).
+ADAM_BYTES_PER_PARAM = 30.0
+SCHEDULES = ("1f1b", "zb", "dualpipe")
+EP_OVERLAPS = ("none", "1f1b", "dualpipe")
+CP_COMMS = ("p2p", "allgather", "a2a")
+
+
+@dataclass(frozen=True)
+class Options:
+    """How the framework runs the step; ``for_stack`` gives the stack's defaults."""
+
+    tp_overlap: bool = False  # TP collectives pipelined with their GEMMs
+    grad_overlap: bool = False  # gradient buckets reduced during the last backward
+    param_overlap: bool = False  # distributed-optimizer all-gather under the next forward
+    p2p_overlap: bool = False  # pipeline sends hidden in the steady state
+    cp_comm: str = "p2p"  # p2p (ring attention), allgather (Llama 3), a2a (Ulysses)
+    schedule: str = "1f1b"  # 1f1b (interleaved when v > 1), zb (zero bubble), dualpipe
+    ep_overlap: str = "none"  # none, 1f1b (paired micro-batches), dualpipe
+    prefetch: int = 1  # ZeRO-3/FSDP layers gathered ahead (0: none)
+    zeropp: bool = False  # ZeRO++: int8 weight gathers, node-local backward gather, int4 grads
+    fp8_recipe: str = "delayed"  # delayed, current, blockwise, mx
+    dispatch_fp8: bool = False  # MoE dispatch in FP8 (DeepEP / DeepSeek-V3)
+    expert_imbalance: float = 1.1  # busiest GPU's expert load over the mean (MoE)
+    bucket_params: float = 4.0e7  # DP gradient bucket (Megatron-Core: max(40M, 1M x dp))
+
+    @staticmethod
+    def for_stack(stack: Stack, **overrides: Any) -> Options:
+        f = stack.features
+        base = Options(
+            tp_overlap=f.tp_comm_overlap,
+            grad_overlap=f.overlap_grad_reduce,
+            param_overlap=f.overlap_param_gather,
+            p2p_overlap=f.overlap_p2p,
+            cp_comm=f.context_parallel[0] if f.context_parallel else "p2p",
+            schedule=f.schedules[0],
+            ep_overlap=f.ep_overlap[0],
+            fp8_recipe=f.fp8_recipes[0] if f.fp8_recipes else "delayed",
+            bucket_params=f.dp_bucket_params,
+        )
+        return replace(base, **overrides)
 
 
 @dataclass(frozen=True)
 class Layouts:
-    """Parallel layouts as equal-length arrays (one entry per candidate)."""
+    """Parallel layouts as equal-length arrays (one entry per candidate), or one as floats."""
 
-    tp: F
-    pp: F
-    dp: F
-    cp: F
-    ep: F
-    micro_batch: F
-    interleave: F
-    zero: F
-    recompute: F  # 0 none, 1 selective, 2 full
-    sp: F  # bool
+    tp: Any
+    pp: Any
+    dp: Any
+    cp: Any
+    ep: Any
+    micro_batch: Any
+    interleave: Any
+    zero: Any
+    recompute: Any  # 0 none, 2 full, else module bits (train_compute.RECOMPUTE_BITS)
+    sp: Any  # bool
+    shard: Any = None  # ZeRO-3 sharding group (GPUs); 0 = the whole data-parallel group
+    # With full recompute, the share of each model chunk's layers recomputed (Megatron's block
+    # method, --recompute-num-layers): the others keep their activations.
+    rc_frac: Any = None
 
     @staticmethod
     def of(**kw: ArrayLike) -> Layouts:
         """Broadcast scalars and arrays to one length."""
         defaults: dict[str, ArrayLike] = {
-            "tp": 1,
-            "pp": 1,
-            "dp": 1,
-            "cp": 1,
-            "ep": 1,
-            "micro_batch": 1,
-            "interleave": 1,
-            "zero": 0,
-            "recompute": 0,
-            "sp": False,
+            "tp": 1, "pp": 1, "dp": 1, "cp": 1, "ep": 1, "micro_batch": 1, "interleave": 1,
+            "zero": 0, "recompute": 0, "sp": False, "shard": 0, "rc_frac": 1.0,
         }
+        unknown = set(kw) - set(defaults)
+        if unknown:
+            raise TypeError(f"unknown layout fields: {sorted(unknown)}")
         defaults.update(kw)
         arrs = np.broadcast_arrays(*(np.atleast_1d(np.asarray(defaults[k])) for k in defaults))
-        return Layouts(*(np.array(a) for a in arrs))
+        return Layouts(*(np.array(a, dtype=float) for a in arrs))
 
     def __len__(self) -> int:
-        return int(self.tp.shape[0])
+        return int(np.shape(self.tp)[0]) if np.ndim(self.tp) else 1
 
     def take(self, idx: ArrayLike) -> Layouts:
         i = np.asarray(idx)
-        return Layouts(*(getattr(self, f)[i] for f in self.__dataclass_fields__))
+        return Layouts(*(getattr(self, f.name)[i] for f in fields(self)))
+
+    def scalar(self, i: int = 0) -> Layouts:
+        """Layout ``i`` as Python floats (the scalar path)."""
+        return Layouts(*(float(getattr(self, f.name)[i]) for f in fields(self)))
 
 
 @dataclass(frozen=True)
 class Job:
-    """What does not vary across layouts: model, data shape, hardware and stack."""
+    """What does not vary across layouts: model, data shape, hardware, stack and options."""
 
     arch: ModelArch
     seq_len: int
@@ -107,13 +168,70 @@ class Job:
     precision: Precision = Precision.bf16
     grad_precision: Precision = Precision.bf16  # dtype gradients are reduced and stored in
     dropout: bool = False
-    expert_imbalance: float = 1.1  # slowest expert's load over the mean (MoE)
     reserve_bytes: float = 0.0
+    opts: Options = field(default_factory=Options)
     # Slowdown of the network collectives over the closed form, from the flow simulator
     # (train estimate --fidelity sim); 1.0 is the closed form's perfect network.
     dp_comm_factor: float = 1.0
     pp_comm_factor: float = 1.0
     ep_comm_factor: float = 1.0
+    # Spread of per-GPU speed (catalog assumption gpu_speed_cv): the step waits for the
+    # slowest of N GPUs, sigma sqrt(2 ln N) behind the median.
+    gpu_speed_cv: float = 0.0
+
+    @property
+    def expert_imbalance(self) -> float:
+        return self.opts.expert_imbalance
+
+    @functools.cached_property
+    def compute(self) -> ComputeJob:
+        dtype = training_dtype(self.precision)
+        peak = self.gpu.peak_tflops[dtype] * 1e12
+        peak16 = self.gpu.peak_tflops.get(
+            Dtype.bf16, self.gpu.peak_tflops.get(Dtype.fp16, peak / 1e12)) * 1e12
+        return compute_job(
+            self.arch, self.seq_len, self.stack, peak, peak16,
+            self.gpu.memory_bandwidth_gbps * 1e9,
+            self.precision in (Precision.fp8, Precision.fp4), self.opts.fp8_recipe,
+            self.dropout, self.opts.expert_imbalance,
+        )
+
+    @functools.cached_property
+    def constants(self) -> _JobConstants:
+        return _JobConstants.of(self)
+
+
+@dataclass(frozen=True)
+class _JobConstants:
+    """Per-job numbers every layout uses (parameter counts per layer, FLOPs per token)."""
+
+    dense_params: float  # non-expert parameters, whole model
+    expert_params: float
+    layer_dense: float  # non-expert parameters per layer (attention, norms, router, shared)
+    layer_expert: float
+    moe_frac: float
+    flops_per_token: float
+    hw_flops_full: float
+    hw_flops_selective: float
+
+    @staticmethod
+    def of(job: Job) -> _JobConstants:
+        a = job.arch
+        pc = param_counts(a)
+        L = float(a.layers)
+        moe_frac = (L - a.dense_layers) / L if a.is_moe else 0.0
+        s = job.seq_len
+        return _JobConstants(
+            dense_params=float(pc.total - pc.experts),
+            expert_params=float(pc.experts),
+            layer_dense=float(pc.attention + pc.dense_mlp + pc.shared_experts + pc.router
+                              + pc.norms) / L,
+            layer_expert=float(pc.experts) / L,
+            moe_frac=moe_frac,
+            flops_per_token=float(training_flops_per_token(a, s)),
+            hw_flops_full=float(training_flops_per_token(a, s, "full", hardware=True)),
+            hw_flops_selective=float(training_flops_per_token(a, s, "selective", hardware=True)),
+        )
 
 
 # The parts of a step, in the order reports show them; they sum to step_time_s.
@@ -126,324 +244,434 @@ BREAKDOWN_FIELDS = (
     "cp_comm_s",
     "ep_comm_s",
     "optimizer_s",
+    "straggler_s",
     "other_s",
 )
+# Families of collectives whose total time (hidden or not) ``comm_s`` reports.
+COMM_FAMILIES = ("tp", "cp", "ep", "pp", "dp")
 
 
 @dataclass(frozen=True)
 class StepEstimate:
-    """Per-layout results (arrays). Times in seconds; the breakdown sums to ``step_time_s``."""
+    """Per-layout results (arrays, or floats on the scalar path). Times in seconds; the
+    breakdown sums to ``step_time_s``."""
 
-    compute_s: F
-    tp_comm_s: F
-    pp_comm_s: F
-    pp_bubble_s: F
-    dp_comm_exposed_s: F
-    cp_comm_s: F
-    ep_comm_s: F
-    optimizer_s: F
-    other_s: F
-    step_time_s: F
-    model_flops: F  # per step, whole job
-    hardware_flops: F  # per step, recompute included
-    memory_bytes: F  # per GPU, worst pipeline stage
-    memory_parts: dict[str, F] = field(default_factory=dict)
+    compute_s: Any
+    tp_comm_s: Any
+    pp_comm_s: Any
+    pp_bubble_s: Any
+    dp_comm_exposed_s: Any
+    cp_comm_s: Any
+    ep_comm_s: Any
+    optimizer_s: Any
+    straggler_s: Any
+    other_s: Any
+    step_time_s: Any
+    model_flops: Any  # per step, whole job
+    hardware_flops: Any  # per step, recompute included
+    memory_bytes: Any  # per GPU, worst pipeline stage
+    memory_parts: dict[str, Any] = field(default_factory=dict)
+    comm_s: dict[str, Any] = field(default_factory=dict)  # total per family, hidden or not
 
-    def breakdown_sum(self) -> F:
-        return np.asarray(sum(getattr(self, k) for k in BREAKDOWN_FIELDS))
+    def breakdown_sum(self) -> Any:
+        return sum(getattr(self, k) for k in BREAKDOWN_FIELDS)
+
+    def hidden_share(self, family: str, exposed: Any) -> Any:
+        """Share of a family's communication the schedule hid (1 - exposed / total)."""
+        total = self.comm_s[family]
+        return np.where(np.asarray(total) > 0,
+                        1.0 - np.asarray(exposed) / np.maximum(np.asarray(total), 1e-30), 1.0)
+
+
+def stage_layers(layers: float, pp: Any, interleave: Any, X: Ops = ArrayOps) -> Any:
+    """Layers on the busiest pipeline rank: v chunks of ceil(L / (p v)) layers. Uneven splits
+    are allowed (Megatron-Core's uneven pipeline; Llama 3 section 3.3.2), and cost this
+    imbalance."""
+    return X.ceil(layers / (pp * interleave)) * interleave
+
+
+def micro_batches(job: Job, lay: Layouts, X: Ops = ArrayOps) -> Any:
+    """Micro-batches per pipeline per step (0 where the batch does not divide)."""
+    m = job.global_batch / lay.dp / lay.micro_batch
+    r = X.floor(m + 0.5)
+    return X.where((abs(m - r) < 1e-9) & (m >= 1.0), r, 0.0)
 
 
 def gemm_efficiency(stack: Stack, flops: ArrayLike) -> F:
-    """Achieved fraction of peak for one GEMM of ``flops`` FLOPs (piecewise-linear in log10)."""
+    """Achieved fraction of the 16-bit peak for one GEMM of ``flops`` FLOPs."""
     xs = np.array([x for x, _ in stack.gemm_efficiency])
     ys = np.array([y for _, y in stack.gemm_efficiency])
     f = np.maximum(np.asarray(flops, dtype=float), 1.0)
     return np.asarray(np.interp(np.log10(f), xs, ys))
 
 
-def _gemm_s(flops: F, peak: float, stack: Stack) -> F:
-    return np.asarray(flops / (peak * gemm_efficiency(stack, flops)))
+def estimate(job: Job, lay: Layouts, X: Ops | None = None) -> StepEstimate:
+    """Step time, breakdown, FLOPs and per-GPU memory for every layout in ``lay``. One layout
+    runs on Python floats (no numpy overhead) and comes back as one-element arrays."""
+    if X is None and len(lay) == 1 and np.ndim(lay.tp):
+        est = _step(job, lay.scalar(0), ScalarOps)
+        return _as_arrays(est)
+    return _step(job, lay, X or ArrayOps)
 
 
-def stage_layers(layers: float, pp: F, interleave: F) -> F:
-    """Layers on the busiest pipeline rank: v chunks of ceil(L / (p v)) layers. Uneven splits
-    are allowed (Megatron-Core's uneven pipeline; Llama 3 section 3.3.2), and cost this
-    imbalance."""
-    return np.asarray(np.ceil(layers / (pp * interleave)) * interleave)
+def _as_arrays(est: StepEstimate) -> StepEstimate:
+    def arr(v: Any) -> F:
+        return np.array([float(v)])
+
+    return StepEstimate(
+        *(arr(getattr(est, f.name)) for f in fields(est)
+          if f.name not in ("memory_parts", "comm_s")),
+        memory_parts={k: arr(v) for k, v in est.memory_parts.items()},
+        comm_s={k: arr(v) for k, v in est.comm_s.items()},
+    )
 
 
-def micro_batches(job: Job, lay: Layouts) -> F:
-    """Micro-batches per pipeline per step (0 where the batch does not divide)."""
-    per_dp = job.global_batch / lay.dp
-    m = per_dp / lay.micro_batch
-    return np.where(np.isclose(m, np.round(m)) & (m >= 1), np.round(m), 0.0)
+def _mix(d: Any, e: Any, frac: float) -> Any:
+    return d if frac == 0.0 else d * (1.0 - frac) + e * frac
 
 
-def estimate(job: Job, lay: Layouts) -> StepEstimate:
-    """Step time, breakdown, FLOPs and per-GPU memory for every layout in ``lay``."""
-    a, st, net = job.arch, job.stack, job.net
-    h, L, V = float(a.hidden), float(a.layers), float(a.vocab)
+def _step(job: Job, lay: Layouts, X: Ops) -> StepEstimate:
+    a, st, net, o, K = job.arch, job.stack, job.net, job.opts, job.constants
+    cj = job.compute
     t, p, d, c, e = lay.tp, lay.pp, lay.dp, lay.cp, lay.ep
-    b, v, z, rc = lay.micro_batch, lay.interleave, lay.zero, lay.recompute
-    sp = lay.sp.astype(bool)
-    m = micro_batches(job, lay)
+    b, v, z, rc, sp = lay.micro_batch, lay.interleave, lay.zero, lay.recompute, lay.sp
+    m = micro_batches(job, lay, X)
+    m1 = X.maximum(m, 1.0)
     s = float(job.seq_len)
+    h = float(a.hidden)
     T = b * s / c  # tokens per micro-batch on one GPU (CP splits the sequence)
+    mf = K.moe_frac
+    dense = layer_times(X, cj, T, t, e, sp, rc, m1, False)
+    moe: LayerTimes = layer_times(X, cj, T, t, e, sp, rc, m1, True) if a.is_moe else dense
+    head_f, head_b = head_times(X, cj, T, t)
 
-    gemm_dtype = training_dtype(job.precision)
-    peak = job.gpu.peak_tflops[gemm_dtype] * 1e12
-    # Attention and elementwise math stay in 16-bit even when GEMMs run in fp8 (TE).
-    peak16 = (
-        job.gpu.peak_tflops.get(Dtype.bf16, job.gpu.peak_tflops.get(Dtype.fp16, peak / 1e12)) * 1e12
-    )
-    hbm = job.gpu.memory_bandwidth_gbps * 1e9 * st.memory_efficiency
-    gated = a.activation in (Activation.swiglu, Activation.geglu)
-    g = 2.0 if gated else 1.0
+    # --- tensor parallelism: collectives around the GEMMs -------------------------------
+    act = T * h * ACT_BYTES  # the micro-batch's hidden states on one GPU (whole sequence part)
+    sp_on = sp > 0
+    ag = allgather_s(act, t, 1.0, net, X)
+    ar = allreduce_s(act, t, 1.0, net, X)
+    # With SP: all-gather before QKV and FC1, reduce-scatter after the projection and FC2;
+    # without: an all-reduce after the projection and FC2. MoE layers move their tokens with
+    # the dispatcher instead of the MLP pair (expert TP 1).
+    c_in = X.where(sp_on, ag, 0.0)
+    c_out = X.where(sp_on, ag, ar)
+    gq, gp, g1, g2 = dense.gemm_tp_f
+    mq, mp, _, _ = moe.gemm_tp_f
+    if o.tp_overlap:
+        tp_dense_f = (ov.chunked_overlap(X, c_in, gq, t) + ov.chunked_overlap(X, c_out, gp, t)
+                      + ov.chunked_overlap(X, c_in, g1, t) + ov.chunked_overlap(X, c_out, g2, t))
+        tp_dense_b = (ov.chunked_overlap(X, c_in, 2.0 * gq, t)
+                      + ov.chunked_overlap(X, c_out, 2.0 * gp, t)
+                      + ov.chunked_overlap(X, c_in, 2.0 * g1, t)
+                      + ov.chunked_overlap(X, c_out, 2.0 * g2, t))
+        tp_moe_f = ov.chunked_overlap(X, c_in, mq, t) + ov.chunked_overlap(X, c_out, mp, t)
+        tp_moe_b = (ov.chunked_overlap(X, c_in, 2.0 * mq, t)
+                    + ov.chunked_overlap(X, c_out, 2.0 * mp, t))
+    else:
+        tp_dense_f = tp_dense_b = 2.0 * (c_in + c_out)
+        tp_moe_f = tp_moe_b = c_in + c_out
+    tp_total_layer = _mix(4.0 * (c_in + c_out), 2.0 * (c_in + c_out), mf)
+    tp_f = _mix(tp_dense_f, tp_moe_f, mf)
+    tp_b = _mix(tp_dense_b, tp_moe_b, mf)
+    full = rc == FULL
+    Ls = stage_layers(float(a.layers), p, v, X)
+    # Megatron's block method recomputes the first N layers of each model chunk only.
+    full_frac = X.where(full, lay.rc_frac, 1.0)
+    tp_layer = tp_f + tp_b + X.where(full, full_frac * tp_f, 0.0)
+    tp_total_layer = tp_total_layer * X.where(full, 1.5, 1.0)
 
-    # --- per layer, per micro-batch, forward: GEMM time ---------------------------------
+    # --- context parallelism ----------------------------------------------------------------
     if a.is_mla:
-        assert a.qk_nope_head_dim and a.qk_rope_head_dim and a.v_head_dim and a.kv_lora_rank
-        dqk = a.heads * (a.qk_nope_head_dim + a.qk_rope_head_dim)
-        dv = a.heads * a.v_head_dim
-        q_rank = a.q_lora_rank or 0
-        attn_gemms = [
-            2 * T * h * (q_rank or dqk) / (1 if q_rank else t),
-            2 * T * q_rank * dqk / t if q_rank else 0 * T,
-            2 * T * h * (a.kv_lora_rank + a.qk_rope_head_dim),
-            2 * T * a.kv_lora_rank * a.heads * (a.qk_nope_head_dim + a.v_head_dim) / t,
-            2 * T * dv * h / t,
-        ]
+        assert a.qk_nope_head_dim and a.qk_rope_head_dim and a.v_head_dim
+        kv_width = a.heads * (a.qk_nope_head_dim + a.qk_rope_head_dim + a.v_head_dim)
     else:
-        dqk = a.heads * a.d_head
-        dv = dqk
-        dkv = a.n_kv_heads * a.d_head
-        attn_gemms = [2 * T * h * (dqk + 2 * dkv) / t, 2 * T * dv * h / t]
-    attn_gemm_s = sum(_gemm_s(x, peak, st) for x in attn_gemms if np.any(x))
+        kv_width = 2 * a.n_kv_heads * a.d_head
+    kv = T * kv_width / t * ACT_BYTES  # this GPU's K and V of one micro-batch
+    attn_f = _mix(dense.attn_f, moe.attn_f, mf)
+    attn_b = _mix(dense.attn_b, moe.attn_b, mf)
+    cp_cross = t * c > net.domain_gpus
+    has_cp = c > 1
+    if o.cp_comm == "allgather":
+        cp_f_total = allgather_s(kv * c, c, t, net, X)
+        cp_b_total = reducescatter_s(kv * c, c, t, net, X)
+        cp_f, cp_b = cp_f_total, cp_b_total
+    elif o.cp_comm == "a2a":
+        # Ulysses: all-to-all Q, K, V before attention and the output after, both ways.
+        qkv_b = T * (a.heads * a.d_head + kv_width) / t * ACT_BYTES
+        cp_f_total = alltoall_s(qkv_b, c, t, net, X) + alltoall_s(act / t, c, t, net, X)
+        cp_b_total = cp_f_total
+        cp_f, cp_b = cp_f_total, cp_b_total
+    else:
+        hop_f = p2p_s(kv, cp_cross, net, X)
+        hop_b = p2p_s(2.0 * kv, cp_cross, net, X)  # K, V and their gradients
+        cp_f_total = (c - 1.0) * hop_f
+        cp_b_total = (c - 1.0) * hop_b
+        cp_f = ov.ring_steps(X, hop_f, attn_f / c, c - 1.0)
+        cp_b = ov.ring_steps(X, hop_b, attn_b / c, c - 1.0)
+    cp_f = X.where(has_cp, cp_f, 0.0)
+    cp_b = X.where(has_cp, cp_b, 0.0)
+    cp_layer = cp_f + cp_b + X.where(full | (X.floor(rc / 1.0) % 2.0 > 0), cp_f, 0.0)
+    cp_total_layer = X.where(has_cp, cp_f_total + cp_b_total, 0.0)
 
-    def mlp_s(width: float, tokens: F) -> F:
-        up = _gemm_s(2 * tokens * h * width * g / t, peak, st)
-        return np.asarray(up + _gemm_s(2 * tokens * width * h / t, peak, st))
-
-    dense_mlp_s = mlp_s(a.ffn_hidden, T)
+    # --- expert parallelism -------------------------------------------------------------------
     if a.is_moe:
-        f_e = float(a.expert_ffn_hidden or a.ffn_hidden)
-        local_experts = a.experts / e
-        tokens_per_expert = e * T * a.top_k / a.experts  # balanced routing
-        moe_mlp_s = local_experts * mlp_s(f_e, tokens_per_expert) * job.expert_imbalance
-        moe_mlp_s = moe_mlp_s + (mlp_s(f_e * a.shared_experts, T) if a.shared_experts else 0.0)
-        moe_mlp_s = moe_mlp_s + _gemm_s(2 * T * h * a.experts, peak16, st)  # router
-        n_moe = L - a.dense_layers
+        Tm = T / t
+        disp = Tm * a.top_k * h * (1.0 if o.dispatch_fp8 else ACT_BYTES)
+        comb = Tm * a.top_k * h * ACT_BYTES
+        # Expert TP 1 with Megatron-Core's expert rank order (etp-ep-dp): an EP group is ep
+        # consecutive GPUs, folded over the tensor-, context- and data-parallel ranks.
+        ep_stride = 1.0
+        a2a_f = (alltoall_s(disp, e, ep_stride, net, X) + alltoall_s(comb, e, ep_stride, net, X)
+                 ) * o.expert_imbalance * job.ep_comm_factor
+        a2a_b = 2.0 * alltoall_s(comb, e, ep_stride, net, X) * o.expert_imbalance * (
+            job.ep_comm_factor)
+        moe_recompute = X.floor(rc / 8.0) % 2.0 > 0
+        a2a_total = a2a_f + a2a_b + X.where(full | moe_recompute, a2a_f, 0.0)
+        if o.ep_overlap == "none":
+            ep_exposed = a2a_total
+        else:
+            # Unpaired micro-batches: warm-up forwards and cool-down backwards of the
+            # schedule (one of each without a pipeline); DualPipe feeds both ends at once.
+            warm = X.maximum(1.0, (p - 1.0) / v)
+            if o.ep_overlap == "dualpipe":
+                warm = X.maximum(1.0, p / 2.0 - 1.0)
+            unpaired = X.minimum(1.0, warm / m1)
+            paired_compute = moe.fwd + moe.bwd + moe.recompute
+            ep_exposed = ov.paired_overlap(X, a2a_total, paired_compute, unpaired)
+        ep_exposed = X.where(e > 1, ep_exposed, 0.0)
+        ep_total_layer = X.where(e > 1, a2a_total, 0.0)
     else:
-        moe_mlp_s = 0.0 * T
-        n_moe = 0.0
-    moe_frac = n_moe / L
+        ep_exposed = ep_total_layer = 0.0 * T
 
-    # --- attention core -----------------------------------------------------------------
-    flash = st.flash_attention
-    # Unfused attention computes the whole s x s score matrix; flash skips the masked half.
-    causal = 0.5 if flash else 1.0
-    attn_core_flops = 2.0 * T * s * (dqk + dv) / t * causal
-    attn_core_s = attn_core_flops / (peak16 * st.attention_efficiency)
-    attn_core_bwd = 2.5 if flash else 2.0  # flash backward recomputes the scores
+    # --- one micro-batch on the busiest stage -----------------------------------------------
+    n_moe_stage = Ls * mf
+    # A layer's pass never takes less than launching its kernels (the stack's host floor).
+    lf_d, lf_m = st.layer_launch_s, st.layer_launch_s + st.moe_layer_launch_s
+    rec = X.where(full, full_frac, 1.0)
+    d_fwd = X.maximum(dense.fwd, lf_d)
+    d_bwd = X.maximum(dense.bwd + rec * dense.recompute, 2.0 * lf_d)
+    m_fwd = X.maximum(moe.fwd, lf_m)
+    m_bwd = X.maximum(moe.bwd + rec * moe.recompute, 2.0 * lf_m)
+    fwd_c = Ls * _mix(d_fwd, m_fwd, mf) + head_f
+    bwd_c = Ls * _mix(d_bwd, m_bwd, mf) + head_b
+    wgrad = Ls * _mix(dense.wgrad, moe.wgrad, mf)
+    tp_mb = Ls * tp_layer
+    cp_mb = Ls * cp_layer
+    ep_mb = n_moe_stage * ep_exposed
 
-    # --- elementwise (HBM-bound) ----------------------------------------------------------
-    drop = 1.0 if job.dropout else 0.0
-    sp_div = np.where(sp, t, 1.0)
-    # norms (2 x read+write h), two residual adds (read 2h, write h), dropout masks; 2 bytes
-    replicated_b = (20.0 + 2.0 * drop) * h / sp_div
-    act_b = (6.0 if gated else 4.0) * a.ffn_hidden / t
-    softmax_b = 0.0 if flash else a.heads * s * (4.0 + 5.0 * drop) / t
-    elem_fwd_s = T * (replicated_b + act_b + softmax_b) / hbm
-
-    layer_fwd = (
-        attn_gemm_s + (1 - moe_frac) * dense_mlp_s + moe_frac * moe_mlp_s + attn_core_s + elem_fwd_s
-    )
-    layer_bwd = 2.0 * (attn_gemm_s + (1 - moe_frac) * dense_mlp_s + moe_frac * moe_mlp_s) + (
-        attn_core_bwd * attn_core_s + 2.0 * elem_fwd_s
-    )
-    recompute_s = np.where(
-        rc == 2, layer_fwd, np.where(rc == 1, attn_core_s + T * softmax_b / hbm, 0.0)
-    )
-    layer_compute = layer_fwd + layer_bwd + recompute_s
-
-    # --- TP communication per layer -------------------------------------------------------
-    act_bytes = T * h * ACT_BYTES
-    n_tp_colls = np.where(rc == 2, 6.0, 4.0)  # full recompute repeats the forward pair
-    tp_coll = allreduce_s(act_bytes, t, 1.0, net)
-    layer_tp = n_tp_colls * tp_coll * (1.0 - st.tp_overlap)
-
-    # --- CP ring attention per layer --------------------------------------------------------
-    dkv_bytes = (2 * (a.n_kv_heads * a.d_head if not a.is_mla else dqk)) / t * ACT_BYTES
-    kv_chunk = T * dkv_bytes
-    # forward passes K,V around c-1 hops; backward passes K,V and their gradients
-    cp_raw = 3.0 * (c - 1) * p2p_s(kv_chunk, t * c > net.domain_gpus, net) * (c > 1)
-    cp_hidden = st.cp_overlap * attn_core_s * (1 + attn_core_bwd)
-    layer_cp = np.maximum(0.0, cp_raw - cp_hidden)
-
-    # --- EP all-to-all per MoE layer ----------------------------------------------------------
-    if a.is_moe:
-        a2a_bytes = T * a.top_k * h * ACT_BYTES
-        layer_ep = 4.0 * alltoall_s(a2a_bytes, e, t * c, net) * moe_frac * job.ep_comm_factor
-    else:
-        layer_ep = 0.0 * T
-
-    # --- the slowest stage ----------------------------------------------------------------------
-    layers_stage = stage_layers(L, p, v)
-    head_fwd = _gemm_s(2 * T * h * V / t, peak, st) + T * 4.0 * V / t * 3 / hbm  # logits + loss
-    head_s = 3.0 * head_fwd
-    stage_compute = layers_stage * layer_compute + head_s
-    stage_tp = layers_stage * layer_tp
-    stage_cp = layers_stage * layer_cp
-    stage_ep = layers_stage * layer_ep
-    # p2p: activations forward, gradients backward, v chunks each; scatter-gather sends 1/t
-    p2p_bytes = act_bytes / t
+    # p2p between stages: activations forward, gradients backward, v chunks each; with
+    # sequence parallelism each TP rank sends its 1/t (scatter-gather).
+    p2p_bytes = act / X.where(sp_on, t, 1.0)
     crosses = t * c * d >= net.domain_gpus
-    stage_pp = np.where(p > 1, 2.0 * v * p2p_s(p2p_bytes, crosses, net), 0.0) * (
-        (1 - st.pp_overlap) * job.pp_comm_factor
-    )
-    per_mb = stage_compute + stage_tp + stage_cp + stage_ep + stage_pp
+    sends = 2.0 * v * p2p_s(p2p_bytes, crosses, net, X) * job.pp_comm_factor
+    pp_total_mb = X.where(p > 1, sends, 0.0)
+    pp_share = X.where(o.p2p_overlap, X.minimum(1.0, (p - 1.0) / (v * m1)), 1.0)
+    pp_mb = pp_total_mb * pp_share
 
-    compute = m * stage_compute
-    tp_comm = m * stage_tp
-    cp_comm = m * stage_cp
-    ep_comm = m * stage_ep
-    pp_comm = m * stage_pp
-    bubble = np.where(p > 1, (p - 1) / v * per_mb, 0.0)
-
-    # --- data parallelism -------------------------------------------------------------------------
-    pc = param_counts(a)
-    dense_total = pc.total - pc.experts
-    dense_stage = dense_total / p  # per stage, before TP
-    expert_stage = pc.experts / p
-    grad_b = bytes_per(job.grad_precision)
-    w_b = bytes_per(
-        Precision.bf16 if job.precision in (Precision.fp8, Precision.fp4) else job.precision
-    )
+    # --- ZeRO-3 / FSDP: every layer's weights gathered, gradients reduce-scattered ----------
     dp_ranks = d * c
-    dense_local = dense_stage / t
-    expert_local = expert_stage / (t * e)
-    edp = np.maximum(dp_ranks / e, 1.0)
-    grads_ar = job.dp_comm_factor * (
-        allreduce_s(dense_local * grad_b, dp_ranks, t, net)
-        + allreduce_s(expert_local * grad_b, edp, t * e, net)
-    )
-    # ZeRO-3 gathers weights forward and backward and reduce-scatters grads every micro-batch.
-    z3 = m * job.dp_comm_factor * (
-        2 * allgather_s(dense_local * w_b, dp_ranks, t, net)
-        + allgather_s(dense_local * grad_b, dp_ranks, t, net)
-        + 2 * allgather_s(expert_local * w_b, edp, t * e, net)
-        + allgather_s(expert_local * grad_b, edp, t * e, net)
-    )
-    last_bwd = layers_stage * (layer_bwd + recompute_s)
-    dp_exposed = np.where(
-        z >= 3,
-        np.maximum(0.0, z3 - st.dp_overlap * compute),
-        np.maximum(0.0, grads_ar - st.dp_overlap * last_bwd),
-    )
-    dp_exposed = np.where(dp_ranks > 1, dp_exposed, 0.0)
+    is_z3 = z >= 3
+    shard = X.where(lay.shard > 0, X.minimum(lay.shard, dp_ranks), dp_ranks)
+    w_b = bytes_per(Precision.bf16 if job.precision in (Precision.fp8, Precision.fp4)
+                    else job.precision)
+    grad_b = bytes_per(job.grad_precision)
+    layer_params = K.layer_dense / t + K.layer_expert / e
+    # ZeRO++: qwZ gathers int8 weights; hpZ gathers the backward copy inside the node; qgZ
+    # reduces gradients in int4 (Wang et al., ZeRO++, arXiv 2306.10209, section 3).
+    node_group = X.minimum(shard, X.maximum(1.0, net.domain_gpus / t))
+    zpp = 1.0 if o.zeropp else 0.0
+    # A framework that gathers tensor by tensor issues k collectives per layer and pass, each
+    # moving 1/k of the layer and each paying the ring's latency across the whole group.
+    k = float(st.features.zero3_collectives_per_layer)
+    piece = layer_params / k / st.features.zero3_busbw_fraction
+    ag_f = k * allgather_s(piece * w_b * (1.0 - 0.5 * zpp), shard, t, net, X)
+    ag_b = k * allgather_s(piece * w_b * (1.0 - 0.5 * zpp),
+                           X.where(zpp > 0, node_group, shard), t, net, X)
+    rs_b = k * reducescatter_s(piece * grad_b * (1.0 - 0.75 * zpp), shard, t, net, X)
+    ag_f = ag_f * job.dp_comm_factor
+    ag_b = ag_b * job.dp_comm_factor
+    rs_b = rs_b * job.dp_comm_factor
+    layer_f_wall = (fwd_c - head_f) / X.maximum(Ls, 1.0) + (tp_f + cp_f)
+    layer_b_wall = (bwd_c - head_b) / X.maximum(Ls, 1.0) + (tp_b + cp_b)
+    z3_f = ov.prefetched_layers(X, layer_f_wall, ag_f, Ls, o.prefetch) - Ls * layer_f_wall
+    z3_b = ov.prefetched_layers(X, layer_b_wall, ag_b + rs_b, Ls, o.prefetch) - Ls * layer_b_wall
+    z3_on = is_z3 & (shard > 1)
+    z3_mb = X.where(z3_on, z3_f + z3_b, 0.0)
+    z3_total_mb = X.where(z3_on, Ls * (ag_f + ag_b + rs_b), 0.0)
 
-    # --- optimizer ----------------------------------------------------------------------------
-    params_local = (dense_local + expert_local) / np.where(z >= 1, dp_ranks, 1.0)
-    optimizer = params_local * ADAM_BYTES_PER_PARAM / hbm
-    other = np.full_like(compute, st.step_overhead_s)
+    per_mb = fwd_c + bwd_c + tp_mb + cp_mb + ep_mb + pp_mb + z3_mb
 
-    step = compute + tp_comm + pp_comm + bubble + dp_exposed + cp_comm + ep_comm + optimizer + other
+    # --- the pipeline schedule ------------------------------------------------------------------
+    pipelined = p > 1
+    if o.schedule == "dualpipe":
+        # DualPipe (DeepSeek-V3 report, Table 2): (p/2 - 1)(F&B + B - 3W), F&B ~ F + B.
+        bubble = X.maximum(p / 2.0 - 1.0, 0.0) * X.maximum(per_mb + bwd_c - 3.0 * wgrad, 0.0)
+    elif o.schedule == "zb":
+        # Zero bubble ZB-H1 (Qi et al., arXiv 2401.10241): (p - 1)(F + B - 2W), per chunk.
+        bubble = (p - 1.0) / v * X.maximum(per_mb - 2.0 * wgrad, fwd_c)
+    else:
+        bubble = (p - 1.0) / v * per_mb
+    bubble = X.where(pipelined, bubble, 0.0)
+
+    # --- data parallelism: gradient buckets, parameter gathers ------------------------------
+    dense_local = K.dense_params / p / t
+    expert_local = K.expert_params / p / e  # whole experts (expert TP 1) over ep GPUs
+    edp = X.maximum(t * dp_ranks / e, 1.0)  # GPUs holding the same experts
+    local = dense_local + expert_local
+    bucket = X.maximum(o.bucket_params, 1.0e6 * dp_ranks)
+    nb = X.maximum(X.ceil(local / bucket), 1.0)
+    dense_share = dense_local / X.maximum(local, 1.0)
+
+    def per_bucket(fn: Any, width: float, ranks_d: Any, ranks_e: Any) -> Any:
+        # Every bucket holds dense and expert gradients in proportion; each goes to its
+        # own group (experts: the smaller expert-data-parallel group).
+        per = local / nb * width
+        return nb * (fn(per * dense_share, ranks_d, t, net, X)
+                     + fn(per * (1.0 - dense_share), ranks_e, e, net, X))
+
+    grad_ar = per_bucket(allreduce_s, grad_b, dp_ranks, edp)
+    grad_rs = per_bucket(reducescatter_s, grad_b, dp_ranks, edp)
+    param_ag = per_bucket(allgather_s, w_b, dp_ranks, edp)
+    grad_comm = X.where(z >= 1, grad_rs, grad_ar) * job.dp_comm_factor
+    # Gradients of the last micro-batch become final while stage 0's last backward runs; with
+    # interleaving the chunks finish one after another through the cool-down.
+    window = bwd_c / v * (1.0 + (v - 1.0) * X.minimum(p, m1))
+    if o.grad_overlap:
+        grad_tail = ov.bucketed_tail(X, grad_comm, nb, window)
+    else:
+        grad_tail = grad_comm
+    # The distributed optimizer gathers the updated parameters; with overlap the next
+    # step's first forward waits only for each bucket it needs.
+    param_comm = X.where((z >= 1) & (z < 3), param_ag * job.dp_comm_factor, 0.0)
+    if o.param_overlap:
+        param_tail = ov.bucketed_tail(X, param_comm, nb, fwd_c / v)
+    else:
+        param_tail = param_comm
+    # Hybrid sharding: one all-reduce of the sharded gradients across the replicas per step.
+    replicas = dp_ranks / shard
+    hsdp_comm = X.where(z3_on & (replicas > 1),
+                        allreduce_s(local * grad_b / shard, replicas, t * shard, net, X)
+                        * job.dp_comm_factor, 0.0)
+    hsdp_tail = ov.bucketed_tail(X, hsdp_comm, nb, window) if o.grad_overlap else hsdp_comm
+    dp_tail = X.where(is_z3, hsdp_tail, grad_tail + param_tail)
+    dp_tail = X.where(dp_ranks > 1, dp_tail, 0.0)
+    dp_total = X.where(dp_ranks > 1,
+                       X.where(is_z3, hsdp_comm, grad_comm + param_comm), 0.0) + m * z3_total_mb
+
+    # --- optimizer, overheads ----------------------------------------------------------------
+    params_local = dense_local / X.where(z >= 1, dp_ranks, 1.0) + expert_local / X.where(
+        z >= 1, edp, 1.0)
+    optimizer = params_local * ADAM_BYTES_PER_PARAM / cj.hbm
+
+    compute = m * (fwd_c + bwd_c)
+    tp_comm = m * tp_mb
+    cp_comm = m * cp_mb
+    ep_comm = m * ep_mb
+    pp_comm = m * pp_mb
+    dp_exposed = dp_tail + m * z3_mb
+    # What overlapping costs: hidden collectives take SMs and memory bandwidth from the
+    # compute beside them (the stack's overlap_slowdown per second hidden).
+    tp_total = m * Ls * tp_total_layer
+    cp_total = m * Ls * cp_total_layer
+    ep_total = m * n_moe_stage * ep_total_layer
+    pp_total = m * pp_total_mb
+    slow = st.overlap_slowdown
+    if slow:
+        tp_comm = tp_comm + slow * X.maximum(tp_total - tp_comm, 0.0)
+        cp_comm = cp_comm + slow * X.maximum(cp_total - cp_comm, 0.0)
+        ep_comm = ep_comm + slow * X.maximum(ep_total - ep_comm, 0.0)
+        dp_exposed = dp_exposed + slow * X.maximum(dp_total - dp_exposed, 0.0)
+    other = X.full(compute, st.step_overhead_s)
+    # Synchronous training waits at every collective for the slowest GPU of the job: its
+    # compute runs sigma sqrt(2 ln N) slower than the median's (Sinha et al., SC22).
+    n_gpus = t * p * d * c
+    straggler = (compute + bubble) * job.gpu_speed_cv * X.sqrt(2.0 * X.log(X.maximum(n_gpus,
+                                                                                    1.0)))
+
+    step = (compute + tp_comm + pp_comm + bubble + dp_exposed + cp_comm + ep_comm + optimizer
+            + straggler + other)
 
     tokens = job.global_batch * s
-    model_flops = tokens * float(training_flops_per_token(a, s))
-    hw_per_token = np.where(
-        rc == 2,
-        float(training_flops_per_token(a, s, "full", hardware=True)),
-        np.where(
-            rc == 1,
-            float(training_flops_per_token(a, s, "selective", hardware=True)),
-            float(training_flops_per_token(a, s)),
-        ),
-    )
-    mem = memory(job, lay, m)
+    model_flops = tokens * K.flops_per_token
+    hw_per_token = X.where(full, K.hw_flops_full,
+                           X.where(X.floor(rc) % 2.0 > 0, K.hw_flops_selective,
+                                   K.flops_per_token))
+    mem = memory(job, lay, m, X)
     return StepEstimate(
-        compute,
-        tp_comm,
-        pp_comm,
-        bubble,
-        dp_exposed,
-        cp_comm,
-        ep_comm,
-        optimizer,
-        other,
-        step,
-        np.full_like(step, model_flops),
-        tokens * hw_per_token,
-        mem["total"],
-        mem,
+        compute, tp_comm, pp_comm, bubble, dp_exposed, cp_comm, ep_comm, optimizer, straggler,
+        other, step, X.full(step, model_flops), tokens * hw_per_token, mem["total"], mem,
+        {"tp": tp_total, "cp": cp_total, "ep": ep_total, "pp": pp_total, "dp": dp_total},
     )
 
 
-def memory(job: Job, lay: Layouts, m: F | None = None) -> dict[str, F]:
+def memory(job: Job, lay: Layouts, m: Any = None, X: Ops = ArrayOps) -> dict[str, Any]:
     """Per-GPU memory (bytes) of the first pipeline stage, which holds the most in-flight
     activations, plus the embedding; the last stage's LM head and logits when pp = 1."""
-    a = job.arch
+    a, K, o = job.arch, job.constants, job.opts
     t, p, d, c, e, v = lay.tp, lay.pp, lay.dp, lay.cp, lay.ep, lay.interleave
     if m is None:
-        m = micro_batches(job, lay)
+        m = micro_batches(job, lay, X)
     pc = param_counts(a)
     L = float(a.layers)
-    layers_stage = stage_layers(L, p, v)
-    per_layer_dense = (pc.attention + pc.dense_mlp + pc.shared_experts + pc.router + pc.norms) / L
-    per_layer_expert = pc.experts / L
-    first_embed = pc.embedding + np.where(p == 1, pc.output, 0.0)
+    layers_stage = stage_layers(L, p, v, X)
+    first_embed = pc.embedding + X.where(p == 1, float(pc.output), 0.0)
     storage = Precision.bf16 if job.precision in (Precision.fp8, Precision.fp4) else job.precision
-    w, gr, o = state_bytes_array(
-        per_layer_dense * layers_stage + first_embed,
-        per_layer_expert * layers_stage,
-        t,
-        d,
-        c,
-        e,
-        lay.zero,
-        storage,
-        job.grad_precision,
-        "adam",
-    )
-    moe_frac = (L - a.dense_layers) / L if a.is_moe else 0.0
-    per_layer_act = activation_bytes_per_layer_array(
-        a,
-        job.seq_len,
-        lay.micro_batch,
-        t,
-        lay.sp,
-        lay.recompute,
-        job.stack.flash_attention,
-        job.dropout,
-        c,
-        False,
-    ) * (1 - moe_frac)
+    dense_params = K.layer_dense * layers_stage + first_embed
+    expert_params = K.layer_expert * layers_stage
+    # DualPipe keeps two model chunks per rank (the stage and its mirror): twice the states.
+    copies = 2.0 if o.schedule == "dualpipe" else 1.0
+    dp_ranks = d * c
+    shard = X.where(lay.shard > 0, X.minimum(lay.shard, dp_ranks), dp_ranks)
+    z3_group = X.where(lay.zero >= 3, shard, dp_ranks)
+    w, gr, opt = _states(X, dense_params, expert_params, t, z3_group, e, lay.zero, storage,
+                         job.grad_precision, dp_ranks)
+    w, gr, opt = w * copies, gr * copies, opt * copies
+    # ZeRO-3/FSDP holds the gathered layers it computes with and prefetches (16-bit).
+    layer_w = (K.layer_dense / t + K.layer_expert / e) * bytes_per(storage)
+    w = w + X.where(lay.zero >= 3, (1.0 + max(o.prefetch, 0)) * layer_w, 0.0)
+    mf = K.moe_frac
+    per_layer_act = _act(X, job, lay, False) * (1.0 - mf)
     if a.is_moe:
-        per_layer_act = per_layer_act + moe_frac * activation_bytes_per_layer_array(
-            a,
-            job.seq_len,
-            lay.micro_batch,
-            t,
-            lay.sp,
-            lay.recompute,
-            job.stack.flash_attention,
-            job.dropout,
-            c,
-            True,
-        )
-    inflight = np.where(
+        per_layer_act = per_layer_act + mf * _act(X, job, lay, True)
+    # Block recompute: a share of the layers keep only their input, the rest everything.
+    full = lay.recompute == FULL
+    bare = replace(lay, recompute=lay.recompute * 0.0)
+    none_act = _act(X, job, bare, False) * (1.0 - mf)
+    if a.is_moe:
+        none_act = none_act + mf * _act(X, job, bare, True)
+    frac = X.where(full, lay.rc_frac, 1.0)
+    per_layer_act = X.where(full, frac * per_layer_act + (1.0 - frac) * none_act, per_layer_act)
+    inflight = X.where(
         p == 1,
         1.0,
-        np.where(v > 1, np.where(m >= p, p * (1 + (p - 1) / (p * v)), m), np.minimum(p, m)),
+        X.where(v > 1, X.where(m >= p, p * (1.0 + (p - 1.0) / (p * v)), m), X.minimum(p, m)),
     )
+    if o.schedule == "dualpipe":
+        inflight = X.where(p == 1, 1.0, p + 1.0)  # DeepSeek-V3 Table 2: PP + 1 activations
     act = per_layer_act * layers_stage * inflight
-    act = act + np.where(p == 1, 4.0 * (job.seq_len / c) * lay.micro_batch * a.vocab / t, 0.0)
-    total = w + gr + o + act + job.reserve_bytes
+    act = act + X.where(p == 1, 4.0 * (job.seq_len / c) * lay.micro_batch * a.vocab / t, 0.0)
+    total = w + gr + opt + act + job.reserve_bytes
     return {
         "weights": w,
         "gradients": gr,
-        "optimizer": o,
+        "optimizer": opt,
         "activations": act,
-        "reserve": np.full_like(total, job.reserve_bytes),
+        "reserve": X.full(total, job.reserve_bytes),
         "total": total,
     }
+
+
+def _states(X: Ops, dense: Any, expert: Any, t: Any, z3_group: Any, e: Any, zero: Any,
+            weights: Precision, grads: Precision, dp_ranks: Any) -> tuple[Any, Any, Any]:
+    """(weights, gradients, optimizer) bytes per GPU: ZeRO 1/2 shard optimizer state and
+    gradients over the data-parallel group, ZeRO-3 the weights too (over its sharding group)."""
+    return state_bytes_array(dense, expert, t, dp_ranks, 1.0, e, zero, weights, grads, "adam",
+                             z3_group, X)
+
+
+def _act(X: Ops, job: Job, lay: Layouts, moe: bool) -> Any:
+    return activation_bytes_per_layer_array(
+        job.arch, job.seq_len, lay.micro_batch, lay.tp, lay.sp, lay.recompute,
+        job.stack.flash_attention, job.dropout, lay.cp, moe, X,
+        job.precision in (Precision.fp8, Precision.fp4),
+    )

@@ -24,7 +24,7 @@ closed form has no penalty, and ECMP collisions (which ``netsim`` shows) are not
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import replace, dataclass
 
 from clusterwright.catalog.registry import Catalog
 from clusterwright.design.fabric import Fabric, design_fabric
@@ -94,12 +94,8 @@ class ClusterShape:
 
 def _tier_net(base: Interconnect, oversub: float, extra_hops: int, hop_s: float
               ) -> Interconnect:
-    return Interconnect(
-        domain_gpus=base.domain_gpus, scale_up_busbw=base.scale_up_busbw,
-        nvls_busbw=base.nvls_busbw, net_busbw=base.net_busbw / oversub, base_s=base.base_s,
-        intra_step_s=base.intra_step_s, inter_step_s=base.inter_step_s + extra_hops * hop_s,
-        tree_inter_step_s=base.tree_inter_step_s + extra_hops * hop_s,
-    )
+    return replace(base, net_busbw=base.net_busbw / oversub,
+                   latency_inter_s=base.latency_inter_s + extra_hops * hop_s)
 
 
 def shape_from_fabric(fab: Fabric, cat: Catalog,

@@ -13,8 +13,9 @@ Optimizer = Literal["adam", "sgd"]
 class ParallelConfig(BaseModel):
     """Parallel layout of one training job.
 
-    GPUs = dp * tp * pp * cp. Expert parallelism (ep) splits experts inside the data-parallel
-    group, so it must divide dp * cp (Megatron-Core's default expert layout).
+    GPUs = dp * tp * pp * cp. Expert parallelism (ep) splits whole experts (expert TP 1) over
+    consecutive GPUs of the tensor-, context- and data-parallel ranks (Megatron-Core's MoE
+    parallel folding), so it must divide tp * dp * cp.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -33,8 +34,11 @@ class ParallelConfig(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> ParallelConfig:
-        if (self.dp * self.cp) % self.ep:
-            raise ValueError(f"ep={self.ep} must divide dp*cp={self.dp * self.cp}")
+        if (self.tp * self.dp * self.cp) % self.ep:
+            raise ValueError(
+                f"ep={self.ep} must divide tp*dp*cp={self.tp * self.dp * self.cp} "
+                "(expert parallelism folds over the tensor-, context- and data-parallel GPUs)"
+            )
         if self.sequence_parallel and self.tp == 1:
             raise ValueError("sequence_parallel needs tp > 1")
         if self.virtual_stages > 1 and self.pp == 1:

@@ -12,9 +12,11 @@ from pathlib import Path
 from clusterwright.catalog.registry import Catalog
 from clusterwright.catalog.schema import Dtype, ModelArch
 from clusterwright.design.train import estimate_layout, job_for, plan
-from clusterwright.errors import InputError
+from clusterwright.model.training import Job, stage_layers
+from clusterwright.model.xp import ScalarOps
+from clusterwright.errors import ClusterwrightError, InputError
 from clusterwright.model.flops import megatron_iteration_flops
-from clusterwright.model.memory import training_memory
+from clusterwright.model.memory import parse_recompute, training_memory
 from clusterwright.spec.parallel import ParallelConfig
 
 GIB = 2**30
@@ -32,6 +34,11 @@ class Row:
     source: str
     set: str = "dev"  # "dev": used to calibrate the catalog; "held-out": never looked at then
     detail: str = ""
+    group: str = ""  # rows that belong together (one curve, one source table)
+    tags: tuple[tuple[str, str], ...] = ()  # regime: (stack, ...), (precision, ...), ...
+
+    def tag(self, name: str) -> str:
+        return dict(self.tags).get(name, "")
 
     @property
     def error(self) -> float:
@@ -68,6 +75,17 @@ class TableResult:
         rows = self.held_out_rows
         return _mape(rows) if rows else None
 
+    def mape_by(self, key: str, subset: str = "dev") -> dict[str, tuple[int, float, float]]:
+        """(rows, MAPE, max |error|) per value of tag ``key`` (or per ``group`` when key is
+        "group"), over the development or held-out rows."""
+        rows = self.dev_rows if subset == "dev" else self.held_out_rows
+        out: dict[str, list[Row]] = {}
+        for r in rows:
+            value = r.group if key == "group" else r.tag(key)
+            for v in value.split("+") if value else ["-"]:
+                out.setdefault(v, []).append(r)
+        return {k: (len(v), _mape(v), max(abs(r.error) for r in v)) for k, v in out.items()}
+
 
 def _mape(rows: list[Row]) -> float:
     return sum(abs(r.error) for r in rows) / len(rows)
@@ -91,7 +109,8 @@ def _read(name: str) -> list[dict[str, str]]:
 
 def _gpt(r: dict[str, str]) -> ModelArch:
     # GPT shapes of Korthikanti et al. 2022: ffn = 4h, MHA, learned positions, biases, the
-    # GPT-2 vocabulary padded to 51,200 as Megatron does.
+    # GPT-2 vocabulary padded to 51,200 as Megatron does; a row may give its own ffn, KV
+    # heads, vocabulary and activation (Megatron-Core's GPT configurations).
     h = int(r["hidden"])
     return ModelArch(
         id="validation-gpt",
@@ -100,12 +119,13 @@ def _gpt(r: dict[str, str]) -> ModelArch:
         layers=int(r["layers"]),
         hidden=h,
         heads=int(r["heads"]),
+        kv_heads=int(r["kv_heads"]) if r.get("kv_heads") else None,
         ffn_hidden=int(r.get("ffn_hidden") or 4 * h),
-        vocab=51200,
+        vocab=int(r.get("vocab") or 51200),
         max_seq_len=int(r["seq_len"]),
         position="learned",
         bias=True,
-        activation="gelu",
+        activation=r.get("activation") or "gelu",
         tied_embeddings=True,
     )
 
@@ -160,27 +180,66 @@ def memory_table() -> TableResult:
 
 
 RECOMPUTE_CODE = {"none": 0, "selective": 1, "full": 2}
+# Columns of training.csv that set a framework option (empty: the stack's default).
+OPTION_COLUMNS = ("schedule", "ep_overlap", "cp_comm", "fp8_recipe")
+BOOL_OPTION_COLUMNS = {"tp_overlap": "tp_overlap", "dispatch_fp8": "dispatch_fp8"}
 
 
-def _train_row(cat: Catalog, r: dict[str, str]) -> tuple[float, str]:
-    """Predict one training row with its published configuration. Fields left empty are
-    searched (fastest layout that fits), as ``train estimate`` does."""
+def _flag(value: str) -> bool:
+    return value.strip().lower() in ("yes", "true", "1")
+
+
+def train_job(cat: Catalog, r: dict[str, str]) -> Job:
+    """The Job a training.csv row describes (model, GPU, stack, precision, options)."""
     arch = _gpt(r) if r["model"] == "gpt" else cat.model(r["model"])
-    seq = int(r["seq_len"])
-    gb = int(r["global_batch"])
-    job = job_for(
+    options: dict[str, object] = {k: r[k] for k in OPTION_COLUMNS if r.get(k)}
+    for col, key in BOOL_OPTION_COLUMNS.items():
+        if r.get(col):
+            options[key] = _flag(r[col])
+    if r.get("expert_imbalance"):
+        options["expert_imbalance"] = float(r["expert_imbalance"])
+    return job_for(
         cat,
         arch,
         r["gpu"],
-        seq,
-        gb,
+        int(r["seq_len"]),
+        int(r["global_batch"]),
         r["precision"],
-        r["grad_precision"] or None,
-        dropout=r["dropout"] == "yes",
+        r.get("grad_precision") or None,
+        stack_id=r.get("stack") or None,
+        dropout=r.get("dropout") == "yes",
+        options=options,
     )
+
+
+def regime_tags(job: Job, layout: dict[str, object], n_gpus: int) -> tuple[tuple[str, str], ...]:
+    """Where a prediction sits: stack, precision class, parallelism families, scale."""
+    prec = "fp8" if job.precision.value in ("fp8", "fp4") else "bf16"
+    fams = []
+    if int(str(layout.get("zero", 0))) >= 3:
+        fams.append("zero3")
+    if int(str(layout.get("ep", 1))) > 1:
+        fams.append("moe-ep")
+    if int(str(layout.get("cp", 1))) > 1:
+        fams.append("cp")
+    if not fams or int(str(layout.get("tp", 1))) * int(str(layout.get("pp", 1))) > 1:
+        fams.insert(0, "ptd-p")
+    scale = "<=64" if n_gpus <= 64 else "<=1024" if n_gpus <= 1024 else ">1024"
+    return (("stack", job.stack.id), ("precision", prec), ("family", "+".join(fams)),
+            ("scale", scale), ("gpu", job.gpu.id))
+
+
+def _train_row(cat: Catalog, r: dict[str, str]) -> tuple[float, str, tuple[tuple[str, str], ...]]:
+    """Predict one training row with its published configuration. Fields left empty are
+    searched (fastest layout that fits), as ``train estimate`` does."""
+    job = train_job(cat, r)
+    arch = job.arch
+    seq = job.seq_len
+    gb = job.global_batch
+    n = int(r["n_gpus"])
     if not r["tp"]:
         # Layout not published (MLPerf): predict with the planner's best layout.
-        res_plan = plan(job, int(r["n_gpus"]), top_n=1)
+        res_plan = plan(job, n, top_n=1)
         if res_plan.best is None:
             raise InputError(f"training.csv row {r['id']}: no layout fits")
         best = res_plan.best
@@ -190,8 +249,8 @@ def _train_row(cat: Catalog, r: dict[str, str]) -> tuple[float, str]:
             f"plan: tp{lay['tp']} pp{lay['pp']} dp{lay['dp']} cp{lay['cp']} "
             f"v{lay['interleave']} {lay['recompute']}"
         )
-        return float(r["tokens"]) / tps / 60.0, detail
-    fixed = {k: int(r[k]) for k in ("tp", "pp", "dp", "cp", "ep")}
+        return float(r["tokens"]) / tps / 60.0, detail, regime_tags(job, lay, n)
+    fixed: dict[str, int] = {k: int(r[k]) for k in ("tp", "pp", "dp", "cp", "ep")}
     search: list[str] = []
     for key, col in (
         ("interleave", "interleave"),
@@ -202,8 +261,15 @@ def _train_row(cat: Catalog, r: dict[str, str]) -> tuple[float, str]:
             fixed[key] = int(r[col])
         else:
             search.append(key)
+    if r.get("shard"):
+        fixed["shard"] = int(r["shard"])
     if r["recompute"]:
-        fixed["recompute"] = RECOMPUTE_CODE[r["recompute"]]
+        fixed["recompute"] = parse_recompute(r["recompute"])
+        if r.get("recompute_layers") and r.get("interleave"):
+            # Megatron's --recompute-num-layers counts layers per model chunk.
+            per_chunk = stage_layers(float(arch.layers), fixed["pp"], int(r["interleave"]),
+                                     ScalarOps) / int(r["interleave"])
+            fixed["rc_frac"] = min(1.0, int(r["recompute_layers"]) / per_chunk)
     else:
         search.append("recompute")
     if r["sequence_parallel"]:
@@ -211,7 +277,6 @@ def _train_row(cat: Catalog, r: dict[str, str]) -> tuple[float, str]:
     else:
         search.append("sp")
     res = estimate_layout(job, fixed, tuple(search))
-    n = int(r["n_gpus"])
     step = res.step_time_s
     metric = r["metric"]
     if metric == "iteration_time":
@@ -221,6 +286,17 @@ def _train_row(cat: Catalog, r: dict[str, str]) -> tuple[float, str]:
         pred = float(flops) / step / n / 1e12
     elif metric == "tflops_per_gpu":
         pred = res.model_flops / step / n / 1e12
+    elif metric == "tokens_per_s_per_gpu":
+        pred = gb * seq / step / n
+    elif metric == "fp8_speedup":
+        # FP8 over BF16 throughput at the same layout (micro-batch and recompute as found for
+        # FP8, held for BF16).
+        bf16 = train_job(cat, {**r, "precision": "bf16", "fp8_recipe": ""})
+        fixed16 = {**fixed, "micro_batch": res.layout["micro_batch"],
+                   "recompute": parse_recompute(str(res.layout["recompute"])),
+                   "interleave": res.layout["interleave"], "zero": res.layout["zero"],
+                   "sp": int(bool(res.layout["sequence_parallel"]))}
+        pred = estimate_layout(bf16, fixed16, ()).step_time_s / step
     elif metric == "mfu":
         flops = megatron_iteration_flops(gb, seq, arch.layers, arch.hidden, arch.vocab, False)
         pred = 100.0 * float(flops) / step / n / (job.gpu.peak_tflops[Dtype.fp16] * 1e12)
@@ -236,18 +312,21 @@ def _train_row(cat: Catalog, r: dict[str, str]) -> tuple[float, str]:
         f"sp{int(bool(lay['sequence_parallel']))} zero{lay['zero']} "
         f"mem {res.memory['total'] / 1e9:.0f} GB" + ("" if res.fits else " (does not fit)")
     )
-    return pred, detail
+    return pred, detail, regime_tags(job, lay, n)
 
 
 def training_table() -> TableResult:
-    """Step time / throughput of published training runs (SC21 Table 1, Korthikanti 2022
-    Table 5, Llama 3 Table 4; held out: GPT-NeoX-20B, MT-NLG 530B MFU, DeepSeek-V3)."""
+    """Step time / throughput of published training runs, predicted with each row's stack
+    and layout (``validation/training.csv``; its README lists the sources)."""
     from clusterwright.catalog.registry import load_catalog
 
     cat = load_catalog(env={})
     rows = []
     for r in _read("training.csv"):
-        pred, detail = _train_row(cat, r)
+        try:
+            pred, detail, tags = _train_row(cat, r)
+        except ClusterwrightError as exc:
+            raise InputError(f"training.csv row {r['id']}: {exc}") from None
         rows.append(
             Row(
                 r["id"],
@@ -258,6 +337,8 @@ def training_table() -> TableResult:
                 r["source"],
                 r["set"],
                 detail,
+                group=r.get("stack", ""),
+                tags=tags,
             )
         )
     return TableResult("training", "training.csv", rows, tolerance=0.10)
@@ -282,6 +363,15 @@ def _collectives_table() -> TableResult:  # lazy too: it imports Row from here, 
 
 
 TABLES["collectives"] = _collectives_table
+
+
+def _collective_curves_table() -> TableResult:  # lazy: it imports Row from here
+    from clusterwright.validation.collective_curves_table import collective_curves_table
+
+    return collective_curves_table()
+
+
+TABLES["collective_curves"] = _collective_curves_table
 
 
 def _serving_table() -> TableResult:  # lazy: it imports Row from here, and the simulator

@@ -1,0 +1,259 @@
+"""Compute time of one transformer layer, one micro-batch, on one GPU (training).
+
+Each layer runs its GEMMs forward (1x) and backward (2x: data and weight gradients) at an
+efficiency that depends on the GEMM's size and precision (the stack's curves), its attention
+core at the stack's attention efficiency, and its elementwise work (norms, activations,
+residuals, dropout, MoE token permutation) at HBM bandwidth (Korthikanti et al. 2022,
+section 4; Narayanan et al., SC21). With FP8 the linear layers' GEMMs run on FP8 tensor cores
+(Transformer Engine: QKV, projection, FC1, FC2, expert FCs); the attention core, the router
+and the LM head stay in 16-bit, and every FP8 GEMM pays the casts of its inputs (activations
+forward, output gradients backward, weights once per step) at HBM speed; the recipe sets how
+many bytes a cast moves (current scaling reads the tensor once more for its amax).
+
+Recomputation re-runs what it names in backward: the whole layer (``full``), or modules
+(``core_attn`` = Megatron's selective recompute, ``mlp``, ``moe`` experts, ``moe_act``,
+``layernorm``), coded as bits (see ``RECOMPUTE_BITS``). All times in seconds; arguments
+broadcast (numpy arrays or floats, see ``model/xp``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from clusterwright.catalog.schema import Activation, Dtype, ModelArch, Stack
+from clusterwright.model.xp import Num, Ops
+
+# Recompute codes: 0 none, 2 full (the whole layer), otherwise a sum of module bits.
+RECOMPUTE_BITS = {
+    "core_attn": 1, "mlp": 4, "moe": 8, "moe_act": 16, "layernorm": 32, "mla_up_proj": 64,
+}
+FULL = 2
+# Bytes an FP8 cast moves per element, by recipe (Transformer Engine on Hopper keeps a
+# row-wise and a transposed copy: read 2 B of bf16, write 1 + 1 B; current scaling first reads
+# the tensor once more for its amax; MXFP8 writes two block-scaled copies plus their scales).
+FP8_CAST_BYTES = {"delayed": 4.0, "current": 6.0, "blockwise": 4.0, "mx": 4.25}
+
+
+def bit(X: Ops, code: Num, b: int) -> Num:
+    """1.0 where recompute ``code`` has module bit ``b`` (full recompute has none)."""
+    return X.floor(code / b) % 2.0
+
+
+@dataclass(frozen=True)
+class Curves:
+    """A stack's GEMM efficiency curves as tuples (log10 FLOPs -> fraction of peak)."""
+
+    xs16: tuple[float, ...]
+    ys16: tuple[float, ...]
+    xs8: tuple[float, ...]
+    ys8: tuple[float, ...]
+
+    @staticmethod
+    def of(stack: Stack) -> Curves:
+        c16 = stack.gemm_efficiency
+        r = stack.fp8_gemm_ratio or 1.0
+        return Curves(tuple(x for x, _ in c16), tuple(y for _, y in c16),
+                      tuple(x for x, _ in c16), tuple(y * r for _, y in c16))
+
+
+def gemm_s(X: Ops, flops: Num, peak: float, xs: tuple[float, ...], ys: tuple[float, ...]) -> Num:
+    """One GEMM of ``flops`` FLOPs at the curve's efficiency for its size."""
+    f = X.maximum(flops, 1.0)
+    return f / (peak * X.interp(X.log10(f), xs, ys))
+
+
+@dataclass(frozen=True)
+class LayerTimes:
+    """One layer, one micro-batch: forward and backward compute and the parts the schedule
+    and the overlap models need."""
+
+    fwd: Num  # forward compute
+    bwd: Num  # backward compute (data + weight gradients)
+    wgrad: Num  # the weight-gradient GEMMs inside bwd (zero-bubble schedules defer them)
+    recompute: Num  # forward work re-run during backward
+    attn_f: Num  # attention core forward (ring attention hides its hops under it)
+    attn_b: Num  # attention core backward
+    gemm_tp_f: tuple[Num, Num, Num, Num]  # QKV, projection, FC1, FC2 forward GEMMs (TP overlap)
+    moe_f: Num  # expert GEMMs + permutation forward (MoE layers; 0 for dense)
+
+
+@dataclass(frozen=True)
+class ComputeJob:
+    """What the per-layer compute needs besides the layout."""
+
+    arch: ModelArch
+    seq_len: float
+    peak: float  # FLOP/s of the GEMM precision
+    peak16: float  # FLOP/s in 16-bit (attention, router, LM head)
+    hbm: float  # achieved HBM bytes/s for elementwise work
+    curves: Curves
+    fp8: bool
+    fp8_cast_bytes: float
+    attention_efficiency: float
+    attention_bwd_efficiency: float
+    flash: bool
+    dropout: bool
+    expert_imbalance: float
+
+
+def compute_job(arch: ModelArch, seq_len: int, stack: Stack, peak: float, peak16: float,
+                hbm_bytes_s: float, fp8: bool, recipe: str, dropout: bool,
+                expert_imbalance: float) -> ComputeJob:
+    return ComputeJob(
+        arch=arch, seq_len=float(seq_len), peak=peak, peak16=peak16,
+        hbm=hbm_bytes_s * stack.memory_efficiency, curves=Curves.of(stack), fp8=fp8,
+        fp8_cast_bytes=FP8_CAST_BYTES[recipe] if fp8 else 0.0,
+        attention_efficiency=stack.attention_efficiency,
+        attention_bwd_efficiency=stack.attention_bwd_efficiency or stack.attention_efficiency,
+        flash=stack.flash_attention, dropout=dropout, expert_imbalance=expert_imbalance,
+    )
+
+
+def _linear(X: Ops, c: ComputeJob, tokens: Num, k_in: Num, n_out: Num, m: Num, w_share: Num
+            ) -> tuple[Num, Num]:
+    """(forward GEMM time, FP8 cast time per forward) of a linear layer of ``tokens`` x
+    ``k_in`` -> ``n_out`` on this GPU; weight casts are spread over the ``m`` micro-batches of
+    a step (Transformer Engine caches the FP8 weights after the first)."""
+    flops = 2.0 * tokens * k_in * n_out
+    if c.fp8:
+        t = gemm_s(X, flops, c.peak, c.curves.xs8, c.curves.ys8)
+        cast = c.fp8_cast_bytes * (tokens * k_in + k_in * n_out * w_share / m) / c.hbm
+        return t, cast
+    return gemm_s(X, flops, c.peak, c.curves.xs16, c.curves.ys16), 0.0 * flops
+
+
+def layer_times(X: Ops, c: ComputeJob, T: Num, t: Num, ep: Num, sp: Num, rc: Num, m: Num,
+                moe: bool) -> LayerTimes:
+    """Compute times of one dense (``moe`` False) or MoE layer for ``T`` tokens per GPU per
+    micro-batch (the micro-batch's tokens after context parallelism), tensor parallelism ``t``,
+    expert parallelism ``ep``, sequence parallelism ``sp`` (0/1), recompute code ``rc`` and
+    ``m`` micro-batches per step."""
+    a = c.arch
+    h = float(a.hidden)
+    gated = a.activation in (Activation.swiglu, Activation.geglu)
+    g = 2.0 if gated else 1.0
+    s = c.seq_len
+
+    # --- attention GEMMs (column-parallel in, row-parallel out: both split by t) ----------
+    if a.is_mla:
+        assert a.qk_nope_head_dim and a.qk_rope_head_dim and a.v_head_dim and a.kv_lora_rank
+        dqk = float(a.heads * (a.qk_nope_head_dim + a.qk_rope_head_dim))
+        dv = float(a.heads * a.v_head_dim)
+        qr = float(a.q_lora_rank or 0)
+        kvr = float(a.kv_lora_rank + a.qk_rope_head_dim)
+        if qr:
+            q_dn, q_dn_c = _linear(X, c, T, h, qr, m, 1.0)
+            q_up, q_up_c = _linear(X, c, T, qr, dqk / t, m, 1.0)
+        else:
+            q_dn, q_dn_c = _linear(X, c, T, h, dqk / t, m, 1.0)
+            q_up, q_up_c = 0.0 * T, 0.0 * T
+        kv_dn, kv_dn_c = _linear(X, c, T, h, kvr, m, 1.0)
+        kv_up, kv_up_c = _linear(X, c, T, float(a.kv_lora_rank),
+                                 a.heads * (a.qk_nope_head_dim + a.v_head_dim) / t, m, 1.0)
+        qkv = q_dn + q_up + kv_dn + kv_up
+        qkv_c = q_dn_c + q_up_c + kv_dn_c + kv_up_c
+        mla_up = q_up + kv_up
+    else:
+        dqk = float(a.heads * a.d_head)
+        dv = dqk
+        dkv = float(a.n_kv_heads * a.d_head)
+        qkv, qkv_c = _linear(X, c, T, h, (dqk + 2.0 * dkv) / t, m, 1.0)
+        mla_up = 0.0 * T
+    proj, proj_c = _linear(X, c, T, dv / t, h, m, 1.0)
+
+    # --- attention core (16-bit): flash skips the masked half of the causal scores --------
+    causal = 0.5 if c.flash else 1.0
+    attn_flops = 2.0 * T * s * (dqk + dv) / t * causal
+    if a.sliding_window and c.flash:
+        # Banded layers see at most the window: min(w, s/2) keys on average, not s/2.
+        fw = a.sliding_window_layers / a.layers
+        attn_flops = attn_flops * ((1.0 - fw) + fw * min(1.0, 2.0 * a.sliding_window / s))
+    attn_f = attn_flops / (c.peak16 * c.attention_efficiency)
+    attn_b = 2.5 * attn_flops / (c.peak16 * c.attention_bwd_efficiency) if c.flash else (
+        2.0 * attn_flops / (c.peak16 * c.attention_efficiency))
+
+    # --- MLP: dense, or routed + shared experts -------------------------------------------
+    if moe:
+        f_e = float(a.expert_ffn_hidden or a.ffn_hidden)
+        k = float(a.top_k)
+        E = float(a.experts)
+        # Each GPU routes its share of the micro-batch's tokens (T / t: the tensor-parallel
+        # ranks split the sequence; experts are whole, expert TP 1). Balanced routing gives
+        # each local expert T k ep / (t E) tokens; the busiest GPU's experts get
+        # ``expert_imbalance`` times the mean, and the step waits for it.
+        Tm = T / t
+        tok_e = Tm * k * ep / E
+        up, up_c = _linear(X, c, tok_e, h, f_e * g, m, 1.0)
+        dn, dn_c = _linear(X, c, tok_e, f_e, h, m, 1.0)
+        local = E / ep
+        routed = local * (up + dn + up_c + dn_c) * c.expert_imbalance
+        shared = 0.0 * T
+        shared_c = 0.0 * T
+        if a.shared_experts:
+            su, su_c = _linear(X, c, T, h, f_e * a.shared_experts * g / t, m, 1.0)
+            sd, sd_c = _linear(X, c, T, f_e * a.shared_experts / t, h, m, 1.0)
+            shared = su + sd
+            shared_c = su_c + sd_c
+        router = gemm_s(X, 2.0 * Tm * h * E, c.peak16, c.curves.xs16, c.curves.ys16)
+        # Permute and unpermute copy each routed token's hidden state (read + write, 16-bit).
+        permute = Tm * k * h * 2.0 * 2.0 * 2.0 / c.hbm
+        act_e = Tm * k * f_e * (6.0 if gated else 4.0) * c.expert_imbalance / c.hbm
+        moe_f = routed + permute + act_e
+        fc1 = shared + router  # what runs next to the TP collectives
+        fc2 = 0.0 * T
+        mlp_gemm = routed + shared + router
+        mlp_cast = shared_c
+        mlp_act = act_e + (T * f_e * a.shared_experts * (6.0 if gated else 4.0) / t / c.hbm
+                           if a.shared_experts else 0.0 * T)
+        mlp_elem = permute + mlp_act
+    else:
+        f = float(a.ffn_hidden)
+        fc1, fc1_c = _linear(X, c, T, h, f * g / t, m, 1.0)
+        fc2, fc2_c = _linear(X, c, T, f / t, h, m, 1.0)
+        moe_f = 0.0 * T
+        mlp_gemm = fc1 + fc2
+        mlp_cast = fc1_c + fc2_c
+        mlp_act = T * f * (6.0 if gated else 4.0) / t / c.hbm
+        mlp_elem = mlp_act
+
+    # --- elementwise (HBM-bound) ------------------------------------------------------------
+    drop = 1.0 if c.dropout else 0.0
+    sp_div = X.where(sp > 0, t, 1.0)
+    # two norms (read+write h), two residual adds (read 2h, write h), dropout masks; 2 bytes
+    norm_b = 8.0 * h / sp_div
+    resid_b = (12.0 + 2.0 * drop) * h / sp_div
+    softmax_b = 0.0 if c.flash else a.heads * s * (4.0 + 5.0 * drop) / t
+    norm_f = T * norm_b / c.hbm
+    elem_f = T * (resid_b + softmax_b) / c.hbm + norm_f + mlp_elem
+
+    gemm_f = qkv + proj + mlp_gemm
+    cast_f = qkv_c + proj_c + mlp_cast
+    fwd = gemm_f + cast_f + attn_f + elem_f
+    # Backward: data- and weight-gradient GEMMs (2x), casts of the output gradients (the
+    # same element counts as the forward's inputs and outputs), attention backward,
+    # elementwise gradients (2x).
+    wgrad = gemm_f
+    bwd = 2.0 * gemm_f + 2.0 * cast_f + attn_b + 2.0 * elem_f
+
+    # --- recomputation ------------------------------------------------------------------------
+    full = rc == FULL
+    modules = (bit(X, rc, 1) * (attn_f + T * softmax_b / c.hbm)
+               + bit(X, rc, 4) * (0.0 if moe else 1.0) * (mlp_gemm + mlp_cast + mlp_act)
+               + bit(X, rc, 8) * (moe_f if moe else 0.0 * T)
+               + bit(X, rc, 16) * ((act_e if moe else 0.0 * T))
+               + bit(X, rc, 32) * norm_f
+               + (0.0 * T if not a.is_mla else bit(X, rc, 64) * mla_up))
+    recompute = X.where(full, fwd, X.where(rc == 0, 0.0, modules))
+    tp_f = (qkv, proj, fc1, fc2)
+    return LayerTimes(fwd, bwd, wgrad, recompute, attn_f, attn_b, tp_f, moe_f)
+
+
+def head_times(X: Ops, c: ComputeJob, T: Num, t: Num) -> tuple[Num, Num]:
+    """(forward, backward) of the LM head and loss for ``T`` tokens (16-bit, vocab split by
+    t): the logits GEMM and the fp32 softmax/cross-entropy over them."""
+    V = float(c.arch.vocab)
+    h = float(c.arch.hidden)
+    logits = gemm_s(X, 2.0 * T * h * V / t, c.peak16, c.curves.xs16, c.curves.ys16)
+    loss = T * V / t * 4.0 * 3.0 / c.hbm
+    fwd = logits + loss
+    return fwd, 2.0 * logits + 2.0 * loss
