@@ -32,7 +32,6 @@ stack) keeps that stack's compute constants and fits only what its framework cha
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from typing import Any
 
 from clusterwright.catalog.registry import Catalog, load_catalog
@@ -51,6 +50,9 @@ GRIDS: dict[str, tuple[float, ...]] = {
     "moe_layer_launch_us": (0.0, 250.0, 500.0, 1000.0, 1500.0, 2000.0, 3000.0),
     "overlap_slowdown": (0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4),
     "zero3_busbw": (0.05, 0.075, 0.1, 0.125, 0.15, 0.2, 0.3, 0.5, 1.0),
+    # Per-step host work outside the layers: data loader, gradient-norm and loss syncs,
+    # logging (seconds lost each step whatever the model).
+    "step_overhead_ms": (0.0, 10.0, 20.0, 40.0, 60.0, 80.0),
 }
 
 
@@ -74,6 +76,8 @@ def apply(base: Stack, p: dict[str, float]) -> Stack:
         upd["moe_layer_launch_s"] = p["moe_layer_launch_us"] * 1e-6
     if "overlap_slowdown" in p:
         upd["overlap_slowdown"] = p["overlap_slowdown"]
+    if "step_overhead_ms" in p:
+        upd["step_overhead_s"] = p["step_overhead_ms"] * 1e-3
     if "zero3_busbw" in p:
         upd["features"] = base.features.model_copy(
             update={"zero3_busbw_fraction": p["zero3_busbw"]})
@@ -95,15 +99,10 @@ def mape(errs: list[float]) -> float:
     return sum(abs(e) for e in errs) / max(len(errs), 1)
 
 
-def main(stack_id: str, only: list[str] | None = None, metric: str | None = None) -> None:
-    cat = load_catalog(env={})
-    base = cat.stack(stack_id)
-    rows = [r for r in _read("training.csv") if r.get("stack") == stack_id]
-    dev = [r for r in rows if r["set"] == "dev" and (metric is None or r["metric"] == metric)]
-    held = [r for r in rows if r["set"] != "dev"]
-    if not dev:
-        sys.exit(f"{stack_id}: no development rows in validation/training.csv")
-    names = ["gemm_scale", "attention", "layer_launch_us", "overlap_slowdown"]
+def _names(cat: Catalog, base: Stack, dev: list[dict[str, str]]) -> list[str]:
+    """The constants a stack's development rows exercise."""
+    names = ["gemm_scale", "attention", "layer_launch_us", "overlap_slowdown",
+             "step_overhead_ms"]
     if any(r["metric"] == "fp8_speedup" for r in dev):
         names.insert(1, "fp8_ratio")  # measured FP8-vs-BF16 pairs pin the FP8 kernels
     moe_models = {m.id for m in cat.all("models") if m.is_moe}
@@ -111,12 +110,11 @@ def main(stack_id: str, only: list[str] | None = None, metric: str | None = None
         names.append("moe_layer_launch_us")
     if any(r.get("zero") == "3" for r in dev) and base.features.zero3_busbw_fraction < 1.0:
         names.append("zero3_busbw")
-    if only:
-        unknown = [n for n in only if n not in GRIDS]
-        if unknown:
-            sys.exit(f"--only: unknown constants {unknown} (known: {', '.join(GRIDS)})")
-        names = only
-    p: dict[str, float] = {
+    return names
+
+
+def _start(base: Stack) -> dict[str, float]:
+    return {
         "gemm_scale": 1.0, "gemm_shift": 0.0,
         "fp8_ratio": base.fp8_gemm_ratio or 1.0,
         "attention": base.attention_efficiency,
@@ -124,48 +122,93 @@ def main(stack_id: str, only: list[str] | None = None, metric: str | None = None
         "moe_layer_launch_us": base.moe_layer_launch_s * 1e6,
         "overlap_slowdown": base.overlap_slowdown,
         "zero3_busbw": base.features.zero3_busbw_fraction,
+        "step_overhead_ms": base.step_overhead_s * 1e3,
     }
 
-    def score(q: dict[str, float]) -> float:
-        cat.entries["stacks"][stack_id] = apply(base, q)
+
+def main(stack_ids: list[str], only: list[str] | None = None, metric: str | None = None,
+         shared: list[str] | None = None) -> None:
+    """Fit ``stack_ids`` together: constants named in ``shared`` take one value for all
+    (host-side costs of one software release on two GPUs), the rest one value per stack;
+    the objective is the MAPE over all their development rows."""
+    cat = load_catalog(env={})
+    bases = {sid: cat.stack(sid) for sid in stack_ids}
+    rows = [r for r in _read("training.csv") if r.get("stack") in bases]
+    dev = [r for r in rows if r["set"] == "dev" and (metric is None or r["metric"] == metric)]
+    held = [r for r in rows if r["set"] != "dev"]
+    if not dev:
+        sys.exit(f"{', '.join(stack_ids)}: no development rows in validation/training.csv")
+    shared = shared or []
+    if only:
+        unknown = [n for n in [*only, *shared] if n not in GRIDS]
+        if unknown:
+            sys.exit(f"--only/--shared: unknown constants {unknown} (known: {', '.join(GRIDS)})")
+    # Coordinates: (stack, name) for per-stack constants, ("*", name) for shared ones.
+    coords: list[tuple[str, str]] = []
+    for sid, base in bases.items():
+        names = only or _names(cat, base, [r for r in dev if r["stack"] == sid])
+        coords += [(sid, n) for n in names if n not in shared]
+    coords += [("*", n) for n in shared]
+    p = {sid: _start(base) for sid, base in bases.items()}
+    for n in shared:  # shared constants start from the first stack's value
+        for sid in bases:
+            p[sid][n] = p[stack_ids[0]][n]
+
+    def score(q: dict[str, dict[str, float]]) -> float:
+        for sid, base in bases.items():
+            cat.entries["stacks"][sid] = apply(base, q[sid])
         return mape(errors(cat, dev))
 
     best = score(p)
-    print(f"{stack_id}: {len(dev)} development rows, start MAPE {100 * best:.2f}%")
+    print(f"{', '.join(stack_ids)}: {len(dev)} development rows, start MAPE {100 * best:.2f}%")
     for rnd in range(3):
-        for name in names:
+        for sid, name in coords:
             for v in GRIDS[name]:
-                q = {**p, name: v}
-                s = score(q)
-                if s < best - 1e-9:
-                    best, p = s, q
-        print(f"  round {rnd + 1}: MAPE {100 * best:.2f}%  " + ", ".join(
-            f"{n} {p[n]:g}" for n in names))
-    cat.entries["stacks"][stack_id] = apply(base, p)
+                q = {k: dict(d) for k, d in p.items()}
+                for target in (bases if sid == "*" else [sid]):
+                    q[target][name] = v
+                sc = score(q)
+                if sc < best - 1e-9:
+                    best, p = sc, q
+        shown = [(sid if sid != "*" else "shared", name,
+                  p[stack_ids[0] if sid == "*" else sid][name]) for sid, name in coords]
+        print(f"  round {rnd + 1}: MAPE {100 * best:.2f}%  "
+              + "; ".join(f"{who} {name} {v:g}" for who, name, v in shown))
+    score(p)
     dev_err = errors(cat, dev)
     held_err = errors(cat, held)
-    show: Callable[[list[dict[str, str]], list[float]], None] = lambda rs, es: [
-        print(f"    {r['set'][:4]} {r['id'][:70]:70s} {100 * e:+6.1f}%")
-        for r, e in zip(rs, es, strict=True)]
+
+    def show(rs: list[dict[str, str]], es: list[float]) -> None:
+        for r, e in zip(rs, es, strict=True):
+            print(f"    {r['set'][:4]} {r['id'][:70]:70s} {100 * e:+6.1f}%")
+
     show(dev, dev_err)
     show(held, held_err)
     print(f"  dev MAPE {100 * mape(dev_err):.2f}%, max {100 * max(map(abs, dev_err)):.1f}%"
           + (f"; held-out MAPE {100 * mape(held_err):.2f}%" if held else ""))
-    st = apply(base, p)
-    print("  gemm_efficiency:", [[round(x, 2), round(y, 3)] for x, y in st.gemm_efficiency])
-    if st.fp8_gemm_ratio:
-        print("  fp8_gemm_ratio:", round(st.fp8_gemm_ratio, 3))
+    for sid, base in bases.items():
+        st = apply(base, p[sid])
+        print(f"  {sid}:")
+        print("    gemm_efficiency:", [[round(x, 2), round(y, 3)] for x, y in st.gemm_efficiency])
+        if st.fp8_gemm_ratio:
+            print("    fp8_gemm_ratio:", round(st.fp8_gemm_ratio, 3))
+        print(f"    attention_efficiency: {st.attention_efficiency:g}, attention_bwd_efficiency: "
+              f"{st.attention_bwd_efficiency:g}, layer_launch_s: {st.layer_launch_s:g}, "
+              f"moe_layer_launch_s: {st.moe_layer_launch_s:g}, overlap_slowdown: "
+              f"{st.overlap_slowdown:g}, zero3_busbw_fraction: "
+              f"{st.features.zero3_busbw_fraction:g}, step_overhead_s: {st.step_overhead_s:g}")
 
 
 if __name__ == "__main__":
     args = sys.argv[1:]
     flags: dict[str, str] = {}
-    for flag in ("--only", "--metric"):
+    for flag in ("--only", "--metric", "--shared"):
         if flag in args:
             i = args.index(flag)
             flags[flag] = args[i + 1]
             args = args[:i] + args[i + 2:]
-    if len(args) != 1:
+    if not args:
         sys.exit(__doc__)
     only = flags["--only"].split(",") if "--only" in flags else None
-    main(args[0], only, flags.get("--metric"))
+    shared = flags["--shared"].split(",") if "--shared" in flags else None
+    main(args, only, flags.get("--metric"), shared)

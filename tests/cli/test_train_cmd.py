@@ -36,6 +36,7 @@ BREAKDOWN_KEYS = (
     "cp_comm_s",
     "ep_comm_s",
     "optimizer_s",
+    "straggler_s",
     "other_s",
 )
 CONFIG_KEYS = (

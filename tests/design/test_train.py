@@ -59,7 +59,7 @@ def _check_structure(job: Job, lay: Layouts, gpus: int) -> None:
     assert np.all(job.global_batch % d == 0)
     assert np.all(job.global_batch % (d * lay.micro_batch) == 0)
     assert np.all(a.experts % e == 0) if a.is_moe else np.all(e == 1)
-    assert np.all((d * c) % e == 0)
+    assert np.all((t * d * c) % e == 0)
     assert np.all(p <= a.layers)
     assert np.all(p * lay.interleave <= a.layers)
     assert np.all((lay.interleave == 1) | (p > 1))
@@ -75,11 +75,16 @@ def test_enumerated_dense_layouts_divide_gpus_heads_and_batch(llama70: Job, gpus
     _check_structure(llama70, lay, gpus)
 
 
-def test_enumerated_moe_layouts_split_experts_inside_dp_times_cp(mixtral: Job) -> None:
+def test_enumerated_moe_layouts_fold_experts_over_tp_dp_cp(mixtral: Job) -> None:
+    # Megatron-Core's MoE parallel folding: the expert group spans the attention's TP, CP
+    # and DP ranks (expert TP 1), so ep divides tp*dp*cp.
     lay, rejected = enumerate_layouts(mixtral, 64)
     _check_structure(mixtral, lay, 64)
     assert set(lay.ep.tolist()) == {1.0, 2.0, 4.0, 8.0}  # every expert split is tried
-    assert rejected["ep does not divide dp*cp"] > 0
+    assert np.all((lay.tp * lay.dp * lay.cp) % lay.ep == 0)
+    assert np.any((lay.dp * lay.cp) % lay.ep != 0)  # folding reaches into TP
+    _, small = enumerate_layouts(mixtral, 8)
+    assert small.get("ep does not divide tp*dp*cp", 0) > 0
 
 
 def test_enumerated_tp_divides_kv_heads_of_a_narrow_gqa_model(catalog: Catalog) -> None:
@@ -267,8 +272,9 @@ def test_job_for_rejects_int8_training_and_fp8_on_a100(catalog: Catalog) -> None
             job_for(catalog, arch, "h100-sxm", 4096, 256, p)
     with pytest.raises(InputError, match="fp8"):
         job_for(catalog, arch, "a100-80gb-sxm", 4096, 256, "fp8")
-    with pytest.raises(InputError, match="--server"):
+    with pytest.raises(InputError, match="server") as err:
         job_for(catalog, arch, "h100-sxm", 4096, 256, server_id="dgx-a100")
+    assert err.value.field == "server"
     # the valid combinations build
     assert job_for(catalog, arch, "h100-sxm", 4096, 256, "fp8").precision == "fp8"
     assert job_for(catalog, arch, "a100-80gb-sxm", 4096, 256, "bf16").gpu.id == "a100-80gb-sxm"

@@ -12,9 +12,13 @@ from clusterwright.design.train import net_for
 from clusterwright.errors import InputError
 from clusterwright.model.inference import StepModel, compute_dtype
 from clusterwright.model.precision import Precision
+from clusterwright.sim.serving_plan import serving_stack
 
 SERVING = ServingEfficiency(
-    engine="test", decode_bandwidth_efficiency=0.8, step_overhead_s=0.002, calibration="test"
+    engine="test", decode_bandwidth_efficiency=0.8, step_overhead_s=0.002, calibration="test",
+    gemm_efficiency=[(8.0, 0.07), (9.0, 0.25), (10.0, 0.52), (11.0, 0.68), (12.0, 0.74),
+                     (13.0, 0.76)],
+    attention_efficiency=0.35,
 )
 
 
@@ -68,7 +72,9 @@ def test_a_stack_without_serving_calibration_is_refused(catalog: Catalog) -> Non
 
 def test_calibrated_stacks_carry_a_serving_block(catalog: Catalog) -> None:
     for gpu in ("a100-80gb-sxm", "h100-sxm", "h200-sxm"):
-        sv = catalog.stack_for_gpu(gpu).serving
+        stack = serving_stack(catalog, gpu)
+        assert stack is not None
+        sv = stack.serving
         assert sv is not None and 0 < sv.decode_bandwidth_efficiency <= 0.9
         assert "validate --table serving" in sv.calibration
 

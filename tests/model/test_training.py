@@ -113,7 +113,11 @@ def test_breakdown_sums_to_step_time_for_varied_layouts(
     assert np.all(moe_est.ep_comm_s[ep > 1] > 0) and np.all(moe_est.ep_comm_s[ep == 1] == 0)
     a100_est = estimate(megatron_a100, _layouts(A100))
     cp = np.array([r[3] for r in A100])
-    assert np.all(a100_est.cp_comm_s[cp > 1] > 0) and np.all(a100_est.cp_comm_s[cp == 1] == 0)
+    # Ring attention hides its KV exchange behind block attention (some of it, always):
+    # the traffic is there, what is exposed depends on the block's compute.
+    cp_total = a100_est.comm_s["cp"]
+    assert np.all(cp_total[cp > 1] > 0) and np.all(cp_total[cp == 1] == 0)
+    assert np.all(a100_est.cp_comm_s <= cp_total) and np.any(a100_est.cp_comm_s > 0)
     dense_est = estimate(dense, _layouts(DENSE))
     for part in ("tp_comm_s", "pp_comm_s", "pp_bubble_s", "dp_comm_exposed_s", "optimizer_s"):
         assert np.any(getattr(dense_est, part) > 0), part
@@ -140,11 +144,16 @@ def test_pipeline_bubble_is_p_minus_1_over_v_micro_batch_times(dense: Job) -> No
     assert np.all(est.pp_bubble_s[pipelined] > 0)
     # and at least (p-1)/(v m) of the compute alone
     assert np.all(est.pp_bubble_s >= expected * est.compute_s * (1 - 1e-12))
-    # interleaving shrinks the bubble and multiplies p2p traffic by v
+    # interleaving shrinks the bubble and multiplies p2p traffic by v; with overlapped p2p
+    # (this stack) only the warm-up's (p-1)/(v m) share of it stays exposed
     i1, i2, i4 = 2, 3, 4  # pp=4 with v = 1, 2, 4
     assert est.pp_bubble_s[i4] < est.pp_bubble_s[i2] < est.pp_bubble_s[i1]
-    assert est.pp_comm_s[i2] / est.pp_comm_s[i1] == pytest.approx(2.0, rel=1e-9)
-    assert est.pp_comm_s[0] == 0.0
+    pp_total = est.comm_s["pp"]
+    assert pp_total[i2] / pp_total[i1] == pytest.approx(2.0, rel=1e-9)
+    assert dense.opts.p2p_overlap
+    share = np.minimum(1.0, (p - 1) / (v * m))
+    assert np.allclose(est.pp_comm_s, pp_total * share, rtol=1e-12)
+    assert est.pp_comm_s[0] == 0.0 and pp_total[0] == 0.0
 
 
 def test_full_recompute_is_slower_than_selective_which_is_no_faster_than_none(
@@ -169,9 +178,20 @@ def test_sequence_parallelism_keeps_comm_volume_and_saves_memory(
         tp_rows = [r for r in rows if r[0] > 1]
         est = estimate(job, _layouts(_with(tp_rows, "sp", (0, 1))))
         off, on = slice(0, None, 2), slice(1, None, 2)
-        assert np.allclose(est.tp_comm_s[on], est.tp_comm_s[off], rtol=1e-12)
-        assert np.all(est.step_time_s[on] <= est.step_time_s[off])
+        # Same bytes (a reduce-scatter and an all-gather for each all-reduce); the time
+        # differs by algorithm only (NVLS serves all-reduces, rings the other two).
+        total = est.comm_s["tp"]
+        net = job.net
+        # (plus one more call's latency per pair: small messages pay it twice)
+        ceiling = max(1.0, net.nvls_busbw / net.scale_up_busbw) * 1.5
+        assert np.all((total[on] / total[off] > 0.9) & (total[on] / total[off] < ceiling))
+        assert np.all(est.step_time_s[on] <= est.step_time_s[off] * 1.05)
         assert np.all(est.memory_bytes[on] < est.memory_bytes[off])
+        if job.opts.tp_overlap:
+            # TE's userbuffer overlap needs sequence parallelism: it hides TP traffic.
+            inside = np.array([r[0] <= job.net.domain_gpus for r in tp_rows])
+            hid, bare = est.tp_comm_s[on][inside], est.tp_comm_s[off][inside]
+            assert np.all(hid < bare) and hid.sum() < 0.5 * bare.sum()
 
 
 def test_tensor_parallelism_beyond_the_nvlink_domain_makes_tp_comm_much_slower(
@@ -183,6 +203,9 @@ def test_tensor_parallelism_beyond_the_nvlink_domain_makes_tp_comm_much_slower(
     # twice the GPUs per layer halve the compute, yet TP communication grows
     assert est.compute_s[1] < 0.6 * est.compute_s[0]
     assert est.tp_comm_s[1] > 1.5 * est.tp_comm_s[0]
+    # TE's overlap works over CUDA IPC inside the domain only: across it, all exposed.
+    assert est.tp_comm_s[1] == pytest.approx(est.comm_s["tp"][1], rel=1e-12)
+    assert est.tp_comm_s[0] < 0.5 * est.comm_s["tp"][0]
     share = est.tp_comm_s / est.step_time_s
     assert share[1] > 2.5 * share[0]
     # The same tp=16 inside a (hypothetical) 16-GPU NVLink domain is much cheaper.
@@ -213,19 +236,23 @@ def test_fp8_is_faster_than_bf16_on_h100_for_a_large_model(catalog: Catalog, den
     fp8 = job_for(catalog, dense.arch, "h100-sxm", dense.seq_len, dense.global_batch, "fp8")
     lay = _layouts(DENSE)
     e8, e16 = estimate(fp8, lay), estimate(dense, lay)
-    assert np.all(e8.compute_s < 0.85 * e16.compute_s)
-    assert np.all(e8.step_time_s <= e16.step_time_s)
+    # FP8 speeds up the GEMMs only (attention, norms and the casts stay): compute gains less
+    # where a wide TP shrinks the GEMMs (tp 16 here).
+    assert np.all(e8.compute_s < 0.9 * e16.compute_s)
+    # (a layout bound by ZeRO-3 gathers gains nothing: within the prefetch ramp's noise)
+    assert np.all(e8.step_time_s <= e16.step_time_s * 1.01)
     # ZeRO-3 layouts here are bound by weight gathers, which fp8 GEMMs do not shorten
-    not_comm_bound = lay.zero < 3
-    assert np.all(e8.step_time_s[not_comm_bound] < 0.8 * e16.step_time_s[not_comm_bound])
+    in_domain = (lay.zero < 3) & (lay.tp <= 8)
+    assert np.all(e8.compute_s[in_domain] < 0.85 * e16.compute_s[in_domain])
+    assert np.all(e8.step_time_s[in_domain] < 0.9 * e16.step_time_s[in_domain])
     assert np.array_equal(e8.model_flops, e16.model_flops)
 
 
 def _assert_same(a: StepEstimate, b: StepEstimate, i: int) -> None:
     for f in dataclasses.fields(StepEstimate):
-        if f.name == "memory_parts":
-            for k, v in a.memory_parts.items():
-                assert v[i] == pytest.approx(b.memory_parts[k][0], rel=1e-12), k
+        if f.name in ("memory_parts", "comm_s"):
+            for k, v in getattr(a, f.name).items():
+                assert v[i] == pytest.approx(getattr(b, f.name)[k][0], rel=1e-12), k
         else:
             assert getattr(a, f.name)[i] == pytest.approx(getattr(b, f.name)[0], rel=1e-12), f.name
 

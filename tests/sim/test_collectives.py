@@ -9,7 +9,13 @@ import pytest
 
 from clusterwright.catalog.registry import Catalog
 from clusterwright.design.fabric import design_fabric
-from clusterwright.model.collectives import Interconnect, allreduce_s, interconnect, ring_latency_s
+from clusterwright.design.train import net_for
+from clusterwright.model.collectives import (
+    Interconnect,
+    allreduce_s,
+    nvls_latency_s,
+    ring_latency_s,
+)
 from clusterwright.sim.collectives import (
     MAX_FLOWS,
     Collective,
@@ -27,7 +33,7 @@ def setup(catalog: Catalog, nodes: int) -> tuple[NetworkSim, CollectiveBuilder]:
     """DGX H100s on the default fabric (8 x 400G rails), ECMP, seed 0."""
     fab = design_fabric(FabricRequest(server="dgx-h100", nodes=nodes), catalog)
     net = FabricNet(fab, catalog)
-    model = interconnect(catalog.gpu(fab.server.gpu), fab.server, net.stack)
+    model = net_for(catalog, catalog.gpu(fab.server.gpu), net.stack, fab.server)
     sim = NetworkSim(net)
     return sim, CollectiveBuilder(sim, model)
 
@@ -95,8 +101,7 @@ def test_closed_form_of_a_single_node_ring_and_nvls(catalog: Catalog) -> None:
     assert ring == pytest.approx(ring_latency_s(n, 1, 2.0, m) + 2 * (n - 1) / n * S
                                  / m.scale_up_busbw)
     nvls = closed_form_allreduce("nvls", S, n, 1, m)
-    assert nvls == pytest.approx(m.base_s + 2 * m.intra_step_s + 2 * (n - 1) / n * S
-                                 / m.nvls_busbw)
+    assert nvls == pytest.approx(nvls_latency_s(m) + 2 * (n - 1) / n * S / m.nvls_busbw)
     # The closed form's best is the minimum over the algorithms.
     best = float(allreduce_s(S, n, 1.0, m))
     assert best == pytest.approx(min(ring, nvls))

@@ -15,6 +15,7 @@ import pytest
 
 from clusterwright.catalog.registry import Catalog
 from clusterwright.design.fabric import Fabric, design_fabric
+from clusterwright.design.train import net_for
 from clusterwright.sim.network import FabricNet, FlowSpec, NetworkSim, SimError
 from clusterwright.spec.fabric import FabricRequest
 
@@ -402,13 +403,12 @@ def test_a_link_off_every_path_changes_nothing(net3: FabricNet) -> None:
 def test_adaptive_routing_keeps_same_leaf_flows_on_the_leaf(catalog: Catalog) -> None:
     # Regression: adaptive routing once sent flows between two hosts of one leaf up through
     # a spine, which made a rail-aligned ring slower than ECMP.
-    from clusterwright.model.collectives import interconnect
     from clusterwright.sim.collectives import CollectiveBuilder
 
     fab = design_fabric(FabricRequest(server="dgx-h100", nodes=64, switch="qm9700"), catalog)
     net = FabricNet(fab, catalog)
     srv = catalog.server("dgx-h100")
-    model = interconnect(catalog.gpu(srv.gpu), srv, net.stack)
+    model = net_for(catalog, catalog.gpu(srv.gpu), net.stack, srv)
     times = {}
     for routing in ("ecmp", "adaptive"):
         sim = NetworkSim(net, routing=routing, seed=0)

@@ -357,8 +357,8 @@ def test_parallel_gpu_count_and_batch_arithmetic() -> None:
 @pytest.mark.parametrize(
     ("kw", "message"),
     [
-        ({"dp": 4, "ep": 3}, "ep=3 must divide dp*cp=4"),
-        ({"dp": 2, "ep": 8}, "ep=8 must divide dp*cp=2"),
+        ({"dp": 4, "ep": 3}, "ep=3 must divide tp*dp*cp=4"),
+        ({"dp": 2, "ep": 8}, "ep=8 must divide tp*dp*cp=2"),
         ({"sequence_parallel": True}, "sequence_parallel needs tp > 1"),
         ({"virtual_stages": 2}, "interleave"),
         ({"dp": 4, "micro_batch": 2, "global_batch": 12}, "not a multiple of dp*micro_batch=8"),

@@ -39,7 +39,7 @@ from clusterwright.spec.yamlio import LoadedYaml, YamlError, describe_validation
 ENV_VAR = "CLUSTERWRIGHT_CATALOG"
 PACKAGE_FILES = (*ENTRY_TYPES, "assumptions")
 # Packaged files named after a topic rather than a kind; each may hold several kinds.
-TOPIC_FILES = ("reliability",)
+TOPIC_FILES = ("reliability", "training_confidence")
 
 E = TypeVar("E", bound=BaseModel)
 
@@ -133,6 +133,10 @@ class Catalog:
             for g in st.gpus:
                 self._ref("stacks", st.id, "gpus", "gpus", g)
             self._ref("stacks", st.id, "collectives", "collective_libs", st.collectives)
+        for rg in self.entries["training_regimes"].values():
+            self._ref("training_regimes", rg.id, "stack", "stacks", rg.stack)
+        for rec in self.entries["mfu_records"].values():
+            self._ref("mfu_records", rec.id, "gpu", "gpus", rec.gpu)
 
     def _ref(self, kind: str, owner: str, fld: str, target: str, value: str) -> None:
         if value not in self.entries[target]:

@@ -329,6 +329,11 @@ class ModelArch(_Entry):
     shared_experts: NonNegativeInt = 0
     expert_ffn_hidden: PositiveInt | None = None
     dense_layers: NonNegativeInt = 0  # leading layers with a dense FFN in a MoE model
+    # Group-limited routing (DeepSeek-V3's node-limited routing): the experts form
+    # ``route_groups`` contiguous groups and each token picks experts inside
+    # ``route_groups_per_token`` of them.
+    route_groups: PositiveInt | None = None
+    route_groups_per_token: PositiveInt | None = None
     # Multi-head latent attention (DeepSeek-V2/V3)
     q_lora_rank: PositiveInt | None = None
     kv_lora_rank: PositiveInt | None = None
@@ -359,6 +364,15 @@ class ModelArch(_Entry):
                 raise ValueError("dense_layers must leave at least one MoE layer")
         elif self.top_k or self.shared_experts or self.dense_layers:
             raise ValueError("top_k/shared_experts/dense_layers need experts > 0")
+        groups = (self.route_groups, self.route_groups_per_token)
+        if any(g is not None for g in groups):
+            g, per = groups
+            if g is None or per is None or not self.experts:
+                raise ValueError("route_groups and route_groups_per_token go together, with "
+                                 "experts")
+            if self.experts % g or per > g:
+                raise ValueError(f"route_groups={g} must divide experts={self.experts} and be "
+                                 f">= route_groups_per_token={per}")
         mla = [self.kv_lora_rank, self.qk_nope_head_dim, self.qk_rope_head_dim, self.v_head_dim]
         if any(v is not None for v in mla) and not all(v is not None for v in mla):
             raise ValueError(
@@ -434,7 +448,8 @@ class CollectiveLib(_Entry):
     def _tables(self) -> CollectiveLib:
         for proto, row in self.tree_correction.items():
             if len(row) != 24:
-                raise ValueError(f"tree_correction.{proto}: 24 points (64 B .. 512 MB), got {len(row)}")
+                raise ValueError(
+                    f"tree_correction.{proto}: 24 points (64 B .. 512 MB), got {len(row)}")
         return self
 
 
@@ -453,8 +468,13 @@ class ServingEfficiency(BaseModel):
     # TensorRT-LLM XQA, FlashAttention/FlashInfer decode). False models engines whose masked
     # MHA kernel re-reads a KV head for every query head (TensorRT-LLM before XQA, v0.7/0.8).
     gqa_kv_reuse: bool = True
-    # The engine's GEMMs against the stack's (training) GEMM curve, at the serving precision
+    # The engine's GEMMs against its GEMM curve, at the serving precision
     gemm_scale: Annotated[float, Field(gt=0, le=1.5)] = 1.0
+    # The engine's own kernel curve and attention efficiency (the calibration's inputs): the
+    # training constants of the same stack are refitted against training runs and must not
+    # move serving predictions silently. None: the stack's training values.
+    gemm_efficiency: list[tuple[float, float]] | None = None
+    attention_efficiency: Annotated[float, Field(gt=0, le=1)] | None = None
     # The calibrated engine's scheduler: estimates run with it unless the user overrides.
     admission: Literal["evict", "reserve"] = "evict"  # vLLM preempts; TRT-LLM reserves
     max_num_seqs: PositiveInt = 256  # vLLM's default; TRT-LLM builds default to 2,048
@@ -462,12 +482,21 @@ class ServingEfficiency(BaseModel):
     # "total" caps all memory (vLLM), "free" takes that fraction of what weights and
     # activations leave (TensorRT-LLM kv_cache_free_gpu_mem_fraction).
     kv_memory_rule: Literal["total", "free"] = "total"
+    # TP all-reduce and EP all-to-all inside the NVLink domain, as the engines run them inside
+    # CUDA graphs (no per-call launch): a base latency and one per NVLink step, microseconds.
+    # NCCL 2.18's Simple-protocol ring constants (tuning.cc baseLat 6.8 + 1.6 us, hwLat NVLink
+    # 3.4 us), which every serving calibration here was fitted with.
+    collective_base_us: NonNegativeFloat = 8.4
+    collective_step_us: NonNegativeFloat = 3.4
     calibration: StrictStr
 
 
 CpComm = Literal["p2p", "allgather", "a2a"]
 Schedule = Literal["1f1b", "zb", "dualpipe"]
 EpOverlap = Literal["none", "1f1b", "dualpipe"]
+# MoE token dispatchers: NCCL all-to-all (one transfer per routed copy), or DeepEP/HybridEP
+# (one network transfer per distinct destination domain, forwarded over NVLink inside it).
+EpDispatcher = Literal["alltoall", "deepep"]
 Fp8Recipe = Literal["delayed", "current", "blockwise", "mx"]
 
 
@@ -485,6 +514,7 @@ class StackFeatures(BaseModel):
     schedules: list[Schedule] = Field(default_factory=lambda: ["1f1b"])
     interleaved: bool = True  # virtual pipeline stages
     ep_overlap: list[EpOverlap] = Field(default_factory=lambda: ["none"])
+    ep_dispatchers: list[EpDispatcher] = Field(default_factory=lambda: ["alltoall"])
     distributed_optimizer: bool = True  # ZeRO-1/2
     zero3: bool = False  # ZeRO-3 / FSDP
     zero3_with_pp: bool = False
@@ -502,8 +532,8 @@ class StackFeatures(BaseModel):
 
     @model_validator(mode="after")
     def _defaults_first(self) -> StackFeatures:
-        if not self.schedules or not self.ep_overlap:
-            raise ValueError("schedules and ep_overlap list at least one entry")
+        if not self.schedules or not self.ep_overlap or not self.ep_dispatchers:
+            raise ValueError("schedules, ep_overlap and ep_dispatchers list at least one entry")
         return self
 
 
@@ -599,6 +629,42 @@ class FailureMode(_Entry):
         return self.rate_per_million_unit_hours / 1e6
 
 
+PrecisionClass = Literal["bf16", "fp8"]
+Family = Literal["ptd-p", "zero3", "moe-ep", "cp"]
+
+
+class TrainingRegime(_Entry):
+    """How far the training step model was off in one regime of the validation table: a
+    stack, a precision class (or all) and a parallelism family (or all). Generated from
+    ``validation/training.csv`` by ``scripts/training_confidence.py`` (a test keeps it in step
+    with the model); every estimate reports the nearest regime's numbers as its band."""
+
+    stack: EntryId
+    precision: PrecisionClass | Literal["any"]
+    family: Family | Literal["any"]
+    rows: PositiveInt  # development and held-out rows in the regime
+    dev_rows: NonNegativeInt
+    mape: Annotated[float, Field(ge=0)]  # mean |error| over the regime's rows (fraction)
+    band: Annotated[float, Field(ge=0)]  # 90th percentile of |error| (fraction)
+    bias: float  # mean signed error (predicted - measured) / measured, throughput sense
+    min_gpus: PositiveInt
+    max_gpus: PositiveInt
+    models: list[StrictStr]
+
+
+class MfuRecord(_Entry):
+    """The highest model-FLOPs utilisation a published run reached on one GPU and precision
+    class, counted as this tool counts model FLOPs (``model/flops.py``), from the validation
+    table. Generated by ``scripts/training_confidence.py``."""
+
+    gpu: EntryId
+    precision: PrecisionClass
+    mfu: Annotated[float, Field(gt=0, le=1)]  # of the precision's dense peak
+    model: StrictStr
+    gpus: PositiveInt
+    row: StrictStr  # validation/training.csv row id
+
+
 # One YAML file per kind, validated by one model. The CLI's `optics` kind lists both
 # transceivers and cables.
 ENTRY_TYPES: dict[str, type[_Entry]] = {
@@ -613,4 +679,7 @@ ENTRY_TYPES: dict[str, type[_Entry]] = {
     "stacks": Stack,
     "collective_libs": CollectiveLib,
     "failure_modes": FailureMode,  # packaged in data/reliability.yaml (registry TOPIC_FILES)
+    # packaged in data/training_confidence.yaml (generated; registry TOPIC_FILES)
+    "training_regimes": TrainingRegime,
+    "mfu_records": MfuRecord,
 }

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from rich.console import Console
 
 from clusterwright.catalog.registry import Catalog, load_catalog
-from clusterwright.errors import ClusterwrightError
+from clusterwright.errors import ClusterwrightError, InputError
 
 GB = 1e9  # decimal gigabyte: sizes in output are GB unless a key says GiB
 
@@ -78,11 +78,26 @@ def flag_error(exc: ValidationError, flags: dict[str, str] | None = None) -> str
     return "; ".join(lines)
 
 
+def field_flag_message(exc: InputError, flags: dict[str, str] | None = None) -> str:
+    """``exc``'s message led by the flag of the field it blames (``schedule: ...`` ->
+    ``--schedule: ...``), when it blames one."""
+    msg = str(exc)
+    name = exc.field
+    if not name or not re.fullmatch(r"[a-z0-9_]+", name):
+        return msg
+    flag = (flags or {}).get(name, "--" + name.replace("_", "-"))
+    return f"{flag}: {msg.removeprefix(f'{name}: ')}"
+
+
 @contextmanager
-def user_errors(flags: dict[str, str] | None = None) -> Iterator[None]:
-    """Map library errors to exit code 2 with a clear message, never a traceback."""
+def user_errors(flags: dict[str, str] | None = None, name_flags: bool = False
+                ) -> Iterator[None]:
+    """Map library errors to exit code 2 with a clear message, never a traceback. With
+    ``name_flags``, an InputError blaming a field is reported under its CLI flag."""
     try:
         yield
+    except InputError as exc:
+        fail(field_flag_message(exc, flags) if name_flags else str(exc))
     except ClusterwrightError as exc:
         fail(str(exc))
     except ValidationError as exc:

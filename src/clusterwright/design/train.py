@@ -25,6 +25,7 @@ from clusterwright.model.train_compute import FP8_CAST_BYTES, FULL
 from clusterwright.model.training import (
     BREAKDOWN_FIELDS,
     CP_COMMS,
+    EP_DISPATCHERS,
     EP_OVERLAPS,
     SCHEDULES,
     Job,
@@ -74,10 +75,12 @@ def options_for(stack: Stack, **given: Any) -> Options:
     checks: dict[str, tuple[Iterable[object], str]] = {
         "schedule": (f.schedules, "schedules"),
         "ep_overlap": (f.ep_overlap, "MoE all-to-all overlap modes"),
+        "ep_dispatcher": (f.ep_dispatchers, "MoE token dispatchers"),
         "cp_comm": (f.context_parallel, "context-parallel kinds"),
         "fp8_recipe": (f.fp8_recipes, "FP8 recipes"),
     }
     known = {"schedule": SCHEDULES, "ep_overlap": EP_OVERLAPS, "cp_comm": CP_COMMS,
+             "ep_dispatcher": EP_DISPATCHERS,
              "fp8_recipe": tuple(FP8_CAST_BYTES)}
     for name, (allowed, what) in checks.items():
         if name not in chosen:
@@ -284,6 +287,100 @@ def estimate_layout(job: Job, fixed: dict[str, int], search: tuple[str, ...] = (
     else:
         i = int(np.argmin(est.memory_bytes))
     return _result(job, lay, est, i)
+
+
+# --------------------------------------------------------------------------- confidence
+
+
+@dataclass(frozen=True)
+class Regime:
+    """Where an estimate sits among the validated runs: stack, precision class, the
+    parallelism families it uses, and its scale (GPUs)."""
+
+    stack: str
+    gpu: str
+    precision: str  # bf16 (any 16-bit) or fp8 (fp8, fp4)
+    families: tuple[str, ...]  # ptd-p, zero3, moe-ep, cp
+    gpus: int
+
+    @property
+    def family(self) -> str:
+        return "+".join(self.families)
+
+    @property
+    def scale(self) -> str:
+        return "<=64" if self.gpus <= 64 else "<=1024" if self.gpus <= 1024 else ">1024"
+
+
+def regime_of(job: Job, layout: dict[str, object], gpus: int) -> Regime:
+    """The regime of ``layout`` (a layout dict as ``LayoutResult.layout``) on ``gpus``."""
+    prec = "fp8" if job.precision in (Precision.fp8, Precision.fp4) else "bf16"
+    fams = []
+    if int(str(layout.get("zero", 0))) >= 3:
+        fams.append("zero3")
+    if int(str(layout.get("ep", 1))) > 1:
+        fams.append("moe-ep")
+    if int(str(layout.get("cp", 1))) > 1:
+        fams.append("cp")
+    if not fams or int(str(layout.get("tp", 1))) * int(str(layout.get("pp", 1))) > 1:
+        fams.insert(0, "ptd-p")
+    return Regime(job.stack.id, job.gpu.id, prec, tuple(fams), gpus)
+
+
+def confidence(cat: Catalog, job: Job, layout: dict[str, object], gpus: int,
+               step_time_s: float) -> dict[str, Any]:
+    """The error band of an estimate: for each parallelism family the layout uses, the
+    validation error of the closest validated regime (same stack; same precision class and
+    family, else the stack's whole precision class, else the whole stack), the widest of
+    them kept. Says so when nothing of the stack was validated, or the scale is beyond the
+    largest validated run of the regime (more than twice its GPUs). Band: the regime's 90th
+    percentile |error|, as a fraction and as a step-time range (seconds)."""
+    reg = regime_of(job, layout, gpus)
+    table = [r for r in cat.all("training_regimes") if r.stack == reg.stack]
+    out: dict[str, Any] = {"regime": {"stack": reg.stack, "gpu": reg.gpu,
+                                      "precision": reg.precision, "family": reg.family,
+                                      "scale": reg.scale, "gpus": gpus}}
+    if not table:
+        out.update(validated=False, band=None, step_time_range_s=None, matched=[],
+                   notes=[f"unvalidated: no published run of stack {reg.stack} is in "
+                          "validation/training.csv; treat this estimate as a guess"])
+        return out
+    by_key = {(r.precision, r.family): r for r in table}
+    matched = []
+    notes: list[str] = []
+    for fam in reg.families:
+        for key in ((reg.precision, fam), ("any", fam), (reg.precision, "any"), ("any", "any")):
+            hit = by_key.get(key)
+            if hit is not None:
+                matched.append(hit)
+                if key[1] != fam:
+                    notes.append(f"no validated {reg.precision} {fam} run on {reg.stack}: "
+                                 f"band of its {key[0]} {key[1]} rows")
+                elif key[0] != reg.precision:
+                    notes.append(f"no validated {reg.precision} {fam} run on {reg.stack}: "
+                                 f"band of its {fam} rows of every precision")
+                break
+    worst = max(matched, key=lambda r: r.band)
+    biggest = max(r.max_gpus for r in matched)
+    if gpus > 2 * biggest:
+        notes.append(f"beyond validated scale: the largest validated run of this regime used "
+                     f"{biggest:,} GPUs")
+    exact = all(r.family != "any" and r.precision == reg.precision for r in matched)
+    out.update(
+        validated=exact and gpus <= 2 * biggest,
+        band=worst.band, mape=worst.mape, bias=worst.bias, rows=worst.rows,
+        matched=[r.id for r in matched],
+        step_time_range_s=[step_time_s / (1.0 + worst.band), step_time_s * (1.0 + worst.band)],
+        notes=notes,
+    )
+    return out
+
+
+def mfu_record(cat: Catalog, gpu_id: str, precision: Precision) -> Any:
+    """The highest published MFU on ``gpu_id`` in ``precision``'s class (MfuRecord), or None."""
+    prec = "fp8" if precision in (Precision.fp8, Precision.fp4) else "bf16"
+    recs = [r for r in cat.all("mfu_records") if r.gpu == gpu_id and r.precision == prec]
+    return max(recs, key=lambda r: r.mfu) if recs else None
 
 
 # --------------------------------------------------------------------------- planning

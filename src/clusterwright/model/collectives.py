@@ -25,12 +25,13 @@ formulas with the library's constants (``catalog/data/collective_libs.yaml``):
 
 Bus bandwidth follows nccl-tests (doc/PERFORMANCE.md): all-reduce moves 2(n-1)/n of the buffer
 per rank, all-gather and reduce-scatter (n-1)/n. Every function broadcasts over numpy arrays,
-or takes floats with ``X=ScalarOps`` (see ``model/xp``).
+or takes floats with ``ops=ScalarOps`` (see ``model/xp``).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -120,43 +121,43 @@ def interconnect(gpu: Gpu, server: Server, stack: Stack, lib: CollectiveLib) -> 
 # --------------------------------------------------------------------------- geometry
 
 
-def nodes_spanned(X: Ops, ranks: Num, stride: Num, net: Interconnect) -> Num:
+def nodes_spanned(ops: Ops, ranks: Num, stride: Num, net: Interconnect) -> Num:
     """Domains a group of ``ranks`` spans when consecutive ranks are ``stride`` GPUs apart."""
     span = ranks * stride
-    per_domain = X.maximum(1.0, X.floor(net.domain_gpus / X.maximum(stride, 1.0)))
-    return X.where(span <= net.domain_gpus, 1.0,
-                   X.ceil(ranks / X.minimum(per_domain, ranks)))
+    per_domain = ops.maximum(1.0, ops.floor(net.domain_gpus / ops.maximum(stride, 1.0)))
+    return ops.where(span <= net.domain_gpus, 1.0,
+                   ops.ceil(ranks / ops.minimum(per_domain, ranks)))
 
 
-def busbw(X: Ops, ranks: Num, nodes: Num, net: Interconnect) -> Num:
+def busbw(ops: Ops, ranks: Num, nodes: Num, net: Interconnect) -> Num:
     """Simple-protocol ring bus bandwidth of a group (bytes/s). Across domains NCCL's rings
     leave each domain through every NIC of its GPUs, so the k ranks of a domain share k NICs:
     busbw = min(NVLink, k x NIC) (8 x 400G nodes give ~370 GB/s, shared/data/collectives.csv)."""
-    local = ranks / X.maximum(nodes, 1.0)
-    return X.where(nodes > 1, X.minimum(net.scale_up_busbw, local * net.net_busbw),
+    local = ranks / ops.maximum(nodes, 1.0)
+    return ops.where(nodes > 1, ops.minimum(net.scale_up_busbw, local * net.net_busbw),
                    net.scale_up_busbw)
 
 
-def _channel_share(X: Ops, nbytes: Num, proto: int, ranks: Num, lib: CollectiveLib,
+def _channel_share(ops: Ops, nbytes: Num, proto: int, ranks: Num, lib: CollectiveLib,
                    ring: bool) -> Num:
     """Share of the channels a call of ``nbytes`` runs on: NCCL drops channels while bytes <
     channels x threads x threshold (the LL threshold scales with ranks on rings)."""
     thr = lib.thread_threshold[proto] * (ranks if (ring and proto == LL) else 1.0)
     per_channel = lib.max_threads[proto] * thr
-    nc = X.minimum(X.maximum(X.floor(nbytes / per_channel), 1.0), float(lib.channels))
+    nc = ops.minimum(ops.maximum(ops.floor(nbytes / per_channel), 1.0), float(lib.channels))
     return nc / float(lib.channels)
 
 
-def _tree_correction(X: Ops, nbytes: Num, proto: int, lib: CollectiveLib) -> Num:
+def _tree_correction(ops: Ops, nbytes: Num, proto: int, lib: CollectiveLib) -> Num:
     row = lib.tree_correction[("ll", "ll128", "simple")[proto]]
-    idx = X.log2(X.maximum(nbytes / 64.0, 1.0))
-    return X.interp(idx, list(range(len(row))), row)
+    idx = ops.log2(ops.maximum(nbytes / 64.0, 1.0))
+    return ops.interp(idx, list(range(len(row))), row)
 
 
 # --------------------------------------------------------------------------- algorithms
 
 
-def _ring(X: Ops, nbytes: Num, n: Num, nodes: Num, net: Interconnect, allreduce: bool) -> Num:
+def _ring(ops: Ops, nbytes: Num, n: Num, nodes: Num, net: Interconnect, allreduce: bool) -> Num:
     """Fastest ring protocol: time for ``nbytes`` (all-reduce: per rank; AG/RS: total)."""
     lib = net.lib
     assert lib is not None
@@ -164,71 +165,72 @@ def _ring(X: Ops, nbytes: Num, n: Num, nodes: Num, net: Interconnect, allreduce:
     nsteps = steps_per_rank * (n - 1.0)
     ninter = steps_per_rank * (nodes - 1.0)
     multi = nodes > 1
-    bw = busbw(X, n, nodes, net)
-    ppn1 = (n / X.maximum(nodes, 1.0)) <= 1.0
+    bw = busbw(ops, n, nodes, net)
+    ppn1 = (n / ops.maximum(nodes, 1.0)) <= 1.0
     base = net._lat("base", "ring")
     intra = net._lat("nvlink", "ring")
     inter_ring = net._lat("net", "ring")
     inter_tree = net._lat("net", "tree")
-    ll_max = X.where(nodes >= 3, lib.ll_max_busbw_gbps[2],
-                     X.where(nodes == 2, lib.ll_max_busbw_gbps[1], lib.ll_max_busbw_gbps[0])) * GB
+    ll_max = ops.where(nodes >= 3, lib.ll_max_busbw_gbps[2],
+                     ops.where(nodes == 2, lib.ll_max_busbw_gbps[1], lib.ll_max_busbw_gbps[0])) * GB
     best = None
     for p in (LL, LL128, SIMPLE):
-        over = X.where(multi, lib.net_overhead_us * US * (3.0 if p == SIMPLE else 1.0), 0.0)
-        inter = X.where(ppn1, inter_tree[p], inter_ring[p])
-        lat = base[p] + (nsteps - ninter) * X.maximum(intra[p], over) + ninter * inter
+        over = ops.where(multi, lib.net_overhead_us * US * (3.0 if p == SIMPLE else 1.0), 0.0)
+        inter = ops.where(ppn1, inter_tree[p], inter_ring[p])
+        lat = base[p] + (nsteps - ninter) * ops.maximum(intra[p], over) + ninter * inter
         if p == LL:
             factor = lib.ll_bw_factor
             if lib.arch == "ampere" and allreduce:  # 2.18: 1/4 for multi-node all-reduce
-                factor = X.where(multi, 0.25, lib.ll_bw_factor)
-            pbw = X.minimum(ll_max, bw * factor)
+                factor = ops.where(multi, 0.25, lib.ll_bw_factor)
+            pbw = ops.minimum(ll_max, bw * factor)
         elif p == LL128:
-            pbw = X.minimum(bw * lib.ll128_bw_factor, lib.channels * lib.ll128_max_channel_gbps * GB)
+            pbw = ops.minimum(bw * lib.ll128_bw_factor,
+                              lib.channels * lib.ll128_max_channel_gbps * GB)
         else:
             pbw = bw
             if allreduce:
                 plateau = multi & (nbytes / (lib.channels * n) >= 64.0)
-                lat = X.where(plateau, lat * lib.ring_simple_multinode_lat_factor, lat)
-        pbw = pbw * _channel_share(X, nbytes, p, n, lib, ring=True)
-        t = lat + nbytes * nsteps / X.maximum(n, 1.0) / pbw
-        best = t if best is None else X.minimum(best, t)
+                lat = ops.where(plateau, lat * lib.ring_simple_multinode_lat_factor, lat)
+        pbw = pbw * _channel_share(ops, nbytes, p, n, lib, ring=True)
+        t = lat + nbytes * nsteps / ops.maximum(n, 1.0) / pbw
+        best = t if best is None else ops.minimum(best, t)
     return best
 
 
-def _tree(X: Ops, nbytes: Num, n: Num, nodes: Num, net: Interconnect) -> Num:
+def _tree(ops: Ops, nbytes: Num, n: Num, nodes: Num, net: Interconnect) -> Num:
     """Fastest double-binary-tree all-reduce (only across domains, as NCCL enables it)."""
     lib = net.lib
     assert lib is not None
-    ppn = n / X.maximum(nodes, 1.0)
-    bw = busbw(X, n, nodes, net)
-    idx = X.where(nodes >= 3, 2, X.where(nodes == 2, 1, 0))
-    cap = X.where(idx == 2, lib.tree_max_channel_gbps[2],
-                  X.where(idx == 1, lib.tree_max_channel_gbps[1], lib.tree_max_channel_gbps[0]))
+    ppn = n / ops.maximum(nodes, 1.0)
+    bw = busbw(ops, n, nodes, net)
+    idx = ops.where(nodes >= 3, 2, ops.where(nodes == 2, 1, 0))
+    cap = ops.where(idx == 2, lib.tree_max_channel_gbps[2],
+                  ops.where(idx == 1, lib.tree_max_channel_gbps[1], lib.tree_max_channel_gbps[0]))
     base = net._lat("base", "tree")
     intra = net._lat("nvlink", "tree")
     inter = net._lat("net", "tree")
-    ll_max = X.where(nodes >= 3, lib.ll_max_busbw_gbps[2],
-                     X.where(nodes == 2, lib.ll_max_busbw_gbps[1], lib.ll_max_busbw_gbps[0])) * GB
-    tree_bw = X.minimum(bw * lib.tree_bw_factor, lib.channels * cap * GB)
+    ll_max = ops.where(nodes >= 3, lib.ll_max_busbw_gbps[2],
+                     ops.where(nodes == 2, lib.ll_max_busbw_gbps[1], lib.ll_max_busbw_gbps[0])) * GB
+    tree_bw = ops.minimum(bw * lib.tree_bw_factor, lib.channels * cap * GB)
     best = None
     for p in (LL, LL128, SIMPLE):
         lat = base[p] + 2.0 * ((ppn - 1.0) * intra[p]
-                               + X.log2(X.maximum(nodes, 1.0)) * inter[p])
+                               + ops.log2(ops.maximum(nodes, 1.0)) * inter[p])
         if p == LL:
-            pbw = X.minimum(tree_bw / lib.tree_ll_divisor, ll_max)
+            pbw = ops.minimum(tree_bw / lib.tree_ll_divisor, ll_max)
         elif p == LL128:
-            pbw = X.minimum(tree_bw * lib.tree_ll128_factor[1],
+            pbw = ops.minimum(tree_bw * lib.tree_ll128_factor[1],
                             lib.channels * lib.ll128_max_channel_gbps * GB)
         else:
             pbw = tree_bw
-        pbw = pbw * _channel_share(X, nbytes, p, n, lib, ring=False)
-        algbw = 0.5 * pbw * _tree_correction(X, nbytes, p, lib)
+        pbw = pbw * _channel_share(ops, nbytes, p, n, lib, ring=False)
+        algbw = 0.5 * pbw * _tree_correction(ops, nbytes, p, lib)
         t = lat + nbytes / algbw
-        best = t if best is None else X.minimum(best, t)
-    return X.where(nodes > 1, best, INF)
+        best = t if best is None else ops.minimum(best, t)
+    return ops.where(nodes > 1, best, INF)
 
 
-def _nvls(X: Ops, nbytes: Num, n: Num, nodes: Num, net: Interconnect) -> Num:
+def _nvls(ops: Ops, nbytes: Num, n: Num, nodes: Num, net: Interconnect) -> Num:
     """NVLink SHARP all-reduce: inside one domain (NVLS), or NVLS inside and a tree across
     (NVLS-tree). Its bus bandwidth is the measured NVLS anchor inside the domain; across
     domains the NICs cap it, at twice their rate for two domains (NCCL's NVLS-tree on two
@@ -236,78 +238,114 @@ def _nvls(X: Ops, nbytes: Num, n: Num, nodes: Num, net: Interconnect) -> Num:
     lib = net.lib
     assert lib is not None
     if net.nvls_busbw <= 0:
-        return X.full(nbytes, INF)
+        return ops.full(nbytes, INF)
     # NVLS's rate is the per-GPU injection into the switch: its algorithm bandwidth holds
     # steady with the group size (nccl-tests on H100: ~250-275 GB/s algbw at 4, 6 and 8 GPUs),
     # so the anchor's bus bandwidth (8 GPUs) converts to algbw once.
     algbw = net.nvls_busbw * NVLS_ANCHOR_GPUS / (2.0 * (NVLS_ANCHOR_GPUS - 1.0))
     lat_in = net._lat("nvlink", "nvls")[SIMPLE]
-    lat_tree = lat_in + 2.0 * X.log2(X.maximum(nodes, 1.0)) * net._lat("net", "nvlstree")[SIMPLE]
-    ppn = n / X.maximum(nodes, 1.0)
+    hops = ops.log2(ops.maximum(nodes, 1.0))
+    lat_tree = lat_in + 2.0 * hops * net._lat("net", "nvlstree")[SIMPLE]
+    ppn = n / ops.maximum(nodes, 1.0)
     # Across domains the NICs cap it: NVLS-tree's bus bandwidth is k x NIC, at twice their
     # rate for two domains (both directions of the tree pipelined: 2-node H100 all-reduce
     # reaches ~480 GB/s busbw, NVIDIA/nccl issue #2409).
-    volume = 2.0 * (n - 1.0) / X.maximum(n, 1.0) * nbytes
-    inter = ppn * net.net_busbw * X.where(nodes <= 2, 2.0, 1.0)
+    volume = 2.0 * (n - 1.0) / ops.maximum(n, 1.0) * nbytes
+    inter = ppn * net.net_busbw * ops.where(nodes <= 2, 2.0, 1.0)
     t_in = lat_in + nbytes / algbw
-    t_tree = lat_tree + X.maximum(nbytes / algbw, volume / inter)
-    t = X.where(nodes > 1, t_tree, t_in)
+    t_tree = lat_tree + ops.maximum(nbytes / algbw, volume / inter)
+    t = ops.where(nodes > 1, t_tree, t_in)
     ok = ppn >= 2.0  # NVLS needs several GPUs of the domain in the group
-    return X.where(ok, t, INF)
+    return ops.where(ok, t, INF)
 
 
-def _pat(X: Ops, nbytes: Num, n: Num, nodes: Num, net: Interconnect) -> Num:
+def _pat(ops: Ops, nbytes: Num, n: Num, nodes: Num, net: Interconnect) -> Num:
     """PAT all-gather/reduce-scatter: one GPU per node only, Simple protocol."""
     lib = net.lib
     assert lib is not None
+    hops = ops.log2(ops.maximum(nodes, 1.0))
     lat = (net._lat("base", "pat")[SIMPLE]
-           + X.log2(X.maximum(nodes, 1.0)) * net._lat("net", "pat")[SIMPLE] / lib.pat_net_divisor
+           + hops * net._lat("net", "pat")[SIMPLE] / lib.pat_net_divisor
            + n * lib.pat_per_rank_us * US)
-    bw = busbw(X, n, nodes, net) * lib.pat_bw_factor
+    bw = busbw(ops, n, nodes, net) * lib.pat_bw_factor
     ok = (nodes > 1) & (n <= nodes)
-    return X.where(ok, lat + nbytes / bw, INF)
+    return ops.where(ok, lat + nbytes / bw, INF)
 
 
 # --------------------------------------------------------------------------- collectives
 
 
 def allreduce_s(size_bytes: ArrayLike, ranks: ArrayLike, stride: ArrayLike, net: Interconnect,
-                X: Ops = ArrayOps) -> Num:
+                ops: Ops = ArrayOps) -> Num:
     """All-reduce of ``size_bytes`` per rank over ``ranks`` GPUs spaced ``stride`` apart:
     the fastest of NCCL's ring, tree, NVLS and NVLS-tree over its protocols (seconds)."""
-    S, n, st = _args(X, size_bytes, ranks, stride)
-    nodes = nodes_spanned(X, n, st, net)
-    t = X.minimum(X.minimum(_ring(X, S, n, nodes, net, True), _tree(X, S, n, nodes, net)),
-                  _nvls(X, S, n, nodes, net))
-    return X.where(n > 1, net.launch_s + t, 0.0)
+    S, n, st = _args(ops, size_bytes, ranks, stride)
+    nodes = nodes_spanned(ops, n, st, net)
+    t = ops.minimum(ops.minimum(_ring(ops, S, n, nodes, net, True), _tree(ops, S, n, nodes, net)),
+                  _nvls(ops, S, n, nodes, net))
+    return ops.where(n > 1, net.launch_s + t, 0.0)
 
 
 def allgather_s(size_bytes: ArrayLike, ranks: ArrayLike, stride: ArrayLike, net: Interconnect,
-                X: Ops = ArrayOps) -> Num:
+                ops: Ops = ArrayOps) -> Num:
     """All-gather producing ``size_bytes`` per rank (the whole gathered buffer), or a
     reduce-scatter consuming it: ring, or PAT with one GPU per node (seconds)."""
-    S, n, st = _args(X, size_bytes, ranks, stride)
-    nodes = nodes_spanned(X, n, st, net)
-    t = X.minimum(_ring(X, S, n, nodes, net, False), _pat(X, S, n, nodes, net))
-    return X.where(n > 1, net.launch_s + t, 0.0)
+    S, n, st = _args(ops, size_bytes, ranks, stride)
+    nodes = nodes_spanned(ops, n, st, net)
+    t = ops.minimum(_ring(ops, S, n, nodes, net, False), _pat(ops, S, n, nodes, net))
+    return ops.where(n > 1, net.launch_s + t, 0.0)
 
 
 reducescatter_s = allgather_s
 
 
 def alltoall_s(size_bytes: ArrayLike, ranks: ArrayLike, stride: ArrayLike, net: Interconnect,
-               X: Ops = ArrayOps) -> Num:
+               ops: Ops = ArrayOps) -> Num:
     """All-to-all of ``size_bytes`` per rank: each rank keeps 1/n and sends the rest; the part
     leaving the domain goes at network speed, the rest over NVLink, in parallel; one per-peer
     cost per destination on each tier (seconds)."""
-    S, n, st = _args(X, size_bytes, ranks, stride)
-    nodes = nodes_spanned(X, n, st, net)
-    local = X.minimum(n, n / nodes)  # ranks sharing my domain
-    inter = S * (n - local) / X.maximum(n, 1.0) / net.net_busbw
-    intra = S * (local - 1.0) / X.maximum(n, 1.0) / net.scale_up_busbw
+    S, n, st = _args(ops, size_bytes, ranks, stride)
+    nodes = nodes_spanned(ops, n, st, net)
+    local = ops.minimum(n, n / nodes)  # ranks sharing my domain
+    inter = S * (n - local) / ops.maximum(n, 1.0) / net.net_busbw
+    intra = S * (local - 1.0) / ops.maximum(n, 1.0) / net.scale_up_busbw
     peer_in, peer_out = _peer_s(net)
     lat = (net.base_s + (local - 1.0) * peer_in + (n - local) * peer_out)
-    return X.where(n > 1, lat + X.maximum(inter, intra), 0.0)
+    return ops.where(n > 1, lat + ops.maximum(inter, intra), 0.0)
+
+
+def moe_dispatch_s(token_bytes: ArrayLike, tokens: ArrayLike, copies: float, ranks: ArrayLike,
+                   stride: ArrayLike, net: Interconnect, ops: Ops = ArrayOps,
+                   dedup: bool = False, remote_domains: Callable[[Num], Num] | None = None
+                   ) -> Num:
+    """MoE dispatch (or combine) of ``tokens`` tokens of ``token_bytes`` each, every token to
+    ``copies`` experts spread evenly over ``ranks`` GPUs (seconds).
+
+    The all-to-all dispatcher sends one copy per routed expert: the remote share crosses the
+    network (``alltoall_s``). A deduplicating dispatcher (DeepEP, HybridEP; DeepSeek-V3
+    report section 3.2.2) sends each token once per distinct destination domain over the
+    network and forwards it over NVLink inside that domain. ``remote_domains(domains)`` gives
+    the expected number of distinct remote domains a token reaches (default: copies placed
+    uniformly at random)."""
+    S, T, n, st = _args(ops, token_bytes, tokens, ranks, stride)
+    nodes = nodes_spanned(ops, n, st, net)
+    local = ops.minimum(n, n / nodes)
+    k = float(copies)
+    if dedup:
+        if remote_domains is None:
+            far = (nodes - 1.0) * (1.0 - (1.0 - 1.0 / nodes) ** k)
+        else:
+            far = remote_domains(nodes)
+        # Receivers forward what arrived for their neighbours: NVLink carries the local copies
+        # and the forwarded ones, beside the network.
+        inter = T * S * far / net.net_busbw
+        intra = T * S * k * (n - 1.0) / ops.maximum(n, 1.0) / net.scale_up_busbw
+    else:
+        inter = T * S * k * (n - local) / ops.maximum(n, 1.0) / net.net_busbw
+        intra = T * S * k * (local - 1.0) / ops.maximum(n, 1.0) / net.scale_up_busbw
+    peer_in, peer_out = _peer_s(net)
+    lat = net.base_s + (local - 1.0) * peer_in + (n - local) * peer_out
+    return ops.where(n > 1, lat + ops.maximum(inter, intra), 0.0)
 
 
 def _peer_s(net: Interconnect) -> tuple[float, float]:
@@ -317,17 +355,17 @@ def _peer_s(net: Interconnect) -> tuple[float, float]:
 
 
 def p2p_s(size_bytes: ArrayLike, crosses_domain: ArrayLike, net: Interconnect,
-          X: Ops = ArrayOps) -> Num:
+          ops: Ops = ArrayOps) -> Num:
     """One point-to-point send (pipeline stages, ring attention): the launch, one hop of
     Simple-protocol latency on the tier, and the bytes at the tier's rate (seconds)."""
     cross = crosses_domain
-    bw = X.where(cross, net.net_busbw, net.scale_up_busbw)
-    lat = net.base_s + X.where(cross, net.inter_step_s, net.intra_step_s)
+    bw = ops.where(cross, net.net_busbw, net.scale_up_busbw)
+    lat = net.base_s + ops.where(cross, net.inter_step_s, net.intra_step_s)
     return lat + size_bytes / bw
 
 
-def _args(X: Ops, *values: ArrayLike) -> tuple[Num, ...]:
-    if X is ArrayOps:
+def _args(ops: Ops, *values: ArrayLike) -> tuple[Num, ...]:
+    if ops is ArrayOps:
         return tuple(np.asarray(v, dtype=float) for v in values)
     return tuple(float(v) for v in values)  # type: ignore[arg-type]
 
@@ -335,16 +373,41 @@ def _args(X: Ops, *values: ArrayLike) -> tuple[Num, ...]:
 # --------------------------------------------------------------------------- reporting
 
 
-def allreduce_choice(size_bytes: float, ranks: int, nodes: int, net: Interconnect) -> str:
-    """The algorithm ``allreduce_s`` takes as fastest for one group: ring, tree or nvls."""
+def allreduce_algorithm_s(algo: str, size_bytes: float, ranks: int, nodes: int,
+                          net: Interconnect) -> float:
+    """One all-reduce algorithm's time (ring, tree or nvls, best protocol), with the launch:
+    the terms ``allreduce_s`` takes the minimum over (seconds; inf where it cannot run)."""
     from clusterwright.model.xp import ScalarOps as S
 
     n, b, nd = float(ranks), float(size_bytes), float(max(nodes, 1))
     if n <= 1:
+        return 0.0
+    fn = {"ring": lambda: _ring(S, b, n, nd, net, True), "tree": lambda: _tree(S, b, n, nd, net),
+          "nvls": lambda: _nvls(S, b, n, nd, net)}[algo]
+    return float(net.launch_s + fn())
+
+
+def allreduce_choice(size_bytes: float, ranks: int, nodes: int, net: Interconnect) -> str:
+    """The algorithm ``allreduce_s`` takes as fastest for one group: ring, tree or nvls."""
+    if ranks <= 1:
         return "ring"
-    times = {"ring": _ring(S, b, n, nd, net, True), "tree": _tree(S, b, n, nd, net),
-             "nvls": _nvls(S, b, n, nd, net)}
+    times = {a: allreduce_algorithm_s(a, size_bytes, ranks, nodes, net)
+             for a in ("ring", "tree", "nvls")}
     return min(times, key=lambda k: times[k])
+
+
+def alltoall_latency_s(ranks: int, nodes: int, net: Interconnect) -> float:
+    """All-to-all latency: the base and one per-peer cost per destination on each tier, as
+    ``alltoall_s`` charges it (seconds)."""
+    n = float(ranks)
+    local = min(n, n / max(nodes, 1))
+    peer_in, peer_out = _peer_s(net)
+    return float(net.base_s + (local - 1.0) * peer_in + (n - local) * peer_out)
+
+
+def nvls_latency_s(net: Interconnect) -> float:
+    """NVLS all-reduce latency inside one domain, with the launch (seconds)."""
+    return net.launch_s + net._lat("nvlink", "nvls")[SIMPLE]
 
 
 def ring_latency_s(ranks: int, nodes: int, steps_per_rank: float, net: Interconnect) -> float:

@@ -33,13 +33,12 @@ import numpy as np
 
 from clusterwright.catalog.schema import Dtype, Gpu, ModelArch, Stack
 from clusterwright.errors import InputError
-from clusterwright.model.collectives import Interconnect, allreduce_s, alltoall_s
+from clusterwright.model.collectives import Interconnect
 from clusterwright.model.flops import attention_dims
 from clusterwright.model.memory import kv_cache_bytes_per_token
 from clusterwright.model.params import matmul_params, param_counts
 from clusterwright.model.precision import Precision, bytes_per
 from clusterwright.model.roofline import weight_bytes_touched
-from clusterwright.model.training import gemm_efficiency
 
 ACT_BYTES = 2.0  # activations in 16-bit
 # How the MoE block of an expert-parallel layer exchanges tokens (``StepModel.ep_comm``).
@@ -149,6 +148,17 @@ class _StepConsts:
     a2a_bytes_per_token: float = 0.0
     a2a_lat: float = 0.0
     a2a_coef: float = 0.0
+
+
+def _curve(st: Stack) -> list[tuple[float, float]]:
+    """The serving engine's GEMM efficiency curve (log10 FLOPs, fraction of peak)."""
+    sv = st.serving
+    return list(sv.gemm_efficiency) if sv and sv.gemm_efficiency else list(st.gemm_efficiency)
+
+
+def _attention(st: Stack) -> float:
+    sv = st.serving
+    return sv.attention_efficiency if sv and sv.attention_efficiency else st.attention_efficiency
 
 
 def _interp(x: float, xs: tuple[float, ...], ys: tuple[float, ...]) -> float:
@@ -287,14 +297,15 @@ class StepModel:
             kv_read *= a.heads // a.n_kv_heads
         ring_lat = ring_coef = 0.0
         nvls_lat = nvls_coef = math.inf
+        base_s, step_s = sv.collective_base_us * 1e-6, sv.collective_step_us * 1e-6
         if tp > 1:
             # Inside one NVLink domain (tp <= domain): ring or NVLS, both affine in size.
             n = float(tp)
             vol = 2.0 * (n - 1.0) / n
-            ring_lat = net.base_s + 2.0 * (n - 1.0) * net.intra_step_s
+            ring_lat = base_s + 2.0 * (n - 1.0) * step_s
             ring_coef = vol / net.scale_up_busbw
             if net.nvls_busbw > 0:
-                nvls_lat = net.base_s + 2.0 * net.intra_step_s
+                nvls_lat = base_s + 2.0 * step_s
                 nvls_coef = vol / net.nvls_busbw
         c = param_counts(a)
         b = bytes_per(self.weights)
@@ -304,15 +315,15 @@ class StepModel:
         ar_calls = (2.0 * a.layers - (moe_layers if a2a else 0.0)) / pp
         a2a_lat = a2a_coef = 0.0
         if a2a:
-            # Inside the NVLink domain (ep == tp <= domain): collectives.alltoall_s.
-            a2a_lat = net.base_s + (ep - 1.0) * net.intra_step_s
+            # Inside the NVLink domain (ep == tp <= domain): each GPU keeps 1/ep, one step a peer.
+            a2a_lat = base_s + (ep - 1.0) * step_s
             a2a_coef = (ep - 1.0) / ep / net.scale_up_busbw
         return _StepConsts(
             flops_per_token=2.0 * matmul_params(a) / (tp * pp),
             gemm_share=1.0 / (max(a.layers / pp, 1.0) * 6.0),
             gemm_scale=sv.gemm_scale,
-            gemm_xs=tuple(x for x, _ in st.gemm_efficiency),
-            gemm_ys=tuple(y for _, y in st.gemm_efficiency),
+            gemm_xs=tuple(x for x, _ in _curve(st)),
+            gemm_ys=tuple(y for _, y in _curve(st)),
             peak=peak,
             hbm=g.memory_bandwidth_gbps * 1e9 * sv.decode_bandwidth_efficiency,
             dense_weight_bytes=weight_bytes_touched(a, 1.0, self.weights) / (tp * pp),
@@ -321,7 +332,7 @@ class StepModel:
             moe_shared_bytes=(c.total - c.experts) * b / (tp * pp) if a.is_moe else 0.0,
             moe_expert_bytes=(c.experts / a.experts * b / (tp * pp)) if a.is_moe else 0.0,
             attn_flops_per_pair=2.0 * a.layers / pp * (dqk + dv) / tp,
-            attn_rate=peak16 * st.attention_efficiency,
+            attn_rate=peak16 * _attention(st),
             kv_read_bytes_per_token=kv_read,
             ar_calls=ar_calls if tp > 1 else 0.0,
             ar_bytes_per_token=a.hidden * ACT_BYTES,
@@ -364,7 +375,8 @@ class StepModel:
         # Linear layers of one pipeline stage: compute vs weight streaming, per GEMM group.
         flops = 2.0 * matmul_params(a) * tokens / (tp * pp)
         per_gemm = np.maximum(flops / max(a.layers / pp, 1.0) / 6.0, 1.0)
-        gemm_eff = sv.gemm_scale * gemm_efficiency(st, per_gemm)
+        xs, ys = (np.array(v) for v in zip(*_curve(st), strict=True))
+        gemm_eff = sv.gemm_scale * np.interp(np.log10(per_gemm), xs, ys)
         max_tokens = float(np.max(tokens)) if tokens.size else 1.0
         if self.ep > 1:
             # EP: the busiest GPU's touched experts (whole experts, each 1/(tp/ep) sliced).
@@ -376,7 +388,7 @@ class StepModel:
                        * busiest)
             # The routed experts' GEMMs are ep times wider than TP's slices.
             share = self._expert_flops_share
-            eff_e = sv.gemm_scale * gemm_efficiency(st, per_gemm * self.ep)
+            eff_e = sv.gemm_scale * np.interp(np.log10(per_gemm * self.ep), xs, ys)
             compute = flops * ((1.0 - share) / (peak * gemm_eff) + share / (peak * eff_e))
         else:
             w_bytes = weight_bytes_touched(a, max_tokens, self.weights) / (tp * pp)
@@ -391,20 +403,17 @@ class StepModel:
         kv_b = kv_cache_bytes_per_token(a, self.kv_precision) / (tp * pp) * kv
         if not sv.gqa_kv_reuse:
             kv_b = kv_b * (a.heads // a.n_kv_heads)
-        attn = attn_flops / (peak16 * st.attention_efficiency) + kv_b / hbm
-        # TP: two all-reduces of the hidden states per layer.
+        attn = attn_flops / (peak16 * _attention(st)) + kv_b / hbm
+        # TP: two all-reduces of the hidden states per layer (EP all-to-alls replace the
+        # second one of each MoE layer; see the class docstring). Same constants as step_s.
+        k = self._consts
         comm = np.zeros_like(tokens)
-        if tp > 1:
-            per = allreduce_s(tokens * a.hidden * ACT_BYTES, tp, 1.0, self.net)
-            if self.ep_comm == "alltoall":
-                # EP dispatch/combine replaces each MoE layer's second all-reduce: every GPU
-                # sends its 1/ep of the tokens, top_k copies each (see the class docstring).
-                moe_layers = float(a.layers - a.dense_layers)
-                a2a = alltoall_s(tokens * a.top_k * a.hidden * ACT_BYTES / self.ep, self.ep,
-                                 1.0, self.net)
-                comm = (2.0 * a.layers - moe_layers) / pp * per + 2.0 * moe_layers / pp * a2a
-            else:
-                comm = 2.0 * a.layers / pp * per
+        if k.ar_calls:
+            size = tokens * k.ar_bytes_per_token
+            comm = k.ar_calls * np.minimum(k.ring_lat + size * k.ring_coef,
+                                           k.nvls_lat + size * k.nvls_coef)
+        if k.a2a_calls:
+            comm = comm + k.a2a_calls * (k.a2a_lat + tokens * k.a2a_bytes_per_token * k.a2a_coef)
         # Fixed costs: per iteration, and per layer of this stage (launch gaps, TP barriers).
         fixed = sv.step_overhead_s + sv.layer_overhead_s * a.layers / pp
         busy = linear + attn + comm + fixed

@@ -97,13 +97,13 @@ def state_bytes_array(
     grads: Precision | str = Precision.bf16,
     optimizer: Optimizer = "adam",
     zero3_group: ArrayLike | None = None,
-    X: Ops = ArrayOps,
+    ops: Ops = ArrayOps,
 ) -> tuple[Any, Any, Any]:
-    """``state_bytes`` over arrays of layouts (or floats with ``X=ScalarOps``): (weights,
+    """``state_bytes`` over arrays of layouts (or floats with ``ops=ScalarOps``): (weights,
     gradients, optimizer) bytes per GPU. ``zero3_group`` is ZeRO-3's sharding group (hybrid
     sharding shards inside a group and replicates across groups); None means the whole
     data-parallel group."""
-    if X is ArrayOps:
+    if ops is ArrayOps:
         cast: Any = lambda v: np.asarray(v, dtype=float)  # noqa: E731
     else:
         cast = float
@@ -113,17 +113,17 @@ def state_bytes_array(
     # tp x cp x dp ranks split them, the other t dp cp / ep hold the same ones.
     expert = cast(expert_params) / cast(ep)
     dp_dense = cast(dp) * cast(cp)
-    dp_expert = X.maximum(t * dp_dense / cast(ep), 1.0)
+    dp_expert = ops.maximum(t * dp_dense / cast(ep), 1.0)
     z = cast(zero_stage)
     if zero3_group is not None:
         g = cast(zero3_group)
         # ZeRO-3 shards all states over its group (for experts: the group's expert share).
-        g_expert = X.maximum(g * dp_expert / dp_dense, 1.0)
-        dp_dense = X.where(z >= 3, g, dp_dense)
-        dp_expert = X.where(z >= 3, g_expert, dp_expert)
+        g_expert = ops.maximum(g * dp_expert / dp_dense, 1.0)
+        dp_dense = ops.where(z >= 3, g, dp_dense)
+        dp_expert = ops.where(z >= 3, g_expert, dp_expert)
 
     def sharded(stage: int) -> Any:
-        return X.where(z >= stage, dense / dp_dense + expert / dp_expert, dense + expert)
+        return ops.where(z >= stage, dense / dp_dense + expert / dp_expert, dense + expert)
 
     return (
         bytes_per(weights) * sharded(3),
@@ -173,15 +173,15 @@ def activation_bytes_per_layer_array(
     dropout: bool = False,
     cp: ArrayLike = 1,
     moe_layer: bool = False,
-    X: Ops = ArrayOps,
+    ops: Ops = ArrayOps,
     fp8: bool = False,
 ) -> Any:
     """``activation_bytes_per_layer`` over arrays of layouts (or floats with
-    ``X=ScalarOps``); ``recompute`` holds codes (see ``recompute_code``: 0 none, 2 full, else
+    ``ops=ScalarOps``); ``recompute`` holds codes (see ``recompute_code``: 0 none, 2 full, else
     module bits) and ``sequence_parallel`` booleans. With ``fp8`` the inputs the linear layers
     keep for their backward are their FP8 copies (Transformer Engine saves the casted input:
     1 byte per element instead of 2)."""
-    if X is ArrayOps:
+    if ops is ArrayOps:
         s = np.asarray(seq_len, dtype=float) / np.asarray(cp, dtype=float)
         b = np.asarray(micro_batch, dtype=float)
         t = np.asarray(tp, dtype=float)
@@ -191,10 +191,10 @@ def activation_bytes_per_layer_array(
         s, b, t = float(seq_len) / float(cp), float(micro_batch), float(tp)  # type: ignore[arg-type]
         sp_on = bool(sequence_parallel)
         rc = float(recompute)  # type: ignore[arg-type]
-    sp_div = X.where(sp_on, t, 1.0)
+    sp_div = ops.where(sp_on, t, 1.0)
 
     def has(bit: int) -> Any:
-        return X.floor(rc / bit) % 2.0
+        return ops.floor(rc / bit) % 2.0
 
     h = arch.hidden
     a = arch.heads
@@ -249,7 +249,7 @@ def activation_bytes_per_layer_array(
 
     kept = replicated / sp_div + (attention + ffn) / t
     # Full recompute keeps only each layer's input (2 s b h, split by SP).
-    return X.where(rc == 2, ACT_BYTES * sbh / sp_div, kept)
+    return ops.where(rc == 2, ACT_BYTES * sbh / sp_div, kept)
 
 
 def activation_bytes_per_layer(
@@ -360,9 +360,11 @@ def training_memory(
     flash_attention: bool = True,
     dropout: bool = False,
     reserve_bytes: float = 0.0,
+    prefetch: int = 1,
 ) -> TrainingMemory:
     """Per-GPU memory of training ``arch`` under ``par``: the larger of the first pipeline
-    stage (embedding, most in-flight activations) and the last (LM head, logits)."""
+    stage (embedding, most in-flight activations) and the last (LM head, logits). ZeRO-3
+    adds the gathered layer it computes with and the ``prefetch`` layers it gathers ahead."""
     c = param_counts(arch)
     L = arch.layers
     layers_stage = math.ceil(L / par.pp)
@@ -400,6 +402,10 @@ def training_memory(
         dense = per_layer_dense * layers_stage + embed_params
         st = state_bytes(dense, per_layer_expert * layers_stage, par, weights, grads, optimizer)
         st_embed = state_bytes(embed_params, 0.0, par, weights, grads, optimizer).total
+        gathered = 0.0
+        if par.zero_stage >= 3:
+            layer = (per_layer_dense / par.tp + per_layer_expert / par.ep) * bytes_per(weights)
+            gathered = (1.0 + max(prefetch, 0)) * layer
         inflight = in_flight_micro_batches(par) if first else 1.0
         act = per_layer_act * layers_stage * inflight
         if last:
@@ -407,7 +413,8 @@ def training_memory(
             act += 4.0 * (seq_len / par.cp) * par.micro_batch * arch.vocab / par.tp
         name = "only" if (first and last) else ("first" if first else "last")
         return TrainingMemory(
-            st.weights, st.gradients, st.optimizer, act, reserve_bytes, st_embed, name, inflight
+            st.weights + gathered, st.gradients, st.optimizer, act, reserve_bytes, st_embed,
+            name, inflight,
         )
 
     if par.pp == 1:

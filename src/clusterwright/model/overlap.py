@@ -13,7 +13,7 @@ from __future__ import annotations
 from clusterwright.model.xp import Num, Ops
 
 
-def bucketed_tail(X: Ops, comm: Num, buckets: Num, window: Num) -> Num:
+def bucketed_tail(ops: Ops, comm: Num, buckets: Num, window: Num) -> Num:
     """Time a bucketed gradient reduction runs past the end of the compute that feeds it.
 
     ``comm`` seconds of transfers in ``buckets`` equal buckets; bucket k (k = 1..n) is ready
@@ -22,39 +22,39 @@ def bucketed_tail(X: Ops, comm: Num, buckets: Num, window: Num) -> Num:
     comm/n), so the exposed tail is max(comm/n, comm - window (n-1)/n). Megatron-Core's
     overlap-grad-reduce and DDP's bucketed all-reduce both behave this way.
     """
-    n = X.maximum(buckets, 1.0)
-    return X.maximum(comm / n, comm - window * (n - 1.0) / n)
+    n = ops.maximum(buckets, 1.0)
+    return ops.maximum(comm / n, comm - window * (n - 1.0) / n)
 
 
-def prefetched_layers(X: Ops, compute: Num, comm: Num, layers: Num, prefetch: Num) -> Num:
+def prefetched_layers(ops: Ops, compute: Num, comm: Num, layers: Num, prefetch: Num) -> Num:
     """Wall time of ``layers`` layers whose inputs arrive by a transfer each (ZeRO-3/FSDP
     parameter all-gathers): with prefetch the transfer of layer i+1 runs during the compute of
     layer i, so the first transfer is exposed and each layer then takes max(compute, comm);
     without prefetch (depth 0) every transfer waits for the previous compute."""
-    overlapped = comm + (layers - 1.0) * X.maximum(compute, comm) + compute
+    overlapped = comm + (layers - 1.0) * ops.maximum(compute, comm) + compute
     serial = layers * (compute + comm)
-    return X.where(prefetch >= 1, X.minimum(overlapped, serial), serial)
+    return ops.where(prefetch >= 1, ops.minimum(overlapped, serial), serial)
 
 
-def chunked_overlap(X: Ops, comm: Num, gemm: Num, chunks: Num) -> Num:
+def chunked_overlap(ops: Ops, comm: Num, gemm: Num, chunks: Num) -> Num:
     """Exposed time of a collective split into ``chunks`` pieces pipelined with the GEMM that
     consumes or produces it (Transformer Engine's userbuffers TP overlap: all-gather + GEMM,
     GEMM + reduce-scatter): one chunk always shows, the rest hide while the GEMM runs."""
-    k = X.maximum(chunks, 1.0)
-    return X.maximum(comm / k, comm - gemm * (k - 1.0) / k)
+    k = ops.maximum(chunks, 1.0)
+    return ops.maximum(comm / k, comm - gemm * (k - 1.0) / k)
 
 
-def paired_overlap(X: Ops, comm: Num, compute: Num, unpaired: Num) -> Num:
+def paired_overlap(ops: Ops, comm: Num, compute: Num, unpaired: Num) -> Num:
     """Exposed time of communication that hides under another micro-batch's compute (MoE
     dispatch/combine under the paired forward/backward of 1F1B-overlap or DualPipe). A share
     ``unpaired`` of the micro-batches (warm-up forwards, cool-down backwards) has no partner
     and shows all of its communication; the rest show only what exceeds the compute."""
-    u = X.minimum(X.maximum(unpaired, 0.0), 1.0)
-    return u * comm + (1.0 - u) * X.maximum(comm - compute, 0.0)
+    u = ops.minimum(ops.maximum(unpaired, 0.0), 1.0)
+    return u * comm + (1.0 - u) * ops.maximum(comm - compute, 0.0)
 
 
-def ring_steps(X: Ops, transfer: Num, compute: Num, steps: Num) -> Num:
+def ring_steps(ops: Ops, transfer: Num, compute: Num, steps: Num) -> Num:
     """Exposed time of a ring exchange of ``steps`` hops (context-parallel ring attention):
     each hop's transfer runs under the block computed meanwhile, so a hop shows only what
     exceeds its block."""
-    return steps * X.maximum(transfer - compute, 0.0)
+    return steps * ops.maximum(transfer - compute, 0.0)

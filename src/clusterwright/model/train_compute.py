@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from clusterwright.catalog.schema import Activation, Dtype, ModelArch, Stack
+from clusterwright.catalog.schema import Activation, ModelArch, Stack
 from clusterwright.model.xp import Num, Ops
 
 # Recompute codes: 0 none, 2 full (the whole layer), otherwise a sum of module bits.
@@ -34,9 +34,9 @@ FULL = 2
 FP8_CAST_BYTES = {"delayed": 4.0, "current": 6.0, "blockwise": 4.0, "mx": 4.25}
 
 
-def bit(X: Ops, code: Num, b: int) -> Num:
+def bit(ops: Ops, code: Num, b: int) -> Num:
     """1.0 where recompute ``code`` has module bit ``b`` (full recompute has none)."""
-    return X.floor(code / b) % 2.0
+    return ops.floor(code / b) % 2.0
 
 
 @dataclass(frozen=True)
@@ -56,10 +56,10 @@ class Curves:
                       tuple(x for x, _ in c16), tuple(y * r for _, y in c16))
 
 
-def gemm_s(X: Ops, flops: Num, peak: float, xs: tuple[float, ...], ys: tuple[float, ...]) -> Num:
+def gemm_s(ops: Ops, flops: Num, peak: float, xs: tuple[float, ...], ys: tuple[float, ...]) -> Num:
     """One GEMM of ``flops`` FLOPs at the curve's efficiency for its size."""
-    f = X.maximum(flops, 1.0)
-    return f / (peak * X.interp(X.log10(f), xs, ys))
+    f = ops.maximum(flops, 1.0)
+    return f / (peak * ops.interp(ops.log10(f), xs, ys))
 
 
 @dataclass(frozen=True)
@@ -109,22 +109,22 @@ def compute_job(arch: ModelArch, seq_len: int, stack: Stack, peak: float, peak16
     )
 
 
-def _linear(X: Ops, c: ComputeJob, tokens: Num, k_in: Num, n_out: Num, m: Num, w_share: Num
+def _linear(ops: Ops, c: ComputeJob, tokens: Num, k_in: Num, n_out: Num, m: Num, w_share: Num
             ) -> tuple[Num, Num]:
     """(forward GEMM time, FP8 cast time per forward) of a linear layer of ``tokens`` x
     ``k_in`` -> ``n_out`` on this GPU; weight casts are spread over the ``m`` micro-batches of
     a step (Transformer Engine caches the FP8 weights after the first)."""
     flops = 2.0 * tokens * k_in * n_out
     if c.fp8:
-        t = gemm_s(X, flops, c.peak, c.curves.xs8, c.curves.ys8)
+        t = gemm_s(ops, flops, c.peak, c.curves.xs8, c.curves.ys8)
         cast = c.fp8_cast_bytes * (tokens * k_in + k_in * n_out * w_share / m) / c.hbm
         return t, cast
-    return gemm_s(X, flops, c.peak, c.curves.xs16, c.curves.ys16), 0.0 * flops
+    return gemm_s(ops, flops, c.peak, c.curves.xs16, c.curves.ys16), 0.0 * flops
 
 
-def layer_times(X: Ops, c: ComputeJob, T: Num, t: Num, ep: Num, sp: Num, rc: Num, m: Num,
+def layer_times(ops: Ops, c: ComputeJob, tok: Num, t: Num, ep: Num, sp: Num, rc: Num, m: Num,
                 moe: bool) -> LayerTimes:
-    """Compute times of one dense (``moe`` False) or MoE layer for ``T`` tokens per GPU per
+    """Compute times of one dense (``moe`` False) or MoE layer for ``tok`` tokens per GPU per
     micro-batch (the micro-batch's tokens after context parallelism), tensor parallelism ``t``,
     expert parallelism ``ep``, sequence parallelism ``sp`` (0/1), recompute code ``rc`` and
     ``m`` micro-batches per step."""
@@ -142,13 +142,13 @@ def layer_times(X: Ops, c: ComputeJob, T: Num, t: Num, ep: Num, sp: Num, rc: Num
         qr = float(a.q_lora_rank or 0)
         kvr = float(a.kv_lora_rank + a.qk_rope_head_dim)
         if qr:
-            q_dn, q_dn_c = _linear(X, c, T, h, qr, m, 1.0)
-            q_up, q_up_c = _linear(X, c, T, qr, dqk / t, m, 1.0)
+            q_dn, q_dn_c = _linear(ops, c, tok, h, qr, m, 1.0)
+            q_up, q_up_c = _linear(ops, c, tok, qr, dqk / t, m, 1.0)
         else:
-            q_dn, q_dn_c = _linear(X, c, T, h, dqk / t, m, 1.0)
-            q_up, q_up_c = 0.0 * T, 0.0 * T
-        kv_dn, kv_dn_c = _linear(X, c, T, h, kvr, m, 1.0)
-        kv_up, kv_up_c = _linear(X, c, T, float(a.kv_lora_rank),
+            q_dn, q_dn_c = _linear(ops, c, tok, h, dqk / t, m, 1.0)
+            q_up, q_up_c = 0.0 * tok, 0.0 * tok
+        kv_dn, kv_dn_c = _linear(ops, c, tok, h, kvr, m, 1.0)
+        kv_up, kv_up_c = _linear(ops, c, tok, float(a.kv_lora_rank),
                                  a.heads * (a.qk_nope_head_dim + a.v_head_dim) / t, m, 1.0)
         qkv = q_dn + q_up + kv_dn + kv_up
         qkv_c = q_dn_c + q_up_c + kv_dn_c + kv_up_c
@@ -157,13 +157,13 @@ def layer_times(X: Ops, c: ComputeJob, T: Num, t: Num, ep: Num, sp: Num, rc: Num
         dqk = float(a.heads * a.d_head)
         dv = dqk
         dkv = float(a.n_kv_heads * a.d_head)
-        qkv, qkv_c = _linear(X, c, T, h, (dqk + 2.0 * dkv) / t, m, 1.0)
-        mla_up = 0.0 * T
-    proj, proj_c = _linear(X, c, T, dv / t, h, m, 1.0)
+        qkv, qkv_c = _linear(ops, c, tok, h, (dqk + 2.0 * dkv) / t, m, 1.0)
+        mla_up = 0.0 * tok
+    proj, proj_c = _linear(ops, c, tok, dv / t, h, m, 1.0)
 
     # --- attention core (16-bit): flash skips the masked half of the causal scores --------
     causal = 0.5 if c.flash else 1.0
-    attn_flops = 2.0 * T * s * (dqk + dv) / t * causal
+    attn_flops = 2.0 * tok * s * (dqk + dv) / t * causal
     if a.sliding_window and c.flash:
         # Banded layers see at most the window: min(w, s/2) keys on average, not s/2.
         fw = a.sliding_window_layers / a.layers
@@ -177,54 +177,54 @@ def layer_times(X: Ops, c: ComputeJob, T: Num, t: Num, ep: Num, sp: Num, rc: Num
         f_e = float(a.expert_ffn_hidden or a.ffn_hidden)
         k = float(a.top_k)
         E = float(a.experts)
-        # Each GPU routes its share of the micro-batch's tokens (T / t: the tensor-parallel
+        # Each GPU routes its share of the micro-batch's tokens (tok / t: the tensor-parallel
         # ranks split the sequence; experts are whole, expert TP 1). Balanced routing gives
-        # each local expert T k ep / (t E) tokens; the busiest GPU's experts get
+        # each local expert tok k ep / (t E) tokens; the busiest GPU's experts get
         # ``expert_imbalance`` times the mean, and the step waits for it.
-        Tm = T / t
+        Tm = tok / t
         tok_e = Tm * k * ep / E
-        up, up_c = _linear(X, c, tok_e, h, f_e * g, m, 1.0)
-        dn, dn_c = _linear(X, c, tok_e, f_e, h, m, 1.0)
+        up, up_c = _linear(ops, c, tok_e, h, f_e * g, m, 1.0)
+        dn, dn_c = _linear(ops, c, tok_e, f_e, h, m, 1.0)
         local = E / ep
         routed = local * (up + dn + up_c + dn_c) * c.expert_imbalance
-        shared = 0.0 * T
-        shared_c = 0.0 * T
+        shared = 0.0 * tok
+        shared_c = 0.0 * tok
         if a.shared_experts:
-            su, su_c = _linear(X, c, T, h, f_e * a.shared_experts * g / t, m, 1.0)
-            sd, sd_c = _linear(X, c, T, f_e * a.shared_experts / t, h, m, 1.0)
+            su, su_c = _linear(ops, c, tok, h, f_e * a.shared_experts * g / t, m, 1.0)
+            sd, sd_c = _linear(ops, c, tok, f_e * a.shared_experts / t, h, m, 1.0)
             shared = su + sd
             shared_c = su_c + sd_c
-        router = gemm_s(X, 2.0 * Tm * h * E, c.peak16, c.curves.xs16, c.curves.ys16)
+        router = gemm_s(ops, 2.0 * Tm * h * E, c.peak16, c.curves.xs16, c.curves.ys16)
         # Permute and unpermute copy each routed token's hidden state (read + write, 16-bit).
         permute = Tm * k * h * 2.0 * 2.0 * 2.0 / c.hbm
         act_e = Tm * k * f_e * (6.0 if gated else 4.0) * c.expert_imbalance / c.hbm
         moe_f = routed + permute + act_e
         fc1 = shared + router  # what runs next to the TP collectives
-        fc2 = 0.0 * T
+        fc2 = 0.0 * tok
         mlp_gemm = routed + shared + router
         mlp_cast = shared_c
-        mlp_act = act_e + (T * f_e * a.shared_experts * (6.0 if gated else 4.0) / t / c.hbm
-                           if a.shared_experts else 0.0 * T)
+        mlp_act = act_e + (tok * f_e * a.shared_experts * (6.0 if gated else 4.0) / t / c.hbm
+                           if a.shared_experts else 0.0 * tok)
         mlp_elem = permute + mlp_act
     else:
         f = float(a.ffn_hidden)
-        fc1, fc1_c = _linear(X, c, T, h, f * g / t, m, 1.0)
-        fc2, fc2_c = _linear(X, c, T, f / t, h, m, 1.0)
-        moe_f = 0.0 * T
+        fc1, fc1_c = _linear(ops, c, tok, h, f * g / t, m, 1.0)
+        fc2, fc2_c = _linear(ops, c, tok, f / t, h, m, 1.0)
+        moe_f = 0.0 * tok
         mlp_gemm = fc1 + fc2
         mlp_cast = fc1_c + fc2_c
-        mlp_act = T * f * (6.0 if gated else 4.0) / t / c.hbm
+        mlp_act = tok * f * (6.0 if gated else 4.0) / t / c.hbm
         mlp_elem = mlp_act
 
     # --- elementwise (HBM-bound) ------------------------------------------------------------
     drop = 1.0 if c.dropout else 0.0
-    sp_div = X.where(sp > 0, t, 1.0)
+    sp_div = ops.where(sp > 0, t, 1.0)
     # two norms (read+write h), two residual adds (read 2h, write h), dropout masks; 2 bytes
     norm_b = 8.0 * h / sp_div
     resid_b = (12.0 + 2.0 * drop) * h / sp_div
     softmax_b = 0.0 if c.flash else a.heads * s * (4.0 + 5.0 * drop) / t
-    norm_f = T * norm_b / c.hbm
-    elem_f = T * (resid_b + softmax_b) / c.hbm + norm_f + mlp_elem
+    norm_f = tok * norm_b / c.hbm
+    elem_f = tok * (resid_b + softmax_b) / c.hbm + norm_f + mlp_elem
 
     gemm_f = qkv + proj + mlp_gemm
     cast_f = qkv_c + proj_c + mlp_cast
@@ -237,23 +237,23 @@ def layer_times(X: Ops, c: ComputeJob, T: Num, t: Num, ep: Num, sp: Num, rc: Num
 
     # --- recomputation ------------------------------------------------------------------------
     full = rc == FULL
-    modules = (bit(X, rc, 1) * (attn_f + T * softmax_b / c.hbm)
-               + bit(X, rc, 4) * (0.0 if moe else 1.0) * (mlp_gemm + mlp_cast + mlp_act)
-               + bit(X, rc, 8) * (moe_f if moe else 0.0 * T)
-               + bit(X, rc, 16) * ((act_e if moe else 0.0 * T))
-               + bit(X, rc, 32) * norm_f
-               + (0.0 * T if not a.is_mla else bit(X, rc, 64) * mla_up))
-    recompute = X.where(full, fwd, X.where(rc == 0, 0.0, modules))
+    modules = (bit(ops, rc, 1) * (attn_f + tok * softmax_b / c.hbm)
+               + bit(ops, rc, 4) * (0.0 if moe else 1.0) * (mlp_gemm + mlp_cast + mlp_act)
+               + bit(ops, rc, 8) * (moe_f if moe else 0.0 * tok)
+               + bit(ops, rc, 16) * (act_e if moe else 0.0 * tok)
+               + bit(ops, rc, 32) * norm_f
+               + (0.0 * tok if not a.is_mla else bit(ops, rc, 64) * mla_up))
+    recompute = ops.where(full, fwd, ops.where(rc == 0, 0.0, modules))
     tp_f = (qkv, proj, fc1, fc2)
     return LayerTimes(fwd, bwd, wgrad, recompute, attn_f, attn_b, tp_f, moe_f)
 
 
-def head_times(X: Ops, c: ComputeJob, T: Num, t: Num) -> tuple[Num, Num]:
-    """(forward, backward) of the LM head and loss for ``T`` tokens (16-bit, vocab split by
+def head_times(ops: Ops, c: ComputeJob, tok: Num, t: Num) -> tuple[Num, Num]:
+    """(forward, backward) of the LM head and loss for ``tok`` tokens (16-bit, vocab split by
     t): the logits GEMM and the fp32 softmax/cross-entropy over them."""
     V = float(c.arch.vocab)
     h = float(c.arch.hidden)
-    logits = gemm_s(X, 2.0 * T * h * V / t, c.peak16, c.curves.xs16, c.curves.ys16)
-    loss = T * V / t * 4.0 * 3.0 / c.hbm
+    logits = gemm_s(ops, 2.0 * tok * h * V / t, c.peak16, c.curves.xs16, c.curves.ys16)
+    loss = tok * V / t * 4.0 * 3.0 / c.hbm
     fwd = logits + loss
     return fwd, 2.0 * logits + 2.0 * loss

@@ -32,6 +32,7 @@ sums to the step time exactly.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -45,6 +46,7 @@ from clusterwright.model.collectives import (
     allgather_s,
     allreduce_s,
     alltoall_s,
+    moe_dispatch_s,
     p2p_s,
     reducescatter_s,
 )
@@ -64,7 +66,7 @@ from clusterwright.model.train_compute import (
     head_times,
     layer_times,
 )
-from clusterwright.model.xp import ArrayOps, Num, Ops, ScalarOps
+from clusterwright.model.xp import ArrayOps, Ops, ScalarOps
 
 F = np.ndarray
 # Adam step, per local parameter: read fp32 grad, master, m, v (16 B); write master, m, v and
@@ -73,6 +75,7 @@ ADAM_BYTES_PER_PARAM = 30.0
 SCHEDULES = ("1f1b", "zb", "dualpipe")
 EP_OVERLAPS = ("none", "1f1b", "dualpipe")
 CP_COMMS = ("p2p", "allgather", "a2a")
+EP_DISPATCHERS = ("alltoall", "deepep")
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,7 @@ class Options:
     cp_comm: str = "p2p"  # p2p (ring attention), allgather (Llama 3), a2a (Ulysses)
     schedule: str = "1f1b"  # 1f1b (interleaved when v > 1), zb (zero bubble), dualpipe
     ep_overlap: str = "none"  # none, 1f1b (paired micro-batches), dualpipe
+    ep_dispatcher: str = "alltoall"  # alltoall (a copy per expert), deepep (one per domain)
     prefetch: int = 1  # ZeRO-3/FSDP layers gathered ahead (0: none)
     zeropp: bool = False  # ZeRO++: int8 weight gathers, node-local backward gather, int4 grads
     fp8_recipe: str = "delayed"  # delayed, current, blockwise, mx
@@ -104,6 +108,7 @@ class Options:
             cp_comm=f.context_parallel[0] if f.context_parallel else "p2p",
             schedule=f.schedules[0],
             ep_overlap=f.ep_overlap[0],
+            ep_dispatcher=f.ep_dispatchers[0],
             fp8_recipe=f.fp8_recipes[0] if f.fp8_recipes else "delayed",
             bucket_params=f.dp_bucket_params,
         )
@@ -283,18 +288,18 @@ class StepEstimate:
                         1.0 - np.asarray(exposed) / np.maximum(np.asarray(total), 1e-30), 1.0)
 
 
-def stage_layers(layers: float, pp: Any, interleave: Any, X: Ops = ArrayOps) -> Any:
+def stage_layers(layers: float, pp: Any, interleave: Any, ops: Ops = ArrayOps) -> Any:
     """Layers on the busiest pipeline rank: v chunks of ceil(L / (p v)) layers. Uneven splits
     are allowed (Megatron-Core's uneven pipeline; Llama 3 section 3.3.2), and cost this
     imbalance."""
-    return X.ceil(layers / (pp * interleave)) * interleave
+    return ops.ceil(layers / (pp * interleave)) * interleave
 
 
-def micro_batches(job: Job, lay: Layouts, X: Ops = ArrayOps) -> Any:
+def micro_batches(job: Job, lay: Layouts, ops: Ops = ArrayOps) -> Any:
     """Micro-batches per pipeline per step (0 where the batch does not divide)."""
     m = job.global_batch / lay.dp / lay.micro_batch
-    r = X.floor(m + 0.5)
-    return X.where((abs(m - r) < 1e-9) & (m >= 1.0), r, 0.0)
+    r = ops.floor(m + 0.5)
+    return ops.where((abs(m - r) < 1e-9) & (m >= 1.0), r, 0.0)
 
 
 def gemm_efficiency(stack: Stack, flops: ArrayLike) -> F:
@@ -305,13 +310,13 @@ def gemm_efficiency(stack: Stack, flops: ArrayLike) -> F:
     return np.asarray(np.interp(np.log10(f), xs, ys))
 
 
-def estimate(job: Job, lay: Layouts, X: Ops | None = None) -> StepEstimate:
+def estimate(job: Job, lay: Layouts, ops: Ops | None = None) -> StepEstimate:
     """Step time, breakdown, FLOPs and per-GPU memory for every layout in ``lay``. One layout
     runs on Python floats (no numpy overhead) and comes back as one-element arrays."""
-    if X is None and len(lay) == 1 and np.ndim(lay.tp):
+    if ops is None and len(lay) == 1 and np.ndim(lay.tp):
         est = _step(job, lay.scalar(0), ScalarOps)
         return _as_arrays(est)
-    return _step(job, lay, X or ArrayOps)
+    return _step(job, lay, ops or ArrayOps)
 
 
 def _as_arrays(est: StepEstimate) -> StepEstimate:
@@ -330,55 +335,86 @@ def _mix(d: Any, e: Any, frac: float) -> Any:
     return d if frac == 0.0 else d * (1.0 - frac) + e * frac
 
 
-def _step(job: Job, lay: Layouts, X: Ops) -> StepEstimate:
+def _remote_domains(a: ModelArch, ops: Ops) -> Callable[[Any], Any] | None:
+    """Expected distinct remote domains a token of ``a`` reaches over ``domains`` domains of
+    the EP group under group-limited routing (None: uniform routing, the default)."""
+    if not a.route_groups or not a.route_groups_per_token:
+        return None
+    groups, per, k = float(a.route_groups), float(a.route_groups_per_token), float(a.top_k)
+
+    def reach(domains: Any) -> Any:
+        # Contiguous groups over contiguous domains. With whole groups per domain, a domain is
+        # missed when none of the token's chosen groups lies in it: C(G - G/D, g) / C(G, g).
+        per_domain = groups / domains
+        miss = ops.full(domains, 1.0)
+        for i in range(int(per)):
+            miss = miss * ops.maximum(groups - per_domain - i, 0.0) / (groups - i)
+        hit_whole = domains * (1.0 - miss)
+        # A group spanning several domains: the uniform spread, capped by the groups' span.
+        uniform = domains * (1.0 - (1.0 - 1.0 / domains) ** k)
+        hit_split = ops.minimum(uniform, per * domains / groups)
+        hit = ops.where(per_domain >= 1.0, hit_whole, hit_split)
+        # By symmetry each domain, the sender's own included, is hit with probability hit/D.
+        return hit * (domains - 1.0) / domains
+
+    return reach
+
+
+def _step(job: Job, lay: Layouts, ops: Ops) -> StepEstimate:
     a, st, net, o, K = job.arch, job.stack, job.net, job.opts, job.constants
     cj = job.compute
     t, p, d, c, e = lay.tp, lay.pp, lay.dp, lay.cp, lay.ep
     b, v, z, rc, sp = lay.micro_batch, lay.interleave, lay.zero, lay.recompute, lay.sp
-    m = micro_batches(job, lay, X)
-    m1 = X.maximum(m, 1.0)
+    m = micro_batches(job, lay, ops)
+    m1 = ops.maximum(m, 1.0)
     s = float(job.seq_len)
     h = float(a.hidden)
     T = b * s / c  # tokens per micro-batch on one GPU (CP splits the sequence)
     mf = K.moe_frac
-    dense = layer_times(X, cj, T, t, e, sp, rc, m1, False)
-    moe: LayerTimes = layer_times(X, cj, T, t, e, sp, rc, m1, True) if a.is_moe else dense
-    head_f, head_b = head_times(X, cj, T, t)
+    dense = layer_times(ops, cj, T, t, e, sp, rc, m1, False)
+    moe: LayerTimes = layer_times(ops, cj, T, t, e, sp, rc, m1, True) if a.is_moe else dense
+    head_f, head_b = head_times(ops, cj, T, t)
 
     # --- tensor parallelism: collectives around the GEMMs -------------------------------
     act = T * h * ACT_BYTES  # the micro-batch's hidden states on one GPU (whole sequence part)
     sp_on = sp > 0
-    ag = allgather_s(act, t, 1.0, net, X)
-    ar = allreduce_s(act, t, 1.0, net, X)
+    ag = allgather_s(act, t, 1.0, net, ops)
+    ar = allreduce_s(act, t, 1.0, net, ops)
     # With SP: all-gather before QKV and FC1, reduce-scatter after the projection and FC2;
     # without: an all-reduce after the projection and FC2. MoE layers move their tokens with
     # the dispatcher instead of the MLP pair (expert TP 1).
-    c_in = X.where(sp_on, ag, 0.0)
-    c_out = X.where(sp_on, ag, ar)
+    c_in = ops.where(sp_on, ag, 0.0)
+    c_out = ops.where(sp_on, ag, ar)
     gq, gp, g1, g2 = dense.gemm_tp_f
     mq, mp, _, _ = moe.gemm_tp_f
-    if o.tp_overlap:
-        tp_dense_f = (ov.chunked_overlap(X, c_in, gq, t) + ov.chunked_overlap(X, c_out, gp, t)
-                      + ov.chunked_overlap(X, c_in, g1, t) + ov.chunked_overlap(X, c_out, g2, t))
-        tp_dense_b = (ov.chunked_overlap(X, c_in, 2.0 * gq, t)
-                      + ov.chunked_overlap(X, c_out, 2.0 * gp, t)
-                      + ov.chunked_overlap(X, c_in, 2.0 * g1, t)
-                      + ov.chunked_overlap(X, c_out, 2.0 * g2, t))
-        tp_moe_f = ov.chunked_overlap(X, c_in, mq, t) + ov.chunked_overlap(X, c_out, mp, t)
-        tp_moe_b = (ov.chunked_overlap(X, c_in, 2.0 * mq, t)
-                    + ov.chunked_overlap(X, c_out, 2.0 * mp, t))
-    else:
-        tp_dense_f = tp_dense_b = 2.0 * (c_in + c_out)
-        tp_moe_f = tp_moe_b = c_in + c_out
+    tp_dense_f = tp_dense_b = 2.0 * (c_in + c_out)
+    tp_moe_f = tp_moe_b = c_in + c_out
+    # TE userbuffers pipeline the sequence-parallel all-gather/reduce-scatter with their
+    # GEMMs: Megatron allows --tp-comm-overlap only with --sequence-parallel, and the
+    # buffers are shared over CUDA IPC, inside one NVLink domain.
+    on = sp_on & (t <= net.domain_gpus)
+    if o.tp_overlap and (ops is ArrayOps or on):
+        tp_dense_f = ops.where(on, ov.chunked_overlap(ops, c_in, gq, t)
+                               + ov.chunked_overlap(ops, c_out, gp, t)
+                               + ov.chunked_overlap(ops, c_in, g1, t)
+                               + ov.chunked_overlap(ops, c_out, g2, t), tp_dense_f)
+        tp_dense_b = ops.where(on, ov.chunked_overlap(ops, c_in, 2.0 * gq, t)
+                               + ov.chunked_overlap(ops, c_out, 2.0 * gp, t)
+                               + ov.chunked_overlap(ops, c_in, 2.0 * g1, t)
+                               + ov.chunked_overlap(ops, c_out, 2.0 * g2, t), tp_dense_b)
+        tp_moe_f = ops.where(on, ov.chunked_overlap(ops, c_in, mq, t)
+                             + ov.chunked_overlap(ops, c_out, mp, t), tp_moe_f)
+        tp_moe_b = ops.where(on, ov.chunked_overlap(ops, c_in, 2.0 * mq, t)
+                             + ov.chunked_overlap(ops, c_out, 2.0 * mp, t), tp_moe_b)
     tp_total_layer = _mix(4.0 * (c_in + c_out), 2.0 * (c_in + c_out), mf)
     tp_f = _mix(tp_dense_f, tp_moe_f, mf)
     tp_b = _mix(tp_dense_b, tp_moe_b, mf)
     full = rc == FULL
-    Ls = stage_layers(float(a.layers), p, v, X)
+    Ls = stage_layers(float(a.layers), p, v, ops)
     # Megatron's block method recomputes the first N layers of each model chunk only.
-    full_frac = X.where(full, lay.rc_frac, 1.0)
-    tp_layer = tp_f + tp_b + X.where(full, full_frac * tp_f, 0.0)
-    tp_total_layer = tp_total_layer * X.where(full, 1.5, 1.0)
+    full_frac = ops.where(full, lay.rc_frac, 1.0)
+    tp_layer = tp_f + tp_b + ops.where(full, full_frac * tp_f, 0.0)
+    tp_total_layer = tp_total_layer * (1.0 + 0.5 * ops.where(full, full_frac, 0.0))
 
     # --- context parallelism ----------------------------------------------------------------
     if a.is_mla:
@@ -392,54 +428,58 @@ def _step(job: Job, lay: Layouts, X: Ops) -> StepEstimate:
     cp_cross = t * c > net.domain_gpus
     has_cp = c > 1
     if o.cp_comm == "allgather":
-        cp_f_total = allgather_s(kv * c, c, t, net, X)
-        cp_b_total = reducescatter_s(kv * c, c, t, net, X)
+        cp_f_total = allgather_s(kv * c, c, t, net, ops)
+        cp_b_total = reducescatter_s(kv * c, c, t, net, ops)
         cp_f, cp_b = cp_f_total, cp_b_total
     elif o.cp_comm == "a2a":
         # Ulysses: all-to-all Q, K, V before attention and the output after, both ways.
         qkv_b = T * (a.heads * a.d_head + kv_width) / t * ACT_BYTES
-        cp_f_total = alltoall_s(qkv_b, c, t, net, X) + alltoall_s(act / t, c, t, net, X)
+        cp_f_total = alltoall_s(qkv_b, c, t, net, ops) + alltoall_s(act / t, c, t, net, ops)
         cp_b_total = cp_f_total
         cp_f, cp_b = cp_f_total, cp_b_total
     else:
-        hop_f = p2p_s(kv, cp_cross, net, X)
-        hop_b = p2p_s(2.0 * kv, cp_cross, net, X)  # K, V and their gradients
+        hop_f = p2p_s(kv, cp_cross, net, ops)
+        hop_b = p2p_s(2.0 * kv, cp_cross, net, ops)  # K, V and their gradients
         cp_f_total = (c - 1.0) * hop_f
         cp_b_total = (c - 1.0) * hop_b
-        cp_f = ov.ring_steps(X, hop_f, attn_f / c, c - 1.0)
-        cp_b = ov.ring_steps(X, hop_b, attn_b / c, c - 1.0)
-    cp_f = X.where(has_cp, cp_f, 0.0)
-    cp_b = X.where(has_cp, cp_b, 0.0)
-    cp_layer = cp_f + cp_b + X.where(full | (X.floor(rc / 1.0) % 2.0 > 0), cp_f, 0.0)
-    cp_total_layer = X.where(has_cp, cp_f_total + cp_b_total, 0.0)
+        cp_f = ov.ring_steps(ops, hop_f, attn_f / c, c - 1.0)
+        cp_b = ov.ring_steps(ops, hop_b, attn_b / c, c - 1.0)
+    cp_f = ops.where(has_cp, cp_f, 0.0)
+    cp_b = ops.where(has_cp, cp_b, 0.0)
+    # Recomputing core attention (selective, or the full block's share) repeats its exchange.
+    rec_cp = ops.where(full, full_frac, ops.where(ops.floor(rc / 1.0) % 2.0 > 0, 1.0, 0.0))
+    cp_layer = cp_f + cp_b + rec_cp * cp_f
+    cp_total_layer = ops.where(has_cp, cp_f_total * (1.0 + rec_cp) + cp_b_total, 0.0)
 
     # --- expert parallelism -------------------------------------------------------------------
     if a.is_moe:
         Tm = T / t
-        disp = Tm * a.top_k * h * (1.0 if o.dispatch_fp8 else ACT_BYTES)
-        comb = Tm * a.top_k * h * ACT_BYTES
         # Expert TP 1 with Megatron-Core's expert rank order (etp-ep-dp): an EP group is ep
         # consecutive GPUs, folded over the tensor-, context- and data-parallel ranks.
         ep_stride = 1.0
-        a2a_f = (alltoall_s(disp, e, ep_stride, net, X) + alltoall_s(comb, e, ep_stride, net, X)
-                 ) * o.expert_imbalance * job.ep_comm_factor
-        a2a_b = 2.0 * alltoall_s(comb, e, ep_stride, net, X) * o.expert_imbalance * (
-            job.ep_comm_factor)
-        moe_recompute = X.floor(rc / 8.0) % 2.0 > 0
-        a2a_total = a2a_f + a2a_b + X.where(full | moe_recompute, a2a_f, 0.0)
+        dedup = o.ep_dispatcher == "deepep"
+        reach = _remote_domains(a, ops) if dedup else None
+        d_bytes = h * (1.0 if o.dispatch_fp8 else ACT_BYTES)
+        disp = moe_dispatch_s(d_bytes, Tm, a.top_k, e, ep_stride, net, ops, dedup, reach)
+        comb = moe_dispatch_s(h * ACT_BYTES, Tm, a.top_k, e, ep_stride, net, ops, dedup, reach)
+        a2a_f = (disp + comb) * o.expert_imbalance * job.ep_comm_factor
+        # Backward: the gradients of the combine go out as a dispatch and come back (16-bit).
+        a2a_b = 2.0 * comb * o.expert_imbalance * job.ep_comm_factor
+        moe_recompute = ops.floor(rc / 8.0) % 2.0 > 0
+        a2a_total = a2a_f + a2a_b + ops.where(full | moe_recompute, a2a_f, 0.0)
         if o.ep_overlap == "none":
             ep_exposed = a2a_total
         else:
             # Unpaired micro-batches: warm-up forwards and cool-down backwards of the
             # schedule (one of each without a pipeline); DualPipe feeds both ends at once.
-            warm = X.maximum(1.0, (p - 1.0) / v)
+            warm = ops.maximum(1.0, (p - 1.0) / v)
             if o.ep_overlap == "dualpipe":
-                warm = X.maximum(1.0, p / 2.0 - 1.0)
-            unpaired = X.minimum(1.0, warm / m1)
+                warm = ops.maximum(1.0, p / 2.0 - 1.0)
+            unpaired = ops.minimum(1.0, warm / m1)
             paired_compute = moe.fwd + moe.bwd + moe.recompute
-            ep_exposed = ov.paired_overlap(X, a2a_total, paired_compute, unpaired)
-        ep_exposed = X.where(e > 1, ep_exposed, 0.0)
-        ep_total_layer = X.where(e > 1, a2a_total, 0.0)
+            ep_exposed = ov.paired_overlap(ops, a2a_total, paired_compute, unpaired)
+        ep_exposed = ops.where(e > 1, ep_exposed, 0.0)
+        ep_total_layer = ops.where(e > 1, a2a_total, 0.0)
     else:
         ep_exposed = ep_total_layer = 0.0 * T
 
@@ -447,11 +487,11 @@ def _step(job: Job, lay: Layouts, X: Ops) -> StepEstimate:
     n_moe_stage = Ls * mf
     # A layer's pass never takes less than launching its kernels (the stack's host floor).
     lf_d, lf_m = st.layer_launch_s, st.layer_launch_s + st.moe_layer_launch_s
-    rec = X.where(full, full_frac, 1.0)
-    d_fwd = X.maximum(dense.fwd, lf_d)
-    d_bwd = X.maximum(dense.bwd + rec * dense.recompute, 2.0 * lf_d)
-    m_fwd = X.maximum(moe.fwd, lf_m)
-    m_bwd = X.maximum(moe.bwd + rec * moe.recompute, 2.0 * lf_m)
+    rec = ops.where(full, full_frac, 1.0)
+    d_fwd = ops.maximum(dense.fwd, lf_d)
+    d_bwd = ops.maximum(dense.bwd + rec * dense.recompute, 2.0 * lf_d)
+    m_fwd = ops.maximum(moe.fwd, lf_m)
+    m_bwd = ops.maximum(moe.bwd + rec * moe.recompute, 2.0 * lf_m)
     fwd_c = Ls * _mix(d_fwd, m_fwd, mf) + head_f
     bwd_c = Ls * _mix(d_bwd, m_bwd, mf) + head_b
     wgrad = Ls * _mix(dense.wgrad, moe.wgrad, mf)
@@ -461,43 +501,43 @@ def _step(job: Job, lay: Layouts, X: Ops) -> StepEstimate:
 
     # p2p between stages: activations forward, gradients backward, v chunks each; with
     # sequence parallelism each TP rank sends its 1/t (scatter-gather).
-    p2p_bytes = act / X.where(sp_on, t, 1.0)
+    p2p_bytes = act / ops.where(sp_on, t, 1.0)
     crosses = t * c * d >= net.domain_gpus
-    sends = 2.0 * v * p2p_s(p2p_bytes, crosses, net, X) * job.pp_comm_factor
-    pp_total_mb = X.where(p > 1, sends, 0.0)
-    pp_share = X.where(o.p2p_overlap, X.minimum(1.0, (p - 1.0) / (v * m1)), 1.0)
+    sends = 2.0 * v * p2p_s(p2p_bytes, crosses, net, ops) * job.pp_comm_factor
+    pp_total_mb = ops.where(p > 1, sends, 0.0)
+    pp_share = ops.where(o.p2p_overlap, ops.minimum(1.0, (p - 1.0) / (v * m1)), 1.0)
     pp_mb = pp_total_mb * pp_share
 
     # --- ZeRO-3 / FSDP: every layer's weights gathered, gradients reduce-scattered ----------
     dp_ranks = d * c
     is_z3 = z >= 3
-    shard = X.where(lay.shard > 0, X.minimum(lay.shard, dp_ranks), dp_ranks)
+    shard = ops.where(lay.shard > 0, ops.minimum(lay.shard, dp_ranks), dp_ranks)
     w_b = bytes_per(Precision.bf16 if job.precision in (Precision.fp8, Precision.fp4)
                     else job.precision)
     grad_b = bytes_per(job.grad_precision)
     layer_params = K.layer_dense / t + K.layer_expert / e
     # ZeRO++: qwZ gathers int8 weights; hpZ gathers the backward copy inside the node; qgZ
     # reduces gradients in int4 (Wang et al., ZeRO++, arXiv 2306.10209, section 3).
-    node_group = X.minimum(shard, X.maximum(1.0, net.domain_gpus / t))
+    node_group = ops.minimum(shard, ops.maximum(1.0, net.domain_gpus / t))
     zpp = 1.0 if o.zeropp else 0.0
     # A framework that gathers tensor by tensor issues k collectives per layer and pass, each
     # moving 1/k of the layer and each paying the ring's latency across the whole group.
     k = float(st.features.zero3_collectives_per_layer)
     piece = layer_params / k / st.features.zero3_busbw_fraction
-    ag_f = k * allgather_s(piece * w_b * (1.0 - 0.5 * zpp), shard, t, net, X)
+    ag_f = k * allgather_s(piece * w_b * (1.0 - 0.5 * zpp), shard, t, net, ops)
     ag_b = k * allgather_s(piece * w_b * (1.0 - 0.5 * zpp),
-                           X.where(zpp > 0, node_group, shard), t, net, X)
-    rs_b = k * reducescatter_s(piece * grad_b * (1.0 - 0.75 * zpp), shard, t, net, X)
+                           ops.where(zpp > 0, node_group, shard), t, net, ops)
+    rs_b = k * reducescatter_s(piece * grad_b * (1.0 - 0.75 * zpp), shard, t, net, ops)
     ag_f = ag_f * job.dp_comm_factor
     ag_b = ag_b * job.dp_comm_factor
     rs_b = rs_b * job.dp_comm_factor
-    layer_f_wall = (fwd_c - head_f) / X.maximum(Ls, 1.0) + (tp_f + cp_f)
-    layer_b_wall = (bwd_c - head_b) / X.maximum(Ls, 1.0) + (tp_b + cp_b)
-    z3_f = ov.prefetched_layers(X, layer_f_wall, ag_f, Ls, o.prefetch) - Ls * layer_f_wall
-    z3_b = ov.prefetched_layers(X, layer_b_wall, ag_b + rs_b, Ls, o.prefetch) - Ls * layer_b_wall
+    layer_f_wall = (fwd_c - head_f) / ops.maximum(Ls, 1.0) + (tp_f + cp_f)
+    layer_b_wall = (bwd_c - head_b) / ops.maximum(Ls, 1.0) + (tp_b + cp_b)
+    z3_f = ov.prefetched_layers(ops, layer_f_wall, ag_f, Ls, o.prefetch) - Ls * layer_f_wall
+    z3_b = ov.prefetched_layers(ops, layer_b_wall, ag_b + rs_b, Ls, o.prefetch) - Ls * layer_b_wall
     z3_on = is_z3 & (shard > 1)
-    z3_mb = X.where(z3_on, z3_f + z3_b, 0.0)
-    z3_total_mb = X.where(z3_on, Ls * (ag_f + ag_b + rs_b), 0.0)
+    z3_mb = ops.where(z3_on, z3_f + z3_b, 0.0)
+    z3_total_mb = ops.where(z3_on, Ls * (ag_f + ag_b + rs_b), 0.0)
 
     per_mb = fwd_c + bwd_c + tp_mb + cp_mb + ep_mb + pp_mb + z3_mb
 
@@ -505,61 +545,56 @@ def _step(job: Job, lay: Layouts, X: Ops) -> StepEstimate:
     pipelined = p > 1
     if o.schedule == "dualpipe":
         # DualPipe (DeepSeek-V3 report, Table 2): (p/2 - 1)(F&B + B - 3W), F&B ~ F + B.
-        bubble = X.maximum(p / 2.0 - 1.0, 0.0) * X.maximum(per_mb + bwd_c - 3.0 * wgrad, 0.0)
+        bubble = ops.maximum(p / 2.0 - 1.0, 0.0) * ops.maximum(per_mb + bwd_c - 3.0 * wgrad, 0.0)
     elif o.schedule == "zb":
         # Zero bubble ZB-H1 (Qi et al., arXiv 2401.10241): (p - 1)(F + B - 2W), per chunk.
-        bubble = (p - 1.0) / v * X.maximum(per_mb - 2.0 * wgrad, fwd_c)
+        bubble = (p - 1.0) / v * ops.maximum(per_mb - 2.0 * wgrad, fwd_c)
     else:
         bubble = (p - 1.0) / v * per_mb
-    bubble = X.where(pipelined, bubble, 0.0)
+    bubble = ops.where(pipelined, bubble, 0.0)
 
     # --- data parallelism: gradient buckets, parameter gathers ------------------------------
     dense_local = K.dense_params / p / t
     expert_local = K.expert_params / p / e  # whole experts (expert TP 1) over ep GPUs
-    edp = X.maximum(t * dp_ranks / e, 1.0)  # GPUs holding the same experts
+    edp = ops.maximum(t * dp_ranks / e, 1.0)  # GPUs holding the same experts
     local = dense_local + expert_local
-    bucket = X.maximum(o.bucket_params, 1.0e6 * dp_ranks)
-    nb = X.maximum(X.ceil(local / bucket), 1.0)
-    dense_share = dense_local / X.maximum(local, 1.0)
+    bucket = ops.maximum(o.bucket_params, 1.0e6 * dp_ranks)
+    nb = ops.maximum(ops.ceil(local / bucket), 1.0)
+    dense_share = dense_local / ops.maximum(local, 1.0)
 
     def per_bucket(fn: Any, width: float, ranks_d: Any, ranks_e: Any) -> Any:
         # Every bucket holds dense and expert gradients in proportion; each goes to its
         # own group (experts: the smaller expert-data-parallel group).
         per = local / nb * width
-        return nb * (fn(per * dense_share, ranks_d, t, net, X)
-                     + fn(per * (1.0 - dense_share), ranks_e, e, net, X))
+        return nb * (fn(per * dense_share, ranks_d, t, net, ops)
+                     + fn(per * (1.0 - dense_share), ranks_e, e, net, ops))
 
     grad_ar = per_bucket(allreduce_s, grad_b, dp_ranks, edp)
     grad_rs = per_bucket(reducescatter_s, grad_b, dp_ranks, edp)
     param_ag = per_bucket(allgather_s, w_b, dp_ranks, edp)
-    grad_comm = X.where(z >= 1, grad_rs, grad_ar) * job.dp_comm_factor
+    grad_comm = ops.where(z >= 1, grad_rs, grad_ar) * job.dp_comm_factor
     # Gradients of the last micro-batch become final while stage 0's last backward runs; with
     # interleaving the chunks finish one after another through the cool-down.
-    window = bwd_c / v * (1.0 + (v - 1.0) * X.minimum(p, m1))
-    if o.grad_overlap:
-        grad_tail = ov.bucketed_tail(X, grad_comm, nb, window)
-    else:
-        grad_tail = grad_comm
+    window = bwd_c / v * (1.0 + (v - 1.0) * ops.minimum(p, m1))
+    grad_tail = ov.bucketed_tail(ops, grad_comm, nb, window) if o.grad_overlap else grad_comm
     # The distributed optimizer gathers the updated parameters; with overlap the next
     # step's first forward waits only for each bucket it needs.
-    param_comm = X.where((z >= 1) & (z < 3), param_ag * job.dp_comm_factor, 0.0)
-    if o.param_overlap:
-        param_tail = ov.bucketed_tail(X, param_comm, nb, fwd_c / v)
-    else:
-        param_tail = param_comm
+    param_comm = ops.where((z >= 1) & (z < 3), param_ag * job.dp_comm_factor, 0.0)
+    param_tail = (ov.bucketed_tail(ops, param_comm, nb, fwd_c / v) if o.param_overlap
+                  else param_comm)
     # Hybrid sharding: one all-reduce of the sharded gradients across the replicas per step.
     replicas = dp_ranks / shard
-    hsdp_comm = X.where(z3_on & (replicas > 1),
-                        allreduce_s(local * grad_b / shard, replicas, t * shard, net, X)
+    hsdp_comm = ops.where(z3_on & (replicas > 1),
+                        allreduce_s(local * grad_b / shard, replicas, t * shard, net, ops)
                         * job.dp_comm_factor, 0.0)
-    hsdp_tail = ov.bucketed_tail(X, hsdp_comm, nb, window) if o.grad_overlap else hsdp_comm
-    dp_tail = X.where(is_z3, hsdp_tail, grad_tail + param_tail)
-    dp_tail = X.where(dp_ranks > 1, dp_tail, 0.0)
-    dp_total = X.where(dp_ranks > 1,
-                       X.where(is_z3, hsdp_comm, grad_comm + param_comm), 0.0) + m * z3_total_mb
+    hsdp_tail = ov.bucketed_tail(ops, hsdp_comm, nb, window) if o.grad_overlap else hsdp_comm
+    dp_tail = ops.where(is_z3, hsdp_tail, grad_tail + param_tail)
+    dp_tail = ops.where(dp_ranks > 1, dp_tail, 0.0)
+    dp_total = ops.where(dp_ranks > 1,
+                       ops.where(is_z3, hsdp_comm, grad_comm + param_comm), 0.0) + m * z3_total_mb
 
     # --- optimizer, overheads ----------------------------------------------------------------
-    params_local = dense_local / X.where(z >= 1, dp_ranks, 1.0) + expert_local / X.where(
+    params_local = dense_local / ops.where(z >= 1, dp_ranks, 1.0) + expert_local / ops.where(
         z >= 1, edp, 1.0)
     optimizer = params_local * ADAM_BYTES_PER_PARAM / cj.hbm
 
@@ -577,15 +612,15 @@ def _step(job: Job, lay: Layouts, X: Ops) -> StepEstimate:
     pp_total = m * pp_total_mb
     slow = st.overlap_slowdown
     if slow:
-        tp_comm = tp_comm + slow * X.maximum(tp_total - tp_comm, 0.0)
-        cp_comm = cp_comm + slow * X.maximum(cp_total - cp_comm, 0.0)
-        ep_comm = ep_comm + slow * X.maximum(ep_total - ep_comm, 0.0)
-        dp_exposed = dp_exposed + slow * X.maximum(dp_total - dp_exposed, 0.0)
-    other = X.full(compute, st.step_overhead_s)
+        tp_comm = tp_comm + slow * ops.maximum(tp_total - tp_comm, 0.0)
+        cp_comm = cp_comm + slow * ops.maximum(cp_total - cp_comm, 0.0)
+        ep_comm = ep_comm + slow * ops.maximum(ep_total - ep_comm, 0.0)
+        dp_exposed = dp_exposed + slow * ops.maximum(dp_total - dp_exposed, 0.0)
+    other = ops.full(compute, st.step_overhead_s)
     # Synchronous training waits at every collective for the slowest GPU of the job: its
     # compute runs sigma sqrt(2 ln N) slower than the median's (Sinha et al., SC22).
     n_gpus = t * p * d * c
-    straggler = (compute + bubble) * job.gpu_speed_cv * X.sqrt(2.0 * X.log(X.maximum(n_gpus,
+    straggler = (compute + bubble) * job.gpu_speed_cv * ops.sqrt(2.0 * ops.log(ops.maximum(n_gpus,
                                                                                     1.0)))
 
     step = (compute + tp_comm + pp_comm + bubble + dp_exposed + cp_comm + ep_comm + optimizer
@@ -593,85 +628,85 @@ def _step(job: Job, lay: Layouts, X: Ops) -> StepEstimate:
 
     tokens = job.global_batch * s
     model_flops = tokens * K.flops_per_token
-    hw_per_token = X.where(full, K.hw_flops_full,
-                           X.where(X.floor(rc) % 2.0 > 0, K.hw_flops_selective,
+    hw_per_token = ops.where(full, K.hw_flops_full,
+                           ops.where(ops.floor(rc) % 2.0 > 0, K.hw_flops_selective,
                                    K.flops_per_token))
-    mem = memory(job, lay, m, X)
+    mem = memory(job, lay, m, ops)
     return StepEstimate(
         compute, tp_comm, pp_comm, bubble, dp_exposed, cp_comm, ep_comm, optimizer, straggler,
-        other, step, X.full(step, model_flops), tokens * hw_per_token, mem["total"], mem,
+        other, step, ops.full(step, model_flops), tokens * hw_per_token, mem["total"], mem,
         {"tp": tp_total, "cp": cp_total, "ep": ep_total, "pp": pp_total, "dp": dp_total},
     )
 
 
-def memory(job: Job, lay: Layouts, m: Any = None, X: Ops = ArrayOps) -> dict[str, Any]:
+def memory(job: Job, lay: Layouts, m: Any = None, ops: Ops = ArrayOps) -> dict[str, Any]:
     """Per-GPU memory (bytes) of the first pipeline stage, which holds the most in-flight
     activations, plus the embedding; the last stage's LM head and logits when pp = 1."""
     a, K, o = job.arch, job.constants, job.opts
     t, p, d, c, e, v = lay.tp, lay.pp, lay.dp, lay.cp, lay.ep, lay.interleave
     if m is None:
-        m = micro_batches(job, lay, X)
+        m = micro_batches(job, lay, ops)
     pc = param_counts(a)
     L = float(a.layers)
-    layers_stage = stage_layers(L, p, v, X)
-    first_embed = pc.embedding + X.where(p == 1, float(pc.output), 0.0)
+    layers_stage = stage_layers(L, p, v, ops)
+    first_embed = pc.embedding + ops.where(p == 1, float(pc.output), 0.0)
     storage = Precision.bf16 if job.precision in (Precision.fp8, Precision.fp4) else job.precision
     dense_params = K.layer_dense * layers_stage + first_embed
     expert_params = K.layer_expert * layers_stage
     # DualPipe keeps two model chunks per rank (the stage and its mirror): twice the states.
     copies = 2.0 if o.schedule == "dualpipe" else 1.0
     dp_ranks = d * c
-    shard = X.where(lay.shard > 0, X.minimum(lay.shard, dp_ranks), dp_ranks)
-    z3_group = X.where(lay.zero >= 3, shard, dp_ranks)
-    w, gr, opt = _states(X, dense_params, expert_params, t, z3_group, e, lay.zero, storage,
+    shard = ops.where(lay.shard > 0, ops.minimum(lay.shard, dp_ranks), dp_ranks)
+    z3_group = ops.where(lay.zero >= 3, shard, dp_ranks)
+    w, gr, opt = _states(ops, dense_params, expert_params, t, z3_group, e, lay.zero, storage,
                          job.grad_precision, dp_ranks)
     w, gr, opt = w * copies, gr * copies, opt * copies
     # ZeRO-3/FSDP holds the gathered layers it computes with and prefetches (16-bit).
     layer_w = (K.layer_dense / t + K.layer_expert / e) * bytes_per(storage)
-    w = w + X.where(lay.zero >= 3, (1.0 + max(o.prefetch, 0)) * layer_w, 0.0)
+    w = w + ops.where(lay.zero >= 3, (1.0 + max(o.prefetch, 0)) * layer_w, 0.0)
     mf = K.moe_frac
-    per_layer_act = _act(X, job, lay, False) * (1.0 - mf)
+    per_layer_act = _act(ops, job, lay, False) * (1.0 - mf)
     if a.is_moe:
-        per_layer_act = per_layer_act + mf * _act(X, job, lay, True)
+        per_layer_act = per_layer_act + mf * _act(ops, job, lay, True)
     # Block recompute: a share of the layers keep only their input, the rest everything.
     full = lay.recompute == FULL
     bare = replace(lay, recompute=lay.recompute * 0.0)
-    none_act = _act(X, job, bare, False) * (1.0 - mf)
+    none_act = _act(ops, job, bare, False) * (1.0 - mf)
     if a.is_moe:
-        none_act = none_act + mf * _act(X, job, bare, True)
-    frac = X.where(full, lay.rc_frac, 1.0)
-    per_layer_act = X.where(full, frac * per_layer_act + (1.0 - frac) * none_act, per_layer_act)
-    inflight = X.where(
+        none_act = none_act + mf * _act(ops, job, bare, True)
+    frac = ops.where(full, lay.rc_frac, 1.0)
+    per_layer_act = ops.where(full, frac * per_layer_act + (1.0 - frac) * none_act, per_layer_act)
+    inflight = ops.where(
         p == 1,
         1.0,
-        X.where(v > 1, X.where(m >= p, p * (1.0 + (p - 1.0) / (p * v)), m), X.minimum(p, m)),
+        ops.where(v > 1, ops.where(m >= p, p * (1.0 + (p - 1.0) / (p * v)), m), ops.minimum(p, m)),
     )
     if o.schedule == "dualpipe":
-        inflight = X.where(p == 1, 1.0, p + 1.0)  # DeepSeek-V3 Table 2: PP + 1 activations
+        inflight = ops.where(p == 1, 1.0, p + 1.0)  # DeepSeek-V3 Table 2: PP + 1 activations
     act = per_layer_act * layers_stage * inflight
-    act = act + X.where(p == 1, 4.0 * (job.seq_len / c) * lay.micro_batch * a.vocab / t, 0.0)
+    act = act + ops.where(p == 1, 4.0 * (job.seq_len / c) * lay.micro_batch * a.vocab / t, 0.0)
     total = w + gr + opt + act + job.reserve_bytes
     return {
         "weights": w,
         "gradients": gr,
         "optimizer": opt,
         "activations": act,
-        "reserve": X.full(total, job.reserve_bytes),
+        "reserve": ops.full(total, job.reserve_bytes),
         "total": total,
     }
 
 
-def _states(X: Ops, dense: Any, expert: Any, t: Any, z3_group: Any, e: Any, zero: Any,
+def _states(ops: Ops, dense: Any, expert: Any, t: Any, z3_group: Any, e: Any, zero: Any,
             weights: Precision, grads: Precision, dp_ranks: Any) -> tuple[Any, Any, Any]:
     """(weights, gradients, optimizer) bytes per GPU: ZeRO 1/2 shard optimizer state and
     gradients over the data-parallel group, ZeRO-3 the weights too (over its sharding group)."""
     return state_bytes_array(dense, expert, t, dp_ranks, 1.0, e, zero, weights, grads, "adam",
-                             z3_group, X)
+                             z3_group, ops)
 
 
-def _act(X: Ops, job: Job, lay: Layouts, moe: bool) -> Any:
+def _act(ops: Ops, job: Job, lay: Layouts, moe: bool) -> Any:
     return activation_bytes_per_layer_array(
         job.arch, job.seq_len, lay.micro_batch, lay.tp, lay.sp, lay.recompute,
-        job.stack.flash_attention, job.dropout, lay.cp, moe, X,
+        job.stack.flash_attention, job.dropout, lay.cp, moe, ops,
         job.precision in (Precision.fp8, Precision.fp4),
     )

@@ -24,12 +24,13 @@ closed form has no penalty, and ECMP collisions (which ``netsim`` shows) are not
 
 from __future__ import annotations
 
-from dataclasses import replace, dataclass
+from dataclasses import dataclass, replace
 
 from clusterwright.catalog.registry import Catalog
 from clusterwright.design.fabric import Fabric, design_fabric
+from clusterwright.design.train import net_for
 from clusterwright.errors import InputError
-from clusterwright.model.collectives import Interconnect, allreduce_s, interconnect
+from clusterwright.model.collectives import Interconnect, allreduce_s
 from clusterwright.spec.fabric import FabricRequest
 
 SPANS = ("leaf", "su", "pod", "cluster")  # smallest fabric domain holding all of a job's nodes
@@ -111,7 +112,7 @@ def shape_from_fabric(fab: Fabric, cat: Catalog,
     spine_os = max(1.0, sh.spine.oversubscription) if sh.tiers == 3 else 1.0
     hop_s = (fab.backend.switch.latency_ns or 0.0) * 1e-9
     gpu = cat.gpu(srv.gpu)
-    base = interconnect(gpu, srv, cat.stack_for_gpu(gpu.id))
+    base = net_for(cat, gpu, cat.stack_for_gpu(gpu.id), srv)
     nets = (
         base,
         _tier_net(base, 1.0, 0, hop_s),  # more leaf groups in one SU: same rail leaves' tier

@@ -28,9 +28,12 @@ from dataclasses import dataclass
 from clusterwright.model.collectives import (
     Interconnect,
     allgather_s,
+    allreduce_algorithm_s,
     allreduce_choice,
     allreduce_s,
+    alltoall_latency_s,
     alltoall_s,
+    nvls_latency_s,
     ring_latency_s,
     tree_latency_s,
 )
@@ -216,7 +219,7 @@ class CollectiveBuilder:
         # 2(n-1)/n size / nvls_busbw on links rated at the NVLink-ring busbw.
         volume = 2.0 * (n - 1) / n * size * net.nvlink_bps / max(self.model.nvls_busbw, 1.0)
         flows = [FlowSpec(r, r, mix64((cid << 40) | j), nvls=True) for j, r in enumerate(ranks)]
-        lat = self.model.base_s + 2 * self.model.intra_step_s
+        lat = nvls_latency_s(self.model)
         return [self.sim.add_group(f"{name}/nvls", flows, volume, latency_s=lat, after=after,
                                    start_at=start)]
 
@@ -292,9 +295,7 @@ class CollectiveBuilder:
                 flows.append(FlowSpec(a, b, mix64((cid << 40) | j), via=via))
                 j += 1
         nodes = _domains(ranks, net.domain_gpus)
-        lat = self.model.base_s + (n - 1) * (
-            self.model.inter_step_s if nodes > 1 else self.model.intra_step_s
-        )
+        lat = alltoall_latency_s(n, nodes, self.model)
         return [self.sim.add_group(f"{name}/a2a", flows, size / n, latency_s=lat, after=after,
                                    start_at=start)]
 
@@ -315,14 +316,15 @@ def closed_form_gather(algo: str, size: float, ranks: int, nodes: int,
 
 def closed_form_allreduce(algo: str, size: float, ranks: int, nodes: int,
                           m: Interconnect) -> float:
-    """Alpha-beta time of one all-reduce algorithm (the closed form ``allreduce_s`` takes the
-    minimum over): ring and hierarchical share the ring's terms, tree NCCL's tree latency."""
+    """Alpha-beta time of one all-reduce algorithm: ring, tree and nvls are the terms the
+    closed form ``allreduce_s`` takes the minimum over; hierarchical (not an NCCL algorithm)
+    and the flow-level tree across servers pair NVLink phases with rail traffic."""
+    if algo in ("ring", "nvls") or (algo == "tree" and nodes <= 1):
+        return allreduce_algorithm_s(algo, size, ranks, nodes, m)
     n = float(ranks)
     local = n / max(nodes, 1)
     bw = min(m.scale_up_busbw, local * m.net_busbw) if nodes > 1 else m.scale_up_busbw
     volume = 2.0 * (n - 1.0) / n * size
-    if algo == "nvls":
-        return m.base_s + 2 * m.intra_step_s + volume / m.nvls_busbw
     if algo in ("tree", "hierarchical") and nodes > 1:
         # Pipelined phases: NVLink reduce-scatter + all-gather inside servers while 1/k of the
         # data crosses servers per rail (a ring, or two trees each carrying half).

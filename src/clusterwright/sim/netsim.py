@@ -17,7 +17,7 @@ import numpy as np
 
 from clusterwright.catalog.registry import Catalog
 from clusterwright.design.fabric import Fabric, design_fabric
-from clusterwright.model.collectives import interconnect
+from clusterwright.design.train import net_for
 from clusterwright.sim.collectives import ALGORITHMS, COLLECTIVES, Collective, CollectiveBuilder
 from clusterwright.sim.network import ROUTINGS, FabricNet, NetworkSim, SimError
 from clusterwright.spec.fabric import FabricRequest
@@ -97,7 +97,7 @@ def run_netsim(req: NetsimRequest, cat: Catalog) -> dict[str, Any]:
     fab = design_fabric(req.fabric, cat)
     net = FabricNet(fab, cat)
     srv = fab.server
-    model = interconnect(cat.gpu(srv.gpu), srv, net.stack)
+    model = net_for(cat, cat.gpu(srv.gpu), net.stack, srv)
     gph = net.gpus_per_host
     ranks = req.ranks if req.ranks is not None else net.n_gpus // req.jobs
     if ranks < 2:

@@ -22,7 +22,7 @@ from clusterwright.catalog.registry import Catalog
 from clusterwright.catalog.schema import CollectiveLib
 from clusterwright.design.train import net_for
 from clusterwright.errors import InputError
-from clusterwright.model import collectives as C
+from clusterwright.model import collectives as coll
 from clusterwright.validation.tables import Row, TableResult, _read
 
 FILE = "collective_curves.csv"
@@ -51,7 +51,7 @@ def predicted_time_s(cat: Catalog, r: Mapping[str, str],
     server = cat.server(r["server"])
     net = net_for(cat, gpu, stack, server)
     if libs and stack.collectives in libs:
-        net = C.Interconnect(net.domain_gpus, net.scale_up_busbw, net.nvls_busbw, net.net_busbw,
+        net = coll.Interconnect(net.domain_gpus, net.scale_up_busbw, net.nvls_busbw, net.net_busbw,
                              libs[stack.collectives])
     nodes, ppn = int(r["nodes"]), int(r["gpus_per_node"])
     n = nodes * ppn
@@ -60,13 +60,13 @@ def predicted_time_s(cat: Catalog, r: Mapping[str, str],
     size = float(r["size_bytes"])
     kind = r["collective"]
     if kind == "all_reduce":
-        return float(C.allreduce_s(size, n, stride, net))
+        return float(coll.allreduce_s(size, n, stride, net))
     if kind in ("all_gather", "reduce_scatter"):
-        return float(C.allgather_s(size, n, stride, net))
+        return float(coll.allgather_s(size, n, stride, net))
     if kind == "alltoall":
-        return float(C.alltoall_s(size, n, stride, net))
+        return float(coll.alltoall_s(size, n, stride, net))
     if kind == "sendrecv":
-        return float(C.p2p_s(size, nodes > 1, net))
+        return float(coll.p2p_s(size, nodes > 1, net))
     raise InputError(f"{FILE} row {r['id']}: unknown collective {kind!r}")
 
 
@@ -93,7 +93,8 @@ def collective_curves_table() -> TableResult:
         n = int(r["nodes"]) * int(r["gpus_per_node"])
         rows.append(Row(
             r["id"], r["collective"], meas * 1e6, pred * 1e6, "us", r["source"], r["set"],
-            f"{r['nodes']}x{r['gpus_per_node']} {r['gpu']}, {n} ranks, NCCL {r['nccl_version'][:6]}",
+            f"{r['nodes']}x{r['gpus_per_node']} {r['gpu']}, {n} ranks, "
+            f"NCCL {r['nccl_version'][:6]}",
             group=r["curve"],
         ))
     return TableResult("collective_curves", FILE, rows, tolerance=TOLERANCE)

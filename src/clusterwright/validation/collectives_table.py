@@ -33,6 +33,7 @@ from functools import cache
 import numpy as np
 
 from clusterwright.catalog.registry import Catalog
+from clusterwright.design.train import net_for
 from clusterwright.errors import InputError
 from clusterwright.model.collectives import Interconnect
 from clusterwright.sim.network import FabricNet
@@ -90,14 +91,13 @@ def _catalog() -> Catalog:
 def _fabric(nodes: int) -> tuple[FabricNet, Interconnect]:
     """A qm9700 fabric of ``nodes`` dgx-h100 and the closed-form interconnect of the server."""
     from clusterwright.design.fabric import design_fabric
-    from clusterwright.model.collectives import interconnect
     from clusterwright.spec.fabric import FabricRequest
 
     cat = _catalog()
     fab = design_fabric(FabricRequest(server=SERVER, nodes=nodes, switch=SWITCH), cat)
     net = FabricNet(fab, cat)
     srv = fab.server
-    return net, interconnect(cat.gpu(srv.gpu), srv, cat.stack_for_gpu(srv.gpu))
+    return net, net_for(cat, cat.gpu(srv.gpu), cat.stack_for_gpu(srv.gpu), srv)
 
 
 def simulate_allreduce(nodes: int, ranks: list[int], algorithm: str,

@@ -8,15 +8,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import NamedTuple
 
 from clusterwright.catalog.registry import Catalog
 from clusterwright.catalog.schema import Dtype, ModelArch
-from clusterwright.design.train import estimate_layout, job_for, plan
-from clusterwright.model.training import Job, stage_layers
-from clusterwright.model.xp import ScalarOps
+from clusterwright.design.train import estimate_layout, job_for, plan, regime_of
 from clusterwright.errors import ClusterwrightError, InputError
 from clusterwright.model.flops import megatron_iteration_flops
 from clusterwright.model.memory import parse_recompute, training_memory
+from clusterwright.model.precision import training_dtype
+from clusterwright.model.training import Job, stage_layers
+from clusterwright.model.xp import ScalarOps
 from clusterwright.spec.parallel import ParallelConfig
 
 GIB = 2**30
@@ -181,7 +183,7 @@ def memory_table() -> TableResult:
 
 RECOMPUTE_CODE = {"none": 0, "selective": 1, "full": 2}
 # Columns of training.csv that set a framework option (empty: the stack's default).
-OPTION_COLUMNS = ("schedule", "ep_overlap", "cp_comm", "fp8_recipe")
+OPTION_COLUMNS = ("schedule", "ep_overlap", "ep_dispatcher", "cp_comm", "fp8_recipe")
 BOOL_OPTION_COLUMNS = {"tp_overlap": "tp_overlap", "dispatch_fp8": "dispatch_fp8"}
 
 
@@ -214,22 +216,37 @@ def train_job(cat: Catalog, r: dict[str, str]) -> Job:
 
 def regime_tags(job: Job, layout: dict[str, object], n_gpus: int) -> tuple[tuple[str, str], ...]:
     """Where a prediction sits: stack, precision class, parallelism families, scale."""
-    prec = "fp8" if job.precision.value in ("fp8", "fp4") else "bf16"
-    fams = []
-    if int(str(layout.get("zero", 0))) >= 3:
-        fams.append("zero3")
-    if int(str(layout.get("ep", 1))) > 1:
-        fams.append("moe-ep")
-    if int(str(layout.get("cp", 1))) > 1:
-        fams.append("cp")
-    if not fams or int(str(layout.get("tp", 1))) * int(str(layout.get("pp", 1))) > 1:
-        fams.insert(0, "ptd-p")
-    scale = "<=64" if n_gpus <= 64 else "<=1024" if n_gpus <= 1024 else ">1024"
-    return (("stack", job.stack.id), ("precision", prec), ("family", "+".join(fams)),
-            ("scale", scale), ("gpu", job.gpu.id))
+    reg = regime_of(job, layout, n_gpus)
+    return (("stack", reg.stack), ("precision", reg.precision), ("family", reg.family),
+            ("scale", reg.scale), ("gpu", reg.gpu))
 
 
-def _train_row(cat: Catalog, r: dict[str, str]) -> tuple[float, str, tuple[tuple[str, str], ...]]:
+# Metrics in the time sense (larger = slower); the others are throughputs (larger = faster).
+TIME_METRICS = ("iteration_time", "training_time", "gpu_hours_per_1t_tokens")
+
+
+class TrainPrediction(NamedTuple):
+    """One training row predicted: the value in the row's metric, a layout summary, the
+    regime tags, and the model-FLOPs utilisation of the predicted step (fraction)."""
+
+    value: float
+    detail: str
+    tags: tuple[tuple[str, str], ...]
+    mfu: float
+
+
+def measured_mfu(r: dict[str, str], p: TrainPrediction) -> float | None:
+    """The MFU the row's measurement implies, counted with our model FLOPs (None for ratio
+    metrics such as fp8_speedup)."""
+    if r["metric"] == "fp8_speedup":
+        return None
+    meas = float(r["value"])
+    if r["metric"] in TIME_METRICS:
+        return p.mfu * p.value / meas
+    return p.mfu * meas / p.value
+
+
+def _train_row(cat: Catalog, r: dict[str, str]) -> TrainPrediction:
     """Predict one training row with its published configuration. Fields left empty are
     searched (fastest layout that fits), as ``train estimate`` does."""
     job = train_job(cat, r)
@@ -249,7 +266,9 @@ def _train_row(cat: Catalog, r: dict[str, str]) -> tuple[float, str, tuple[tuple
             f"plan: tp{lay['tp']} pp{lay['pp']} dp{lay['dp']} cp{lay['cp']} "
             f"v{lay['interleave']} {lay['recompute']}"
         )
-        return float(r["tokens"]) / tps / 60.0, detail, regime_tags(job, lay, n)
+        mfu = best.metrics(job.gpu, _peak(job))["mfu"]
+        return TrainPrediction(float(r["tokens"]) / tps / 60.0, detail, regime_tags(job, lay, n),
+                               mfu)
     fixed: dict[str, int] = {k: int(r[k]) for k in ("tp", "pp", "dp", "cp", "ep")}
     search: list[str] = []
     for key, col in (
@@ -312,7 +331,12 @@ def _train_row(cat: Catalog, r: dict[str, str]) -> tuple[float, str, tuple[tuple
         f"sp{int(bool(lay['sequence_parallel']))} zero{lay['zero']} "
         f"mem {res.memory['total'] / 1e9:.0f} GB" + ("" if res.fits else " (does not fit)")
     )
-    return pred, detail, regime_tags(job, lay, n)
+    return TrainPrediction(pred, detail, regime_tags(job, lay, n),
+                           res.metrics(job.gpu, _peak(job))["mfu"])
+
+
+def _peak(job: Job) -> float:
+    return float(job.gpu.peak_tflops[training_dtype(job.precision)])
 
 
 def training_table() -> TableResult:
@@ -324,7 +348,7 @@ def training_table() -> TableResult:
     rows = []
     for r in _read("training.csv"):
         try:
-            pred, detail, tags = _train_row(cat, r)
+            pred, detail, tags, _ = _train_row(cat, r)
         except ClusterwrightError as exc:
             raise InputError(f"training.csv row {r['id']}: {exc}") from None
         rows.append(
