@@ -92,3 +92,39 @@ def test_unknown_gpu_exits_2_naming_it(tmp_path: Path) -> None:
 def test_missing_file_exits_2(tmp_path: Path) -> None:
     err = user_error(cw("plan", str(tmp_path / "nope.yaml"), "--out", str(tmp_path / "o")))
     assert "nope.yaml" in err
+
+
+def _with(extra: str) -> str:
+    # Appended to the workload (after line 7, "gpus: 32").
+    return GOOD.replace("    gpus: 32\n", "    gpus: 32\n" + extra)
+
+
+def test_option_the_stack_lacks_exits_2_naming_the_field_and_line(tmp_path: Path) -> None:
+    bad = _with('    options: {schedule: "dualpipe"}\n')  # line 8
+    err = user_error(cw("plan", scenario(tmp_path, bad), "--out", str(tmp_path / "o")))
+    assert "workloads[0].options.schedule" in err and "line 8" in err, err
+    assert "not supported by stack" in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_unknown_stack_exits_2_naming_the_line(tmp_path: Path) -> None:
+    bad = _with('    stack: "megatron-core-h100-2026"\n')  # line 8
+    err = user_error(cw("plan", scenario(tmp_path, bad), "--out", str(tmp_path / "o")))
+    assert "workloads[0].stack" in err and "line 8" in err and "did you mean" in err, err
+
+
+def test_fixed_layout_that_does_not_divide_the_gpus_exits_2(tmp_path: Path) -> None:
+    bad = _with("    layout: {tp: 8, pp: 3}\n")  # line 8
+    err = user_error(cw("plan", scenario(tmp_path, bad), "--out", str(tmp_path / "o")))
+    assert "workloads[0].layout" in err and "line 8" in err and "tp*pp*cp = 24" in err, err
+
+
+def test_fixed_layout_is_planned_as_given(tmp_path: Path) -> None:
+    ok = _with("    layout: {tp: 4, pp: 2, zero: 1}\n")
+    out = tmp_path / "o"
+    json_ok(cw("plan", scenario(tmp_path, ok), "--out", str(out), "--json"))
+    w = json.loads((out / "blueprint.json").read_text())["workloads"][0]
+    assert w["layout_source"] == "fixed"
+    assert (w["layout"]["tp"], w["layout"]["pp"], w["layout"]["dp"], w["layout"]["zero"]) == (
+        4, 2, 4, 1)
+    assert w["confidence"]["band"] > 0 and w["production"]["ettr"] < 1

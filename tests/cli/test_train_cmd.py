@@ -389,7 +389,7 @@ def test_plan_best_is_at_least_as_fast_as_hand_picked_layouts(plan_70b: dict[str
 def test_plan_best_is_at_least_as_fast_as_a_zero2_layout() -> None:
     args = ("--model", "llama-2-13b", "--gpu", "a100-80gb-sxm", "--gpus", "32")
     args += ("--global-batch", "256")
-    zero2 = estimate(*args, "--cp", "2", "--zero", "2")
+    zero2 = estimate(*args, "--tp", "2", "--zero", "2")
     assert zero2["fits"] is True
     best = plan(*args)["best"]
     assert best["step_time_s"] <= zero2["step_time_s"] * (1 + 1e-9)
@@ -401,7 +401,13 @@ def test_plan_with_tokens_gives_time_to_train_gpu_hours_and_cost(
     d = plan_7b
     b = d["best"]
     days = d["time_to_train_days"]
-    assert days == pytest.approx(1e11 / b["tokens_per_s"] / 86400, rel=1e-9)
+    # Failure-free steps, then evaluation and failures on top (production time).
+    assert d["compute_days"] == pytest.approx(1e11 / b["tokens_per_s"] / 86400, rel=1e-9)
+    prod = d["production"]
+    assert 0.5 < prod["ettr"] < 1.0 and prod["eval_fraction"] > 0
+    assert prod["days"] == pytest.approx(days, rel=1e-12)
+    assert days > d["compute_days"] * (1 + prod["eval_fraction"])
+    assert days < d["compute_days"] * (1 + prod["eval_fraction"]) / prod["ettr"] * 1.01
     assert d["gpu_hours"] == pytest.approx(days * 24 * b["gpus"], rel=0.01)
     assert d["usd_per_gpu_hour"] > 0
     assert d["cost_usd"] == pytest.approx(d["gpu_hours"] * d["usd_per_gpu_hour"], rel=1e-9)
@@ -640,9 +646,9 @@ ESTIMATE_BAD = [
         id="ep-not-dividing-experts",
     ),
     pytest.param(
-        ["--model", "mixtral-8x7b", *H8, "--tp", "2", "--pp", "2", "--ep", "4"],
-        ["--ep", "dp*cp = 2"],
-        id="ep-not-dividing-dp-cp",
+        ["--model", "mixtral-8x7b", *H8, "--tp", "2", "--pp", "2", "--ep", "8"],
+        ["--ep", "tp*dp*cp = 4"],
+        id="ep-not-dividing-tp-dp-cp",
     ),
     pytest.param(
         [*L7, "--global-batch", "12"], ["--global-batch", "12", "dp = 8"], id="global-batch-vs-dp"
@@ -819,3 +825,130 @@ def test_fidelity_sim_uncontended_dp_matches_the_closed_form() -> None:
             "--seq-len", "4096", "--global-batch", "16", "--micro-batch", "1"]
     d = json.loads(cw("train", "estimate", *args, "--fidelity", "sim", "--json").stdout)
     assert abs(d["sim"]["comm_factors"]["dp"] - 1.0) < 0.05
+
+
+# --- framework options: what the stack supports, or an error naming the flag ------------
+
+Z3 = [*L7, "--zero", "3"]
+MOE8 = ["--model", "mixtral-8x7b", "--gpu", "h100-sxm", "--gpus", "16", "--ep", "8"]
+
+OPTION_BAD = [
+    pytest.param([*L7, "--schedule", "gpipe"], ["--schedule", "gpipe", "1f1b"], id="schedule"),
+    pytest.param([*L7, "--schedule", "dualpipe"], ["--schedule", "not supported", "stack"],
+                 id="schedule-unsupported"),
+    pytest.param([*MOE8, "--ep-overlap", "dualpipe"], ["--ep-overlap", "not supported"],
+                 id="ep-overlap-unsupported"),
+    pytest.param([*MOE8, "--ep-overlap", "async"], ["--ep-overlap", "async"], id="ep-overlap"),
+    pytest.param([*MOE8, "--ep-dispatcher", "nccl"], ["--ep-dispatcher", "nccl"],
+                 id="ep-dispatcher"),
+    pytest.param([*L7, "--cp", "2", "--cp-comm", "ring"], ["--cp-comm", "ring"], id="cp-comm"),
+    pytest.param([*L7, "--precision", "fp8", "--fp8-recipe", "mx"],
+                 ["--fp8-recipe", "not supported"], id="fp8-recipe-unsupported"),
+    pytest.param([*Z3, "--prefetch", "-1"], ["--prefetch", ">= 0"], id="prefetch-negative"),
+    pytest.param([*L7, "--prefetch", "2"], ["--prefetch", "--zero 3"], id="prefetch-without-z3"),
+    pytest.param([*L7, "--shard-group", "4"], ["--shard-group", "--zero 3"],
+                 id="shard-group-without-z3"),
+    pytest.param([*Z3, "--shard-group", "3"], ["--shard-group", "dp*cp = 8"],
+                 id="shard-group-not-dividing"),
+    pytest.param(["--model", "llama-2-7b", "--gpu", "a100-80gb-sxm", "--gpus", "8", "--zero", "3"],
+                 ["--zero", "megatron-a100-2022", "ZeRO-3"], id="zero3-unsupported"),
+    pytest.param(["--model", "llama-2-7b", "--gpu", "a100-80gb-sxm", "--gpus", "8", "--tp", "2",
+                  "--tp-overlap"], ["--tp-overlap", "megatron-a100-2022"],
+                 id="tp-overlap-unsupported"),
+    pytest.param([*L7, "--stack", "megatron-core-h101"], ["--stack", "did you mean"],
+                 id="stack-unknown"),
+    pytest.param([*L7, "--stack", "megatron-a100-2022"], ["--stack", "a100"], id="stack-gpu"),
+    pytest.param([*L7, "--recompute-share", "0.5"], ["--recompute-share", "full"],
+                 id="recompute-share-without-full"),
+    pytest.param([*L7, "--recompute", "full", "--recompute-share", "1.5"],
+                 ["--recompute-share", "(0, 1]"], id="recompute-share-range"),
+    pytest.param([*L7, "--recompute", "attn"], ["--recompute", "'attn'", "core_attn"],
+                 id="recompute-module"),
+    pytest.param([*MOE8, "--expert-imbalance", "0.5"], ["--expert-imbalance", "[1, 64]"],
+                 id="expert-imbalance"),
+]
+
+
+@pytest.mark.parametrize(("args", "needles"), OPTION_BAD)
+def test_framework_options_the_stack_lacks_exit_2_naming_the_flag(
+    args: list[str], needles: list[str]
+) -> None:
+    for mode in (("--json",), ()):
+        err = user_error(cw("train", "estimate", *args, *mode))
+        for needle in needles:
+            assert needle in err, (needle, err)
+
+
+def test_plan_rejects_an_unsupported_schedule_naming_the_flag() -> None:
+    err = user_error(cw("train", "plan", *P7, "--gpus", "8", "--schedule", "dualpipe", "--json"))
+    assert "--schedule" in err and "not supported" in err
+
+
+def test_options_change_the_estimate_and_are_echoed() -> None:
+    base = [*L70, "--tp", "8", "--pp", "8", "--sequence-parallel", "--micro-batch", "1"]
+    on = estimate(*base)
+    off = estimate(*base, "--no-tp-overlap")
+    assert on["options"]["tp_overlap"] is True and off["options"]["tp_overlap"] is False
+    # The same bytes move; without the overlap all of them are exposed.
+    assert off["comm_s"]["tp"] == pytest.approx(on["comm_s"]["tp"], rel=1e-9)
+    assert off["breakdown"]["tp_comm_s"] == pytest.approx(off["comm_s"]["tp"], rel=1e-9)
+    assert on["breakdown"]["tp_comm_s"] < 0.5 * off["breakdown"]["tp_comm_s"]
+    assert on["overlap"]["tp"] > 0.5
+    assert off["overlap"].get("tp", 0.0) == pytest.approx(0.0, abs=1e-12)
+    # A 1F1B-overlapped MoE all-to-all hides some of it; across servers, a deduplicating
+    # dispatcher sends fewer bytes.
+    moe = ["--model", "qwen3-30b-a3b", "--gpu", "h100-sxm", "--gpus", "64", "--ep", "16",
+           "--pp", "4", "--zero", "1", "--global-batch", "256", "--micro-batch", "1",
+           "--recompute", "full"]
+    plain = estimate(*moe, "--ep-overlap", "none")
+    hidden = estimate(*moe, "--ep-overlap", "1f1b")
+    dedup = estimate(*moe, "--ep-overlap", "none", "--ep-dispatcher", "deepep")
+    assert hidden["breakdown"]["ep_comm_s"] < plain["breakdown"]["ep_comm_s"]
+    assert dedup["comm_s"]["ep"] < plain["comm_s"]["ep"]
+
+
+def test_estimate_carries_an_error_band_and_the_mfu_record(est_7b: dict[str, Any]) -> None:
+    conf = est_7b["confidence"]
+    assert conf["regime"]["stack"] == est_7b["stack"]
+    assert conf["regime"]["family"] == "ptd-p"
+    assert 0 < conf["band"] < 1
+    lo, hi = conf["step_time_range_s"]
+    assert lo < est_7b["step_time_s"] < hi
+    assert conf["matched"]
+    mc = est_7b["mfu_check"]
+    assert 0 < mc["highest_published"] < 1 and mc["source"]
+    assert mc["above"] == (est_7b["mfu"] > mc["highest_published"])
+
+
+def test_a_stack_without_validation_says_so() -> None:
+    d = estimate("--model", "llama-2-7b", "--gpu", "mi300x", "--gpus", "8")
+    assert d["confidence"]["validated"] is False
+    assert d["confidence"]["band"] is None
+    assert "unvalidated" in d["confidence"]["notes"][0]
+
+
+def test_plan_rechecks_its_leading_layouts_on_the_simulated_fabric() -> None:
+    args = ["--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--gpus", "64", "--seq-len", "8192",
+            "--global-batch", "128", "--tokens", "1e11"]
+    sim = plan(*args)
+    assert sim["fidelity"] == "sim"
+    assert sim["best"]["sim"]["step_time_s"] > 0
+    rechecked = [t for t in sim["top"] if "sim" in t]
+    assert len(rechecked) == min(3, len(sim["top"]))
+    for t in rechecked:
+        # A contended fabric only slows the step (small closed-form differences aside).
+        assert t["sim"]["step_time_s"] >= 0.98 * t["step_time_s"]
+    fast = plan(*args, "--fidelity", "analytical")
+    assert "sim" not in fast["best"]
+    assert fast["best"]["step_time_s"] == pytest.approx(sim["best"]["step_time_s"], rel=1e-12)
+    assert isinstance(sim["notes"], list)
+
+
+def test_plan_flags_an_mfu_above_the_highest_published() -> None:
+    d = plan("--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--gpus", "1024", "--seq-len",
+             "8192", "--global-batch", "2048", "--fidelity", "analytical")
+    b = d["best"]
+    if b["mfu_check"]["above"]:
+        assert any("above the highest published" in n for n in d["notes"])
+    else:
+        assert not any("above the highest published" in n for n in d["notes"])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import re
 
 import numpy as np
 import pytest
@@ -12,16 +13,20 @@ from clusterwright.catalog.registry import Catalog
 from clusterwright.catalog.schema import ModelArch
 from clusterwright.design.train import (
     MICRO_BATCHES,
+    confidence,
     default_global_batch,
     enumerate_layouts,
     estimate_layout,
     gpu_counts,
     job_for,
+    mfu_record,
     pareto_front,
     plan,
+    regime_of,
     smallest_for_deadline,
 )
 from clusterwright.errors import InputError
+from clusterwright.model.precision import Precision
 from clusterwright.model.training import Job, Layouts, estimate, micro_batches
 
 GB = 1e9
@@ -78,7 +83,7 @@ def test_enumerated_dense_layouts_divide_gpus_heads_and_batch(llama70: Job, gpus
 def test_enumerated_moe_layouts_fold_experts_over_tp_dp_cp(mixtral: Job) -> None:
     # Megatron-Core's MoE parallel folding: the expert group spans the attention's TP, CP
     # and DP ranks (expert TP 1), so ep divides tp*dp*cp.
-    lay, rejected = enumerate_layouts(mixtral, 64)
+    lay, _ = enumerate_layouts(mixtral, 64)
     _check_structure(mixtral, lay, 64)
     assert set(lay.ep.tolist()) == {1.0, 2.0, 4.0, 8.0}  # every expert split is tried
     assert np.all((lay.tp * lay.dp * lay.cp) % lay.ep == 0)
@@ -278,3 +283,87 @@ def test_job_for_rejects_int8_training_and_fp8_on_a100(catalog: Catalog) -> None
     # the valid combinations build
     assert job_for(catalog, arch, "h100-sxm", 4096, 256, "fp8").precision == "fp8"
     assert job_for(catalog, arch, "a100-80gb-sxm", 4096, 256, "bf16").gpu.id == "a100-80gb-sxm"
+
+
+# --------------------------------------------------------------------------- framework options
+
+
+@pytest.mark.parametrize(("opts", "field", "needle"), [
+    ({"schedule": "gpipe"}, "schedule", "not one of"),
+    ({"schedule": "dualpipe"}, "schedule", "not supported by stack"),
+    ({"ep_overlap": "dualpipe"}, "ep_overlap", "not supported by stack"),
+    ({"ep_dispatcher": "nccl"}, "ep_dispatcher", "not one of"),
+    ({"cp_comm": "ring"}, "cp_comm", "not one of"),
+    ({"fp8_recipe": "mx"}, "fp8_recipe", "not supported by stack"),
+    ({"prefetch": -1}, "prefetch", ">= 0"),
+    ({"expert_imbalance": 0.9}, "expert_imbalance", "[1, 64]"),
+])
+def test_options_the_framework_lacks_are_input_errors_naming_the_field(
+    catalog: Catalog, opts: dict[str, object], field: str, needle: str
+) -> None:
+    arch = catalog.model("mixtral-8x7b")
+    with pytest.raises(InputError, match=re.escape(needle)) as err:
+        job_for(catalog, arch, "h100-sxm", 4096, 64, options=opts)
+    assert err.value.field == field
+
+
+def test_a_2022_stack_cannot_overlap_tp_and_the_default_options_follow_the_stack(
+    catalog: Catalog,
+) -> None:
+    arch = catalog.model("llama-3-8b")
+    with pytest.raises(InputError, match="tp_overlap") as err:
+        job_for(catalog, arch, "a100-80gb-sxm", 4096, 64, options={"tp_overlap": True})
+    assert err.value.field == "tp_overlap"
+    old = job_for(catalog, arch, "a100-80gb-sxm", 4096, 64)
+    assert not old.opts.tp_overlap and not old.opts.grad_overlap
+    new = job_for(catalog, arch, "h100-sxm", 4096, 64)
+    f = new.stack.features
+    assert new.opts.tp_overlap == f.tp_comm_overlap and new.opts.schedule == f.schedules[0]
+    with pytest.raises(InputError, match="stack") as err2:
+        job_for(catalog, arch, "h100-sxm", 4096, 64, stack_id="megatron-a100-2022")
+    assert err2.value.field == "stack"
+
+
+# --------------------------------------------------------------------------- confidence
+
+
+def test_regime_names_the_families_a_layout_uses(llama70: Job, mixtral: Job) -> None:
+    base = {"tp": 8, "pp": 4, "cp": 1, "ep": 1, "zero": 1}
+    assert regime_of(llama70, base, 256).families == ("ptd-p",)
+    assert regime_of(llama70, {**base, "cp": 2}, 256).family == "ptd-p+cp"
+    assert regime_of(llama70, {**base, "tp": 1, "pp": 1, "zero": 3}, 64).families == ("zero3",)
+    # A MoE model is its own regime whatever its layout.
+    assert regime_of(mixtral, {**base, "ep": 8}, 64).families == ("moe-ep",)
+    assert regime_of(llama70, base, 64).scale == "<=64"
+    assert regime_of(llama70, base, 16384).scale == ">1024"
+
+
+def test_confidence_is_the_closest_validated_regimes_band(catalog: Catalog, llama70: Job) -> None:
+    layout = {"tp": 8, "pp": 4, "cp": 1, "ep": 1, "zero": 1}
+    c = confidence(catalog, llama70, layout, 256, 10.0)
+    regimes = {r.id: r for r in catalog.all("training_regimes")}
+    assert c["matched"] and all(m in regimes for m in c["matched"])
+    band = max(regimes[m].band for m in c["matched"])
+    assert c["band"] == band
+    assert c["step_time_range_s"] == pytest.approx([10.0 / (1 + band), 10.0 * (1 + band)])
+    # Far beyond the largest validated run: said, and not called validated.
+    far = confidence(catalog, llama70, layout, 10**6, 10.0)
+    assert not far["validated"] and any("beyond validated scale" in n for n in far["notes"])
+
+
+def test_confidence_of_an_unvalidated_stack_says_so(catalog: Catalog) -> None:
+    job = job_for(catalog, catalog.model("llama-3-8b"), "mi300x", 4096, 64)
+    c = confidence(catalog, job, {"tp": 1, "pp": 1}, 8, 1.0)
+    assert c["validated"] is False and c["band"] is None
+    assert "unvalidated" in c["notes"][0]
+
+
+def test_mfu_record_is_the_highest_published_for_the_gpu_and_precision(
+    catalog: Catalog,
+) -> None:
+    rec = mfu_record(catalog, "a100-80gb-sxm", Precision.bf16)
+    assert rec is not None and 0.4 < rec.mfu < 0.7 and rec.row
+    assert mfu_record(catalog, "a100-80gb-sxm", Precision.fp8) is None
+    # fp4 counts as the fp8 class
+    assert mfu_record(catalog, "h100-sxm", Precision.fp4) == mfu_record(
+        catalog, "h100-sxm", Precision.fp8)

@@ -129,6 +129,9 @@ def test_pipeline_bubble_is_p_minus_1_over_v_micro_batch_times(dense: Job) -> No
         for p, v in ((1, 1), (2, 1), (4, 1), (4, 2), (4, 4), (8, 1), (8, 2), (16, 5))
     ]
     lay = _layouts(rows)
+    # Without the stack's overlap slowdown the exposed times are the schedule's alone.
+    dense = dataclasses.replace(
+        dense, stack=dense.stack.model_copy(update={"overlap_slowdown": 0.0}))
     est = estimate(dense, lay)
     m = micro_batches(dense, lay)
     p, v = lay.pp, lay.interleave
@@ -191,7 +194,8 @@ def test_sequence_parallelism_keeps_comm_volume_and_saves_memory(
             # TE's userbuffer overlap needs sequence parallelism: it hides TP traffic.
             inside = np.array([r[0] <= job.net.domain_gpus for r in tp_rows])
             hid, bare = est.tp_comm_s[on][inside], est.tp_comm_s[off][inside]
-            assert np.all(hid < bare) and hid.sum() < 0.5 * bare.sum()
+            # (what stays exposed includes the stack's overlap slowdown on the hidden part)
+            assert np.all(hid < bare) and hid.sum() < 0.7 * bare.sum()
 
 
 def test_tensor_parallelism_beyond_the_nvlink_domain_makes_tp_comm_much_slower(
@@ -353,3 +357,32 @@ def test_model_flops_are_tokens_times_flops_per_token(
         per_token = float(training_flops_per_token(job.arch, job.seq_len))
         assert np.allclose(est.model_flops, tokens * per_token, rtol=1e-12)
         assert np.all(est.hardware_flops >= est.model_flops)
+
+
+def test_node_limited_routing_reaches_few_remote_domains(catalog: Catalog) -> None:
+    from clusterwright.model.training import _remote_domains
+    from clusterwright.model.xp import ScalarOps
+
+    dsv3 = catalog.model("deepseek-v3")  # 8 groups of 32 experts, 4 groups per token
+    reach = _remote_domains(dsv3, ScalarOps)
+    assert reach is not None
+    # One group per domain (EP 64 on 8 servers): exactly 4 domains, 3.5 of them remote.
+    assert reach(8.0) == pytest.approx(3.5)
+    # Two groups per domain (EP 32 on 4 servers): 4 (1 - C(6,4)/C(8,4)) = 3.14 domains hit.
+    assert reach(4.0) == pytest.approx(4 * (1 - 15 / 70) * 3 / 4)
+    # Groups wider than a domain: capped by the chosen groups' span.
+    assert reach(16.0) <= 4 * 16 / 8
+    assert _remote_domains(catalog.model("mixtral-8x7b"), ScalarOps) is None
+
+
+def test_group_limited_routing_cuts_the_deepep_dispatch_of_deepseek_v3(catalog: Catalog) -> None:
+    arch = catalog.model("deepseek-v3")
+    lay = Layouts.of(tp=1, pp=8, dp=128, ep=64, micro_batch=1, interleave=1, zero=1,
+                     recompute=2, sp=0)
+    plain = job_for(catalog, arch, "h100-sxm", 4096, 1024, "fp8",
+                    options={"ep_dispatcher": "alltoall"})
+    dedup = job_for(catalog, arch, "h100-sxm", 4096, 1024, "fp8",
+                    options={"ep_dispatcher": "deepep"})
+    a, b = estimate(plain, lay), estimate(dedup, lay)
+    assert float(b.comm_s["ep"][0]) < 0.6 * float(a.comm_s["ep"][0])
+    assert float(b.compute_s[0]) == pytest.approx(float(a.compute_s[0]), rel=1e-12)

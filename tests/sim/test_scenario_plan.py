@@ -58,11 +58,18 @@ def test_feasible_training_sizes_whole_servers_and_prices_them(catalog: Catalog)
     w = d["workloads"][0]
     assert w["gpus"] == 64 and w["layout"]["tp"] * w["layout"]["pp"] * w["layout"]["dp"] * \
         w["layout"]["cp"] == 64
-    # Failure-free days = tokens / tokens per second.
-    assert w["time_to_train_days"] == pytest.approx(1e11 / w["tokens_per_s"] / 86400)
+    # Failure-free days = tokens / tokens per second; time to train adds evaluation and the
+    # expected failures (production time), which the Monte Carlo brackets.
+    assert w["compute_days"] == pytest.approx(1e11 / w["tokens_per_s"] / 86400)
+    prod = w["production"]
+    assert w["time_to_train_days"] == pytest.approx(prod["days"])
+    assert w["time_to_train_days"] > w["compute_days"] * (1 + prod["eval_fraction"])
     assert w["time_to_train_days_p10"] <= w["time_to_train_days_p50"] <= \
         w["time_to_train_days_p90"]
-    assert w["time_to_train_days_p10"] >= w["time_to_train_days"]  # failures only add time
+    # failures only add time to the failure-free work
+    assert w["time_to_train_days_p10"] >= w["compute_days"] * (1 + prod["eval_fraction"])
+    assert w["time_to_train_days_p10"] <= w["time_to_train_days"] <= \
+        w["time_to_train_days_p90"] * 1.05
     assert 0 < d["reliability"]["ettr"] < 1
     assert d["cluster"]["nodes"] == d["fabric"]["nodes"] == 8
     assert sum(1 for x in d["racks"] for dev in x["devices"] if dev["role"] == "host") == 8

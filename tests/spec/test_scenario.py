@@ -395,3 +395,33 @@ def test_parallel_config_is_frozen() -> None:
     p = ParallelConfig()
     with pytest.raises(ValidationError):
         p.tp = 2  # type: ignore[misc]
+
+
+# ------------------------------------------------------------- fixed layout, stack, options
+
+
+def test_training_may_fix_a_layout_stack_and_options() -> None:
+    w = TrainingWorkload.model_validate(training(
+        gpus=64, stack="megatron-core-h100-2024", layout={"tp": 8, "pp": 2},
+        options={"cp_comm": "allgather", "tp_overlap": False}))
+    assert w.layout is not None and (w.layout.tp, w.layout.pp, w.layout.cp) == (8, 2, 1)
+    assert w.layout.zero is None and w.layout.recompute is None  # left to the search
+    assert w.options is not None and w.options.cp_comm == "allgather"
+
+
+@pytest.mark.parametrize(("kw", "needle"), [
+    ({"layout": {"tp": 8}, "gpus": None, "deadline_days": 30}, "fixed layout needs gpus"),
+    ({"layout": {"tp": 1, "sequence_parallel": True}}, "sequence_parallel needs tp > 1"),
+    ({"layout": {"pp": 1, "interleave": 2}}, "interleave needs pp > 1"),
+    ({"layout": {"tp": 0}}, "greater than 0"),
+    ({"layout": {"zero": 4}}, "zero"),
+    ({"layout": {"recompute": "some"}}, "recompute"),
+    ({"layout": {"dp": 4}}, "dp"),
+    ({"options": {"schedule": "gpipe"}}, "schedule"),
+    ({"options": {"ep_dispatcher": "nccl"}}, "ep_dispatcher"),
+])
+def test_bad_layouts_and_options_are_rejected_naming_the_field(kw: dict[str, Any],
+                                                               needle: str) -> None:
+    with pytest.raises(ValidationError) as exc:
+        TrainingWorkload.model_validate(training(**kw))
+    assert needle in errors_of(exc)

@@ -14,6 +14,7 @@ from clusterwright.spec.yamlio import (
     format_loc,
     load,
     loads,
+    parse_loc,
 )
 
 NESTED = """\
@@ -256,3 +257,13 @@ def test_loaded_yaml_is_a_plain_container() -> None:
     doc = LoadedYaml(data={"a": 1}, path="p", lines={("a",): 7})
     assert doc.line_of(("a", "b")) == 7
     assert doc.line_of(("z",)) is None
+
+
+@pytest.mark.parametrize("loc", [
+    ("workloads", 2, "gpus"),
+    ("workloads", 0, "options", "schedule"),
+    ("constraints", "gpus", 1),
+    ("a",),
+])
+def test_parse_loc_inverts_format_loc(loc: tuple[str | int, ...]) -> None:
+    assert parse_loc(format_loc(loc)) == loc

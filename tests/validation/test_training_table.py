@@ -1,7 +1,10 @@
 """Training step time against published runs (validation/training.csv).
 
-Targets (the issue's): every development row within 20 %, MAPE over development rows at most
-10 %. Held-out rows are predicted and reported but never held to the target.
+Targets (issue 14): MAPE over development rows at most 8 %; every parallelism family and
+both precision classes with at least three development rows; no development row worse than
+15 % except the named known misses below, each with why (the test fails when one of them
+comes back inside 15 %, so the list cannot go stale). Held-out rows are predicted and
+reported but never held to the target.
 """
 
 from __future__ import annotations
@@ -12,8 +15,23 @@ import pytest
 
 from clusterwright.validation.tables import TableResult, data_dir, training_table
 
-ROW_TARGET = 0.20
-MAPE_TARGET = 0.10
+ROW_TARGET = 0.15
+MAPE_TARGET = 0.08
+# Development rows the model misses by more than 15 %, and the physics it lacks.
+KNOWN_MISSES = {
+    # MoE on the 2025 software: dispatch/combine overlap and kernels vary by model and release
+    # more than one stack can follow (see stacks.yaml, megatron-core-h100-2025).
+    "nemo_25_09_h100-sxm_deepseek-v3_fp8-cs_1024": "MoE: predicted 35 % faster",
+    "nemo_26_04_01_h100-sxm_qwen3-235b-a22b_fp8-cs_256": "MoE: predicted 20 % slower",
+    "nemo_26_04_01_h100-sxm_gpt-oss-120b_bf16_64": "GPT-OSS kernels: predicted 35 % faster",
+    "nemo_26_04_01_b200_gpt-oss-120b_bf16_64": "GPT-OSS kernels: predicted 50 % faster",
+    # Same model and GPU as nemo_25_02_b200_llama-3-8b_fp8_8 (within 1 %): the 25.11 release
+    # is 18 % faster, which one stack for 25.02-26.08 cannot follow.
+    "nemo_25_11_b200_llama-3-8b_fp8-cs_8": "software release: predicted 17 % slower",
+    # 11,616 GPUs: no in-network (SHARP) reduction in the collective model.
+    "mlperf_v4.1_gpt3_175b_h100-sxm_11616_eos-dfw_n1452_ngc24.04_nemo": "predicted 19 % slower",
+}
+FAMILIES = ("ptd-p", "zero3", "moe-ep", "cp")
 HELD_OUT = {
     "gptneox_20b_training_time",
     "korthikanti22_abstract_530b_mfu_seqsel",
@@ -36,13 +54,38 @@ def _print(rows: TableResult) -> None:
     print(f"dev MAPE {100 * rows.mape:.2f}%  max {100 * rows.max_abs_error:.2f}%")
 
 
-def test_every_dev_row_is_within_20pct_and_mape_within_10pct(table: TableResult) -> None:
+def test_dev_mape_within_8pct_and_rows_within_15pct_but_the_known_misses(
+    table: TableResult,
+) -> None:
     _print(table)
-    assert len(table.dev_rows) >= 21
-    for r in table.dev_rows:
-        assert abs(r.error) <= ROW_TARGET, f"{r.id}: {100 * r.error:+.1f}%"
+    assert len(table.dev_rows) >= 60
     assert table.mape <= MAPE_TARGET
     assert table.tolerance <= MAPE_TARGET
+    dev = {r.id: r for r in table.dev_rows}
+    assert set(KNOWN_MISSES) <= set(dev), set(KNOWN_MISSES) - set(dev)
+    for r in table.dev_rows:
+        if r.id in KNOWN_MISSES:
+            assert abs(r.error) > ROW_TARGET, f"{r.id} is back within 15 %: drop it from the list"
+        else:
+            assert abs(r.error) <= ROW_TARGET, f"{r.id}: {100 * r.error:+.1f}%"
+
+
+def test_every_family_and_precision_has_three_dev_rows_and_dense_ones_meet_the_target(
+    table: TableResult,
+) -> None:
+    fams: dict[str, list[float]] = {f: [] for f in FAMILIES}
+    precs: dict[str, int] = {"bf16": 0, "fp8": 0}
+    for r in table.dev_rows:
+        tags = dict(r.tags)
+        for f in tags["family"].split("+"):
+            fams[f].append(abs(r.error))
+        precs[tags["precision"]] += 1
+    for f, errs in fams.items():
+        assert len(errs) >= 3, f
+    assert min(precs.values()) >= 3, precs
+    # The dense families (MoE models are their own regime) within the MAPE target.
+    for f in ("ptd-p", "zero3", "cp"):
+        assert sum(fams[f]) / len(fams[f]) <= MAPE_TARGET, f
 
 
 def test_held_out_rows_are_reported_but_not_held_to_the_target(table: TableResult) -> None:

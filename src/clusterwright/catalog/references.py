@@ -44,6 +44,12 @@ def resolve(
     models: dict[str, ModelArch] = {}
     for i, w in enumerate(scenario.workloads):
         models[w.name] = workload_model(cat, w.model, doc, ("workloads", i, "model"))
+        stack = getattr(w, "stack", None)
+        if stack is not None:
+            try:
+                cat.stack(stack)
+            except UnknownIdError as exc:
+                raise ScenarioError(f"{_where(doc, ('workloads', i, 'stack'))}: {exc}") from None
     c = scenario.constraints
     if isinstance(c.gpus, list):
         for j, g in enumerate(c.gpus):

@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from clusterwright.cli.common import console, emit_json, err_console, state, user_errors
+from clusterwright.errors import InputError
 
 STAGES = {
     "sizing": "sizing workloads per GPU",
@@ -22,6 +23,18 @@ def _usd(v: Any) -> str:
     from clusterwright.design.blueprint import money
 
     return money(float(v)) if v is not None else "-"
+
+
+def _at_line(exc: InputError, doc: Any) -> InputError:
+    """A scenario field error with the file and YAML line of the field it names."""
+    from clusterwright.spec.yamlio import parse_loc
+
+    if not exc.field or not exc.field.startswith("workloads["):
+        return exc
+    line = doc.line_of(parse_loc(exc.field))
+    msg = str(exc).removeprefix(f"{exc.field}: ")
+    where = f"{doc.path}: {exc.field}" + (f" (line {line})" if line else "")
+    return InputError(f"{where}: {msg}", field=exc.field)
 
 
 def plan(
@@ -44,10 +57,13 @@ def plan(
         cat = state(ctx).catalog()
         resolve(sc, cat, doc)  # unknown ids are named with their line before any work
         check_out_dir(out, force)  # refuse before the work, not after
-        if as_json:
-            bp = plan_scenario(sc, cat, source=str(scenario))
-        else:
-            bp = _with_progress(sc, cat, str(scenario), plan_scenario)
+        try:
+            if as_json:
+                bp = plan_scenario(sc, cat, source=str(scenario))
+            else:
+                bp = _with_progress(sc, cat, str(scenario), plan_scenario)
+        except InputError as exc:
+            raise _at_line(exc, doc) from None
         files = write_blueprint(bp, bp.fabric_design, out, force=force)
     data = bp.to_dict()
     if as_json:

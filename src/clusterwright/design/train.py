@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -313,17 +313,21 @@ class Regime:
 
 
 def regime_of(job: Job, layout: dict[str, object], gpus: int) -> Regime:
-    """The regime of ``layout`` (a layout dict as ``LayoutResult.layout``) on ``gpus``."""
+    """The regime of ``layout`` (a layout dict as ``LayoutResult.layout``) on ``gpus``: the
+    families are zero3, moe-ep (any MoE model), cp and ptd-p (TP or PP, or nothing else)."""
     prec = "fp8" if job.precision in (Precision.fp8, Precision.fp4) else "bf16"
     fams = []
     if int(str(layout.get("zero", 0))) >= 3:
         fams.append("zero3")
-    if int(str(layout.get("ep", 1))) > 1:
+    if job.arch.is_moe:
+        # A MoE model is its own regime whatever else it uses: its errors (routing, expert
+        # GEMMs, dispatch) are not a dense model's.
         fams.append("moe-ep")
-    if int(str(layout.get("cp", 1))) > 1:
-        fams.append("cp")
-    if not fams or int(str(layout.get("tp", 1))) * int(str(layout.get("pp", 1))) > 1:
-        fams.insert(0, "ptd-p")
+    else:
+        if int(str(layout.get("cp", 1))) > 1:
+            fams.append("cp")
+        if not fams or int(str(layout.get("tp", 1))) * int(str(layout.get("pp", 1))) > 1:
+            fams.insert(0, "ptd-p")
     return Regime(job.stack.id, job.gpu.id, prec, tuple(fams), gpus)
 
 
@@ -520,14 +524,25 @@ def gpu_counts(limit: int, unit: int = 8) -> list[int]:
     return sorted(out)
 
 
+# Wall time of a run: (GPUs, failure-free compute seconds) -> seconds. The identity is the
+# steady state; design/train_goodput.py adds evaluation and failures (production).
+WallTime = Callable[[int, float], float]
+
+
+def _steady(gpus: int, compute_s: float) -> float:
+    return compute_s
+
+
 @dataclass(frozen=True)
 class SizedPlan:
-    """The best layout at one GPU count, with time-to-train when tokens are known."""
+    """The best layout at one GPU count, with time-to-train when tokens are known (wall
+    time under ``WallTime``; ``compute_days``: the failure-free steps alone)."""
 
     gpus: int
     best: LayoutResult
     time_to_train_days: float | None
     gpu_hours: float | None
+    compute_days: float | None = None
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -536,18 +551,22 @@ class SizedPlan:
             "tokens_per_s": self.best.tokens_per_step / self.best.step_time_s,
             "time_to_train_days": self.time_to_train_days,
             "gpu_hours": self.gpu_hours,
+            "compute_days": self.compute_days,
             "layout": self.best.layout,
         }
 
 
-def sized(best: LayoutResult, gpus: int, tokens: float | None) -> SizedPlan:
+def sized(best: LayoutResult, gpus: int, tokens: float | None,
+          wall: WallTime = _steady) -> SizedPlan:
     if tokens is None:
         return SizedPlan(gpus, best, None, None)
-    seconds = tokens / (best.tokens_per_step / best.step_time_s)
-    return SizedPlan(gpus, best, seconds / 86400.0, seconds * gpus / 3600.0)
+    compute = tokens / (best.tokens_per_step / best.step_time_s)
+    seconds = wall(gpus, compute)
+    return SizedPlan(gpus, best, seconds / 86400.0, seconds * gpus / 3600.0, compute / 86400.0)
 
 
-def pareto_front(job: Job, counts: list[int], tokens: float | None) -> list[SizedPlan]:
+def pareto_front(job: Job, counts: list[int], tokens: float | None,
+                 wall: WallTime = _steady) -> list[SizedPlan]:
     """Best plan at each GPU count, keeping only counts that train faster than every smaller
     count (more GPUs that do not help are dominated)."""
     front: list[SizedPlan] = []
@@ -556,21 +575,24 @@ def pareto_front(job: Job, counts: list[int], tokens: float | None) -> list[Size
         res = plan(job, n, top_n=1)
         if res.best is None:
             continue
-        if res.best.step_time_s < best_time:
-            best_time = res.best.step_time_s
-            front.append(sized(res.best, n, tokens))
+        s = sized(res.best, n, tokens, wall)
+        key = s.time_to_train_days if s.time_to_train_days is not None else res.best.step_time_s
+        if key < best_time:
+            best_time = key
+            front.append(s)
     return front
 
 
 def smallest_for_deadline(
-    job: Job, tokens: float, deadline_days: float, limit: int = 131072
+    job: Job, tokens: float, deadline_days: float, limit: int = 131072,
+    wall: WallTime = _steady,
 ) -> SizedPlan | None:
     """Fewest GPUs (on the ladder) whose best layout trains ``tokens`` within the deadline."""
     for n in gpu_counts(limit, job.net.domain_gpus if job.net.domain_gpus > 1 else 8):
         res = plan(job, n, top_n=1)
         if res.best is None:
             continue
-        s = sized(res.best, n, tokens)
+        s = sized(res.best, n, tokens, wall)
         if s.time_to_train_days is not None and s.time_to_train_days <= deadline_days:
             return s
     return None

@@ -403,7 +403,7 @@ def training_memory(
         st = state_bytes(dense, per_layer_expert * layers_stage, par, weights, grads, optimizer)
         st_embed = state_bytes(embed_params, 0.0, par, weights, grads, optimizer).total
         gathered = 0.0
-        if par.zero_stage >= 3:
+        if par.zero_stage >= 3 and par.dp * par.cp > 1:
             layer = (per_layer_dense / par.tp + per_layer_expert / par.ep) * bytes_per(weights)
             gathered = (1.0 + max(prefetch, 0)) * layer
         inflight = in_flight_micro_batches(par) if first else 1.0

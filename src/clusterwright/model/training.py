@@ -663,7 +663,7 @@ def memory(job: Job, lay: Layouts, m: Any = None, ops: Ops = ArrayOps) -> dict[s
     w, gr, opt = w * copies, gr * copies, opt * copies
     # ZeRO-3/FSDP holds the gathered layers it computes with and prefetches (16-bit).
     layer_w = (K.layer_dense / t + K.layer_expert / e) * bytes_per(storage)
-    w = w + ops.where(lay.zero >= 3, (1.0 + max(o.prefetch, 0)) * layer_w, 0.0)
+    w = w + ops.where((lay.zero >= 3) & (z3_group > 1), (1.0 + max(o.prefetch, 0)) * layer_w, 0.0)
     mf = K.moe_frac
     per_layer_act = _act(ops, job, lay, False) * (1.0 - mf)
     if a.is_moe:

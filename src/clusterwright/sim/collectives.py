@@ -169,6 +169,10 @@ class CollectiveBuilder:
         algo = algorithm
         if collective == "allreduce" and algo == "auto":
             algo = allreduce_choice(size_bytes, n, nodes, m)
+            if algo == "nvls" and nodes > 1:
+                # NVLS-tree: NVLS inside each domain, trees across; the flow-level tree pairs
+                # NVLink phases with two trees per rail, the same traffic.
+                algo = "tree"
         elif collective == "alltoall":
             algo = "pxn" if pxn else "direct"
         elif algo == "auto":

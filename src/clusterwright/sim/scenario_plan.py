@@ -52,16 +52,20 @@ from clusterwright.design.fabric import Fabric
 from clusterwright.design.power_plan import PowerPlan, PowerRequest, power_plan
 from clusterwright.design.tco_plan import TcoPlan, TcoRequest, tco_plan
 from clusterwright.design.train import (
+    confidence,
     default_global_batch,
     enumerate_layouts,
+    estimate_layout,
     gpu_counts,
     job_for,
+    mfu_record,
     pareto_front,
     plan,
     server_for,
     sized,
     smallest_for_deadline,
 )
+from clusterwright.design.train_goodput import checkpoint_cost, production_time
 from clusterwright.errors import InputError
 from clusterwright.model import reliability as rel
 from clusterwright.model.flops import finetune_flops_per_token
@@ -162,25 +166,91 @@ def _min_memory_gb(job: Job, gpus: int) -> float | None:
     return float(np.min(estimate(job, lay).memory_bytes)) / 1e9
 
 
+OPTION_FIELDS = ("schedule", "cp_comm", "ep_overlap", "ep_dispatcher", "fp8_recipe",
+                 "tp_overlap")
+
+
+def _job(run: _Run, i: int, w: TrainingWorkload, gpu: Gpu, server: Server) -> Job | Violation:
+    """The workload's job on ``gpu``; a violation if the GPU cannot train it; InputError with
+    the field path if the scenario asks what its stack cannot do."""
+    arch = run.models[w.name]
+    opts = w.options.model_dump(exclude_none=True) if w.options is not None else {}
+    try:
+        return job_for(run.cat, arch, gpu.id, w.seq_len, _global_batch(w), w.precision,
+                       server_id=server.id, stack_id=w.stack, options=opts)
+    except InputError as exc:
+        if exc.field == "stack" or exc.field in OPTION_FIELDS:
+            path = f"workloads[{i}].{'stack' if exc.field == 'stack' else 'options.' + exc.field}"
+            raise InputError(f"{path}: {exc}", field=path) from None
+        return violation("gpus", None, None, "", f"{gpu.id} cannot train it ({exc})", w.name)
+
+
+def _fixed_layout(i: int, w: TrainingWorkload, job: Job) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """The scenario's fixed layout as ``estimate_layout`` takes it (the rest searched)."""
+    lay = w.layout
+    assert lay is not None and w.gpus is not None
+    n = w.gpus
+    path = f"workloads[{i}].layout"
+    if n % (lay.tp * lay.pp * lay.cp):
+        raise InputError(f"{path}: gpus {n} is not a multiple of tp*pp*cp = "
+                         f"{lay.tp * lay.pp * lay.cp}", field=f"{path}.tp")
+    dp = n // (lay.tp * lay.pp * lay.cp)
+    if (lay.tp * dp * lay.cp) % lay.ep:
+        raise InputError(f"{path}.ep: {lay.ep} does not divide tp*dp*cp = "
+                         f"{lay.tp * dp * lay.cp}", field=f"{path}.ep")
+    if job.global_batch % dp:
+        raise InputError(f"{path}: the global batch ({job.global_batch} sequences) is not a "
+                         f"multiple of dp = {dp}", field=f"{path}.tp")
+    fixed: dict[str, Any] = {"tp": lay.tp, "pp": lay.pp, "dp": dp, "cp": lay.cp, "ep": lay.ep}
+    search: list[str] = []
+    for name, value in (("interleave", lay.interleave), ("zero", lay.zero),
+                        ("micro_batch", lay.micro_batch)):
+        if value is None:
+            search.append(name)
+        else:
+            fixed[name] = value
+    if lay.recompute is None:
+        search.append("recompute")
+    else:
+        fixed["recompute"] = ("none", "selective", "full").index(lay.recompute)
+    if lay.sequence_parallel is None:
+        search.append("sp")
+    else:
+        fixed["sp"] = int(lay.sequence_parallel)
+    return fixed, tuple(search)
+
+
 def _size_training(run: _Run, w: TrainingWorkload, gpu: Gpu,
                    server: Server) -> tuple[dict[str, Any] | None, list[Violation]]:
-    """The training row of the blueprint on ``gpu``, or the constraint that stops it."""
+    """The training row of the blueprint on ``gpu``, or the constraint that stops it.
+    Time to train is production time: the steps, evaluation, and the checkpoints, restarts
+    and lost work of the failures the reliability model expects (design/train_goodput)."""
     arch = run.models[w.name]
-    try:
-        job = job_for(run.cat, arch, gpu.id, w.seq_len, _global_batch(w), w.precision,
-                      server_id=server.id)
-    except InputError as exc:
-        return None, [violation("gpus", None, None, "", f"{gpu.id} cannot train it ({exc})",
-                                w.name)]
+    i = run.scenario.workloads.index(w)
+    job = _job(run, i, w, gpu, server)
+    if not isinstance(job, Job):
+        return None, [job]
+    cat = run.cat
+
+    def wall(n: int, compute_s: float) -> float:
+        return production_time(cat, arch, gpu.id, server, n, compute_s).days * 86400.0
+
     bad: list[Violation] = []
     best = None
     n = w.gpus
-    if n is None:
+    if w.layout is not None:
+        assert n is not None
+        fixed, search = _fixed_layout(i, w, job)
+        best = estimate_layout(job, fixed, search)
+        if not best.fits:
+            return None, [violation("memory", job.gpu.memory_gb, best.memory["total"] / 1e9,
+                                    "GB", f"the fixed layout on {n:,} {gpu.id}", w.name)]
+    elif n is None:
         assert w.deadline_days is not None  # the scenario requires one of the two
-        s = smallest_for_deadline(job, w.tokens, w.deadline_days)
+        s = smallest_for_deadline(job, w.tokens, w.deadline_days, wall=wall)
         if s is None:
             unit = job.net.domain_gpus if job.net.domain_gpus > 1 else 8
-            front = pareto_front(job, gpu_counts(131072, unit), w.tokens)
+            front = pareto_front(job, gpu_counts(131072, unit), w.tokens, wall)
             if not front:
                 return None, [_memory_violation(job, w.name, unit)]
             s = front[-1]
@@ -193,22 +263,33 @@ def _size_training(run: _Run, w: TrainingWorkload, gpu: Gpu,
         if res.best is None:
             return None, [_memory_violation(job, w.name, n)]
         best = res.best
-    sp = sized(best, n, w.tokens)
+    sp = sized(best, n, w.tokens, wall)
     days = sp.time_to_train_days
     if w.gpus is not None and w.deadline_days is not None and days is not None \
             and days > w.deadline_days:
         bad.append(violation("deadline_days", w.deadline_days, days, "days",
                              f"time to train on {n:,} {gpu.id}", w.name))
     m = best.metrics(gpu, gpu.peak_tflops[training_dtype(job.precision)])
+    rec = mfu_record(cat, gpu.id, job.precision)
+    assert sp.compute_days is not None
     row: dict[str, Any] = {
         "name": w.name, "kind": "training", "model": arch.id, "gpu": gpu.id, "gpus": n,
         "tokens": w.tokens, "seq_len": w.seq_len, "precision": w.precision,
+        "stack": job.stack.id,
         "layout": dict(best.layout),
+        "layout_source": "fixed" if w.layout is not None else "planned",
         "step_time_s": best.step_time_s,
         "breakdown": {k: best.breakdown[k] for k in BREAKDOWN_FIELDS},
+        "comm_s": dict(best.comm), "overlap": best.overlap,
         "mfu": m["mfu"], "tflops_per_gpu": m["tflops_per_gpu"],
         "tokens_per_s": m["tokens_per_s"],
         "memory_per_gpu_gb": best.memory["total"] / 1e9,
+        "confidence": confidence(cat, job, best.layout, n, best.step_time_s),
+        "mfu_highest_published": rec.mfu if rec is not None else None,
+        "mfu_above_published": (m["mfu"] > rec.mfu) if rec is not None else None,
+        "compute_days": sp.compute_days,
+        "production": production_time(cat, arch, gpu.id, server, n,
+                                      sp.compute_days * 86400.0).as_dict(),
         "time_to_train_days": days, "gpu_hours": sp.gpu_hours,
         "deadline_days": w.deadline_days,
         "checkpoint": None,
@@ -603,13 +684,9 @@ def _reliability(run: _Run, cand: Candidate, d: _Design) -> dict[str, Any] | Non
     per_day = rel.expected_interruptions(modes, units, 24.0)
     mtbf_h = rel.job_mtbf_hours(modes, units)
     arch = run.models[row["name"]]
-    size = rel.checkpoint_bytes(float(total_params(arch)), "bf16", "adam")
     n = row["gpus"]
-    write_s = rel.transfer_s(size, n, cat.assumption("storage_write_gbps_per_gpu"),
-                             n * cat.assumption("storage_aggregate_write_gbps_per_gpu"))
-    read_s = rel.transfer_s(size, n, cat.assumption("storage_read_gbps_per_gpu"),
-                            n * cat.assumption("storage_aggregate_read_gbps_per_gpu"))
-    restart = cat.assumption("reliability_restart_overhead_s") + read_s
+    ck = checkpoint_cost(cat, arch, n)
+    size, write_s, read_s, restart = ck.bytes, ck.write_s, ck.read_s, ck.restart_s
     out: dict[str, Any] = {
         "workload": row["name"], "gpus": n,
         "expected_interruptions_per_day": sum(per_day.values()),
@@ -630,7 +707,9 @@ def _reliability(run: _Run, cand: Candidate, d: _Design) -> dict[str, Any] | Non
     cp = rel.checkpoint_plan(write_s, mtbf_s, restart)
     ckpt.update(interval_s=cp.daly_interval_s, ettr=cp.ettr, young_interval_s=cp.young_interval_s)
     out["ettr"] = cp.ettr
-    work = row["time_to_train_days"] * rel.DAY
+    # The failure-free work: the steps and the evaluation passes (time_to_train_days is the
+    # production time, failures already in).
+    work = row["compute_days"] * rel.DAY * (1.0 + row["production"]["eval_fraction"])
     repair_f = rel.repair_fraction(modes, units)
     spec = RunSpec(work_s=work, interval_s=cp.daly_interval_s, checkpoint_s=write_s,
                    restart_s=restart, mtbf_s=mtbf_s, repair_fraction=repair_f,

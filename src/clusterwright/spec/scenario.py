@@ -23,6 +23,7 @@ from pydantic import (
 )
 
 from clusterwright.errors import ScenarioError
+from clusterwright.spec.parallel import Recompute
 from clusterwright.spec.yamlio import LoadedYaml, YamlError, describe_validation_error, load, loads
 
 Precision = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4"]
@@ -99,6 +100,41 @@ class Window(_Strict):
 ModelRef = Id | dict[str, Any]  # catalog id, or an inline ModelArch mapping
 
 
+class TrainingLayout(_Strict):
+    """A parallel layout fixed by the user (the one a paper published, say); the fields left
+    out are searched, as ``train estimate`` does. dp follows from the GPU count."""
+
+    tp: PositiveInt = 1
+    pp: PositiveInt = 1
+    cp: PositiveInt = 1
+    ep: PositiveInt = 1
+    interleave: PositiveInt | None = None  # virtual pipeline stages
+    zero: Literal[0, 1, 2, 3] | None = None
+    micro_batch: PositiveInt | None = None
+    recompute: Recompute | None = None
+    sequence_parallel: bool | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> TrainingLayout:
+        if self.sequence_parallel and self.tp == 1:
+            raise ValueError("sequence_parallel needs tp > 1")
+        if self.interleave is not None and self.interleave > 1 and self.pp == 1:
+            raise ValueError("interleave needs pp > 1")
+        return self
+
+
+class TrainingOptions(_Strict):
+    """How the framework runs the step (the stack's defaults where left out); an option the
+    stack cannot do is an error naming it."""
+
+    schedule: Literal["1f1b", "zb", "dualpipe"] | None = None
+    cp_comm: Literal["p2p", "allgather", "a2a"] | None = None
+    ep_overlap: Literal["none", "1f1b", "dualpipe"] | None = None
+    ep_dispatcher: Literal["alltoall", "deepep"] | None = None
+    fp8_recipe: Literal["delayed", "current", "blockwise", "mx"] | None = None
+    tp_overlap: bool | None = None
+
+
 class TrainingWorkload(_Strict):
     kind: Literal["training"]
     name: Id
@@ -110,11 +146,17 @@ class TrainingWorkload(_Strict):
     precision: TrainPrecision = "bf16"
     deadline_days: PositiveFloat | None = None
     gpus: PositiveInt | None = None
+    stack: Id | None = None  # software stack (catalog id); default: the GPU's first
+    layout: TrainingLayout | None = None  # fixed layout; default: the planner's best
+    options: TrainingOptions | None = None
 
     @model_validator(mode="after")
     def _sizing(self) -> TrainingWorkload:
         if self.deadline_days is None and self.gpus is None:
             raise ValueError("give deadline_days or gpus (or both)")
+        if self.layout is not None and self.gpus is None:
+            raise ValueError("a fixed layout needs gpus (the data-parallel degree follows "
+                             "from it)")
         if self.global_batch is not None and self.global_batch_tokens is not None:
             raise ValueError("give global_batch or global_batch_tokens, not both")
         return self

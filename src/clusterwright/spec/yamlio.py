@@ -99,6 +99,18 @@ def format_loc(loc: Sequence[str | int]) -> str:
     return _fmt(loc)
 
 
+def parse_loc(path: str) -> tuple[str | int, ...]:
+    """``workloads[2].gpus`` -> ``("workloads", 2, "gpus")`` (the inverse of format_loc)."""
+    out: list[str | int] = []
+    for part in path.split("."):
+        name, _, rest = part.partition("[")
+        if name:
+            out.append(name)
+        for idx in filter(None, rest.replace("]", "").split("[")):
+            out.append(int(idx) if idx.isdigit() else idx)
+    return tuple(out)
+
+
 def loads(text: str, src: str = "<string>") -> LoadedYaml:
     """Parse YAML text safely; raise YamlError naming ``src`` and the line on bad syntax."""
     try:

@@ -365,7 +365,7 @@ def training_table() -> TableResult:
                 tags=tags,
             )
         )
-    return TableResult("training", "training.csv", rows, tolerance=0.10)
+    return TableResult("training", "training.csv", rows, tolerance=0.08)
 
 
 TABLES: dict[str, Callable[[], TableResult]] = {"memory": memory_table, "training": training_table}
