@@ -182,6 +182,10 @@ def why_not(r: dict[str, str], arch: ModelArch) -> str | None:
         return f"not modelled: {r['precision']} training (its 8-bit path is int8 peak)"
     if arch.is_mla:
         return "not modelled: no multi-head latent attention (MLA)"
+    if arch.is_moe:
+        return "not modelled: mixture of experts (no expert parallelism or routing)"
+    if r["recompute"] and r["recompute"] not in RECOMPUTE_CODE:
+        return f"not modelled: module recompute {r['recompute']!r}"
     if r["gpu"] not in PEER_GPUS:
         return f"not modelled: no GPUConfig for {r['gpu']}"
     return None
@@ -246,7 +250,8 @@ def peer_predict(
     mb = int(r["micro_batch"]) if r["micro_batch"] else None
     # FlashAttention as the catalog's software stack for this GPU has it (off for the
     # 2021/2022 Megatron A100 runs, on for H100). It changes llm-analysis's memory only.
-    flash = cat.stack_for_gpu(r["gpu"]).flash_attention
+    flash = (cat.stack(r["stack"]) if r.get("stack") else cat.stack_for_gpu(r["gpu"])
+             ).flash_attention
     train_kw: dict[str, Any] = {
         "batch_size_per_gpu": mb,
         "global_batch_size": gb,

@@ -511,10 +511,11 @@ class StackFeatures(BaseModel):
     overlap_param_gather: bool = False  # distributed-optimizer all-gather under next forward
     overlap_p2p: bool = False  # pipeline sends overlapped with compute
     context_parallel: list[CpComm] = Field(default_factory=list)  # empty: no CP
-    schedules: list[Schedule] = Field(default_factory=lambda: ["1f1b"])
+    schedules: list[Schedule] = Field(default_factory=lambda: list[Schedule](["1f1b"]))
     interleaved: bool = True  # virtual pipeline stages
-    ep_overlap: list[EpOverlap] = Field(default_factory=lambda: ["none"])
-    ep_dispatchers: list[EpDispatcher] = Field(default_factory=lambda: ["alltoall"])
+    ep_overlap: list[EpOverlap] = Field(default_factory=lambda: list[EpOverlap](["none"]))
+    ep_dispatchers: list[EpDispatcher] = Field(
+        default_factory=lambda: list[EpDispatcher](["alltoall"]))
     distributed_optimizer: bool = True  # ZeRO-1/2
     zero3: bool = False  # ZeRO-3 / FSDP
     zero3_with_pp: bool = False

@@ -473,12 +473,18 @@ def gpu_hour_price(cat: Catalog, gpu_id: str) -> tuple[float, str] | None:
 
 
 def _recheck(cat: Catalog, chosen: dict[str, Any], server: str | None, routing: str,
-             count: int) -> None:
+             count: int, budget_s: float) -> None:
     """The network simulator's second opinion on the leading ``count`` layouts (their DP, PP
     and EP collectives as flows on the fabric), added beside the analytical numbers; the
-    ranking stays the analytical one."""
+    ranking stays the analytical one. The best is always re-checked; the next ones while the
+    simulations have taken less than ``budget_s`` (a 16K-GPU fabric takes seconds each)."""
+    import time
+
     job, top = chosen["_recheck"]
-    for entry, r in list(zip(chosen["top"], top, strict=True))[:count]:
+    start = time.perf_counter()
+    for i, (entry, r) in enumerate(list(zip(chosen["top"], top, strict=True))[:count]):
+        if i and time.perf_counter() - start > budget_s:
+            break
         _, r2, comm, srv = _resimulate(cat, job, r, server, routing, 0)
         entry["sim"] = {"step_time_s": r2.step_time_s, "routing": routing, "server": srv,
                         "comm_factors": {"dp": comm.dp_factor, "pp": comm.pp_factor,
@@ -590,7 +596,12 @@ def plan_cmd(
     fidelity: str = typer.Option(
         "sim", "--fidelity", help="sim (default): re-check the leading layouts with the "
         "network simulator and report both; analytical: skip it."),
-    recheck: int = typer.Option(3, "--recheck", help="With --fidelity sim: layouts re-checked."),
+    recheck: int = typer.Option(
+        3, "--recheck", help="With --fidelity sim: leading layouts re-checked (the best always, "
+        "the others within --recheck-budget-s)."),
+    recheck_budget_s: float = typer.Option(
+        2.0, "--recheck-budget-s", help="With --fidelity sim: simulator time after which no "
+        "further layout is re-checked, seconds."),
     routing: str = typer.Option(
         "ecmp", "--routing", help="With --fidelity sim: ecmp, adaptive or spray."
     ),
@@ -608,6 +619,8 @@ def plan_cmd(
         fail(f"--routing: {routing!r} is not one of {', '.join(ROUTINGS)}")
     if recheck < 0:
         fail(f"--recheck: must be >= 0, got {recheck}")
+    if recheck_budget_s < 0:
+        fail(f"--recheck-budget-s: must be >= 0, got {recheck_budget_s:g}")
     _check_positive(gpus=gpus, global_batch=global_batch, seq_len=seq_len)
     for name, v in (("tokens", tokens), ("deadline_days", deadline_days)):
         if v is not None and v <= 0:
@@ -662,7 +675,7 @@ def plan_cmd(
     if gpu != "choose":
         chosen = feasible[0]
     if fidelity == "sim":
-        _recheck(cat, chosen, server, routing, recheck)
+        _recheck(cat, chosen, server, routing, recheck, recheck_budget_s)
     notes = _plan_notes(chosen)
     payload: dict[str, Any] = {
         "model": arch.id,

@@ -239,14 +239,15 @@ SEARCH_SPACE: dict[str, tuple[int, ...]] = {
 }
 
 
-def estimate_layout(job: Job, fixed: dict[str, int], search: tuple[str, ...] = ()) -> LayoutResult:
+def estimate_layout(job: Job, fixed: dict[str, Any], search: tuple[str, ...] = ()
+                    ) -> LayoutResult:
     """Evaluate one layout. Fields named in ``search`` (micro_batch, interleave, recompute,
     sp, zero) are not given: every value that divides the job is tried and the fastest that
     fits in memory is kept (or the least memory-hungry, if none fits, so the caller can say
     why). ``fixed`` holds tp, pp, dp, cp, ep and any field not searched."""
     t, p, d = fixed.get("tp", 1), fixed.get("pp", 1), fixed.get("dp", 1)
     per_dp = job.global_batch // d
-    choices: dict[str, tuple[int, ...]] = {}
+    choices: dict[str, tuple[float, ...]] = {}
     for name in search:
         opts = SEARCH_SPACE[name]
         if name == "micro_batch":
@@ -445,7 +446,7 @@ def enumerate_layouts(job: Job, gpus: int) -> tuple[Layouts, dict[str, int]]:
     interleaves = (1, 2, 3, 4, 6, 8) if f.interleaved and job.opts.schedule != "dualpipe" else (1,)
     zeros = [0] + ([1, 2] if f.distributed_optimizer else []) + ([3] if f.zero3 else [])
     rcs = recompute_choices(job)
-    rows: list[tuple[int, ...]] = []
+    rows: list[tuple[float, ...]] = []
     for t, c, p in itertools.product(tps, cps, pps):
         if gpus % (t * c * p):
             continue  # not a factorization of the GPU count: not a candidate at all

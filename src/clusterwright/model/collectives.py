@@ -97,6 +97,15 @@ class Interconnect:
                     tables[(name, algo)] = (row[0] * US + extra, row[1] * US + extra,
                                             row[2] * US + 2.0 * extra)
         object.__setattr__(self, "_tables", tables)
+        # What the ring's protocol loop reads on every call, looked up once (scalar path).
+        zero3 = (0.0, 0.0, 0.0)
+        object.__setattr__(self, "_ring_lat", tuple(
+            tables.get(k, zero3) for k in (("base", "ring"), ("nvlink", "ring"),
+                                           ("net", "ring"), ("net", "tree"))))
+        if self.lib is not None:
+            lib = self.lib
+            object.__setattr__(self, "_per_channel", tuple(
+                lib.max_threads[p] * lib.thread_threshold[p] for p in range(3)))
 
     def _lat(self, table: str, algo: str) -> tuple[float, float, float]:
         """(LL, LL128, Simple) latency of ``algo`` on ``table`` (base, nvlink, net), seconds."""
@@ -138,14 +147,16 @@ def busbw(ops: Ops, ranks: Num, nodes: Num, net: Interconnect) -> Num:
                    net.scale_up_busbw)
 
 
-def _channel_share(ops: Ops, nbytes: Num, proto: int, ranks: Num, lib: CollectiveLib,
+def _channel_share(ops: Ops, nbytes: Num, proto: int, ranks: Num, net: Interconnect,
                    ring: bool) -> Num:
     """Share of the channels a call of ``nbytes`` runs on: NCCL drops channels while bytes <
     channels x threads x threshold (the LL threshold scales with ranks on rings)."""
-    thr = lib.thread_threshold[proto] * (ranks if (ring and proto == LL) else 1.0)
-    per_channel = lib.max_threads[proto] * thr
-    nc = ops.minimum(ops.maximum(ops.floor(nbytes / per_channel), 1.0), float(lib.channels))
-    return nc / float(lib.channels)
+    lib = net.lib
+    assert lib is not None
+    per_channel = net._per_channel[proto] * (ranks if (ring and proto == LL) else 1.0)  # type: ignore[attr-defined]
+    channels = float(lib.channels)
+    nc = ops.minimum(ops.maximum(ops.floor(nbytes / per_channel), 1.0), channels)
+    return nc / channels
 
 
 def _tree_correction(ops: Ops, nbytes: Num, proto: int, lib: CollectiveLib) -> Num:
@@ -167,10 +178,7 @@ def _ring(ops: Ops, nbytes: Num, n: Num, nodes: Num, net: Interconnect, allreduc
     multi = nodes > 1
     bw = busbw(ops, n, nodes, net)
     ppn1 = (n / ops.maximum(nodes, 1.0)) <= 1.0
-    base = net._lat("base", "ring")
-    intra = net._lat("nvlink", "ring")
-    inter_ring = net._lat("net", "ring")
-    inter_tree = net._lat("net", "tree")
+    base, intra, inter_ring, inter_tree = net._ring_lat  # type: ignore[attr-defined]
     ll_max = ops.where(nodes >= 3, lib.ll_max_busbw_gbps[2],
                      ops.where(nodes == 2, lib.ll_max_busbw_gbps[1], lib.ll_max_busbw_gbps[0])) * GB
     best = None
@@ -191,7 +199,7 @@ def _ring(ops: Ops, nbytes: Num, n: Num, nodes: Num, net: Interconnect, allreduc
             if allreduce:
                 plateau = multi & (nbytes / (lib.channels * n) >= 64.0)
                 lat = ops.where(plateau, lat * lib.ring_simple_multinode_lat_factor, lat)
-        pbw = pbw * _channel_share(ops, nbytes, p, n, lib, ring=True)
+        pbw = pbw * _channel_share(ops, nbytes, p, n, net, ring=True)
         t = lat + nbytes * nsteps / ops.maximum(n, 1.0) / pbw
         best = t if best is None else ops.minimum(best, t)
     return best
@@ -201,6 +209,8 @@ def _tree(ops: Ops, nbytes: Num, n: Num, nodes: Num, net: Interconnect) -> Num:
     """Fastest double-binary-tree all-reduce (only across domains, as NCCL enables it)."""
     lib = net.lib
     assert lib is not None
+    if ops is not ArrayOps and nodes <= 1:
+        return INF  # one layout: skip what the where() below would discard
     ppn = n / ops.maximum(nodes, 1.0)
     bw = busbw(ops, n, nodes, net)
     idx = ops.where(nodes >= 3, 2, ops.where(nodes == 2, 1, 0))
@@ -223,7 +233,7 @@ def _tree(ops: Ops, nbytes: Num, n: Num, nodes: Num, net: Interconnect) -> Num:
                             lib.channels * lib.ll128_max_channel_gbps * GB)
         else:
             pbw = tree_bw
-        pbw = pbw * _channel_share(ops, nbytes, p, n, lib, ring=False)
+        pbw = pbw * _channel_share(ops, nbytes, p, n, net, ring=False)
         algbw = 0.5 * pbw * _tree_correction(ops, nbytes, p, lib)
         t = lat + nbytes / algbw
         best = t if best is None else ops.minimum(best, t)
@@ -239,6 +249,8 @@ def _nvls(ops: Ops, nbytes: Num, n: Num, nodes: Num, net: Interconnect) -> Num:
     assert lib is not None
     if net.nvls_busbw <= 0:
         return ops.full(nbytes, INF)
+    if ops is not ArrayOps and n / max(nodes, 1.0) < 2.0:
+        return INF
     # NVLS's rate is the per-GPU injection into the switch: its algorithm bandwidth holds
     # steady with the group size (nccl-tests on H100: ~250-275 GB/s algbw at 4, 6 and 8 GPUs),
     # so the anchor's bus bandwidth (8 GPUs) converts to algbw once.
@@ -263,6 +275,8 @@ def _pat(ops: Ops, nbytes: Num, n: Num, nodes: Num, net: Interconnect) -> Num:
     """PAT all-gather/reduce-scatter: one GPU per node only, Simple protocol."""
     lib = net.lib
     assert lib is not None
+    if ops is not ArrayOps and not (nodes > 1 and n <= nodes):
+        return INF
     hops = ops.log2(ops.maximum(nodes, 1.0))
     lat = (net._lat("base", "pat")[SIMPLE]
            + hops * net._lat("net", "pat")[SIMPLE] / lib.pat_net_divisor
@@ -280,6 +294,8 @@ def allreduce_s(size_bytes: ArrayLike, ranks: ArrayLike, stride: ArrayLike, net:
     """All-reduce of ``size_bytes`` per rank over ``ranks`` GPUs spaced ``stride`` apart:
     the fastest of NCCL's ring, tree, NVLS and NVLS-tree over its protocols (seconds)."""
     S, n, st = _args(ops, size_bytes, ranks, stride)
+    if ops is not ArrayOps and n <= 1:
+        return 0.0
     nodes = nodes_spanned(ops, n, st, net)
     t = ops.minimum(ops.minimum(_ring(ops, S, n, nodes, net, True), _tree(ops, S, n, nodes, net)),
                   _nvls(ops, S, n, nodes, net))
@@ -291,6 +307,8 @@ def allgather_s(size_bytes: ArrayLike, ranks: ArrayLike, stride: ArrayLike, net:
     """All-gather producing ``size_bytes`` per rank (the whole gathered buffer), or a
     reduce-scatter consuming it: ring, or PAT with one GPU per node (seconds)."""
     S, n, st = _args(ops, size_bytes, ranks, stride)
+    if ops is not ArrayOps and n <= 1:
+        return 0.0
     nodes = nodes_spanned(ops, n, st, net)
     t = ops.minimum(_ring(ops, S, n, nodes, net, False), _pat(ops, S, n, nodes, net))
     return ops.where(n > 1, net.launch_s + t, 0.0)
@@ -305,6 +323,8 @@ def alltoall_s(size_bytes: ArrayLike, ranks: ArrayLike, stride: ArrayLike, net: 
     leaving the domain goes at network speed, the rest over NVLink, in parallel; one per-peer
     cost per destination on each tier (seconds)."""
     S, n, st = _args(ops, size_bytes, ranks, stride)
+    if ops is not ArrayOps and n <= 1:
+        return 0.0
     nodes = nodes_spanned(ops, n, st, net)
     local = ops.minimum(n, n / nodes)  # ranks sharing my domain
     inter = S * (n - local) / ops.maximum(n, 1.0) / net.net_busbw
@@ -328,6 +348,8 @@ def moe_dispatch_s(token_bytes: ArrayLike, tokens: ArrayLike, copies: float, ran
     the expected number of distinct remote domains a token reaches (default: copies placed
     uniformly at random)."""
     S, T, n, st = _args(ops, token_bytes, tokens, ranks, stride)
+    if ops is not ArrayOps and n <= 1:
+        return 0.0
     nodes = nodes_spanned(ops, n, st, net)
     local = ops.minimum(n, n / nodes)
     k = float(copies)
@@ -382,9 +404,13 @@ def allreduce_algorithm_s(algo: str, size_bytes: float, ranks: int, nodes: int,
     n, b, nd = float(ranks), float(size_bytes), float(max(nodes, 1))
     if n <= 1:
         return 0.0
-    fn = {"ring": lambda: _ring(S, b, n, nd, net, True), "tree": lambda: _tree(S, b, n, nd, net),
-          "nvls": lambda: _nvls(S, b, n, nd, net)}[algo]
-    return float(net.launch_s + fn())
+    if algo == "ring":
+        t = _ring(S, b, n, nd, net, True)
+    elif algo == "tree":
+        t = _tree(S, b, n, nd, net)
+    else:
+        t = _nvls(S, b, n, nd, net)
+    return float(net.launch_s + t)
 
 
 def allreduce_choice(size_bytes: float, ranks: int, nodes: int, net: Interconnect) -> str:

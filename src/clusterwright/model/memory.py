@@ -188,9 +188,9 @@ def activation_bytes_per_layer_array(
         sp_on = np.asarray(sequence_parallel, dtype=bool)
         rc = recompute_code(recompute).astype(float)
     else:
-        s, b, t = float(seq_len) / float(cp), float(micro_batch), float(tp)  # type: ignore[arg-type]
-        sp_on = bool(sequence_parallel)
-        rc = float(recompute)  # type: ignore[arg-type]
+        s, b, t = float(seq_len) / float(cp), float(micro_batch), float(tp)  # type: ignore[arg-type, assignment]
+        sp_on = bool(sequence_parallel)  # type: ignore[assignment]
+        rc = float(recompute)  # type: ignore[arg-type, assignment]
     sp_div = ops.where(sp_on, t, 1.0)
 
     def has(bit: int) -> Any:

@@ -323,9 +323,10 @@ def _as_arrays(est: StepEstimate) -> StepEstimate:
     def arr(v: Any) -> F:
         return np.array([float(v)])
 
+    values: dict[str, Any] = {f.name: arr(getattr(est, f.name)) for f in fields(est)
+                              if f.name not in ("memory_parts", "comm_s")}
     return StepEstimate(
-        *(arr(getattr(est, f.name)) for f in fields(est)
-          if f.name not in ("memory_parts", "comm_s")),
+        **values,
         memory_parts={k: arr(v) for k, v in est.memory_parts.items()},
         comm_s={k: arr(v) for k, v in est.comm_s.items()},
     )
@@ -358,6 +359,13 @@ def _remote_domains(a: ModelArch, ops: Ops) -> Callable[[Any], Any] | None:
         return hit * (domains - 1.0) / domains
 
     return reach
+
+
+def _when(ops: Ops, cond: Any, value: Callable[[], Any]) -> Any:
+    """``value()``, except that one layout (floats) skips work a ``where`` would discard."""
+    if ops is ArrayOps or cond:
+        return value()
+    return 0.0
 
 
 def _step(job: Job, lay: Layouts, ops: Ops) -> StepEstimate:
@@ -524,10 +532,12 @@ def _step(job: Job, lay: Layouts, ops: Ops) -> StepEstimate:
     # moving 1/k of the layer and each paying the ring's latency across the whole group.
     k = float(st.features.zero3_collectives_per_layer)
     piece = layer_params / k / st.features.zero3_busbw_fraction
-    ag_f = k * allgather_s(piece * w_b * (1.0 - 0.5 * zpp), shard, t, net, ops)
-    ag_b = k * allgather_s(piece * w_b * (1.0 - 0.5 * zpp),
-                           ops.where(zpp > 0, node_group, shard), t, net, ops)
-    rs_b = k * reducescatter_s(piece * grad_b * (1.0 - 0.75 * zpp), shard, t, net, ops)
+    ag_f = _when(ops, is_z3, lambda: k * allgather_s(piece * w_b * (1.0 - 0.5 * zpp), shard, t,
+                                                     net, ops))
+    ag_b = _when(ops, is_z3, lambda: k * allgather_s(
+        piece * w_b * (1.0 - 0.5 * zpp), ops.where(zpp > 0, node_group, shard), t, net, ops))
+    rs_b = _when(ops, is_z3, lambda: k * reducescatter_s(piece * grad_b * (1.0 - 0.75 * zpp),
+                                                         shard, t, net, ops))
     ag_f = ag_f * job.dp_comm_factor
     ag_b = ag_b * job.dp_comm_factor
     rs_b = rs_b * job.dp_comm_factor
@@ -569,9 +579,9 @@ def _step(job: Job, lay: Layouts, ops: Ops) -> StepEstimate:
         return nb * (fn(per * dense_share, ranks_d, t, net, ops)
                      + fn(per * (1.0 - dense_share), ranks_e, e, net, ops))
 
-    grad_ar = per_bucket(allreduce_s, grad_b, dp_ranks, edp)
-    grad_rs = per_bucket(reducescatter_s, grad_b, dp_ranks, edp)
-    param_ag = per_bucket(allgather_s, w_b, dp_ranks, edp)
+    grad_ar = _when(ops, z < 1, lambda: per_bucket(allreduce_s, grad_b, dp_ranks, edp))
+    grad_rs = _when(ops, z >= 1, lambda: per_bucket(reducescatter_s, grad_b, dp_ranks, edp))
+    param_ag = _when(ops, (z >= 1) & (z < 3), lambda: per_bucket(allgather_s, w_b, dp_ranks, edp))
     grad_comm = ops.where(z >= 1, grad_rs, grad_ar) * job.dp_comm_factor
     # Gradients of the last micro-batch become final while stage 0's last backward runs; with
     # interleaving the chunks finish one after another through the cool-down.
@@ -584,9 +594,9 @@ def _step(job: Job, lay: Layouts, ops: Ops) -> StepEstimate:
                   else param_comm)
     # Hybrid sharding: one all-reduce of the sharded gradients across the replicas per step.
     replicas = dp_ranks / shard
-    hsdp_comm = ops.where(z3_on & (replicas > 1),
-                        allreduce_s(local * grad_b / shard, replicas, t * shard, net, ops)
-                        * job.dp_comm_factor, 0.0)
+    hsdp_on = z3_on & (replicas > 1)
+    hsdp_comm = ops.where(hsdp_on, _when(ops, hsdp_on, lambda: allreduce_s(
+        local * grad_b / shard, replicas, t * shard, net, ops)) * job.dp_comm_factor, 0.0)
     hsdp_tail = ov.bucketed_tail(ops, hsdp_comm, nb, window) if o.grad_overlap else hsdp_comm
     dp_tail = ops.where(is_z3, hsdp_tail, grad_tail + param_tail)
     dp_tail = ops.where(dp_ranks > 1, dp_tail, 0.0)

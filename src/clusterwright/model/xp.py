@@ -83,4 +83,6 @@ class ScalarOps:
         return value
 
 
-Ops = type[ArrayOps] | type[ScalarOps]
+# The backend a formula runs on: ArrayOps or ScalarOps (the class itself). Typed as Any: the
+# two share one surface with different element types, which the formulas do not care about.
+Ops = Any
