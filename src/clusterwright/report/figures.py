@@ -200,10 +200,17 @@ def time_to_train(training: Sequence[Mapping[str, Any]]) -> str | None:
         error_x={"type": "data", "symmetric": False, "array": hi, "arrayminus": lo,
                  "thickness": 3, "width": 8},
         hovertemplate="%{y}: p50 %{x:.3g} days<extra></extra>"))
-    ideal = [num(w.get("time_to_train_days")) for w in rows]
+    # Failure-free: the steps alone (compute_days; older blueprints had only
+    # time_to_train_days, which then meant the same).
+    ideal = [num(w.get("compute_days", w.get("time_to_train_days"))) for w in rows]
     if any(v is not None for v in ideal):
         fig.add_trace(go.Scatter(x=ideal, y=names, mode="markers", name="failure-free estimate",
                                  marker={"color": COLORS[2], "symbol": "diamond", "size": 9}))
+    prod = [num(w.get("time_to_train_days")) if "compute_days" in w else None for w in rows]
+    if any(v is not None for v in prod):
+        fig.add_trace(go.Scatter(x=prod, y=names, mode="markers",
+                                 name="production estimate (evaluation, expected failures)",
+                                 marker={"color": COLORS[1], "symbol": "square", "size": 9}))
     dl = [num(w.get("deadline_days")) for w in rows]
     if any(v is not None for v in dl):
         fig.add_trace(go.Scatter(x=dl, y=names, mode="markers", name="deadline",

@@ -280,13 +280,26 @@ def _layout_text(layout: Any) -> str:
     return " · ".join(parts)
 
 
+def _band(w: Mapping[str, Any]) -> str:
+    """The estimate's error band, or why there is none."""
+    conf = mapping(w.get("confidence"))
+    if not conf:
+        return DASH
+    if conf.get("band") is None:
+        return "unvalidated"
+    mark = "" if conf.get("validated") else " (nearest regime)"
+    return f"±{pct(conf.get('band'))}{mark}"
+
+
 def _training(training: list[Mapping[str, Any]]) -> dict[str, Any]:
     rows = []
     for w in training:
         ck = mapping(w.get("checkpoint"))
         rows.append([
             text(w.get("name")), f"{fmt(w.get('gpus'))} × {text(w.get('gpu'))}",
-            _layout_text(w.get("layout")), duration(w.get("step_time_s")), pct(w.get("mfu")),
+            _layout_text(w.get("layout")), duration(w.get("step_time_s")),
+            _band(w), pct(w.get("mfu")) + (" (above any published)"
+                                           if w.get("mfu_above_published") else ""),
             fmt(w.get("tokens_per_s")), unit(w.get("time_to_train_days"), "days"),
             fmt(w.get("gpu_hours")),
             (f"every {duration(ck.get('interval_s'))}, write {duration(ck.get('write_s'))}, "
@@ -353,7 +366,8 @@ def _reliability(bp: Mapping[str, Any], training: list[Mapping[str, Any]]) -> di
                      if num(v) is not None), key=lambda kv: -float(kv[1]))
     ttt_rows = [[text(w.get("name")), fmt(w.get("time_to_train_days_p10")),
                  fmt(w.get("time_to_train_days_p50")), fmt(w.get("time_to_train_days_p90")),
-                 fmt(w.get("time_to_train_days")), fmt(w.get("deadline_days"))]
+                 fmt(w.get("compute_days", w.get("time_to_train_days"))),
+                 fmt(w.get("deadline_days"))]
                 for w in training if num(w.get("time_to_train_days_p50")) is not None]
     return {"timeline": Markup(tl) if tl else None, "ttt": Markup(ttt) if ttt else None,
             "facts": facts, "causes": [[k, fmt(v)] for k, v in causes[:10]],
