@@ -37,6 +37,7 @@ BREAKDOWN_KEYS = (
     "ep_comm_s",
     "optimizer_s",
     "straggler_s",
+    "link_wait_s",
     "other_s",
 )
 CONFIG_KEYS = (

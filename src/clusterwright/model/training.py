@@ -47,6 +47,7 @@ from clusterwright.model.collectives import (
     allreduce_s,
     alltoall_s,
     moe_dispatch_s,
+    nodes_spanned,
     p2p_s,
     reducescatter_s,
 )
@@ -250,6 +251,7 @@ BREAKDOWN_FIELDS = (
     "ep_comm_s",
     "optimizer_s",
     "straggler_s",
+    "link_wait_s",
     "other_s",
 )
 # Families of collectives whose total time (hidden or not) ``comm_s`` reports.
@@ -270,6 +272,7 @@ class StepEstimate:
     ep_comm_s: Any
     optimizer_s: Any
     straggler_s: Any
+    link_wait_s: Any  # transfers sharing one link: the step waits for the link's total
     other_s: Any
     step_time_s: Any
     model_flops: Any  # per step, whole job
@@ -635,6 +638,19 @@ def _step(job: Job, lay: Layouts, ops: Ops) -> StepEstimate:
 
     step = (compute + tp_comm + pp_comm + bubble + dp_exposed + cp_comm + ep_comm + optimizer
             + straggler + other)
+    # Transfers that share a link do not both run at full bandwidth: whatever the schedule
+    # hides, a GPU's NVLink and its NIC each carry their families' whole traffic within the
+    # step. Families by where their group runs (inside the NVLink domain or across it); a
+    # step shorter than a link's total waits for the link.
+    cross_tp = t > net.domain_gpus
+    cross_dp = nodes_spanned(ops, dp_ranks, t, net) > 1
+    cross_ep = nodes_spanned(ops, e, 1.0, net) > 1
+    on_net = (ops.where(cross_tp, tp_total, 0.0) + ops.where(cp_cross, cp_total, 0.0)
+              + ops.where(cross_ep, ep_total, 0.0) + ops.where(crosses, pp_total, 0.0)
+              + ops.where(cross_dp, dp_total, 0.0))
+    on_nvlink = (tp_total + cp_total + ep_total + pp_total + dp_total) - on_net
+    link_wait = ops.maximum(ops.maximum(on_net, on_nvlink) - step, 0.0)
+    step = step + link_wait
 
     tokens = job.global_batch * s
     model_flops = tokens * K.flops_per_token
@@ -644,7 +660,8 @@ def _step(job: Job, lay: Layouts, ops: Ops) -> StepEstimate:
     mem = memory(job, lay, m, ops)
     return StepEstimate(
         compute, tp_comm, pp_comm, bubble, dp_exposed, cp_comm, ep_comm, optimizer, straggler,
-        other, step, ops.full(step, model_flops), tokens * hw_per_token, mem["total"], mem,
+        link_wait, other, step, ops.full(step, model_flops), tokens * hw_per_token,
+        mem["total"], mem,
         {"tp": tp_total, "cp": cp_total, "ep": ep_total, "pp": pp_total, "dp": dp_total},
     )
 
