@@ -95,6 +95,9 @@ class Gpu(_Entry):
     scale_up: ScaleUpLink
     pcie_gen: PositiveInt
     mig_profiles: list[MigProfile] = Field(default_factory=list)
+    # Names other tools give this GPU's systems (NVIDIA AIConfigurator: h100_sxm, b200_sxm,
+    # gb200, ...), so measurements that name a system resolve.
+    system_names: list[StrictStr] = Field(default_factory=list)
     price_usd: PositiveFloat | None = None
     price_source: StrictStr | None = None
 
@@ -344,6 +347,9 @@ class ModelArch(_Entry):
     # ``sliding_window`` tokens there (gpt-oss: every other layer, 128 tokens).
     sliding_window: PositiveInt | None = None
     sliding_window_layers: NonNegativeInt = 0
+    # Hugging Face repository ids that publish this architecture (quantized checkpoints of the
+    # same shape included), so measurements that name a model by its repository resolve.
+    hf_ids: list[StrictStr] = Field(default_factory=list)
     # What the authors publish, to check the derived count against
     published_params: PositiveFloat | None = None  # required for catalog entries (tested)
     published_active_params: PositiveFloat | None = None
