@@ -33,3 +33,9 @@ cd "$repo"
 # peer_vidur.py unpacks its source into benchmarks/.venv-peers/vidur from a local git snapshot
 # ($VIDUR_GIT) and reports the error instead of Vidur's numbers when it cannot run.
 "$venv/bin/python" -m pip install -q pandas scikit-learn scipy fasteners ddsketch wandb plotly_express && WANDB_MODE=disabled "$venv/bin/python" benchmarks/peer_vidur.py
+# AIConfigurator (PyPI aiconfigurator 0.12.0, benchmark-only) on the measured serving rows of
+# serving_silicon.csv, next to Clusterwright's predictions. Its kernel database and model
+# configs ship in the package; AIC_ALLOW_UNLISTED_VERSIONS=1 lets it query the file's backend
+# versions. About 15 minutes for the default ~1,000-row sample (--rows 0: all 3,130 rows).
+"$venv/bin/python" -m pip install -q "aiconfigurator==0.12.0"
+AIC_ALLOW_UNLISTED_VERSIONS=1 HF_HUB_OFFLINE=1 "$venv/bin/python" benchmarks/peer_aiconfigurator.py

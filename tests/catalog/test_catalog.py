@@ -20,6 +20,7 @@ REQUIRED = {
         "b200",
         "b300-sxm",
         "gb200",
+        "gb300",
         "l40s",
         "mi300x",
         "mi325x",
@@ -33,6 +34,7 @@ REQUIRED = {
         "dgx-b300",
         "hgx-h100",
         "gb200-nvl72",
+        "gb300-nvl72",
         "mi300x-8",
     ],
     "nics": ["connectx-7-400g", "connectx-8-800g", "bluefield-3-400g"],
@@ -54,6 +56,11 @@ REQUIRED = {
         "mixtral-8x7b",
         "mixtral-8x22b",
         "deepseek-v3",
+        "deepseek-r1",
+        "qwen3-32b",
+        "minimax-m2.5",
+        "glm-5",
+        "qwen3.5-397b-a17b",
     ],
 }
 
@@ -381,3 +388,112 @@ def test_a_connectx8_cage_can_take_a_flat_top_twin_port_400g_module(catalog: Cat
     assert host, "no flat-top twin-port 2x400G OSFP module"
     sw = catalog.get("transceivers", "mma4z00-ns")
     assert any(t.media == sw.media and t.connector == sw.connector for t in host)
+
+
+# ------------------------------------------------------------------ names other tools use
+
+
+def _serving_silicon_csv() -> Path | None:
+    """NVIDIA AIConfigurator's measured serving rows: the copy in validation/ if the lead has
+    made one, else shared/data/ beside the repository."""
+    from tests.conftest import ROOT, SHARED_DATA
+
+    for path in (ROOT / "validation" / "serving_silicon.csv", SHARED_DATA / "serving_silicon.csv"):
+        if path.exists():
+            return path
+    return None
+
+
+def _claims(catalog: Catalog, kind: str, field: str) -> dict[str, list[str]]:
+    """Each name in ``field`` (hf_ids / system_names) -> the ids of the entries that list it."""
+    claims: dict[str, list[str]] = {}
+    for e in catalog.all(kind):
+        for name in getattr(e, field):
+            claims.setdefault(name, []).append(e.id)
+    return claims
+
+
+def test_no_hf_id_or_system_name_is_claimed_twice(catalog: Catalog) -> None:
+    for kind, field in (("models", "hf_ids"), ("gpus", "system_names")):
+        claims = _claims(catalog, kind, field)
+        assert claims, f"no {kind} entry lists {field}"
+        twice = {name: ids for name, ids in claims.items() if len(ids) > 1}
+        assert not twice, f"{kind}.{field} claimed by more than one entry: {twice}"
+        # Names are matched exactly; an entry listing the same name twice is a typo.
+        for e in catalog.all(kind):
+            assert len(set(getattr(e, field))) == len(getattr(e, field)), (kind, e.id)
+
+
+def test_every_serving_silicon_model_and_system_resolves_to_one_entry(catalog: Catalog) -> None:
+    path = _serving_silicon_csv()
+    if path is None:
+        pytest.skip("serving_silicon.csv not found in validation/ or ../shared/data/")
+    with open(path, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert rows, f"{path} has no rows"
+    models = _claims(catalog, "models", "hf_ids")
+    systems = _claims(catalog, "gpus", "system_names")
+    unresolved: set[str] = set()
+    for r in rows:
+        for column, claims in (("model_path", models), ("system", systems)):
+            ids = claims.get(r[column], [])
+            if len(ids) != 1:
+                unresolved.add(f"{column}={r[column]!r} -> {ids}")
+    assert not unresolved, sorted(unresolved)
+
+
+def test_serving_silicon_names_map_to_the_expected_entries(catalog: Catalog) -> None:
+    models = _claims(catalog, "models", "hf_ids")
+    systems = _claims(catalog, "gpus", "system_names")
+    expected_models = {
+        "meta-llama/Llama-3.1-8B-Instruct": "llama-3.1-8b",
+        "meta-llama/Llama-3.1-70B": "llama-3.1-70b",
+        "Qwen/Qwen3-235B-A22B-FP8": "qwen3-235b-a22b",
+        "Qwen/Qwen3-32B": "qwen3-32b",
+        "nvidia/Qwen3-32B-NVFP4": "qwen3-32b",
+        "openai/gpt-oss-120b": "gpt-oss-120b",
+        "deepseek-ai/DeepSeek-V3": "deepseek-v3",
+        "nvidia/DeepSeek-V3.1-NVFP4": "deepseek-v3",
+        "deepseek-ai/DeepSeek-R1": "deepseek-r1",
+        "nvidia/DeepSeek-R1-NVFP4": "deepseek-r1",
+        "MiniMaxAI/MiniMax-M2.5": "minimax-m2.5",
+    }
+    for name, mid in expected_models.items():
+        assert models.get(name) == [mid], name
+    expected_systems = {
+        "h100_sxm": "h100-sxm", "h200_sxm": "h200-sxm", "b200_sxm": "b200",
+        "b300_sxm": "b300-sxm", "gb200": "gb200", "gb300": "gb300",
+    }
+    for name, gid in expected_systems.items():
+        assert systems.get(name) == [gid], name
+
+
+def test_r1_has_the_deepseek_v3_shape(catalog: Catalog) -> None:
+    v3, r1 = catalog.model("deepseek-v3"), catalog.model("deepseek-r1")
+    skip = {"id", "name", "source", "hf_ids"}
+    assert v3.model_dump(exclude=skip) == r1.model_dump(exclude=skip)
+
+
+def test_blackwell_gpus_have_fp4_and_older_parts_do_not(catalog: Catalog) -> None:
+    for gid in ("b200", "gb200", "b300-sxm", "gb300"):
+        g = catalog.gpu(gid)
+        # FP4 (NVFP4 / MXFP4) runs at least twice FP8 (2x on Blackwell, ~3x on Blackwell Ultra)
+        assert g.peak_tflops["fp4"] >= 2 * g.peak_tflops["fp8"], gid
+    for gid in ("a100-80gb-sxm", "h100-sxm", "h200-sxm", "l40s", "mi300x", "mi325x", "gaudi3"):
+        assert "fp4" not in catalog.gpu(gid).peak_tflops, gid
+
+
+def test_gb300_nvl72_matches_the_nvidia_rack_figures(catalog: Catalog) -> None:
+    s, g = catalog.server("gb300-nvl72"), catalog.gpu("gb300")
+    assert (s.gpu, s.gpus, s.nvlink_domain_gpus, s.hosts) == ("gb300", 72, 72, 18)
+    assert (s.backend_nics.nic, s.backend_nics.count, s.backend_nics.speed_gbps) == (
+        "connectx-8-800g", 72, 800
+    )
+    assert s.rails == 4 and s.cpus.count == 36
+    assert s.max_power_kw == 142
+    # rack table: 1,080 PF dense FP4, 576 TB/s, 130 TB/s NVLink over 72 GPUs
+    assert g.peak_tflops["fp4"] * 72 == pytest.approx(1_080_000, rel=0.01)
+    assert g.memory_bandwidth_gbps * 72 == pytest.approx(576_000, rel=0.01)
+    assert g.scale_up.bandwidth_gbps_per_direction * 2 * 72 == pytest.approx(130_000, rel=0.01)
+    assert g.peak_tflops["fp4"] > catalog.gpu("gb200").peak_tflops["fp4"]
+

@@ -28,10 +28,13 @@ def memory_table() -> dict[str, Any]:
 def test_validate_json_has_the_memory_table() -> None:
     r = cw("validate", "--json")
     assert r.exit_code == 0, r.output
-    tables = json.loads(r.stdout)["tables"]
+    out = json.loads(r.stdout)
+    tables = out["tables"]
     assert "memory" in tables
     for name, t in tables.items():
         assert t["rows"] == len(t["per_row"]) > 0, name
+    # Without --table the serving-silicon summary comes along, and never fails the command.
+    assert out["serving_silicon"]["total"] == 3130
 
 
 def test_memory_table_mape_is_below_5_percent(memory_table: dict[str, Any]) -> None:

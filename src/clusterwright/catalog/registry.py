@@ -29,6 +29,7 @@ from clusterwright.catalog.schema import (
     ModelArch,
     Nic,
     Server,
+    ServingEngine,
     Stack,
     Switch,
     Transceiver,
@@ -95,6 +96,16 @@ class Catalog:
 
     def stack(self, entry_id: object) -> Stack:
         return cast(Stack, self.get("stacks", entry_id))
+
+    def serving_engine(self, backend: str, version: str = "") -> ServingEngine:
+        """The first engine entry of ``backend`` whose version prefixes cover ``version``
+        (an empty version: the backend's first entry)."""
+        for e in self.entries["serving_engines"].values():
+            if e.backend == backend and (not version or e.covers(version)):
+                return cast(ServingEngine, e)
+        known = sorted({e.backend for e in self.entries["serving_engines"].values()})
+        raise CatalogError(f"no serving engine {backend!r} at version {version!r} in the "
+                           f"catalog (backends: {', '.join(known)})")
 
     def collective_lib(self, entry_id: object) -> CollectiveLib:
         return cast(CollectiveLib, self.get("collective_libs", entry_id))

@@ -11,6 +11,7 @@ from rich.table import Table
 from clusterwright.catalog.registry import Catalog, resolve_model
 from clusterwright.catalog.schema import ModelArch
 from clusterwright.cli.common import console, emit_json, fail, state, user_errors
+from clusterwright.cli.serve_engine_cmd import estimate_engine_cli, plan_engine_cli
 from clusterwright.errors import ClusterwrightError
 from clusterwright.model.precision import Precision
 
@@ -89,11 +90,61 @@ def estimate_cmd(
         None, "--ttft-slo", help="Seconds; requests within both SLOs count as goodput."
     ),
     tpot_slo: float | None = typer.Option(None, "--tpot-slo", help="Seconds per token."),
+    engine: str | None = typer.Option(
+        None, "--engine", help="Serving engine from the catalog: trtllm, vllm or sglang "
+        "(optionally @VERSION). Models that engine's scheduler and kernels, on any catalog GPU, "
+        "with attention DP, MoE TP/EP and disaggregated prefill/decode; see serving_engines."),
+    adp: int = typer.Option(1, "--adp", help="--engine: attention data-parallel ranks per "
+                            "replica (each runs tp GPUs; the MoE layers span tp x adp)."),
+    moe_tp: int | None = typer.Option(None, "--moe-tp", help="--engine: MoE tensor parallelism "
+                                      "(moe-tp x moe-ep = tp x adp)."),
+    moe_ep: int | None = typer.Option(None, "--moe-ep", help="--engine: MoE expert "
+                                      "parallelism (default: tp x adp with --adp, else 1)."),
+    gemm_quant: str | None = typer.Option(
+        None, "--gemm-quant", help="--engine: weight format of the dense layers (bf16, fp8, "
+        "fp8_block, nvfp4, mxfp4, int4; default from --precision)."),
+    moe_quant: str | None = typer.Option(
+        None, "--moe-quant", help="--engine: weight format of the routed experts."),
+    prefill: str | None = typer.Option(
+        None, "--prefill", help="--engine, disaggregated: prefill workers as "
+        "'workers=2,tp=4,adp=1,moe_ep=4' (workers=auto sizes them)."),
+    decode: str | None = typer.Option(
+        None, "--decode", help="--engine, disaggregated: decode workers, same form."),
+    speculative: str | None = typer.Option(
+        None, "--speculative", help="--engine: speculative decoding as DRAFT_TOKENS:ACCEPTANCE"
+        ":COST, e.g. 3:0.7:1.3 (MTP with 3 drafts, 70 % accepted, iterations 1.3x a plain "
+        "one)."),
+    no_sim: bool = typer.Option(
+        False, "--steady-only", help="--engine, closed loop: only the steady-state solution "
+        "(means, milliseconds), no request-level simulation."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Simulate a workload on replicas of one model: TTFT, TPOT, end-to-end latency,
-    throughput and KV-cache use (request-level, vLLM-like scheduler)."""
+    throughput and KV-cache use (request-level, vLLM-like scheduler). With --engine: a
+    catalog engine's deployment, its closed-loop steady state and whether splitting it into
+    prefill and decode workers pays."""
     from clusterwright.sim.serving_plan import estimate
+
+    if engine is None:
+        for flag, v in (("--adp", adp != 1), ("--moe-tp", moe_tp), ("--moe-ep", moe_ep),
+                        ("--gemm-quant", gemm_quant), ("--moe-quant", moe_quant),
+                        ("--prefill", prefill), ("--decode", decode),
+                        ("--steady-only", no_sim), ("--speculative", speculative)):
+            if v:
+                fail(f"{flag}: only with --engine (a catalog serving engine)")
+    else:
+        if ep != 1:
+            fail("--ep: with --engine, give --moe-ep (and --adp) instead")
+        estimate_engine_cli(ctx, model=model, gpu=gpu, engine=engine, tp=tp, pp=pp, adp=adp,
+                         moe_tp=moe_tp, moe_ep=moe_ep, precision=precision.value,
+                         gemm_quant=gemm_quant, moe_quant=moe_quant, prefill=prefill,
+                         decode=decode, qps=qps, concurrency=concurrency,
+                         input_len=input_len, output_len=output_len, length_dist=length_dist,
+                         length_cv=length_cv, num_requests=num_requests, seed=seed,
+                         replicas=replicas, ttft_slo=ttft_slo, tpot_slo=tpot_slo,
+                         simulate_requests=not no_sim, as_json=as_json,
+                         speculative=speculative)
+        return
 
     if (qps is None) == (concurrency is None):
         fail("--qps/--concurrency: give exactly one (open loop at a request rate, or a closed "
@@ -171,11 +222,33 @@ def plan_cmd(
         2000, "--num-requests", help="Requests per capacity simulation."
     ),
     seed: int = typer.Option(0, "--seed"),
+    engine: str | None = typer.Option(
+        None, "--engine", help="Serving engine from the catalog (trtllm, vllm, sglang, "
+        "optionally @VERSION): search aggregated layouts with attention DP and MoE EP and "
+        "disaggregated prefill/decode splits on one --gpu, and say whether disaggregation "
+        "pays."),
+    gemm_quant: str | None = typer.Option(None, "--gemm-quant", help="--engine: dense "
+                                          "weight format (default from --precision)."),
+    moe_quant: str | None = typer.Option(None, "--moe-quant", help="--engine: expert "
+                                         "weight format."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Cheapest fleet (GPU type, TP, replicas) serving --qps within the p99 SLOs, found by
-    simulating one replica at increasing load; with the throughput-vs-interactivity front."""
+    simulating one replica at increasing load; with the throughput-vs-interactivity front.
+    With --engine: the cheapest aggregated and disaggregated deployments on a catalog engine,
+    and whether disaggregation pays."""
     from clusterwright.sim.serving_plan import plan
+
+    if engine is None and (gemm_quant or moe_quant):
+        fail("--gemm-quant/--moe-quant: only with --engine")
+    if engine is not None:
+        _positive(qps=qps, input_len=input_len, output_len=output_len, ttft_p99=ttft_p99,
+                  tpot_p99=tpot_p99)
+        plan_engine_cli(ctx, model=model, gpu=gpu, engine=engine, qps=qps,
+                        input_len=input_len, output_len=output_len, ttft=ttft_p99,
+                        tpot=tpot_p99, precision=precision.value, gemm_quant=gemm_quant,
+                        moe_quant=moe_quant, as_json=as_json)
+        return
 
     _positive(qps=qps, input_len=input_len, output_len=output_len, ttft_p99=ttft_p99,
               tpot_p99=tpot_p99, num_requests=num_requests)

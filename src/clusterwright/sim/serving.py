@@ -99,6 +99,11 @@ class EngineConfig:
     # is ever preempted (TensorRT-LLM's default GUARANTEED_NO_EVICT capacity scheduler).
     admission: str = "evict"
     speculative: tuple[int, float, float] | None = None
+    # Latency every streamed token carries beyond the iterations: a fixed part (API server,
+    # network) and a number of the request's own iterations (engines that return a step's
+    # tokens one step late). It shifts TTFT and end-to-end time, not TPOT.
+    token_delay_s: float = 0.0
+    token_delay_steps: float = 0.0
 
     def validate(self, name: str = "engine") -> None:
         if self.admission not in ("evict", "reserve"):
@@ -139,6 +144,9 @@ class Disaggregation:
     link_bytes_per_s: float
     link_latency_s: float = 0.0
     prefill_engine: EngineConfig | None = None  # None = the cluster's engine
+    # Step times of the prefill replicas when their layout differs from the decode
+    # replicas' (None: the model passed to ``simulate``)
+    prefill_model: StepModel | None = None
 
 
 @dataclass(frozen=True)
@@ -305,7 +313,8 @@ class _Replica:
         self.y = cfg.tokens_per_step()
         self.spec_k = cfg.speculative[0] if cfg.speculative else 0
         self.factor = cfg.speculative[2] if cfg.speculative else 1.0
-        self.step_s = sim.model.step_s
+        pm = sim.pd.prefill_model if sim.pd is not None and role == "prefill" else None
+        self.step_s = (pm or sim.model).step_s
         self.waiting: deque[_Req] = deque()
         self.prefilling: list[_Req] = []
         self.decode: dict[int, _Req] = {}
@@ -957,6 +966,11 @@ def simulate(cluster: ClusterConfig, workload: Workload, model: StepModel, *,
     sim.run()
     arr, first, fin = sim.arrival_s, sim.first_s, sim.finish_s
     out = reqs.output_len.astype(np.float64)
+    eng = cluster.engine
+    if eng.token_delay_s > 0 or eng.token_delay_steps > 0:
+        step = np.where(out > 1, (fin - first) / np.maximum(out - 1, 1), 0.0)
+        shift = eng.token_delay_s + eng.token_delay_steps * step
+        first, fin = first + shift, fin + shift
     ttft = first - arr
     e2e = fin - arr
     tpot = np.where(out > 1, (e2e - ttft) / np.maximum(out - 1, 1), 0.0)

@@ -1,0 +1,232 @@
+"""``serve estimate --engine`` and ``serve plan --engine``: deployments on a catalog serving
+engine (parsing, error wording and rendering; the work is in ``sim/serving_engine_plan``)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from clusterwright.catalog.registry import Catalog, resolve_model
+from clusterwright.cli.common import console, emit_json, fail, state
+from clusterwright.errors import ClusterwrightError, InputError
+from clusterwright.sim.serving_deployment import Role
+
+ROLE_KEYS = ("workers", "tp", "pp", "adp", "moe_tp", "moe_ep")
+# Library fields and the flags users typed for them.
+FLAGS = {"tp": "--tp", "pp": "--pp", "adp": "--adp", "moe_tp": "--moe-tp",
+         "moe_ep": "--moe-ep", "engine": "--engine", "precision": "--precision",
+         "gemm_quant": "--gemm-quant", "moe_quant": "--moe-quant",
+         "concurrency": "--concurrency", "qps": "--qps", "ttft_slo": "--ttft-p99",
+         "speculative": "--speculative"}
+
+
+@contextmanager
+def engine_errors() -> Iterator[None]:
+    """Library errors worded with the flag the user typed (``prefill.tp`` -> ``--prefill:
+    tp``), exit code 2."""
+    try:
+        yield
+    except InputError as exc:
+        msg, f = str(exc), exc.field or ""
+        role, _, key = f.partition(".")
+        if role in ("prefill", "decode") and key:
+            fail(f"--{role}: {msg.removeprefix(f + ': ')}")
+        if f in FLAGS:
+            fail(f"{FLAGS[f]}: {msg.removeprefix(f + ': ')}")
+        fail(msg)
+    except ClusterwrightError as exc:
+        fail(str(exc))
+
+
+def parse_role(flag: str, spec: str) -> dict[str, int | None]:
+    """``workers=2,tp=4,adp=1,moe_ep=4`` (``workers=auto``: sized for the load)."""
+    out: dict[str, int | None] = {}
+    for part in (p.strip() for p in spec.split(",") if p.strip()):
+        key, eq, value = part.partition("=")
+        key = key.strip().replace("-", "_")
+        if not eq or key not in ROLE_KEYS:
+            fail(f"{flag}: {part!r} is not key=value with a key among {', '.join(ROLE_KEYS)}")
+        if key == "workers" and value.strip() == "auto":
+            out[key] = None
+            continue
+        try:
+            n = int(value)
+        except ValueError:
+            fail(f"{flag}: {key}={value!r} is not an integer")
+        if n < 1:
+            fail(f"{flag}: {key}={n} must be >= 1")
+        out[key] = n
+    out.setdefault("workers", 1)
+    return out
+
+
+def parse_speculative(spec: str) -> tuple[int, float, float]:
+    """``K:ACCEPT:COST``: draft tokens, acceptance rate, cost of an iteration over a plain
+    one (``3:0.7:1.3`` for DeepSeek-style MTP with three draft tokens)."""
+    parts = spec.split(":")
+    if len(parts) != 3:
+        fail(f"--speculative: {spec!r} is not K:ACCEPT:COST (e.g. 3:0.7:1.3)")
+    try:
+        return int(parts[0]), float(parts[1]), float(parts[2])
+    except ValueError:
+        fail(f"--speculative: {spec!r} is not K:ACCEPT:COST (e.g. 3:0.7:1.3)")
+
+
+def _ms(s: float | None) -> str:
+    return "-" if s is None or s != s else f"{1e3 * s:.1f} ms"
+
+
+def estimate_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str, tp: int,
+                        pp: int, adp: int, moe_tp: int | None, moe_ep: int | None,
+                        precision: str, gemm_quant: str | None, moe_quant: str | None,
+                        prefill: str | None, decode: str | None, qps: float | None,
+                        concurrency: int | None, input_len: int, output_len: int,
+                        length_dist: str, length_cv: float, num_requests: int, seed: int,
+                        replicas: int, ttft_slo: float | None, tpot_slo: float | None,
+                        simulate_requests: bool, as_json: bool,
+                        speculative: str | None = None) -> None:
+    from clusterwright.sim.serving_engine_plan import (
+        deployment,
+        engine_of,
+        estimate_engine,
+        layout,
+    )
+    from clusterwright.sim.serving_plan import workload
+
+    if (prefill is None) != (decode is None):
+        fail("--prefill/--decode: a disaggregated deployment needs both roles")
+    if not simulate_requests and concurrency is None:
+        fail("--steady-only: the steady state is a closed loop; give --concurrency")
+    spec = parse_speculative(speculative) if speculative else None
+    cat: Catalog = state(ctx).catalog()
+    with engine_errors():
+        arch = resolve_model(cat, model)
+        g = cat.gpu(gpu)
+        eng = engine_of(cat, engine)
+        if prefill is not None and decode is not None:
+            roles = []
+            for flag, text in (("--prefill", prefill), ("--decode", decode)):
+                kv = parse_role(flag, text)
+                par = layout(arch, kv.get("tp") or 1, kv.get("pp") or 1, kv.get("adp") or 1,
+                             kv.get("moe_tp"), kv.get("moe_ep"), flag[2:] + ".")
+                roles.append(Role(par, kv["workers"]))
+            dep = deployment(cat, arch, g, eng, precision, gemm_quant, moe_quant,
+                             prefill=roles[0], decode=roles[1], speculative=spec)
+        else:
+            par = layout(arch, tp, pp, adp, moe_tp, moe_ep)
+            dep = deployment(cat, arch, g, eng, precision, gemm_quant, moe_quant,
+                             agg=Role(par, replicas), speculative=spec)
+        w = workload(input_len, output_len, qps=qps, concurrency=concurrency,
+                     num_requests=num_requests, seed=seed, length_dist=length_dist,
+                     length_cv=length_cv, max_context=arch.max_seq_len)
+        if input_len + output_len > arch.max_seq_len:
+            raise InputError(f"input_len: {input_len} + {output_len} tokens exceed the "
+                             f"{arch.max_seq_len}-token context of {arch.id}",
+                             field="input_len")
+        est = estimate_engine(cat, dep, w, input_len, output_len, simulate_requests,
+                              ttft_slo if ttft_slo is not None else math.inf,
+                              tpot_slo if tpot_slo is not None else math.inf)
+    payload = est.as_dict()
+    if as_json:
+        emit_json(payload)
+    else:
+        render_estimate(payload)
+
+
+def _roles_text(dep: dict[str, Any]) -> str:
+    def one(r: dict[str, Any]) -> str:
+        moe = f" moe tp {r['moe_tp']} ep {r['moe_ep']}" if r["moe_ep"] > 1 else ""
+        return (f"{r['workers']} x (tp {r['tp']} x adp {r['adp']} x pp {r['pp']}{moe}, "
+                f"{r['gpus_per_worker']} GPUs)")
+    if dep["mode"] == "agg":
+        return "aggregated " + one(dep["agg"])
+    return f"prefill {one(dep['prefill'])}, decode {one(dep['decode'])}"
+
+
+def render_estimate(d: dict[str, Any]) -> None:
+    load = f"{d['qps']:g} req/s" if d["qps"] is not None else f"{d['concurrency']} clients"
+    console.print(
+        f"[bold]{d['model']}[/] on {d['gpus']} {d['gpu']} under {d['engine_name']}: "
+        f"{_roles_text(d['deployment'])}; {d['gemm_quant']} GEMMs, {d['moe_quant']} experts, "
+        f"{d['kv_cache']} KV cache; {load}, {d['input_len']} in / {d['output_len']} out")
+    for n in d["notes"]:
+        console.print(f"  note: {n}")
+    st = d.get("steady_state")
+    if st is not None:
+        console.print(
+            f"steady state: TTFT {_ms(st['ttft_mean_s'])}, TPOT {_ms(st['tpot_mean_s'])} "
+            f"(means), {st['requests_per_s']:.2f} requests/s, "
+            f"{st['throughput_tokens_per_s']:,.0f} output tokens/s; {st['detail']}")
+    if "ttft_p50_s" in d:
+        t = Table(title="simulated", title_justify="left")
+        for col in ("", "p50", "p99", "mean"):
+            t.add_column(col, justify="right")
+        t.add_row("TTFT", _ms(d["ttft_p50_s"]), _ms(d["ttft_p99_s"]), _ms(d["ttft_mean_s"]))
+        t.add_row("TPOT", _ms(d["tpot_p50_s"]), _ms(d["tpot_p99_s"]), _ms(d["tpot_mean_s"]))
+        console.print(t)
+        console.print(f"{d['throughput_tokens_per_s']:,.0f} output tokens/s "
+                      f"({d['tokens_per_s_per_gpu']:,.0f} per GPU), "
+                      f"{d['requests_per_s']:.2f} requests/s, {d['preemptions']} preemptions")
+    v = d["validation"]
+    if v["validated"]:
+        console.print(f"validated: {v['rows']} measured {v['engine']} rows on {v['gpu']} "
+                      f"({v['mode']}): TTFT MAPE {100 * v['ttft_mape']:.0f}%, TPOT MAPE "
+                      f"{100 * v['tpot_mape']:.0f}%")
+    else:
+        console.print(f"[yellow]not validated:[/] {v['note']}")
+    dis = d.get("disaggregation")
+    if dis is not None:
+        verdict = "[bold]pays[/]" if dis["pays"] else "does not pay"
+        console.print(f"disaggregation {verdict}: {dis['reason']}")
+        if dis.get("best_split"):
+            b = dis["best_split"]
+            console.print(f"  best split: {_roles_text(b)}: {b['requests_per_s']:.2f} "
+                          f"requests/s, TTFT {_ms(b['ttft_mean_s'])}, TPOT "
+                          f"{_ms(b['tpot_mean_s'])}")
+
+
+def plan_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str, qps: float,
+                    input_len: int, output_len: int, ttft: float, tpot: float,
+                    precision: str, gemm_quant: str | None, moe_quant: str | None,
+                    as_json: bool) -> None:
+    from clusterwright.sim.serving_engine_plan import engine_of, plan_engine
+
+    if gpu == "choose":
+        fail("--gpu: with --engine, name one GPU (the engine's constants are shared across "
+             "GPUs; run the plan per GPU to compare)")
+    cat: Catalog = state(ctx).catalog()
+    with engine_errors():
+        arch = resolve_model(cat, model)
+        g = cat.gpu(gpu)
+        eng = engine_of(cat, engine)
+        d = plan_engine(cat, arch, g, eng, qps, input_len, output_len, ttft, tpot,
+                        precision, gemm_quant, moe_quant)
+    if as_json:
+        emit_json(d)
+        return
+    console.print(f"[bold]{d['model']}[/] at {d['qps']:g} req/s on {d['gpu']} under "
+                  f"{d['engine']} ({d['input_len']} in, {d['output_len']} out), SLO p99 TTFT "
+                  f"{_ms(d['slo']['ttft_p99_s'])}, p99 TPOT {_ms(d['slo']['tpot_p99_s'])}")
+    t = Table(title="cheapest deployments", title_justify="left")
+    for col in ("mode", "deployment", "copies", "GPUs", "req/s per copy", "TTFT p99",
+                "TPOT p99", "validated"):
+        t.add_column(col, justify="right" if col in ("copies", "GPUs") else "left")
+    for key in ("aggregated", "disaggregated"):
+        c = d[key]
+        if c is None:
+            t.add_row(key, "none meets the SLOs", "-", "-", "-", "-", "-", "-")
+            continue
+        v = c["validation"]
+        val = (f"TTFT {100 * v['ttft_mape']:.0f}% / TPOT {100 * v['tpot_mape']:.0f}% MAPE"
+               if v["validated"] else "no")
+        t.add_row(key, _roles_text(c), str(c["copies"]), str(c["gpus"]),
+                  f"{c['requests_per_s_per_copy']:.2f}", _ms(c["ttft_p99_s"]),
+                  _ms(c["tpot_p99_s"]), val)
+    console.print(t)
+    console.print(f"[bold]{d['verdict']}[/] ({d['deployments_evaluated']} deployments "
+                  f"evaluated). {d['note']}.")

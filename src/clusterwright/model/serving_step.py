@@ -1,0 +1,311 @@
+"""Step time of one serving engine iteration on a deployment: tensor, pipeline and attention
+data parallelism, MoE tensor and expert parallelism, per-component weight formats.
+
+A deployment's data-parallel rank (``adp`` of them, each ``tp`` x ``pp`` GPUs) runs its own
+batch: ``prefill_tokens`` new prompt tokens and one token for each of ``decode_seqs`` running
+sequences, attending ``kv_tokens`` cached tokens. Every rank runs the same iteration in
+lock-step, because the MoE layers gather all ranks' tokens (attention data parallelism as
+SGLang and TensorRT-LLM run DeepSeek: ``--enable-dp-attention``, ``enable_attention_dp``),
+so the step is one rank's step with the experts' work summed over ranks. Per GPU:
+
+- dense GEMMs (attention projections, dense and shared-expert MLPs, router, LM head), sharded
+  over the rank's ``tp`` GPUs: the longer of their FLOPs at the engine's size-dependent GEMM
+  efficiency and their weights streamed from HBM at the engine's bandwidth efficiency
+  (decode is bandwidth-bound: shared/reference/inference.md 5);
+- routed experts: the ``moe_tp`` x ``moe_ep`` GPUs of the MoE group split the experts whole
+  over ``moe_ep`` and slice each over ``moe_tp``; a GPU's tokens are all ranks' routed
+  copies over ``moe_ep``, its weights read are its touched experts (the busiest GPU's, for
+  uniform routing), at the engine's grouped-GEMM efficiency;
+- attention: prefill FLOPs at the engine's attention efficiency, the KV cache read at its
+  bandwidth efficiency; MLA attends in the latent space with absorbed projections, and its
+  latent is replicated on every TP rank (FlashMLA, DeepSeek-V2 report section 2.1);
+- collectives from the training model's NCCL tuner (``model/collectives``): the attention and
+  MLP all-reduces over ``tp``, and with attention data parallelism the MoE dispatch and
+  combine over the MoE group; launched from CUDA graphs, so without the eager launch floor;
+- fixed costs: per iteration (scheduling, sampling, launches: lower for a decode-only
+  iteration replayed as a CUDA graph) and per layer (kernel gaps and barriers that do not
+  shrink with the shard).
+
+Times in seconds, sizes in bytes, rates in FLOP/s and bytes/s.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from clusterwright.catalog.schema import Dtype, Gpu, ModelArch, ServingEngine
+from clusterwright.errors import InputError
+from clusterwright.model.collectives import Interconnect, allreduce_s, moe_dispatch_s
+from clusterwright.model.flops import attention_dims
+from clusterwright.model.inference import _busiest_touched, _interp
+from clusterwright.model.memory import kv_cache_bytes_per_token
+from clusterwright.model.params import param_counts
+
+ACT_BYTES = 2.0  # activations and all-reduces in 16-bit
+
+
+# --------------------------------------------------------------------------- formats
+
+
+@dataclass(frozen=True)
+class WeightFormat:
+    """How a group of weights is stored and multiplied: tensor-core format and bytes per
+    weight, block scales included."""
+
+    name: str
+    compute: Dtype
+    bytes_per_weight: float
+
+
+# Bytes per weight with their scales: FP8 per-tensor (or 128 x 128 blocks: 1/16,384 of a
+# byte, negligible); NVFP4: 4 bits + one FP8 scale per 16 values; MXFP4: + one E8M0 scale
+# per 32 (OCP Microscaling v1.0; NVIDIA Blackwell NVFP4 blog, 2025); INT4 AWQ/GPTQ: + an FP16
+# scale per 128.
+FORMATS = {
+    "bf16": (Dtype.bf16, 2.0), "fp16": (Dtype.bf16, 2.0), "fp8": (Dtype.fp8, 1.0),
+    "fp8_block": (Dtype.fp8, 1.0), "nvfp4": (Dtype.fp4, 0.5625), "mxfp4": (Dtype.fp4, 0.53125),
+    "int4": (Dtype.bf16, 0.515625), "fp4": (Dtype.fp4, 0.5625),
+}
+
+
+def weight_format(mode: str, gpu: Gpu, field: str = "quant_mode") -> WeightFormat:
+    """The format of ``mode`` on ``gpu``. A 4-bit format on a GPU without FP4 tensor cores
+    runs weight-only (dequantized to 16-bit in the GEMM: Marlin-style kernels), and INT4 is
+    weight-only everywhere; FP8 needs FP8 tensor cores."""
+    key = (mode or "bf16").lower()
+    if key not in FORMATS:
+        raise InputError(f"{field}: {mode!r} is not one of {', '.join(FORMATS)}", field=field)
+    dtype, nbytes = FORMATS[key]
+    if dtype == Dtype.fp4 and Dtype.fp4 not in gpu.peak_tflops:
+        dtype = Dtype.bf16
+    if dtype == Dtype.fp8 and Dtype.fp8 not in gpu.peak_tflops:
+        raise InputError(f"{field}: {gpu.id} has no FP8 tensor cores for {mode}", field=field)
+    return WeightFormat(key, dtype, nbytes)
+
+
+# --------------------------------------------------------------------------- layout
+
+
+@dataclass(frozen=True)
+class ServingParallel:
+    """A deployment's parallel layout. GPUs = tp x adp x pp; the MoE group (moe_tp x
+    moe_ep) spans the tp x adp GPUs of a pipeline stage."""
+
+    tp: int = 1
+    pp: int = 1
+    adp: int = 1
+    moe_tp: int = 1
+    moe_ep: int = 1
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.adp * self.pp
+
+    def check(self, arch: ModelArch, prefix: str = "") -> None:
+        """InputError naming the field unless the layout runs ``arch``. Tensor parallelism may
+        span NVLink domains (SGLang and TensorRT-LLM run TP 16-64 over several nodes); the
+        collectives then cross the network."""
+        for name in ("tp", "pp", "adp", "moe_tp", "moe_ep"):
+            if getattr(self, name) < 1:
+                raise InputError(f"{prefix}{name}: must be a positive integer, got "
+                                 f"{getattr(self, name)}", field=prefix + name)
+        if arch.heads % self.tp:
+            raise InputError(f"{prefix}tp: {self.tp} does not divide the {arch.heads} "
+                             f"attention heads of {arch.id}", field=prefix + "tp")
+        if self.pp > arch.layers:
+            raise InputError(f"{prefix}pp: {self.pp} stages exceed the {arch.layers} layers "
+                             f"of {arch.id}", field=prefix + "pp")
+        if not arch.is_moe:
+            if self.moe_ep > 1:
+                raise InputError(f"{prefix}moe_ep: {arch.id} is a dense model",
+                                 field=prefix + "moe_ep")
+            return
+        if self.moe_tp * self.moe_ep != self.tp * self.adp:
+            raise InputError(
+                f"{prefix}moe_ep: moe_tp x moe_ep = {self.moe_tp} x {self.moe_ep} must equal "
+                f"tp x attention-DP = {self.tp} x {self.adp} (the MoE layers use every GPU of "
+                "the stage)", field=prefix + "moe_ep")
+        if self.moe_ep > arch.experts or arch.experts % self.moe_ep:
+            raise InputError(f"{prefix}moe_ep: {self.moe_ep} does not divide the "
+                             f"{arch.experts} experts of {arch.id}", field=prefix + "moe_ep")
+
+
+# --------------------------------------------------------------------------- step
+
+
+@dataclass(frozen=True)
+class DeploymentStep:
+    """Iteration time of one data-parallel rank of a deployment (the simulator's
+    ``StepModel`` protocol: ``step_s(prefill_tokens, decode_seqs, kv_tokens)``)."""
+
+    arch: ModelArch
+    gpu: Gpu
+    engine: ServingEngine
+    net: Interconnect
+    par: ServingParallel
+    dense_format: WeightFormat
+    moe_format: WeightFormat
+    kv_bytes_per_token: float  # whole model, one token
+
+    def __post_init__(self) -> None:
+        a, g, e, par = self.arch, self.gpu, self.engine, self.par
+        c = param_counts(a)
+        L = float(a.layers)
+        moe_layers = float(a.layers - a.dense_layers) if a.is_moe else 0.0
+        stage = 1.0 / par.pp
+        dense_params = (c.attention + c.dense_mlp + c.shared_experts + c.router) * stage
+        head = float(a.vocab * a.hidden)
+        consts = {
+            "stage_layers": L * stage,
+            "moe_layers": moe_layers * stage,
+            "dense_flops_per_token": 2.0 * dense_params / par.tp,
+            "dense_bytes": dense_params * self.dense_format.bytes_per_weight / par.tp,
+            # The LM head runs on the last stage, for the tokens that produce a token.
+            "head_flops_per_token": 2.0 * head / par.tp,
+            "head_bytes": head * ACT_BYTES / par.tp,
+            "peak_dense": g.peak_tflops[self.dense_format.compute] * 1e12,
+            "peak_moe": g.peak_tflops[self.moe_format.compute] * 1e12,
+            "peak16": g.peak_tflops.get(Dtype.bf16, g.peak_tflops[Dtype.fp16]) * 1e12,
+            "hbm": g.memory_bandwidth_gbps * 1e9 * e.decode_bandwidth_efficiency,
+            "hbm_moe": g.memory_bandwidth_gbps * 1e9 * e.moe_bandwidth_efficiency,
+        }
+        if a.is_moe:
+            per_expert = c.experts / max(moe_layers, 1.0) / a.experts  # one expert, one layer
+            consts["expert_flops_per_copy"] = 2.0 * per_expert / par.moe_tp
+            consts["expert_bytes"] = per_expert * self.moe_format.bytes_per_weight / par.moe_tp
+            consts["local_experts"] = a.experts // par.moe_ep
+        dqk, dv = attention_dims(a)
+        if a.is_mla:
+            assert a.kv_lora_rank is not None and a.qk_rope_head_dim is not None
+            # Decode attends in the latent space (projections absorbed): per head the
+            # query-key width is the latent plus the RoPE part, the value width the latent.
+            decode_qk = a.heads * (a.kv_lora_rank + a.qk_rope_head_dim)
+            decode_v = a.heads * a.kv_lora_rank
+            kv_shard = 1.0  # the latent is not split by heads: every TP rank holds it
+        else:
+            decode_qk, decode_v = dqk, dv
+            kv_shard = float(min(par.tp, a.n_kv_heads))
+        # Banded layers (gpt-oss: every other layer, 128 tokens) attend and keep only their
+        # window; the rest attend the whole context.
+        banded = float(a.sliding_window_layers if a.sliding_window else 0) / L
+        consts["full_share"] = 1.0 - banded
+        consts["window"] = float(a.sliding_window or 0)
+        consts["prefill_attn_flops_per_pair"] = 2.0 * L * stage * (dqk + dv) / par.tp
+        consts["decode_attn_flops_per_kv"] = 2.0 * L * stage * (decode_qk + decode_v) / par.tp
+        consts["kv_bytes_read_per_token"] = self.kv_bytes_per_token * stage / kv_shard
+        consts["act_bytes_per_token"] = a.hidden * ACT_BYTES
+        object.__setattr__(self, "_k", consts)
+        # Collectives run inside CUDA graphs: the engine's launch cost, not NCCL's eager one;
+        # MoE dispatch kernels (DeepEP, TRT-LLM's all-to-all) write to every peer from one
+        # kernel rather than NCCL's send/recv per peer.
+        lib = self.net.lib
+        if lib is not None:
+            net = replace(self.net, lib=lib.model_copy(
+                update={"launch_us": e.collective_launch_us,
+                        "alltoall_peer_us": (e.a2a_peer_us, e.a2a_peer_us)}))
+            object.__setattr__(self, "_net", net)
+        else:
+            object.__setattr__(self, "_net", self.net)
+
+    # ---- parts ----------------------------------------------------------------------
+    def _gemm_eff(self, flops_per_gemm: float) -> float:
+        curve = self.__dict__.get("_curve")
+        if curve is None:
+            e = self.engine
+            curve = self.__dict__.setdefault("_curve", (e.gemm_scale, e.gemm_xs, e.gemm_ys))
+        x = math.log10(max(flops_per_gemm, 1.0))
+        return float(curve[0] * _interp(x, curve[1], curve[2]))
+
+    def step_s(self, prefill_tokens: float, decode_seqs: float, kv_tokens: float,
+               prefill_pairs: float | None = None) -> float:
+        """Seconds for one iteration of one data-parallel rank (0 with no work)."""
+        p, d = float(prefill_tokens), float(decode_seqs)
+        n = p + d
+        if n <= 0:
+            return 0.0
+        k = self._k  # type: ignore[attr-defined]
+        a, e, par = self.arch, self.engine, self.par
+        layers = k["stage_layers"]
+        # Dense GEMMs (six groups per layer) and the LM head for the tokens that emit one.
+        out_tokens = d + (1.0 if p > 0 else 0.0)
+        flops_d = k["dense_flops_per_token"] * n
+        flops_h = k["head_flops_per_token"] * out_tokens
+        per_gemm = (flops_d + flops_h) / max(6.0 * layers, 1.0)
+        compute = (flops_d + flops_h) / (k["peak_dense"] * self._gemm_eff(per_gemm))
+        dense = max(compute, (k["dense_bytes"] + k["head_bytes"]) / k["hbm"])
+        # Routed experts: every rank's tokens, top_k copies, over the MoE group.
+        experts = 0.0
+        if a.is_moe and k["moe_layers"] > 0:
+            tokens_all = n * (par.adp if par.adp > 1 else 1)
+            copies = tokens_all * a.top_k / par.moe_ep * e.expert_imbalance
+            flops_e = copies * k["expert_flops_per_copy"] * k["moe_layers"]
+            touched = _busiest_touched(k["local_experts"], par.moe_ep, a.top_k, a.experts,
+                                       tokens_all)
+            bytes_e = touched * k["expert_bytes"] * k["moe_layers"]
+            per_expert_gemm = copies / max(k["local_experts"], 1) * k["expert_flops_per_copy"]
+            eff = e.moe_gemm_scale * self._gemm_eff(per_expert_gemm / 3.0)
+            experts = max(flops_e / (k["peak_moe"] * eff), bytes_e / k["hbm_moe"])
+        # Attention: prefill pairs at the attention kernels' rate, decode KV read.
+        pairs = p * p / 2.0 if prefill_pairs is None else float(prefill_pairs)
+        kv = float(kv_tokens)
+        if k["full_share"] < 1.0:
+            w, f = k["window"], k["full_share"]
+            pairs = f * pairs + (1.0 - f) * min(pairs, p * w)
+            kv = f * kv + (1.0 - f) * min(kv, d * w)
+        attn = ((k["prefill_attn_flops_per_pair"] * pairs + k["decode_attn_flops_per_kv"] * kv)
+                / (k["peak16"] * e.attention_efficiency)
+                + k["kv_bytes_read_per_token"] * kv / k["hbm"])
+        comm = self._comm(n, layers, k)
+        graph = p == 0 and d <= e.cuda_graph_max_batch
+        fixed = (e.graph_step_overhead_s if graph else e.step_overhead_s) + (
+            e.layer_overhead_s * layers)
+        return float((dense + experts + attn + comm + fixed) * par.pp)
+
+    AR_GRID = 0.02  # decades of message size between tabulated all-reduce times
+
+    def _allreduce(self, nbytes: float) -> float:
+        """The TP all-reduce of ``nbytes`` (seconds), interpolated between NCCL-model times
+        tabulated every 0.02 decade of size (within 0.1 %; the tuner model is costly and a
+        solver asks for thousands of sizes)."""
+        memo: dict[int, float] = self.__dict__.setdefault("_ar_memo", {})
+        x = math.log10(max(nbytes, 1.0)) / self.AR_GRID
+        i = math.floor(x)
+        for j in (i, i + 1):
+            if j not in memo:
+                memo[j] = float(allreduce_s(10.0 ** (j * self.AR_GRID), self.par.tp, 1.0,
+                                            self._net))  # type: ignore[attr-defined]
+        return memo[i] + (memo[i + 1] - memo[i]) * (x - i)
+
+    def _comm(self, n: float, layers: float, k: dict[str, float]) -> float:
+        a, par, net = self.arch, self.par, self._net  # type: ignore[attr-defined]
+        act = n * k["act_bytes_per_token"]
+        total = 0.0
+        ar = self._allreduce(act) if par.tp > 1 else 0.0
+        moe_layers = k["moe_layers"] if a.is_moe else 0.0
+        dense_layers = layers - moe_layers
+        # Attention output all-reduce on every layer; the dense MLP's on dense layers.
+        total += ar * (layers + dense_layers)
+        if moe_layers:
+            group = par.moe_tp * par.moe_ep
+            if par.adp > 1 and group > 1:
+                # Dispatch (FP8 where the experts run FP8 or FP4) and combine (16-bit) of each
+                # GPU's tokens (a rank's tp GPUs split its tokens) over the MoE group.
+                tokens = n / par.tp
+                disp_b = a.hidden * (1.0 if self.moe_format.compute != Dtype.bf16 else 2.0)
+                disp = float(moe_dispatch_s(disp_b, tokens, a.top_k, group, 1.0, net))
+                comb = float(moe_dispatch_s(a.hidden * ACT_BYTES, tokens, a.top_k, group,
+                                            1.0, net))
+                total += (disp + comb) * moe_layers
+            else:
+                total += ar * moe_layers  # the MoE output all-reduce, as TP uses it
+        return total
+
+
+def kv_bytes_per_token(arch: ModelArch, kv_format: str) -> float:
+    """KV-cache bytes per token, whole model, for an engine's KV format (bf16 or fp8)."""
+    return kv_cache_bytes_per_token(arch, "fp8" if kv_format == "fp8" else "bf16")
+
+
+__all__ = ["DeploymentStep", "ServingParallel", "WeightFormat", "kv_bytes_per_token",
+           "weight_format"]

@@ -1,0 +1,249 @@
+"""A serving deployment on a catalog engine: aggregated, or disaggregated into prefill and
+decode workers, each role with its own TP/PP, attention data parallelism and MoE TP/EP.
+
+This is where the catalog meets the step model and the steady-state solver: the engine's
+scheduler (token budget, chunking, batch limit, KV admission), its KV memory rule on the GPU's
+memory, the weights' formats, the fabric the collectives and the KV transfer cross. Both
+``serve estimate --engine`` and ``validate --table serving-silicon`` build deployments here, so
+what is validated is what users run.
+
+Units: seconds, bytes, tokens.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+from clusterwright.catalog.registry import Catalog
+from clusterwright.catalog.schema import Gpu, ModelArch, ServingEngine
+from clusterwright.design.train import net_for, server_for
+from clusterwright.errors import InputError
+from clusterwright.model.memory import inference_memory
+from clusterwright.model.params import param_counts
+from clusterwright.model.serving_step import (
+    ACT_BYTES,
+    DeploymentStep,
+    ServingParallel,
+    WeightFormat,
+    kv_bytes_per_token,
+)
+from clusterwright.sim.serving_steady import Pool, SteadyState, aggregated, disaggregated
+
+GB = 1e9
+# Used only to size worker counts a caller leaves open: a planner keeps prefill workers below
+# this utilisation (queueing grows fast beyond it: M/D/1 wait at 0.7 is 1.2 services).
+PREFILL_TARGET_UTIL = 0.7
+
+
+class DeploymentError(InputError):
+    """A deployment the hardware cannot hold or the model cannot represent."""
+
+
+@dataclass(frozen=True)
+class Role:
+    """Identical workers of one layout; ``workers`` None: to be sized for the load."""
+
+    par: ServingParallel
+    workers: int | None = 1
+
+
+@dataclass(frozen=True)
+class Deployment:
+    arch: ModelArch
+    gpu: Gpu
+    engine: ServingEngine
+    dense: WeightFormat  # attention, dense MLP, shared experts
+    moe: WeightFormat  # routed experts
+    kv_format: str  # "bf16" or "fp8"
+    agg: Role | None = None
+    prefill: Role | None = None
+    decode: Role | None = None
+    notes: tuple[str, ...] = field(default=())
+    # Speculative decoding (draft tokens k, acceptance rate a, cost of an iteration over a
+    # plain one): k draft tokens (MTP heads or a draft model) verified in one iteration
+    speculative: tuple[int, float, float] | None = None
+
+    def spec_yield(self) -> float:
+        """Expected tokens per sequence and decode iteration: 1 + a (1 - a^k) / (1 - a)
+        (Leviathan et al., ICML 2023, eq. 1); 1 without speculation."""
+        if self.speculative is None:
+            return 1.0
+        k, a, _ = self.speculative
+        return 1.0 + (float(k) if a >= 1.0 else a * (1.0 - a**k) / (1.0 - a))
+
+    @property
+    def disaggregated(self) -> bool:
+        return self.agg is None
+
+    def gpus(self) -> int | None:
+        """GPUs of the deployment (None while a role's workers are open)."""
+        if self.agg is not None:
+            return self.agg.par.gpus * (self.agg.workers or 1)
+        assert self.prefill is not None and self.decode is not None
+        if self.prefill.workers is None or self.decode.workers is None:
+            return None
+        return (self.prefill.par.gpus * self.prefill.workers
+                + self.decode.par.gpus * self.decode.workers)
+
+
+def kv_format_for(engine: ServingEngine, dense: WeightFormat) -> str:
+    """The engine's KV-cache format for these weights: its quantized format with 8- or 4-bit
+    weights, else 16-bit."""
+    return engine.kv_format_quantized if dense.name not in ("bf16", "fp16") else "bf16"
+
+
+def token_budget(engine: ServingEngine, gpu: Gpu) -> int:
+    """Tokens one iteration may carry (SGLang's chunk grows on GPUs with 160 GB or more)."""
+    if engine.max_num_batched_tokens_160gb and gpu.memory_gb >= 160:
+        return engine.max_num_batched_tokens_160gb
+    return engine.max_num_batched_tokens
+
+
+def weight_bytes(dep: Deployment, par: ServingParallel) -> float:
+    """Weights one GPU of ``par`` holds, bytes: its shard of the dense layers (16-bit
+    embedding and head), its experts, its pipeline stage."""
+    c = param_counts(dep.arch)
+    dense = c.attention + c.dense_mlp + c.shared_experts + c.router + c.norms
+    w = (dense * dep.dense.bytes_per_weight + (c.embedding + c.output) * ACT_BYTES) / par.tp
+    w += c.experts * dep.moe.bytes_per_weight / (par.moe_tp * par.moe_ep)
+    return w / par.pp
+
+
+def kv_capacity(cat: Catalog, dep: Deployment, par: ServingParallel, isl: int,
+                osl: int) -> float:
+    """KV-cache tokens one data-parallel rank of ``par`` holds, for requests of ``isl`` +
+    ``osl`` tokens (every GPU of the rank holds its shard of the same tokens)."""
+    a, g, e = dep.arch, dep.gpu, dep.engine
+    w = weight_bytes(dep, par)
+    act = inference_memory(a, 0, 0, "bf16", "bf16", par.tp, par.pp,
+                           token_budget(e, g)).activations
+    graphs = cat.assumption("inference_cuda_graph_reserve_gb") * GB
+    mem = g.visible_memory_bytes
+    if e.kv_memory_rule == "free":
+        free = (mem - w - act - graphs) * e.kv_memory_fraction
+    else:
+        free = mem * e.kv_memory_fraction - w - act - graphs
+    shard = 1.0 if a.is_mla else float(min(par.tp, a.n_kv_heads))
+    per_token = kv_bytes_per_token(a, dep.kv_format) / shard / par.pp
+    if a.sliding_window and a.sliding_window_layers:
+        # Banded layers keep only their window of each request (engines size those layers'
+        # pools apart: vLLM's hybrid allocator, TRT-LLM's per-layer attention windows).
+        banded = a.sliding_window_layers / a.layers
+        ctx = isl + osl / 2.0
+        per_token *= (1.0 - banded) + banded * min(1.0, a.sliding_window / ctx)
+    return max(free, 0.0) / per_token
+
+
+def step_model(cat: Catalog, dep: Deployment, par: ServingParallel,
+               field_prefix: str = "") -> DeploymentStep:
+    """The iteration-time model of one data-parallel rank of ``par``."""
+    stack = cat.stack_for_gpu(dep.gpu.id)
+    srv = server_for(cat, dep.gpu)
+    net = net_for(cat, dep.gpu, stack, srv)
+    try:
+        par.check(dep.arch, field_prefix)
+    except InputError as exc:
+        raise DeploymentError(str(exc), field=exc.field) from None
+    return DeploymentStep(dep.arch, dep.gpu, dep.engine, net, par, dep.dense, dep.moe,
+                          kv_bytes_per_token(dep.arch, dep.kv_format))
+
+
+# A planner evaluating many deployments of one model, GPU, engine and formats passes a dict
+# here: step models and KV capacities per (layout, lengths) are built once.
+PoolCache = dict[tuple[ServingParallel, int, int], tuple[DeploymentStep, float]]
+
+
+def pool(cat: Catalog, dep: Deployment, par: ServingParallel, workers: int, isl: int,
+         osl: int, field_prefix: str = "", cache: PoolCache | None = None) -> Pool:
+    """The ``workers`` x ``par.adp`` data-parallel ranks of one role, ready to solve."""
+    key = (par, isl, osl)
+    if cache is not None and key in cache:
+        step, kv = cache[key]
+    else:
+        step = step_model(cat, dep, par, field_prefix)
+        kv = kv_capacity(cat, dep, par, isl, osl)
+        if cache is not None:
+            cache[key] = (step, kv)
+    if kv < isl + 1:
+        raise DeploymentError(
+            f"{field_prefix}tp: the weights leave no room for one request's KV cache on "
+            f"tp {par.tp} x attention-DP {par.adp} x pp {par.pp} {dep.gpu.id} "
+            f"({weight_bytes(dep, par) / GB:.0f} GB of weights per GPU)",
+            field=field_prefix + "tp")
+    e = dep.engine
+    return Pool(step=step, ranks=par.adp * workers, budget=token_budget(e, dep.gpu),
+                chunked=e.chunked_prefill, admission=e.admission, kv_tokens=kv,
+                max_seqs=e.max_batch, frontend_s=e.frontend_s, burst=e.arrival_burst,
+                first_token_iterations=e.first_token_iterations,
+                context_wait_iterations=e.adp_context_wait_iterations if par.adp > 1 else 0.0,
+                spec_yield=dep.spec_yield(),
+                spec_cost=dep.speculative[2] if dep.speculative else 1.0)
+
+
+def size_workers(cat: Catalog, dep: Deployment, clients: float, isl: int, osl: int,
+                 cache: PoolCache | None = None) -> tuple[int, int, str]:
+    """Prefill and decode worker counts: the deployment's, or where it leaves them open, the
+    smallest that serve ``clients``: decode workers that hold every client within the
+    engine's batch and KV limits, prefill workers that keep up with their completions below
+    PREFILL_TARGET_UTIL. The note says what was sized ("" when nothing was)."""
+    assert dep.prefill is not None and dep.decode is not None
+    pw, dw = dep.prefill.workers, dep.decode.workers
+    if pw is not None and dw is not None:
+        return pw, dw, ""
+    note = []
+    if dw is None:
+        one = pool(cat, dep, dep.decode.par, 1, isl, osl, "decode.", cache)
+        per_req = isl + (osl if one.admission == "reserve" else osl / 2.0)
+        cap = min(one.max_seqs, math.floor(one.kv_tokens / per_req)) * one.ranks
+        dw = max(1, math.ceil(clients / max(cap, 1)))
+        note.append(f"{dw} decode worker(s)")
+    if pw is None:
+        dec = pool(cat, dep, dep.decode.par, dw, isl, osl, "decode.", cache)
+        pre = pool(cat, dep, dep.prefill.par, 1, isl, osl, "prefill.", cache)
+        b = clients / dec.ranks
+        tpot = dec.step.step_s(0, max(1, round(b)), b * (isl + osl / 2.0))
+        t1 = pre.step.step_s(isl, 0, 0, isl * isl / 2.0)
+        rate = clients / (max(osl - 1, 1) * tpot + t1)
+        pw = max(1, math.ceil(rate * t1 / (pre.ranks * PREFILL_TARGET_UTIL)))
+        note.append(f"{pw} prefill worker(s)")
+    return pw, dw, "sized " + " and ".join(note)
+
+
+def kv_link_bytes_per_s(dep: Deployment, prefill: Pool, gpus: int) -> float:
+    """Bandwidth a request's KV cache crosses from its prefill rank to a decode rank: the
+    prefill rank's tp GPUs over NVLink when the whole deployment sits in one NVLink domain
+    (a GB200 NVL72 rack), else over their NICs; at the engine's transfer efficiency."""
+    assert dep.prefill is not None
+    net = prefill.step.net  # type: ignore[attr-defined]
+    per_gpu = net.scale_up_busbw if gpus <= net.domain_gpus else net.net_busbw
+    return float(per_gpu * dep.prefill.par.tp * dep.engine.kv_transfer_efficiency)
+
+
+def steady(cat: Catalog, dep: Deployment, clients: float, isl: int, osl: int,
+           cache: PoolCache | None = None) -> tuple[SteadyState, Deployment]:
+    """Mean TTFT and TPOT of ``clients`` closed-loop clients sending ``isl``-token prompts
+    for ``osl`` tokens each, and the deployment as solved (worker counts sized where open)."""
+    if clients <= 0 or isl < 1 or osl < 1:
+        raise InputError("clients, input and output lengths must be positive",
+                         field="concurrency")
+    try:
+        if dep.agg is not None:
+            p = pool(cat, dep, dep.agg.par, dep.agg.workers or 1, isl, osl, "", cache)
+            return aggregated(p, clients, isl, osl), dep
+        assert dep.prefill is not None and dep.decode is not None
+        pw, dw, note = size_workers(cat, dep, clients, isl, osl, cache)
+        solved = replace(dep, prefill=Role(dep.prefill.par, pw), decode=Role(dep.decode.par, dw),
+                         notes=dep.notes + ((note,) if note else ()))
+        pre = pool(cat, solved, dep.prefill.par, pw, isl, osl, "prefill.", cache)
+        dec = pool(cat, solved, dep.decode.par, dw, isl, osl, "decode.", cache)
+        gpus = solved.gpus() or 0
+        link = kv_link_bytes_per_s(solved, pre, gpus)
+        kv_bytes = kv_bytes_per_token(dep.arch, dep.kv_format)
+        return disaggregated(pre, dec, clients, isl, osl, kv_bytes, link), solved
+    except ValueError as exc:
+        raise DeploymentError(str(exc), field="concurrency") from None
+
+
+__all__ = ["Deployment", "DeploymentError", "Role", "kv_capacity", "kv_format_for", "pool",
+           "size_workers", "steady", "step_model", "token_budget", "weight_bytes"]

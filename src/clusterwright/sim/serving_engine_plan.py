@@ -1,0 +1,522 @@
+"""``serve estimate`` and ``serve plan`` on a catalog serving engine (vLLM, SGLang,
+TensorRT-LLM): aggregated or disaggregated deployments with TP/PP, attention data
+parallelism and MoE TP/EP per role.
+
+An estimate solves the closed loop's steady state (``sim/serving_steady``: milliseconds, the
+model ``validate --table serving-silicon`` checks) and runs the request-level simulator on the
+same step model for percentiles. A plan searches layouts and prefill/decode splits on the
+steady state and says when disaggregation pays: when a disaggregated deployment serves the
+load within the SLOs on fewer GPUs than the best aggregated one.
+
+Every result carries the regime it was validated in: the engine's measured rows on this GPU
+and serving mode (``serving_engines.yaml`` ``validated``), or that there are none.
+
+Units: seconds, tokens, requests per second.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from dataclasses import dataclass, replace
+from typing import Any
+
+from clusterwright.catalog.registry import Catalog
+from clusterwright.catalog.schema import Gpu, ModelArch, ServingEngine
+from clusterwright.errors import InputError
+from clusterwright.model.serving_step import ServingParallel, kv_bytes_per_token, weight_format
+from clusterwright.sim.serving import (
+    ClusterConfig,
+    Disaggregation,
+    EngineConfig,
+    Lengths,
+    ServingResult,
+    Workload,
+    simulate,
+)
+from clusterwright.sim.serving_deployment import (
+    Deployment,
+    DeploymentError,
+    PoolCache,
+    Role,
+    kv_format_for,
+    kv_link_bytes_per_s,
+    pool,
+    steady,
+)
+from clusterwright.sim.serving_steady import Pool, SteadyState
+
+BLOCK = 16  # KV block of the event simulator, tokens
+# Quantization modes a --precision stands for on the engine path (NVFP4 for 4-bit floats,
+# as NVIDIA's checkpoints of these models ship).
+PRECISION_FORMATS = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "fp4": "nvfp4",
+                     "int4": "int4"}
+
+
+# ---------------------------------------------------------------------------- building
+
+
+def engine_of(cat: Catalog, spec: str) -> ServingEngine:
+    """``name`` or ``name@version`` (``trtllm@1.2.0``): the catalog engine covering it."""
+    name, _, version = spec.partition("@")
+    backends = sorted({e.backend for e in cat.all("serving_engines")})
+    if name not in backends:
+        raise InputError(f"engine: {name!r} is not one of {', '.join(backends)}",
+                         field="engine")
+    try:
+        return cat.serving_engine(name, version)
+    except InputError:
+        raise InputError(f"engine: no {name} entry in the catalog covers version {version!r}",
+                         field="engine") from None
+
+
+def layout(arch: ModelArch, tp: int = 1, pp: int = 1, adp: int = 1, moe_tp: int | None = None,
+           moe_ep: int | None = None, prefix: str = "") -> ServingParallel:
+    """A role's layout. For a MoE model the MoE group spans the tp x adp GPUs of a stage:
+    expert parallelism ``moe_ep`` (default all of them with attention DP, none without) and
+    tensor parallelism over the rest."""
+    for name, v in (("tp", tp), ("pp", pp), ("adp", adp)):
+        if v < 1:
+            raise InputError(f"{prefix}{name}: must be a positive integer, got {v}",
+                             field=prefix + name)
+    group = tp * adp
+    if not arch.is_moe:
+        if moe_ep not in (None, 1) or moe_tp not in (None, 1, group):
+            raise InputError(f"{prefix}moe_ep: {arch.id} is a dense model",
+                             field=prefix + "moe_ep")
+        return ServingParallel(tp=tp, pp=pp, adp=adp)
+    if moe_ep is None:
+        moe_ep = group // moe_tp if moe_tp else (group if adp > 1 else 1)
+    if moe_ep < 1 or group % moe_ep:
+        raise InputError(f"{prefix}moe_ep: {moe_ep} does not divide the tp x adp = {group} "
+                         "GPUs of the MoE group", field=prefix + "moe_ep")
+    if moe_ep > arch.experts:
+        raise InputError(f"{prefix}moe_ep: {moe_ep} exceeds the {arch.experts} experts of "
+                         f"{arch.id}", field=prefix + "moe_ep")
+    if moe_tp is None:
+        moe_tp = group // moe_ep
+    if moe_tp * moe_ep != group:
+        raise InputError(f"{prefix}moe_tp: moe_tp x moe_ep = {moe_tp} x {moe_ep} must equal "
+                         f"tp x adp = {group}", field=prefix + "moe_tp")
+    par = ServingParallel(tp=tp, pp=pp, adp=adp, moe_tp=moe_tp, moe_ep=moe_ep)
+    par.check(arch, prefix)
+    return par
+
+
+def deployment(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine,
+               precision: str = "bf16", gemm_quant: str | None = None,
+               moe_quant: str | None = None, agg: Role | None = None,
+               prefill: Role | None = None, decode: Role | None = None,
+               speculative: tuple[int, float, float] | None = None) -> Deployment:
+    """A deployment of ``arch`` on ``gpu`` under ``engine``: aggregated (``agg``) or
+    disaggregated (``prefill`` and ``decode``)."""
+    if precision not in PRECISION_FORMATS:
+        raise InputError(f"precision: {precision!r} is not one of "
+                         f"{', '.join(PRECISION_FORMATS)}", field="precision")
+    gq = gemm_quant or PRECISION_FORMATS[precision]
+    dense = weight_format(gq, gpu, "gemm_quant")
+    moe = weight_format(moe_quant or gq, gpu, "moe_quant")
+    if (agg is None) == (prefill is None or decode is None):
+        raise InputError("prefill/decode: give both roles for a disaggregated deployment, or "
+                         "neither", field="prefill" if prefill is None else "decode")
+    if speculative is not None:
+        k, a, c = speculative
+        if k < 1 or not 0.0 <= a <= 1.0 or not c > 0:
+            raise InputError(f"speculative: {k}:{a}:{c} needs draft tokens >= 1, an acceptance "
+                             "rate in [0, 1] and a positive cost factor", field="speculative")
+    return Deployment(arch, gpu, engine, dense, moe, kv_format_for(engine, dense), agg=agg,
+                      prefill=prefill, decode=decode, speculative=speculative)
+
+
+def validation_regime(dep: Deployment) -> dict[str, Any]:
+    """How this engine did on measured rows of this GPU and mode, or that none exist."""
+    mode = "disagg" if dep.disaggregated else "agg"
+    for v in dep.engine.validated:
+        if v.gpu == dep.gpu.id and v.mode == mode:
+            return {"validated": True, "engine": dep.engine.id, "gpu": v.gpu, "mode": mode,
+                    "rows": v.rows, "ttft_mape": v.ttft_mape, "tpot_mape": v.tpot_mape}
+    seen = sorted({f"{v.gpu} {v.mode}" for v in dep.engine.validated})
+    return {"validated": False, "engine": dep.engine.id, "gpu": dep.gpu.id, "mode": mode,
+            "note": (f"no measured {dep.engine.id} rows on {dep.gpu.id} ({mode}); the "
+                     f"engine's constants were validated on: {', '.join(seen) or 'nothing'}")}
+
+
+# ---------------------------------------------------------------------------- estimate
+
+
+def _engine_config(p: Pool, dep: Deployment, max_seqs: int | None = None) -> EngineConfig:
+    spec = dep.speculative
+    per_seq = 1 + (spec[0] if spec else 0)
+    seqs = min(p.max_seqs, max_seqs or p.max_seqs, p.budget // per_seq)
+    return EngineConfig(kv_blocks=max(1, int(p.kv_tokens // BLOCK)), block_size=BLOCK,
+                        speculative=spec,
+                        max_num_seqs=seqs, max_num_batched_tokens=p.budget,
+                        chunked_prefill=p.chunked, admission=p.admission,
+                        token_delay_s=p.frontend_s,
+                        token_delay_steps=p.first_token_iterations + p.context_wait_iterations)
+
+
+def simulate_deployment(cat: Catalog, dep: Deployment, w: Workload, isl: int, osl: int,
+                        slo_ttft_s: float = math.inf, slo_tpot_s: float = math.inf
+                        ) -> ServingResult:
+    """The request-level simulator on the deployment's step models: every data-parallel rank
+    is a replica behind the router (attention-DP ranks take their own requests)."""
+    if dep.agg is not None:
+        p = pool(cat, dep, dep.agg.par, dep.agg.workers or 1, isl, osl)
+        cluster = ClusterConfig(engine=_engine_config(p, dep), replicas=p.ranks,
+                                router="least_outstanding")
+        return simulate(cluster, w, p.step, slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s)
+    assert dep.prefill is not None and dep.decode is not None
+    assert dep.prefill.workers is not None and dep.decode.workers is not None
+    pre = pool(cat, dep, dep.prefill.par, dep.prefill.workers, isl, osl, "prefill.")
+    dec = pool(cat, dep, dep.decode.par, dep.decode.workers, isl, osl, "decode.")
+    link = kv_link_bytes_per_s(dep, pre, dep.gpus() or 0)
+    dis = Disaggregation(prefill_replicas=pre.ranks, decode_replicas=dec.ranks,
+                         kv_bytes_per_token=kv_bytes_per_token(dep.arch, dep.kv_format),
+                         link_bytes_per_s=link,
+                         prefill_engine=_engine_config(pre, replace(dep, speculative=None)),
+                         prefill_model=pre.step)
+    cluster = ClusterConfig(engine=_engine_config(dec, dep), router="least_outstanding",
+                            disaggregation=dis)
+    return simulate(cluster, w, dec.step, slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s)
+
+
+def _roles(dep: Deployment) -> dict[str, Any]:
+    def one(r: Role) -> dict[str, Any]:
+        p = r.par
+        return {"workers": r.workers, "tp": p.tp, "pp": p.pp, "adp": p.adp, "moe_tp": p.moe_tp,
+                "moe_ep": p.moe_ep, "gpus_per_worker": p.gpus}
+    if dep.agg is not None:
+        return {"mode": "agg", "agg": one(dep.agg)}
+    assert dep.prefill is not None and dep.decode is not None
+    return {"mode": "disagg", "prefill": one(dep.prefill), "decode": one(dep.decode)}
+
+
+@dataclass(frozen=True)
+class EngineEstimate:
+    dep: Deployment
+    workload: Workload
+    isl: int
+    osl: int
+    steady: SteadyState | None  # closed loop with fixed lengths
+    result: ServingResult | None
+    disaggregation: dict[str, Any] | None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The contract keys of ``serve estimate`` first (from the simulation), then the
+        steady state, the deployment, the engine and the validated regime."""
+        out: dict[str, Any] = {}
+        r, st = self.result, self.steady
+        if r is not None:
+            gpus = self.dep.gpus() or 1
+            out.update({
+                "ttft_p50_s": r.ttft_s["p50"], "ttft_p99_s": r.ttft_s["p99"],
+                "tpot_p50_s": r.tpot_s["p50"], "tpot_p99_s": r.tpot_s["p99"],
+                "e2e_mean_s": r.e2e_s["mean"], "e2e_p99_s": r.e2e_s["p99"],
+                "throughput_tokens_per_s": r.output_tokens_per_s,
+                "requests_per_s": r.requests_per_s,
+                "kv_cache_utilization": r.kv_util_mean,
+                "ttft_mean_s": r.ttft_s["mean"], "tpot_mean_s": r.tpot_s["mean"],
+                "goodput_requests_per_s": r.goodput_rps, "preemptions": r.preemptions,
+                "tokens_per_s_per_gpu": r.output_tokens_per_s / gpus,
+                "sim": {"events": r.events, "steps": r.steps, "wall_s": r.wall_s},
+            })
+        if st is not None:
+            out["steady_state"] = {
+                "ttft_mean_s": st.ttft_s, "tpot_mean_s": st.tpot_s,
+                "requests_per_s": st.requests_per_s,
+                "throughput_tokens_per_s": st.requests_per_s * self.osl,
+                "decode_batch_per_rank": st.decode_batch, "detail": st.detail,
+                "ttft_parts_s": {"slot_wait": st.slot_wait_s, "queue_wait": st.queue_wait_s,
+                                 "prefill": st.prefill_s},
+            }
+        d = self.dep
+        out.update({
+            "model": d.arch.id, "gpu": d.gpu.id, "engine": d.engine.id,
+            "engine_name": d.engine.name, "gpus": d.gpus(),
+            "gemm_quant": d.dense.name, "moe_quant": d.moe.name, "kv_cache": d.kv_format,
+            "deployment": _roles(d), "notes": list(d.notes),
+            "speculative": ({"draft_tokens": d.speculative[0], "acceptance": d.speculative[1],
+                             "cost": d.speculative[2], "tokens_per_step": d.spec_yield()}
+                            if d.speculative else None),
+            "arrival": self.workload.arrival,
+            "concurrency": (self.workload.concurrency
+                            if self.workload.arrival == "closed" else None),
+            "qps": self.workload.qps if self.workload.arrival == "poisson" else None,
+            "input_len": self.isl, "output_len": self.osl,
+            "validation": validation_regime(d),
+        })
+        if self.disaggregation is not None:
+            out["disaggregation"] = self.disaggregation
+        return out
+
+
+def estimate_engine(cat: Catalog, dep: Deployment, w: Workload, isl: int, osl: int,
+                    simulate_requests: bool = True, slo_ttft_s: float = math.inf,
+                    slo_tpot_s: float = math.inf) -> EngineEstimate:
+    """Steady state (closed loop, fixed lengths) and simulation of ``w`` on ``dep``.
+    Worker counts left open are sized for the closed loop's clients (or, open loop, for the
+    clients Little's law gives at the steady state's latency)."""
+    st: SteadyState | None = None
+    fixed = w.input_len.dist == "fixed" and w.output_len.dist == "fixed"
+    if w.arrival == "closed" and fixed:
+        st, dep = steady(cat, dep, w.concurrency, isl, osl)
+    elif dep.gpus() is None:
+        # Open loop with open worker counts: size them for the clients the rate keeps busy.
+        clients = max(1.0, w.qps * 10.0)
+        for _ in range(3):
+            s0, _ = steady(cat, dep, clients, isl, osl)
+            clients = max(1.0, w.qps * (s0.ttft_s + max(osl - 1, 0) * s0.tpot_s))
+        _, dep = steady(cat, dep, clients, isl, osl)
+    res = (simulate_deployment(cat, dep, w, isl, osl, slo_ttft_s, slo_tpot_s)
+           if simulate_requests else None)
+    dis = None
+    if dep.agg is not None and w.arrival == "closed" and fixed and st is not None:
+        dis = disaggregation_check(cat, dep, w.concurrency, isl, osl, st)
+    return EngineEstimate(dep, w, isl, osl, st, res, dis)
+
+
+# ---------------------------------------------------------------------------- disaggregation
+
+
+def _split_layouts(dep: Deployment) -> list[ServingParallel]:
+    """Worker layouts a disaggregated alternative of ``dep`` may use: the aggregated
+    worker's, and the same with half the tensor parallelism (or attention DP)."""
+    assert dep.agg is not None
+    p = dep.agg.par
+    out = [p]
+    for tp, adp in ((p.tp // 2, p.adp), (p.tp, p.adp // 2)):
+        if tp >= 1 and adp >= 1 and tp * adp < p.tp * p.adp and dep.arch.heads % tp == 0:
+            group = tp * adp
+            mep = min(p.moe_ep, group) if dep.arch.is_moe else 1
+            if dep.arch.is_moe and group % mep:
+                continue
+            out.append(ServingParallel(tp=tp, pp=p.pp, adp=adp,
+                                       moe_tp=group // mep if dep.arch.is_moe else 1,
+                                       moe_ep=mep))
+    return out
+
+
+def disaggregation_check(cat: Catalog, dep: Deployment, clients: float, isl: int, osl: int,
+                         agg_state: SteadyState) -> dict[str, Any]:
+    """Whether splitting ``dep``'s GPUs into prefill and decode workers serves its clients
+    better: the best split of the same GPU count by requests/s with TTFT and TPOT no worse
+    than 10 % above the aggregated deployment's, and the verdict."""
+    assert dep.agg is not None
+    total = dep.gpus() or 0
+    best: tuple[float, Deployment, SteadyState] | None = None
+    tried = 0
+    for par in _split_layouts(dep):
+        per = par.gpus
+        workers = total // per
+        for pw in range(1, workers):
+            dw = workers - pw
+            cand = replace(dep, agg=None, prefill=Role(par, pw), decode=Role(par, dw),
+                           notes=())
+            try:
+                st, _ = steady(cat, cand, clients, isl, osl)
+            except DeploymentError:
+                continue
+            tried += 1
+            if st.ttft_s > 1.1 * agg_state.ttft_s or st.tpot_s > 1.1 * agg_state.tpot_s:
+                continue
+            if best is None or st.requests_per_s > best[0]:
+                best = (st.requests_per_s, cand, st)
+    base = {"aggregated": {"gpus": total, "requests_per_s": agg_state.requests_per_s,
+                           "ttft_mean_s": agg_state.ttft_s, "tpot_mean_s": agg_state.tpot_s}}
+    if best is None:
+        why = ("one worker of this layout cannot be split" if tried == 0 else
+               "no split of the same GPUs keeps TTFT and TPOT within 10 % of aggregated")
+        return {**base, "pays": False, "reason": why, "splits_tried": tried}
+    rate, cand, st = best
+    gain = rate / agg_state.requests_per_s - 1.0 if agg_state.requests_per_s > 0 else 0.0
+    pays = gain > 0.05
+    return {**base, "pays": pays, "splits_tried": tried,
+            "best_split": {**_roles(cand), "requests_per_s": rate, "ttft_mean_s": st.ttft_s,
+                           "tpot_mean_s": st.tpot_s, "gain": gain},
+            "reason": (f"{100 * gain:+.0f} % requests/s on the same {total} GPUs at no worse "
+                       "latency" if pays else
+                       f"the best split gains {100 * gain:+.0f} % requests/s (pays above 5 %)")}
+
+
+# ---------------------------------------------------------------------------- plan
+
+
+@dataclass(frozen=True)
+class PlanCandidate:
+    dep: Deployment
+    clients: float  # per deployment, the most that keep the SLOs
+    state: SteadyState
+    copies: int  # deployments to serve the target rate
+    p99: tuple[float, float] | None = None  # simulated (TTFT, TPOT) p99 at the target rate
+
+    @property
+    def gpus(self) -> int:
+        return (self.dep.gpus() or 0) * self.copies
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**_roles(self.dep), "gpus_per_copy": self.dep.gpus(), "copies": self.copies,
+                "gpus": self.gpus, "clients_per_copy": self.clients,
+                "requests_per_s_per_copy": self.state.requests_per_s,
+                "ttft_mean_s": self.state.ttft_s, "tpot_mean_s": self.state.tpot_s,
+                "ttft_p99_s": self.p99[0] if self.p99 else None,
+                "tpot_p99_s": self.p99[1] if self.p99 else None,
+                "validation": validation_regime(self.dep)}
+
+
+def _verify_p99(cat: Catalog, c: PlanCandidate, qps: float, isl: int, osl: int,
+                ttft_slo: float, tpot_slo: float, requests: int, seed: int) -> PlanCandidate:
+    """Simulate one copy at its share of ``qps`` (Poisson) and add copies until the p99s
+    meet the SLOs (at most four more tries); the steady state screens on means only."""
+    copies = c.copies
+    p99 = (math.inf, math.inf)
+    for _ in range(5):
+        w = Workload(num_requests=requests, arrival="poisson", qps=qps / copies, seed=seed,
+                     input_len=Lengths("fixed", float(isl)),
+                     output_len=Lengths("fixed", float(osl)))
+        res = simulate_deployment(cat, c.dep, w, isl, osl)
+        p99 = (res.ttft_s["p99"], res.tpot_s["p99"])
+        if p99[0] <= ttft_slo and p99[1] <= tpot_slo:
+            break
+        copies = max(copies + 1, math.ceil(copies * 1.25))
+    return replace(c, copies=copies, p99=p99)
+
+
+def _max_clients(cat: Catalog, dep: Deployment, isl: int, osl: int, ttft_slo: float,
+                 tpot_slo: float, cache: PoolCache | None = None
+                 ) -> tuple[float, SteadyState, Deployment] | None:
+    """The most closed-loop clients ``dep`` serves with mean TTFT and TPOT within the SLOs
+    (bisection on a geometric grid; latencies rise with clients)."""
+    def ok(c: float) -> tuple[bool, SteadyState, Deployment] | None:
+        try:
+            st, solved = steady(cat, dep, c, isl, osl, cache)
+        except DeploymentError:
+            return None
+        return st.ttft_s <= ttft_slo and st.tpot_s <= tpot_slo, st, solved
+    first = ok(1.0)
+    if first is None or not first[0]:
+        return None
+    lo, lo_st, lo_dep = 1.0, first[1], first[2]
+    hi = 2.0
+    while hi < 1e6:
+        r = ok(hi)
+        if r is None or not r[0]:
+            break
+        lo, lo_st, lo_dep = hi, r[1], r[2]
+        hi *= 2.0
+    for _ in range(12):
+        mid = math.sqrt(lo * hi)
+        r = ok(mid)
+        if r is not None and r[0]:
+            lo, lo_st, lo_dep = mid, r[1], r[2]
+        else:
+            hi = mid
+    return lo, lo_st, lo_dep
+
+
+def _candidates(arch: ModelArch, domain: int) -> list[ServingParallel]:
+    """Worker layouts to search: TP within the NVLink domain; for MoE models attention DP
+    with expert parallelism over the group too."""
+    out = []
+    tp = 1
+    while tp <= domain:
+        if arch.heads % tp == 0:
+            out.append(layout(arch, tp=tp))
+            if arch.is_moe:
+                adp = 2
+                while tp * adp <= domain:
+                    with contextlib.suppress(InputError):
+                        out.append(layout(arch, tp=tp, adp=adp))
+                    adp *= 2
+        tp *= 2
+    return out
+
+
+def plan_engine(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine, qps: float,
+                isl: int, osl: int, ttft_slo: float, tpot_slo: float,
+                precision: str = "bf16", gemm_quant: str | None = None,
+                moe_quant: str | None = None, max_gpus_per_copy: int = 64,
+                requests: int = 800, seed: int = 0) -> dict[str, Any]:
+    """Cheapest aggregated and disaggregated deployments serving ``qps`` with p99 TTFT and
+    TPOT within the SLOs, and whether disaggregation pays (fewer GPUs). Layouts and splits
+    are screened on the steady state's means (a deployment whose means miss the SLOs cannot
+    meet them at p99); the cheapest of each mode is then simulated at its share of ``qps``
+    and given copies until its p99s meet them."""
+    if not (qps > 0 and ttft_slo > 0 and tpot_slo > 0):
+        raise InputError("qps and the SLOs must be positive", field="qps")
+    from clusterwright.sim.serving_deployment import step_model
+
+    base = deployment(cat, arch, gpu, engine, precision, gemm_quant, moe_quant,
+                      agg=Role(ServingParallel()))
+    domain = step_model(cat, base, ServingParallel()).net.domain_gpus
+    layouts = _candidates(arch, min(domain, max_gpus_per_copy))
+    best: dict[str, PlanCandidate | None] = {"agg": None, "disagg": None}
+    evaluated = 0
+    cache: PoolCache = {}
+
+    def consider(mode: str, dep: Deployment) -> None:
+        nonlocal evaluated
+        r = _max_clients(cat, dep, isl, osl, ttft_slo, tpot_slo, cache)
+        evaluated += 1
+        if r is None:
+            return
+        c, st, solved = r
+        if st.requests_per_s <= 0:
+            return
+        copies = max(1, math.ceil(qps / st.requests_per_s))
+        cand = PlanCandidate(solved, c, st, copies)
+        cur = best[mode]
+        if cur is None or (cand.gpus, cand.state.tpot_s) < (cur.gpus, cur.state.tpot_s):
+            best[mode] = cand
+
+    for par in layouts:
+        consider("agg", replace(base, agg=Role(par, 1)))
+    fits = []
+    for par in layouts:
+        try:
+            pool(cat, base, par, 1, isl, osl, "", cache)
+            fits.append(par)
+        except DeploymentError:
+            continue
+    for pp_ in fits:
+        for dp_ in fits:
+            for pw, dw in ((1, 1), (1, 2), (1, 3), (2, 1), (1, 4), (2, 3)):
+                if pp_.gpus * pw + dp_.gpus * dw > max_gpus_per_copy:
+                    continue
+                consider("disagg", replace(base, agg=None, prefill=Role(pp_, pw),
+                                           decode=Role(dp_, dw)))
+    a, d = best["agg"], best["disagg"]
+    if a is not None:
+        a = _verify_p99(cat, a, qps, isl, osl, ttft_slo, tpot_slo, requests, seed)
+    if d is not None:
+        d = _verify_p99(cat, d, qps, isl, osl, ttft_slo, tpot_slo, requests, seed)
+    if a is None and d is None:
+        raise InputError(f"no deployment of {arch.id} on {gpu.id} under {engine.id} meets "
+                         f"TTFT {ttft_slo:g} s and TPOT {tpot_slo:g} s (means) for one "
+                         "client", field="ttft_slo")
+    pays = d is not None and (a is None or d.gpus < a.gpus)
+    if a is not None and d is not None:
+        verdict = (f"disaggregation pays: {d.gpus} GPUs against {a.gpus} aggregated"
+                   if pays else f"disaggregation does not pay: {d.gpus} GPUs against "
+                   f"{a.gpus} aggregated")
+    elif d is None:
+        verdict = "no disaggregated deployment meets the SLOs"
+    else:
+        verdict = "only a disaggregated deployment meets the SLOs"
+    choice = d if pays else a
+    assert choice is not None
+    return {"model": arch.id, "gpu": gpu.id, "engine": engine.id, "qps": qps,
+            "input_len": isl, "output_len": osl,
+            "slo": {"ttft_p99_s": ttft_slo, "tpot_p99_s": tpot_slo},
+            "choice": choice.as_dict(), "aggregated": a.as_dict() if a else None,
+            "disaggregated": d.as_dict() if d else None,
+            "disaggregation_pays": pays, "verdict": verdict,
+            "deployments_evaluated": evaluated,
+            "note": ("layouts screened on the steady state's means (the model validate "
+                     "--table serving-silicon checks), the cheapest of each mode simulated "
+                     "for its p99s")}
+
+
+__all__ = ["EngineEstimate", "deployment", "disaggregation_check", "engine_of",
+           "estimate_engine", "layout", "plan_engine", "simulate_deployment",
+           "validation_regime"]

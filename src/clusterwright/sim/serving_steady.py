@@ -1,0 +1,240 @@
+"""Steady state of a closed-loop serving benchmark, solved directly.
+
+A benchmark such as AIPerf with ``--concurrency C`` keeps C clients busy: each sends a prompt
+of ``isl`` tokens, streams ``osl`` output tokens, and sends the next prompt. With fixed lengths
+the engine settles into a steady state that the event simulator (``sim/serving.py``) reaches
+after a few rounds; this module solves for it in closed form, in milliseconds, so that
+thousands of measured configurations can be predicted (``validation/serving_silicon.py``)
+and a planner can search many layouts.
+
+Aggregated serving, one data-parallel rank with N clients, per iteration (fluid model):
+``r`` requests finish, so ``D = r (osl - 1)`` sequences decode and ``r isl`` prompt tokens
+are prefilled, within the engine's token budget B (chunked prefill: chunks of the budget the
+decodes leave; without it, whole prompts that fit). Admitted requests are those the KV cache
+holds (reserved for the whole request, or on average half the output when the engine
+preempts instead); the rest wait. Little's law closes it: admitted = r x (iterations to the
+first token + osl - 1), with the prefill queue an M/D/1 wait at the budget's utilisation. An
+iteration carries a prefill with the frequency that delivers ``r isl`` tokens; its time comes
+from the step model; TPOT is the mean iteration time a decoding sequence sees.
+
+Disaggregated serving: prefill workers (an M/D/1 queue each, prompts batched within the
+budget), the KV cache sent to a decode worker over the link, and decode workers at the batch
+the closed loop leaves them; the request rate solves C = rate x (TTFT + (osl - 1) TPOT).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Protocol
+
+
+class StepModel(Protocol):
+    def step_s(self, prefill_tokens: float, decode_seqs: float, kv_tokens: float,
+               prefill_pairs: float | None = None) -> float: ...
+
+
+@dataclass(frozen=True)
+class Pool:
+    """Identical engine ranks serving one role: step model, scheduler, KV capacity."""
+
+    step: StepModel
+    ranks: int  # data-parallel ranks (workers x attention-DP)
+    budget: int  # tokens one iteration carries
+    chunked: bool
+    admission: str  # "reserve" or "evict"
+    kv_tokens: float  # KV cache of one rank, tokens
+    max_seqs: int = 1 << 30
+    frontend_s: float = 0.0  # API server and first-token path outside the iterations
+    burst: float = 0.0  # share of the other running clients' prompts a new prompt waits for
+    first_token_iterations: float = 0.0  # iterations between a prompt's prefill and its token
+    context_wait_iterations: float = 0.0  # iterations a prompt is held to batch prompts across
+    # attention-DP ranks (TRT-LLM attention_dp_config; 0 without attention DP)
+    # Speculative decoding: tokens a decode iteration yields per sequence (1 without), and
+    # what such an iteration costs over a plain one (drafts and the wider verification)
+    spec_yield: float = 1.0
+    spec_cost: float = 1.0
+
+
+@dataclass(frozen=True)
+class SteadyState:
+    ttft_s: float
+    tpot_s: float
+    requests_per_s: float
+    decode_batch: float  # sequences decoding per rank
+    admitted: float  # requests holding KV per rank
+    detail: str
+    # TTFT's parts, seconds: waiting for a batch slot or KV, waiting behind other prompts,
+    # the prompt's own prefill iterations
+    slot_wait_s: float = 0.0
+    queue_wait_s: float = 0.0
+    prefill_s: float = 0.0
+
+
+def _mm1_wait(service: float, util: float) -> float:
+    """M/D/1 mean wait before service (Pollaczek-Khinchine), ``util`` < 1."""
+    return service * util / (2.0 * (1.0 - util))
+
+
+def aggregated(pool: Pool, clients: float, isl: int, osl: int) -> SteadyState:
+    """Steady state of ``clients`` closed-loop clients spread evenly over ``pool``'s ranks."""
+    n = clients / pool.ranks
+    per_req = isl + (osl if pool.admission == "reserve" else osl / 2.0)
+    fits = math.floor(pool.kv_tokens / per_req)
+    # Fewer clients than ranks: the busy ranks run one request each.
+    admitted = min(max(n, 1.0), pool.max_seqs, fits)
+    if fits < 1:
+        raise ValueError(f"one request of {isl} + {osl} tokens does not fit the KV cache of "
+                         f"{pool.kv_tokens:,.0f} tokens")
+    B, out1 = float(pool.budget), float(max(osl - 1, 0))
+    # Decode iterations a request needs (fewer with speculative decoding).
+    steps = out1 / pool.spec_yield
+
+    def prefill_capacity(d: float) -> float:
+        """Prompt tokens an iteration can take next to ``d`` decodes."""
+        room = max(B - d, 1.0)
+        if pool.chunked:
+            return room
+        return max(1.0, math.floor(room / isl)) * isl  # whole prompts
+
+    def wp(r: float) -> tuple[float, float, float]:
+        """(iterations from admission to first token, utilisation, prompt iterations)."""
+        d = r * steps
+        cap = prefill_capacity(d)
+        util = r * isl / cap
+        service = math.ceil(isl / cap) if pool.chunked else 1.0
+        if util >= 1.0:
+            return math.inf, util, service
+        return service + _mm1_wait(max(isl / cap, 1.0 / max(cap / isl, 1.0)), util), util, service
+
+    # Bisection on r: admitted = r (W_p(r) + osl - 1) is increasing in r.
+    lo, hi = 0.0, B / (isl + steps)
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        w, util, _ = wp(mid)
+        if util < 1.0 and mid * (w + steps) < admitted:
+            lo = mid
+        else:
+            hi = mid
+    r = lo if lo > 0 else hi * 1e-6
+    w_p, util, service = wp(r)
+    d = r * steps
+    cap = prefill_capacity(d)
+    # Iterations that carry a prompt: one prompt (or chunk) each when prompts are rare, more
+    # at once as they crowd the budget.
+    chunk = min(cap, max(min(isl, cap), r * isl))
+    f = min(1.0, r * isl / chunk)
+    kv_dec = d * (isl + osl / 2.0)
+    pairs = chunk * (isl / 2.0) if pool.chunked else chunk * isl / 2.0
+    c = pool.spec_cost if d >= 0.5 else 1.0
+    t_with = pool.step.step_s(chunk, round(d), kv_dec, pairs) * c
+    t_without = pool.step.step_s(0, round(d), kv_dec) * c if d >= 0.5 else 0.0
+    t_iter = f * t_with + (1.0 - f) * t_without
+    if t_iter <= 0:
+        t_iter = t_with
+    waiting = n - admitted
+    w_q = waiting / r if waiting > 0 else 0.0
+    slot_wait = w_q * t_iter
+    queue_wait = (max(w_p - service, 0.0) + 0.5) * t_iter
+    # Closed-loop clients with equal lengths arrive in clusters: requests admitted together
+    # finish together and come back together. A prompt arrives with k - 1 others, k = 1 +
+    # burst x (admitted - 1); the engine takes them as its budget allows (whole prompts
+    # batched into one iteration without chunking, chunks first come first served with it),
+    # and the prompt's first token waits, on average, for half the cluster's prefill.
+    k = 1.0 + pool.burst * max(admitted - 1.0, 0.0)
+    if pool.chunked:
+        tokens = min(k * isl, cap)
+        t_b = pool.step.step_s(round(tokens), round(d), kv_dec, tokens * isl / 2.0)
+        prefill = max(1.0, (k + 1.0) / 2.0 * isl / cap) * t_b
+    else:
+        per_iter = max(1.0, math.floor(cap / isl))
+        batch = min(k, per_iter)
+        t_b = pool.step.step_s(round(batch * isl), round(d), kv_dec, batch * isl * isl / 2.0)
+        prefill = (math.ceil(k / per_iter) + 1.0) / 2.0 * t_b
+    # The first token reaches the client some iterations after its prefill (overlapped
+    # scheduling returns a step's tokens one step late; detokenization and streaming), and
+    # after the API server's fixed work.
+    queue_wait += (pool.first_token_iterations + pool.context_wait_iterations) * t_iter
+    ttft = pool.frontend_s + slot_wait + queue_wait + prefill
+    tpot = (t_iter if d >= 0.5 else t_with) / pool.spec_yield
+    rate = r / t_iter * pool.ranks if t_iter > 0 else 0.0
+    detail = (f"{n:.0f} clients/rank, {admitted:.0f} admitted, decode batch {d:.0f}, prefill "
+              f"{f:.0%} of iterations ({chunk:.0f} tokens, budget use {util:.0%}), iteration "
+              f"{t_iter * 1e3:.2f} ms")
+    return SteadyState(ttft, tpot, rate, d, admitted, detail, slot_wait, queue_wait, prefill)
+
+
+def disaggregated(prefill: Pool, decode: Pool, clients: float, isl: int, osl: int,
+                  kv_bytes_per_token: float, link_bytes_per_s: float,
+                  link_latency_s: float = 0.0) -> SteadyState:
+    """Steady state of ``clients`` closed-loop clients on separate prefill and decode pools.
+
+    Solved on the decode batch ``d`` per decode rank: it sets TPOT, the completion rate
+    (``d`` x ranks / (osl - 1) TPOT, Little's law on the decoding requests), the prefill
+    ranks' load at that rate (prompts batched within the budget, an M/D/1 wait) and the
+    clients that keeps busy, rate x (TTFT + (osl - 1) TPOT); ``d`` rises until that is
+    ``clients``. Clients beyond what the decode KV (or the prefill ranks) can serve wait."""
+    out1 = float(max(osl - 1, 0))
+    per_req = isl + (osl if decode.admission == "reserve" else osl / 2.0)
+    dec_cap = float(min(decode.max_seqs, math.floor(decode.kv_tokens / per_req)))
+    if dec_cap < 1 or prefill.kv_tokens < isl:
+        raise ValueError(f"one request of {isl} + {osl} tokens does not fit a worker's KV cache")
+    prompts_max = max(1, math.floor(prefill.budget / isl))
+    t1 = prefill.step.step_s(isl, 0, 0, isl * isl / 2.0)
+    t_full = prefill.step.step_s(prompts_max * isl, 0, 0, prompts_max * isl * isl / 2.0)
+    rate_p_max = prefill.ranks * prompts_max / t_full  # prompts a second at full batches
+    xfer = kv_bytes_per_token * isl / link_bytes_per_s + link_latency_s
+
+    def prefill_at(rate: float) -> tuple[float, float, float]:
+        """(wait + prefill seconds, utilisation, batch seconds) at ``rate`` prompts/s."""
+        lam = rate / prefill.ranks
+        # Batch the prompts that gather while one batch runs (up to the budget).
+        j = min(float(prompts_max), max(1.0, lam * t1))
+        tj = prefill.step.step_s(round(j * isl), 0, 0, j * isl * isl / 2.0)
+        util = lam * tj / j
+        if util >= 1.0:
+            return math.inf, util, tj
+        return _mm1_wait(tj, util) + tj, util, tj
+
+    def tpot_at(d: float) -> float:
+        t = decode.step.step_s(0, max(1, round(d)), d * (isl + osl / 2.0))
+        return t * decode.spec_cost / decode.spec_yield
+
+    def at(d: float) -> tuple[float, float, float, float, float]:
+        """(clients kept busy, rate, ttft, tpot, prefill utilisation) at decode batch d."""
+        tpot = tpot_at(d)
+        rate = d * decode.ranks / (out1 * tpot) if out1 > 0 else rate_p_max * 0.5
+        rate = min(rate, rate_p_max * 0.999)
+        pre, util, _ = prefill_at(rate)
+        # Clusters (as in ``aggregated``): requests that finish in one decode iteration come
+        # back together, k = 1 + burst x (d - 1), spread over the prefill ranks and batched
+        # within the budget; a prompt waits on average for half its share.
+        k = (1.0 + prefill.burst * max(d - 1.0, 0.0)) / prefill.ranks
+        burst = 0.0
+        if k > 1.0:
+            batch = min(k, float(prompts_max))
+            tb = prefill.step.step_s(round(batch * isl), 0, 0, batch * isl * isl / 2.0)
+            burst = (math.ceil(k / prompts_max) + 1.0) / 2.0 * tb - t1
+        ttft = (prefill.frontend_s + pre + max(burst, 0.0) + xfer
+                + (0.5 + decode.first_token_iterations) * tpot)
+        return rate * (ttft + out1 * tpot), rate, ttft, tpot, util
+
+    lo, hi = 1e-6, dec_cap
+    if at(hi)[0] >= clients:
+        for _ in range(60):
+            mid = 0.5 * (lo + hi)
+            if at(mid)[0] < clients:
+                lo = mid
+            else:
+                hi = mid
+    d = hi
+    busy, rate, ttft, tpot, util = at(d)
+    waiting = clients - busy
+    slot_wait = waiting / rate if waiting > 0.5 else 0.0
+    ttft += slot_wait
+    detail = (f"{clients:.0f} clients: prefill {prefill.ranks} ranks at {util:.0%} "
+              f"({t1 * 1e3:.1f} ms a prompt), KV transfer {xfer * 1e3:.2f} ms, decode "
+              f"{decode.ranks} ranks at batch {d:.0f}"
+              + (f", {waiting:.0f} clients waiting" if waiting > 0.5 else ""))
+    return SteadyState(ttft, tpot, rate, d, d, detail, slot_wait,
+                       ttft - slot_wait - t1 - prefill.frontend_s, t1)

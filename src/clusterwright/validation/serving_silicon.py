@@ -1,0 +1,375 @@
+"""Serving against NVIDIA AIConfigurator's measured configurations (``serving_silicon.csv``).
+
+Each row is one deployment (engine and version, model, system, weight formats, TP/PP,
+attention data parallelism, MoE TP/EP; for disaggregated rows the same per role with worker
+counts) under a closed-loop benchmark: ``C`` clients, prompts of ``isl`` tokens, ``osl``
+output tokens each, mean TTFT and TPOT measured. The model predicts both from datasheets and
+the engine's calibrated constants: ``model/serving_step`` for an iteration,
+``sim/serving_steady`` for the closed loop's steady state.
+
+Rows name models by Hugging Face id and systems by AIConfigurator's names; the catalog
+entries carry them (``hf_ids``, ``system_names``). A row the model cannot represent is counted
+as not covered, with the reason; a malformed file (missing or extra columns, an unknown
+engine, version or precision, an inconsistent layout) is an input error naming the column
+and the CSV line.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from clusterwright.catalog.registry import Catalog, load_catalog
+from clusterwright.catalog.schema import Gpu, ModelArch
+from clusterwright.errors import InputError
+from clusterwright.model.serving_step import ServingParallel, weight_format
+from clusterwright.sim.serving_deployment import (
+    Deployment,
+    DeploymentError,
+    Role,
+    kv_format_for,
+    steady,
+)
+from clusterwright.sim.serving_steady import SteadyState
+from clusterwright.validation.tables import data_dir
+
+FILE = "serving_silicon.csv"
+COLUMNS = (
+    "id", "silicon_data_source", "backend", "backend_version", "model_path", "system",
+    "precision", "mode", "isl", "osl", "gemm_quant_mode", "moe_quant_mode", "batch_size",
+    "tp_size", "pp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size",
+    "prefill_batch_size", "prefill_num_workers", "prefill_tp_size", "prefill_pp_size",
+    "prefill_attention_dp_size", "prefill_moe_tp_size", "prefill_moe_ep_size",
+    "decode_batch_size", "decode_num_workers", "decode_tp_size", "decode_pp_size",
+    "decode_attention_dp_size", "decode_moe_tp_size", "decode_moe_ep_size",
+    "silicon_ttft_ms", "silicon_tpot_ms",
+)
+BACKENDS = ("trtllm", "vllm", "sglang")
+PRECISIONS = ("", "bf16", "fp16", "fp8", "fp4", "int4")
+MODES = ("agg", "disagg")
+PARTITION_MIN = 10  # partitions held to the target
+TARGET = 0.20
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def read_rows(path: str | Path) -> list[dict[str, str]]:
+    """The rows of a CSV in ``serving_silicon.csv``'s exact column format, each with its
+    line number under ``_line``. InputError names missing or extra columns."""
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"--data: {p} is not a file", field="data")
+    with open(p, newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        header = list(reader.fieldnames or [])
+        missing = [c for c in COLUMNS if c not in header]
+        extra = [c for c in header if c not in COLUMNS]
+        if missing or extra:
+            parts = []
+            if missing:
+                parts.append(f"missing column(s) {', '.join(missing)}")
+            if extra:
+                parts.append(f"unexpected column(s) {', '.join(extra)}")
+            raise InputError(f"{p}: line 1: {'; '.join(parts)} (expected the columns of "
+                             f"serving_silicon.csv)", field=(missing or extra)[0])
+        rows = []
+        for i, r in enumerate(reader, start=2):
+            if None in r:
+                raise InputError(f"{p}: line {i}: more values than columns", field="id")
+            r = dict(r)
+            r["_line"] = str(i)
+            rows.append(r)
+    return rows
+
+
+def _int(r: dict[str, str], col: str, default: int | None = None, low: int = 0) -> int | None:
+    v = (r.get(col) or "").strip()
+    if not v:
+        return default
+    try:
+        x = float(v)
+    except ValueError:
+        raise InputError(f"line {r.get('_line', '?')}: {col}: {v!r} is not a number",
+                         field=col) from None
+    if x != int(x) or x < low:
+        raise InputError(f"line {r.get('_line', '?')}: {col}: {v!r} is not an integer >= "
+                         f"{low}", field=col)
+    return int(x)
+
+
+def _float(r: dict[str, str], col: str) -> float:
+    v = (r.get(col) or "").strip()
+    try:
+        x = float(v)
+    except ValueError:
+        raise InputError(f"line {r.get('_line', '?')}: {col}: {v!r} is not a number",
+                         field=col) from None
+    if not x > 0 or not math.isfinite(x):
+        raise InputError(f"line {r.get('_line', '?')}: {col}: {v!r} must be positive",
+                         field=col)
+    return x
+
+
+def _bad(r: dict[str, str], col: str, msg: str) -> InputError:
+    return InputError(f"line {r.get('_line', '?')}: {col}: {msg}", field=col)
+
+
+# --------------------------------------------------------------------------- a row
+
+
+@dataclass(frozen=True)
+class RowConfig:
+    """What a row asks for: the deployment and its closed-loop benchmark."""
+
+    dep: Deployment
+    clients: int
+    isl: int
+    osl: int
+
+
+class NotCoveredError(Exception):
+    """A well-formed row the model cannot represent; the message is the reason."""
+
+
+def _lookup(cat: Catalog) -> tuple[dict[str, ModelArch], dict[str, Gpu]]:
+    models = {h.lower(): m for m in cat.all("models") for h in m.hf_ids}
+    gpus = {s.lower(): g for g in cat.all("gpus") for s in g.system_names}
+    return models, gpus
+
+
+def _parallel(r: dict[str, str], prefix: str, arch: ModelArch) -> tuple[ServingParallel, str]:
+    """The role's layout, and a note when the row's columns were read by a rule."""
+    tp = _int(r, prefix + "tp_size", 1, low=0) or 1
+    pp = _int(r, prefix + "pp_size", 1, low=0) or 1
+    adp = _int(r, prefix + "attention_dp_size", 1, low=0) or 1
+    mtp = _int(r, prefix + "moe_tp_size", 0, low=0) or 0
+    mep = _int(r, prefix + "moe_ep_size", 0, low=0) or 0
+    if not arch.is_moe:
+        return ServingParallel(tp=tp, pp=pp, adp=adp), ""
+    if mtp == 0 and mep == 0:
+        mtp, mep = tp * adp, 1
+    mtp, mep = mtp or 1, mep or 1
+    if mep > arch.experts:
+        raise _bad(r, prefix + "moe_ep_size",
+                   f"{mep} exceeds the {arch.experts} experts of {arch.id}")
+    if mtp * mep != tp * adp:
+        raise _bad(r, prefix + "attention_dp_size",
+                   f"tp {tp} x attention-DP {adp} = {tp * adp} GPUs, but the MoE layers use "
+                   f"moe_tp {mtp} x moe_ep {mep} = {mtp * mep}: attention-DP must divide the "
+                   "MoE group's GPUs")
+    note = ""
+    if adp == 1 and arch.heads % tp:
+        # Attention cannot be split tp ways over these heads: engines run it data-parallel
+        # over the group (TRT-LLM enable_attention_dp, SGLang --enable-dp-attention), which
+        # some collection runs record as tp only.
+        tp, adp = 1, tp
+        note = (f"{prefix}tp {adp} does not divide {arch.heads} heads: read as attention-DP "
+                f"{adp}")
+    return ServingParallel(tp=tp, pp=pp, adp=adp, moe_tp=mtp, moe_ep=mep), note
+
+
+def concurrency(r: dict[str, str]) -> int | None:
+    """The benchmark's client count: the source's ``silicon_concurrency``, else the batch
+    columns (per attention-DP rank and worker)."""
+    m = re.search(r"silicon_concurrency=(\d+)", r.get("silicon_data_source") or "")
+    if m:
+        return int(m.group(1))
+    if r["mode"] == "agg":
+        b = _int(r, "batch_size", None, low=1)
+        return None if b is None else b * (_int(r, "attention_dp_size", 1) or 1)
+    b = _int(r, "decode_batch_size", None, low=1)
+    if b is None:
+        return None
+    return b * (_int(r, "decode_attention_dp_size", 1) or 1) * (
+        _int(r, "decode_num_workers", 1) or 1)
+
+
+def resolve(cat: Catalog, r: dict[str, str],
+            lookup: tuple[dict[str, ModelArch], dict[str, Gpu]] | None = None) -> RowConfig:
+    """The row's deployment. InputError for malformed values; NotCoveredError for what the
+    catalog or the model lacks."""
+    backend = (r.get("backend") or "").strip().lower()
+    if backend not in BACKENDS:
+        raise _bad(r, "backend", f"{r.get('backend')!r} is not one of {', '.join(BACKENDS)}")
+    version = (r.get("backend_version") or "").strip()
+    try:
+        engine = cat.serving_engine(backend, version)
+    except InputError:
+        raise _bad(r, "backend_version", f"{version!r}: no {backend} engine in the catalog "
+                   "covers this version") from None
+    mode = (r.get("mode") or "").strip()
+    if mode not in MODES:
+        raise _bad(r, "mode", f"{mode!r} is not agg or disagg")
+    prec = (r.get("precision") or "").strip().lower()
+    if prec not in PRECISIONS:
+        raise _bad(r, "precision", f"{r.get('precision')!r} is not one of "
+                   f"{', '.join(p or '(empty)' for p in PRECISIONS)}")
+    isl, osl = _int(r, "isl", None, low=1), _int(r, "osl", None, low=1)
+    if isl is None or osl is None:
+        raise _bad(r, "isl" if isl is None else "osl", "is required")
+    _float(r, "silicon_ttft_ms")
+    _float(r, "silicon_tpot_ms")
+    if mode == "disagg":
+        for role in ("prefill_", "decode_"):
+            if not (r.get(role + "tp_size") or "").strip():
+                raise _bad(r, role + "tp_size", "a disaggregated row needs both the prefill "
+                           "and the decode role's layout")
+    models, gpus = lookup or _lookup(cat)
+    arch = models.get((r.get("model_path") or "").strip().lower())
+    if arch is None:
+        raise NotCoveredError(f"model {r.get('model_path')!r} is not in the catalog")
+    gpu = gpus.get((r.get("system") or "").strip().lower())
+    if gpu is None:
+        raise NotCoveredError(f"system {r.get('system')!r} is not in the catalog")
+    gemm = (r.get("gemm_quant_mode") or "").strip().lower() or (
+        "nvfp4" if prec == "fp4" else prec or "bf16")
+    moe_mode = (r.get("moe_quant_mode") or "").strip().lower() or gemm
+    dense = weight_format(gemm, gpu, "gemm_quant_mode")
+    moe = weight_format(moe_mode, gpu, "moe_quant_mode")
+    c = concurrency(r)
+    if c is None:
+        raise NotCoveredError("no client concurrency: neither silicon_concurrency in the source "
+                         "nor the batch columns")
+    kv_fmt = kv_format_for(engine, dense)
+    if mode == "agg":
+        par, note = _parallel(r, "", arch)
+        dep = Deployment(arch, gpu, engine, dense, moe, kv_fmt, agg=Role(par, 1),
+                         notes=(note,) if note else ())
+        return RowConfig(dep, c, isl, osl)
+    pre, n1 = _parallel(r, "prefill_", arch)
+    dec, n2 = _parallel(r, "decode_", arch)
+    pw = _int(r, "prefill_num_workers", None, low=1)
+    dw = _int(r, "decode_num_workers", None, low=1)
+    notes = tuple(n for n in (n1, n2) if n)
+    if pw is None or dw is None:
+        notes += ("worker counts not recorded",)
+    dep = Deployment(arch, gpu, engine, dense, moe, kv_fmt, prefill=Role(pre, pw),
+                     decode=Role(dec, dw), notes=notes)
+    return RowConfig(dep, c, isl, osl)
+
+
+# --------------------------------------------------------------------------- prediction
+
+
+def predict(cat: Catalog, cfg: RowConfig) -> tuple[SteadyState, str]:
+    """TTFT and TPOT of the row's deployment under its closed loop, with a note on how the
+    row was read (rules applied, worker counts sized)."""
+    try:
+        st, solved = steady(cat, cfg.dep, cfg.clients, cfg.isl, cfg.osl)
+    except DeploymentError as exc:
+        raise NotCoveredError(str(exc)) from None
+    return st, "; ".join(solved.notes)
+
+
+@dataclass(frozen=True)
+class RowResult:
+    id: str
+    line: int
+    system: str
+    backend: str
+    mode: str
+    ttft_ms: float
+    tpot_ms: float
+    pred_ttft_ms: float | None
+    pred_tpot_ms: float | None
+    skipped: str | None
+    detail: str = ""
+    note: str = ""  # how the row was read (a rule or an inferred value)
+
+    @property
+    def ttft_error(self) -> float | None:
+        return None if self.pred_ttft_ms is None else (
+            self.pred_ttft_ms - self.ttft_ms) / self.ttft_ms
+
+    @property
+    def tpot_error(self) -> float | None:
+        return None if self.pred_tpot_ms is None else (
+            self.pred_tpot_ms - self.tpot_ms) / self.tpot_ms
+
+
+def predict_all(rows: Iterable[dict[str, str]], cat: Catalog | None = None) -> list[RowResult]:
+    """Predict every row; malformed rows raise InputError (with the line)."""
+    cat = cat or load_catalog()
+    lookup = _lookup(cat)
+    out = []
+    for r in rows:
+        line = int(r.get("_line") or 0)
+        try:
+            cfg = resolve(cat, r, lookup)
+            res, note = predict(cat, cfg)
+            out.append(RowResult(r["id"], line, r["system"], r["backend"], r["mode"],
+                                 float(r["silicon_ttft_ms"]), float(r["silicon_tpot_ms"]),
+                                 res.ttft_s * 1e3, res.tpot_s * 1e3, None, res.detail, note))
+        except NotCoveredError as exc:
+            out.append(RowResult(r["id"], line, r["system"], r["backend"], r["mode"],
+                                 float(r["silicon_ttft_ms"]), float(r["silicon_tpot_ms"]),
+                                 None, None, str(exc)))
+    return out
+
+
+def predict_rows(rows: list[dict[str, str]]) -> list[dict[str, Any]]:
+    """For side-by-side benchmarks: each row's id, predicted TTFT and TPOT (ms), or why not."""
+    return [{"id": x.id, "pred_ttft_ms": x.pred_ttft_ms, "pred_tpot_ms": x.pred_tpot_ms,
+             "skipped": x.skipped} for x in predict_all(rows)]
+
+
+# --------------------------------------------------------------------------- the table
+
+
+def _mape(errs: list[float | None]) -> float | None:
+    v = [abs(e) for e in errs if e is not None]
+    return sum(v) / len(v) if v else None
+
+
+@dataclass(frozen=True)
+class SiliconResult:
+    rows: list[RowResult]
+
+    @property
+    def covered(self) -> list[RowResult]:
+        return [r for r in self.rows if r.skipped is None]
+
+    def partitions(self) -> list[dict[str, Any]]:
+        groups: dict[tuple[str, str, str], list[RowResult]] = {}
+        for r in self.covered:
+            groups.setdefault((r.system, r.backend, r.mode), []).append(r)
+        return [{"system": s, "backend": b, "mode": m, "n": len(rs),
+                 "ttft_mape": _mape([x.ttft_error for x in rs]),
+                 "tpot_mape": _mape([x.tpot_error for x in rs])}
+                for (s, b, m), rs in sorted(groups.items())]
+
+    @property
+    def passed(self) -> bool:
+        """Every partition with at least PARTITION_MIN rows within TARGET on both."""
+        return all((p["ttft_mape"] or 0) <= TARGET and (p["tpot_mape"] or 0) <= TARGET
+                   for p in self.partitions() if p["n"] >= PARTITION_MIN)
+
+    def payload(self) -> dict[str, Any]:
+        cov = self.covered
+        return {
+            "total": len(self.rows),
+            "covered": len(cov),
+            "ttft_mape": _mape([r.ttft_error for r in cov]),
+            "tpot_mape": _mape([r.tpot_error for r in cov]),
+            "partitions": self.partitions(),
+            "rows": [{"id": r.id, "ttft_ms": r.ttft_ms, "tpot_ms": r.tpot_ms,
+                      "pred_ttft_ms": r.pred_ttft_ms, "pred_tpot_ms": r.pred_tpot_ms,
+                      "skipped": r.skipped, "note": r.note} for r in self.rows],
+        }
+
+
+def serving_silicon(path: str | Path | None = None, cat: Catalog | None = None
+                    ) -> SiliconResult:
+    """Predict every row of ``path`` (default: the shipped ``validation/serving_silicon.csv``)."""
+    p = Path(path) if path is not None else data_dir() / FILE
+    rows = read_rows(p)
+    try:
+        return SiliconResult(predict_all(rows, cat))
+    except InputError as exc:
+        raise InputError(f"{p}: {exc}", field=exc.field) from None

@@ -1,0 +1,115 @@
+"""``serve estimate --engine`` and ``serve plan --engine``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from clusterwright.cli.main import app
+
+runner = CliRunner()
+BASE = ("serve", "estimate", "--input-len", "1024", "--output-len", "256")
+
+
+def cw(*args: str) -> Result:
+    return runner.invoke(app, list(args), env={"CLUSTERWRIGHT_CATALOG": None})
+
+
+def test_steady_state_on_b200_as_json() -> None:
+    r = cw(*BASE, "--model", "llama-3.1-70b", "--gpu", "b200", "--engine", "vllm", "--tp", "2",
+           "--precision", "fp8", "--concurrency", "32", "--steady-only", "--json")
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    st = d["steady_state"]
+    assert st["ttft_mean_s"] > 0 and st["tpot_mean_s"] > 0
+    assert d["validation"]["validated"] is True
+    assert d["deployment"]["agg"]["tp"] == 2
+    assert "ttft_p99_s" not in d  # no simulation asked for
+    assert d["disaggregation"]["aggregated"]["gpus"] == 2
+
+
+def test_attention_dp_and_expert_parallel_render() -> None:
+    r = cw(*BASE, "--model", "deepseek-v3", "--gpu", "b200", "--engine", "sglang", "--tp", "1",
+           "--adp", "8", "--precision", "fp4", "--concurrency", "128", "--num-requests", "300")
+    assert r.exit_code == 0, r.output
+    assert "adp 8" in r.stdout and "ep 8" in r.stdout
+    assert "steady state" in r.stdout and "TPOT" in r.stdout
+
+
+def test_disaggregated_roles() -> None:
+    r = cw(*BASE, "--model", "deepseek-v3", "--gpu", "gb200", "--engine", "trtllm",
+           "--precision", "fp4", "--concurrency", "512", "--num-requests", "300",
+           "--prefill", "workers=1,tp=4", "--decode", "workers=auto,tp=1,adp=8", "--json")
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["deployment"]["mode"] == "disagg"
+    assert d["deployment"]["decode"]["adp"] == 8
+    assert d["deployment"]["decode"]["workers"] >= 1
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--adp", "2"), "--adp: only with --engine"),
+    (("--engine", "tgi"), "--engine: 'tgi' is not one of"),
+    (("--engine", "vllm@3.0"), "--engine: no vllm entry in the catalog covers version"),
+    (("--engine", "vllm", "--tp", "3"), "tp: 3 does not divide"),
+    (("--engine", "vllm", "--moe-ep", "2"), "--moe-ep: llama-3.1-8b is a dense model"),
+    (("--engine", "vllm", "--gemm-quant", "fp5"), "--gemm-quant: 'fp5'"),
+    (("--engine", "vllm", "--prefill", "workers=1,tp=1"), "--prefill/--decode: a "
+     "disaggregated deployment needs both roles"),
+    (("--engine", "vllm", "--prefill", "tp=x", "--decode", "tp=1"), "--prefill: tp='x' is "
+     "not an integer"),
+    (("--engine", "vllm", "--prefill", "gpus=2", "--decode", "tp=1"), "--prefill: 'gpus=2' "
+     "is not key=value"),
+    (("--engine", "vllm", "--prefill", "tp=3", "--decode", "tp=1"), "--prefill: 3 does not "
+     "divide"),
+    (("--engine", "vllm", "--ep", "2"), "--ep: with --engine, give --moe-ep"),
+])
+def test_bad_engine_options_exit_2_naming_the_flag(args: tuple[str, ...], message: str) -> None:
+    r = cw(*BASE, "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--concurrency", "8", *args)
+    assert r.exit_code == 2, r.output
+    assert message in r.stderr.replace("\n", " ")
+    assert "Traceback" not in r.output
+
+
+def test_weights_that_do_not_fit_exit_2() -> None:
+    r = cw(*BASE, "--model", "deepseek-v3", "--gpu", "h100-sxm", "--engine", "sglang",
+           "--tp", "8", "--precision", "fp8", "--concurrency", "8")
+    assert r.exit_code == 2
+    assert "no room for one request's KV cache" in r.stderr.replace("\n", " ")
+
+
+def test_plan_with_an_engine_says_whether_disaggregation_pays() -> None:
+    r = cw("serve", "plan", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "vllm",
+           "--qps", "10", "--input-len", "1024", "--output-len", "128", "--ttft-p99", "2",
+           "--tpot-p99", "0.05", "--json")
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert isinstance(d["disaggregation_pays"], bool)
+    assert d["choice"]["gpus"] >= 1
+    assert "disaggregat" in d["verdict"]
+
+
+def test_plan_with_an_engine_needs_one_gpu() -> None:
+    r = cw("serve", "plan", "--model", "llama-3.1-8b", "--engine", "vllm", "--qps", "10",
+           "--input-len", "1024", "--output-len", "128", "--ttft-p99", "2", "--tpot-p99",
+           "0.05")
+    assert r.exit_code == 2
+    assert "--gpu: with --engine, name one GPU" in r.stderr.replace("\n", " ")
+
+
+def test_speculative_decoding_shortens_tpot() -> None:
+    args = (*BASE, "--model", "deepseek-v3", "--gpu", "gb200", "--engine", "trtllm", "--tp",
+            "8", "--precision", "fp4", "--concurrency", "8", "--steady-only", "--json")
+    plain = json.loads(cw(*args).stdout)
+    spec = cw(*args, "--speculative", "3:0.7:1.3")
+    assert spec.exit_code == 0, spec.output
+    s = json.loads(spec.stdout)
+    assert s["speculative"]["tokens_per_step"] == pytest.approx(1 + 0.7 * (1 - 0.7**3) / 0.3)
+    # Each iteration costs 1.3x and yields 2.2 tokens; prompts come back sooner, so a larger
+    # share of iterations carry a prefill: TPOT falls by less than 1.3 / 2.2.
+    ratio = s["steady_state"]["tpot_mean_s"] / plain["steady_state"]["tpot_mean_s"]
+    assert 0.95 * 1.3 / s["speculative"]["tokens_per_step"] < ratio < 0.75
+    bad = cw(*args, "--speculative", "3:1.7:1.3")
+    assert bad.exit_code == 2 and "--speculative" in bad.stderr

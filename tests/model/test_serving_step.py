@@ -1,0 +1,125 @@
+"""The iteration-time model of a serving deployment (model/serving_step.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from clusterwright.catalog.registry import Catalog, load_catalog
+from clusterwright.catalog.schema import Dtype, ModelArch
+from clusterwright.design.train import net_for, server_for
+from clusterwright.errors import InputError
+from clusterwright.model.serving_step import (
+    DeploymentStep,
+    ServingParallel,
+    kv_bytes_per_token,
+    weight_format,
+)
+
+
+@pytest.fixture(scope="module")
+def cat() -> Catalog:
+    return load_catalog()
+
+
+def step(cat: Catalog, model: str, gpu: str, par: ServingParallel, fmt: str = "bf16",
+         engine: str = "vllm", kv: str = "bf16") -> DeploymentStep:
+    g = cat.gpu(gpu)
+    arch = cat.model(model)
+    net = net_for(cat, g, cat.stack_for_gpu(g.id), server_for(cat, g))
+    f = weight_format(fmt, g)
+    return DeploymentStep(arch, g, cat.serving_engine(engine), net, par, f, f,
+                          kv_bytes_per_token(arch, kv))
+
+
+def test_fp4_weights_run_weight_only_on_a_gpu_without_fp4(cat: Catalog) -> None:
+    assert weight_format("nvfp4", cat.gpu("b200")).compute == Dtype.fp4
+    h100 = weight_format("nvfp4", cat.gpu("h100-sxm"))
+    assert h100.compute == Dtype.bf16
+    assert h100.bytes_per_weight == pytest.approx(0.5625)  # 4 bits + an FP8 scale per 16
+
+
+def test_unknown_or_unsupported_formats_name_the_field(cat: Catalog) -> None:
+    with pytest.raises(InputError, match="gemm_quant_mode: 'fp3'"):
+        weight_format("fp3", cat.gpu("h100-sxm"), "gemm_quant_mode")
+    with pytest.raises(InputError, match="no FP8 tensor cores"):
+        weight_format("fp8", cat.gpu("a100-80gb-sxm"), "moe_quant_mode")
+
+
+def test_layout_checks_name_the_field(cat: Catalog) -> None:
+    ds = cat.model("deepseek-v3")
+    with pytest.raises(InputError, match="prefill_tp: 48 does not divide"):
+        ServingParallel(tp=48).check(ds, "prefill_")
+    with pytest.raises(InputError, match="moe_ep"):
+        ServingParallel(tp=8, adp=1, moe_tp=1, moe_ep=4).check(ds)  # 4 != 8 GPUs
+    with pytest.raises(InputError, match="does not divide the 256 experts"):
+        ServingParallel(tp=1, adp=12, moe_tp=1, moe_ep=12).check(ds)
+    with pytest.raises(InputError, match="dense model"):
+        ServingParallel(tp=2, moe_ep=2).check(cat.model("llama-3.1-70b"))
+    ServingParallel(tp=1, adp=8, moe_tp=1, moe_ep=8).check(ds)
+
+
+def test_small_batch_decode_streams_the_weights(cat: Catalog) -> None:
+    """A decode step at batch 1 is bound by reading the weights once: bytes / (HBM x the
+    engine's efficiency), plus fixed costs that do not scale with the model."""
+    s = step(cat, "llama-3.1-70b", "h100-sxm", ServingParallel(tp=4), "fp8")
+    e = s.engine
+    weights = 70.6e9 / 4  # FP8, one byte a weight, a quarter per GPU
+    bw = cat.gpu("h100-sxm").memory_bandwidth_gbps * 1e9 * e.decode_bandwidth_efficiency
+    t = s.step_s(0, 1, 1000)
+    assert t > weights / bw
+    assert t < weights / bw * 1.25 + e.graph_step_overhead_s + 80 * e.layer_overhead_s + 2e-3
+
+
+def test_decode_time_grows_with_batch_and_context(cat: Catalog) -> None:
+    s = step(cat, "llama-3.1-8b", "h100-sxm", ServingParallel())
+    t1, t64, t256 = (s.step_s(0, b, b * 1500) for b in (1, 64, 256))
+    assert t1 < t64 < t256
+    assert s.step_s(0, 64, 64 * 8000) > s.step_s(0, 64, 64 * 1000)
+
+
+def test_prefill_is_compute_bound_and_near_linear(cat: Catalog) -> None:
+    s = step(cat, "llama-3.1-70b", "b200", ServingParallel(tp=2), "fp8")
+    t4k, t8k = s.step_s(4096, 0, 0), s.step_s(8192, 0, 0)
+    assert 1.7 < t8k / t4k < 2.4  # linear GEMMs plus a quadratic attention share
+
+
+def test_tensor_parallelism_adds_all_reduces(cat: Catalog) -> None:
+    one = step(cat, "llama-3.1-8b", "h100-sxm", ServingParallel(tp=1))
+    two = step(cat, "llama-3.1-8b", "h100-sxm", ServingParallel(tp=2))
+    assert one._comm(64, 32, one._k) == 0.0  # type: ignore[attr-defined]
+    assert two._comm(64, 32, two._k) > 0.0  # type: ignore[attr-defined]
+
+
+def test_sliding_window_layers_cap_attention(cat: Catalog) -> None:
+    """gpt-oss attends only its 128-token window on half its layers: long contexts cost
+    about half of what full attention on every layer would."""
+    arch = cat.model("gpt-oss-120b")
+    full = arch.model_copy(update={"sliding_window": None, "sliding_window_layers": 0})
+    par = ServingParallel(tp=2, moe_tp=2)
+
+    def with_arch(a: ModelArch) -> DeploymentStep:
+        s = step(cat, "gpt-oss-120b", "b200", par, "nvfp4", "trtllm")
+        return DeploymentStep(a, s.gpu, s.engine, s.net, par, s.dense_format, s.moe_format,
+                              s.kv_bytes_per_token)
+
+    banded, dense = with_arch(arch), with_arch(full)
+    assert banded.step_s(0, 64, 64 * 32_000) < 0.8 * dense.step_s(0, 64, 64 * 32_000)
+    assert banded.step_s(0, 64, 64 * 100) == pytest.approx(dense.step_s(0, 64, 64 * 100))
+
+
+def test_attention_dp_routes_every_ranks_tokens_through_the_experts(cat: Catalog) -> None:
+    """With attention DP the MoE layers gather all ranks' tokens, so a rank's step with 8
+    ranks costs more than a lone rank's but far less than 8 times as much."""
+    lone = step(cat, "deepseek-v3", "b200", ServingParallel(tp=8, moe_tp=1, moe_ep=8), "fp8",
+                "sglang", "fp8")
+    dp = step(cat, "deepseek-v3", "b200", ServingParallel(tp=1, adp=8, moe_tp=1, moe_ep=8),
+              "fp8", "sglang", "fp8")
+    t_lone, t_dp = lone.step_s(0, 64, 64 * 1500), dp.step_s(0, 64, 64 * 1500)
+    assert t_lone < t_dp * 8
+
+
+def test_mla_latent_cache_is_not_split_by_tensor_parallelism(cat: Catalog) -> None:
+    a = step(cat, "deepseek-v3", "b200", ServingParallel(tp=8, moe_tp=8), "fp8", "sglang")
+    b = step(cat, "deepseek-v3", "b200", ServingParallel(tp=4, moe_tp=4), "fp8", "sglang")
+    ka, kb = a._k["kv_bytes_read_per_token"], b._k["kv_bytes_read_per_token"]  # type: ignore
+    assert ka == kb

@@ -1,0 +1,141 @@
+"""Deployments on catalog engines: estimate, disaggregation check, plan
+(sim/serving_engine_plan.py, sim/serving_deployment.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from clusterwright.catalog.registry import Catalog, load_catalog
+from clusterwright.errors import InputError
+from clusterwright.sim.serving import Lengths, Workload
+from clusterwright.sim.serving_deployment import DeploymentError, Role, kv_capacity, steady
+from clusterwright.sim.serving_engine_plan import (
+    deployment,
+    engine_of,
+    estimate_engine,
+    layout,
+    plan_engine,
+    validation_regime,
+)
+
+
+@pytest.fixture(scope="module")
+def cat() -> Catalog:
+    return load_catalog()
+
+
+def closed(c: int, isl: int, osl: int, n: int = 300) -> Workload:
+    return Workload(num_requests=n, arrival="closed", concurrency=c,
+                    input_len=Lengths("fixed", isl), output_len=Lengths("fixed", osl))
+
+
+def test_engines_resolve_by_name_and_version(cat: Catalog) -> None:
+    assert engine_of(cat, "trtllm").backend == "trtllm"
+    assert engine_of(cat, "vllm@0.19.0").backend == "vllm"
+    with pytest.raises(InputError, match="engine: 'tgi' is not one of"):
+        engine_of(cat, "tgi")
+    with pytest.raises(InputError, match=r"covers version .9\.9."):
+        engine_of(cat, "sglang@9.9")
+
+
+def test_layouts_default_the_moe_group(cat: Catalog) -> None:
+    ds = cat.model("deepseek-v3")
+    assert layout(ds, tp=8).moe_tp == 8  # TP-style experts without attention DP
+    p = layout(ds, tp=1, adp=8)
+    assert (p.moe_tp, p.moe_ep) == (1, 8)  # expert parallel over the attention-DP group
+    with pytest.raises(InputError, match="moe_ep: 3 does not divide"):
+        layout(ds, tp=8, moe_ep=3)
+    with pytest.raises(InputError, match="dense model"):
+        layout(cat.model("llama-3.1-8b"), tp=2, moe_ep=2)
+
+
+def test_b200_is_served_through_an_engine(cat: Catalog) -> None:
+    arch = cat.model("llama-3.1-70b")
+    dep = deployment(cat, arch, cat.gpu("b200"), engine_of(cat, "vllm"), "fp8",
+                     agg=Role(layout(arch, 2), 1))
+    est = estimate_engine(cat, dep, closed(32, 1024, 512), 1024, 512)
+    d = est.as_dict()
+    assert d["gpus"] == 2 and d["kv_cache"] == "fp8"
+    assert d["steady_state"]["tpot_mean_s"] == pytest.approx(d["tpot_mean_s"], rel=0.25)
+    assert d["validation"]["validated"] is True
+    assert d["validation"]["rows"] > 100
+    assert "disaggregation" in d
+
+
+def test_an_unmeasured_gpu_is_reported_as_not_validated(cat: Catalog) -> None:
+    arch = cat.model("llama-3.1-8b")
+    dep = deployment(cat, arch, cat.gpu("h200-sxm"), engine_of(cat, "sglang"), "bf16",
+                     agg=Role(layout(arch, 1), 1))
+    v = validation_regime(dep)
+    assert v["validated"] is False and "no measured sglang rows on h200-sxm" in v["note"]
+
+
+def test_fp8_kv_cache_doubles_capacity(cat: Catalog) -> None:
+    arch = cat.model("llama-3.1-70b")
+    par = layout(arch, 2)
+    g = cat.gpu("h100-sxm")
+    e = engine_of(cat, "vllm")
+    bf = deployment(cat, arch, g, e, "bf16", agg=Role(par))
+    f8 = deployment(cat, arch, g, e, "fp8", agg=Role(par))
+    assert f8.kv_format == "fp8" and bf.kv_format == "bf16"
+    assert kv_capacity(cat, f8, par, 1024, 1024) > 2 * kv_capacity(cat, bf, par, 1024, 1024)
+
+
+def test_weights_that_do_not_fit_name_the_layout(cat: Catalog) -> None:
+    arch = cat.model("deepseek-v3")
+    dep = deployment(cat, arch, cat.gpu("h100-sxm"), engine_of(cat, "sglang"), "fp8",
+                     agg=Role(layout(arch, 8), 1))
+    with pytest.raises(DeploymentError, match="no room for one request's KV cache"):
+        steady(cat, dep, 8, 1024, 1024)
+
+
+def test_disaggregated_estimate_sizes_open_workers(cat: Catalog) -> None:
+    arch = cat.model("deepseek-v3")
+    par = layout(arch, tp=1, adp=4)
+    dep = deployment(cat, arch, cat.gpu("gb200"), engine_of(cat, "trtllm"), "fp4",
+                     prefill=Role(par, 1), decode=Role(par, None))
+    est = estimate_engine(cat, dep, closed(2048, 1024, 1024, 400), 1024, 1024)
+    d = est.as_dict()
+    assert d["deployment"]["mode"] == "disagg"
+    assert d["deployment"]["decode"]["workers"] >= 1
+    assert any("decode worker" in n for n in d["notes"])
+    assert d["ttft_p99_s"] >= d["ttft_p50_s"] > 0
+
+
+def test_the_disaggregation_check_compares_the_same_gpus(cat: Catalog) -> None:
+    arch = cat.model("llama-3.1-70b")
+    dep = deployment(cat, arch, cat.gpu("h100-sxm"), engine_of(cat, "trtllm"), "fp8",
+                     agg=Role(layout(arch, 2), 4))
+    d = estimate_engine(cat, dep, closed(128, 4096, 256), 4096, 256,
+                        simulate_requests=False).as_dict()
+    dis = d["disaggregation"]
+    assert dis["aggregated"]["gpus"] == 8
+    assert dis["splits_tried"] >= 3
+    if dis.get("best_split"):
+        b = dis["best_split"]
+        gpus = sum(b[k]["workers"] * b[k]["gpus_per_worker"] for k in ("prefill", "decode"))
+        assert gpus == 8
+    assert isinstance(dis["pays"], bool) and dis["reason"]
+
+
+def test_plan_finds_both_modes_and_a_verdict(cat: Catalog) -> None:
+    arch = cat.model("llama-3.1-8b")
+    d = plan_engine(cat, arch, cat.gpu("h100-sxm"), engine_of(cat, "vllm"), 20.0, 1024, 256,
+                    2.0, 0.05, requests=300)
+    assert d["aggregated"] is not None
+    c = d["choice"]
+    assert c["ttft_p99_s"] <= 2.0 and c["tpot_p99_s"] <= 0.05
+    assert c["copies"] * c["requests_per_s_per_copy"] >= 20.0 * 0.999 or c["copies"] > 1
+    assert d["verdict"].startswith(("disaggregation pays", "disaggregation does not pay",
+                                    "no disaggregated", "only a disaggregated"))
+    assert d["disaggregation_pays"] == (
+        d["disaggregated"] is not None and (d["aggregated"] is None
+                                            or d["disaggregated"]["gpus"]
+                                            < d["aggregated"]["gpus"]))
+
+
+def test_plan_with_unreachable_slos_is_an_input_error(cat: Catalog) -> None:
+    arch = cat.model("llama-3.1-70b")
+    with pytest.raises(InputError, match="meets TTFT"):
+        plan_engine(cat, arch, cat.gpu("h100-sxm"), engine_of(cat, "vllm"), 5.0, 1024, 256,
+                    0.001, 0.001, requests=200)

@@ -1,0 +1,130 @@
+"""The closed loop's steady state, solved directly (sim/serving_steady.py)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from clusterwright.catalog.registry import Catalog, load_catalog
+from clusterwright.sim.serving import ClusterConfig, EngineConfig, Lengths, Workload, simulate
+from clusterwright.sim.serving_deployment import Role, pool
+from clusterwright.sim.serving_engine_plan import deployment, layout
+from clusterwright.sim.serving_steady import Pool, aggregated, disaggregated
+
+
+@pytest.fixture(scope="module")
+def cat() -> Catalog:
+    return load_catalog()
+
+
+def agg_pool(cat: Catalog, model: str, gpu: str, engine: str, tp: int, fmt: str, isl: int,
+             osl: int, plain: bool = True) -> Pool:
+    """A pool without the engine's TTFT extras (frontend, clusters, late first token) when
+    ``plain``: what the event simulator models."""
+    e = cat.serving_engine(engine)
+    if plain:
+        e = e.model_copy(update={"frontend_s": 0.0, "arrival_burst": 0.0,
+                                 "first_token_iterations": 0.0})
+    arch = cat.model(model)
+    dep = deployment(cat, arch, cat.gpu(gpu), e, fmt, agg=Role(layout(arch, tp), 1))
+    assert dep.agg is not None
+    return pool(cat, dep, dep.agg.par, 1, isl, osl)
+
+
+def test_littles_law_holds_when_every_client_is_admitted(cat: Catalog) -> None:
+    p = agg_pool(cat, "llama-3.1-8b", "h100-sxm", "vllm", 1, "bf16", 1024, 256)
+    st = aggregated(p, 32, 1024, 256)
+    assert st.slot_wait_s == 0.0
+    in_flight = st.requests_per_s * (st.ttft_s + 255 * st.tpot_s)
+    assert in_flight == pytest.approx(32, rel=0.05)
+
+
+def test_more_clients_mean_slower_tokens_and_more_throughput(cat: Catalog) -> None:
+    p = agg_pool(cat, "llama-3.1-70b", "b200", "trtllm", 2, "fp8", 1024, 1024)
+    a, b = aggregated(p, 8, 1024, 1024), aggregated(p, 64, 1024, 1024)
+    assert b.tpot_s > a.tpot_s
+    assert b.requests_per_s > 3 * a.requests_per_s
+    assert b.decode_batch == pytest.approx(64, rel=0.05)
+
+
+def test_clients_beyond_the_kv_cache_wait_for_a_slot(cat: Catalog) -> None:
+    p = agg_pool(cat, "llama-3.1-70b", "h100-sxm", "trtllm", 2, "fp8", 8192, 1024)
+    fits = p.kv_tokens / (8192 + 1024)
+    st = aggregated(p, int(fits * 2), 8192, 1024)
+    assert st.admitted == pytest.approx(int(fits), abs=1)
+    assert st.slot_wait_s > 10 * st.prefill_s
+
+
+def test_a_request_larger_than_the_cache_is_an_error(cat: Catalog) -> None:
+    p = agg_pool(cat, "llama-3.1-8b", "h100-sxm", "vllm", 1, "bf16", 1024, 256)
+    with pytest.raises(ValueError, match="does not fit"):
+        aggregated(replace(p, kv_tokens=1000.0), 4, 1024, 256)
+
+
+def test_clusters_lengthen_ttft_only(cat: Catalog) -> None:
+    p = agg_pool(cat, "qwen3-32b", "h100-sxm", "sglang", 2, "bf16", 1024, 1024)
+    calm = aggregated(p, 64, 1024, 1024)
+    bursty = aggregated(replace(p, burst=0.3), 64, 1024, 1024)
+    assert bursty.ttft_s > 2 * calm.ttft_s
+    assert bursty.tpot_s == pytest.approx(calm.tpot_s)
+
+
+@pytest.mark.parametrize(("model", "gpu", "engine", "tp", "fmt", "clients", "isl", "osl"), [
+    ("llama-3.1-8b", "h100-sxm", "vllm", 1, "bf16", 32, 1024, 256),
+    ("llama-3.1-70b", "b200", "trtllm", 2, "fp8", 64, 2048, 512),
+    ("qwen3-32b", "h100-sxm", "sglang", 2, "bf16", 128, 1024, 1024),
+])
+def test_agrees_with_the_event_simulator(cat: Catalog, model: str, gpu: str, engine: str,
+                                         tp: int, fmt: str, clients: int, isl: int,
+                                         osl: int) -> None:
+    """The request-level simulator on the same step model and scheduler: TPOT within 20 %,
+    requests/s within 15 %. Its clients all start at once, so prompts come in clusters and
+    its TTFT is longer than the steady state's without the cluster term (``burst`` 0)."""
+    p = agg_pool(cat, model, gpu, engine, tp, fmt, isl, osl)
+    st = aggregated(p, clients, isl, osl)
+    ec = EngineConfig(kv_blocks=int(p.kv_tokens // 16), block_size=16,
+                      max_num_seqs=min(p.max_seqs, p.budget), max_num_batched_tokens=p.budget,
+                      chunked_prefill=p.chunked, admission=p.admission)
+    w = Workload(num_requests=25 * clients, arrival="closed", concurrency=clients,
+                 input_len=Lengths("fixed", isl), output_len=Lengths("fixed", osl))
+    r = simulate(ClusterConfig(engine=ec), w, p.step)
+    warm = 5 * clients
+    tpot = float(np.mean(r.per_request["tpot_s"][warm:]))
+    ttft = float(np.mean(r.per_request["ttft_s"][warm:]))
+    assert st.tpot_s == pytest.approx(tpot, rel=0.2)
+    assert st.requests_per_s == pytest.approx(r.requests_per_s, rel=0.15)
+    assert st.ttft_s <= 1.2 * ttft
+
+
+def test_disaggregated_decode_workers_lower_tpot(cat: Catalog) -> None:
+    arch = cat.model("deepseek-v3")
+    e = cat.serving_engine("trtllm")
+    par = layout(arch, tp=8, moe_ep=8)
+    one = deployment(cat, arch, cat.gpu("b200"), e, "fp4", prefill=Role(par, 1),
+                     decode=Role(par, 1))
+    pre = pool(cat, one, par, 1, 1024, 1024, "prefill.")
+    dec1 = pool(cat, one, par, 1, 1024, 1024, "decode.")
+    dec3 = pool(cat, one, par, 3, 1024, 1024, "decode.")
+    a = disaggregated(pre, dec1, 512, 1024, 1024, 70_000, 50e9)
+    b = disaggregated(pre, dec3, 512, 1024, 1024, 70_000, 50e9)
+    assert b.tpot_s < a.tpot_s
+    assert b.requests_per_s > a.requests_per_s
+    # Little's law over the whole loop.
+    in_flight = b.requests_per_s * (b.ttft_s + 1023 * b.tpot_s)
+    assert in_flight == pytest.approx(512, rel=0.05)
+
+
+def test_disaggregated_prefill_saturates(cat: Catalog) -> None:
+    """One prefill rank facing many fast decode ranks: its queue sets TTFT."""
+    arch = cat.model("llama-3.1-8b")
+    e = cat.serving_engine("trtllm")
+    par = layout(arch, tp=1)
+    dep = deployment(cat, arch, cat.gpu("h100-sxm"), e, "bf16", prefill=Role(par, 1),
+                     decode=Role(par, 8))
+    pre = pool(cat, dep, par, 1, 8192, 64, "prefill.")
+    dec = pool(cat, dep, par, 8, 8192, 64, "decode.")
+    light = disaggregated(pre, dec, 2, 8192, 64, 131_072, 50e9)
+    heavy = disaggregated(pre, dec, 256, 8192, 64, 131_072, 50e9)
+    assert heavy.ttft_s > 10 * light.ttft_s

@@ -1,0 +1,245 @@
+"""Serving against AIConfigurator's measured configurations (validation/serving_silicon.py)
+and its command, ``validate --table serving-silicon``."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from clusterwright.catalog.registry import load_catalog
+from clusterwright.cli.main import app
+from clusterwright.errors import InputError
+from clusterwright.validation import serving_silicon as ss
+from clusterwright.validation.tables import data_dir
+
+runner = CliRunner()
+SHIPPED = data_dir() / ss.FILE
+
+
+def cw(*args: str) -> Result:
+    return runner.invoke(app, list(args), env={"CLUSTERWRIGHT_CATALOG": None})
+
+
+def shipped_rows() -> list[dict[str, str]]:
+    with open(SHIPPED, newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def write(path: Path, rows: list[dict[str, str]], columns: tuple[str, ...] = ss.COLUMNS
+          ) -> Path:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=list(columns), extrasaction="ignore")
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: r.get(k, "") for k in columns})
+    path.write_text(buf.getvalue(), encoding="utf-8")
+    return path
+
+
+def pick(**match: str) -> dict[str, str]:
+    for r in shipped_rows():
+        if all(r[k] == v for k, v in match.items()):
+            return dict(r)
+    raise AssertionError(f"no shipped row matches {match}")
+
+
+AGG = {"model_path": "meta-llama/Llama-3.1-8B-Instruct", "backend": "trtllm", "mode": "agg"}
+MOE = {"model_path": "deepseek-ai/DeepSeek-V3", "mode": "agg", "backend": "sglang"}
+DISAGG = {"model_path": "deepseek-ai/DeepSeek-V3", "mode": "disagg", "backend": "trtllm",
+          "system": "b200_sxm"}
+
+
+# ---------------------------------------------------------------------------- reading
+
+
+def test_the_shipped_file_has_the_documented_columns() -> None:
+    with open(SHIPPED, encoding="utf-8") as fh:
+        assert tuple(fh.readline().strip().split(",")) == ss.COLUMNS
+    assert len(shipped_rows()) == 3130
+
+
+def test_missing_and_extra_columns_name_the_column_on_line_1(tmp_path: Path) -> None:
+    rows = [pick(**AGG)]
+    cols = tuple(c for c in ss.COLUMNS if c != "isl")
+    with pytest.raises(InputError, match=r"line 1: missing column.*isl") as e:
+        ss.read_rows(write(tmp_path / "a.csv", rows, cols))
+    assert e.value.field == "isl"
+    with pytest.raises(InputError, match=r"line 1: unexpected column.*qps"):
+        ss.read_rows(write(tmp_path / "b.csv", rows, (*ss.COLUMNS, "qps")))
+
+
+@pytest.mark.parametrize(("column", "value", "message"), [
+    ("backend", "tgi", "backend: 'tgi' is not one of"),
+    ("backend_version", "7.1", "backend_version: '7.1': no trtllm engine"),
+    ("precision", "fp6", "precision: 'fp6' is not one of"),
+    ("mode", "split", "mode: 'split' is not agg or disagg"),
+    ("isl", "many", "isl: 'many' is not a number"),
+    ("silicon_tpot_ms", "-3", "silicon_tpot_ms: '-3' must be positive"),
+])
+def test_bad_values_name_the_column_and_the_line(column: str, value: str,
+                                                 message: str) -> None:
+    r = pick(**AGG)
+    r[column] = value
+    r["_line"] = "17"
+    with pytest.raises(InputError, match=f"line 17: {message}") as e:
+        ss.resolve(load_catalog(), r)
+    assert e.value.field == column
+
+
+def test_inconsistent_moe_layouts_name_the_column() -> None:
+    cat = load_catalog()
+    r = pick(**MOE)
+    r.update(tp_size="4", attention_dp_size="2", moe_tp_size="1", moe_ep_size="4", _line="9")
+    with pytest.raises(InputError, match="line 9: attention_dp_size: tp 4 x attention-DP 2"):
+        ss.resolve(cat, r)
+    r.update(tp_size="1", attention_dp_size="512", moe_tp_size="1", moe_ep_size="512")
+    with pytest.raises(InputError, match="moe_ep_size: 512 exceeds the 256 experts"):
+        ss.resolve(cat, r)
+
+
+def test_a_disaggregated_row_needs_both_roles() -> None:
+    r = pick(**DISAGG)
+    r["decode_tp_size"] = ""
+    r["_line"] = "40"
+    with pytest.raises(InputError, match="line 40: decode_tp_size: a disaggregated row") as e:
+        ss.resolve(load_catalog(), r)
+    assert e.value.field == "decode_tp_size"
+
+
+# ---------------------------------------------------------------------------- reading rules
+
+
+def test_tp_that_does_not_divide_the_heads_is_read_as_attention_dp() -> None:
+    r = pick(**MOE)
+    r.update(tp_size="48", attention_dp_size="1", moe_tp_size="6", moe_ep_size="8")
+    cfg = ss.resolve(load_catalog(), r)
+    assert cfg.dep.agg is not None
+    par = cfg.dep.agg.par
+    assert (par.tp, par.adp, par.moe_tp, par.moe_ep) == (1, 48, 6, 8)
+    assert "read as attention-DP 48" in cfg.dep.notes[0]
+
+
+def test_missing_worker_counts_are_sized_and_said() -> None:
+    cat = load_catalog()
+    r = pick(**DISAGG)
+    r.update(prefill_num_workers="", decode_num_workers="")
+    cfg = ss.resolve(cat, r)
+    st, note = ss.predict(cat, cfg)
+    assert "worker counts not recorded" in note and "sized" in note
+    assert st.tpot_s > 0
+
+
+def test_concurrency_prefers_the_source_then_the_batch_columns() -> None:
+    r = pick(**AGG)
+    r["silicon_data_source"] = "x; silicon_concurrency=48; y"
+    assert ss.concurrency(r) == 48
+    r.update(silicon_data_source="", batch_size="16", attention_dp_size="4")
+    assert ss.concurrency(r) == 64
+
+
+# ---------------------------------------------------------------------------- the table
+
+
+def test_a_small_file_predicts_every_row(tmp_path: Path) -> None:
+    rows = [pick(**AGG), pick(**MOE), pick(**DISAGG),
+            pick(model_path="openai/gpt-oss-120b", backend="vllm", system="b200_sxm")]
+    res = ss.serving_silicon(write(tmp_path / "s.csv", rows))
+    p = res.payload()
+    assert set(p) == {"total", "covered", "ttft_mape", "tpot_mape", "partitions", "rows"}
+    assert p["total"] == p["covered"] == 4
+    for x in p["rows"]:
+        assert {"id", "ttft_ms", "tpot_ms", "pred_ttft_ms", "pred_tpot_ms", "skipped"} <= set(x)
+        assert x["skipped"] is None and x["pred_ttft_ms"] > 0 and x["pred_tpot_ms"] > 0
+    for q in p["partitions"]:
+        assert set(q) == {"system", "backend", "mode", "n", "ttft_mape", "tpot_mape"}
+    assert res.passed  # no partition reaches 10 rows, so none is held to the target
+
+
+def test_a_row_the_model_cannot_hold_is_not_covered_with_the_reason(tmp_path: Path) -> None:
+    r = pick(model_path="deepseek-ai/DeepSeek-V3", backend="sglang", mode="agg")
+    r.update(tp_size="1", attention_dp_size="1", moe_tp_size="1", moe_ep_size="1",
+             precision="fp8", gemm_quant_mode="fp8", moe_quant_mode="fp8_block")
+    p = ss.serving_silicon(write(tmp_path / "s.csv", [r])).payload()
+    assert p["covered"] == 0
+    assert "no room for one request's KV cache" in p["rows"][0]["skipped"]
+
+
+def test_partitions_of_ten_rows_are_held_to_twenty_percent() -> None:
+    def row(i: int, err: float) -> ss.RowResult:
+        return ss.RowResult(f"r{i}", i, "b200_sxm", "vllm", "agg", 100.0, 10.0,
+                            100.0 * (1 + err), 10.0, None)
+    good = ss.SiliconResult([row(i, 0.1) for i in range(10)])
+    bad = ss.SiliconResult([row(i, 0.3) for i in range(10)])
+    small = ss.SiliconResult([row(i, 0.9) for i in range(9)])
+    assert good.passed and not bad.passed and small.passed
+
+
+# ---------------------------------------------------------------------------- command
+
+
+def test_cli_bad_file_exits_2_naming_the_column_and_line(tmp_path: Path) -> None:
+    r = pick(**AGG)
+    r["precision"] = "fp6"
+    res = cw("validate", "--table", "serving-silicon", "--data",
+             str(write(tmp_path / "bad.csv", [pick(**MOE), r])))
+    assert res.exit_code == 2
+    assert "line 3: precision: 'fp6'" in res.stderr
+    res = cw("validate", "--table", "serving-silicon", "--data", str(tmp_path / "none.csv"))
+    assert res.exit_code == 2 and "--data" in res.stderr
+    res = cw("validate", "--table", "memory", "--data", str(tmp_path / "bad.csv"))
+    assert res.exit_code == 2 and "only with --table serving-silicon" in res.stderr
+
+
+def test_cli_json_on_a_small_file(tmp_path: Path) -> None:
+    res = cw("validate", "--table", "serving-silicon", "--json", "--data",
+             str(write(tmp_path / "s.csv", [pick(**AGG), pick(**MOE)])))
+    assert res.exit_code == 0, res.output
+    p: dict[str, Any] = json.loads(res.stdout)
+    assert p["total"] == 2 and p["covered"] == 2
+
+
+@pytest.mark.slow
+def test_the_shipped_table() -> None:
+    """Coverage at least 95 %; the exit code says whether every partition of 10+ rows is
+    within 20 % on both metrics."""
+    res = cw("validate", "--table", "serving-silicon", "--json")
+    assert res.exit_code in (0, 1), res.output
+    p = json.loads(res.stdout)
+    assert p["total"] == 3130
+    assert p["covered"] >= 0.95 * p["total"]
+    held = [q for q in p["partitions"] if q["n"] >= ss.PARTITION_MIN]
+    ok = all(q["ttft_mape"] <= ss.TARGET and q["tpot_mape"] <= ss.TARGET for q in held)
+    assert res.exit_code == (0 if ok else 1)
+    assert all(x["skipped"] for x in p["rows"] if x["pred_ttft_ms"] is None)
+
+
+@pytest.mark.slow
+def test_engine_regimes_in_the_catalog_match_the_model() -> None:
+    """Each engine's ``validated`` list is what the model scores now
+    (``scripts/calibrate_serving_engines.py --regimes --write`` regenerates it)."""
+    import importlib.util
+    import sys
+
+    path = Path(__file__).resolve().parents[2] / "scripts" / "calibrate_serving_engines.py"
+    spec = importlib.util.spec_from_file_location("calibrate_serving_engines", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    cat = load_catalog()
+    now = mod.regimes(cat)
+    for e in cat.all("serving_engines"):
+        stored = {(v.gpu, v.mode): (v.rows, v.ttft_mape, v.tpot_mape) for v in e.validated}
+        fresh = {(v["gpu"], v["mode"]): (v["rows"], v["ttft_mape"], v["tpot_mape"])
+                 for v in now.get(e.id, [])}
+        assert stored.keys() == fresh.keys(), e.id
+        for k, (n, t, p) in fresh.items():
+            assert stored[k][0] == n, (e.id, k)
+            assert stored[k][1] == pytest.approx(t, abs=0.002), (e.id, k)
+            assert stored[k][2] == pytest.approx(p, abs=0.002), (e.id, k)
