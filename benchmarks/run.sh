@@ -25,6 +25,7 @@ cd "$repo"
 "$venv/bin/python" benchmarks/fabric_speed.py
 "$venv/bin/python" benchmarks/netsim_speed.py
 "$venv/bin/python" benchmarks/serving_speed.py
+"$venv/bin/python" benchmarks/serving_engine_speed.py
 "$venv/bin/python" benchmarks/cluster_speed.py
 "$venv/bin/python" benchmarks/plan_speed.py
 # The web workbench under load: `clusterwright web` in a subprocess, requests from this one.

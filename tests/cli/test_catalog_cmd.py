@@ -172,3 +172,12 @@ def test_unknown_id_far_from_everything_has_no_suggestion() -> None:
     err = user_error(cw("catalog", "show", "zzzzqqqq"))
     assert "zzzzqqqq" in err
     assert "did you mean" not in err
+
+
+def test_list_serving_engines_with_their_validated_regimes() -> None:
+    r = runner.invoke(app, ["catalog", "list", "engines", "--json"],
+                      env={"CLUSTERWRIGHT_CATALOG": None})
+    assert r.exit_code == 0, r.output
+    entries = json.loads(r.stdout)["entries"]
+    assert {e["id"] for e in entries} >= {"trtllm", "vllm", "sglang"}
+    assert all(e["validated"] and e["calibration"] and e["source"] for e in entries)

@@ -676,6 +676,8 @@ class ServingEngine(_Entry):
     # The budget on GPUs with at least 160 GB (SGLang picks a larger chunk there); None: same
     max_num_batched_tokens_160gb: PositiveInt | None = None
     chunked_prefill: bool  # prompts split over iterations within the token budget
+    # The budget is the whole attention-DP group's, split over its ranks (SGLang)
+    adp_divides_budget: bool = False
     max_batch: PositiveInt  # requests one data-parallel rank runs at once
     admission: Literal["evict", "reserve"]  # vLLM/SGLang admit and preempt; TRT-LLM reserves
     kv_memory_rule: Literal["total", "free"]  # fraction of all memory, or of what is left

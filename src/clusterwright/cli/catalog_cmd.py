@@ -23,6 +23,7 @@ KINDS: dict[str, tuple[str, ...]] = {
     "models": ("models",),
     "clouds": ("clouds",),
     "stacks": ("stacks",),
+    "engines": ("serving_engines",),
     "failures": ("failure_modes",),
 }
 
@@ -98,6 +99,16 @@ COLUMNS: dict[str, list[tuple[str, Any]]] = {
         ("GEMM plateau", lambda e: f"{e.gemm_efficiency[-1][1]:.0%}"),
         ("flash", lambda e: "yes" if e.flash_attention else "no"),
         ("overlap tp/dp/pp", lambda e: f"{e.tp_overlap:g}/{e.dp_overlap:g}/{e.pp_overlap:g}"),
+    ],
+    "serving_engines": [
+        ("id", lambda e: e.id),
+        ("versions", lambda e: ", ".join(v or "any" for v in e.versions)),
+        ("budget", lambda e: f"{e.max_num_batched_tokens:,}"),
+        ("chunked", lambda e: "yes" if e.chunked_prefill else "no"),
+        ("KV", lambda e: f"{e.admission}, {e.kv_memory_fraction:g} of {e.kv_memory_rule}"),
+        ("validated (GPU mode: TTFT/TPOT MAPE)",
+         lambda e: "; ".join(f"{v.gpu} {v.mode}: {v.ttft_mape:.0%}/{v.tpot_mape:.0%}"
+                             for v in e.validated) or "-"),
     ],
     "clouds": [
         ("id", lambda e: e.id),

@@ -172,7 +172,11 @@ def pool(cat: Catalog, dep: Deployment, par: ServingParallel, workers: int, isl:
             f"({weight_bytes(dep, par) / GB:.0f} GB of weights per GPU)",
             field=field_prefix + "tp")
     e = dep.engine
-    return Pool(step=step, ranks=par.adp * workers, budget=token_budget(e, dep.gpu),
+    budget = token_budget(e, dep.gpu)
+    if e.adp_divides_budget and par.adp > 1:
+        # SGLang splits its chunked-prefill size over the attention-DP ranks.
+        budget = max(1, budget // par.adp)
+    return Pool(step=step, ranks=par.adp * workers, budget=budget,
                 chunked=e.chunked_prefill, admission=e.admission, kv_tokens=kv,
                 max_seqs=e.max_batch, frontend_s=e.frontend_s, burst=e.arrival_burst,
                 first_token_iterations=e.first_token_iterations,

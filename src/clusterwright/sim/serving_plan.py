@@ -229,7 +229,8 @@ def replica(cat: Catalog, model_id: str | ModelArch, gpu_id: str, tp: int = 1, p
     if stack is None:
         raise InputError(
             f"--gpu: {gpu.id} has no serving calibration in the catalog (a stack covering it "
-            "needs a `serving:` block in stacks.yaml)")
+            "needs a `serving:` block in stacks.yaml); --engine trtllm|vllm|sglang models it "
+            "with a catalog serving engine")
     srv = cat.server(server) if server else None
     if srv is not None and srv.gpu != gpu.id:
         raise InputError(f"--server: {srv.id} holds {srv.gpu}, not {gpu.id}")
@@ -642,7 +643,8 @@ def plan(cat: Catalog, model: str | ModelArch, qps: float, input_len: int, outpu
         gpus = [cat.gpu(gpu)]
         if serving_stack(cat, gpu) is None:
             raise InputError(f"--gpu: {gpu} has no serving calibration in the catalog (a stack "
-                             "covering it needs a `serving:` block in stacks.yaml)")
+                             "covering it needs a `serving:` block in stacks.yaml); --engine "
+                             "trtllm|vllm|sglang plans it with a catalog serving engine")
     rejected: Counter[str] = Counter()
     errors: list[str] = []
     raw: list[str] = []

@@ -129,6 +129,10 @@ def aggregated(pool: Pool, clients: float, isl: int, osl: int) -> SteadyState:
     c = pool.spec_cost if d >= 0.5 else 1.0
     t_with = pool.step.step_s(chunk, round(d), kv_dec, pairs) * c
     t_without = pool.step.step_s(0, round(d), kv_dec) * c if d >= 0.5 else 0.0
+    # Attention-DP ranks run their MoE layers in lock-step, but the engines align the ranks'
+    # prefills into the same iterations (SGLang schedules prefill for the whole DP group,
+    # TensorRT-LLM's attention-DP balancing holds prompts for it), so a rank's share of
+    # prefill iterations stands for the group's.
     t_iter = f * t_with + (1.0 - f) * t_without
     if t_iter <= 0:
         t_iter = t_with
