@@ -61,6 +61,8 @@ def request(conn: http.client.HTTPConnection, method: str, path: str,
             form: dict[str, str] | None = None) -> Reply:
     body = urllib.parse.urlencode(form).encode() if form is not None else None
     headers = {"Content-Type": "application/x-www-form-urlencoded"} if form is not None else {}
+    # The server refuses a write without a same-site Origin (or Referer), as a browser sends.
+    headers["Origin"] = f"http://{conn.host}:{conn.port}"
     conn.request(method, path, body=body, headers=headers)
     r = conn.getresponse()
     data = r.read()

@@ -323,7 +323,7 @@ def run_case(case: Case) -> dict[str, Any]:
         "slowdown_vs_solo": max(d.get("slowdown_vs_solo", [1.0])),
         "max_link_utilization": d["max_link_utilization"],
         "flows": d["flows"],
-        "wall_s": d["sim_wall_s"] + d["build_wall_s"],
+        "wall_s": d["timings"]["sim_wall_s"] + d["timings"]["build_wall_s"],
     }
 
 

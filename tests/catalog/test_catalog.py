@@ -497,3 +497,52 @@ def test_gb300_nvl72_matches_the_nvidia_rack_figures(catalog: Catalog) -> None:
     assert g.scale_up.bandwidth_gbps_per_direction * 2 * 72 == pytest.approx(130_000, rel=0.01)
     assert g.peak_tflops["fp4"] > catalog.gpu("gb200").peak_tflops["fp4"]
 
+
+
+# ------------------------------------------------------------- the input boundary (#19)
+
+
+@pytest.mark.parametrize(("mem", "message"), [
+    ("true", "not the boolean true"),
+    ('"96"', "not the string '96'"),
+    (".inf", "finite number"),
+    (".nan", ""),
+])
+def test_catalog_numbers_are_strict_and_finite(tmp_path: Path, mem: str, message: str) -> None:
+    text = "gpus:" + GPU_ENTRY.format(id="bad-gpu", mem=mem)
+    with pytest.raises(CatalogError) as exc:
+        load_catalog([_write(tmp_path / "b.yaml", text)], env={})
+    assert "gpus[0].memory_gb (line 6)" in str(exc.value)
+    assert message in str(exc.value)
+
+
+def test_catalog_exponent_floats_are_numbers(tmp_path: Path) -> None:
+    text = "gpus:" + GPU_ENTRY.format(id="e-gpu", mem="9.6e1")
+    assert load_catalog([_write(tmp_path / "e.yaml", text)], env={}).gpu("e-gpu").memory_gb == 96
+
+
+def test_catalog_flags_are_strict_booleans(tmp_path: Path) -> None:
+    text = "gpus:" + GPU_ENTRY.format(id="h100-sxm", mem=96) + '    override: "yes"\n'
+    with pytest.raises(CatalogError, match=r"gpus\[0\]\.override: must be true or false"):
+        load_catalog([_write(tmp_path / "o.yaml", text)], env={})
+
+
+def test_a_device_as_catalog_file_is_a_catalog_error() -> None:
+    if not Path("/dev/zero").exists():
+        pytest.skip("no /dev/zero")
+    with pytest.raises(CatalogError, match="/dev/zero: cannot read: not a regular file"):
+        load_catalog(["/dev/zero"], env={})
+
+
+def test_an_alias_bomb_in_a_catalog_file_is_a_catalog_error(tmp_path: Path) -> None:
+    from tests.spec.test_yamlio import BOMB
+
+    with pytest.raises(CatalogError, match="aliases expand"):
+        load_catalog([_write(tmp_path / "bomb.yaml", BOMB)], env={})
+
+
+def test_a_model_file_goes_through_the_bounded_loader(tmp_path: Path) -> None:
+    from clusterwright.catalog.registry import load_model_file
+
+    with pytest.raises(CatalogError, match="cannot read: a directory"):
+        load_model_file(tmp_path)

@@ -317,3 +317,93 @@ workloads:
     good = cw("check", str(scenario(tmp_path, text.replace("      hiden: 3\n", ""))), "--json")
     assert good.exit_code == 0, good.output
     assert json.loads(good.stdout)["workloads"][0]["model"] == "tiny"
+
+
+# ------------------------------------------------------------- the input boundary (#19)
+
+
+@pytest.mark.parametrize("special", ["/dev/zero", "/dev/null"])
+def test_a_device_is_refused_without_reading_it(special: str) -> None:
+    if not Path(special).exists():
+        pytest.skip(f"no {special}")
+    err = user_error(cw("check", special))
+    assert f"{special}: cannot read: not a regular file" in err
+
+
+def test_a_device_as_catalog_file_is_refused(tmp_path: Path) -> None:
+    if not Path("/dev/zero").exists():
+        pytest.skip("no /dev/zero")
+    err = user_error(cw("--catalog", "/dev/zero", "check", str(scenario(tmp_path, BASE))))
+    assert "/dev/zero: cannot read: not a regular file" in err
+
+
+def test_a_yaml_alias_bomb_is_a_user_error(tmp_path: Path) -> None:
+    from tests.spec.test_yamlio import BOMB
+
+    err = check_error(tmp_path, BOMB)
+    assert "aliases expand to more than 100,000 values" in err
+
+
+def test_deeply_nested_braces_are_a_user_error(tmp_path: Path) -> None:
+    err = check_error(tmp_path, "{" * 5000 + "}" * 5000)
+    assert "nest" in err and names_line(err, 1)
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    (".inf", "finite number"),
+    ("true", "not the boolean true"),
+    ('"10"', "not the string '10'"),
+])
+def test_qps_that_is_not_a_finite_number_names_the_field_and_line(
+        tmp_path: Path, value: str, message: str) -> None:
+    err = check_error(tmp_path, BASE.replace("qps: 10", f"qps: {value}"))
+    assert "workloads[0].qps (line 6)" in err
+    assert message in err
+    assert "--qps" not in err
+
+
+@pytest.mark.parametrize("name", ["[a, b]", "{a: 1}"])
+def test_a_workload_name_that_is_not_a_string_is_a_user_error(tmp_path: Path,
+                                                             name: str) -> None:
+    err = check_error(tmp_path, BASE.replace('name: "chat"', f"name: {name}"))
+    assert "workloads[0].name (line 4): must be a string" in err
+
+
+def test_a_server_whose_gpu_is_not_listed_is_refused(tmp_path: Path) -> None:
+    err = check_error(tmp_path, BASE + '  servers: ["dgx-b200"]\n')
+    assert "constraints.servers[0]" in err and names_line(err, 12)
+    assert "'dgx-b200' carries 'b200', which is not in constraints.gpus" in err
+
+
+def test_a_listed_gpu_no_listed_server_carries_is_refused(tmp_path: Path) -> None:
+    text = BASE.replace('["h100-sxm"]', '["h100-sxm", "b200"]') + '  servers: ["dgx-h100"]\n'
+    err = check_error(tmp_path, text)
+    assert "constraints.gpus[1]" in err and names_line(err, 11)
+    assert "no server in constraints.servers ('dgx-h100') carries 'b200'" in err
+
+
+def test_matching_gpus_and_servers_pass(tmp_path: Path) -> None:
+    r = cw("check", str(scenario(tmp_path, BASE + '  servers: ["dgx-h100", "hgx-h100"]\n')),
+           "--json")
+    assert r.exit_code == 0, r.output
+
+
+def test_a_request_longer_than_the_model_context_is_refused(tmp_path: Path) -> None:
+    err = check_error(tmp_path, BASE.replace("input_len: 512", "input_len: 200000"))
+    assert "workloads[0].input_len (line 7)" in err
+    assert "131,072-token context of llama-3.1-8b" in err
+
+
+def test_an_e2e_slo_is_accepted_and_reported(tmp_path: Path) -> None:
+    text = BASE.replace("tpot_p99_s: 0.05}", "tpot_p99_s: 0.05, e2e_p99_s: 10}")
+    r = cw("check", str(scenario(tmp_path, text)), "--json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["workloads"][0]["slo"]["e2e_p99_s"] == 10.0
+
+
+def test_exponent_floats_are_numbers_and_quoted_ones_are_not(tmp_path: Path) -> None:
+    text = BASE.replace("qps: 10", "qps: 1e2")
+    r = cw("check", str(scenario(tmp_path, text)), "--json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["workloads"][0]["qps"] == 100.0
+    assert "not the string '1e2'" in check_error(tmp_path, BASE.replace("qps: 10", "qps: '1e2'"))

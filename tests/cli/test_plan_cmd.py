@@ -4,15 +4,24 @@ exit 2 naming the field and line for a bad scenario, refusal of a non-empty --ou
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner, Result
 
 from clusterwright.cli.main import app
+from clusterwright.ownership import temp_prefix
 from tests.cli.helpers import json_ok, user_error
 
 runner = CliRunner()
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "training-1k-h100" / "scenario.yaml"
 
 GOOD = """\
 name: "small"
@@ -128,3 +137,73 @@ def test_fixed_layout_is_planned_as_given(tmp_path: Path) -> None:
     assert (w["layout"]["tp"], w["layout"]["pp"], w["layout"]["dp"], w["layout"]["zero"]) == (
         4, 2, 4, 1)
     assert w["confidence"]["band"] > 0 and w["production"]["ettr"] < 1
+
+
+def _temps(parent: Path, name: str) -> list[str]:
+    return sorted(p.name for p in parent.iterdir() if p.name.startswith(f".{name}."))
+
+
+def test_out_removes_temp_dirs_of_dead_writers_and_keeps_live_ones(tmp_path: Path) -> None:
+    # A writer that has ended (as if killed inside the atomic write) left a temp sibling.
+    code = ("import sys, tempfile; from clusterwright.ownership import temp_prefix; "
+            "tempfile.mkdtemp(prefix=temp_prefix('out'), dir=sys.argv[1])")
+    subprocess.run([sys.executable, "-c", code, str(tmp_path)], check=True)
+    dead = _temps(tmp_path, "out")
+    assert len(dead) == 1 and f"-{os.getpid()}-" not in dead[0]
+    # One of a writer still running (this process), one of another host, and the user's own.
+    live = Path(tempfile.mkdtemp(prefix=temp_prefix("out"), dir=tmp_path)).name
+    tag = live[len(".out.tmp-"):][:8]  # this host's
+    other = "0" * 8 if tag != "0" * 8 else "1" * 8
+    other_host = dead[0].replace(f".tmp-{tag}-", f".tmp-{other}-")  # its pid is not ours to judge
+    assert other_host != dead[0]
+    (tmp_path / other_host).mkdir()
+    (tmp_path / ".out.notes").mkdir()
+    json_ok(cw("plan", scenario(tmp_path), "--out", str(tmp_path / "out"), "--json"))
+    assert (tmp_path / "out" / "blueprint.json").is_file()
+    assert _temps(tmp_path, "out") == sorted([live, other_host, ".out.notes"])
+
+
+# Runs `clusterwright plan` with a report writer that stalls after its first bytes, so the
+# kill lands while the temporary directory is half written, every time.
+STALLED_PLAN = """\
+import sys, time
+import clusterwright.export.blueprint as blueprint
+
+def stalled(data, path):
+    path.write_text("<html>half")
+    print("stalled", flush=True)
+    time.sleep(3600)
+
+blueprint._report_renderer = lambda: stalled
+from clusterwright.cli.main import app
+app(sys.argv[1:], prog_name="clusterwright")
+"""
+
+
+@pytest.mark.slow
+def test_a_killed_plan_leaves_no_hidden_temp_dir_after_the_next_plan(tmp_path: Path) -> None:
+    out = tmp_path / "D"
+    env = {k: v for k, v in os.environ.items() if k != "CLUSTERWRIGHT_CATALOG"}
+    child = subprocess.Popen(
+        [sys.executable, "-c", STALLED_PLAN, "plan", str(EXAMPLE), "--out", str(out), "--json"],
+        stdout=subprocess.PIPE, env=env, cwd=ROOT)
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == b"stalled", "the plan ended before writing"
+        [half] = _temps(tmp_path, "D")
+        assert (tmp_path / half / "blueprint.json").is_file()
+        # A second plan while the first still runs must leave the first one's directory.
+        json_ok(cw("plan", str(EXAMPLE), "--out", str(out), "--json"))
+        assert _temps(tmp_path, "D") == [half]
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        if child.stdout is not None:
+            child.stdout.close()
+    assert _temps(tmp_path, "D") == [half]  # kill -9: nothing could clean up
+    json_ok(cw("plan", str(EXAMPLE), "--out", str(out), "--force", "--json"))
+    assert _temps(tmp_path, "D") == []
+    assert (out / "blueprint.json").is_file() and (out / "report.html").is_file()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from typer.testing import CliRunner, Result
 from clusterwright.cli.main import app
 from clusterwright.store import SCHEMA_VERSION, Store
 from tests.cli.helpers import json_ok, user_error
+from tests.store.workers import Holder
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVE = ROOT / "examples" / "serve-llama3-70b.yaml"
@@ -56,7 +58,7 @@ def test_list_json_newest_first(db: Path) -> None:
     r1 = d["runs"][1]
     assert (r1["scenario_name"], r1["scenario_revision"], r1["status"]) == ("alpha", 1, "done")
     assert r1["metrics"]["gpus"] == 64
-    assert r1["artifacts_dir"] == str(db.parent / "runs" / "1")
+    assert r1["artifacts_dir"] == str(db.parent / "cw.db.runs" / "1")
     assert d["runs"][0]["message"] == "boom"
     assert "blueprint" not in r1
 
@@ -102,14 +104,14 @@ def test_delete_asks_and_no_keeps_the_run(db: Path) -> None:
     r = cw("delete", "1", db=db, input="n\n")
     assert r.exit_code == 1
     assert "Delete run 1 of 'alpha'" in r.stderr
-    assert (db.parent / "runs" / "1" / "report.html").exists()
+    assert (db.parent / "cw.db.runs" / "1" / "report.html").exists()
     assert json_ok(cw("show", "1", "--json", db=db))["id"] == 1
 
 
 def test_delete_yes_after_prompt_removes_run_and_dir(db: Path) -> None:
     r = cw("delete", "1", db=db, input="y\n")
     assert r.exit_code == 0, r.output
-    assert not (db.parent / "runs" / "1").exists()
+    assert not (db.parent / "cw.db.runs" / "1").exists()
     assert [x["id"] for x in json_ok(cw("list", "--json", db=db))["runs"]] == [2]
 
 
@@ -176,7 +178,7 @@ def test_plan_records_a_finished_run_with_artifacts(tmp_path: Path) -> None:
     assert run["status"] == "done" and run["scenario_id"] == sid
     assert run["metrics"]["feasible"] is True and run["metrics"]["gpus"] >= 1
     out = Path(run["artifacts_dir"])
-    assert out == db.parent / "runs" / str(run["id"])
+    assert out == db.parent / "cw.db.runs" / str(run["id"])
     assert (out / "blueprint.json").is_file() and (out / "report.html").is_file()
     # The stored blueprint is the one written to disk.
     with Store(db) as s:
@@ -196,3 +198,44 @@ def test_plan_of_an_invalid_saved_scenario_exits_2_naming_the_line(tmp_path: Pat
     assert f"scenario id {sc.id}" in err and "line 3" in err
     with Store(db) as s:
         assert s.list_runs() == []  # refused before a run was recorded
+
+
+@pytest.fixture
+def holders() -> Iterator[list[Holder]]:
+    made: list[Holder] = []
+    yield made
+    for h in made:
+        h.close()
+
+
+@pytest.mark.slow
+def test_list_and_show_fail_a_run_whose_owner_was_killed(tmp_path: Path,
+                                                         holders: list[Holder]) -> None:
+    db = tmp_path / "cw.db"
+    with Store(db) as s:
+        sid = s.save_scenario("s", "name: s\n").id
+    holders.append(h := Holder(db, sid))
+    assert json_ok(cw("show", str(h.run_id), "--json", db=db))["status"] == "running"
+    h.kill()  # as `kill -9` on a `runs plan`
+    run = json_ok(cw("list", "--json", db=db))["runs"][0]
+    assert (run["id"], run["status"], run["owner_pid"]) == (h.run_id, "failed", h.pid)
+    assert run["message"] == f"interrupted: owner process {h.pid} is gone"
+    shown = cw("show", str(h.run_id), db=db)
+    assert shown.exit_code == 0 and "interrupted: owner process" in shown.stdout
+
+
+@pytest.mark.slow
+def test_list_leaves_a_run_with_a_live_owner_running(tmp_path: Path,
+                                                     holders: list[Holder]) -> None:
+    db = tmp_path / "cw.db"
+    with Store(db) as s:
+        sid = s.save_scenario("s", "name: s\n").id
+    holders.append(h := Holder(db, sid))
+    for _ in range(2):  # reading twice changes nothing
+        run = json_ok(cw("list", "--json", db=db))["runs"][0]
+        assert (run["status"], run["owner_pid"], run["message"]) == ("running", h.pid, None)
+        assert run["heartbeat_at"] is not None
+    table = cw("show", str(h.run_id), db=db).stdout
+    assert "running" in table and f"pid {h.pid}" in table
+    h.finish()
+    assert json_ok(cw("show", str(h.run_id), "--json", db=db))["status"] == "done"

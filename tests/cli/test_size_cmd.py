@@ -332,7 +332,9 @@ def test_model_yaml_file_is_sized_like_a_catalog_model(tmp_path: Path) -> None:
     assert d["weights_gb"] == pytest.approx(2 * d["params"] / 1e9)
     serve = size_json("--model", str(f))
     assert serve["params"] == d["params"]
-    assert serve["kv_cache_gb"] == pytest.approx(2 * 12 * 768 * 2 * 2048 / 1e9)
+    # Sized at its own 1,024-token context: the default 2,048 would exceed it.
+    assert serve["context"] == 1024
+    assert serve["kv_cache_gb"] == pytest.approx(2 * 12 * 768 * 2 * 1024 / 1e9)
 
 
 def test_model_yaml_file_may_wrap_one_entry_in_models(tmp_path: Path) -> None:

@@ -149,3 +149,26 @@ def test_ray_backend_starts_and_stops_its_own_instance(
     assert not ray.is_initialized()  # shut down after the sweep
     assert signal.getsignal(signal.SIGTERM) is sigterm  # and the process's handler is back
     assert _rows(out) == _rows(local_run[1])
+
+
+# ------------------------------------------------------------- the input boundary (#19)
+
+
+def test_more_workers_than_the_cap_is_refused(tmp_path: Path) -> None:
+    err = user_error(cw("sweep", str(write(tmp_path, TWO)), "--out", str(tmp_path / "o"),
+                        "--workers", "100000"))
+    assert "--workers: must be in 1..1,024" in err
+
+
+def test_a_range_of_1e11_steps_is_a_user_error(tmp_path: Path) -> None:
+    f = write(tmp_path, "variables:\n  workloads.chat.qps: {min: 1, max: 100, steps: 1e11}\n")
+    err = user_error(cw("sweep", str(f), "--out", str(tmp_path / "o"), "--json"))
+    assert "variables.workloads.chat.qps.steps (line 3)" in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_device_as_sweep_file_is_a_user_error(tmp_path: Path) -> None:
+    if not Path("/dev/zero").exists():
+        pytest.skip("no /dev/zero")
+    err = user_error(cw("sweep", "/dev/zero", "--out", str(tmp_path / "o")))
+    assert "/dev/zero: cannot read: not a regular file" in err

@@ -1,5 +1,6 @@
-"""`clusterwright web`: loopback by default, a warning for any other address, uvicorn given
-the app; bad flags exit 2 naming the flag."""
+"""`clusterwright web`: loopback by default; any other address, every interface above all, only
+with --allow-remote (and a warning); the Host names the app answers to; uvicorn given the app;
+bad flags exit 2 naming the flag."""
 
 from __future__ import annotations
 
@@ -56,13 +57,57 @@ def test_binds_loopback_by_default_without_a_warning(served: dict[str, Any],
     assert served["app"].state.web.store.path == tmp_path / "w.db"
 
 
-def test_a_non_loopback_host_is_warned_about(served: dict[str, Any], tmp_path: Path) -> None:
-    r = runner.invoke(app, ["web", "--host", "0.0.0.0", "--port", str(_free_port()),
-                            "--db", str(tmp_path / "w.db")])
+@pytest.mark.parametrize("host", ["", "0.0.0.0", "::", "[::]", "192.168.1.5", "example.org"])
+def test_a_non_loopback_host_needs_allow_remote(served: dict[str, Any], tmp_path: Path,
+                                                host: str) -> None:
+    err = user_error(runner.invoke(app, ["web", "--host", host, "--port", str(_free_port()),
+                                         "--db", str(tmp_path / "w.db")]))
+    assert f"--host {host!r}" in err and "--allow-remote" in err
+    assert ("every network interface" in err) == (host in ("", "0.0.0.0", "::", "[::]"))
+    assert served == {}
+    assert not (tmp_path / "w.db").exists()  # refused before anything was opened
+
+
+def test_every_interface_with_allow_remote_is_warned_about(served: dict[str, Any],
+                                                           tmp_path: Path) -> None:
+    r = runner.invoke(app, ["web", "--host", "0.0.0.0", "--allow-remote", "--port",
+                            str(_free_port()), "--db", str(tmp_path / "w.db")])
     assert r.exit_code == 0, r.output
-    assert "warning:" in r.stderr and "not a loopback address" in r.stderr
+    assert "warning:" in r.stderr and "there is no login" in r.stderr
+    assert "--allowed-host" in r.stderr  # how other machines get in
     assert r.stdout == ""
     assert served["host"] == "0.0.0.0"
+    # A wildcard is no Host a client sends: only the loopback names are answered.
+    assert served["app"].state.web.config.allowed_hosts == {"localhost", "127.0.0.1", "[::1]"}
+
+
+def test_the_bound_address_and_allowed_hosts_are_answered(served: dict[str, Any],
+                                                          tmp_path: Path) -> None:
+    r = runner.invoke(app, ["web", "--host", "127.0.0.2", "--allowed-host", "wb.example",
+                            "--allowed-host", "::1", "--port", str(_free_port()),
+                            "--db", str(tmp_path / "w.db")])
+    assert r.exit_code == 0, r.output
+    assert "warning" not in r.stderr
+    assert served["app"].state.web.config.allowed_hosts == {
+        "localhost", "127.0.0.1", "[::1]", "127.0.0.2", "wb.example"}
+    assert "answers to Host: 127.0.0.1, 127.0.0.2, [::1], localhost, wb.example" in " ".join(
+        r.stderr.split())
+
+
+@pytest.mark.parametrize("value", ["", "wb.example:8000", "*", "http://wb.example", "a b"])
+def test_a_bad_allowed_host_exits_2(served: dict[str, Any], value: str) -> None:
+    err = user_error(runner.invoke(app, ["web", "--allowed-host", value,
+                                         "--port", str(_free_port())]))
+    assert "--allowed-host" in err
+    assert served == {}
+
+
+def test_help_explains_the_host_rules() -> None:
+    r = runner.invoke(app, ["web", "--help"], env={"COLUMNS": "200"})
+    assert r.exit_code == 0
+    for words in ("--allow-remote", "--allowed-host", "loopback", "Host header",
+                  "Origin or Referer"):
+        assert words in r.stdout, words
 
 
 def test_bad_flags_exit_2(served: dict[str, Any], tmp_path: Path) -> None:

@@ -432,3 +432,11 @@ def test_frontend_leaf_uplinks_carry_the_per_node_reads(h100_64: Fabric) -> None
     up = Counter(lk.a for lk in h100_64.links_in("fe-leaf-spine"))
     assert set(up.values()) == {fsh.leaf.up}
     assert h100_64.count("fe-spine") >= 2
+
+
+def test_more_scalable_units_than_the_numbering_holds_are_refused(catalog: Catalog) -> None:
+    # 65,536 DGX H100 in units of 64 are 1,024 units; unit 1,000 took a storage unit's name
+    # and the physical plan failed with a KeyError.
+    with pytest.raises(FabricError, match="at most 999") as info:
+        design_fabric(FabricRequest(server="dgx-h100", nodes=65_536), catalog)
+    assert info.value.field == "nodes"

@@ -255,3 +255,14 @@ def test_port_budgets_hold(hosts: int, rails: int, radix: int, ratio: float) -> 
         assert s.spine_core_links <= s.core_switches * radix
     # Hosts never exceed what the tiers hold.
     assert hosts <= s.max_hosts
+
+
+def test_a_unit_larger_than_the_cluster_in_whole_leaves_is_refused() -> None:
+    # 16 hosts at radix 64 (32 down ports): --su-hosts 1000 built 32 leaves per rail, all
+    # but one with no host on them.
+    with pytest.raises(FabricError, match="at most 32") as info:
+        fabric_shape(hosts=16, rails=8, radix=64, su_hosts=1000)
+    assert info.value.field == "su_hosts"
+    # A full unit for growth is still built: 32 hosts per unit for 16 hosts, 64 for 33.
+    assert fabric_shape(hosts=16, rails=8, radix=64, su_hosts=32).leaves_per_plane == 8
+    assert fabric_shape(hosts=33, rails=8, radix=64, su_hosts=64).leaves_per_rail_su == 2

@@ -59,3 +59,10 @@ def test_explicit_pue_and_rack_kw(catalog: Catalog) -> None:
 def test_request_rejects_pue_below_one() -> None:
     with pytest.raises(ValidationError, match="pue"):
         PowerRequest(server="dgx-h100", nodes=1, pue=0.95)
+
+
+@pytest.mark.parametrize("pue", [3.01, 1e30, float("inf")])
+def test_request_rejects_pue_above_three(pue: float) -> None:
+    # Scenario files cap PUE at 3; a PUE of 1e30 was accepted here.
+    with pytest.raises(ValidationError, match="pue"):
+        PowerRequest(server="dgx-h100", nodes=1, pue=pue)

@@ -93,3 +93,10 @@ def test_no_offer_for_the_gpu_gives_no_cloud_numbers(catalog: Catalog) -> None:
 def test_request_rejects_bad_numbers(kw: dict[str, float]) -> None:
     with pytest.raises(ValidationError):
         TcoRequest(server="dgx-h100", nodes=1, **kw)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("field", "value"), [("pue", 1e30), ("pue", 3.5),
+                                              ("electricity_usd_per_kwh", 1e300)])
+def test_request_rejects_values_past_their_bounds(field: str, value: float) -> None:
+    with pytest.raises(ValidationError, match=field):
+        TcoRequest(server="dgx-h100", nodes=1, **{field: value})

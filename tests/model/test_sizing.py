@@ -3,6 +3,7 @@ from __future__ import annotations
 import pytest
 
 from clusterwright.catalog.registry import Catalog
+from clusterwright.errors import InputError
 from clusterwright.model.sizing import size_inference, size_training, tp_degrees
 from clusterwright.spec.parallel import ParallelConfig
 
@@ -60,3 +61,12 @@ def test_fp8_training_keeps_16bit_weights(catalog: Catalog) -> None:
     fp8 = size_training(m, ParallelConfig(), 2048, g, precision="fp8")
     assert fp8.weights == bf16.weights
     assert fp8.gradients == bf16.gradients
+
+
+def test_a_context_beyond_the_models_is_refused(catalog: Catalog) -> None:
+    # A 10^20-token context answered a 1.3e16 GB KV cache.
+    arch = catalog.model("llama-3.1-8b")
+    with pytest.raises(InputError, match="131,072-token context") as info:
+        size_inference(arch, 1, arch.max_seq_len + 1, catalog.all("gpus"))
+    assert info.value.field == "context"
+    assert size_inference(arch, 1, arch.max_seq_len, catalog.all("gpus")).kv_cache > 0

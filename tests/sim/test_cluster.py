@@ -17,7 +17,7 @@ from clusterwright.sim.cluster import (
     Upgrade,
     simulate,
 )
-from clusterwright.sim.cluster_jobs import HOUR, Job, JobMix, generate
+from clusterwright.sim.cluster_jobs import HOUR, MAX_JOBS, Job, JobMix, generate
 from clusterwright.sim.cluster_report import summarize
 from clusterwright.sim.cluster_shape import ClusterShape, cluster_shape, simple_shape
 
@@ -224,6 +224,38 @@ def test_mig_jobs_pack_one_node_before_taking_another(h100_mig: list[MigProfile]
     jobs57 = [*jobs[:56], mig_job("m56", "1g.10gb", 1), gang("g2", 2, 0.1, 1)]
     r = simulate(two, jobs57, cfg(10), h100_mig)
     assert start_h(r, "g2") == pytest.approx(1.0)  # both nodes in MIG mode until 1 h
+
+
+@pytest.mark.parametrize(("policy", "small_h"), [("priority", 0.1), ("backfill", 0.1),
+                                                  ("fifo", 2.0)])
+def test_a_full_mig_profile_does_not_hold_back_one_that_fits(
+        h100_mig: list[MigProfile], policy: str, small_h: float) -> None:
+    # Seven whole GPUs and a 4g slice leave 3 slices of one GPU free: the queued 7g jobs
+    # cannot start (the pass stops trying their profile), the 1g behind them can, except
+    # under FIFO, where the head blocks the queue.
+    one = simple_shape(1, nodes_per_su=1, sus_per_pod=1)
+    jobs = [mig_job(f"w{i}", "7g.80gb", 2) for i in range(7)] + [mig_job("q", "4g.40gb", 2)]
+    jobs += [mig_job(f"big{i}", "7g.80gb", 1, submit_h=0.1) for i in range(3)]
+    jobs += [mig_job("small", "1g.10gb", 1, submit_h=0.1)]
+    r = simulate(one, jobs, cfg(10, policy=policy), h100_mig)
+    assert start_h(r, "small") == pytest.approx(small_h)
+    assert all(by_id(r)[f"big{i}"].end_s > 0 for i in range(3))  # all run once GPUs free
+
+
+def test_the_horizon_jobs_and_expected_failures_are_bounded() -> None:
+    with pytest.raises(InputError, match=r"horizon_s.*at most 365") as info:
+        simulate(FOUR, [], cfg(366 * 24))
+    assert info.value.field == "horizon_s"
+    with pytest.raises(InputError, match="seed"):
+        simulate(FOUR, [], cfg(1, seed=-1))
+    with pytest.raises(InputError, match="20,001 jobs") as info:
+        simulate(FOUR, [gang(f"j{i}", 1, 0, 1) for i in range(MAX_JOBS + 1)], cfg(1))
+    assert info.value.field == "jobs"
+    # One failure per node-hour x 64 nodes x 2,000 h would be 128,000 failures.
+    many = simple_shape(64, nodes_per_su=8, sus_per_pod=8)
+    with pytest.raises(InputError, match="128,000 expected node failures") as info:
+        simulate(many, [], cfg(2_000, failure_rate_per_node_hour=1.0))
+    assert info.value.field == "failure_rate_per_node_hour"
 
 
 def test_mig_utilization_counts_compute_slices(h100_mig: list[MigProfile]) -> None:

@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from clusterwright.errors import InputError
 from clusterwright.sim.cluster_jobs import (
     HOUR,
+    MAX_JOBS,
     Job,
     JobMix,
     TraceError,
@@ -79,8 +81,28 @@ def test_duplicate_id() -> None:
 
 
 def test_missing_file_is_a_trace_error(tmp_path: Path) -> None:
-    with pytest.raises(TraceError, match="cannot read"):
+    with pytest.raises(TraceError, match=r"nope\.csv: no such file"):
         read_trace(tmp_path / "nope.csv", 4, 8, PROFILES)
+
+
+@pytest.mark.parametrize("path", ["/dev/zero", "/tmp"])
+def test_a_device_or_directory_is_refused_before_reading(path: str) -> None:
+    # /dev/zero never ends: reading it whole ended in MemoryError.
+    with pytest.raises(TraceError, match=r"cannot read: (not a regular file|a directory)"):
+        read_trace(Path(path), 4, 8, PROFILES)
+
+
+def test_a_trace_above_the_job_limit_is_refused() -> None:
+    rows = "".join(f"j{i},mig,0,1,,,1g.10gb,\n" for i in range(MAX_JOBS + 1))
+    with pytest.raises(TraceError, match=f"more than {MAX_JOBS:,} jobs"):
+        parse(rows)
+
+
+def test_the_generator_refuses_more_jobs_than_the_limit() -> None:
+    with pytest.raises(TraceError, match="jobs: 20,001 jobs"):
+        generate(JobMix(jobs=MAX_JOBS + 1), 4, 8, seed=0)
+    with pytest.raises(InputError, match="seed"):
+        generate(JobMix(jobs=1), 4, 8, seed=-1)
 
 
 def test_example_trace_parses() -> None:

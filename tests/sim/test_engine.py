@@ -7,7 +7,8 @@ import math
 
 import pytest
 
-from clusterwright.sim.engine import Engine
+from clusterwright.errors import InputError
+from clusterwright.sim.engine import Engine, check_seed
 
 
 def test_events_run_in_time_order_whatever_order_they_were_scheduled() -> None:
@@ -128,3 +129,16 @@ def test_the_generator_is_seeded_and_reproducible() -> None:
     xa, xb, xc = a.rng.random(5), b.rng.random(5), c.rng.random(5)
     assert (xa == xb).all()
     assert not (xa == xc).all()
+
+
+@pytest.mark.parametrize("seed", [-1, 2**32, 2**64, True, 1.5])
+def test_a_seed_outside_32_bits_is_an_input_error(seed: object) -> None:
+    # numpy refused negative seeds with a bare ValueError (a traceback on the CLI).
+    with pytest.raises(InputError, match="seed: must be an integer between 0 and") as info:
+        Engine(seed)  # type: ignore[arg-type]
+    assert info.value.field == "seed"
+
+
+def test_the_largest_seed_runs() -> None:
+    check_seed(2**32 - 1)
+    Engine(2**32 - 1)

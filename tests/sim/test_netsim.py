@@ -10,6 +10,7 @@ import pytest
 
 from clusterwright.catalog.registry import Catalog
 from clusterwright.design.fabric import design_fabric
+from clusterwright.errors import InputError
 from clusterwright.sim.netsim import NetsimRequest, placements, run_netsim
 from clusterwright.sim.network import SimError
 from clusterwright.spec.fabric import FabricRequest
@@ -224,3 +225,41 @@ def test_an_all_to_all_above_max_flows_is_refused(catalog: Catalog) -> None:
 def test_an_infinite_size_is_refused(catalog: Catalog) -> None:
     with pytest.raises(SimError, match="--size-bytes"):
         netsim(catalog, size_bytes=math.inf)
+
+
+# ---------------------------------------------------------------------------- bounds, timings
+
+
+@pytest.mark.parametrize(("kw", "field"), [
+    ({"seed": -1}, "seed"),
+    ({"seed": 2**32}, "seed"),
+    ({"jobs": 33, "ranks": 2}, "jobs"),
+    ({"qps": 129}, "qps"),
+])
+def test_out_of_range_requests_blame_their_field(catalog: Catalog, kw: dict[str, Any],
+                                                 field: str) -> None:
+    with pytest.raises(InputError) as info:
+        netsim(catalog, **kw)
+    assert info.value.field == field
+
+
+def test_a_fabric_above_the_simulators_size_is_refused_before_it_is_designed(
+        catalog: Catalog) -> None:
+    with pytest.raises(SimError, match="at most 65,536") as info:
+        netsim(catalog, FabricRequest(server="dgx-h100", nodes=8193))
+    assert info.value.field == "nodes"
+
+
+def test_queue_pairs_count_against_the_flow_limit(catalog: Catalog) -> None:
+    # 512 GPUs all-to-all: 261,632 flows, 2.1 million with 8 queue pairs each.
+    fab = FabricRequest(server="dgx-h100", nodes=64)
+    with pytest.raises(SimError, match="queue pairs counted") as info:
+        netsim(catalog, fab, collective="alltoall", qps=8, size_bytes=1e6)
+    assert info.value.field == "qps"
+
+
+def test_wall_clock_fields_are_under_timings_only(catalog: Catalog) -> None:
+    one, two = netsim(catalog, seed=5), netsim(catalog, seed=5)
+    assert set(one.pop("timings")) == {"build_wall_s", "sim_wall_s", "events_per_s"}
+    two.pop("timings")
+    assert one == two

@@ -8,7 +8,8 @@ import pytest
 
 from clusterwright.errors import InputError
 from clusterwright.model import reliability as rel
-from clusterwright.sim.reliability import RunSpec, simulate_run
+from clusterwright.model.reliability import HOUR
+from clusterwright.sim.reliability import MAX_TRIALS, RunSpec, simulate_run
 
 M = 3.09 * 3600  # Llama 3 job MTBF, unexpected interruptions only
 DAY = 86400.0
@@ -98,3 +99,21 @@ def test_bad_input_is_named() -> None:
         simulate_run(_spec(), trials=0)
     with pytest.raises(InputError, match="does not finish"):
         simulate_run(_spec(interval_s=40 * M, work_s=100 * M), trials=2, max_steps=50)
+
+
+def test_the_work_of_a_monte_carlo_is_bounded() -> None:
+    spec = RunSpec(work_s=1000 * HOUR, interval_s=600.0, checkpoint_s=60.0, restart_s=600.0,
+                   mtbf_s=HOUR)
+    with pytest.raises(InputError, match="trials: 100,001") as info:
+        simulate_run(spec, trials=MAX_TRIALS + 1)
+    assert info.value.field == "trials"
+    # About 1,300 failures per trial x 100,000 trials: 1.3e8 simulated failures.
+    with pytest.raises(InputError, match="failures per trial x 100,000 trials") as info:
+        simulate_run(spec, trials=MAX_TRIALS)
+    assert info.value.field == "trials"
+    with pytest.raises(InputError, match="spares") as info:
+        simulate_run(RunSpec(work_s=HOUR, interval_s=600.0, checkpoint_s=60.0,
+                             restart_s=600.0, mtbf_s=HOUR, spares=10**6), trials=100)
+    assert info.value.field == "spares"
+    with pytest.raises(InputError, match="seed"):
+        simulate_run(spec, trials=1, seed=-1)

@@ -23,7 +23,7 @@ from clusterwright.sim.serving import (
     make_requests,
     simulate,
 )
-from clusterwright.sim.serving_trace import Requests, load_trace
+from clusterwright.sim.serving_trace import MAX_LENGTH_CV, Requests, load_trace
 
 
 @dataclass(frozen=True)
@@ -361,8 +361,14 @@ def test_malformed_traces_name_the_line(tmp_path: Path, name: str, text: str, ma
 
 
 def test_missing_trace_file_is_a_clear_error(tmp_path: Path) -> None:
-    with pytest.raises(ServingError, match="cannot read"):
+    with pytest.raises(ServingError, match=r"nope\.csv: no such file"):
         load_trace(tmp_path / "nope.csv")
+
+
+def test_a_device_is_not_read_as_a_trace() -> None:
+    # /dev/zero never ends: reading it whole ended in MemoryError.
+    with pytest.raises(ServingError, match="not a regular file"):
+        load_trace("/dev/zero")
 
 
 # ---- configuration errors -----------------------------------------------------------------
@@ -413,3 +419,38 @@ def test_fast_forward_with_a_nonlinear_step_model_stays_within_one_percent() -> 
         for stat in ("p50", "p90", "p99", "mean"):
             f, s = getattr(fast, metric)[stat], getattr(slow, metric)[stat]
             assert f == pytest.approx(s, rel=0.01), (metric, stat)
+
+
+def test_sizes_of_a_simulation_are_bounded() -> None:
+    with pytest.raises(ServingError, match="num_requests: 100,001 requests") as info:
+        make_requests(Workload(num_requests=sv.MAX_REQUESTS + 1))
+    assert info.value.field == "workload.num_requests"
+    with pytest.raises(InputError, match="seed") as info:
+        make_requests(Workload(num_requests=1, seed=-1))  # numpy: a bare ValueError
+    assert info.value.field == "workload.seed"
+    with pytest.raises(ServingError, match="replicas: 1,025") as info:
+        simulate(ClusterConfig(EngineConfig(kv_blocks=10), replicas=sv.MAX_REPLICAS + 1),
+                 Workload(num_requests=1), Linear())
+    assert info.value.field == "replicas"
+
+
+def test_a_trace_above_the_request_limit_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "big.csv"
+    path.write_text("timestamp_s,input_len,output_len\n"
+                    + "0,10,5\n" * (sv.MAX_REQUESTS + 1))
+    with pytest.raises(ServingError, match="100,001 requests"):
+        load_trace(path)
+
+
+@pytest.mark.parametrize("std", [math.inf, math.nan, 2000.0])
+def test_length_spreads_must_be_finite_and_plausible(std: float) -> None:
+    # std 2000 on a mean of 100 is a coefficient of variation of 20, above the limit of 10.
+    with pytest.raises(ServingError, match=r"input_len"):
+        make_requests(Workload(num_requests=5, input_len=Lengths("lognormal", 100, std)))
+
+
+def test_lengths_at_the_spread_limit_stay_positive_integers() -> None:
+    # An infinite spread drew NaN lengths, cast to -9.2e18 tokens (serve estimate reported
+    # -2.5e19 tokens/s); at the largest spread allowed every length is a sane count.
+    x = Lengths("lognormal", 100, 100 * MAX_LENGTH_CV).sample(100_000, np.random.default_rng(0))
+    assert x.min() >= 1 and x.max() <= 2**31 - 1

@@ -425,3 +425,134 @@ def test_bad_layouts_and_options_are_rejected_naming_the_field(kw: dict[str, Any
     with pytest.raises(ValidationError) as exc:
         TrainingWorkload.model_validate(training(**kw))
     assert needle in errors_of(exc)
+
+
+# ------------------------------------------------------------ strict, bounded numbers (#19)
+
+# Line numbers below are 1-based lines of this text; {qps}, {tokens}, ... are substituted.
+BOUNDED = """\
+name: "b"
+seed: {seed}
+workloads:
+  - kind: "inference"
+    name: "chat"
+    model: "llama-3.1-8b"
+    qps: {qps}
+    input_len: {input_len}
+    output_len: 128
+    slo: {{ttft_p99_s: {ttft}, tpot_p99_s: 0.05, e2e_p99_s: {e2e}}}
+  - kind: "finetune"
+    name: "ft"
+    model: "llama-3.1-8b"
+    tokens: {tokens}
+    epochs: {epochs}
+"""
+GOOD = {"seed": 1, "qps": 10, "input_len": 512, "ttft": 1.0, "e2e": 30, "tokens": 1e9,
+        "epochs": 2}
+
+
+def _bounded(**kw: Any) -> str:
+    return BOUNDED.format(**{**GOOD, **kw})
+
+
+def _bounded_error(**kw: Any) -> str:
+    with pytest.raises(ScenarioError) as exc:
+        loads_scenario(_bounded(**kw), "b.yaml")
+    return str(exc.value)
+
+
+def test_bounded_template_is_valid() -> None:
+    sc, _ = loads_scenario(_bounded(), "b.yaml")
+    w = sc.workloads[0]
+    assert isinstance(w, InferenceWorkload)
+    assert w.slo.e2e_p99_s == 30.0
+
+
+@pytest.mark.parametrize(("field", "value", "path", "line", "message"), [
+    ("qps", ".inf", "workloads[0].qps", 7, "finite number"),
+    ("qps", ".nan", "workloads[0].qps", 7, ""),
+    ("qps", "true", "workloads[0].qps", 7, "not the boolean true"),
+    ("qps", '"20"', "workloads[0].qps", 7, "not the string '20'"),
+    ("qps", "1e300", "workloads[0].qps", 7, "less than or equal to 1000000"),
+    ("input_len", ".inf", "workloads[0].input_len.mean", 8, "finite number"),
+    ("input_len", "{mean: .inf}", "workloads[0].input_len.mean", 8, "finite number"),
+    ("input_len", "1e12", "workloads[0].input_len.mean", 8, "less than or equal to 10000000"),
+    ("ttft", ".inf", "workloads[0].slo.ttft_p99_s", 10, "finite number"),
+    ("e2e", "yes", "workloads[0].slo.e2e_p99_s", 10, "not the boolean true"),
+    ("tokens", ".inf", "workloads[1].tokens", 14, "finite number"),
+    ("tokens", '"1e9"', "workloads[1].tokens", 14, "not the string '1e9'"),
+    ("epochs", ".inf", "workloads[1].epochs", 15, "finite number"),
+    ("epochs", "1e9", "workloads[1].epochs", 15, "less than or equal to 1000"),
+    ("seed", "-1", "seed", 2, "greater than or equal to 0"),
+    ("seed", "true", "seed", 2, "not the boolean true"),
+    ("seed", "99999999999999999999", "seed", 2, "less than or equal to 4294967295"),
+])
+def test_bad_numbers_are_refused_naming_the_yaml_field_and_line(
+        field: str, value: str, path: str, line: int, message: str) -> None:
+    msg = _bounded_error(**{field: value})
+    assert f"{path} (line {line}): " in msg
+    assert message in msg
+    assert "--" not in msg  # a field, never a CLI flag
+
+
+@pytest.mark.parametrize(("kw", "field"), [
+    ({"gpus": True}, "gpus"),
+    ({"gpus": "8"}, "gpus"),
+    ({"gpus": 10**6}, "gpus"),
+    ({"seq_len": 1e300}, "seq_len"),
+    ({"deadline_days": float("inf")}, "deadline_days"),
+    ({"global_batch": True}, "global_batch"),
+    ({"layout": {"tp": True}}, "tp"),
+    ({"layout": {"zero": True}}, "zero"),
+    ({"layout": {"tp": 2, "sequence_parallel": 1}}, "sequence_parallel"),
+])
+def test_training_numbers_are_strict_and_bounded(kw: dict[str, Any], field: str) -> None:
+    with pytest.raises(ValidationError) as exc:
+        TrainingWorkload.model_validate(training(**kw))
+    assert field in errors_of(exc)
+
+
+@pytest.mark.parametrize("kw", [
+    {"pue": True}, {"power_per_rack_kw": float("inf")}, {"years": "4"},
+    {"budget_usd": float("nan")}, {"gpus": ["h100-sxm"] * 101},
+])
+def test_constraint_numbers_are_strict_and_bounded(kw: dict[str, Any]) -> None:
+    with pytest.raises(ValidationError):
+        Constraints.model_validate(kw)
+
+
+def test_diurnal_and_window_numbers_are_strict() -> None:
+    with pytest.raises(ValidationError):
+        Diurnal.model_validate({"peak_hour": True})
+    with pytest.raises(ValidationError):
+        Diurnal.model_validate({"hourly": [True] * 24})
+    with pytest.raises(ValidationError):
+        Window.model_validate({"start_hour": "1", "end_hour": 5})
+
+
+@pytest.mark.parametrize("name", ["[a, b]", "{a: 1}", "[chat]"])
+def test_a_workload_name_that_is_a_list_or_mapping_is_a_scenario_error(name: str) -> None:
+    text = _bounded().replace('name: "ft"', f"name: {name}")
+    with pytest.raises(ScenarioError, match=r"workloads\[1\]\.name \(line 12\): must be a string"):
+        loads_scenario(text, "b.yaml")
+
+
+def test_too_many_workloads_are_refused() -> None:
+    data = {"name": "x", "workloads": [inference(name=f"w{i}") for i in range(101)]}
+    with pytest.raises(ValidationError, match="at most 100 items"):
+        Scenario.model_validate(data)
+
+
+def test_parallel_config_numbers_are_strict() -> None:
+    for kw in ({"tp": True}, {"zero_stage": True}, {"sequence_parallel": 1, "tp": 2},
+               {"dp": "2"}):
+        with pytest.raises(ValidationError):
+            ParallelConfig.model_validate(kw)
+
+
+def test_thousands_of_workloads_are_refused_before_any_is_validated() -> None:
+    text = 'name: "many"\nworkloads:\n' + "- {kind: training}\n" * 50_000
+    with pytest.raises(ScenarioError) as exc:
+        loads_scenario(text, "m.yaml")
+    assert str(exc.value) == ("m.yaml: workloads (line 2): 50,000 workloads; a scenario holds "
+                              "at most 100")

@@ -258,3 +258,67 @@ def test_invalid_inline_scenario_points_at_the_sweep_file_line() -> None:
     msg = error(sweep("variables:\n  constraints.pue: [1.2]\n", base=bad))
     line = next(i for i, t in enumerate(bad.splitlines(), 1) if "qps: -1" in t)
     assert f"workloads[1].qps (line {line})" in msg
+
+
+# --------------------------------------------------------- bounded, strict sweeps (#19)
+
+
+def test_a_range_of_1e11_steps_is_refused_before_any_value_is_built() -> None:
+    msg = error(sweep("variables:\n  constraints.power_per_rack_kw: "
+                      "{min: 20, max: 60, steps: 1e11}\n"))
+    assert "variables.constraints.power_per_rack_kw.steps (line 21)" in msg
+    assert f"less than or equal to {MAX_POINTS}" in msg
+
+
+def test_grid_values_refuses_more_steps_than_the_cap() -> None:
+    spec = VariableSpec.model_construct(min=0.0, max=1.0, steps=MAX_POINTS + 1, log=False,
+                                        values=None, integer=None)
+    with pytest.raises(ValueError, match="more than the cap"):
+        grid_values(spec, integer=False)
+
+
+def test_the_grid_size_is_checked_before_the_values(monkeypatch: pytest.MonkeyPatch) -> None:
+    import clusterwright.spec.sweep as sweep_mod
+
+    checked: list[object] = []
+    real = sweep_mod._check_value
+    monkeypatch.setattr(sweep_mod, "_check_value",
+                        lambda *a: checked.append(a[2]) or real(*a))
+    msg = error(sweep(
+        "variables:\n"
+        "  constraints.power_per_rack_kw: {min: 20, max: 60.0, steps: 200}\n"
+        "  constraints.electricity_usd_per_kwh: {min: 0.05, max: 0.2, steps: 200}\n"))
+    assert "the grid has 40,000 points" in msg
+    assert checked == []  # no scenario was validated for a sweep that is refused anyway
+
+
+def test_random_samples_beyond_the_cap_are_refused_before_the_values() -> None:
+    msg = error(sweep("mode: random\nsamples: 1e11\nvariables:\n"
+                      "  constraints.power_per_rack_kw: {min: 20, max: 60}\n"))
+    assert "samples (line 21): samples 100,000,000,000 is more than the cap" in msg
+
+
+@pytest.mark.parametrize(("body", "where"), [
+    ("quick: 1\nvariables:\n  constraints.power_per_rack_kw: [20]\n", "quick (line 20)"),
+    ("seed: true\nvariables:\n  constraints.power_per_rack_kw: [20]\n", "seed (line 20)"),
+    ("variables:\n  constraints.power_per_rack_kw: {min: .inf, max: 60, steps: 2}\n",
+     "min (line 21)"),
+    ("variables:\n  constraints.power_per_rack_kw: {min: true, max: 60, steps: 2}\n",
+     "min (line 21)"),
+    ("variables:\n  constraints.power_per_rack_kw: {min: 20, max: 60, steps: 2, log: 1}\n",
+     "log (line 21)"),
+])
+def test_sweep_numbers_and_flags_are_strict(body: str, where: str) -> None:
+    assert where in error(sweep(body))
+
+
+def test_a_boolean_value_for_a_number_is_refused_naming_the_value() -> None:
+    msg = error(sweep("variables:\n  constraints.power_per_rack_kw: [40, true]\n"))
+    assert "power_per_rack_kw[1] (line 21)" in msg
+    assert "not the boolean true" in msg
+
+
+def test_a_whole_float_range_end_stays_a_float() -> None:
+    assert VariableSpec(min=1.0, max=2.0, steps=2).min == 1.0
+    assert isinstance(VariableSpec(min=1.0, max=2.0, steps=2).min, float)
+    assert isinstance(VariableSpec(min=1, max=2, steps=2).min, int)

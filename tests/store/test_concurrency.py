@@ -95,8 +95,11 @@ def _check_consistent(db: Path, ended: set[int], begun: set[int]) -> tuple[int, 
     done = 0
     for run in runs:
         assert run.scenario_name in scenarios
-        # A run is either just created (killed before finish_run committed) or complete.
-        assert run.status in ("queued", "done"), run
+        # A run is either complete or was just created when the writer was killed: then its
+        # owner is gone and reading it failed it as interrupted.
+        assert run.status in ("failed", "done"), run
+        if run.status == "failed":
+            assert (run.message or "").startswith("interrupted: owner process "), run
         if run.status == "done":
             done += 1
             assert run.finished_at is not None and run.metrics is not None

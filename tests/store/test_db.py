@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import tempfile
 import threading
 from collections.abc import Iterator
 from datetime import datetime
@@ -10,7 +13,9 @@ from pathlib import Path
 import pytest
 
 from clusterwright.errors import ClusterwrightError
+from clusterwright.ownership import temp_prefix
 from clusterwright.store import RunRow, ScenarioRow, Store, StoreError
+from tests.store.legacy import make_v1_db
 
 YAML = 'name: "t"\nworkloads: []\n'
 
@@ -114,7 +119,8 @@ def test_run_lifecycle(store: Store, tmp_path: Path) -> None:
     assert done.blueprint == {"version": 1, "nested": {"gpus": [8, 16]}}
     assert done.artifacts_dir == str(out)
     assert done.finished_at is not None and is_utc_iso(done.finished_at)
-    assert out.parent == store.runs_dir() == store.path.parent / "runs"
+    # Keyed by the database file, so two databases in one directory never share it.
+    assert out.parent == store.runs_dir() == store.path.parent / "cw.db.runs"
 
 
 def test_fail_run_records_the_message(store: Store) -> None:
@@ -287,4 +293,66 @@ def test_relative_path_is_made_absolute(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.chdir(tmp_path)
     with Store("sub/cw.db") as s:
         assert s.path == tmp_path / "sub" / "cw.db"
-        assert s.runs_dir() == tmp_path / "sub" / "runs"
+        assert s.runs_dir() == tmp_path / "sub" / "cw.db.runs"
+
+
+def test_two_databases_in_one_directory_keep_separate_artifacts(tmp_path: Path) -> None:
+    with Store(tmp_path / "a.db") as a, Store(tmp_path / "b.db") as b:
+        ra = a.create_run(a.save_scenario("s", YAML).id)
+        rb = b.create_run(b.save_scenario("s", YAML).id)
+        assert ra.id == rb.id == 1  # the same id in both files
+        for store, run, text in ((a, ra, "a"), (b, rb, "b")):
+            out = store.run_dir(run.id)
+            out.mkdir(parents=True)
+            (out / "report.html").write_text(text)
+            store.finish_run(run.id, blueprint={}, metrics={}, artifacts_dir=out)
+        assert a.run_dir(1) != b.run_dir(1)
+        b.delete_run(rb.id)
+        assert not b.run_dir(1).exists()
+        kept = a.artifacts_dir(a.get_run(ra.id))
+        assert kept is not None and (kept / "report.html").read_text() == "a"
+
+
+def test_a_legacy_directory_another_database_records_is_kept(tmp_path: Path) -> None:
+    # Before schema 2, run 1 of a.db and of b.db both wrote <dir>/runs/1.
+    shared = tmp_path / "runs" / "1"
+    shared.mkdir(parents=True)
+    (shared / "report.html").write_text("x")
+    for name in ("a.db", "b.db"):
+        make_v1_db(tmp_path / name, [("done", "2025-01-01T00:00:00.000+00:00", str(shared))])
+    with Store(tmp_path / "b.db") as b:
+        b.delete_run(1)
+        assert b.list_runs() == []
+    assert (shared / "report.html").is_file()  # a.db still points at it
+    with Store(tmp_path / "a.db") as a:
+        assert a.artifacts_dir(a.get_run(1)) == shared
+        a.delete_run(1)  # no other database records it any more
+    assert not shared.exists()
+
+
+def test_artifacts_dir_trusts_only_the_runs_own_directories(store: Store, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    run = store.create_run(store.save_scenario("s", YAML).id)
+    store.finish_run(run.id, blueprint={}, metrics={}, artifacts_dir=elsewhere)
+    assert store.artifacts_dir(store.get_run(run.id)) is None  # a recorded path is not enough
+    store.runs_dir().mkdir()
+    store.run_dir(run.id).symlink_to(elsewhere)
+    assert store.artifacts_dir(store.get_run(run.id)) is None  # nor a symlink
+    store.run_dir(run.id).unlink()
+    store.run_dir(run.id).mkdir()
+    assert store.artifacts_dir(store.get_run(run.id)) == store.run_dir(run.id)
+
+
+def test_half_written_run_dirs_of_dead_writers_are_removed(store: Store) -> None:
+    store.runs_dir().mkdir()
+    # A writer that has ended, as if killed inside write_blueprint, and one still running.
+    code = ("import sys, tempfile; from clusterwright.ownership import temp_prefix; "
+            "tempfile.mkdtemp(prefix=temp_prefix('7'), dir=sys.argv[1])")
+    subprocess.run([sys.executable, "-c", code, str(store.runs_dir())], check=True)
+    live = Path(tempfile.mkdtemp(prefix=temp_prefix("8"), dir=store.runs_dir()))
+    (store.runs_dir() / "9").mkdir()
+    dead = [p for p in store.runs_dir().iterdir() if p.name.startswith(".7.")]
+    assert len(dead) == 1
+    assert store.remove_stale_temp_dirs() == dead
+    assert sorted(p.name for p in store.runs_dir().iterdir()) == sorted([live.name, "9"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import pytest
 
 from clusterwright.store import SCHEMA_VERSION, Store, StoreError
 from clusterwright.store.migrations import MIGRATIONS
+from tests.store.legacy import make_v1_db
 
 
 def version_of(path: Path) -> int:
@@ -88,3 +90,30 @@ def test_a_failed_migration_leaves_the_old_file_untouched(
         Store(path)
     # All migrations ran in one transaction: none of them is left behind.
     assert tables_of(path) <= {"schema_version"}
+
+
+def test_a_version_1_file_is_upgraded_and_its_runs_keep_working(tmp_path: Path) -> None:
+    path = tmp_path / "cw.db"
+    legacy = tmp_path / "runs" / "1"  # where version 1 put run 1's artifacts
+    legacy.mkdir(parents=True)
+    (legacy / "report.html").write_text("<html>old</html>")
+    make_v1_db(path, [("done", "2025-01-01T00:00:00.000+00:00", str(legacy)),
+                      ("running", "2025-01-01T00:00:01.000+00:00", None)])
+    with Store(path) as s:
+        assert version_of(path) == SCHEMA_VERSION == 2
+        old = s.get_run(1)
+        assert (old.status, old.metrics, old.artifacts_dir) == ("done", {"gpus": 8}, str(legacy))
+        assert (old.owner_pid, old.heartbeat_at) == (None, None)
+        assert s.artifacts_dir(old) == legacy  # still found where it was recorded
+        # Left running by an old version long ago, with no owner to ask: interrupted.
+        stuck = s.get_run(2)
+        assert stuck.status == "failed" and "recorded no owner" in (stuck.message or "")
+        new = s.create_run(old.scenario_id)
+        assert new.id == 3 and new.owner_pid == os.getpid()
+        assert s.run_dir(new.id) == tmp_path / "cw.db.runs" / "3"
+        s.delete_run(1)  # no other database records it: removed
+        assert not legacy.exists()
+    with sqlite3.connect(path) as conn:
+        cols = {r[1] for r in conn.execute("PRAGMA table_info(runs)")}
+        assert {"owner_pid", "owner_host", "owner_started", "heartbeat_at"} <= cols
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]

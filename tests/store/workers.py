@@ -1,4 +1,5 @@
-"""Worker functions the store's concurrency and crash tests start in other processes.
+"""Worker functions the store's concurrency and crash tests start in other processes, and
+``Holder``, a process holding a run ``running`` (for the stale-run tests of every face).
 
 They live in an importable module (not the test file) so the ``spawn`` start method, which
 imports the target afresh in the child, can find them.
@@ -8,12 +9,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import multiprocessing as mp
+import os
+import signal
 from pathlib import Path
 from typing import Any
 
 from clusterwright.store import Store
 
 SHARED_NAME = "shared"
+# spawn, not fork: test processes have threads, and a forked sqlite3 handle is unsafe.
+CTX = mp.get_context("spawn")
+GUARD_S = 60.0  # a guard against a hang, not a timing assertion
 
 
 def save_many(db: Path, worker: str, count: int, start: Any = None) -> None:
@@ -69,3 +76,47 @@ def write_forever(db: Path, entries: int, lines: int, report: Any) -> None:
             store.delete_scenario(store.list_revisions(f"s{i - 3}")[0].id)
         report.put(("end", i))
         i += 1
+
+
+def hold_run(db: Path, scenario_id: int, report: Any, release: Any) -> None:
+    """Create a run and take it as this process's (``start_run``), report its id, then hold it
+    ``running`` until ``release`` is set (or this process is killed); then finish it."""
+    store = Store(db)
+    try:
+        run = store.create_run(scenario_id)
+        store.start_run(run.id)
+        store.update_run(run.id, stage="design", done=1, total=2)
+        report.put(run.id)
+        release.wait()
+        store.finish_run(run.id, blueprint={"held": True}, metrics={"held": 1}, artifacts_dir=None)
+    finally:
+        store.close()
+
+
+class Holder:
+    """A process holding one run ``running`` (``hold_run``) until released or killed."""
+
+    def __init__(self, db: Path, scenario_id: int) -> None:
+        self.report: Any = CTX.Queue()
+        self.release: Any = CTX.Event()
+        self.proc = CTX.Process(target=hold_run,
+                                args=(db, scenario_id, self.report, self.release))
+        self.proc.start()
+        self.run_id: int = self.report.get(timeout=GUARD_S)
+        assert self.proc.pid is not None
+        self.pid: int = self.proc.pid
+
+    def kill(self) -> None:
+        os.kill(self.pid, signal.SIGKILL)
+        self.proc.join(GUARD_S)  # reaped: the pid names no process now
+
+    def finish(self) -> None:
+        self.release.set()
+        self.proc.join(GUARD_S)
+        assert self.proc.exitcode == 0
+
+    def close(self) -> None:
+        if self.proc.is_alive():
+            self.proc.kill()
+            self.proc.join()
+        self.report.close()

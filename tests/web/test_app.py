@@ -1,26 +1,32 @@
 """The workbench pages without running a plan: every page renders, validation names the YAML
-line, saving, escaping, refusals (413, cross-origin, traversal), concurrent saves."""
+line, saving, escaping (pages and chart data), refusals (413, cross-origin, traversal),
+input the loader did not foresee, concurrent saves, validation off the event loop."""
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from collections.abc import Iterator
+from html import unescape
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
+from clusterwright.web import pages
 from clusterwright.web.app import create_app
 from clusterwright.web.examples import shipped_examples
-from tests.web.helpers import TRAINING
+from clusterwright.web.validation import Problem
+from tests.web.helpers import BASE, TRAINING, client_of
 
 XSS = "<script>alert(1)</script>"
 
 
 @pytest.fixture
 def client(tmp_path: Path) -> Iterator[TestClient]:
-    with TestClient(create_app(tmp_path / "cw.db")) as c:
+    with client_of(create_app(tmp_path / "cw.db")) as c:
         yield c
 
 
@@ -116,7 +122,8 @@ def test_size_caps_are_errors_at_the_field_line(client: TestClient) -> None:
     big = TRAINING.replace("gpus: 1024", "gpus: 10000000")
     errors = _errors(client.post("/validate", data={"yaml": big}).text)
     assert len(errors) == 1 and errors[0][0] == 14
-    assert "at most 131,072" in errors[0][1]
+    # The scenario model has the same cap now; either one names it.
+    assert "131,072" in errors[0][1] or "131072" in errors[0][1]
 
 
 def test_empty_text_is_one_error_without_a_line(client: TestClient) -> None:
@@ -171,7 +178,7 @@ def test_missing_ids_are_404_and_non_integer_ids_are_refused(client: TestClient)
 
 
 def test_body_over_the_limit_gets_413(tmp_path: Path) -> None:
-    with TestClient(create_app(tmp_path / "cw.db", max_body_bytes=2_000)) as c:
+    with client_of(create_app(tmp_path / "cw.db", max_body_bytes=2_000)) as c:
         r = c.post("/validate", data={"yaml": "x" * 5_000})
         assert r.status_code == 413
         assert "limit of 2,000 bytes" in r.json()["detail"]
@@ -189,10 +196,10 @@ def test_cross_origin_writes_are_refused(client: TestClient) -> None:
     assert r.status_code == 403
     r = client.post("/validate", data={"yaml": TRAINING}, headers={"Origin": "null"})
     assert r.status_code == 403
-    ok = client.post("/validate", data={"yaml": TRAINING},
-                     headers={"Origin": "http://testserver"})
+    ok = client.post("/validate", data={"yaml": TRAINING}, headers={"Origin": BASE})
     assert ok.status_code == 200
     assert ok.headers["x-content-type-options"] == "nosniff"
+    assert client.app.state.web.store.list_scenarios() == []  # type: ignore[attr-defined]
 
 
 def test_concurrent_saves_lose_nothing(client: TestClient) -> None:
@@ -237,3 +244,97 @@ def test_compare_needs_two_finished_runs(client: TestClient) -> None:
     assert "run 1 is not in this database" in html
     assert 'id="compare"' not in html
     assert client.get("/compare?run=abc").status_code == 422
+
+
+@pytest.mark.parametrize("bad", ["[a, b]", "{first: a}"])
+def test_a_workload_name_that_is_not_text_is_an_error_not_a_500(client: TestClient,
+                                                                bad: str) -> None:
+    # The loader's repeated-name check hashed the name: a list or a mapping raised TypeError.
+    text = TRAINING.replace('name: "pretrain-70b"', f"name: {bad}", 1)
+    assert text != TRAINING
+    r = client.post("/validate", data={"yaml": text})
+    assert r.status_code == 200 and _errors(r.text), r.text
+    assert "Internal Server Error" not in r.text
+    saved = client.post("/scenarios", data={"name": "odd", "yaml": text})
+    assert saved.status_code == 422 and "not saved" in saved.text and _errors(saved.text)
+    assert client.app.state.web.store.list_scenarios() == []  # type: ignore[attr-defined]
+
+
+def test_an_unforeseen_error_while_checking_is_a_message(client: TestClient,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args: Any, **kw: Any) -> Any:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr("clusterwright.web.validation.loads_scenario", broken)
+    r = client.post("/validate", data={"yaml": TRAINING})
+    assert r.status_code == 200
+    assert [msg for _, msg in _errors(r.text)] == [
+        "the scenario could not be checked (RecursionError: maximum recursion depth exceeded); "
+        "a field probably has the wrong type, e.g. a list or mapping where a name or number "
+        "belongs"]
+    assert client.post("/scenarios", data={"name": "x", "yaml": TRAINING}).status_code == 422
+
+
+def test_validation_runs_off_the_event_loop(client: TestClient,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    # A check that takes long (a huge or hostile document) must not stop other requests.
+    entered, release = threading.Event(), threading.Event()
+
+    def slow(text: str, cat: Any) -> tuple[None, list[Problem]]:
+        entered.set()
+        release.wait(30)  # a guard: if the loop were blocked the test fails, it does not hang
+        return None, [Problem(None, "slow")]
+
+    monkeypatch.setattr(pages, "check_text", slow)
+    answers: list[int] = []
+    t = threading.Thread(target=lambda: answers.append(
+        client.post("/validate", data={"yaml": "name: x"}).status_code))
+    t.start()
+    try:
+        assert entered.wait(30)
+        # Answered while the check still runs; before release.set() below.
+        assert client.get("/healthz").json() == {"ok": True}
+        assert client.get("/catalog").status_code == 200
+        assert not release.is_set() and answers == []
+    finally:
+        release.set()
+        t.join(30)
+    assert answers == [200]
+
+
+PWN = '<a href="https://example.com/pwn">CLICK</a>'
+
+
+def _strings(obj: Any) -> Iterator[str]:
+    if isinstance(obj, str):
+        yield obj
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _strings(k)
+            yield from _strings(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from _strings(v)
+
+
+def test_compare_charts_show_markup_in_names_as_text(client: TestClient) -> None:
+    store = client.app.state.web.store  # type: ignore[attr-defined]
+    ids = []
+    for name, cost in ((PWN, 1.0e8), ("b & <i>c</i>", 2.0e8)):
+        run = store.create_run(store.save_scenario(name, TRAINING).id)
+        store.finish_run(run.id, blueprint={}, metrics={"total_cost_usd": cost, "gpus": 1024},
+                         artifacts_dir=None)
+        ids.append(run.id)
+    page = client.get("/compare", params={"run": ids}).text
+    figs = [json.loads(unescape(f))
+            for f in re.findall(r'<div class="plot" data-figure=\'([^\']+)\'', page)]
+    assert len(figs) == 2  # total cost and GPUs
+    strings = [s for f in figs for s in _strings(f)]
+    # plotly.js renders <a href> in labels as a link; the figure data must hold none.
+    assert not any("<a" in s or "<i>" in s for s in strings), strings
+    assert figs[0]["data"][0]["x"] == [
+        f'#{ids[0]} &lt;a href="https://example.com/pwn"&gt;CLICK&lt;/a&gt; r1',
+        f"#{ids[1]} b &amp; &lt;i&gt;c&lt;/i&gt; r1"]
+    # The table shows the names as text (Jinja escapes them once, for HTML).
+    assert "&lt;a href=&#34;https://example.com/pwn&#34;&gt;CLICK&lt;/a&gt;" in page
+    assert PWN not in page

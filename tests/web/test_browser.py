@@ -7,7 +7,9 @@ run -> progress finishes -> the report draws its plotly charts -> a second scena
 changed constraint -> both runs ticked on the home page and compared. Every step checks
 that the page logged no console error, raised no uncaught exception, got no HTTP error and
 asked for nothing off this machine (all assets are served locally). A scenario named
-`<script>alert(1)</script>` shows as text and opens no dialog.
+`<script>alert(1)</script>` shows as text and opens no dialog; one holding an `<a href>` shows
+as text in the compare charts, not as a link. A page reached by a name other than this
+server's (DNS rebinding) gets nothing.
 
 Skipped only where Chromium is absent and CW_REQUIRE_BROWSER != "1" (CI sets it and installs
 Chromium, so there it runs or fails)."""
@@ -38,15 +40,19 @@ pytestmark = [
                        reason="Chromium is not installed (apt-get install chromium)"),
 ]
 
+REBOUND = "rebound.test"
 # The flags /work/.library/env/machines/python.md gives: without the background-networking
 # ones Chromium keeps trying to reach Google's hosts through a closed network.
 CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    # What DNS rebinding achieves: a foreign name that resolves to this machine.
+    f"--host-resolver-rules=MAP {REBOUND} 127.0.0.1",
 ]
 EXAMPLE = "training-1k-h100"
 XSS = "<script>alert(1)</script>"
-SECOND = f"denser 60 kW {XSS}"
+LINK = '<a href="https://example.com/pwn">CLICK</a>'  # plotly.js renders <a> in labels
+SECOND = f"denser 60 kW {XSS} {LINK}"
 # A plan of training-1k-h100 takes about 2 s; generous so a loaded CI machine does not flake.
 PLAN_TIMEOUT_MS = 60_000
 
@@ -333,6 +339,10 @@ def test_journey_edit_run_report_compare(page: tuple[Any, Watch], server: Server
     assert plots.count() >= 1
     pg.wait_for_function(
         "n => document.querySelectorAll('div.plot .main-svg').length >= n", arg=plots.count())
+    # The chart labels show the name as text: no link, no element made from it.
+    assert pg.locator("div.plot a").count() == 0
+    ticks = pg.locator("div.plot").first.locator(".xtick text").all_text_contents()
+    assert f"#{second} {SECOND} r1" in ticks, ticks
     w.check("compare")
 
 
@@ -353,6 +363,25 @@ def test_script_in_a_name_shows_as_text(page: tuple[Any, Watch], server: Server)
     w.check("home with the name")
 
 
+def test_a_page_on_a_rebound_name_gets_nothing(browser: Any, server: Server) -> None:
+    # A page on rebound.test, whose name now resolves to 127.0.0.1, is the server's own
+    # origin to the browser: only the Host header tells the server it is not.
+    port = server.base.rsplit(":", 1)[1]
+    ctx = browser.new_context()
+    try:
+        pg = ctx.new_page()
+        r = pg.goto(f"http://{REBOUND}:{port}/")
+        assert r is not None and r.status == 400
+        assert "is not a name this server answers to" in pg.content()
+        status = pg.evaluate("""async () => (await fetch("/scenarios", {method: "POST",
+            body: new URLSearchParams({name: "rebound", yaml: "name: x"})})).status""")
+        assert status == 400
+    finally:
+        ctx.close()
+    with urllib.request.urlopen(server.base + "/", timeout=10) as home:
+        assert "rebound" not in home.read().decode()
+
+
 # One past SQLite's largest INTEGER (2**63 - 1): a well-formed id no row can have.
 HUGE_ID = 2**63
 
@@ -364,8 +393,10 @@ HUGE_ID = 2**63
 ])
 def test_an_id_beyond_sqlite_integers_is_not_found(server: Server, path: str) -> None:
     method, _, path = path.rpartition(" ")
+    # A write carries the Origin a page of the server would send (else it is refused, 403).
     req = urllib.request.Request(server.base + path, method=method or "GET",
-                                 data=b"" if method == "POST" else None)
+                                 data=b"" if method == "POST" else None,
+                                 headers={"Origin": server.base} if method == "POST" else {})
     body = ""
     try:
         with urllib.request.urlopen(req, timeout=10) as r:

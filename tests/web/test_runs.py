@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import os
 import re
+import sqlite3
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,16 +15,18 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from clusterwright.store import Store
 from clusterwright.web.app import create_app
+from tests.store.workers import Holder
 from tests.web import plans
-from tests.web.helpers import TRAINING, run_id_of, wait_run
+from tests.web.helpers import TRAINING, client_of, run_id_of, wait_run
 
 pytestmark = pytest.mark.slow  # each plan runs in a child process (about 1 s)
 
 
 @pytest.fixture
 def client(tmp_path: Path) -> Iterator[TestClient]:
-    with TestClient(create_app(tmp_path / "cw.db")) as c:
+    with client_of(create_app(tmp_path / "cw.db")) as c:
         yield c
 
 
@@ -109,7 +112,7 @@ def test_a_slow_plan_does_not_block_other_requests(client: TestClient, tmp_path:
 
 
 def test_a_run_past_the_time_limit_is_failed(tmp_path: Path) -> None:
-    with TestClient(create_app(tmp_path / "cw.db", run_timeout_s=1.0)) as c:
+    with client_of(create_app(tmp_path / "cw.db", run_timeout_s=1.0)) as c:
         c.app.state.web.runner.plan_fn = plans.hanging_plan  # type: ignore[attr-defined]
         rid = _start(c)
         run = wait_run(c, rid)
@@ -127,3 +130,27 @@ def test_a_saved_scenario_runs_from_its_page(client: TestClient) -> None:
     rid = run_id_of(r.headers["location"])
     assert wait_run(client, rid).status == "done"
     assert f'href="/runs/{rid}"' in client.get(f"/scenarios/{sid}").text
+
+
+def test_start_up_fails_only_runs_whose_owner_is_gone(tmp_path: Path) -> None:
+    # Two runs held by other processes (as by `runs plan` or another server); one is killed.
+    db = tmp_path / "cw.db"
+    with Store(db) as s:
+        sid = s.save_scenario("s", TRAINING).id
+    live, dead = Holder(db, sid), Holder(db, sid)
+    try:
+        dead.kill()
+        with client_of(create_app(db)) as c:
+            with sqlite3.connect(db) as conn:  # what start-up wrote, before any page is read
+                status = dict(conn.execute("SELECT id, status FROM runs").fetchall())
+            conn.close()
+            assert status == {live.run_id: "running", dead.run_id: "failed"}
+            page = c.get(f"/runs/{dead.run_id}").text
+            assert 'data-status="failed"' in page
+            assert f"interrupted: owner process {dead.pid} is gone" in page
+            assert 'data-status="running"' in c.get(f"/runs/{live.run_id}/progress").text
+            live.finish()
+            assert 'data-status="done"' in c.get(f"/runs/{live.run_id}/progress").text
+    finally:
+        live.close()
+        dead.close()

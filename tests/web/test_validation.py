@@ -49,3 +49,16 @@ def test_a_valid_scenario_has_no_problem(catalog: Catalog) -> None:
             '  - {kind: "training", name: "a", model: "llama-3.1-8b", tokens: 1.0e9, gpus: 8}\n')
     sc, problems = check_text(text, catalog)
     assert problems == [] and sc is not None and sc.name == "x"
+
+
+def test_long_messages_and_long_lists_are_cut_for_the_page() -> None:
+    # A message may quote its input (a long value, or one repeated by aliases).
+    long = "workloads[0].model (line 4): must be a string, got [" + "'x', " * 10_000 + "]"
+    (p,) = problems_of(long)
+    assert p.line == 4 and len(p.message) < 600
+    assert p.message.endswith(f"... ({len(long) - 500:,} more characters)")
+    many = "<scenario>: invalid scenario:\n" + "\n".join(
+        f"workloads[{i}].gpus (line {i + 3}): Input should be greater than 0" for i in range(80))
+    problems = problems_of(many)
+    assert len(problems) == 51 and problems[49].line == 52
+    assert problems[50] == Problem(None, "... and 30 more errors")

@@ -9,7 +9,7 @@ from pydantic import ValidationError
 from clusterwright.catalog.registry import Catalog
 from clusterwright.catalog.schema import ModelArch
 from clusterwright.errors import ScenarioError, UnknownIdError
-from clusterwright.spec.scenario import Scenario
+from clusterwright.spec.scenario import InferenceWorkload, Scenario
 from clusterwright.spec.yamlio import LoadedYaml, describe_validation_error, format_loc
 
 
@@ -44,6 +44,8 @@ def resolve(
     models: dict[str, ModelArch] = {}
     for i, w in enumerate(scenario.workloads):
         models[w.name] = workload_model(cat, w.model, doc, ("workloads", i, "model"))
+        if isinstance(w, InferenceWorkload):
+            _fits_context(w, models[w.name], doc, i)
         stack = getattr(w, "stack", None)
         if stack is not None:
             try:
@@ -62,4 +64,42 @@ def resolve(
             cat.server(s)
         except UnknownIdError as exc:
             raise ScenarioError(f"{_where(doc, ('constraints', 'servers', j))}: {exc}") from None
+    _gpus_match_servers(scenario, cat, doc)
     return models
+
+
+def _fits_context(w: InferenceWorkload, arch: ModelArch, doc: LoadedYaml | None,
+                  i: int) -> None:
+    """A mean request (prompt plus output, as the serving planner sizes it) fits the model's
+    context; no GPU choice can serve a longer one."""
+    inp, out = max(1, round(w.input_len.mean)), max(1, round(w.output_len.mean))
+    if inp + out > arch.max_seq_len:
+        raise ScenarioError(
+            f"{_where(doc, ('workloads', i, 'input_len'))}: a mean request of {inp:,} + "
+            f"{out:,} = {inp + out:,} tokens (input_len + output_len) exceeds the "
+            f"{arch.max_seq_len:,}-token context of {arch.id}"
+        )
+
+
+def _gpus_match_servers(scenario: Scenario, cat: Catalog, doc: LoadedYaml | None) -> None:
+    """With both lists given, every listed server carries a listed GPU and every listed GPU
+    is carried by a listed server: otherwise a listed part can never be used, which is a
+    contradiction in the scenario, not a design constraint."""
+    c = scenario.constraints
+    if not isinstance(c.gpus, list) or not c.servers:
+        return
+    carried = {s: cat.server(s).gpu for s in c.servers}
+    for j, s in enumerate(c.servers):
+        if carried[s] not in c.gpus:
+            raise ScenarioError(
+                f"{_where(doc, ('constraints', 'servers', j))}: server {s!r} carries "
+                f"{carried[s]!r}, which is not in constraints.gpus "
+                f"({', '.join(map(repr, c.gpus))}); add the GPU or drop the server"
+            )
+    for j, g in enumerate(c.gpus):
+        if g not in carried.values():
+            raise ScenarioError(
+                f"{_where(doc, ('constraints', 'gpus', j))}: no server in "
+                f"constraints.servers ({', '.join(map(repr, c.servers))}) carries {g!r}; "
+                "add a server for it or drop the GPU"
+            )

@@ -190,6 +190,11 @@ def _add_file(cat: Catalog, doc: LoadedYaml, allow_override: bool) -> None:
                 raise CatalogError(f"{doc.path}:{doc.line_of(loc)}: {kind}[{i}] must be a mapping")
             row = dict(row)
             override = row.pop("override", False)
+            if not isinstance(override, bool):
+                raise CatalogError(
+                    f"{doc.path}:{doc.line_of((*loc, 'override'))}: {kind}[{i}].override: "
+                    f"must be true or false, got {override!r}"
+                )
             if override is not False and not allow_override:
                 raise CatalogError(
                     f"{doc.path}:{doc.line_of(loc)}: {kind}[{i}]: packaged entries cannot override"

@@ -14,18 +14,26 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    StrictBool,
+    StrictStr,
+    model_validator,
+)
+
+# Strict, finite numbers (no booleans or quoted strings; no .inf or .nan; integers at most
+# 2**53) for every catalog field, as for scenarios.
+from clusterwright.spec.numbers import (
+    FiniteFloat,
     NonNegativeFloat,
     NonNegativeInt,
     PositiveFloat,
     PositiveInt,
-    StrictStr,
-    model_validator,
 )
 
 # Ids are strict strings: YAML 1.1 turns `1.10` into a float and `no` into False, and an id
 # silently coerced from those would never match what the user meant.
 EntryId = Annotated[StrictStr, Field(min_length=1, pattern=r"^[a-z0-9][a-z0-9._-]*$")]
 Source = Annotated[StrictStr, Field(min_length=8)]
+Share = Annotated[FiniteFloat, Field(gt=0, le=1)]  # a fraction in (0, 1]: efficiencies, ratios
 
 
 class Dtype(StrEnum):
@@ -53,7 +61,7 @@ class Assumption(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    value: float
+    value: FiniteFloat
     unit: StrictStr
     source: Source
 
@@ -332,11 +340,11 @@ class ModelArch(_Entry):
     ffn_hidden: PositiveInt  # dense FFN width (dense layers of a MoE model too)
     vocab: PositiveInt
     activation: Activation = Activation.gelu
-    tied_embeddings: bool = False
+    tied_embeddings: StrictBool = False
     position: Literal["learned", "rope", "alibi"] = "rope"
     max_seq_len: PositiveInt
     norm: Literal["layernorm", "rmsnorm"] = "layernorm"
-    bias: bool = False  # biases in linear layers (GPT-2/3 style)
+    bias: StrictBool = False  # biases in linear layers (GPT-2/3 style)
     # Mixture of experts
     experts: NonNegativeInt = 0  # routed experts per MoE layer; 0 = dense model
     top_k: NonNegativeInt = 0
@@ -365,7 +373,7 @@ class ModelArch(_Entry):
     published_params: PositiveFloat | None = None  # required for catalog entries (tested)
     # How far the derived count may sit from published_params (fraction). 1 % unless the
     # publisher's own figure does not follow from its config; the entry's source says why.
-    published_params_tolerance: Annotated[float, Field(gt=0, le=0.05)] = 0.01
+    published_params_tolerance: Annotated[FiniteFloat, Field(gt=0, le=0.05)] = 0.01
     published_active_params: PositiveFloat | None = None
 
     @model_validator(mode="after")
@@ -437,18 +445,18 @@ class CollectiveLib(_Entry):
     nvlink_lat_us: dict[Literal["ring", "tree", "nvls", "pat"], Protocols]
     net_lat_us: dict[Literal["ring", "tree", "nvls", "nvlstree", "pat"], Protocols]
     net_overhead_us: NonNegativeFloat  # per intra-node step of a multi-node ring (x3 Simple)
-    ring_simple_multinode_lat_factor: Annotated[float, Field(ge=1)]  # the "plateau" factor
-    ll_bw_factor: Annotated[float, Field(gt=0, le=1)]  # LL moves 8 B lines with 4 B of data
+    ring_simple_multinode_lat_factor: Annotated[FiniteFloat, Field(ge=1)]  # the "plateau" factor
+    ll_bw_factor: Share  # LL moves 8 B lines with 4 B of data
     ll_max_busbw_gbps: Tiered  # llMaxBws by node count (x86 Intel hosts beyond one node)
-    ll128_bw_factor: Annotated[float, Field(gt=0, le=1)]  # 120 of 128 B per line
+    ll128_bw_factor: Share  # 120 of 128 B per line
     ll128_max_channel_gbps: PositiveFloat
-    tree_bw_factor: Annotated[float, Field(gt=0, le=1)]
+    tree_bw_factor: Share
     tree_max_channel_gbps: Tiered
     tree_ll_divisor: PositiveFloat
     tree_ll128_factor: tuple[PositiveFloat, PositiveFloat]  # one node, several nodes
     # treeCorrectionFactor[proto][log2(bytes / 64)], 64 B .. 512 MB (24 points each)
     tree_correction: dict[Literal["ll", "ll128", "simple"], list[PositiveFloat]]
-    pat_bw_factor: Annotated[float, Field(gt=0, le=1)]
+    pat_bw_factor: Share
     pat_per_rank_us: NonNegativeFloat
     pat_net_divisor: PositiveFloat
     channels: PositiveInt  # ring/tree channels of a full scale-up domain
@@ -479,7 +487,7 @@ class ServingEfficiency(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     engine: StrictStr  # the engine the numbers were measured with
-    decode_bandwidth_efficiency: Annotated[float, Field(gt=0, le=1)]  # of HBM, streaming
+    decode_bandwidth_efficiency: Share  # of HBM, streaming
     step_overhead_s: NonNegativeFloat  # per iteration: scheduling, sampling, launches
     # Per transformer layer per iteration: kernel gaps and TP synchronisation that do not shrink
     # with the shard, so efficiency falls as TP grows and shards get small.
@@ -487,14 +495,14 @@ class ServingEfficiency(BaseModel):
     # Decode attention reads each KV head once for its whole query group (GQA-aware kernels:
     # TensorRT-LLM XQA, FlashAttention/FlashInfer decode). False models engines whose masked
     # MHA kernel re-reads a KV head for every query head (TensorRT-LLM before XQA, v0.7/0.8).
-    gqa_kv_reuse: bool = True
+    gqa_kv_reuse: StrictBool = True
     # The engine's GEMMs against its GEMM curve, at the serving precision
-    gemm_scale: Annotated[float, Field(gt=0, le=1.5)] = 1.0
+    gemm_scale: Annotated[FiniteFloat, Field(gt=0, le=1.5)] = 1.0
     # The engine's own kernel curve and attention efficiency (the calibration's inputs): the
     # training constants of the same stack are refitted against training runs and must not
     # move serving predictions silently. None: the stack's training values.
-    gemm_efficiency: list[tuple[float, float]] | None = None
-    attention_efficiency: Annotated[float, Field(gt=0, le=1)] | None = None
+    gemm_efficiency: list[tuple[FiniteFloat, FiniteFloat]] | None = None
+    attention_efficiency: Share | None = None
     # The calibrated engine's scheduler: estimates run with it unless the user overrides.
     admission: Literal["evict", "reserve"] = "evict"  # vLLM preempts; TRT-LLM reserves
     max_num_seqs: PositiveInt = 256  # vLLM's default; TRT-LLM builds default to 2,048
@@ -526,21 +534,21 @@ class StackFeatures(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    tp_comm_overlap: bool = False  # TP collectives pipelined with GEMMs (TE userbuffers)
-    overlap_grad_reduce: bool = False  # DP gradient buckets reduced during backward
-    overlap_param_gather: bool = False  # distributed-optimizer all-gather under next forward
-    overlap_p2p: bool = False  # pipeline sends overlapped with compute
+    tp_comm_overlap: StrictBool = False  # TP collectives pipelined with GEMMs (TE userbuffers)
+    overlap_grad_reduce: StrictBool = False  # DP gradient buckets reduced during backward
+    overlap_param_gather: StrictBool = False  # distributed-optimizer all-gather under next forward
+    overlap_p2p: StrictBool = False  # pipeline sends overlapped with compute
     context_parallel: list[CpComm] = Field(default_factory=list)  # empty: no CP
     schedules: list[Schedule] = Field(default_factory=lambda: list[Schedule](["1f1b"]))
-    interleaved: bool = True  # virtual pipeline stages
+    interleaved: StrictBool = True  # virtual pipeline stages
     ep_overlap: list[EpOverlap] = Field(default_factory=lambda: list[EpOverlap](["none"]))
     ep_dispatchers: list[EpDispatcher] = Field(
         default_factory=lambda: list[EpDispatcher](["alltoall"]))
-    distributed_optimizer: bool = True  # ZeRO-1/2
-    zero3: bool = False  # ZeRO-3 / FSDP
-    zero3_with_pp: bool = False
-    hsdp: bool = False  # hybrid sharding: shard in a group, replicate across groups
-    zeropp: bool = False  # ZeRO++ (hpZ, qwZ, qgZ)
+    distributed_optimizer: StrictBool = True  # ZeRO-1/2
+    zero3: StrictBool = False  # ZeRO-3 / FSDP
+    zero3_with_pp: StrictBool = False
+    hsdp: StrictBool = False  # hybrid sharding: shard in a group, replicate across groups
+    zeropp: StrictBool = False  # ZeRO++ (hpZ, qwZ, qgZ)
     fp8_recipes: list[Fp8Recipe] = Field(default_factory=list)  # empty: no FP8 training
     dp_bucket_params: PositiveFloat = 4.0e7  # gradient bucket (Megatron-Core default)
     # ZeRO-3 collectives per layer and pass: 1 when a layer's parameters are gathered as one
@@ -549,7 +557,7 @@ class StackFeatures(BaseModel):
     zero3_collectives_per_layer: PositiveInt = 1
     # Share of the ring's bus bandwidth the framework's ZeRO-3 collectives reach (1: NCCL's,
     # as FSDP's flat per-layer buffers do; DeepSpeed's 2021 partition gathers reached less).
-    zero3_busbw_fraction: Annotated[float, Field(gt=0, le=1)] = 1.0
+    zero3_busbw_fraction: Share = 1.0
 
     @model_validator(mode="after")
     def _defaults_first(self) -> StackFeatures:
@@ -567,26 +575,27 @@ class Stack(_Entry):
 
     gpus: list[EntryId] = Field(min_length=1)  # GPU ids this stack applies to
     # (log10 of one GEMM's FLOPs, achieved fraction of dense peak), ascending: 16-bit GEMMs
-    gemm_efficiency: list[tuple[float, Annotated[float, Field(gt=0, le=1)]]] = Field(min_length=2)
+    gemm_efficiency: list[tuple[FiniteFloat, Share]] = Field(
+        min_length=2)
     # FP8 GEMMs reach this share of the fraction of peak that 16-bit GEMMs of the same size
     # reach (FP8's peak is twice 16-bit's, so 0.75 makes FP8 GEMMs 1.5x faster). A property
     # of the tensor cores and the FP8 GEMM kernels, fitted on measured FP8-vs-BF16 pairs.
     # None: no FP8 calibration (the 16-bit curve stands in, and estimates say so).
-    fp8_gemm_ratio: Annotated[float, Field(gt=0, le=1)] | None = None
-    attention_efficiency: Annotated[float, Field(gt=0, le=1)]  # attention core forward
-    attention_bwd_efficiency: Annotated[float, Field(gt=0, le=1)] | None = None  # None: = fwd
-    flash_attention: bool  # fused attention kernels (no s^2 activations, causal half FLOPs)
-    memory_efficiency: Annotated[float, Field(gt=0, le=1)]  # of HBM bandwidth, elementwise ops
-    scale_up_busbw_fraction: Annotated[float, Field(gt=0, le=1)]  # NCCL busbw / link rate
-    nic_busbw_fraction: Annotated[float, Field(gt=0, le=1)]  # NCCL busbw / NIC line rate
+    fp8_gemm_ratio: Share | None = None
+    attention_efficiency: Share  # attention core forward
+    attention_bwd_efficiency: Share | None = None  # None: = fwd
+    flash_attention: StrictBool  # fused attention kernels (no s^2 activations, causal half FLOPs)
+    memory_efficiency: Share  # of HBM bandwidth, elementwise ops
+    scale_up_busbw_fraction: Share  # NCCL busbw / link rate
+    nic_busbw_fraction: Share  # NCCL busbw / NIC line rate
     # NVLink SHARP all-reduce busbw / link rate inside one domain; 0 when the switch has none.
     # It can exceed 1: the switch reduces, so busbw's 2(n-1)/n factor overstates the traffic.
-    nvls_busbw_fraction: Annotated[float, Field(ge=0, le=1.5)] = 0.0
+    nvls_busbw_fraction: Annotated[FiniteFloat, Field(ge=0, le=1.5)] = 0.0
     collectives: EntryId  # the collective library (and version) this stack runs
     features: StackFeatures = Field(default_factory=StackFeatures)
     # Compute slowed while a collective runs beside it (its kernels take SMs and memory
     # bandwidth): seconds of compute lost per second of hidden communication.
-    overlap_slowdown: Annotated[float, Field(ge=0, le=1)] = 0.0
+    overlap_slowdown: Annotated[FiniteFloat, Field(ge=0, le=1)] = 0.0
     # Host-side floor of one layer's forward or backward on one micro-batch: its kernels are
     # launched one by one from Python, so a layer never takes less than its launches however
     # small its work (MoE layers launch several times more kernels: router, permutation,
@@ -622,7 +631,7 @@ class FailureMode(_Entry):
     ]
     unit: FailureUnit
     rate_per_million_unit_hours: NonNegativeFloat
-    needs_repair: bool  # a node leaves the pool for repair (a hot spare can stand in)
+    needs_repair: StrictBool  # a node leaves the pool for repair (a hot spare can stand in)
     observed_count: NonNegativeInt | None = None
     observed_unit_hours: PositiveFloat | None = None
     gpus: list[EntryId] = Field(default_factory=list)
@@ -660,8 +669,8 @@ class EngineRegime(BaseModel):
     gpu: EntryId
     mode: Literal["agg", "disagg"]
     rows: PositiveInt
-    ttft_mape: Annotated[float, Field(ge=0)]
-    tpot_mape: Annotated[float, Field(ge=0)]
+    ttft_mape: Annotated[FiniteFloat, Field(ge=0)]
+    tpot_mape: Annotated[FiniteFloat, Field(ge=0)]
 
 
 class ServingEngine(_Entry):
@@ -675,44 +684,44 @@ class ServingEngine(_Entry):
     max_num_batched_tokens: PositiveInt  # tokens one iteration may carry
     # The budget on GPUs with at least 160 GB (SGLang picks a larger chunk there); None: same
     max_num_batched_tokens_160gb: PositiveInt | None = None
-    chunked_prefill: bool  # prompts split over iterations within the token budget
+    chunked_prefill: StrictBool  # prompts split over iterations within the token budget
     # The budget is the whole attention-DP group's, split over its ranks (SGLang)
-    adp_divides_budget: bool = False
+    adp_divides_budget: StrictBool = False
     max_batch: PositiveInt  # requests one data-parallel rank runs at once
     admission: Literal["evict", "reserve"]  # vLLM/SGLang admit and preempt; TRT-LLM reserves
     kv_memory_rule: Literal["total", "free"]  # fraction of all memory, or of what is left
-    kv_memory_fraction: Annotated[float, Field(gt=0, le=1)]
+    kv_memory_fraction: Share
     kv_format_quantized: Literal["bf16", "fp8"]  # KV cache format with FP8/FP4 weights
     cuda_graph_max_batch: NonNegativeInt  # decode batches up to this replay a CUDA graph
     # Kernels
-    decode_bandwidth_efficiency: Annotated[float, Field(gt=0, le=1)]
+    decode_bandwidth_efficiency: Share
     # Routed experts' weights streamed by grouped GEMMs at small batches
-    moe_bandwidth_efficiency: Annotated[float, Field(gt=0, le=1)] = 0.8
-    gemm_efficiency: list[tuple[float, Annotated[float, Field(gt=0, le=1)]]] = Field(
+    moe_bandwidth_efficiency: Share = 0.8
+    gemm_efficiency: list[tuple[FiniteFloat, Share]] = Field(
         min_length=2)  # (log10 FLOPs of one GEMM, fraction of the format's dense peak)
-    gemm_scale: Annotated[float, Field(gt=0, le=1.5)] = 1.0
-    moe_gemm_scale: Annotated[float, Field(gt=0, le=1.5)] = 1.0  # grouped expert GEMMs
-    attention_efficiency: Annotated[float, Field(gt=0, le=1)]
-    expert_imbalance: Annotated[float, Field(ge=1)] = 1.0  # busiest expert GPU over the mean
+    gemm_scale: Annotated[FiniteFloat, Field(gt=0, le=1.5)] = 1.0
+    moe_gemm_scale: Annotated[FiniteFloat, Field(gt=0, le=1.5)] = 1.0  # grouped expert GEMMs
+    attention_efficiency: Share
+    expert_imbalance: Annotated[FiniteFloat, Field(ge=1)] = 1.0  # busiest expert GPU over the mean
     # Fixed costs, seconds
     step_overhead_s: NonNegativeFloat  # an eager iteration: scheduling, sampling, launches
     graph_step_overhead_s: NonNegativeFloat  # a decode-only iteration replayed as a graph
     layer_overhead_s: NonNegativeFloat = 0.0
     collective_launch_us: NonNegativeFloat = 0.0  # a collective inside a CUDA graph
     a2a_peer_us: NonNegativeFloat = 0.0  # MoE dispatch/combine: cost per peer
-    kv_transfer_efficiency: Annotated[float, Field(gt=0, le=1)] = 0.8  # disaggregated KV
+    kv_transfer_efficiency: Share = 0.8  # disaggregated KV
     # Time to first token outside the iterations: HTTP, tokenization, scheduling hand-off and
     # the first token's way back (seconds)
     frontend_s: NonNegativeFloat = 0.0
     # Share of the other running clients' prompts a new prompt waits behind: closed-loop
     # clients with equal lengths arrive in clusters
-    arrival_burst: Annotated[float, Field(ge=0, le=1)] = 0.0
+    arrival_burst: Annotated[FiniteFloat, Field(ge=0, le=1)] = 0.0
     # Iterations between a prompt's prefill and its first token reaching the client
     # (overlapped scheduling returns tokens a step late; detokenization, streaming)
-    first_token_iterations: Annotated[float, Field(ge=0, le=50)] = 0.0
+    first_token_iterations: Annotated[FiniteFloat, Field(ge=0, le=50)] = 0.0
     # Iterations a new prompt is held under attention data parallelism so that every rank
     # runs its prefill in the same iteration (TRT-LLM attention_dp_config balance timeout)
-    adp_context_wait_iterations: Annotated[float, Field(ge=0, le=200)] = 0.0
+    adp_context_wait_iterations: Annotated[FiniteFloat, Field(ge=0, le=200)] = 0.0
     validated: list[EngineRegime] = Field(default_factory=list)
     calibration: StrictStr
 
@@ -743,9 +752,9 @@ class TrainingRegime(_Entry):
     family: Family | Literal["any"]
     rows: PositiveInt  # development and held-out rows in the regime
     dev_rows: NonNegativeInt
-    mape: Annotated[float, Field(ge=0)]  # mean |error| over the regime's rows (fraction)
-    band: Annotated[float, Field(ge=0)]  # 90th percentile of |error| (fraction)
-    bias: float  # mean signed error (predicted - measured) / measured, throughput sense
+    mape: Annotated[FiniteFloat, Field(ge=0)]  # mean |error| over the regime's rows (fraction)
+    band: Annotated[FiniteFloat, Field(ge=0)]  # 90th percentile of |error| (fraction)
+    bias: FiniteFloat  # mean signed error (predicted - measured) / measured, throughput sense
     min_gpus: PositiveInt
     max_gpus: PositiveInt
     models: list[StrictStr]
@@ -758,7 +767,7 @@ class MfuRecord(_Entry):
 
     gpu: EntryId
     precision: PrecisionClass
-    mfu: Annotated[float, Field(gt=0, le=1)]  # of the precision's dense peak
+    mfu: Share  # of the precision's dense peak
     model: StrictStr
     gpus: PositiveInt
     row: StrictStr  # validation/training.csv row id

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import typer
 from rich.table import Table
 
+from clusterwright.cli import limits as lim
 from clusterwright.cli.common import console, emit_json, fail, state, user_errors
 from clusterwright.design.bom import plan_fabric, summary
 from clusterwright.export.fabric import check_out_dir, write_fabric
@@ -27,6 +30,16 @@ FLAGS = {
     "tenants": "--tenants", "rack_kw": "--rack-kw", "cooling": "--cooling",
     "racks_per_row": "--racks-per-row", "rails": "--rails", "leaf_uplinks": "--leaf-uplinks",
 }
+
+
+@contextmanager
+def _writing(out: Path) -> Iterator[None]:
+    """An --out the system will not let us write (a read-only place such as /proc) is a user
+    error naming the flag, not a traceback."""
+    try:
+        yield
+    except OSError as exc:
+        fail(f"--out: cannot write {out}: {exc.strerror or exc}")
 
 
 def _request(**kw: Any) -> FabricRequest:
@@ -81,6 +94,7 @@ def design_cmd(
         fail(f"--protocol: {protocol!r} is not one of infiniband, ethernet")
     if cooling not in ("air", "liquid"):
         fail(f"--cooling: {cooling!r} is not one of air, liquid")
+    lim.within(("--nodes", nodes, lim.NODES))
     req = _request(
         server=server, nodes=nodes, oversubscription=oversubscription,
         spine_oversubscription=spine_oversubscription, switch=switch, protocol=protocol,
@@ -88,14 +102,15 @@ def design_cmd(
         oob_switch=oob_switch, storage_read_gbps_per_gpu=storage, tenants=tenants,
         rack_kw=rack_kw, cooling=cooling, racks_per_row=racks_per_row,
     )
-    with user_errors(FLAGS):
+    with user_errors(FLAGS, name_flags=True):
         if out is not None:
             check_out_dir(out, force)  # refuse before any work, not after
         cat = state(ctx).catalog()
         fab = plan_fabric(req, cat)
         data = summary(fab)
         if out is not None:
-            files = write_fabric(fab, out, force=force)
+            with _writing(out):
+                files = write_fabric(fab, out, force=force)
             data["out"] = str(out)
             data["files"] = len(files)
     if as_json:
@@ -180,6 +195,7 @@ def verify_cmd(
         fail(f"--spines must be in 1..16, got {spines}")
     if timeout <= 0:
         fail(f"--timeout must be positive, got {timeout:g}")
+    lim.within(("--timeout", timeout, lim.LAB_TIMEOUT_S))
     if pods < 1 or leaves % pods:
         fail(f"--pods {pods} must be at least 1 and divide --leaves {leaves}")
     with user_errors(FLAGS):
@@ -189,7 +205,8 @@ def verify_cmd(
         cat = state(ctx).catalog()
         fab, spec = build_lab(cat, leaves, spines, server, switch, pods)
         if out is not None:
-            write_fabric(fab, out)
+            with _writing(out):
+                write_fabric(fab, out)
         result = run_lab(spec, timeout_s=timeout, keep=keep)
     data = {
         "sessions_established": result.sessions_established,

@@ -7,12 +7,17 @@ from typing import Any
 import typer
 from rich.table import Table
 
+from clusterwright.cli import limits as lim
 from clusterwright.cli.common import console, emit_json, fail, state, user_errors
 from clusterwright.cli.fabric_cmd import FLAGS as FABRIC_FLAGS
 from clusterwright.sim.collectives import ALGORITHMS, COLLECTIVES
 from clusterwright.sim.netsim import PLACEMENTS, NetsimRequest, run_netsim
 from clusterwright.sim.network import ROUTINGS
 from clusterwright.spec.fabric import FabricRequest
+
+# Fields the simulator blames, and the flags users typed for them.
+FLAGS = FABRIC_FLAGS | {"jobs": "--jobs", "qps": "--qps", "ranks": "--ranks", "seed": "--seed",
+                        "size_bytes": "--size-bytes"}
 
 
 def netsim(
@@ -63,6 +68,10 @@ def netsim(
         fail(f"--tiers must be 2 or 3, got {tiers}")
     if fail_at < 0:
         fail(f"--fail-at must not be negative, got {fail_at:g}")
+    lim.within(("--nodes", nodes, lim.NODES), ("--size-bytes", size_bytes, lim.SIZE_BYTES),
+               ("--seed", seed, lim.SEED), ("--qps", qps, lim.NETSIM_QPS),
+               ("--ranks", ranks, lim.PARALLEL), ("--jobs", jobs, lim.NETSIM_JOBS),
+               ("--fail-at", fail_at, lim.FAIL_AT_S))
     degraded: list[tuple[str, float]] = []
     for item in degrade:
         name, sep, factor = item.rpartition("=")
@@ -73,7 +82,7 @@ def netsim(
         if not sep or not name or not 0.0 < value <= 1.0:
             fail(f"--degrade: {item!r} is not NAME=FACTOR with FACTOR in (0, 1]")
         degraded.append((name, value))
-    with user_errors(FABRIC_FLAGS):
+    with user_errors(FLAGS, name_flags=True):
         fabric = FabricRequest(
             server=server, nodes=nodes, switch=switch, oversubscription=oversubscription,
             spine_oversubscription=spine_oversubscription, tiers=tiers, su_hosts=su_hosts,
@@ -120,5 +129,6 @@ def _render(d: dict[str, Any]) -> None:
                   f"{row['bytes'] / 1e9:.2f}")
     console.print(t)
     console.print(
-        f"[dim]{d['flows']:,} flows, {d['events']} events, simulated in {d['sim_wall_s']:.2f} s[/]"
+        f"[dim]{d['flows']:,} flows, {d['events']} events, simulated in "
+        f"{d['timings']['sim_wall_s']:.2f} s[/]"
     )

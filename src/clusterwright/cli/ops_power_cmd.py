@@ -7,6 +7,7 @@ from typing import Any
 import typer
 from rich.table import Table
 
+from clusterwright.cli import limits as lim
 from clusterwright.cli.common import console, emit_json, fail, state, user_errors
 from clusterwright.errors import ClusterwrightError
 
@@ -43,7 +44,9 @@ def power(
         fail(f"--pue must be at least 1.0 (facility power / IT power), got {pue:g}")
     if rack_kw is not None and not rack_kw > 0:
         fail(f"--rack-kw must be positive, got {rack_kw:g}")
-    with user_errors(FLAGS):
+    lim.within(("--nodes", nodes, lim.NODES), ("--pue", pue, lim.PUE),
+               ("--rack-kw", rack_kw, lim.RACK_KW))
+    with user_errors(FLAGS, name_flags=True):
         req = PowerRequest(server=server, nodes=nodes, cooling=cooling, rack_kw=rack_kw, pue=pue)
         cat = state(ctx).catalog()
         try:

@@ -11,7 +11,8 @@ import typer
 from rich.table import Table
 
 from clusterwright.catalog.registry import Catalog, resolve_model
-from clusterwright.catalog.schema import FailureMode, Server
+from clusterwright.catalog.schema import FailureMode, ModelArch, Server
+from clusterwright.cli import limits as lim
 from clusterwright.cli.common import console, fail, run_command, state, user_errors
 from clusterwright.errors import ClusterwrightError
 from clusterwright.model import reliability as rel
@@ -19,6 +20,8 @@ from clusterwright.model.params import total_params
 from clusterwright.model.precision import Precision
 
 DEFAULT_SERVER = "dgx-h100"
+# Fields the Monte Carlo blames, and the flags users typed for them.
+MC_FLAGS = {"trials": "--trials", "spares": "--hot-spares", "seed": "--seed"}
 
 
 @dataclass(frozen=True)
@@ -79,14 +82,21 @@ def _fleet(
     return Fleet(gpu_id, srv.id if srv else None, per_host, units, modes, basis)
 
 
-def _checkpoint_io(
-    cat: Catalog, model: str, gpus: int, precision: str, optimizer: str, writers: int | None,
-    storage_gbps: float | None,
-) -> dict[str, float]:
+def _model(cat: Catalog, model: str | None) -> ModelArch | None:
+    """``--model`` resolved as soon as it is given, so a bad id or file is an error even
+    where the model would not be needed."""
+    if model is None:
+        return None
     try:
-        arch = resolve_model(cat, model)
+        return resolve_model(cat, model)
     except ClusterwrightError as exc:
         fail(f"--model: {exc}")
+
+
+def _checkpoint_io(
+    cat: Catalog, arch: ModelArch, gpus: int, precision: str, optimizer: str,
+    writers: int | None, storage_gbps: float | None,
+) -> dict[str, float]:
     opt: Literal["adam", "sgd"] = "adam" if optimizer == "adam" else "sgd"
     size = rel.checkpoint_bytes(total_params(arch), precision, opt)
     streams = writers or gpus
@@ -196,6 +206,23 @@ def reliability(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Expected interruptions by cause and job MTBF for a job of --gpus GPUs over --days."""
+    lim.within(("--gpus", gpus, lim.GPUS), ("--days", days, lim.RELIABILITY_DAYS),
+               ("--radix", radix, lim.RADIX), ("--switches", switches, lim.FABRIC_COUNT),
+               ("--links", links, lim.FABRIC_COUNT),
+               ("--train-days", train_days, lim.RELIABILITY_DAYS),
+               ("--checkpoint-write-s", checkpoint_write_s, lim.SECONDS),
+               ("--restart-s", restart_s, lim.SECONDS_OR_ZERO),
+               ("--interval-s", interval_s, lim.SECONDS),
+               ("--hot-spares", hot_spares, lim.HOT_SPARES),
+               ("--repair-hours", repair_hours, lim.HOURS), ("--trials", trials, lim.TRIALS),
+               ("--seed", seed, lim.SEED))
+    if not monte_carlo:
+        for flag, given in (("--train-days", train_days),
+                            ("--checkpoint-write-s", checkpoint_write_s), ("--model", model),
+                            ("--restart-s", restart_s), ("--interval-s", interval_s),
+                            ("--hot-spares", hot_spares), ("--repair-hours", repair_hours)):
+            if given is not None:
+                fail(f"{flag}: only with --monte-carlo (it sets up the simulated run)")
     _check("--gpus", gpus, 1, strict=False)
     _check("--days", days)
     _check("--radix", radix, 2, strict=False)
@@ -211,6 +238,7 @@ def reliability(
     with user_errors():
         cat = state(ctx).catalog()
     fleet = _fleet(cat, gpus, gpu, server, radix, switches, links)
+    arch = _model(cat, model)
 
     def payload() -> dict[str, Any]:
         hours = days * 24
@@ -248,8 +276,8 @@ def reliability(
         io: dict[str, float] = {}
         if checkpoint_write_s is not None:
             delta = checkpoint_write_s
-        elif model is not None:
-            io = _checkpoint_io(cat, model, gpus, "bf16", "adam", None, None)
+        elif arch is not None:
+            io = _checkpoint_io(cat, arch, gpus, "bf16", "adam", None, None)
             delta = io["checkpoint_write_s"]
         else:
             fail("--checkpoint-write-s: give it, or --model to size the checkpoint "
@@ -259,7 +287,7 @@ def reliability(
         mtbf_s = out["job_mtbf_hours"] * rel.HOUR
         if not math.isfinite(mtbf_s):
             fail("--gpus: nothing in the catalog can fail at this scale; no Monte Carlo to run")
-        with user_errors():
+        with user_errors(MC_FLAGS, name_flags=True):
             tau = interval_s or rel.daly_interval_s(delta, mtbf_s)
             repair_h = (repair_hours if repair_hours is not None
                         else cat.assumption("reliability_node_repair_hours"))
@@ -349,6 +377,13 @@ def checkpoint(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Young and Daly checkpoint intervals and the ETTR they give."""
+    lim.within(("--checkpoint-write-s", checkpoint_write_s, lim.SECONDS),
+               ("--mtbf-hours", mtbf_hours, lim.MTBF_HOURS),
+               ("--restart-s", restart_s, lim.SECONDS_OR_ZERO), ("--gpus", gpus, lim.GPUS),
+               ("--writers", writers, lim.GPUS), ("--storage-gbps", storage_gbps, lim.STORAGE_GBPS),
+               ("--interval-s", interval_s, lim.SECONDS),
+               ("--hot-spares", hot_spares, lim.HOT_SPARES),
+               ("--repair-hours", repair_hours, lim.HOURS))
     _check("--checkpoint-write-s", checkpoint_write_s)
     _check("--mtbf-hours", mtbf_hours)
     _check("--restart-s", restart_s, strict=False)
@@ -369,8 +404,16 @@ def checkpoint(
         fail("--hot-spares: needs --gpus (the share of failures that take a node out)")
     if writers is not None and gpus is not None and writers > gpus:
         fail(f"--writers: {writers} exceeds --gpus {gpus}")
+    if gpus is None:
+        # Each of these describes the fleet of --gpus; without it it would be ignored.
+        for flag, given in (("--model", model), ("--gpu", gpu), ("--server", server),
+                            ("--writers", writers), ("--storage-gbps", storage_gbps)):
+            if given is not None:
+                fail(f"{flag}: applies with --gpus (the job whose checkpoint and failures it "
+                     "describes)")
     with user_errors():
         cat = state(ctx).catalog()
+    arch = _model(cat, model)
 
     def payload() -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -379,8 +422,8 @@ def checkpoint(
             fleet = _fleet(cat, gpus, gpu, server, 64, None, None)
             out.update(gpus=gpus, gpu=fleet.gpu, server=fleet.server)
         io: dict[str, float] = {}
-        if model is not None and gpus is not None:
-            io = _checkpoint_io(cat, model, gpus, precision.value, optimizer, writers,
+        if arch is not None and gpus is not None:
+            io = _checkpoint_io(cat, arch, gpus, precision.value, optimizer, writers,
                                 storage_gbps)
             out.update(io)
         delta = checkpoint_write_s if checkpoint_write_s is not None else io["checkpoint_write_s"]

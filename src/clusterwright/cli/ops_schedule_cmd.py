@@ -11,6 +11,7 @@ import typer
 from rich.table import Table
 
 from clusterwright.catalog.registry import Catalog
+from clusterwright.cli import limits as lim
 from clusterwright.cli.common import console, emit_json, fail, state, user_errors
 from clusterwright.model import reliability as rel
 from clusterwright.sim.cluster_jobs import HOUR, KINDS
@@ -35,6 +36,12 @@ def catalog_node_failure_rate(cat: Catalog, gpu: str, nodes: int, gpus_per_node:
     modes = rel.modes_for_gpu(cat.all("failure_modes"), gpu)
     units = rel.fleet_units(nodes * gpus_per_node, gpus_per_node)
     return sum(rel.rates_per_hour(modes, units).values()) / nodes
+
+
+# Fields the library blames, and the flags users typed for them.
+FLAGS = {"server": "--server", "nodes": "--nodes", "jobs": "--jobs", "seed": "--seed",
+         "failure_rate_per_node_hour": "--failure-rate", "horizon_s": "--days",
+         "trace": "TRACE.csv"}
 
 
 def _bound(flag: str, v: float, low: float, strict: bool = False) -> None:
@@ -107,9 +114,19 @@ def schedule(
         _bound("--failure-rate", failure_rate, 0.0)
     if upgrade_batch is not None and upgrade_batch < 1:
         fail(f"--upgrade-batch must be at least 1, got {upgrade_batch}")
+    lim.within(("--nodes", nodes, lim.NODES), ("--jobs", jobs, lim.SCHEDULE_JOBS),
+               ("--days", days, lim.SCHEDULE_DAYS), ("--seed", seed, lim.SEED),
+               ("--failure-rate", failure_rate, lim.FAILURE_RATE),
+               ("--repair-h", repair_h, lim.HOURS), ("--restart-min", restart_min, lim.RESTART_MIN),
+               ("--upgrade-batch-h", upgrade_batch_h, lim.HOURS),
+               ("--upgrade-start-h", upgrade_start_h, lim.HOURS),
+               ("--drain-timeout-h", drain_timeout_h, lim.HOURS))
+    if upgrade_batch is not None and upgrade_batch > nodes:
+        fail(f"--upgrade-batch: {upgrade_batch:,} nodes at a time, but --nodes is {nodes:,}")
     shares = _mix(mix)
-    cat = state(ctx).catalog()
-    with user_errors({"server": "--server", "nodes": "--nodes"}):
+    with user_errors():
+        cat = state(ctx).catalog()
+    with user_errors(FLAGS, name_flags=True):
         shape = cluster_shape(cat, server, nodes, oversubscription)
         profiles = cat.gpu(shape.gpu).mig_profiles
         if trace is not None:
@@ -197,4 +214,5 @@ def _render(d: dict[str, Any]) -> None:
             f"{up['jobs_stopped_at_drain_timeout']} jobs stopped at the drain timeout; jobs "
             f"waited {up['mean_queueing_delay_increase_h']:+.2f} h longer on average"
         )
-    console.print(f"[dim]{d['events']:,} events, simulated in {d['sim_wall_s']:.2f} s[/]")
+    console.print(f"[dim]{d['events']:,} events, simulated in "
+                  f"{d['timings']['sim_wall_s']:.2f} s[/]")

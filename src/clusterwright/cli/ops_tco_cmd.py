@@ -8,6 +8,7 @@ from typing import Any
 import typer
 from rich.table import Table
 
+from clusterwright.cli import limits as lim
 from clusterwright.cli.common import console, emit_json, fail, state, user_errors
 from clusterwright.errors import ClusterwrightError
 
@@ -68,7 +69,6 @@ def tco(
         fail(f"--utilization must be in (0, 1], got {utilization:g}")
     _check("--pue", pue, pue is not None and pue >= 1.0,
            "at least 1.0 (facility power / IT power)")
-    _check("--years", years, years is not None and 0 < years <= 30, "in (0, 30]")
     for flag, v in (("--electricity-usd-per-kwh", electricity),
                     ("--colocation-usd-per-kw-month", colocation)):
         _check(flag, v, v is not None and v >= 0, "a price >= 0")
@@ -78,7 +78,14 @@ def tco(
         _check(flag, v, v is not None and v > 0, "positive")
     if cooling is not None and cooling not in ("air", "liquid"):
         fail(f"--cooling: {cooling!r} is not one of air, liquid")
-    with user_errors(FLAGS):
+    lim.within(("--nodes", nodes, lim.NODES), ("--pue", pue, lim.PUE),
+               ("--years", years, lim.YEARS), ("--utilization", utilization, lim.UTILIZATION),
+               ("--electricity-usd-per-kwh", electricity, lim.USD_PER_KWH),
+               ("--colocation-usd-per-kw-month", colocation, lim.USD_PER_KW_MONTH),
+               ("--server-price-usd", server_price, lim.SERVER_PRICE_USD),
+               ("--training-gpu-hours", training_gpu_hours, lim.GPU_HOURS),
+               ("--tokens-per-s-per-gpu", tokens_per_s, lim.TOKENS_PER_S))
+    with user_errors(FLAGS, name_flags=True):
         req = TcoRequest(
             server=server, nodes=nodes, years=years, electricity_usd_per_kwh=electricity, pue=pue,
             utilization=utilization, cloud=cloud, cooling=cooling,

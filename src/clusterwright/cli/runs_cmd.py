@@ -41,6 +41,9 @@ def _run_dict(run: RunRow, *, blueprint: bool = False) -> dict[str, Any]:
         "finished_at": run.finished_at,
         "artifacts_dir": run.artifacts_dir,
         "metrics": run.metrics,
+        "owner_pid": run.owner_pid,
+        "owner_host": run.owner_host,
+        "heartbeat_at": run.heartbeat_at,
     }
     if blueprint:
         d["blueprint"] = run.blueprint
@@ -68,7 +71,8 @@ def list_runs(
     scenario: int | None = typer.Option(None, "--scenario", help="Only runs of this scenario id."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
-    """List saved runs, newest first."""
+    """List saved runs, newest first. A queued or running run whose owner process is gone is
+    failed ("interrupted") as it is read."""
     with user_errors(), _open(db) as store:
         if scenario is not None:
             store.get_scenario(scenario)  # an unknown id is an error, not an empty list
@@ -110,6 +114,10 @@ def show_run(
             ("status", run.status), ("stage", run.stage), ("progress", f"{run.done}/{run.total}"),
             ("message", run.message), ("created (UTC)", run.created_at),
             ("finished (UTC)", run.finished_at), ("artifacts", run.artifacts_dir)]
+    if run.owner_pid is not None:
+        rows.append(("owner", f"pid {run.owner_pid} on {run.owner_host}"))
+    if run.status in ("queued", "running"):
+        rows.append(("heartbeat (UTC)", run.heartbeat_at))
     for k, v in rows:
         t.add_row(k, _fmt(v))
     console.print(t)
@@ -205,8 +213,11 @@ def plan_run(
         sc, doc = loads_scenario(saved.yaml_text, f"scenario id {scenario_id}")
         cat = state(ctx).catalog()
         resolve(sc, cat, doc)
+        # Half-written artifacts of runs killed earlier (kill -9 leaves no chance to clean up).
+        store.remove_stale_temp_dirs()
         run = store.create_run(scenario_id)
-        store.update_run(run.id, status="running")
+        # Owned by this process with a heartbeat: if it is killed, readers fail the run.
+        store.start_run(run.id)
 
         def progress(stage: str, done: int, total: int) -> None:
             store.update_run(run.id, stage=stage, done=done, total=total)

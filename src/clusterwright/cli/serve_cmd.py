@@ -10,6 +10,7 @@ from rich.table import Table
 
 from clusterwright.catalog.registry import Catalog, resolve_model
 from clusterwright.catalog.schema import ModelArch
+from clusterwright.cli import limits as lim
 from clusterwright.cli.common import console, emit_json, fail, state, user_errors
 from clusterwright.cli.serve_engine_cmd import estimate_engine_cli, plan_engine_cli
 from clusterwright.errors import ClusterwrightError
@@ -125,6 +126,20 @@ def estimate_cmd(
     prefill and decode workers pays."""
     from clusterwright.sim.serving_plan import estimate
 
+    lim.within(("--tp", tp, lim.PARALLEL), ("--pp", pp, lim.PARALLEL), ("--ep", ep, lim.PARALLEL),
+               ("--adp", adp, lim.PARALLEL), ("--moe-tp", moe_tp, lim.PARALLEL),
+               ("--moe-ep", moe_ep, lim.PARALLEL), ("--qps", qps, lim.QPS),
+               ("--concurrency", concurrency, lim.CONCURRENCY),
+               ("--input-len", input_len, lim.SEQ_TOKENS),
+               ("--output-len", output_len, lim.SEQ_TOKENS),
+               ("--length-cv", length_cv, lim.LENGTH_CV),
+               ("--num-requests", num_requests, lim.REQUESTS), ("--seed", seed, lim.SEED),
+               ("--replicas", replicas, lim.REPLICAS),
+               ("--max-num-seqs", max_num_seqs, lim.SEQUENCES),
+               ("--ttft-slo", ttft_slo, lim.SLO_S), ("--tpot-slo", tpot_slo, lim.SLO_S))
+    lim.nonempty(("--server", server), ("--engine", engine), ("--gemm-quant", gemm_quant),
+                 ("--moe-quant", moe_quant), ("--prefill", prefill), ("--decode", decode),
+                 ("--speculative", speculative))
     if engine is None:
         for flag, v in (("--adp", adp != 1), ("--moe-tp", moe_tp), ("--moe-ep", moe_ep),
                         ("--gemm-quant", gemm_quant), ("--moe-quant", moe_quant),
@@ -239,6 +254,11 @@ def plan_cmd(
     and whether disaggregation pays."""
     from clusterwright.sim.serving_plan import plan
 
+    lim.within(("--qps", qps, lim.QPS), ("--input-len", input_len, lim.SEQ_TOKENS),
+               ("--output-len", output_len, lim.SEQ_TOKENS), ("--ttft-p99", ttft_p99, lim.SLO_S),
+               ("--tpot-p99", tpot_p99, lim.SLO_S), ("--length-cv", length_cv, lim.LENGTH_CV),
+               ("--num-requests", num_requests, lim.PLAN_REQUESTS), ("--seed", seed, lim.SEED))
+    lim.nonempty(("--engine", engine), ("--gemm-quant", gemm_quant), ("--moe-quant", moe_quant))
     if engine is None and (gemm_quant or moe_quant):
         fail("--gemm-quant/--moe-quant: only with --engine")
     if engine is not None:

@@ -8,13 +8,17 @@ import typer
 from rich.table import Table
 
 from clusterwright.catalog.registry import resolve_model
+from clusterwright.cli import limits as lim
 from clusterwright.cli.common import console, emit_json, fail, gb, state, user_errors
 from clusterwright.errors import ClusterwrightError
 from clusterwright.model.precision import Precision
 from clusterwright.model.sizing import SizeResult, size_inference, size_training
 from clusterwright.spec.parallel import ParallelConfig
 
+DEFAULT_CONTEXT = 2048  # tokens; a model with a shorter context is sized at its own
+
 PARALLEL_FLAGS = {
+    "context": "--context",
     "tp": "--tp",
     "pp": "--pp",
     "dp": "--dp",
@@ -128,8 +132,9 @@ def size(
     sequence_parallel: bool = typer.Option(False, "--sequence-parallel"),
     flash_attention: bool = typer.Option(True, "--flash-attention/--no-flash-attention"),
     batch: int = typer.Option(1, "--batch", help="Concurrent sequences (serving)."),
-    context: int = typer.Option(
-        2048, "--context", help="Tokens per sequence, prompt plus output (serving)."
+    context: int | None = typer.Option(
+        None, "--context", help="Tokens per sequence, prompt plus output (serving; default "
+        f"{DEFAULT_CONTEXT}, or the model's context if shorter)."
     ),
     gpu: list[str] = typer.Option([], "--gpu", help="Limit min_gpus to these GPU ids."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
@@ -140,8 +145,16 @@ def size(
     if recompute not in ("none", "selective", "full"):
         fail(f"--recompute: {recompute!r} is not one of none, selective, full")
     for flag, value in (("--seq-len", seq_len), ("--batch", batch), ("--context", context)):
-        if value <= 0:
+        if value is not None and value <= 0:
             fail(f"{flag}: must be a positive number of tokens or sequences, got {value}")
+    lim.within(("--seq-len", seq_len, lim.SEQ_TOKENS), ("--context", context, lim.SEQ_TOKENS),
+               ("--batch", batch, lim.SEQUENCES), ("--micro-batch", micro_batch, lim.SEQUENCES),
+               ("--global-batch", global_batch, lim.SEQUENCES), ("--tp", tp, lim.PARALLEL),
+               ("--pp", pp, lim.PARALLEL), ("--dp", dp, lim.PARALLEL),
+               ("--interleave", interleave, lim.INTERLEAVE))
+    if tp * pp * dp > lim.GPUS.high:
+        fail(f"--tp/--pp/--dp: {tp} x {pp} x {dp} = {tp * pp * dp:,} GPUs; at most "
+             f"{lim.GPUS.high:,}")
     if training and Precision(precision) in (Precision.int8, Precision.int4):
         fail(
             f"--precision: {precision.value} is an inference-only format; train in fp32, bf16, "
@@ -175,7 +188,7 @@ def size(
         fail(f"--tp: {tp} does not divide the {arch.heads} attention heads of {arch.id}")
     if pp > arch.layers:
         fail(f"--pp: {pp} stages exceed the {arch.layers} layers of {arch.id}")
-    with user_errors(PARALLEL_FLAGS):
+    with user_errors(PARALLEL_FLAGS, name_flags=True):
         if training:
             r = size_training(
                 arch,
@@ -190,6 +203,7 @@ def size(
             )
             payload = _payload(r, seq_len, par.batch, arch.id)
         else:
+            context = context or min(DEFAULT_CONTEXT, arch.max_seq_len)
             r = size_inference(
                 arch,
                 batch,

@@ -17,6 +17,10 @@ if TYPE_CHECKING:
 # The sweep's own modules (multiprocessing, numpy draws, the writers) load inside the command,
 # so `clusterwright --help` does not pay for them.
 
+# Each local worker is a process holding the catalog; more than this is a typo, and a Ray
+# cluster runs at most one task per core anyway.
+MAX_WORKERS = 1024
+
 def sweep(
     ctx: typer.Context,
     sweep_file: Path = typer.Argument(..., metavar="SWEEP.yaml", help="Sweep file."),
@@ -36,8 +40,8 @@ def sweep(
         fail(f"--backend: {backend!r} is not one of local, ray")
     if address is not None and backend != "ray":
         fail("--address needs --backend ray")
-    if workers is not None and workers < 1:
-        fail(f"--workers must be at least 1, got {workers}")
+    if workers is not None and not 1 <= workers <= MAX_WORKERS:
+        fail(f"--workers: must be in 1..{MAX_WORKERS:,}, got {workers:,}")
     from clusterwright.export.fabric import check_out_dir
     from clusterwright.export.sweep import write_sweep
     from clusterwright.sim.sweep import check_catalog, require_ray

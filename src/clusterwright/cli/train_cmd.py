@@ -10,6 +10,7 @@ from rich.table import Table
 
 from clusterwright.catalog.registry import Catalog, resolve_model
 from clusterwright.catalog.schema import Gpu, ModelArch
+from clusterwright.cli import limits as lim
 from clusterwright.cli.common import (
     console,
     emit_json,
@@ -289,6 +290,16 @@ def estimate_cmd(
         seq_len=seq_len,
         shard_group=shard_group,
     )
+    lim.within(("--gpus", gpus, lim.GPUS), ("--tp", tp, lim.PARALLEL), ("--pp", pp, lim.PARALLEL),
+               ("--cp", cp, lim.PARALLEL), ("--ep", ep, lim.PARALLEL),
+               ("--interleave", interleave, lim.INTERLEAVE),
+               ("--micro-batch", micro_batch, lim.SEQUENCES),
+               ("--global-batch", global_batch, lim.SEQUENCES),
+               ("--seq-len", seq_len, lim.SEQ_TOKENS), ("--shard-group", shard_group, lim.PARALLEL),
+               ("--prefetch", prefetch, lim.PREFETCH), ("--seed", seed, lim.SEED))
+    lim.nonempty(("--server", server), ("--stack", stack), ("--schedule", schedule),
+                 ("--ep-overlap", ep_overlap), ("--ep-dispatcher", ep_dispatcher),
+                 ("--cp-comm", cp_comm), ("--fp8-recipe", fp8_recipe))
     with user_errors():
         cat = state(ctx).catalog()
     arch = _arch(cat, model)
@@ -399,7 +410,7 @@ def _resimulate(cat: Catalog, job: Job, res: LayoutResult, server: str | None, r
         fail(f"--fidelity sim: no catalog server holds {job.gpu.id}; give --server")
     layout = {k: int(v) for k, v in res.layout.items()
               if isinstance(v, int | float) and k != "recompute_share"}
-    with user_errors():
+    with user_errors({"gpus": "--gpus", "seed": "--seed"}, name_flags=True):
         comm = simulate_step_comm(job, layout, srv.id, cat, routing=routing, seed=seed)
     job2 = replace(job, dp_comm_factor=comm.dp_factor, pp_comm_factor=comm.pp_factor,
                    ep_comm_factor=comm.ep_factor)
@@ -426,6 +437,8 @@ def _simulated(cat: Catalog, job: Job, res: LayoutResult, analytical: dict[str, 
         "analytical_step_time_s": analytical["step_time_s"],
         **comm.detail,
     }
+    # Wall-clock only, under one key: the rest is a function of the inputs and the seed.
+    payload["timings"] = {"sim_wall_s": comm.wall_s}
     return payload
 
 
@@ -480,9 +493,17 @@ def _recheck(cat: Catalog, chosen: dict[str, Any], server: str | None, routing: 
     simulations have taken less than ``budget_s`` (a 16K-GPU fabric takes seconds each)."""
     import time
 
+    from clusterwright.sim.network import MAX_SIM_GPUS
+
     job, top = chosen["_recheck"]
     start = time.perf_counter()
     for i, (entry, r) in enumerate(list(zip(chosen["top"], top, strict=True))[:count]):
+        if r.gpus > MAX_SIM_GPUS:
+            # Past the simulator's size the analytical estimate stands alone, said in notes.
+            chosen["recheck_skipped"] = (f"{r.gpus:,} GPUs are more than the network "
+                                         f"simulator's {MAX_SIM_GPUS:,}: the layouts were not "
+                                         "re-checked on the simulated fabric")
+            break
         if i and time.perf_counter() - start > budget_s:
             break
         _, r2, comm, srv = _resimulate(cat, job, r, server, routing, 0)
@@ -625,6 +646,14 @@ def plan_cmd(
     for name, v in (("tokens", tokens), ("deadline_days", deadline_days)):
         if v is not None and v <= 0:
             fail(f"--{name.replace('_', '-')}: must be positive, got {v:g}")
+    lim.within(("--gpus", gpus, lim.GPUS), ("--global-batch", global_batch, lim.SEQUENCES),
+               ("--seq-len", seq_len, lim.SEQ_TOKENS), ("--tokens", tokens, lim.TRAIN_TOKENS),
+               ("--deadline-days", deadline_days, lim.DEADLINE_DAYS),
+               ("--recheck", recheck, lim.RECHECK),
+               ("--recheck-budget-s", recheck_budget_s, lim.RECHECK_BUDGET_S))
+    lim.nonempty(("--server", server), ("--stack", stack), ("--schedule", schedule),
+                 ("--ep-overlap", ep_overlap), ("--ep-dispatcher", ep_dispatcher),
+                 ("--cp-comm", cp_comm), ("--fp8-recipe", fp8_recipe))
     if gpus is None and deadline_days is None:
         fail("--gpus: give a GPU count, or --deadline-days with --tokens to find one")
     if deadline_days is not None and tokens is None:
@@ -726,6 +755,8 @@ def _plan_notes(chosen: dict[str, Any]) -> list[str]:
     anyone published on this GPU, and the simulator disagreeing with the estimate."""
     b = chosen["best"]
     notes = list(b["confidence"].get("notes") or [])
+    if chosen.get("recheck_skipped"):
+        notes.append(chosen["recheck_skipped"])
     mc = b["mfu_check"]
     if mc.get("above"):
         notes.append(

@@ -321,6 +321,7 @@ def design_fabric(req: FabricRequest, cat: Catalog) -> Fabric:
         min_spines=req.leaf_uplinks or 2,  # one spine is a single point of failure
         spine_uplinks=req.spine_uplinks, pod_sus=req.pod_sus,
     )
+    _check_units(shape.sus, shape.su_hosts, "backend", "su_hosts" if req.su_hosts else "nodes")
     fe_speed = server.frontend_nics.speed_gbps
     frontend = _parts(
         cat, "--frontend-switch", req.frontend_switch, fe_speed, ("frontend", "inband"),
@@ -394,6 +395,16 @@ def _su_label(su: int) -> str:
 
 
 STORAGE_SU = 1000
+
+
+def _check_units(sus: int, su_hosts: int, network: str, field: str) -> None:
+    """Scalable units are numbered below ``STORAGE_SU`` (storage units above it share the
+    numbering and the names): refuse a design with more, blaming ``field``."""
+    if sus >= STORAGE_SU:
+        raise FabricError(
+            f"{field}: {sus:,} {network} scalable units of {su_hosts} hosts; the designer numbers "
+            f"at most {STORAGE_SU - 1} (fewer nodes, or larger units with --su-hosts)",
+            field=field)
 
 
 def _build_clos(
@@ -548,6 +559,7 @@ def frontend_shape(fab: Fabric, storage_targets: int) -> FabricShape:
                 f"one host's storage reads ({per_host_gbps:g} Gb/s); pick a larger one"
             )
     endpoints = fab.shape.hosts + storage_targets
+    _check_units(math.ceil(fab.shape.hosts / su), su, "frontend", "nodes")
     sus = math.ceil(fab.shape.hosts / su) + math.ceil(storage_targets / su)
     return fabric_shape(
         hosts=sus * su if endpoints else 1, rails=ports_per_host, radix=fp.radix,

@@ -156,6 +156,14 @@ def fabric_shape(
     su = su_hosts if su_hosts is not None else leaf.down
     if su < 1:
         raise FabricError(f"--su-hosts must be at least 1, got {su}")
+    # A unit is built in full, so one larger than the cluster rounded up to whole leaves
+    # would add leaves (and their spines and cables) that no host can ever reach.
+    most = max(leaf.down, math.ceil(hosts / leaf.down) * leaf.down)
+    if su > most:
+        raise FabricError(
+            f"su_hosts: {su:,} hosts per scalable unit for {hosts:,} hosts would build leaves "
+            f"with no host on them; at most {most:,} (the hosts rounded up to whole leaves of "
+            f"{leaf.down} down ports)", field="su_hosts")
     lpr = math.ceil(su / leaf.down)
     if su_hosts is not None and leaf_uplinks is None and su < leaf.down:
         # A unit smaller than the leaf: uplinks for the hosts a leaf carries at the asked

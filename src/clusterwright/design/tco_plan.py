@@ -11,17 +11,28 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
 from clusterwright.catalog.registry import Catalog
 from clusterwright.catalog.schema import CloudOffer
 from clusterwright.design.bom import BomLine
-from clusterwright.design.power_plan import Cooling, PowerPlan, PowerRequest, power_plan
+from clusterwright.design.power_plan import (
+    MAX_PUE,
+    Cooling,
+    PowerPlan,
+    PowerRequest,
+    power_plan,
+)
 from clusterwright.errors import InputError
 from clusterwright.model import tco
 from clusterwright.model.power import annual_energy_kwh, average_it_kw
+from clusterwright.spec.fabric import MAX_NODES, MAX_RACK_KW
+from clusterwright.spec.scenario import MAX_USD_PER_KWH, MAX_YEARS
 
 Price = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+MIN_YEARS = 1.0  # depreciation life on the CLI: servers depreciate over 3-6 years
+MIN_UTILIZATION = 0.01  # used over installed GPU-hours (a shared cluster may run at 10 %)
+MIN_TOKENS_PER_S = 1.0  # served tokens/s per GPU; below, a price per token is meaningless
 
 
 class TcoRequest(BaseModel):
@@ -30,18 +41,23 @@ class TcoRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     server: StrictStr
-    nodes: PositiveInt
-    years: Annotated[float, Field(gt=0, le=30, allow_inf_nan=False)] | None = None
-    electricity_usd_per_kwh: Price | None = None
-    pue: Annotated[float, Field(ge=1.0, allow_inf_nan=False)] | None = None
-    utilization: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] | None = None
+    nodes: Annotated[int, Field(gt=0, le=MAX_NODES)]
+    # Scenario files pass any positive life up to their MAX_YEARS; the CLI asks MIN_YEARS.
+    years: Annotated[float, Field(gt=0, le=MAX_YEARS, allow_inf_nan=False)] | None = None
+    electricity_usd_per_kwh: Annotated[Price, Field(le=MAX_USD_PER_KWH)] | None = None
+    pue: Annotated[float, Field(ge=1.0, le=MAX_PUE, allow_inf_nan=False)] | None = None
+    # Lower bounds keep costs per unit finite: a utilization of 1e-300 made 1e300 $/GPU-hour.
+    utilization: Annotated[float, Field(ge=MIN_UTILIZATION, le=1, allow_inf_nan=False)] | None \
+        = None
     cloud: StrictStr | None = None  # cloud offer id; None = the first offer with the same GPU
     cooling: Cooling | None = None
-    rack_kw: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None  # None: cooling limit
+    # None: the cooling mode's limit
+    rack_kw: Annotated[float, Field(gt=0, le=MAX_RACK_KW, allow_inf_nan=False)] | None = None
     colocation_usd_per_kw_month: Price | None = None
     server_price_usd: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
     training_gpu_hours: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
-    tokens_per_s_per_gpu: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+    tokens_per_s_per_gpu: Annotated[float, Field(ge=MIN_TOKENS_PER_S, le=1e9,
+                                                  allow_inf_nan=False)] | None = None
 
 
 @dataclass(frozen=True)

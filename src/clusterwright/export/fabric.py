@@ -29,6 +29,7 @@ from clusterwright.design.bom import BomLine, summary
 from clusterwright.design.fabric import Fabric, Link
 from clusterwright.errors import InputError
 from clusterwright.export.hostlist import compress
+from clusterwright.ownership import remove_stale_temp_dirs, temp_prefix
 
 LABEL_PREFIX = "clusterwright.io"
 BGP_TIMERS = "3 9"  # keepalive/hold s: FRR's datacenter profile, fast failure detection
@@ -391,16 +392,33 @@ def check_out_dir(out: Path, force: bool) -> None:
         raise InputError(
             f"--out {out} exists and is not empty; pass --force to replace it (nothing was written)"
         )
+    # The nearest existing ancestor must be a directory we can create entries in; finding out
+    # only after a plan of minutes is too late.
+    anc = out.absolute().parent
+    while not anc.exists() and anc != anc.parent:
+        anc = anc.parent
+    if not anc.is_dir() or not os.access(anc, os.W_OK | os.X_OK):
+        raise InputError(f"--out {out}: cannot create a directory under {anc} "
+                         "(not a writable directory)", field="out")
 
 
 @contextmanager
 def atomic_dir(out: Path) -> Iterator[Path]:
     """A temporary sibling of ``out`` to fill; on success it replaces ``out`` in one rename
     (an existing ``out`` is moved aside first, then removed), on any failure it is removed and
-    ``out`` is left as it was. Call ``check_out_dir`` first."""
+    ``out`` is left as it was. Call ``check_out_dir`` first.
+
+    The sibling's name carries this process's pid (``ownership.temp_prefix``), so the leftovers
+    of a writer that was killed (kill -9 leaves no chance to clean up) are removed by the next
+    write to ``out``, while those of a writer still running are left alone."""
     parent = out.resolve().parent
-    parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=parent))
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_temp_dirs(parent, out.name)
+        tmp = Path(tempfile.mkdtemp(prefix=temp_prefix(out.name), dir=parent))
+    except OSError as exc:
+        raise InputError(f"--out {out}: cannot write here: {exc.strerror or exc}",
+                         field="out") from None
     try:
         # mkdtemp makes 0700; the result should get the permissions any new directory would.
         umask = os.umask(0)
@@ -408,12 +426,17 @@ def atomic_dir(out: Path) -> Iterator[Path]:
         tmp.chmod(0o777 & ~umask)
         yield tmp
         if out.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=parent))
+            old = Path(tempfile.mkdtemp(prefix=temp_prefix(out.name, "old"), dir=parent))
             os.replace(out, old / "x")
             os.replace(tmp, out)
             shutil.rmtree(old, ignore_errors=True)
         else:
             os.replace(tmp, out)
+    except OSError as exc:
+        # A full disk or a directory removed under us: say so, leave ``out`` as it was.
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise InputError(f"--out {out}: writing failed, nothing was replaced: "
+                         f"{exc.strerror or exc}", field="out") from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -131,6 +131,12 @@ def results_json(result: SweepResult) -> dict[str, Any]:
 # ------------------------------------------------------------------ the page
 
 
+def _esc(text: str) -> str:
+    """Escape a user string for a plotly label. Plotly renders a subset of HTML in labels
+    (so ``<`` and ``&`` must go) but shows entities literally: quotes stay as they are."""
+    return html.escape(text, quote=False)
+
+
 def _num(v: Any) -> float | None:
     if isinstance(v, bool) or not isinstance(v, int | float):
         return None
@@ -139,13 +145,13 @@ def _num(v: Any) -> float | None:
 
 
 def _hover(r: Row) -> str:
-    parts = [f"point {r.index}"] + [f"{html.escape(p)} = {html.escape(display(v))}"
+    parts = [f"point {r.index}"] + [f"{_esc(p)} = {_esc(display(v))}"
                                     for p, v in r.values.items()]
     m = r.metrics or {}
     if m.get("gpu") is not None:
-        parts.append(f"{html.escape(str(m.get('gpus')))} x {html.escape(str(m.get('gpu')))}")
+        parts.append(f"{_esc(str(m.get('gpus')))} x {_esc(str(m.get('gpu')))}")
     if not r.feasible:
-        parts.append(f"infeasible: {html.escape(str(m.get('binding_constraint') or '?'))}")
+        parts.append(f"infeasible: {_esc(str(m.get('binding_constraint') or '?'))}")
     return "<br>".join(parts)
 
 
@@ -190,7 +196,7 @@ def metric_figure(result: SweepResult, key: str, title: str, path: str, colour: 
             xs, _ = _xs(sel, path)
             fig.add_trace(go.Scatter(
                 x=xs, y=[(r.metrics or {})[key] for r in sel], mode="markers",
-                name=f"{html.escape(colour)} = {html.escape(g)}", text=[_hover(r) for r in sel],
+                name=f"{_esc(colour)} = {_esc(g)}", text=[_hover(r) for r in sel],
                 hovertemplate="%{text}<br>%{y:.4g}<extra></extra>",
                 marker={"color": COLORS[i % len(COLORS)], "size": 9}))
     elif ok:
@@ -206,7 +212,7 @@ def metric_figure(result: SweepResult, key: str, title: str, path: str, colour: 
             x=xs, y=[(r.metrics or {})[key] for r in bad], mode="markers", name="infeasible",
             text=[_hover(r) for r in bad], hovertemplate="%{text}<br>%{y:.4g}<extra></extra>",
             marker={"color": "#999999", "symbol": "x", "size": 8}))
-    _layout(fig, f"{title} vs {html.escape(path)}", html.escape(path), title,
+    _layout(fig, f"{title} vs {_esc(path)}", _esc(path), title,
             bool(numeric and var.spec.log))
     if not numeric:
         fig.update_xaxes(type="category")

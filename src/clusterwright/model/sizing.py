@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from clusterwright.catalog.schema import Gpu, ModelArch
+from clusterwright.errors import InputError
 from clusterwright.model import memory as mem
 from clusterwright.model import roofline
 from clusterwright.model.flops import forward_flops_per_token, training_flops_per_token
@@ -155,6 +156,9 @@ def size_inference(
     (a power of two dividing the heads) whose per-GPU weights, KV, activation peak and reserve
     fit in ``memory_utilization`` of the GPU, the way vLLM checks it.
     """
+    if context > arch.max_seq_len:
+        raise InputError(f"context: {context:,} tokens exceed the {arch.max_seq_len:,}-token "
+                         f"context of {arch.id}", field="context")
     kv_p = kv_precision or default_kv_precision(precision)
     m = mem.inference_memory(
         arch, batch, context, precision, kv_p, tp, pp, max_batched_tokens, reserve_bytes

@@ -24,8 +24,10 @@ EVENT_COLORS = {"failure": "#D55E00", "checkpoint": "#009E73", "restart": "#0072
 
 
 def esc(s: Any) -> str:
-    """A user-provided value as plotly label text (escaped, so ``<b>`` shows as ``<b>``)."""
-    return html.escape(str(s), quote=True)
+    """A user-provided value as plotly label text (escaped, so ``<b>`` shows as ``<b>``).
+    Quotes stay: outside a tag they are harmless, and plotly.js decodes only a few named
+    entities (not ``&quot;``), so an escaped quote would show as ``&quot;``."""
+    return html.escape(str(s), quote=False)
 
 
 # A small template of our own: plotly's named templates are validated and deep-copied for every
@@ -75,9 +77,10 @@ def step_time(training: Sequence[Mapping[str, Any]]) -> str | None:
     fig = _figure()
     for i, k in enumerate(keys):
         xs = [num(b.get(k)) or 0.0 for _, b in rows]
-        fig.add_trace(go.Bar(y=names, x=xs, name=_label(k), orientation="h",
+        fig.add_trace(go.Bar(y=names, x=xs, name=esc(_label(k)), orientation="h",
                              marker_color=COLORS[i % len(COLORS)],
-                             hovertemplate="%{y}: %{x:.4g} s<extra>" + _label(k) + "</extra>"))
+                             hovertemplate="%{y}: %{x:.4g} s<extra>" + esc(_label(k))
+                             + "</extra>"))
     height = 160 + 50 * len(rows)
     _layout(fig, height, barmode="stack", xaxis_title="seconds per step")
     return emit(fig, "fig-step-time", height)

@@ -33,7 +33,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import math
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -42,9 +42,16 @@ import numpy as np
 from clusterwright.catalog.schema import MigProfile
 from clusterwright.errors import InputError
 from clusterwright.model import mig
-from clusterwright.sim.cluster_jobs import HOUR, Job
+from clusterwright.sim.cluster_jobs import HOUR, MAX_JOBS, Job
 from clusterwright.sim.cluster_shape import SPANS, ClusterShape
-from clusterwright.sim.engine import Engine, Event
+from clusterwright.sim.engine import Engine, Event, check_seed
+
+# Simulated horizon: hourly samples and inference demand steps grow with it (a year of a
+# 4,096-node cluster with 20,000 jobs takes about 5 s on two cores).
+MAX_HORIZON_DAYS = 365.0
+# Node failures the run may expect (rate x nodes x hours): each is a few events; 100,000
+# take about 10 s.
+MAX_EXPECTED_FAILURES = 100_000
 
 POLICIES = ("fifo", "backfill", "priority")
 DAY = 24 * HOUR
@@ -95,6 +102,10 @@ class ClusterConfig:
         for name, v in positive.items():
             if not (math.isfinite(v) and v > 0):
                 raise InputError(f"{name}: must be a positive number, got {v:g}")
+        if self.horizon_s > MAX_HORIZON_DAYS * 24 * HOUR:
+            raise InputError(f"horizon_s: {self.horizon_s:g} s is {self.horizon_s / 86400:g} "
+                             f"days; at most {MAX_HORIZON_DAYS:g}", field="horizon_s")
+        check_seed(self.seed)
         for name, v in non_negative.items():
             if not (math.isfinite(v) and v >= 0):
                 raise InputError(f"{name}: must be a non-negative number, got {v:g}")
@@ -207,6 +218,7 @@ class _Cluster:
         self.pod_of = [shape.pod_of(i) for i in range(n)]
         self.queue: list[tuple[tuple[float, float, int], int]] = []
         self.mig_queue: deque[int] = deque()
+        self._mig_queued: Counter[str] = Counter()  # queued MIG jobs per profile
         self.mig_nodes: dict[int, MigNode] = {}
         self.runs: dict[int, Run] = {}  # gang job index -> run
         self.services = [Service(j) for j in jobs if j.kind == "inference"]
@@ -419,7 +431,7 @@ class _Cluster:
             self.eng.after(j.duration_s, self._retire, sv)
             self._kick()
         elif j.kind == "mig":
-            self.mig_queue.append(i)
+            self._mig_enqueue(i)
             self._kick()
         else:
             self._enqueue(i)
@@ -503,6 +515,13 @@ class _Cluster:
                 sv.replicas.append(self._start_gang(self._index[id(sv.job)], nodes, True))
 
     # ------------------------------------------------------------------ MIG
+    def _mig_enqueue(self, i: int, front: bool = False) -> None:
+        if front:
+            self.mig_queue.appendleft(i)
+        else:
+            self.mig_queue.append(i)
+        self._mig_queued[self.jobs[i].mig_profile] += 1
+
     def _mig_place(self, i: int) -> bool:
         j = self.jobs[i]
         prof = self.profiles[j.mig_profile]
@@ -579,12 +598,28 @@ class _Cluster:
         self._serve()
         if self.mig_queue:
             waiting: deque[int] = deque()
+            # A profile that found no slice stays unplaceable for the rest of the pass (the
+            # pass only takes capacity): its later jobs are not tried again, and once every
+            # queued profile is full the pass stops. Without this a backlog costs queue x MIG
+            # nodes x GPUs per pass.
+            full: set[str] = set()
             while self.mig_queue:
+                if len(full) == len(self._mig_queued):
+                    break
                 i = self.mig_queue.popleft()
-                if not self._mig_place(i):
+                profile = self.jobs[i].mig_profile
+                if profile in full:
                     waiting.append(i)
-                    if self.cfg.policy == "fifo":
-                        break
+                    continue
+                if self._mig_place(i):
+                    self._mig_queued[profile] -= 1
+                    if not self._mig_queued[profile]:
+                        del self._mig_queued[profile]
+                    continue
+                full.add(profile)
+                waiting.append(i)
+                if self.cfg.policy == "fifo":
+                    break
             waiting.extend(self.mig_queue)
             self.mig_queue = waiting
         self._schedule_gangs()
@@ -676,7 +711,7 @@ class _Cluster:
                 self._stop_gang(self._index[id(owner.job)], "failure", down_node=nd)
         elif st == MIGMODE and isinstance(owner, MigNode):
             for i in self._mig_evict(owner):
-                self.mig_queue.appendleft(i)
+                self._mig_enqueue(i, front=True)
                 self.jobs[i].failures += 1
         else:
             self._take(nd)
@@ -760,7 +795,7 @@ class _Cluster:
                     self._stop_gang(self._index[id(owner.job)], "drain")
             elif self.status[nd] == MIGMODE and isinstance(owner, MigNode):
                 for i in self._mig_evict(owner):
-                    self.mig_queue.appendleft(i)
+                    self._mig_enqueue(i, front=True)
                 self._release(nd)
         self._kick()
 
@@ -811,6 +846,17 @@ def simulate(shape: ClusterShape, jobs: Sequence[Job], cfg: ClusterConfig,
     """Run the job mix on the cluster for ``cfg.horizon_s`` seconds. ``jobs`` are copied (the
     caller's list is not changed); seeded and reproducible."""
     cfg.validate()
+    if len(jobs) > MAX_JOBS:
+        raise InputError(f"jobs: {len(jobs):,} jobs; at most {MAX_JOBS:,} in one simulation",
+                         field="jobs")
+    rate = cfg.failure_rate_per_node_hour or 0.0
+    expected = rate * shape.nodes * cfg.horizon_s / HOUR
+    if expected > MAX_EXPECTED_FAILURES:
+        raise InputError(
+            f"failure_rate_per_node_hour: {rate:g} x {shape.nodes:,} nodes x "
+            f"{cfg.horizon_s / HOUR:,.0f} h = {expected:,.0f} expected node failures; at most "
+            f"{MAX_EXPECTED_FAILURES:,} in one simulation (a lower rate, fewer nodes or a "
+            "shorter horizon)", field="failure_rate_per_node_hour")
     for _, nd in cfg.failures_at:
         if nd >= shape.nodes:
             raise InputError(f"failures_at: node {nd} is not in the cluster (0..{shape.nodes - 1})")

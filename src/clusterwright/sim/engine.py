@@ -15,6 +15,19 @@ from typing import Any
 
 import numpy as np
 
+from clusterwright.errors import InputError
+from clusterwright.spec.scenario import MAX_SEED
+
+
+def check_seed(seed: int, field: str = "seed") -> None:
+    """Raise ``InputError`` blaming ``field`` unless ``seed`` is an integer in
+    ``0..MAX_SEED`` (numpy refuses negative seeds with a bare ValueError; scenario files take
+    the same 32-bit range)."""
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) \
+            or not 0 <= seed <= MAX_SEED:
+        raise InputError(f"{field}: must be an integer between 0 and {MAX_SEED:,}, got {seed!r}",
+                         field=field)
+
 
 @dataclass(order=True)
 class Event:
@@ -34,6 +47,7 @@ class Engine:
     """Discrete-event loop. Times are seconds of simulated time."""
 
     def __init__(self, seed: int = 0) -> None:
+        check_seed(seed)
         self.now = 0.0
         self.rng = np.random.default_rng(seed)
         self.events = 0  # callbacks run

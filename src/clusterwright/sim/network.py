@@ -41,6 +41,12 @@ from clusterwright.sim.engine import Engine, Event
 Routing = Literal["ecmp", "adaptive", "spray"]
 ROUTINGS: tuple[str, ...] = ("ecmp", "adaptive", "spray")
 _MASK = (1 << 64) - 1
+# Queue pairs per connection: NCCL_IB_QPS_PER_CONNECTION's maximum (NCCL_IB_MAX_QPS, 128);
+# each QP is routed as its own sub-flow, so they multiply the simulator's work.
+MAX_QPS_PER_CONNECTION = 128
+# GPUs of a simulated fabric: a ring all-reduce over 65,536 GPUs takes about 20 s on two
+# cores (netsim and the training re-check refuse larger fabrics).
+MAX_SIM_GPUS = 65_536
 
 
 class SimError(InputError):
@@ -548,6 +554,9 @@ class NetworkSim:
             raise SimError(f"--routing: unknown policy {routing!r} (one of {', '.join(ROUTINGS)})")
         if qps < 1:
             raise SimError(f"--qps must be at least 1, got {qps}")
+        if qps > MAX_QPS_PER_CONNECTION:
+            raise SimError(f"qps: {qps:,} queue pairs per connection; at most "
+                           f"{MAX_QPS_PER_CONNECTION} (NCCL's maximum)", field="qps")
         self.net = net
         self.routing = routing
         self.seed = seed

@@ -23,6 +23,16 @@ import numpy as np
 
 from clusterwright.errors import InputError
 from clusterwright.model.reliability import DAY, expected_wall_time_s, percentiles
+from clusterwright.sim.engine import check_seed
+
+# Trials of one Monte Carlo: the loop is vectorised over them (100,000 trials of a few
+# hundred failures each take about 2 s on two cores).
+MAX_TRIALS = 100_000
+# Trial-failures of one run (trials x expected failures per trial): each costs a few array
+# operations; 10^8 is about 10 s on two cores.
+MAX_TRIAL_FAILURES = 100_000_000
+# Floats of the spare pool (trials x spares): 10^7 is 80 MB.
+MAX_SPARE_SLOTS = 10_000_000
 
 
 @dataclass(frozen=True)
@@ -90,6 +100,13 @@ def simulate_run(
     spec.check()
     if trials < 1:
         raise InputError(f"trials: must be at least 1, got {trials}")
+    if trials > MAX_TRIALS:
+        raise InputError(f"trials: {trials:,} trials; at most {MAX_TRIALS:,}", field="trials")
+    check_seed(seed)
+    if spec.spares is not None and trials * spec.spares > MAX_SPARE_SLOTS:
+        raise InputError(
+            f"spares: {spec.spares:,} spares x {trials:,} trials is above {MAX_SPARE_SLOTS:,} "
+            "tracked spare nodes; fewer trials or spares", field="spares")
     # Refuse runs that would take more loop steps than allowed before starting them: each
     # step handles one failure or restart of every trial.
     failures = expected_wall_time_s(
@@ -102,6 +119,11 @@ def simulate_run(
             f"({spec.interval_s + spec.checkpoint_s:g} s) or the restart ({spec.restart_s:g} s) "
             f"is too long for an MTBF of {spec.mtbf_s:g} s"
         )
+    if failures * trials > MAX_TRIAL_FAILURES:
+        raise InputError(
+            f"trials: about {failures:,.0f} failures per trial x {trials:,} trials is above "
+            f"{MAX_TRIAL_FAILURES:,} simulated failures; fewer trials or a shorter run",
+            field="trials")
     rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed)))
     tau, delta, seg = spec.interval_s, spec.checkpoint_s, spec.interval_s + spec.checkpoint_s
     t = np.zeros(trials)

@@ -74,6 +74,7 @@ from clusterwright.model.precision import bytes_per, default_kv_precision, train
 from clusterwright.model.training import BREAKDOWN_FIELDS, Job, estimate
 from clusterwright.sim import serving_plan
 from clusterwright.sim.reliability import RunSpec, simulate_run
+from clusterwright.spec.fabric import MAX_NODES as FABRIC_MAX_NODES
 from clusterwright.spec.fabric import FabricRequest
 from clusterwright.spec.scenario import (
     Diurnal,
@@ -331,7 +332,8 @@ def _size_inference(run: _Run, w: InferenceWorkload,
             run.cat, arch, w.qps, inp, out, w.slo.ttft_p99_s, w.slo.tpot_p99_s, gpu=gpu.id,
             precision=w.precision, kv_precision=kv,
             num_requests=400 if run.quick else 1500, seed=run.scenario.seed,
-            workers=1 if run.quick else None, rel_tol=0.1 if run.quick else 0.05)
+            workers=1 if run.quick else None, rel_tol=0.1 if run.quick else 0.05,
+            e2e_p99_s=w.slo.e2e_p99_s)
     except InputError as exc:
         what: ConstraintName = "memory" if "fit" in str(exc) else "gpus"
         need = arch_weights_gb(arch, w.precision) if what == "memory" else None
@@ -339,14 +341,13 @@ def _size_inference(run: _Run, w: InferenceWorkload,
                                 f"weights ({exc})" if what == "memory" else str(exc), w.name)]
     if sp.best is None:
         ach = (sp.best_achievable or {}).get("closest") or {}
-        t_ratio = ach.get("ttft_p99_s", math.inf) / w.slo.ttft_p99_s
-        p_ratio = ach.get("tpot_p99_s", math.inf) / w.slo.tpot_p99_s
-        if t_ratio >= p_ratio:
-            v = violation("slo", w.slo.ttft_p99_s, ach.get("ttft_p99_s"), "s",
-                          f"best p99 TTFT on {gpu.id} (tp {ach.get('tp')}, light load)", w.name)
-        else:
-            v = violation("slo", w.slo.tpot_p99_s, ach.get("tpot_p99_s"), "s",
-                          f"best p99 TPOT on {gpu.id} (tp {ach.get('tp')}, light load)", w.name)
+        # The SLO missed by the widest margin is the binding one.
+        slos = [("ttft_p99_s", "TTFT", w.slo.ttft_p99_s), ("tpot_p99_s", "TPOT", w.slo.tpot_p99_s)]
+        if w.slo.e2e_p99_s is not None:
+            slos.append(("e2e_p99_s", "end-to-end latency", w.slo.e2e_p99_s))
+        key, label, target = max(slos, key=lambda t: ach.get(t[0], math.inf) / t[2])
+        v = violation("slo", target, ach.get(key), "s",
+                      f"best p99 {label} on {gpu.id} (tp {ach.get('tp')}, light load)", w.name)
         return None, [v]
     b = sp.best
     mult = diurnal_multipliers(w.diurnal) if w.diurnal else None
@@ -357,8 +358,10 @@ def _size_inference(run: _Run, w: InferenceWorkload,
         "tp": b["tp"], "ep": b["ep"], "replicas": b["replicas"], "gpus": b["gpus"],
         "peak_qps": w.qps, "qps_per_replica": b["qps_per_replica"],
         "input_len": inp, "output_len": out, "precision": w.precision, "kv_precision": kv,
-        "slo": {"ttft_p99_s": w.slo.ttft_p99_s, "tpot_p99_s": w.slo.tpot_p99_s},
+        "slo": {"ttft_p99_s": w.slo.ttft_p99_s, "tpot_p99_s": w.slo.tpot_p99_s,
+                "e2e_p99_s": w.slo.e2e_p99_s},
         "ttft_p99_s": b["ttft_p99_s"], "tpot_p99_s": b["tpot_p99_s"],
+        "e2e_p99_s": b["e2e_p99_s"],
         "tokens_per_s_per_gpu": b["tokens_per_s_per_gpu"],
         "cost_per_million_tokens_usd": None,
         "cloud_cost_per_million_tokens_usd": b["cost_per_million_tokens_usd"],
@@ -545,6 +548,12 @@ def _design(run: _Run, cand: Candidate) -> _Design | None:
     racks_bad, rack_kw, cooling = _rack_violations(run, server)
     if on_prem:
         cand.violations += racks_bad
+    if cand.nodes > FABRIC_MAX_NODES:
+        # The fabric request refuses it; the planner sized it, so it is a finding, not a typo.
+        cand.violations.append(violation(
+            "gpus", None, None, "", f"{cand.gpu}: {cand.nodes:,} x {server.id} is more than "
+            f"the {FABRIC_MAX_NODES:,} servers the fabric designer builds"))
+        return None
     try:
         with run.timed("fabric"):
             fab = plan_fabric(FabricRequest(server=server.id, nodes=cand.nodes,
@@ -803,8 +812,11 @@ def _curves(run: _Run, cand: Candidate) -> None:
                 "ttft_p99_s": e["ttft_p99_s"], "tpot_p99_s": e["tpot_p99_s"],
                 "tokens_per_s_per_gpu": e["tokens_per_s_per_gpu"],
                 "tokens_per_s_per_user": 1.0 / tpot_mean if tpot_mean and tpot_mean > 0 else None,
+                "e2e_p99_s": e["e2e_p99_s"],
                 "meets_slo": bool(e["ttft_p99_s"] <= r["slo"]["ttft_p99_s"]
-                                  and not e["tpot_p99_s"] > r["slo"]["tpot_p99_s"]),
+                                  and not e["tpot_p99_s"] > r["slo"]["tpot_p99_s"]
+                                  and (r["slo"].get("e2e_p99_s") is None
+                                       or e["e2e_p99_s"] <= r["slo"]["e2e_p99_s"])),
             })
         r["curve"] = pts
 

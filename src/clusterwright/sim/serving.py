@@ -42,8 +42,9 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from clusterwright.sim.engine import Engine, Event
+from clusterwright.sim.engine import Engine, Event, check_seed
 from clusterwright.sim.serving_trace import (
+    MAX_REQUESTS,
     Lengths,
     Requests,
     ServingError,
@@ -68,6 +69,8 @@ __all__ = [
 ROUTERS = ("round_robin", "least_outstanding")
 ARRIVALS = ("poisson", "gamma", "closed", "trace")
 MAX_SAMPLES = 1024  # time-series points kept (the interval doubles when full)
+# Replicas behind one router: every step visits each (1,024 x 100,000 requests: about 6 s).
+MAX_REPLICAS = 1_024
 
 
 class StepModel(Protocol):
@@ -162,6 +165,10 @@ class ClusterConfig:
             raise ServingError(f"router: {self.router!r} is not one of {', '.join(ROUTERS)}")
         if self.replicas < 1:
             raise ServingError(f"replicas: {self.replicas} must be >= 1")
+        if self.replicas > MAX_REPLICAS:
+            raise ServingError(f"replicas: {self.replicas:,} simulated replicas; at most "
+                               f"{MAX_REPLICAS:,} (each adds work to every step)",
+                               field="replicas")
         d = self.disaggregation
         if d is not None:
             if d.prefill_replicas < 1 or d.decode_replicas < 1:
@@ -206,6 +213,10 @@ def make_requests(w: Workload) -> Requests:
     n = w.num_requests
     if n < 1:
         raise ServingError(f"workload.num_requests: {n} must be >= 1")
+    if n > MAX_REQUESTS:
+        raise ServingError(f"workload.num_requests: {n:,} requests; at most {MAX_REQUESTS:,} "
+                           "(about 5 s of simulation)", field="workload.num_requests")
+    check_seed(w.seed, "workload.seed")
     w.input_len.validate("workload.input_len")
     w.output_len.validate("workload.output_len")
     # One generator per component, spawned from the scenario seed (STYLE.md, 5).

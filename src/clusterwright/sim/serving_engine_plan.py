@@ -219,7 +219,7 @@ class EngineEstimate:
                 "ttft_mean_s": r.ttft_s["mean"], "tpot_mean_s": r.tpot_s["mean"],
                 "goodput_requests_per_s": r.goodput_rps, "preemptions": r.preemptions,
                 "tokens_per_s_per_gpu": r.output_tokens_per_s / gpus,
-                "sim": {"events": r.events, "steps": r.steps, "wall_s": r.wall_s},
+                "sim": {"events": r.events, "steps": r.steps},
             })
         if st is not None:
             out["steady_state"] = {
@@ -248,6 +248,9 @@ class EngineEstimate:
         })
         if self.disaggregation is not None:
             out["disaggregation"] = self.disaggregation
+        if r is not None:
+            # Wall-clock only, under one key: the rest is a function of the inputs and seed.
+            out["timings"] = {"sim_wall_s": r.wall_s}
         return out
 
 

@@ -381,7 +381,9 @@ class ServeEstimate:
                 "max_num_seqs": self.replica.engine.max_num_seqs,
                 "max_num_batched_tokens": self.replica.engine.max_num_batched_tokens,
             },
-            "sim": {"events": r.events, "steps": r.steps, "wall_s": r.wall_s},
+            "sim": {"events": r.events, "steps": r.steps},
+            # Wall-clock values only here: the rest is identical for the same seed.
+            "timings": {"sim_wall_s": r.wall_s},
         }
 
 
@@ -440,6 +442,7 @@ class LoadPoint:
     meets_slo: bool
     usd_per_gpu_hour: float | None
     ep: int = 1  # expert-parallel GPUs inside the TP group
+    e2e_p99_s: float = math.nan  # arrival to last token
 
     def as_dict(self) -> dict[str, Any]:
         usd = None
@@ -454,6 +457,7 @@ class LoadPoint:
             "tokens_per_s_per_user": self.tokens_per_s_per_user,
             "ttft_p99_s": self.ttft_p99_s,
             "tpot_p99_s": self.tpot_p99_s,
+            "e2e_p99_s": self.e2e_p99_s,
             "meets_slo": self.meets_slo,
             "cost_per_million_tokens_usd": usd,
         }
@@ -491,6 +495,7 @@ class ServePlan:
     best_achievable: dict[str, Any] | None
     simulations: int
     notes: list[str] = field(default_factory=list)
+    slo_e2e_p99_s: float | None = None
 
     @property
     def feasible(self) -> bool:
@@ -506,7 +511,8 @@ class ServePlan:
             "qps": self.qps,
             "input_len": self.input_len,
             "output_len": self.output_len,
-            "slo": {"ttft_p99_s": self.slo_ttft_p99_s, "tpot_p99_s": self.slo_tpot_p99_s},
+            "slo": {"ttft_p99_s": self.slo_ttft_p99_s, "tpot_p99_s": self.slo_tpot_p99_s,
+                    "e2e_p99_s": self.slo_e2e_p99_s},
             "candidates": self.candidates,
             "rejected": self.rejected,
             "best_achievable": self.best_achievable,
@@ -516,7 +522,7 @@ class ServePlan:
 
 
 def _point(rep: Replica, w: Workload, ttft_slo: float, tpot_slo: float,
-           price: float | None) -> LoadPoint:
+           price: float | None, e2e_slo: float | None = None) -> LoadPoint:
     r = simulate(ClusterConfig(engine=rep.engine), w, rep.model)
     tpot_mean = r.tpot_s["mean"]
     return LoadPoint(
@@ -528,9 +534,11 @@ def _point(rep: Replica, w: Workload, ttft_slo: float, tpot_slo: float,
         tokens_per_s_per_gpu=r.output_tokens_per_s / rep.gpus,
         tokens_per_s_per_user=1.0 / tpot_mean if tpot_mean > 0 else math.inf,
         # One-token outputs have no TPOT (NaN), which then meets any TPOT SLO.
-        meets_slo=r.ttft_s["p99"] <= ttft_slo and not r.tpot_s["p99"] > tpot_slo,
+        meets_slo=(r.ttft_s["p99"] <= ttft_slo and not r.tpot_s["p99"] > tpot_slo
+                   and (e2e_slo is None or r.e2e_s["p99"] <= e2e_slo)),
         usd_per_gpu_hour=price,
         ep=rep.model.ep,
+        e2e_p99_s=r.e2e_s["p99"],
     )
 
 
@@ -548,9 +556,11 @@ def saturation_qps(rep: Replica, input_len: int, output_len: int) -> float:
 def capacity(rep: Replica, input_len: int, output_len: int, ttft_slo: float,
              tpot_slo: float, *, num_requests: int = 2000, seed: int = 0,
              length_dist: str = "fixed", length_cv: float = 1.0, rel_tol: float = 0.05,
-             max_sims: int = 16, price: tuple[float, str] | None = None) -> Capacity:
-    """Largest Poisson load one replica sustains with p99 TTFT <= ``ttft_slo`` and p99 TPOT
-    <= ``tpot_slo``: a light-load run first (if it misses, nothing will), then a bracket
+             max_sims: int = 16, price: tuple[float, str] | None = None,
+             e2e_slo: float | None = None) -> Capacity:
+    """Largest Poisson load one replica sustains with p99 TTFT <= ``ttft_slo``, p99 TPOT
+    <= ``tpot_slo`` and, when given, p99 end-to-end latency <= ``e2e_slo`` (seconds): a
+    light-load run first (if it misses, nothing will), then a bracket
     doubled from the saturation estimate, then geometric bisection to ``rel_tol``. The same
     seed at every load scales one set of arrival gaps, so feasibility is monotone in load."""
     cap = min(rep.model.arch.max_seq_len, rep.memory.kv_tokens)
@@ -559,7 +569,7 @@ def capacity(rep: Replica, input_len: int, output_len: int, ttft_slo: float,
     def run(q: float, n: int) -> LoadPoint:
         w = workload(input_len, output_len, qps=q, num_requests=n, seed=seed,
                      length_dist=length_dist, length_cv=length_cv, max_context=cap)
-        return _point(rep, w, ttft_slo, tpot_slo, usd)
+        return _point(rep, w, ttft_slo, tpot_slo, usd, e2e_slo)
 
     sat = saturation_qps(rep, input_len, output_len)
     low = run(sat / 100, min(num_requests, 500))
@@ -607,8 +617,9 @@ def plan(cat: Catalog, model: str | ModelArch, qps: float, input_len: int, outpu
          kv_precision: Precision | str = Precision.bf16, num_requests: int = 2000,
          seed: int = 0, length_dist: str = "fixed", length_cv: float = 1.0,
          rel_tol: float = 0.05, workers: int | None = None,
-         expert_parallel: bool = True) -> ServePlan:
-    """Cheapest fleet of identical replicas serving ``qps`` requests/s within p99 SLOs.
+         expert_parallel: bool = True, e2e_p99_s: float | None = None) -> ServePlan:
+    """Cheapest fleet of identical replicas serving ``qps`` requests/s within p99 SLOs
+    (TTFT and TPOT, and end-to-end latency when ``e2e_p99_s`` is given; seconds).
     ``workers``: processes for the per-layout searches (default: one per CPU).
     ``expert_parallel``: for a MoE model, also try ep = tp at every TP > 1 whose degree
     divides the experts (``_ep_layouts`` keeps only what a cheap step-model screen cannot
@@ -633,6 +644,9 @@ def plan(cat: Catalog, model: str | ModelArch, qps: float, input_len: int, outpu
     for flag, s in (("--ttft-p99", ttft_p99_s), ("--tpot-p99", tpot_p99_s)):
         if not s > 0:
             raise InputError(f"{flag}: must be a positive number of seconds, got {s:g}")
+    if e2e_p99_s is not None and not (e2e_p99_s > 0 and math.isfinite(e2e_p99_s)):
+        raise InputError(f"e2e_p99_s: must be a positive number of seconds, got {e2e_p99_s:g}",
+                         field="e2e_p99_s")
     arch = model if isinstance(model, ModelArch) else resolve_model(cat, model)
     if gpu == "choose":
         gpus = serving_gpus(cat)
@@ -668,7 +682,7 @@ def plan(cat: Catalog, model: str | ModelArch, qps: float, input_len: int, outpu
     search = functools.partial(_capacity_of, input_len=input_len, output_len=output_len,
                                ttft_slo=ttft_p99_s, tpot_slo=tpot_p99_s,
                                num_requests=num_requests, seed=seed, length_dist=length_dist,
-                               length_cv=length_cv, rel_tol=rel_tol)
+                               length_cv=length_cv, rel_tol=rel_tol, e2e_slo=e2e_p99_s)
     n_workers = min(workers if workers is not None else (os.cpu_count() or 1), len(layouts))
     if n_workers > 1:
         # Layouts are independent searches: one process per core (results are the same as
@@ -698,15 +712,18 @@ def plan(cat: Catalog, model: str | ModelArch, qps: float, input_len: int, outpu
     if best is None:
         lows = [c.low_load for c in caps]
         # The configuration closest to the SLOs: smallest worst ratio of p99 to SLO.
-        near = min(lows, key=lambda p: max(p.ttft_p99_s / ttft_p99_s, p.tpot_p99_s / tpot_p99_s))
+        near = min(lows, key=lambda p: _slo_ratio(p, ttft_p99_s, tpot_p99_s, e2e_p99_s))
         achievable = {
             "ttft_p99_s": min(p.ttft_p99_s for p in lows),
             "tpot_p99_s": min(p.tpot_p99_s for p in lows),
+            "e2e_p99_s": min(p.e2e_p99_s for p in lows),
             "closest": {"gpu": near.gpu, "tp": near.tp, "ep": near.ep,
                         "ttft_p99_s": near.ttft_p99_s,
-                        "tpot_p99_s": near.tpot_p99_s, "qps_per_replica": near.qps},
+                        "tpot_p99_s": near.tpot_p99_s, "e2e_p99_s": near.e2e_p99_s,
+                        "qps_per_replica": near.qps},
         }
-        notes.append("no configuration meets both SLOs even at light load; best_achievable "
+        which = "all three SLOs" if e2e_p99_s is not None else "both SLOs"
+        notes.append(f"no configuration meets {which} even at light load; best_achievable "
                      "holds the lowest p99s seen (each at light load)")
     stable = [p for c in caps for p in c.points if p.ttft_p99_s <= ttft_p99_s]
     return ServePlan(
@@ -714,8 +731,16 @@ def plan(cat: Catalog, model: str | ModelArch, qps: float, input_len: int, outpu
         slo_ttft_p99_s=ttft_p99_s, slo_tpot_p99_s=tpot_p99_s, best=best,
         candidates=candidates, pareto=[p.as_dict() for p in pareto(stable)],
         rejected=dict(rejected), best_achievable=achievable,
-        simulations=sum(len(c.points) for c in caps), notes=notes,
+        simulations=sum(len(c.points) for c in caps), notes=notes, slo_e2e_p99_s=e2e_p99_s,
     )
+
+
+def _slo_ratio(p: LoadPoint, ttft: float, tpot: float, e2e: float | None) -> float:
+    """The worst ratio of a point's p99 to its SLO (1 = exactly at the SLO)."""
+    ratios = [p.ttft_p99_s / ttft, p.tpot_p99_s / tpot]
+    if e2e is not None:
+        ratios.append(p.e2e_p99_s / e2e)
+    return max(ratios)
 
 
 def _ep_layouts(tp_rep: Replica, ep_rep: Replica, input_len: int,
@@ -741,11 +766,12 @@ def _ep_layouts(tp_rep: Replica, ep_rep: Replica, input_len: int,
 
 def _capacity_of(layout: tuple[Replica, tuple[float, str] | None], *, input_len: int,
                  output_len: int, ttft_slo: float, tpot_slo: float, num_requests: int,
-                 seed: int, length_dist: str, length_cv: float, rel_tol: float) -> Capacity:
+                 seed: int, length_dist: str, length_cv: float, rel_tol: float,
+                 e2e_slo: float | None = None) -> Capacity:
     rep, price = layout
     return capacity(rep, input_len, output_len, ttft_slo, tpot_slo, num_requests=num_requests,
                     seed=seed, length_dist=length_dist, length_cv=length_cv, rel_tol=rel_tol,
-                    price=price)
+                    price=price, e2e_slo=e2e_slo)
 
 
 def _reason(msg: str) -> str:
@@ -781,6 +807,7 @@ def _candidate(c: Capacity, qps: float, output_len: int) -> dict[str, Any]:
         "qps_per_replica": c.qps,
         "ttft_p99_s": at.ttft_p99_s if at else c.low_load.ttft_p99_s,
         "tpot_p99_s": at.tpot_p99_s if at else c.low_load.tpot_p99_s,
+        "e2e_p99_s": at.e2e_p99_s if at else c.low_load.e2e_p99_s,
         "tokens_per_s_per_gpu": at.tokens_per_s_per_gpu if at else None,
         "tokens_per_s_per_user": at.tokens_per_s_per_user if at else None,
         "light_load_ttft_p99_s": c.low_load.ttft_p99_s,

@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from clusterwright.errors import InputError
+from clusterwright.spec.yamlio import YamlError, read_text
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -34,6 +35,15 @@ LENGTH_DISTS = ("fixed", "uniform", "normal", "lognormal")
 
 class ServingError(InputError):
     """A serving scenario, workload or trace the simulator cannot run, with the fix."""
+
+
+# Coefficient of variation (std / mean) of a length distribution: measured request lengths
+# sit near 1 (ShareGPT, LMSYS-Chat); far above, a lognormal's tail overflows any context.
+MAX_LENGTH_CV = 10.0
+# Requests of one simulation: 100,000 take 1.5-6 s on two cores (more with many replicas).
+MAX_REQUESTS = 100_000
+MAX_TRACE_BYTES = 64 * 2**20  # a request trace file; 100,000 rows are about 4 MB
+MAX_SAMPLED_TOKENS = 2**31 - 1  # the clip of a length without ``high``; any context is shorter
 
 
 @dataclass(frozen=True)
@@ -64,6 +74,14 @@ class Lengths:
             raise ServingError(f"{name}.mean: {self.mean} must be >= 1 token")
         if self.std < 0:
             raise ServingError(f"{name}.std: {self.std} must be >= 0")
+        if not (math.isfinite(self.mean) and math.isfinite(self.std)):
+            raise ServingError(f"{name}: mean and std must be finite, got {self.mean:g} and "
+                               f"{self.std:g}", field=f"{name}.std")
+        if self.dist != "uniform" and self.std > MAX_LENGTH_CV * self.mean:
+            raise ServingError(
+                f"{name}.std: {self.std:g} is {self.std / self.mean:g} times the mean; at most "
+                f"{MAX_LENGTH_CV:g} (a coefficient of variation far above measured traces)",
+                field=f"{name}.std")
 
     def sample(self, n: int, rng: np.random.Generator) -> IntArray:
         """``n`` lengths (tokens) drawn from ``rng``."""
@@ -78,7 +96,8 @@ class Lengths:
             s2 = math.log1p((self.std / self.mean) ** 2)
             mu = math.log(self.mean) - s2 / 2
             x = np.rint(rng.lognormal(mu, math.sqrt(s2), size=n))
-        return np.clip(x, self.low, self.high or np.inf).astype(np.int64)
+        # A finite ceiling even without ``high``: a float beyond int64 would wrap negative.
+        return np.clip(x, self.low, self.high or MAX_SAMPLED_TOKENS).astype(np.int64)
 
 
 @dataclass
@@ -140,9 +159,10 @@ def load_trace(path: str | Path) -> Requests:
     """
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ServingError(f"trace {p}: cannot read ({exc.strerror})") from None
+        # Bounded and regular files only: a device such as /dev/zero must not fill memory.
+        text = read_text(p, MAX_TRACE_BYTES)
+    except YamlError as exc:
+        raise ServingError(f"trace {exc}", field="trace") from None
     rows: list[tuple[int, dict[str, Any]]] = []
     if p.suffix.lower() in (".jsonl", ".json", ".ndjson"):
         for lineno, line in enumerate(text.splitlines(), start=1):
@@ -171,6 +191,9 @@ def load_trace(path: str | Path) -> Requests:
     if not rows:
         raise ServingError(f"trace {p}: no requests (need columns {', '.join(TRACE_COLUMNS)})")
     n = len(rows)
+    if n > MAX_REQUESTS:
+        raise ServingError(f"trace {p}: {n:,} requests; at most {MAX_REQUESTS:,} in one "
+                           "simulation", field="trace")
     ts = np.empty(n)
     inp = np.empty(n, dtype=np.int64)
     out = np.empty(n, dtype=np.int64)

@@ -25,7 +25,14 @@ from clusterwright.model.params import param_counts
 from clusterwright.model.precision import bytes_per
 from clusterwright.model.training import Job
 from clusterwright.sim.collectives import MAX_FLOWS, CollectiveBuilder
-from clusterwright.sim.network import FabricNet, FlowSpec, NetworkSim, SimError, mix64
+from clusterwright.sim.network import (
+    MAX_SIM_GPUS,
+    FabricNet,
+    FlowSpec,
+    NetworkSim,
+    SimError,
+    mix64,
+)
 from clusterwright.spec.fabric import FabricRequest
 
 
@@ -37,6 +44,7 @@ class StepComm:
     pp_factor: float = 1.0
     ep_factor: float = 1.0
     detail: dict[str, Any] = field(default_factory=dict)
+    wall_s: float = 0.0  # wall-clock time the simulations took (not part of the result)
 
 
 def rank_of(tp_i: int, cp_i: int, dp_i: int, pp_i: int, t: int, c: int, d: int) -> int:
@@ -55,6 +63,9 @@ def simulate_step_comm(
     gpus = t * p * d * c
     srv = cat.server(server_id)
     nodes = math.ceil(gpus / srv.gpus)
+    if gpus > MAX_SIM_GPUS:
+        raise SimError(f"gpus: {gpus:,} GPUs; the network simulator takes at most "
+                       f"{MAX_SIM_GPUS:,} (use the analytical estimate)", field="gpus")
     t0 = time.perf_counter()
     fab = design_fabric(
         FabricRequest(server=server_id, nodes=nodes, switch=switch,
@@ -137,7 +148,7 @@ def simulate_step_comm(
         out.ep_factor = sim_s / closed if closed > 0 else 1.0
         detail["ep"] = {"sim_s": sim_s, "closed_form_s": closed, "bytes": size,
                         "groups": len(groups), "sampled_every": sampled}
-    detail["wall_s"] = time.perf_counter() - t0
+    out.wall_s = time.perf_counter() - t0
     out.detail = detail
     return out
 

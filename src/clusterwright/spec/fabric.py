@@ -1,7 +1,8 @@
 """What a user asks of the fabric designer: how many servers of which kind, and the knobs.
 
 Catalog ids are not resolved here (this layer does not know the catalog); the designer does
-that and names the flag when an id is unknown.
+that and names the flag when an id is unknown. Numbers are strict (no booleans or strings),
+finite, and bounded by the ``MAX_*`` constants below.
 """
 
 from __future__ import annotations
@@ -13,15 +14,28 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    NonNegativeFloat,
-    PositiveFloat,
-    PositiveInt,
+    StrictBool,
     StrictStr,
     field_validator,
     model_validator,
 )
 
-Ratio = Annotated[float, Field(ge=1.0, le=64.0)]
+from clusterwright.spec.numbers import (
+    INTEGER,
+    FiniteFloat,
+    NonNegativeFloat,
+    PositiveFloat,
+)
+
+# Bounds of a fabric request, far past any built cluster, so a typo cannot make the designer
+# build millions of switches.
+MAX_NODES = 131_072  # servers or racks: as many as the scenario planner's GPU limit
+MAX_PORTS = 100_000  # hosts per unit, rails, uplinks
+MAX_RACK_KW = 1_000.0
+MAX_STORAGE_GBPS = 1_000.0  # GB/s read per GPU
+
+Ratio = Annotated[FiniteFloat, Field(ge=1.0, le=64.0)]
+PositiveInt = Annotated[int, INTEGER, Field(gt=0, le=MAX_PORTS)]
 
 
 class AddressPools(BaseModel):
@@ -53,7 +67,8 @@ class FabricRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     server: StrictStr
-    nodes: PositiveInt  # servers (or racks, for rack-scale systems such as GB200 NVL72)
+    # servers (or racks, for rack-scale systems such as GB200 NVL72)
+    nodes: Annotated[int, INTEGER, Field(gt=0, le=MAX_NODES)]
     switch: StrictStr | None = None  # backend switch id; None = choose
     protocol: Literal["infiniband", "ethernet"] | None = None  # None = what the switch speaks
     oversubscription: Ratio = 1.0  # leaf tier (down:up)
@@ -63,14 +78,15 @@ class FabricRequest(BaseModel):
     leaf_uplinks: PositiveInt | None = None  # uplinks per leaf; None = from oversubscription
     spine_uplinks: PositiveInt | None = None  # three tiers: pod spine uplinks (labs)
     pod_sus: PositiveInt | None = None  # three tiers: SUs per pod; None = as many as fit
-    tiers: Literal[2, 3] | None = None  # None = fewest that fit
-    dual_plane: bool = False  # each NIC's two ports (or halves) to leaves in different planes
+    tiers: Annotated[Literal[2, 3], INTEGER] | None = None  # None = fewest that fit
+    dual_plane: StrictBool = False  # each NIC's two ports (or halves) to leaves in different planes
     frontend_switch: StrictStr | None = None
     oob_switch: StrictStr | None = None
-    storage_read_gbps_per_gpu: NonNegativeFloat | None = None  # GB/s; None = catalog assumption
+    # GB/s; None = catalog assumption
+    storage_read_gbps_per_gpu: Annotated[NonNegativeFloat, Field(le=MAX_STORAGE_GBPS)] | None = None
     # EVPN tenants on the frontend; each gets VLAN 100 + n, which must stay within 802.1Q's 4094
-    tenants: Annotated[int, Field(ge=1, le=3994)] = 4
-    rack_kw: PositiveFloat = 40.0
+    tenants: Annotated[int, INTEGER, Field(ge=1, le=3994)] = 4
+    rack_kw: Annotated[PositiveFloat, Field(le=MAX_RACK_KW)] = 40.0
     cooling: Literal["air", "liquid"] = "air"
     racks_per_row: PositiveInt | None = None  # None = one scalable unit per row
     pools: AddressPools = Field(default_factory=AddressPools)

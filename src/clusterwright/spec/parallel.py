@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, PositiveInt, model_validator
+from pydantic import BaseModel, ConfigDict, StrictBool, model_validator
+
+from clusterwright.spec.numbers import INTEGER, PositiveInt
 
 Recompute = Literal["none", "selective", "full"]
 Optimizer = Literal["adam", "sgd"]
@@ -15,7 +17,8 @@ class ParallelConfig(BaseModel):
 
     GPUs = dp * tp * pp * cp. Expert parallelism (ep) splits whole experts (expert TP 1) over
     consecutive GPUs of the tensor-, context- and data-parallel ranks (Megatron-Core's MoE
-    parallel folding), so it must divide tp * dp * cp.
+    parallel folding), so it must divide tp * dp * cp. Numbers are strict (no booleans or
+    strings) and at most ``spec.numbers.MAX_INT``.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -25,12 +28,12 @@ class ParallelConfig(BaseModel):
     pp: PositiveInt = 1
     cp: PositiveInt = 1
     ep: PositiveInt = 1
-    zero_stage: Literal[0, 1, 2, 3] = 0
+    zero_stage: Annotated[Literal[0, 1, 2, 3], INTEGER] = 0
     micro_batch: PositiveInt = 1
     global_batch: PositiveInt | None = None  # sequences; None means dp * micro_batch
     recompute: Recompute = "none"
     virtual_stages: PositiveInt = 1  # interleaved 1F1B chunks per pipeline rank
-    sequence_parallel: bool = False
+    sequence_parallel: StrictBool = False
 
     @model_validator(mode="after")
     def _consistent(self) -> ParallelConfig:

@@ -2,6 +2,10 @@
 
 Only shape is checked here; references to catalog ids are resolved by
 ``clusterwright.catalog.references`` (this layer does not know the catalog).
+
+Every number is strict (a YAML boolean or a quoted string is not a number), finite, and
+bounded by the ``MAX_*`` constants below: far beyond any real deployment, tight enough that
+no planner overflows or runs for hours on a typo.
 """
 
 from __future__ import annotations
@@ -13,22 +17,61 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    NonNegativeFloat,
-    NonNegativeInt,
-    PositiveFloat,
-    PositiveInt,
+    StrictBool,
     StrictStr,
     ValidationError,
     model_validator,
 )
 
 from clusterwright.errors import ScenarioError
+from clusterwright.spec.numbers import (
+    INTEGER,
+    FiniteFloat,
+    Fraction,
+    NonNegativeFloat,
+    PositiveFloat,
+)
 from clusterwright.spec.parallel import Recompute
-from clusterwright.spec.yamlio import LoadedYaml, YamlError, describe_validation_error, load, loads
+from clusterwright.spec.yamlio import (
+    LoadedYaml,
+    YamlError,
+    describe_validation_error,
+    load,
+    loads,
+    short_repr,
+)
 
 Precision = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4"]
 TrainPrecision = Literal["fp32", "bf16", "fp16", "fp8", "fp4"]
-Id = Annotated[StrictStr, Field(min_length=1)]
+MAX_ID_CHARS = 128  # catalog ids and workload names are short slugs
+Id = Annotated[StrictStr, Field(min_length=1, max_length=MAX_ID_CHARS)]
+
+# Upper bounds of scenario numbers: well past any published deployment (MAX_GPUS excepted:
+# it is the planner's own limit), so they catch typos and values no planner can use.
+MAX_SEED = 2**32 - 1  # numpy's legacy seed range; JSON-safe in every consumer
+MAX_WORKLOADS = 100  # each one is planned with its own simulations
+MAX_IDS = 100  # GPU or server ids in constraints
+# GPUs of one workload, and any parallel degree: the largest count the training planner's
+# deadline search tries (design.train.smallest_for_deadline), 8x Llama 3's 16,384 H100
+MAX_GPUS = 131_072
+MAX_TOKENS = 1e15  # training tokens (Llama 3: 1.56e13)
+MAX_EPOCHS = 1_000.0
+MAX_SEQ_LEN = 10_000_000  # tokens of one sequence or request (Llama 4 Scout's context)
+MAX_BATCH = 10_000_000  # sequences per global batch or micro-batch
+MAX_BATCH_TOKENS = 10**11  # tokens per global batch (Llama 3: 1.6e7)
+MAX_QPS = 1e6  # peak requests per second of one inference workload
+MAX_SLO_S = 86_400.0  # a latency target of more than a day is not a latency target
+MAX_DEADLINE_DAYS = 3_650.0  # ten years
+MAX_LORA_RANK = 65_536
+MAX_RACK_KW = 1_000.0  # kW per rack (GB200 NVL72: 132 kW)
+MAX_BUDGET_USD = 1e13
+MAX_USD_PER_KWH = 10.0
+MAX_YEARS = 50.0
+
+SeqTokens = Annotated[int, INTEGER, Field(gt=0, le=MAX_SEQ_LEN)]
+Gpus = Annotated[int, INTEGER, Field(gt=0, le=MAX_GPUS)]
+Batch = Annotated[int, INTEGER, Field(gt=0, le=MAX_BATCH)]
+SloSeconds = Annotated[PositiveFloat, Field(le=MAX_SLO_S)]
 
 
 class _Strict(BaseModel):
@@ -39,10 +82,10 @@ class LengthDist(_Strict):
     """A token-length distribution. ``mean`` is in tokens; ``stddev`` for normal/lognormal."""
 
     distribution: Literal["fixed", "uniform", "normal", "lognormal"] = "fixed"
-    mean: PositiveFloat
-    stddev: NonNegativeFloat = 0.0
-    min: PositiveInt = 1
-    max: PositiveInt | None = None
+    mean: Annotated[PositiveFloat, Field(le=MAX_SEQ_LEN)]
+    stddev: Annotated[NonNegativeFloat, Field(le=MAX_SEQ_LEN)] = 0.0
+    min: SeqTokens = 1
+    max: SeqTokens | None = None
 
     @model_validator(mode="after")
     def _bounds(self) -> LengthDist:
@@ -73,9 +116,9 @@ class Diurnal(_Strict):
     peaking at ``peak_hour`` (local time).
     """
 
-    hourly: list[Annotated[float, Field(ge=0, le=1)]] | None = None
-    peak_hour: Annotated[float, Field(ge=0, lt=24)] = 14.0
-    trough_fraction: Annotated[float, Field(ge=0, le=1)] = 0.3
+    hourly: list[Fraction] | None = None
+    peak_hour: Annotated[FiniteFloat, Field(ge=0, lt=24)] = 14.0
+    trough_fraction: Fraction = 0.3
 
     @model_validator(mode="after")
     def _hours(self) -> Diurnal:
@@ -85,16 +128,18 @@ class Diurnal(_Strict):
 
 
 class Slo(_Strict):
-    ttft_p99_s: PositiveFloat  # time to first token, seconds
-    tpot_p99_s: PositiveFloat  # time per output token after the first, seconds
-    e2e_p99_s: PositiveFloat | None = None
+    """p99 latency targets, seconds; the serving planner sizes replicas to meet all given."""
+
+    ttft_p99_s: SloSeconds  # time to first token
+    tpot_p99_s: SloSeconds  # time per output token after the first
+    e2e_p99_s: SloSeconds | None = None  # arrival to last token of a request
 
 
 class Window(_Strict):
     """Hours of the day [start_hour, end_hour) local time; may wrap past midnight."""
 
-    start_hour: Annotated[int, Field(ge=0, le=23)]
-    end_hour: Annotated[int, Field(ge=0, le=24)]
+    start_hour: Annotated[int, INTEGER, Field(ge=0, le=23)]
+    end_hour: Annotated[int, INTEGER, Field(ge=0, le=24)]
 
 
 ModelRef = Id | dict[str, Any]  # catalog id, or an inline ModelArch mapping
@@ -104,15 +149,15 @@ class TrainingLayout(_Strict):
     """A parallel layout fixed by the user (the one a paper published, say); the fields left
     out are searched, as ``train estimate`` does. dp follows from the GPU count."""
 
-    tp: PositiveInt = 1
-    pp: PositiveInt = 1
-    cp: PositiveInt = 1
-    ep: PositiveInt = 1
-    interleave: PositiveInt | None = None  # virtual pipeline stages
-    zero: Literal[0, 1, 2, 3] | None = None
-    micro_batch: PositiveInt | None = None
+    tp: Gpus = 1
+    pp: Gpus = 1
+    cp: Gpus = 1
+    ep: Gpus = 1
+    interleave: Annotated[int, INTEGER, Field(gt=0, le=1024)] | None = None  # virtual stages
+    zero: Annotated[Literal[0, 1, 2, 3], INTEGER] | None = None
+    micro_batch: Batch | None = None
     recompute: Recompute | None = None
-    sequence_parallel: bool | None = None
+    sequence_parallel: StrictBool | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> TrainingLayout:
@@ -132,20 +177,20 @@ class TrainingOptions(_Strict):
     ep_overlap: Literal["none", "1f1b", "dualpipe"] | None = None
     ep_dispatcher: Literal["alltoall", "deepep"] | None = None
     fp8_recipe: Literal["delayed", "current", "blockwise", "mx"] | None = None
-    tp_overlap: bool | None = None
+    tp_overlap: StrictBool | None = None
 
 
 class TrainingWorkload(_Strict):
     kind: Literal["training"]
     name: Id
     model: ModelRef
-    tokens: PositiveFloat  # training tokens
-    seq_len: PositiveInt = 4096
-    global_batch: PositiveInt | None = None  # sequences per step
-    global_batch_tokens: PositiveInt | None = None
+    tokens: Annotated[PositiveFloat, Field(le=MAX_TOKENS)]  # training tokens
+    seq_len: SeqTokens = 4096
+    global_batch: Batch | None = None  # sequences per step
+    global_batch_tokens: Annotated[int, INTEGER, Field(gt=0, le=MAX_BATCH_TOKENS)] | None = None
     precision: TrainPrecision = "bf16"
-    deadline_days: PositiveFloat | None = None
-    gpus: PositiveInt | None = None
+    deadline_days: Annotated[PositiveFloat, Field(le=MAX_DEADLINE_DAYS)] | None = None
+    gpus: Gpus | None = None
     stack: Id | None = None  # software stack (catalog id); default: the GPU's first
     layout: TrainingLayout | None = None  # fixed layout; default: the planner's best
     options: TrainingOptions | None = None
@@ -166,7 +211,7 @@ class InferenceWorkload(_Strict):
     kind: Literal["inference"]
     name: Id
     model: ModelRef
-    qps: PositiveFloat  # peak requests per second
+    qps: Annotated[PositiveFloat, Field(le=MAX_QPS)]  # peak requests per second
     input_len: Annotated[LengthDist, Field()]
     output_len: Annotated[LengthDist, Field()]
     slo: Slo
@@ -189,13 +234,13 @@ class FinetuneWorkload(_Strict):
     kind: Literal["finetune"]
     name: Id
     model: ModelRef
-    tokens: PositiveFloat  # dataset tokens per epoch
-    epochs: PositiveFloat = 1.0
+    tokens: Annotated[PositiveFloat, Field(le=MAX_TOKENS)]  # dataset tokens per epoch
+    epochs: Annotated[PositiveFloat, Field(le=MAX_EPOCHS)] = 1.0
     method: Literal["full", "lora"] = "lora"
-    lora_rank: PositiveInt = 16
-    seq_len: PositiveInt = 4096
+    lora_rank: Annotated[int, INTEGER, Field(gt=0, le=MAX_LORA_RANK)] = 16
+    seq_len: SeqTokens = 4096
     precision: TrainPrecision = "bf16"
-    gpus: PositiveInt | None = None
+    gpus: Gpus | None = None
     window: Window | None = None  # e.g. nights on a shared inference pool
 
 
@@ -205,15 +250,16 @@ Workload = Annotated[
 
 
 class Constraints(_Strict):
-    gpus: Literal["choose"] | list[Id] = "choose"  # allowed GPU catalog ids
-    servers: list[Id] | None = None
-    power_per_rack_kw: PositiveFloat = 40.0
+    # allowed GPU catalog ids; with servers, each GPU must be one a listed server carries
+    gpus: Literal["choose"] | Annotated[list[Id], Field(max_length=MAX_IDS)] = "choose"
+    servers: Annotated[list[Id], Field(max_length=MAX_IDS)] | None = None
+    power_per_rack_kw: Annotated[PositiveFloat, Field(le=MAX_RACK_KW)] = 40.0
     cooling: Literal["air", "liquid"] = "air"
-    budget_usd: PositiveFloat | None = None
+    budget_usd: Annotated[PositiveFloat, Field(le=MAX_BUDGET_USD)] | None = None
     deployment: Literal["cloud", "on-prem", "compare"] = "compare"
-    electricity_usd_per_kwh: PositiveFloat = 0.10
-    pue: Annotated[float, Field(ge=1.0, le=3.0)] = 1.3
-    years: PositiveFloat = 4.0  # depreciation horizon
+    electricity_usd_per_kwh: Annotated[PositiveFloat, Field(le=MAX_USD_PER_KWH)] = 0.10
+    pue: Annotated[FiniteFloat, Field(ge=1.0, le=3.0)] = 1.3
+    years: Annotated[PositiveFloat, Field(le=MAX_YEARS)] = 4.0  # depreciation horizon
 
     @model_validator(mode="after")
     def _gpus(self) -> Constraints:
@@ -226,9 +272,9 @@ class Scenario(_Strict):
     """One scenario: what runs on the cluster and what limits the design."""
 
     name: Id
-    description: StrictStr = ""
-    seed: NonNegativeInt = 0
-    workloads: list[Workload] = Field(min_length=1)
+    description: Annotated[StrictStr, Field(max_length=10_000)] = ""
+    seed: Annotated[int, INTEGER, Field(ge=0, le=MAX_SEED)] = 0
+    workloads: list[Workload] = Field(min_length=1, max_length=MAX_WORKLOADS)
     constraints: Constraints = Field(default_factory=Constraints)
 
     @model_validator(mode="after")
@@ -247,20 +293,32 @@ def _repeated_name(doc: LoadedYaml) -> None:
     workloads = doc.data.get("workloads") if isinstance(doc.data, dict) else None
     for i, w in enumerate(workloads if isinstance(workloads, list) else []):
         name = w.get("name") if isinstance(w, dict) else None
-        if name is None:
-            continue
+        if not isinstance(name, str):
+            continue  # missing or not a string: the model's validation names it
         if name in seen:
             raise ScenarioError(
                 f"{doc.path}: workloads[{i}].name (line {doc.line_of(('workloads', i, 'name'))}): "
-                f"workload name {name!r} is used twice"
+                f"workload name {short_repr(name)} is used twice"
             )
         seen.add(name)
+
+
+def _too_many_workloads(doc: LoadedYaml) -> None:
+    # pydantic checks a list's length after validating every item: 50,000 bad workloads
+    # would each be reported before their number is.
+    workloads = doc.data.get("workloads")
+    if isinstance(workloads, list) and len(workloads) > MAX_WORKLOADS:
+        raise ScenarioError(
+            f"{doc.path}: workloads (line {doc.line_of(('workloads',))}): {len(workloads):,} "
+            f"workloads; a scenario holds at most {MAX_WORKLOADS}"
+        )
 
 
 def parse_scenario(doc: LoadedYaml) -> Scenario:
     """Validate parsed YAML as a Scenario; ScenarioError names field paths and lines."""
     if not isinstance(doc.data, dict):
         raise ScenarioError(f"{doc.path}: a scenario is a mapping with name, workloads, ...")
+    _too_many_workloads(doc)
     _repeated_name(doc)
     try:
         return Scenario.model_validate(doc.data)

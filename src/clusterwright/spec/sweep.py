@@ -31,16 +31,15 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    NonNegativeInt,
-    PositiveInt,
-    StrictInt,
+    StrictBool,
     StrictStr,
     ValidationError,
     model_validator,
 )
 
 from clusterwright.errors import InputError, ScenarioError
-from clusterwright.spec.scenario import Scenario, load_scenario, parse_scenario
+from clusterwright.spec.numbers import INTEGER, MAX_INT, NUMBER, FiniteFloat, PositiveInt
+from clusterwright.spec.scenario import MAX_SEED, Scenario, load_scenario, parse_scenario
 from clusterwright.spec.yamlio import (
     LoadedYaml,
     Loc,
@@ -49,9 +48,11 @@ from clusterwright.spec.yamlio import (
     format_loc,
     load,
     loads,
+    short_repr,
 )
 
 MAX_POINTS = 10_000  # a sweep runs every point through the planner: keep it a sweep, not a search
+MAX_VARIABLES = 50  # each value of each variable is checked against the scenario
 _SIG_DIGITS = 12  # range values are rounded so 0.1 + 0.2 prints as 0.3 in the results
 
 
@@ -63,6 +64,10 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+# Not numbers.Int: that one turns a whole float into an int, and a range's 1.0 must stay a float.
+_RangeInt = Annotated[int, NUMBER, Field(ge=-MAX_INT, le=MAX_INT)]
+
+
 class VariableSpec(_Strict):
     """How one variable varies: listed ``values``, or a range ``[min, max]``.
 
@@ -71,13 +76,14 @@ class VariableSpec(_Strict):
     values; it defaults to true when both ends are integers.
     """
 
-    values: list[Any] | None = Field(default=None, min_length=1)
+    values: list[Any] | None = Field(default=None, min_length=1, max_length=MAX_POINTS)
     # An int stays an int (it makes the values integers), so 1.0 and 1 are told apart.
-    min: StrictInt | float | None = None
-    max: StrictInt | float | None = None
-    steps: PositiveInt | None = None
-    log: bool = False
-    integer: bool | None = None
+    min: _RangeInt | FiniteFloat | None = None
+    max: _RangeInt | FiniteFloat | None = None
+    # A grid never has more points than MAX_POINTS, so neither has one variable's range.
+    steps: Annotated[int, INTEGER, Field(gt=0, le=MAX_POINTS)] | None = None
+    log: StrictBool = False
+    integer: StrictBool | None = None
 
     @model_validator(mode="after")
     def _shape(self) -> VariableSpec:
@@ -107,9 +113,11 @@ class SweepFile(_Strict):
     scenario: Annotated[StrictStr, Field(min_length=1)] | dict[str, Any]
     mode: Literal["grid", "random"] = "grid"
     samples: PositiveInt | None = None  # random mode: how many points to draw
-    seed: NonNegativeInt = 0  # random mode: the draw; the scenario's own seed drives the sims
-    quick: bool = True  # trimmed simulations (fewer requests and Monte Carlo trials) per point
-    variables: dict[str, Annotated[VariableSpec, Field()]] = Field(min_length=1)
+    # random mode: the draw; the scenario's own seed drives the sims
+    seed: Annotated[int, INTEGER, Field(ge=0, le=MAX_SEED)] = 0
+    quick: StrictBool = True  # trimmed simulations (fewer requests, Monte Carlo trials) per point
+    variables: dict[str, Annotated[VariableSpec, Field()]] = Field(
+        min_length=1, max_length=MAX_VARIABLES)
 
     @model_validator(mode="before")
     @classmethod
@@ -283,6 +291,8 @@ def grid_values(spec: VariableSpec, integer: bool) -> list[Any]:
         return list(spec.values)
     assert spec.min is not None and spec.max is not None and spec.steps is not None
     lo, hi, n = spec.min, spec.max, spec.steps
+    if n > MAX_POINTS:  # VariableSpec refuses it; a guard for specs built in code
+        raise ValueError(f"steps {n:,} is more than the cap of {MAX_POINTS:,} points")
     if n == 1:
         raw = [lo]
     elif spec.log:
@@ -402,13 +412,15 @@ def _value_error(
         )
     detail = _describe(exc, apply(base, {var.loc: value}))
     return (
-        f"{_where(doc, vloc)}: variable {var.path}: value {value!r} makes the scenario "
-        f"invalid: {detail}"
+        f"{_where(doc, vloc)}: variable {var.path}: value {short_repr(value)} makes the "
+        f"scenario invalid: {detail}"
     )
 
 
 def _variable_of(path: str, spec: VariableSpec, sf: SweepFile, base: dict[str, Any],
                  doc: LoadedYaml) -> Variable:
+    """The variable with its path resolved and its grid values computed (cheap arithmetic,
+    at most MAX_POINTS of them) but not yet checked against the scenario."""
     vloc: Loc = ("variables", path)
     try:
         loc = resolve_path(base, path)
@@ -422,24 +434,33 @@ def _variable_of(path: str, spec: VariableSpec, sf: SweepFile, base: dict[str, A
             "a random range draws from [min, max]"
         )
     var = Variable(path=path, loc=loc, line=doc.line_of(vloc), spec=spec, values=None)
-    integer = var.integer
     if spec.values is None and sf.mode == "random":
+        return var
+    return Variable(path=path, loc=loc, line=var.line, spec=spec,
+                    values=tuple(grid_values(spec, var.integer)))
+
+
+def _checked(var: Variable, base: dict[str, Any], doc: LoadedYaml) -> Variable:
+    """The variable with every value checked against the base scenario (and an id where a
+    list of ids goes wrapped in a list), and the line of each value; SweepError if one
+    makes the scenario invalid."""
+    vloc: Loc = ("variables", var.path)
+    if var.values is None:
         # Both ends stand for the range: each must make a valid scenario.
         for end in ("min", "max"):
-            v = getattr(spec, end)
-            _check_value(base, var, round(v) if integer else v, doc, (*vloc, end))
+            v = getattr(var.spec, end)
+            _check_value(base, var, round(v) if var.integer else v, doc, (*vloc, end))
         return var
-    raw = grid_values(spec, integer)
     values, lines = [], []
-    for j, v in enumerate(raw):
+    for j, v in enumerate(var.values):
         where: Loc = vloc
         for cand in ((*vloc, "values", j), (*vloc, j)):  # {values: [...]} or a bare list
             if cand in doc.lines:
                 where = cand
         values.append(_check_value(base, var, v, doc, where))
         lines.append(doc.line_of(where))
-    return Variable(path=path, loc=loc, line=var.line, spec=spec, values=tuple(values),
-                    value_lines=tuple(lines))
+    return Variable(path=var.path, loc=var.loc, line=var.line, spec=var.spec,
+                    values=tuple(values), value_lines=tuple(lines))
 
 
 def _count(variables: list[Variable], sf: SweepFile, doc: LoadedYaml) -> int:
@@ -465,7 +486,7 @@ def _count(variables: list[Variable], sf: SweepFile, doc: LoadedYaml) -> int:
 
 
 def _display(v: Any) -> str:
-    return repr(v) if isinstance(v, str) else str(v)
+    return short_repr(v) if isinstance(v, str | list | dict) else str(v)
 
 
 def parse_sweep(doc: LoadedYaml) -> Sweep:
@@ -473,6 +494,10 @@ def parse_sweep(doc: LoadedYaml) -> Sweep:
     if not isinstance(doc.data, dict):
         raise SweepError(f"{doc.path}: a sweep is a mapping with scenario, mode, variables")
     raw_vars = doc.data.get("variables")
+    if isinstance(raw_vars, dict) and len(raw_vars) > MAX_VARIABLES:
+        # Before pydantic, which would validate every one before counting them.
+        raise SweepError(f"{_where(doc, ('variables',))}: {len(raw_vars):,} variables; a sweep "
+                         f"varies at most {MAX_VARIABLES}")
     for path, v in (raw_vars.items() if isinstance(raw_vars, dict) else ()):
         if not isinstance(v, list | dict):
             raise SweepError(
@@ -496,7 +521,10 @@ def parse_sweep(doc: LoadedYaml) -> Sweep:
                 f"as {seen[v.loc]}"
             )
         seen[v.loc] = v.path
+    # The grid's size is known before any value is checked (each check validates a whole
+    # scenario), so an oversized sweep is refused at once.
     _count(variables, sf, doc)
+    variables = [_checked(v, base_data, doc) for v in variables]
     points: list[Point] = []
     for i, values in enumerate(expand(variables, sf.mode, sf.samples, sf.seed)):
         data = apply(base_data, {v.loc: values[v.path] for v in variables})

@@ -4,6 +4,9 @@ Concurrency: WAL mode lets readers proceed while one writer commits; every write
 ``BEGIN IMMEDIATE`` transaction, so it takes the write lock up front and waits (busy_timeout)
 instead of failing half way when another thread or process holds it. sqlite3 connections must
 not be shared between threads, so each thread (and each process after a fork) opens its own.
+
+Runs record their owner process and a heartbeat (``store/liveness.py``); reading a run whose
+owner is gone fails it, so a killed plan does not stay ``running`` forever.
 """
 
 from __future__ import annotations
@@ -15,11 +18,14 @@ import sqlite3
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from clusterwright.ownership import Owner, remove_stale_temp_dirs
+from clusterwright.store import liveness
 from clusterwright.store.errors import StoreError
 from clusterwright.store.migrations import migrate
 from clusterwright.store.paths import default_db_path
@@ -79,6 +85,11 @@ class Store:
         # to close those of threads that have ended (a web server may start one per request).
         self._conns: list[tuple[int, threading.Thread, sqlite3.Connection]] = []
         self._closed = False
+        # Unfinished runs this process owns, kept fresh by the heartbeat thread.
+        self._owned: set[int] = set()
+        self._beat: threading.Thread | None = None
+        self._beat_pid = 0
+        self._beat_stop = threading.Event()
         try:
             with self._write() as conn:
                 migrate(conn, str(self.path))
@@ -140,8 +151,17 @@ class Store:
             return sum(1 for owner, _, _ in self._conns if owner == pid)
 
     def close(self) -> None:
-        """Close every connection this process opened; the store is unusable afterwards."""
+        """Close every connection this process opened; the store is unusable afterwards.
+
+        Runs this process still owns stop beating; if it keeps them unfinished, they become
+        stale ``STALE_AFTER_S`` later for readers on other hosts (at once on this one, when the
+        process ends)."""
         self._closed = True
+        self._beat_stop.set()
+        beat = self._beat
+        if beat is not None and beat is not threading.current_thread() and beat.is_alive():
+            # Its write must end before its connection is closed under it.
+            beat.join(BUSY_TIMEOUT_S + 1.0)
         pid = os.getpid()
         with self._lock:
             conns, self._conns = self._conns, []
@@ -254,17 +274,31 @@ class Store:
     # ------------------------------------------------------------------ runs
 
     def create_run(self, scenario_id: int) -> RunRow:
-        """A new run of one scenario revision, status ``queued``."""
+        """A new run of one scenario revision, status ``queued``, owned by this process (which
+        heartbeats for it until it is finished or another process takes it with ``start_run``)."""
+        me = Owner.current()
+        now = utc_now()
         with self._write() as conn:
             if not _exists(conn, "scenarios", scenario_id):
                 raise StoreError(f"scenario id {scenario_id}: not found in {self.path}")
             cur = conn.execute(
-                "INSERT INTO runs (scenario_id, status, created_at) VALUES (?, 'queued', ?)",
-                (scenario_id, utc_now()),
+                "INSERT INTO runs (scenario_id, status, created_at, owner_pid, owner_host, "
+                "owner_started, heartbeat_at) VALUES (?, 'queued', ?, ?, ?, ?, ?)",
+                (scenario_id, now, me.pid, me.host, me.started, now),
             )
             run_id = cur.lastrowid
             row = conn.execute(f"SELECT {RUN_COLUMNS} FROM {RUN_FROM} WHERE r.id = ?", (run_id,))
-            return run_row(row.fetchone())
+            run = run_row(row.fetchone())
+        self._own(run.id)
+        return run
+
+    def start_run(self, run_id: int) -> None:
+        """Mark a run ``running`` and owned by this process from now on: the process that
+        executes a plan calls it, so the run is failed as interrupted if this process dies."""
+        me = Owner.current()
+        self._update(run_id, {"status": "running", "owner_pid": me.pid, "owner_host": me.host,
+                              "owner_started": me.started, "heartbeat_at": utc_now()})
+        self._own(run_id)
 
     def update_run(
         self,
@@ -302,6 +336,7 @@ class Store:
         artifacts_dir: Path | None,
     ) -> None:
         """Mark a run ``done`` with its blueprint and metrics (both stored as JSON)."""
+        self._disown(run_id)
         self._update(
             run_id,
             {
@@ -314,23 +349,120 @@ class Store:
             },
         )
 
-    def fail_run(self, run_id: int, message: str) -> None:
-        """Mark a run ``failed`` with a message a user can act on."""
-        self._update(run_id, {"status": "failed", "finished_at": utc_now(), "message": message})
+    def fail_run(self, run_id: int, message: str, *, unless_finished: bool = False) -> bool:
+        """Mark a run ``failed`` with a message a user can act on. ``unless_finished``: only
+        if it is still queued or running (another process may have recorded its end first).
+        Returns whether the run was changed."""
+        self._disown(run_id)
+        return self._update(
+            run_id, {"status": "failed", "finished_at": utc_now(), "message": message},
+            unfinished_only=unless_finished)
 
-    def _update(self, run_id: int, changes: dict[str, Any]) -> None:
+    def _update(self, run_id: int, changes: dict[str, Any], *,
+                unfinished_only: bool = False) -> bool:
         with self._write() as conn:
-            if changes:
-                # Column names come from the fixed keys above, never from user input.
-                sets = ", ".join(f"{col} = ?" for col in changes)
-                cur = conn.execute(
-                    f"UPDATE runs SET {sets} WHERE id = ?", (*changes.values(), run_id)
-                )
-                found = cur.rowcount > 0
-            else:
-                found = _exists(conn, "runs", run_id)
-            if not found:
+            if not _exists(conn, "runs", run_id):
                 raise StoreError(f"run id {run_id}: not found in {self.path}")
+            if not changes:
+                return True
+            # Column names come from the fixed keys above, never from user input.
+            sets = ", ".join(f"{col} = ?" for col in changes)
+            where = " AND status IN ('queued', 'running')" if unfinished_only else ""
+            cur = conn.execute(
+                f"UPDATE runs SET {sets} WHERE id = ?{where}", (*changes.values(), run_id)
+            )
+            return cur.rowcount > 0
+
+    # ------------------------------------------------------------------ owners and heartbeats
+
+    def _own(self, run_id: int) -> None:
+        """Heartbeat for ``run_id`` from this process until it is finished or taken over."""
+        pid = os.getpid()
+        with self._lock:
+            if self._closed:
+                return
+            self._owned.add(int(run_id))
+            beat = self._beat
+            # A thread is not inherited through fork(): a child starts its own.
+            if beat is None or not beat.is_alive() or self._beat_pid != pid:
+                self._beat_stop = threading.Event()
+                self._beat_pid = pid
+                self._beat = threading.Thread(
+                    target=self._heartbeat, args=(self._beat_stop,), daemon=True,
+                    name="clusterwright-store-heartbeat")
+                self._beat.start()
+
+    def _disown(self, run_id: int) -> None:
+        with self._lock:
+            self._owned.discard(int(run_id))
+
+    def _heartbeat(self, stop: threading.Event) -> None:
+        # Read each time round, so tests can shorten it.
+        while not stop.wait(liveness.HEARTBEAT_INTERVAL_S):
+            with self._lock:
+                ids = sorted(self._owned)
+            if not ids:
+                continue
+            me = Owner.current()
+            now = utc_now()
+            try:
+                with self._write() as conn:
+                    # Only while this process still owns it: a run taken over by a worker
+                    # (start_run) or finished elsewhere is dropped.
+                    lost = [run_id for run_id in ids if conn.execute(
+                        "UPDATE runs SET heartbeat_at = ? WHERE id = ? AND status IN "
+                        "('queued', 'running') AND owner_pid = ? AND owner_host = ? "
+                        "AND owner_started IS ?", (now, run_id, me.pid, me.host, me.started),
+                    ).rowcount == 0]
+            except StoreError:
+                continue  # closed, or the lock was busy for 30 s: beat again next time
+            with self._lock:
+                self._owned.difference_update(lost)
+
+    def _reap(self, runs: list[RunRow]) -> list[RunRow]:
+        """``runs`` with every stale one (``liveness.stale_reason``) failed, in the file too."""
+        now = datetime.now(UTC)
+        stale = {r.id: why for r in runs if (why := liveness.stale_reason(r, now)) is not None}
+        if not stale:
+            return runs
+        try:
+            failed = self._fail_stale(set(stale))
+        except StoreError:
+            # A file we cannot write (read-only, locked): still show the truth.
+            failed = {run_id: (why, None) for run_id, why in stale.items()}
+        return [replace(r, status="failed", message=failed[r.id][0], finished_at=failed[r.id][1])
+                if r.id in failed else r for r in runs]
+
+    def _fail_stale(self, candidates: set[int]) -> dict[int, tuple[str, str | None]]:
+        failed: dict[int, tuple[str, str | None]] = {}
+        with self._write() as conn:
+            # Judged again under the write lock: an owner may have finished the run or beaten
+            # since it was read, and nothing can change it between this check and the update.
+            now = datetime.now(UTC)
+            for run_id in sorted(candidates):
+                row = conn.execute(
+                    f"SELECT {RUN_COLUMNS.replace('r.blueprint_json', 'NULL')} FROM {RUN_FROM} "
+                    "WHERE r.id = ?", (run_id,)).fetchone()
+                why = liveness.stale_reason(run_row(row), now) if row is not None else None
+                if why is None:
+                    continue
+                finished = utc_now()
+                conn.execute(
+                    "UPDATE runs SET status = 'failed', message = ?, finished_at = ? "
+                    "WHERE id = ?", (why, finished, run_id))
+                failed[run_id] = (why, finished)
+        return failed
+
+    def fail_stale_runs(self) -> list[int]:
+        """Fail every queued or running run whose owner is gone (``store/liveness.py``); never
+        one whose owner is alive. Returns their ids. The web server calls it when it starts;
+        reads (``get_run``, ``list_runs``) do the same for the runs they return."""
+        rows = self._read(
+            f"SELECT {RUN_COLUMNS.replace('r.blueprint_json', 'NULL')} FROM {RUN_FROM} "
+            "WHERE r.status IN ('queued', 'running') ORDER BY r.id")
+        runs = [run_row(r) for r in rows]
+        before = {r.id: r.status for r in runs}
+        return [r.id for r in self._reap(runs) if r.status != before[r.id]]
 
     def list_runs(
         self,
@@ -356,14 +488,15 @@ class Store:
                 raise StoreError(f"limit: must be >= 0, got {limit}")
             sql += " LIMIT ?"
             params = (*params, limit)
-        return [run_row(r) for r in self._read(sql, params)]
+        return self._reap([run_row(r) for r in self._read(sql, params)])
 
     def get_run(self, run_id: int) -> RunRow:
-        """One run by id; StoreError naming the id if absent."""
+        """One run by id; StoreError naming the id if absent. A stale run (its owner is gone)
+        is failed first, as in ``fail_stale_runs``."""
         rows = self._read(f"SELECT {RUN_COLUMNS} FROM {RUN_FROM} WHERE r.id = ?", (run_id,))
         if not rows:
             raise StoreError(f"run id {run_id}: not found in {self.path}")
-        return run_row(rows[0])
+        return self._reap([run_row(rows[0])])[0]
 
     def delete_run(self, run_id: int) -> None:
         """Delete a run and then its artifacts directory (a missing directory is fine)."""
@@ -372,25 +505,52 @@ class Store:
             if row is None:
                 raise StoreError(f"run id {run_id}: not found in {self.path}")
             conn.execute("DELETE FROM runs WHERE id = ?", (run_id,))
+        self._disown(run_id)
         self._remove_artifacts(run_id, row[0])
 
     # ------------------------------------------------------------------ artifacts
 
     def runs_dir(self) -> Path:
-        """The directory holding each run's artifacts directory: ``<db dir>/runs/``."""
-        return self.path.parent / "runs"
+        """The directory holding each run's artifacts directory: ``<db file>.runs/``, keyed by
+        the database file so that two databases in one directory never share a run's files."""
+        return self.path.with_name(self.path.name + ".runs")
 
     def run_dir(self, run_id: int) -> Path:
         """The artifacts directory a run should use: ``runs_dir() / str(run_id)`` (not created)."""
         return self.runs_dir() / str(int(run_id))
 
+    def legacy_run_dir(self, run_id: int) -> Path:
+        """Where runs recorded before schema 2 put their artifacts: ``<db dir>/runs/<id>``,
+        shared by every database in that directory."""
+        return self.path.parent / "runs" / str(int(run_id))
+
+    def artifacts_dir(self, run: RunRow) -> Path | None:
+        """The run's artifacts directory if it exists: ``run_dir(id)``, or for a run recorded
+        before schema 2 the ``legacy_run_dir(id)`` it recorded. No other recorded path is
+        trusted; a symlink is not followed."""
+        candidates = [self.run_dir(run.id)]
+        if run.artifacts_dir and Path(run.artifacts_dir) == self.legacy_run_dir(run.id):
+            candidates.append(self.legacy_run_dir(run.id))
+        for path in candidates:
+            if path.is_dir() and not path.is_symlink():
+                return path
+        return None
+
+    def remove_stale_temp_dirs(self) -> list[Path]:
+        """Remove half-written artifacts directories of runs whose writer was killed (the
+        temporary siblings ``write_blueprint`` fills before its rename); returns them."""
+        return remove_stale_temp_dirs(self.runs_dir())
+
     def _remove_artifacts(self, run_id: int, recorded: str | None) -> None:
         root = self.runs_dir().resolve()
         targets = {self.run_dir(run_id).resolve()}
         if recorded:
-            # Only ever delete inside runs_dir(): a recorded path elsewhere is the user's.
             path = Path(recorded).resolve()
-            if path != root and path.is_relative_to(root):
+            # Only ever delete inside runs_dir(), or the directory of a run from before schema
+            # 2 that no other database shares: a recorded path elsewhere is the user's.
+            ours = path != root and path.is_relative_to(root)
+            legacy = path == self.legacy_run_dir(run_id).resolve()
+            if ours or (legacy and not self._legacy_shared(run_id, path)):
                 targets.add(path)
         for target in targets:
             try:
@@ -402,3 +562,38 @@ class Store:
                     f"run id {run_id}: deleted, but its artifacts directory {target} "
                     f"could not be removed: {exc}"
                 ) from exc
+
+    def _legacy_shared(self, run_id: int, path: Path) -> bool:
+        """Whether another database in this directory has a run recording ``path`` (before
+        schema 2 runs of every database there wrote to ``<db dir>/runs/<id>``). When unsure
+        (a database that cannot be read), say yes: keeping a directory is the safe mistake."""
+        try:
+            siblings = [p for p in self.path.parent.iterdir()
+                        if p.is_file() and p.name != self.path.name]
+        except OSError:
+            return True
+        for other in siblings:
+            try:
+                with other.open("rb") as f:
+                    if f.read(16) != b"SQLite format 3\x00":
+                        continue
+            except OSError:
+                continue
+            try:
+                conn = sqlite3.connect(f"{other.resolve().as_uri()}?mode=ro", uri=True,
+                                       timeout=BUSY_TIMEOUT_S)
+            except sqlite3.Error:
+                return True
+            try:
+                if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' "
+                                "AND name = 'runs'").fetchone() is None:
+                    continue
+                row = conn.execute("SELECT artifacts_dir FROM runs WHERE id = ?",
+                                   (run_id,)).fetchone()
+            except sqlite3.Error:
+                return True
+            finally:
+                conn.close()
+            if row is not None and row[0] and Path(row[0]).resolve() == path:
+                return True
+        return False

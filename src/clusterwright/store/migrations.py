@@ -38,6 +38,17 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )""",
         "CREATE INDEX runs_by_scenario ON runs (scenario_id)",
     ),
+    # 2: the process that owns an unfinished run and its heartbeat, so that a run whose owner
+    # was killed is told apart from one still running (``store/liveness.py``). Rows from
+    # version 1 keep NULL owners. Their artifacts_dir stays as recorded (``<db dir>/runs/<id>``);
+    # new runs write under ``<db file>.runs/<id>``.
+    (
+        "ALTER TABLE runs ADD COLUMN owner_pid INTEGER",
+        "ALTER TABLE runs ADD COLUMN owner_host TEXT",
+        "ALTER TABLE runs ADD COLUMN owner_started TEXT",
+        "ALTER TABLE runs ADD COLUMN heartbeat_at TEXT",
+        "CREATE INDEX runs_unfinished ON runs (status) WHERE status IN ('queued', 'running')",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

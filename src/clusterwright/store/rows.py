@@ -42,12 +42,19 @@ class RunRow:
     blueprint: dict[str, Any] | None
     artifacts_dir: str | None
     scenario_revision: int = 0
+    # The process that created or runs it (None for runs recorded before schema 2) and the
+    # last heartbeat of that process while the run was unfinished; see ``store/liveness.py``.
+    owner_pid: int | None = None
+    owner_host: str | None = None
+    owner_started: str | None = None
+    heartbeat_at: str | None = None
 
 
 SCENARIO_COLUMNS = "id, name, revision, yaml_text, created_at"
 RUN_COLUMNS = (
     "r.id, r.scenario_id, s.name, r.status, r.stage, r.done, r.total, r.message, "
-    "r.created_at, r.finished_at, r.metrics_json, r.blueprint_json, r.artifacts_dir, s.revision"
+    "r.created_at, r.finished_at, r.metrics_json, r.blueprint_json, r.artifacts_dir, s.revision, "
+    "r.owner_pid, r.owner_host, r.owner_started, r.heartbeat_at"
 )
 RUN_FROM = "runs r JOIN scenarios s ON s.id = r.scenario_id"
 
@@ -85,4 +92,8 @@ def run_row(row: sqlite3.Row | tuple[Any, ...]) -> RunRow:
         blueprint=_json(row[11]),
         artifacts_dir=row[12],
         scenario_revision=int(row[13]),
+        owner_pid=int(row[14]) if row[14] is not None else None,
+        owner_host=row[15],
+        owner_started=row[16],
+        heartbeat_at=row[17],
     )

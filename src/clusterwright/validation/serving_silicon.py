@@ -17,6 +17,7 @@ and the CSV line.
 from __future__ import annotations
 
 import csv
+import io
 import math
 import re
 from collections.abc import Iterable
@@ -36,6 +37,7 @@ from clusterwright.sim.serving_deployment import (
     steady,
 )
 from clusterwright.sim.serving_steady import SteadyState
+from clusterwright.spec.yamlio import YamlError, read_text
 from clusterwright.validation.tables import data_dir
 
 FILE = "serving_silicon.csv"
@@ -52,6 +54,8 @@ COLUMNS = (
 BACKENDS = ("trtllm", "vllm", "sglang")
 PRECISIONS = ("", "bf16", "fp16", "fp8", "fp4", "int4")
 MODES = ("agg", "disagg")
+# A measurement table is read whole; 60x the shipped 3,130-row file.
+MAX_DATA_BYTES = 64 << 20
 PARTITION_MIN = 10  # partitions held to the target
 TARGET = 0.20
 
@@ -63,28 +67,35 @@ def read_rows(path: str | Path) -> list[dict[str, str]]:
     """The rows of a CSV in ``serving_silicon.csv``'s exact column format, each with its
     line number under ``_line``. InputError names missing or extra columns."""
     p = Path(path)
-    if not p.is_file():
-        raise InputError(f"--data: {p} is not a file", field="data")
-    with open(p, newline="", encoding="utf-8") as fh:
-        reader = csv.DictReader(fh)
-        header = list(reader.fieldnames or [])
-        missing = [c for c in COLUMNS if c not in header]
-        extra = [c for c in header if c not in COLUMNS]
-        if missing or extra:
-            parts = []
-            if missing:
-                parts.append(f"missing column(s) {', '.join(missing)}")
-            if extra:
-                parts.append(f"unexpected column(s) {', '.join(extra)}")
-            raise InputError(f"{p}: line 1: {'; '.join(parts)} (expected the columns of "
-                             f"serving_silicon.csv)", field=(missing or extra)[0])
-        rows = []
-        for i, r in enumerate(reader, start=2):
-            if None in r:
-                raise InputError(f"{p}: line {i}: more values than columns", field="id")
-            r = dict(r)
-            r["_line"] = str(i)
-            rows.append(r)
+    try:
+        text = read_text(p, MAX_DATA_BYTES)
+    except YamlError as exc:
+        raise InputError(f"--data: {exc}", field="data") from None
+    try:
+        return _rows(p, csv.DictReader(io.StringIO(text, newline="")))
+    except csv.Error as exc:
+        raise InputError(f"--data: {p}: not a CSV file: {exc}", field="data") from None
+
+
+def _rows(p: Path, reader: csv.DictReader[str]) -> list[dict[str, str]]:
+    header = list(reader.fieldnames or [])
+    missing = [c for c in COLUMNS if c not in header]
+    extra = [c for c in header if c not in COLUMNS]
+    if missing or extra:
+        parts = []
+        if missing:
+            parts.append(f"missing column(s) {', '.join(missing)}")
+        if extra:
+            parts.append(f"unexpected column(s) {', '.join(extra)}")
+        raise InputError(f"{p}: line 1: {'; '.join(parts)} (expected the columns of "
+                         f"serving_silicon.csv)", field=(missing or extra)[0])
+    rows = []
+    for i, r in enumerate(reader, start=2):
+        if None in r:
+            raise InputError(f"{p}: line {i}: more values than columns", field="id")
+        r = dict(r)
+        r["_line"] = str(i)
+        rows.append(r)
     return rows
 
 
@@ -97,7 +108,7 @@ def _int(r: dict[str, str], col: str, default: int | None = None, low: int = 0) 
     except ValueError:
         raise InputError(f"line {r.get('_line', '?')}: {col}: {v!r} is not a number",
                          field=col) from None
-    if x != int(x) or x < low:
+    if not math.isfinite(x) or x != int(x) or x < low:
         raise InputError(f"line {r.get('_line', '?')}: {col}: {v!r} is not an integer >= "
                          f"{low}", field=col)
     return int(x)

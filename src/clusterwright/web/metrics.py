@@ -6,6 +6,7 @@ to $M, seconds to ms for latency. A missing value shows as a dash, never as zero
 
 from __future__ import annotations
 
+import html
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -79,6 +80,14 @@ CHARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
 _BY_KEY = {m.key: m for m in METRICS}
 
 
+def chart_text(s: str) -> str:
+    """User text as a plotly label. plotly.js renders a subset of HTML in titles, ticks,
+    legends and hover text (``<a href>`` becomes a link), so ``<``, ``>`` and ``&`` are
+    escaped; quotes are not, since plotly would show ``&quot;`` as it is. The same rule as
+    ``report.figures.esc``, which this module does not import: that pulls in plotly."""
+    return html.escape(s, quote=False)
+
+
 def run_label(run: RunRow) -> str:
     """How a run is named in tables and legends: ``#id name rN``."""
     rev = getattr(run, "scenario_revision", 0)
@@ -95,7 +104,7 @@ def metric_rows(runs: Sequence[RunRow]) -> list[dict[str, Any]]:
 def figures(runs: Sequence[RunRow]) -> list[dict[str, Any]]:
     """Plotly bar charts (``{"title", "data", "layout"}``) of the charted metrics; a chart
     whose metric no run has is left out (e.g. TTFT for training-only scenarios)."""
-    labels = [run_label(r) for r in runs]
+    labels = [chart_text(run_label(r)) for r in runs]  # scenario names are user text
     out: list[dict[str, Any]] = []
     for title, keys in CHARTS:
         traces = []

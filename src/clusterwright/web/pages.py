@@ -82,9 +82,12 @@ def show_scenario(request: Request, scenario_id: int, w: State) -> Response:
                    problems=problems)
 
 
+# Every route that checks YAML is a plain ``def`` on purpose: FastAPI runs those in its worker
+# threads, so a slow parse of posted text never holds up the event loop and other requests.
 @router.post("/validate")
 def validate(request: Request, w: State, yaml: Annotated[str, Form()] = "") -> Response:
-    """The ``#errors`` fragment (and the gutter, out of band) for the posted YAML."""
+    """The ``#errors`` fragment (and the gutter, out of band) for the posted YAML; 200 even
+    when it lists errors, since HTMX swaps in only successful answers."""
     _, problems = check_text(yaml, w.catalog)
     return w.render(request, "_errors.html", problems=problems, bad_lines=_bad_lines(problems),
                     line_count=max(1, yaml.count("\n") + 1), oob=True)

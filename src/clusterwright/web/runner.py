@@ -8,6 +8,7 @@ run costs a fork, not an interpreter start.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import shutil
@@ -73,7 +74,7 @@ class RunManager:
             self._futures[run_id] = self._pool.submit(self._supervise, run_id, yaml_text)
 
     def _out_dir(self, run_id: int) -> Path:
-        return self.store.runs_dir() / str(int(run_id))
+        return self.store.run_dir(run_id)
 
     def _supervise(self, run_id: int, yaml_text: str) -> None:
         out = self._out_dir(run_id)
@@ -89,27 +90,31 @@ class RunManager:
             proc.start()
             proc.join(self.config.run_timeout_s)
             if proc.is_alive():
-                _kill_group(proc)
-                proc.join()
-                self._remove_partial(run_id)
+                # Recorded before the kill: once the child is gone, any reader would fail the
+                # run as interrupted, a message that does not say why.
                 self.store.fail_run(
                     run_id, f"the plan ran longer than the {self.config.run_timeout_s:g} s "
                     "limit of this server and was stopped (`clusterwright plan` has no limit)")
-                return
-            status = self.store.get_run(run_id).status
-            if status not in ("done", "failed"):
+                _kill_group(proc)
+                proc.join()
                 self._remove_partial(run_id)
-                self.store.fail_run(run_id, f"the plan's process ended (exit code "
-                                            f"{proc.exitcode}) before recording a result")
+                return
+            # Conditional, not read-then-write: a reader may already have failed the run as
+            # interrupted (its owner, the child, is gone); this message says more.
+            self._remove_partial(run_id)
+            self.store.fail_run(run_id, f"the plan's process ended (exit code {proc.exitcode}) "
+                                "before recording a result", unless_finished=True)
         except Exception as exc:  # keep the pool thread alive; the run must end
-            self.store.fail_run(run_id, f"could not run the plan: {type(exc).__name__}: {exc}")
+            self.store.fail_run(run_id, f"could not run the plan: {type(exc).__name__}: {exc}",
+                                unless_finished=True)
         finally:
             with self._lock:
                 self._procs.pop(run_id, None)
 
     def _remove_partial(self, run_id: int) -> None:
-        # write_blueprint writes into ".<name>.*" next to the target and renames at the end.
-        root = self.store.runs_dir()
+        # write_blueprint writes into ".<name>.*" next to the target and renames at the end;
+        # the child that wrote it has ended.
+        root = self.store.run_dir(run_id).parent
         if root.is_dir():
             for p in root.glob(f".{int(run_id)}.*"):
                 shutil.rmtree(p, ignore_errors=True)
@@ -132,8 +137,7 @@ class RunManager:
                 _kill_group(p)
         self._pool.shutdown(wait=True, cancel_futures=True)
         for run_id in queued:
-            try:
-                if self.store.get_run(run_id).status in ("queued", "running"):
-                    self.store.fail_run(run_id, "the server stopped before the run finished")
-            except Exception:  # the store may already be closed; nothing left to record
-                pass
+            # The store may already be closed; then there is nothing left to record.
+            with contextlib.suppress(Exception):
+                self.store.fail_run(run_id, "the server stopped before the run finished",
+                                    unless_finished=True)

@@ -1,7 +1,9 @@
 """Run pages: live progress, summary metrics, the report and the artifacts as a zip.
 
-Files are only ever read from ``store.runs_dir() / str(run_id)`` with an integer id from the
-route: no text from a request becomes part of a path, and symlinks inside are skipped.
+Files are only ever read from ``Store.artifacts_dir`` of a run found by the integer id of the
+route (``<db file>.runs/<id>``, or ``<db dir>/runs/<id>`` for a run recorded before schema 2):
+no text from a request becomes part of a path, and symlinks inside are skipped. Reading a run
+whose owner process is gone fails it (``store/liveness.py``), so its page stops polling.
 """
 
 from __future__ import annotations
@@ -43,8 +45,7 @@ def run_dir(w: WebState, run: RunRow) -> Path | None:
     """The artifacts directory of a finished run, or None if it has none."""
     if run.status != "done":
         return None
-    d = w.store.runs_dir() / str(int(run.id))
-    return d if d.is_dir() and not d.is_symlink() else None
+    return w.store.artifacts_dir(run)
 
 
 def _live(w: WebState, run: RunRow) -> dict[str, Any]:

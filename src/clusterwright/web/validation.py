@@ -8,6 +8,7 @@ adds the web's size caps, each with the line of the field it is about.
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
 
@@ -22,12 +23,19 @@ from clusterwright.spec.scenario import (
     loads_scenario,
 )
 from clusterwright.spec.yamlio import LoadedYaml
-from clusterwright.web.config import MAX_GPUS, MAX_QPS, MAX_WORKLOADS
+from clusterwright.web.config import (
+    MAX_GPUS,
+    MAX_PROBLEM_CHARS,
+    MAX_PROBLEMS,
+    MAX_QPS,
+    MAX_WORKLOADS,
+)
 
 SOURCE = "<scenario>"
 _PAREN_LINE = re.compile(r"\(line (\d+)\)")
 _SRC_LINE = re.compile(rf"^{re.escape(SOURCE)}:(\d+):\s*")
 _SRC = re.compile(rf"^{re.escape(SOURCE)}:\s*")
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -59,7 +67,19 @@ def problems_of(message: str) -> list[Problem]:
         if text.endswith(":") and line is None and len(message.splitlines()) > 1:
             continue
         out.append(Problem(line, text))
-    return out or [Problem(None, message.strip() or "invalid scenario")]
+    return shown(out or [Problem(None, message.strip() or "invalid scenario")])
+
+
+def shown(problems: list[Problem]) -> list[Problem]:
+    """``problems`` cut to what a page shows: MAX_PROBLEMS items of MAX_PROBLEM_CHARS each,
+    then one item saying how many more there are."""
+    out = [p if len(p.message) <= MAX_PROBLEM_CHARS else
+           Problem(p.line, p.message[:MAX_PROBLEM_CHARS]
+                   + f"... ({len(p.message) - MAX_PROBLEM_CHARS:,} more characters)")
+           for p in problems[:MAX_PROBLEMS]]
+    if len(problems) > MAX_PROBLEMS:
+        out.append(Problem(None, f"... and {len(problems) - MAX_PROBLEMS:,} more errors"))
+    return out
 
 
 def cap_problems(sc: Scenario, doc: LoadedYaml) -> list[Problem]:
@@ -85,13 +105,24 @@ def cap_problems(sc: Scenario, doc: LoadedYaml) -> list[Problem]:
 
 
 def check_text(text: str, cat: Catalog) -> tuple[Scenario | None, list[Problem]]:
-    """Parse, validate and resolve ``text``; the scenario when it has no problem."""
+    """Parse, validate and resolve ``text``; the scenario when it has no problem.
+
+    Never raises for any text: an error the loader did not foresee (a list where a name
+    belongs, nesting too deep) is a problem too, so the editor shows it rather than a 500.
+    Blocking: routes call it from a worker thread, never on the event loop."""
     if not text.strip():
         return None, [Problem(None, "the scenario is empty; start from a shipped example")]
     try:
         sc, doc = loads_scenario(text, SOURCE)
         resolve(sc, cat, doc)
+        caps = cap_problems(sc, doc)
     except ClusterwrightError as exc:
         return None, problems_of(str(exc))
-    caps = cap_problems(sc, doc)
+    except Exception as exc:
+        # A bug below the face, not the user's fault alone: keep the traceback in the log.
+        _log.exception("scenario check failed unexpectedly")
+        detail = f"{type(exc).__name__}: {exc}"
+        return None, [Problem(None, (
+            f"the scenario could not be checked ({detail[:200]}); a field probably has the "
+            "wrong type, e.g. a list or mapping where a name or number belongs"))]
     return (None, caps) if caps else (sc, [])

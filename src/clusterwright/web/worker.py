@@ -2,7 +2,9 @@
 
 It runs in a child process (see ``web/runner.py``) so a slow plan never holds the server's
 interpreter lock and a run past its time limit can be killed. It opens the store itself:
-SQLite in WAL mode lets this process write progress while the server reads it.
+SQLite in WAL mode lets this process write progress while the server reads it. It takes the
+run over from the server (``Store.start_run``): if this process is killed, whoever reads the
+run next fails it as interrupted, even when the server is gone too.
 """
 
 from __future__ import annotations
@@ -57,7 +59,8 @@ def execute_run(db_path: str, run_id: int, yaml_text: str, out_dir: str,
         store.update_run(run_id, stage=stage, done=done, total=total)
 
     try:
-        store.update_run(run_id, status="running", stage="starting", done=0, total=1)
+        store.start_run(run_id)
+        store.update_run(run_id, stage="starting", done=0, total=1)
         sc, doc = loads_scenario(yaml_text, "<scenario>")
         cat = load_catalog()
         resolve(sc, cat, doc)
