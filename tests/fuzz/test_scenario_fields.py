@@ -141,7 +141,7 @@ def test_check_refuses_wrongly_typed_fields(leaf: Leaf, tmp_path: Path) -> None:
 _PLAUSIBLE_NUMBERS = st.sampled_from([0, 1, 2, 3, 7, 1000, 0.5, 1e-6, 1e6, 1e12])
 
 
-@settings(deadline=None, max_examples=6)
+@settings(deadline=None, max_examples=60 if LONG else 6)
 @given(data=st.data())
 def test_accepted_mutations_plan_without_crash(data: st.DataObject,
                                                tmp_path_factory: pytest.TempPathFactory) -> None:
