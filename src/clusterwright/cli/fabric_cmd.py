@@ -64,7 +64,8 @@ def design_cmd(
     protocol: str | None = typer.Option(
         None, "--protocol", help="infiniband or ethernet (default: the switch's)."
     ),
-    tiers: int | None = typer.Option(None, "--tiers", help="2 or 3 (default: fewest that fit)."),
+    tiers: int | None = typer.Option(
+        None, "--tiers", help="1 (below one SU: no spines), 2 or 3 (default: fewest that fit)."),
     su_hosts: int | None = typer.Option(
         None, "--su-hosts", help="Hosts per scalable unit (default: leaf down ports)."
     ),
@@ -88,8 +89,8 @@ def design_cmd(
     """Switch, link, optic, rack, power and cost plan of a cluster's networks, and its IaC."""
     if nodes < 1:
         fail(f"--nodes must be at least 1, got {nodes}")
-    if tiers is not None and tiers not in (2, 3):
-        fail(f"--tiers must be 2 or 3, got {tiers}")
+    if tiers is not None and tiers not in (1, 2, 3):
+        fail(f"--tiers must be 1, 2 or 3, got {tiers}")
     if protocol is not None and protocol not in ("infiniband", "ethernet"):
         fail(f"--protocol: {protocol!r} is not one of infiniband, ethernet")
     if cooling not in ("air", "liquid"):

@@ -128,7 +128,8 @@ def summary(fab: Fabric) -> dict[str, object]:
         "scalable_units": sh.sus,
         "pods": sh.pods,
         "oversubscription": {
-            "leaf": round(min(sh.su_hosts / sh.leaves_per_rail_su, sh.leaf.down) / sh.leaf.up, 3),
+            "leaf": (round(min(sh.su_hosts / sh.leaves_per_rail_su, sh.leaf.down) / sh.leaf.up, 3)
+                     if sh.leaf.up else 1.0),  # one tier: every host one hop apart
             "spine": round(sh.spine.oversubscription, 3) if sh.tiers == 3 else None,
         },
         "max_nodes_at_these_tiers": sh.max_hosts // fab.server.hosts,

@@ -346,7 +346,9 @@ def design_fabric(req: FabricRequest, cat: Catalog) -> Fabric:
         ),
     )
     spare = shape.sus * shape.su_hosts - hosts
-    if spare:
+    if shape.tiers == 1:
+        fab.notes.append(_growth_plan(shape, req))
+    elif spare:
         fab.notes.append(
             f"the last scalable unit is built in full (leaves and leaf-spine cables, as the "
             f"SuperPOD RA advises): {spare} of {shape.sus * shape.su_hosts} host positions "
@@ -361,6 +363,27 @@ def design_fabric(req: FabricRequest, cat: Catalog) -> Fabric:
         p.switch.id: p.switch.vendor.split(" ")[0] for p in (backend, frontend, oob, oob_uplink)
     }
     return fab
+
+
+def _growth_plan(shape: FabricShape, req: FabricRequest) -> str:
+    """The SU policy and growth plan of a one-tier backend, for the notes and the blueprint."""
+    s = shape
+    full = fabric_shape(hosts=s.su_hosts, rails=s.rails, radix=s.radix, planes=s.planes,
+                        oversubscription=req.oversubscription, su_hosts=s.su_hosts, tiers=2,
+                        min_spines=2)
+    what = (f"one switch for all {s.rails} rails ({s.hosts} hosts x {s.rails} rails of its "
+            f"{s.leaf.down} down ports)" if s.rails_per_leaf > 1 and s.rails > 1 else
+            f"{s.leaves_per_plane} leaf switch(es), one per rail")
+    split = (f"; the shared switch becomes one leaf per rail (hosts re-cabled to their rail "
+             f"leaves) past {s.leaf.down // s.rails} hosts" if s.rails_per_leaf > 1 and s.rails > 1
+             else "")
+    return (
+        f"backend right-sized: {s.hosts} hosts are below one scalable unit of {s.su_hosts}, so "
+        f"the backend is a single tier: {what}, no spines and no leaf-spine optics. SU policy: "
+        f"below {s.su_hosts} hosts one tier; at {s.su_hosts} hosts (one full SU, as the SuperPOD "
+        f"RA builds it) it grows to two tiers, adding {full.spines_per_plane * s.planes} spines "
+        f"and cabling each leaf's {full.leaf.up} free uplink ports{split}"
+    )
 
 
 def _vendor(cat: Catalog, kind: str, entry: str) -> str:
@@ -433,24 +456,30 @@ def _build_clos(
         pl = f"p{plane}-" if planes > 1 else ""
         leaves: dict[tuple[int, int, int], Device] = {}
         ordered: list[Device] = []
+        shared = s.rails_per_leaf  # one tier: rails sharing one switch
+        groups = s.rails // shared
         for n, su in enumerate(sus):
             pod = n // s.sus_per_pod + 1 if s.tiers == 3 else 1
-            for rail in range(s.rails):
+            for rail in range(groups):
                 for k in range(lpr):
-                    seq = ((su - 1) * s.rails + rail) * lpr + k
+                    seq = ((su - 1) * groups + rail) * lpr + k
                     extra = f"-{k + 1}" if lpr > 1 else ""
+                    label = f"-{_rail(clos, rail)}" if shared == 1 else ""
                     dev = fab.add(Device(
-                        name=f"{pre}leaf-{pl}{_su_label(su)}-{_rail(clos, rail)}{extra}",
+                        name=f"{pre}leaf-{pl}{_su_label(su)}{label}{extra}",
                         role="leaf" if not pre else "fe-leaf", part=sw,
-                        uid=seq * planes + plane - 1, plane=plane, pod=pod, su=su, rail=rail + 1,
-                        k=k, ports=parts.radix,
+                        uid=seq * planes + plane - 1, plane=plane, pod=pod, su=su,
+                        rail=rail + 1 if shared == 1 else 0, k=k, ports=parts.radix,
                     ))
                     leaves[(su, rail, k)] = dev
                     ordered.append(dev)
         for su, slot, ports in endpoints:
             k, port = divmod(slot, per_leaf)
             for rail, (dname, dport) in enumerate(ports):
-                leaf = leaves[(su, rail, k)]
+                leaf = leaves[(su, rail // shared, k)]
+                if shared > 1:
+                    # Host-major on the shared switch: host i's rails are adjacent ports.
+                    port = slot * shared + rail
                 bname, bcage = pname[port + 1]
                 fab.links.append(Link(
                     network=clos.network, tier=clos.tiers[0], a=dname,
@@ -460,7 +489,7 @@ def _build_clos(
                 ))
         up0 = s.leaf.down  # leaf uplinks follow its downlink ports
         role_s: Role = "spine" if not pre else "fe-spine"
-        if s.tiers == 2:
+        if s.tiers <= 2:  # one tier: no spines (spines_per_plane and leaf.up are 0)
             spines = [
                 fab.add(Device(
                     name=f"{pre}spine-{pl}{j + 1:03d}", role=role_s, part=sw,

@@ -57,6 +57,9 @@ class FabricShape:
     leaf_spine_parallel: int  # links between one leaf and one spine
     core_group_size: int  # cores each pod spine connects to (three tiers)
     spine_core_parallel: int  # links between one pod spine and one of its cores
+    # One tier: rails that share one switch (all of them when they fit its down ports, else 1,
+    # a leaf per rail). Two and three tiers are rail-optimized: always 1.
+    rails_per_leaf: int = 1
 
     @property
     def leaves_per_su(self) -> int:
@@ -97,6 +100,9 @@ class FabricShape:
     @property
     def max_hosts(self) -> int:
         """Hosts these tiers could hold at the same radix and ratios (the growth limit)."""
+        if self.tiers == 1:
+            # A full scalable unit is built as two tiers (SuperPOD RA), so one tier stops below it.
+            return min(self.su_hosts - 1, self.leaf.down) if self.su_hosts > 1 else 1
         if self.tiers == 2:
             return self.radix // self.leaves_per_su * self.su_hosts
         return self.radix * self.sus_per_pod * self.su_hosts
@@ -137,8 +143,12 @@ def fabric_shape(
 ) -> FabricShape:
     """Counts of a rail-optimized fabric for ``hosts`` hosts with ``rails`` backend links each.
 
-    Leaves: one per rail per scalable unit (SU) of ``su_hosts`` hosts, built in full even when
-    the last SU is partly empty ("design the full SU", SuperPOD RA). Two tiers while every spine
+    ``tiers=1`` (a cluster below one scalable unit, all under one leaf per rail): one tier, a
+    leaf per rail or one switch for every rail when they fit its down ports, and no spines; the
+    leaves keep their uplink ports free so a full SU grows into two tiers by adding spines (see
+    ``one_tier``). Otherwise leaves: one per rail per SU,
+    built in full even when the last SU is partly empty ("design the full SU", SuperPOD RA).
+    Two tiers while every spine
     can reach every leaf (leaves <= radix); spines are the smallest divisor of the leaf uplink
     count that carries all uplinks. Three tiers: pods of whole SUs under ``leaf.up`` pod spines;
     pod spine j connects to core group j, sized the same way.
@@ -170,6 +180,8 @@ def fabric_shape(
         # ratio, rounded up to a power of two so spine counts divide them.
         need = math.ceil(math.ceil(su / lpr) / oversubscription)
         leaf = TierPorts(down=leaf.down, up=min(leaf.up, 1 << max(0, math.ceil(math.log2(need)))))
+    if tiers == 1:
+        return one_tier(hosts=hosts, rails=rails, radix=radix, planes=planes, leaf=leaf, su=su)
     sus = math.ceil(hosts / su)
     leaves = sus * rails * lpr
 
@@ -230,4 +242,29 @@ def fabric_shape(
         spines_per_plane=pods * leaf.up, cores_per_plane=leaf.up * group, pods=pods,
         sus_per_pod=sus_per_pod, leaf_spine_parallel=1, core_group_size=group,
         spine_core_parallel=spine.up // group,
+    )
+
+
+def one_tier(*, hosts: int, rails: int, radix: int, planes: int, leaf: TierPorts,
+             su: int) -> FabricShape:
+    """A single switching tier for a cluster below one scalable unit.
+
+    Hosts only use each leaf's ``leaf.down`` ports, so the ``leaf.up`` ports stay free and a
+    full SU becomes two tiers by adding spines, without moving a host cable. When every rail of
+    every host fits in one switch's down ports, the rails share it: one switch instead of
+    ``rails`` (any GPU reaches any other in one hop, so rail alignment buys nothing here); it
+    is split into a leaf per rail when the hosts outgrow it.
+    """
+    if hosts > leaf.down:
+        raise FabricError(
+            f"one tier holds at most {leaf.down} hosts (a leaf's down ports at radix {radix}); "
+            f"{hosts} hosts need --tiers 2 (or leave --tiers unset)", field="tiers")
+    shared = rails if hosts * rails <= leaf.down else 1
+    leaves = rails // shared
+    return FabricShape(
+        hosts=hosts, rails=rails, planes=planes, radix=radix, tiers=1, su_hosts=su, sus=1,
+        leaves_per_rail_su=1, leaf=TierPorts(down=leaf.down, up=0),
+        spine=TierPorts(down=0, up=0), leaves_per_plane=leaves, spines_per_plane=0,
+        cores_per_plane=0, pods=1, sus_per_pod=1, leaf_spine_parallel=1, core_group_size=0,
+        spine_core_parallel=0, rails_per_leaf=shared,
     )

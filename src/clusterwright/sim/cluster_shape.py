@@ -108,7 +108,8 @@ def shape_from_fabric(fab: Fabric, cat: Catalog,
     # Leaf groups must tile the SU; an uneven split is treated as one group per SU.
     lpr = sh.leaves_per_rail_su
     per_leaf = sh.su_hosts // lpr if sh.su_hosts % lpr == 0 else sh.su_hosts
-    leaf_os = max(1.0, min(per_leaf, sh.leaf.down) / sh.leaf.up)
+    # One tier has no uplinks to contend for: every host is one hop from every other.
+    leaf_os = max(1.0, min(per_leaf, sh.leaf.down) / sh.leaf.up) if sh.leaf.up else 1.0
     spine_os = max(1.0, sh.spine.oversubscription) if sh.tiers == 3 else 1.0
     hop_s = (fab.backend.switch.latency_ns or 0.0) * 1e-9
     gpu = cat.gpu(srv.gpu)

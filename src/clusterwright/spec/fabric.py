@@ -78,7 +78,7 @@ class FabricRequest(BaseModel):
     leaf_uplinks: PositiveInt | None = None  # uplinks per leaf; None = from oversubscription
     spine_uplinks: PositiveInt | None = None  # three tiers: pod spine uplinks (labs)
     pod_sus: PositiveInt | None = None  # three tiers: SUs per pod; None = as many as fit
-    tiers: Annotated[Literal[2, 3], INTEGER] | None = None  # None = fewest that fit
+    tiers: Annotated[Literal[1, 2, 3], INTEGER] | None = None  # None = fewest that fit
     dual_plane: StrictBool = False  # each NIC's two ports (or halves) to leaves in different planes
     frontend_switch: StrictStr | None = None
     oob_switch: StrictStr | None = None
