@@ -188,7 +188,9 @@ def test_dual_plane_spines_get_an_asn_per_plane(tmp_path: Path) -> None:
     f = tmp_path / "aoc200.yaml"
     f.write_text(AOC_200G)
     cat = load_catalog([f], env={})
-    fab = _assigned(cat, server="dgx-h100", nodes=16, switch="sn5600", dual_plane=True)
+    # tiers=2: 16 hosts are below one SU, which would be one tier without spines.
+    fab = _assigned(cat, server="dgx-h100", nodes=16, switch="sn5600", dual_plane=True,
+                    tiers=2)
     assert fab.shape.planes == 2
     spines: dict[int, set[int | None]] = defaultdict(set)
     for sp in fab.switches("spine"):

@@ -391,7 +391,8 @@ def test_bad_requests_raise_naming_the_flag(catalog: Catalog, kw: dict[str, obje
 
 
 def test_rails_option_uses_the_first_rails(catalog: Catalog) -> None:
-    fab = _design(catalog, server="dgx-h100", nodes=16, switch="qm9700", rails=2)
+    # tiers=2 keeps a leaf per rail (below one SU, 2 rails x 16 hosts share one switch).
+    fab = _design(catalog, server="dgx-h100", nodes=16, switch="qm9700", rails=2, tiers=2)
     assert fab.shape.rails == 2
     ports = {lk.a_port for lk in fab.links_in("node-leaf")}
     assert ports == {"osfp4p2", "osfp3p2"}

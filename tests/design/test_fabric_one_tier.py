@@ -1,7 +1,10 @@
-"""One-tier backends below one scalable unit (``tiers=1``): no spines, no leaf-spine optics,
-the SU policy and growth plan stated; full SUs keep the SuperPOD two-tier counts."""
+"""One-tier backends below one scalable unit (the default there): no spines, no leaf-spine
+optics, the SU policy and growth plan stated; full SUs keep the SuperPOD two-tier counts."""
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 import pytest
 
@@ -16,8 +19,8 @@ def _fab(catalog: Catalog, nodes: int, **kw: object):  # type: ignore[no-untyped
 
 
 def test_one_node_is_one_switch_without_spines_or_uplink_optics(catalog: Catalog) -> None:
-    two = summary(_fab(catalog, 1))
-    fab = _fab(catalog, 1, tiers=1)
+    two = summary(_fab(catalog, 1, tiers=2))  # the full SU built before right-sizing
+    fab = _fab(catalog, 1)
     one = summary(fab)
     assert (fab.shape.tiers, fab.count("leaf"), fab.count("spine")) == (1, 1, 0)
     assert fab.shape.rails_per_leaf == 8 and not fab.links_in("leaf-spine")
@@ -30,7 +33,7 @@ def test_one_node_is_one_switch_without_spines_or_uplink_optics(catalog: Catalog
 
 
 def test_31_nodes_one_tier_is_a_leaf_per_rail(catalog: Catalog) -> None:
-    fab = _fab(catalog, 31, switch="qm9700", tiers=1)
+    fab = _fab(catalog, 31, switch="qm9700")  # the default below one SU of 32
     assert (fab.count("leaf"), fab.count("spine"), fab.shape.rails_per_leaf) == (8, 0, 1)
     assert {d.rail for d in fab.switches("leaf")} == set(range(1, 9))
     assert len(fab.links_in("node-leaf")) == 31 * 8
@@ -50,3 +53,16 @@ def test_full_scalable_units_keep_the_superpod_counts(nodes: int, leaves: int,
     sh = fabric_shape(hosts=nodes, rails=8, radix=64)
     assert (sh.tiers, sh.leaf_switches, sh.spine_switches) == (2, leaves, spines)
     assert sh.leaf_spine_links == nodes * 8
+
+
+def test_enterprise_pool_backend_is_one_switch() -> None:
+    """The shipped 2 x DGX H100 pool: one SN5600 for the backend instead of the full SU's 8
+    leaves and 4 spines; network share of capex 72.5 % -> 45.6 % (the frontend leaf pairs and
+    spines, and the management network, are the rest and are not yet right-sized)."""
+    root = Path(__file__).resolve().parents[2]
+    b = json.loads((root / "examples/enterprise-inference-pool/blueprint.json").read_text())
+    f = b["fabric"]
+    assert (f["tiers"], f["leaf_switches"], f["spine_switches"]) == (1, 1, 0)
+    assert f["links_by_tier"]["leaf-spine"] == 0
+    assert any("SU policy" in n for n in f["notes"])
+    assert f["cost_usd"] < 0.5 * b["recommendation"]["capex_usd"]

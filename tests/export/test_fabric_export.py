@@ -52,7 +52,8 @@ CASES: dict[str, FabricRequest] = {
     # RoCE backend, two SUs of two hosts: FRR on leaves and spines, containerlab.
     "eth-h100x4": FabricRequest(server="dgx-h100", nodes=4, switch="sn5600", su_hosts=2, tenants=2),
     # InfiniBand backend (no FRR there); the Ethernet frontend still runs EVPN.
-    "ib-h100x4": FabricRequest(server="dgx-h100", nodes=4, switch="qm9700"),
+    # tiers=2: the full-SU two-tier build (4 hosts alone would be one switch, no spines).
+    "ib-h100x4": FabricRequest(server="dgx-h100", nodes=4, switch="qm9700", tiers=2),
     # Three Ethernet tiers, small: pods in Slurm and Kueue, spine-core BGP sessions.
     "eth-3tier-h100x8": FabricRequest(
         server="dgx-h100",

@@ -29,9 +29,10 @@ from clusterwright.spec.fabric import FabricRequest
 GB = 1e9
 
 
-def setup(catalog: Catalog, nodes: int) -> tuple[NetworkSim, CollectiveBuilder]:
+def setup(catalog: Catalog, nodes: int,
+          tiers: int | None = None) -> tuple[NetworkSim, CollectiveBuilder]:
     """DGX H100s on the default fabric (8 x 400G rails), ECMP, seed 0."""
-    fab = design_fabric(FabricRequest(server="dgx-h100", nodes=nodes), catalog)
+    fab = design_fabric(FabricRequest(server="dgx-h100", nodes=nodes, tiers=tiers), catalog)
     net = FabricNet(fab, catalog)
     model = net_for(catalog, catalog.gpu(fab.server.gpu), net.stack, fab.server)
     sim = NetworkSim(net)
@@ -191,7 +192,10 @@ def test_all_to_all_with_pxn_stays_on_rail(catalog: Catalog) -> None:
     spine in one SU; without PXN cross-rail pairs do."""
     spine_bytes = {}
     for pxn in (True, False):
-        _, sim = run_one(catalog, 4, "alltoall", GB, pxn=pxn)
+        # tiers=2: 4 hosts alone are one switch with no spine to measure.
+        sim, b = setup(catalog, 4, tiers=2)
+        b.add("alltoall", list(range(32)), GB, "auto", pxn=pxn)
+        sim.run()
         spine = [i for i, t in enumerate(sim.net.tiers) if t == "leaf-spine"]
         spine_bytes[pxn] = sim.link_bytes[spine].sum()
         # Every rank sends (n-1)/n of its buffer; 24 of 31 peers are on other servers.

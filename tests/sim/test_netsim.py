@@ -175,7 +175,8 @@ def test_a_degraded_spine_slows_cross_unit_traffic(catalog: Catalog) -> None:
 
 def test_failing_a_leaf_a_rank_hangs_off_names_the_gpu(catalog: Catalog) -> None:
     with pytest.raises(SimError, match=r"gpu00002/gpu\d"):
-        netsim(catalog, algorithm="ring", failures=["leaf-su001-r3"])
+        netsim(catalog, FabricRequest(server="dgx-h100", nodes=2, tiers=2), algorithm="ring",
+               failures=["leaf-su001-r3"])
 
 
 def test_a_failure_after_the_end_changes_nothing(catalog: Catalog) -> None:

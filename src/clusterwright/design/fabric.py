@@ -313,11 +313,19 @@ def design_fabric(req: FabricRequest, cat: Catalog) -> Fabric:
         down = (backend.radix - req.leaf_uplinks if req.leaf_uplinks
                 else split_ports(backend.radix, req.oversubscription).down)
         su_hosts = max(1, down // domain_hosts) * domain_hosts
+    tiers = req.tiers
+    down = split_ports(backend.radix, req.oversubscription).down
+    if tiers is None and req.leaf_uplinks is None and hosts < (su_hosts or down) \
+            and hosts <= down:
+        # Below one scalable unit the SU's spines carry nothing a single tier could not: one
+        # tier now, two at a full SU (the growth plan is in the notes). A full SU keeps the
+        # SuperPOD RA build, so 32 x DGX on QM9700 is still 8 leaves and 4 spines.
+        tiers = 1
     shape = fabric_shape(
         hosts=hosts, rails=rails, radix=backend.radix, planes=planes,
         oversubscription=req.oversubscription,
-        spine_oversubscription=req.spine_oversubscription if req.tiers != 2 else 1.0,
-        su_hosts=su_hosts, tiers=req.tiers, leaf_uplinks=req.leaf_uplinks,
+        spine_oversubscription=req.spine_oversubscription if tiers not in (1, 2) else 1.0,
+        su_hosts=su_hosts, tiers=tiers, leaf_uplinks=req.leaf_uplinks,
         min_spines=req.leaf_uplinks or 2,  # one spine is a single point of failure
         spine_uplinks=req.spine_uplinks, pod_sus=req.pod_sus,
     )
