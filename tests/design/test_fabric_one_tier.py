@@ -57,8 +57,8 @@ def test_full_scalable_units_keep_the_superpod_counts(nodes: int, leaves: int,
 
 def test_enterprise_pool_backend_is_one_switch() -> None:
     """The shipped 2 x DGX H100 pool: one SN5600 for the backend instead of the full SU's 8
-    leaves and 4 spines; network share of capex 72.5 % -> 45.6 % (the frontend leaf pairs and
-    spines, and the management network, are the rest and are not yet right-sized)."""
+    leaves and 4 spines; network share of capex 72.5 % -> 45.6 % (30.0 % once the frontend is
+    one leaf pair too, test_frontend_one_tier)."""
     root = Path(__file__).resolve().parents[2]
     b = json.loads((root / "examples/enterprise-inference-pool/blueprint.json").read_text())
     f = b["fabric"]
