@@ -46,10 +46,10 @@ from clusterwright.model.flops import (
 )
 from clusterwright.model.params import param_counts
 from clusterwright.model.training import Job, Layouts, estimate
-from clusterwright.validation.tables import (
+from clusterwright.validation.rows import data_dir
+from clusterwright.validation.training_table import (
     RECOMPUTE_CODE,
     _gpt,  # the GPT shape the validation table builds from a row: same model for both tools
-    data_dir,
     training_table,
 )
 

@@ -50,8 +50,8 @@ import numpy as np
 from _bench import machine_lines, si, table, write
 
 from clusterwright.catalog.registry import load_catalog
+from clusterwright.plan.serving import Replica, replica, saturation_qps
 from clusterwright.sim.serving import ClusterConfig, Lengths, ServingResult, Workload, simulate
-from clusterwright.sim.serving_plan import Replica, replica, saturation_qps
 
 HERE = Path(__file__).resolve().parent
 VIDUR_DIR = HERE / ".venv-peers" / "vidur"

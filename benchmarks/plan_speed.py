@@ -1,4 +1,4 @@
-"""Speed of ``clusterwright plan`` (``clusterwright.sim.scenario_plan.plan_scenario``).
+"""Speed of ``clusterwright plan`` (``clusterwright.plan.scenario.plan_scenario``).
 
 Measures, on this machine, for each shipped reference architecture (examples/<name>/):
   (a) ``plan_scenario`` in process, full and ``quick`` (what a sweep point runs), best of
@@ -27,7 +27,7 @@ from _bench import best_of, machine_lines, table, write
 
 from clusterwright.catalog.registry import load_catalog
 from clusterwright.design.blueprint import Blueprint
-from clusterwright.sim.scenario_plan import plan_scenario
+from clusterwright.plan.scenario import plan_scenario
 from clusterwright.spec.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -134,7 +134,7 @@ def main() -> None:
 def catalog_model_lines() -> list[str]:
     """(d): the calibrated step model costs more per event than the linear one."""
     from clusterwright.catalog.registry import load_catalog
-    from clusterwright.sim.serving_plan import replica, saturation_qps
+    from clusterwright.plan.serving import replica, saturation_qps
 
     rep = replica(load_catalog(), "llama-3.1-8b", "h100-sxm", 1, 1, "fp8", "fp8")
     q = round(0.9 * saturation_qps(rep, 1024, 256), 1)
@@ -157,7 +157,7 @@ def plan_lines() -> list[str]:
     import time
 
     from clusterwright.catalog.registry import load_catalog
-    from clusterwright.sim.serving_plan import plan
+    from clusterwright.plan.serving import plan
 
     cat = load_catalog()
     rows = []

@@ -13,8 +13,8 @@ import itertools
 import sys
 
 from clusterwright.catalog.registry import load_catalog
+from clusterwright.validation.rows import read_csv
 from clusterwright.validation.serving_table import predict
-from clusterwright.validation.tables import _read
 
 GRID = {
     "decode_bandwidth_efficiency": (0.85, 0.90, 0.95),
@@ -27,7 +27,7 @@ def main(stack_id: str) -> None:
     cat = load_catalog()
     stack = cat.stack(stack_id)
     assert stack.serving is not None, f"{stack_id} has no serving block"
-    rows = [r for r in _read("serving.csv")
+    rows = [r for r in read_csv("serving.csv")
             if r["gpu"] in stack.gpus and (r["set"] or "dev") == "dev"]
     results = []
     for values in itertools.product(*GRID.values()):

@@ -37,7 +37,8 @@ from typing import Any
 from clusterwright.catalog.registry import Catalog, load_catalog
 from clusterwright.catalog.schema import Stack
 from clusterwright.errors import ClusterwrightError
-from clusterwright.validation.tables import _read, _train_row
+from clusterwright.validation.rows import read_csv
+from clusterwright.validation.training_table import _train_row
 
 GRIDS: dict[str, tuple[float, ...]] = {
     "gemm_scale": tuple(0.55 + 0.025 * i for i in range(23)),
@@ -133,7 +134,7 @@ def main(stack_ids: list[str], only: list[str] | None = None, metric: str | None
     the objective is the MAPE over all their development rows."""
     cat = load_catalog(env={})
     bases = {sid: cat.stack(sid) for sid in stack_ids}
-    rows = [r for r in _read("training.csv") if r.get("stack") in bases]
+    rows = [r for r in read_csv("training.csv") if r.get("stack") in bases]
     dev = [r for r in rows if r["set"] == "dev" and (metric is None or r["metric"] == metric)]
     held = [r for r in rows if r["set"] != "dev"]
     if not dev:

@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from clusterwright.catalog.registry import load_catalog
-from clusterwright.validation.tables import _read, _train_row, measured_mfu
+from clusterwright.validation.rows import read_csv
+from clusterwright.validation.training_table import _train_row, measured_mfu
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "src/clusterwright/catalog/data/training_confidence.yaml"
@@ -59,7 +60,7 @@ def collect() -> dict[str, list[dict[str, Any]]]:
     cat = load_catalog(env={})
     groups: dict[tuple[str, str, str], list[tuple[float, int, str, str]]] = defaultdict(list)
     seen: dict[tuple[str, str], list[tuple[float, dict[str, str]]]] = defaultdict(list)
-    for r in _read("training.csv"):
+    for r in read_csv("training.csv"):
         p = _train_row(cat, r)
         tags = dict(p.tags)
         meas = float(r["value"])

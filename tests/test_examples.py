@@ -15,7 +15,7 @@ import pytest
 
 from clusterwright.catalog.registry import Catalog
 from clusterwright.design.blueprint import SCHEMA_VERSION
-from clusterwright.sim.scenario_plan import plan_scenario
+from clusterwright.plan.scenario import plan_scenario
 from clusterwright.spec.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parents[1]

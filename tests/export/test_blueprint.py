@@ -15,7 +15,7 @@ from clusterwright.catalog.registry import Catalog
 from clusterwright.design.blueprint import Blueprint
 from clusterwright.errors import InputError
 from clusterwright.export import blueprint as export
-from clusterwright.sim.scenario_plan import plan_scenario
+from clusterwright.plan.scenario import plan_scenario
 from clusterwright.spec.scenario import loads_scenario
 
 SCENARIO = """

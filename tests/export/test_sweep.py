@@ -14,9 +14,9 @@ from plotly.offline import get_plotlyjs  # type: ignore[import-untyped]
 from clusterwright.catalog.registry import Catalog
 from clusterwright.errors import InputError
 from clusterwright.export.sweep import display, results_csv, results_json, sweep_html, write_sweep
-from clusterwright.sim.sweep import SweepResult, run_sweep
+from clusterwright.plan.sweep import SweepResult, run_sweep
 from clusterwright.spec.sweep import loads_sweep
-from tests.sim.test_sweep import SWEEP, fake_plan
+from tests.plan.test_sweep import SWEEP, fake_plan
 
 
 @pytest.fixture(scope="module")

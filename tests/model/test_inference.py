@@ -12,7 +12,7 @@ from clusterwright.design.train import net_for
 from clusterwright.errors import InputError
 from clusterwright.model.inference import StepModel, compute_dtype
 from clusterwright.model.precision import Precision
-from clusterwright.sim.serving_plan import serving_stack
+from clusterwright.plan.serving import serving_stack
 
 SERVING = ServingEfficiency(
     engine="test", decode_bandwidth_efficiency=0.8, step_overhead_s=0.002, calibration="test",

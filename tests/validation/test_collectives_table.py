@@ -12,7 +12,8 @@ from clusterwright.validation.collectives_table import (
     ECMP_TOLERANCE,
     collectives_table,
 )
-from clusterwright.validation.tables import TABLES, Row, TableResult, _read
+from clusterwright.validation.rows import Row, TableResult, read_csv
+from clusterwright.validation.tables import TABLES
 
 ECMP_PREFIXES = ("ecmp_mc_", "ecmp_8f_")
 
@@ -64,7 +65,7 @@ def test_effective_bandwidth_in_the_csv_is_the_mean_of_ideal_over_max() -> None:
     """A plain Monte Carlo: f flows on p paths uniformly at random. The CSV's 0.41 (8 on 8) is
     E[(f/p)/max], not (f/p)/E[max] = 0.385; the table averages the same way."""
     rng = np.random.default_rng(np.random.SeedSequence(7))
-    csv = {r["id"]: float(r["value"]) for r in _read("collectives.csv") if r["value"]}
+    csv = {r["id"]: float(r["value"]) for r in read_csv("collectives.csv") if r["value"]}
     for f, p in ((8, 8), (32, 8), (64, 8), (64, 64), (512, 64)):
         trials = 20_000
         paths = rng.integers(0, p, size=(trials, f))

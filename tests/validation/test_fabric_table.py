@@ -15,7 +15,8 @@ from typer.testing import CliRunner
 
 from clusterwright.cli.main import app
 from clusterwright.validation.fabric_table import CountRow, fabric_table
-from clusterwright.validation.tables import TABLES, TableResult, data_dir
+from clusterwright.validation.rows import TableResult, data_dir
+from clusterwright.validation.tables import TABLES
 
 QUANTITIES = {
     "leaf_switches",

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from clusterwright.validation.tables import memory_table
+from clusterwright.validation.training_table import memory_table
 
 
 def test_memory_matches_korthikanti_within_5pct_per_row() -> None:

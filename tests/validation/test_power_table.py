@@ -7,7 +7,8 @@ import csv
 import pytest
 
 from clusterwright.validation.power_table import power_table
-from clusterwright.validation.tables import TABLES, TableResult, data_dir
+from clusterwright.validation.rows import TableResult, data_dir
+from clusterwright.validation.tables import TABLES
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 from clusterwright.catalog.registry import Catalog
 from clusterwright.cli.main import app
 from clusterwright.validation.reliability_table import LLAMA3_FABRIC_LINKS, reliability_table
-from clusterwright.validation.tables import TABLES, TableResult, data_dir
+from clusterwright.validation.rows import TableResult, data_dir
+from clusterwright.validation.tables import TABLES
 from tests.conftest import SHARED_DATA
 
 

@@ -16,7 +16,7 @@ from clusterwright.catalog.registry import load_catalog
 from clusterwright.cli.main import app
 from clusterwright.errors import InputError
 from clusterwright.validation import serving_silicon as ss
-from clusterwright.validation.tables import data_dir
+from clusterwright.validation.rows import data_dir
 
 runner = CliRunner()
 SHIPPED = data_dir() / ss.FILE

@@ -7,8 +7,8 @@ import csv
 
 import pytest
 
+from clusterwright.validation.rows import TableResult, data_dir
 from clusterwright.validation.serving_table import serving_table
-from clusterwright.validation.tables import TableResult, data_dir
 
 
 @pytest.fixture(scope="module")

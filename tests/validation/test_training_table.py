@@ -13,7 +13,8 @@ import csv
 
 import pytest
 
-from clusterwright.validation.tables import TableResult, data_dir, training_table
+from clusterwright.validation.rows import TableResult, data_dir
+from clusterwright.validation.training_table import training_table
 
 ROW_TARGET = 0.15
 MAPE_TARGET = 0.08

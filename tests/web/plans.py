@@ -11,19 +11,22 @@ from pathlib import Path
 from typing import Any
 
 from clusterwright.design.blueprint import Blueprint
-from clusterwright.web.worker import plan
+from clusterwright.plan.scenario import plan_scenario
 
 
-def gated_plan(scenario: Any, cat: Any, *, progress: Any, source: str) -> Blueprint:
+def gated_plan(scenario: Any, cat: Any, *, progress: Any, source: str, quick: bool = False
+               ) -> Blueprint:
     """Report progress, then wait until the file named by the description exists."""
     gate = Path(scenario.description)
     progress("sizing", 0, 1)
     while not gate.exists():
         time.sleep(0.02)
-    return plan(scenario, cat, progress=progress, source=source)
+    return plan_scenario(scenario, cat, progress=progress, source=source, quick=quick)
 
 
-def hanging_plan(scenario: Any, cat: Any, *, progress: Any, source: str) -> Blueprint:
+def hanging_plan(scenario: Any, cat: Any, *, progress: Any, source: str,
+                 quick: bool = False
+               ) -> Blueprint:
     """Never finishes (the run time limit must stop it)."""
     progress("sizing", 0, 1)
     time.sleep(3600)

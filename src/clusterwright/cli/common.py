@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import re
 import sys
 from collections.abc import Callable, Iterator
@@ -18,6 +17,7 @@ from rich.console import Console
 
 from clusterwright.catalog.registry import Catalog, load_catalog
 from clusterwright.errors import ClusterwrightError, InputError
+from clusterwright.jsonsafe import jsonable
 
 GB = 1e9  # decimal gigabyte: sizes in output are GB unless a key says GiB
 
@@ -104,23 +104,11 @@ def user_errors(flags: dict[str, str] | None = None, name_flags: bool = False
         fail(flag_error(exc, flags))
 
 
-def _clean(obj: Any) -> Any:
-    if isinstance(obj, float):
-        if math.isnan(obj) or math.isinf(obj):
-            return None
-        return obj
-    if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_clean(v) for v in obj]
-    if hasattr(obj, "item") and callable(obj.item):  # numpy scalar
-        return _clean(obj.item())
-    return obj
 
 
 def emit_json(payload: dict[str, Any]) -> None:
     """Print one JSON object on stdout and nothing else."""
-    sys.stdout.write(json.dumps(_clean(payload), indent=2, sort_keys=False) + "\n")
+    sys.stdout.write(json.dumps(jsonable(payload), indent=2, sort_keys=False) + "\n")
 
 
 def run_command(

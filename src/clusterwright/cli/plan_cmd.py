@@ -9,7 +9,6 @@ import typer
 from rich.table import Table
 
 from clusterwright.cli.common import console, emit_json, err_console, state, user_errors
-from clusterwright.errors import InputError
 
 STAGES = {
     "sizing": "sizing workloads per GPU",
@@ -25,18 +24,6 @@ def _usd(v: Any) -> str:
     return money(float(v)) if v is not None else "-"
 
 
-def _at_line(exc: InputError, doc: Any) -> InputError:
-    """A scenario field error with the file and YAML line of the field it names."""
-    from clusterwright.spec.yamlio import parse_loc
-
-    if not exc.field or not exc.field.startswith("workloads["):
-        return exc
-    line = doc.line_of(parse_loc(exc.field))
-    msg = str(exc).removeprefix(f"{exc.field}: ")
-    where = f"{doc.path}: {exc.field}" + (f" (line {line})" if line else "")
-    return InputError(f"{where}: {msg}", field=exc.field)
-
-
 def plan(
     ctx: typer.Context,
     scenario: Path = typer.Argument(..., metavar="SCENARIO.yaml", help="Scenario file."),
@@ -49,7 +36,7 @@ def plan(
     from clusterwright.catalog.references import resolve
     from clusterwright.export.blueprint import write_blueprint
     from clusterwright.export.fabric import check_out_dir
-    from clusterwright.sim.scenario_plan import plan_scenario
+    from clusterwright.plan.run import plan_to_dir
     from clusterwright.spec.scenario import load_scenario
 
     with user_errors():
@@ -57,29 +44,27 @@ def plan(
         cat = state(ctx).catalog()
         resolve(sc, cat, doc)  # unknown ids are named with their line before any work
         check_out_dir(out, force)  # refuse before the work, not after
-        try:
-            if as_json:
-                bp = plan_scenario(sc, cat, source=str(scenario))
-            else:
-                bp = _with_progress(sc, cat, str(scenario), plan_scenario)
-        except InputError as exc:
-            raise _at_line(exc, doc) from None
-        files = write_blueprint(bp, bp.fabric_design, out, force=force)
-    data = bp.to_dict()
+
+        def run(progress: Any = None) -> Any:
+            return plan_to_dir(sc, cat, out, progress, write=write_blueprint,
+                               source=str(scenario), doc=doc, force=force)
+
+        res = run() if as_json else _with_progress(run)
+    data = res.data
     if as_json:
         emit_json({
-            **bp.metrics(),
+            **res.metrics,
             "out": str(out),
-            "files": len(files),
+            "files": len(res.files),
             "artifacts": {k: str(out / v) if isinstance(v, str) else v
                           for k, v in data["artifacts"].items()},
             "binding_constraints": data["binding_constraints"],
         })
         return
-    _render(data, out, len(files))
+    _render(data, out, len(res.files))
 
 
-def _with_progress(sc: Any, cat: Any, source: str, plan_scenario: Any) -> Any:
+def _with_progress(run: Any) -> Any:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -91,7 +76,7 @@ def _with_progress(sc: Any, cat: Any, source: str, plan_scenario: Any) -> Any:
                 tasks[stage] = bar.add_task(STAGES.get(stage, stage), total=max(total, 1))
             bar.update(tasks[stage], completed=done, total=max(total, 1))
 
-        return plan_scenario(sc, cat, progress=progress, source=source)
+        return run(progress)
 
 
 def _render(d: dict[str, Any], out: Path, files: int) -> None:

@@ -205,7 +205,7 @@ def plan_run(
     from clusterwright.catalog.references import resolve
     from clusterwright.errors import ClusterwrightError
     from clusterwright.export.blueprint import write_blueprint
-    from clusterwright.sim.scenario_plan import plan_scenario
+    from clusterwright.plan.run import plan_to_dir
     from clusterwright.spec.scenario import loads_scenario
 
     with user_errors(), _open(db) as store:
@@ -223,10 +223,10 @@ def plan_run(
             store.update_run(run.id, stage=stage, done=done, total=total)
 
         try:
-            bp = plan_scenario(sc, cat, progress=progress, quick=quick,
-                               source=f"scenario {saved.name!r} r{saved.revision}")
             out = store.run_dir(run.id)
-            write_blueprint(bp, bp.fabric_design, out, force=True)
+            res = plan_to_dir(sc, cat, out, progress, write=write_blueprint, doc=doc,
+                              quick=quick, force=True,
+                              source=f"scenario {saved.name!r} r{saved.revision}")
         except ClusterwrightError as exc:
             store.fail_run(run.id, str(exc))
             raise
@@ -236,8 +236,7 @@ def plan_run(
         except KeyboardInterrupt:
             store.fail_run(run.id, "interrupted")
             raise
-        store.finish_run(run.id, blueprint=bp.to_dict(), metrics=bp.metrics(),
-                         artifacts_dir=out)
+        store.finish_run(run.id, blueprint=res.data, metrics=res.metrics, artifacts_dir=out)
         done = store.get_run(run.id)
     if as_json:
         emit_json(_run_dict(done))

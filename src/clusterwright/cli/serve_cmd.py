@@ -124,7 +124,7 @@ def estimate_cmd(
     throughput and KV-cache use (request-level, vLLM-like scheduler). With --engine: a
     catalog engine's deployment, its closed-loop steady state and whether splitting it into
     prefill and decode workers pays."""
-    from clusterwright.sim.serving_plan import estimate
+    from clusterwright.plan.serving import estimate
 
     lim.within(("--tp", tp, lim.PARALLEL), ("--pp", pp, lim.PARALLEL), ("--ep", ep, lim.PARALLEL),
                ("--adp", adp, lim.PARALLEL), ("--moe-tp", moe_tp, lim.PARALLEL),
@@ -252,7 +252,7 @@ def plan_cmd(
     simulating one replica at increasing load; with the throughput-vs-interactivity front.
     With --engine: the cheapest aggregated and disaggregated deployments on a catalog engine,
     and whether disaggregation pays."""
-    from clusterwright.sim.serving_plan import plan
+    from clusterwright.plan.serving import plan
 
     lim.within(("--qps", qps, lim.QPS), ("--input-len", input_len, lim.SEQ_TOKENS),
                ("--output-len", output_len, lim.SEQ_TOKENS), ("--ttft-p99", ttft_p99, lim.SLO_S),

@@ -1,5 +1,5 @@
 """``serve estimate --engine`` and ``serve plan --engine``: deployments on a catalog serving
-engine (parsing, error wording and rendering; the work is in ``sim/serving_engine_plan``)."""
+engine (parsing, error wording and rendering; the work is in ``plan/serving_engine``)."""
 
 from __future__ import annotations
 
@@ -90,13 +90,13 @@ def estimate_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str
                         replicas: int, ttft_slo: float | None, tpot_slo: float | None,
                         simulate_requests: bool, as_json: bool,
                         speculative: str | None = None) -> None:
-    from clusterwright.sim.serving_engine_plan import (
+    from clusterwright.plan.serving import workload
+    from clusterwright.plan.serving_engine import (
         deployment,
         engine_of,
         estimate_engine,
         layout,
     )
-    from clusterwright.sim.serving_plan import workload
 
     if (prefill is None) != (decode is None):
         fail("--prefill/--decode: a disaggregated deployment needs both roles")
@@ -194,7 +194,7 @@ def plan_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str, qp
                     input_len: int, output_len: int, ttft: float, tpot: float,
                     precision: str, gemm_quant: str | None, moe_quant: str | None,
                     as_json: bool) -> None:
-    from clusterwright.sim.serving_engine_plan import engine_of, plan_engine
+    from clusterwright.plan.serving_engine import engine_of, plan_engine
 
     if gpu == "choose":
         fail("--gpu: with --engine, name one GPU (the engine's constants are shared across "

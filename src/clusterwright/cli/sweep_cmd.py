@@ -12,7 +12,7 @@ from rich.table import Table
 from clusterwright.cli.common import console, emit_json, fail, state, user_errors
 
 if TYPE_CHECKING:
-    from clusterwright.sim.sweep import Backend, Row, SweepResult
+    from clusterwright.plan.sweep import Backend, Row, SweepResult
     from clusterwright.spec.sweep import Sweep
 # The sweep's own modules (multiprocessing, numpy draws, the writers) load inside the command,
 # so `clusterwright --help` does not pay for them.
@@ -44,7 +44,7 @@ def sweep(
         fail(f"--workers: must be in 1..{MAX_WORKERS:,}, got {workers:,}")
     from clusterwright.export.fabric import check_out_dir
     from clusterwright.export.sweep import write_sweep
-    from clusterwright.sim.sweep import check_catalog, require_ray
+    from clusterwright.plan.sweep import check_catalog, require_ray
     from clusterwright.spec.sweep import load_sweep
 
     be: Backend = "ray" if backend == "ray" else "local"
@@ -75,7 +75,7 @@ def _run(sw: Sweep, cat: Any, backend: Backend, workers: int | None, address: st
         TimeRemainingColumn,
     )
 
-    from clusterwright.sim.sweep import run_sweep
+    from clusterwright.plan.sweep import run_sweep
 
     if not show:
         return run_sweep(sw, cat, backend=backend, workers=workers, address=address)
@@ -103,7 +103,7 @@ def _row(r: Row) -> dict[str, Any]:
 
 def _payload(result: SweepResult, out: Path, files: list[str]) -> dict[str, Any]:
     from clusterwright.export.sweep import PARETO, counts
-    from clusterwright.sim.sweep import best_rows, pareto
+    from clusterwright.plan.sweep import best_rows, pareto
 
     fronts = {f"{x}__{y}": [r.index for r in pareto(result.rows, x, y)] for x, y in PARETO}
     return {
@@ -141,7 +141,7 @@ METRIC_COLUMNS: tuple[tuple[str, str, Callable[[Any], str]], ...] = (
 
 def _render(result: SweepResult, d: dict[str, Any]) -> None:
     from clusterwright.export.sweep import display
-    from clusterwright.sim.sweep import best_rows
+    from clusterwright.plan.sweep import best_rows
 
     console.print(
         f"[bold]{d['name']}[/]: {d['points']} points over {', '.join(d['variables'])} "

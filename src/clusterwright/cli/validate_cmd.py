@@ -9,13 +9,14 @@ import typer
 from rich.table import Table
 
 from clusterwright.cli.common import console, emit_json, fail, user_errors
+from clusterwright.validation.rows import TableResult
 from clusterwright.validation.serving_silicon import (
     PARTITION_MIN,
     TARGET,
     SiliconResult,
     serving_silicon,
 )
-from clusterwright.validation.tables import TABLES, TableResult
+from clusterwright.validation.tables import TABLES
 
 SILICON = "serving-silicon"
 

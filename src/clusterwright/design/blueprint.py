@@ -4,7 +4,7 @@
 docs/blueprint.md for the keys). The pure helpers here take the evaluated candidates and the
 facts of the chosen design and decide: which candidate to recommend and why the others lost
 (``choose``), which constraint binds and by how much (``violation``), and what the design's
-risks are (``assess_risks``). No simulation happens here: ``sim/scenario_plan.py`` runs the
+risks are (``assess_risks``). No simulation happens here: ``plan/scenario.py`` runs the
 planners and hands their numbers in.
 """
 

@@ -9,7 +9,6 @@ half-written; a non-empty ``out`` is replaced only with ``force``.
 from __future__ import annotations
 
 import json
-import math
 import shutil
 from pathlib import Path
 from typing import Any
@@ -17,25 +16,13 @@ from typing import Any
 from clusterwright.design.blueprint import Blueprint
 from clusterwright.design.fabric import Fabric
 from clusterwright.export.fabric import atomic_dir, check_out_dir, write_fabric
-
-
-def _clean(obj: Any) -> Any:
-    # JSON has no NaN or infinity: they become null (as the CLI's --json does).
-    if isinstance(obj, float):
-        return None if math.isnan(obj) or math.isinf(obj) else obj
-    if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_clean(v) for v in obj]
-    if hasattr(obj, "item") and callable(obj.item):  # numpy scalar
-        return _clean(obj.item())
-    return obj
+from clusterwright.jsonsafe import jsonable
 
 
 def blueprint_json(bp: Blueprint | dict[str, Any]) -> str:
     """The blueprint as the JSON text written to blueprint.json (NaN/inf as null)."""
     data = bp.to_dict() if isinstance(bp, Blueprint) else bp
-    return json.dumps(_clean(data), indent=1) + "\n"
+    return json.dumps(jsonable(data), indent=1) + "\n"
 
 
 def _report_renderer() -> Any:

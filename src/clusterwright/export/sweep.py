@@ -17,7 +17,8 @@ from typing import Any
 
 from clusterwright import __version__
 from clusterwright.export.fabric import atomic_dir, check_out_dir
-from clusterwright.sim.sweep import Row, SweepResult, best_rows, pareto
+from clusterwright.jsonsafe import jsonable
+from clusterwright.plan.sweep import Row, SweepResult, best_rows, pareto
 
 SCHEMA_VERSION = "1.0"
 # Metrics worth a chart against each variable: (key, axis title).
@@ -76,14 +77,6 @@ def results_csv(result: SweepResult) -> str:
     return buf.getvalue()
 
 
-def _finite(obj: Any) -> Any:
-    if isinstance(obj, float) and (math.isnan(obj) or math.isinf(obj)):
-        return None
-    if isinstance(obj, dict):
-        return {str(k): _finite(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_finite(v) for v in obj]
-    return obj
 
 
 def counts(result: SweepResult) -> dict[str, int]:
@@ -106,7 +99,7 @@ def results_json(result: SweepResult) -> dict[str, Any]:
         for v in s.variables
     ]
     fronts = {f"{x}__{y}": [r.index for r in pareto(result.rows, x, y)] for x, y in PARETO}
-    out: dict[str, Any] = _finite({
+    out: dict[str, Any] = jsonable({
         "schema_version": SCHEMA_VERSION,
         "clusterwright_version": __version__,
         "name": s.name,

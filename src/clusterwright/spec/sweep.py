@@ -13,7 +13,7 @@ A variable is a dotted path into the scenario; workloads are addressed by name
 (``workloads.pretrain.tokens``) or index (``workloads[0].qps``). Every value is checked
 by applying it to the base scenario, and so is every point, so a bad path or value is an
 error naming the variable and its line before anything runs. The catalog is not known here:
-``clusterwright.sim.sweep`` checks the ids the points name.
+``clusterwright.plan.sweep`` checks the ids the points name.
 """
 
 from __future__ import annotations

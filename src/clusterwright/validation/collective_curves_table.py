@@ -23,7 +23,7 @@ from clusterwright.catalog.schema import CollectiveLib
 from clusterwright.design.train import net_for
 from clusterwright.errors import InputError
 from clusterwright.model import collectives as coll
-from clusterwright.validation.tables import Row, TableResult, _read
+from clusterwright.validation.rows import Row, TableResult, read_csv
 
 FILE = "collective_curves.csv"
 HOST_GPUS = {"gb200": 4}  # GPUs per host (tray) where it is not the server's count
@@ -31,7 +31,7 @@ TOLERANCE = 0.25  # MAPE the development rows are held to (tests/validation)
 
 
 def read_rows() -> list[dict[str, str]]:
-    return _read(FILE)
+    return read_csv(FILE)
 
 
 def measured_time_s(r: Mapping[str, str]) -> float:

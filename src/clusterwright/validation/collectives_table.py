@@ -37,7 +37,7 @@ from clusterwright.design.train import net_for
 from clusterwright.errors import InputError
 from clusterwright.model.collectives import Interconnect
 from clusterwright.sim.network import FabricNet
-from clusterwright.validation.tables import Row, TableResult, _read
+from clusterwright.validation.rows import Row, TableResult, read_csv
 
 FILE = "collectives.csv"
 GIB = 2**30
@@ -334,7 +334,7 @@ def collectives_table() -> TableResult:
     """nccl-tests busbw anchors (H100 NVLink ring ~370, NVLS ~480, single node 476, NDR
     46-48 GB/s per NIC, 8x400G multi-node 360-380 at 4 and 16 nodes, two-node tree ~470
     held out) and ECMP collision statistics, all predicted by the flow simulator."""
-    rows = _read(FILE)
+    rows = read_csv(FILE)
     return TableResult(
         "collectives", FILE, _busbw_rows(rows) + _ecmp_rows(rows), tolerance=BUSBW_TOLERANCE
     )

@@ -13,7 +13,7 @@ size. Counts are integers, so the table expects exact matches.
 from __future__ import annotations
 
 from clusterwright.errors import InputError
-from clusterwright.validation.tables import Row, TableResult, _read
+from clusterwright.validation.rows import Row, TableResult, read_csv
 
 FILE = "fabric.csv"
 # Quantity -> (CSV column, unit). Columns left empty in the CSV were not published.
@@ -140,7 +140,7 @@ def fabric_table() -> TableResult:
     three-tier fat-tree maxima at radix 64, 128 and 144 (Al-Fares et al. 2008: k^3/4 hosts on
     5k^2/4 switches)."""
     rows: list[Row] = []
-    for r in _read(FILE):
+    for r in read_csv(FILE):
         counts, tiers, detail = _planned(r) if r["server_id"] else _shaped(r)
         published_tiers = _int(r, "tiers")
         if published_tiers is not None and published_tiers != tiers:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from clusterwright.catalog.registry import Catalog, load_catalog
 from clusterwright.design.power_plan import PowerRequest, power_plan
 from clusterwright.errors import InputError
-from clusterwright.validation.tables import Row, TableResult, _read
+from clusterwright.validation.rows import Row, TableResult, read_csv
 
 FILE = "power.csv"
 
@@ -47,7 +47,7 @@ def power_table(cat: Catalog | None = None) -> TableResult:
     """Predict every row of ``validation/power.csv``."""
     cat = cat or load_catalog(env={})
     rows = []
-    for r in _read(FILE):
+    for r in read_csv(FILE):
         value, detail = predict(cat, r)
         rows.append(Row(
             id=r["id"], quantity=r["quantity"], measured=float(r["value"]), predicted=value,

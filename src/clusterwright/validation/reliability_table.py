@@ -22,7 +22,7 @@ from clusterwright.catalog.schema import FailureMode
 from clusterwright.errors import InputError
 from clusterwright.model import reliability as rel
 from clusterwright.model.params import total_params
-from clusterwright.validation.tables import Row, TableResult, _read
+from clusterwright.validation.rows import Row, TableResult, read_csv
 
 FILE = "reliability.csv"
 # The job's share of Meta's RoCE fabric in 400G-equivalent links (shared/reference/network.md
@@ -125,7 +125,7 @@ def reliability_table(cat: Catalog | None = None) -> TableResult:
     cat = cat or load_catalog(env={})
     all_modes: list[FailureMode] = cat.all("failure_modes")
     rows = []
-    for r in _read(FILE):
+    for r in read_csv(FILE):
         value, detail = _predict(cat, r, all_modes)
         rows.append(Row(
             id=r["id"], quantity=r["quantity"], measured=_num(r, "value"), predicted=value,

@@ -38,7 +38,7 @@ from clusterwright.sim.serving_deployment import (
 )
 from clusterwright.sim.serving_steady import SteadyState
 from clusterwright.spec.yamlio import YamlError, read_text
-from clusterwright.validation.tables import data_dir
+from clusterwright.validation.rows import data_dir
 
 FILE = "serving_silicon.csv"
 COLUMNS = (

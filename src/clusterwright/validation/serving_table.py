@@ -14,7 +14,7 @@ Each row is run the way it was measured:
   next request when the last one finishes; mean TTFT, mean inter-token latency (ITL: (e2e -
   TTFT) / (output - 1) per request, averaged) and output tokens per second.
 
-The KV cache is the serving memory plan's (``sim/serving_plan.py``): nothing here is tuned per row.
+The KV cache is the serving memory plan's (``plan/serving.py``): nothing here is tuned per row.
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ from pydantic import ValidationError
 
 from clusterwright.catalog.registry import Catalog, load_catalog
 from clusterwright.errors import InputError
+from clusterwright.plan.serving import Replica, replica, serving_stack
 from clusterwright.sim.serving import ClusterConfig, Lengths, Workload, simulate
-from clusterwright.sim.serving_plan import Replica, replica, serving_stack
-from clusterwright.validation.tables import Row, TableResult, _read
+from clusterwright.validation.rows import Row, TableResult, read_csv
 
 FILE = "serving.csv"
 TRTLLM_MAX_SEQS = 2048  # trtllm-build --max_batch_size default
@@ -135,7 +135,7 @@ def serving_table(cat: Catalog | None = None) -> TableResult:
     """Predict every row of ``validation/serving.csv``."""
     cat = cat or load_catalog()
     rows = []
-    for r in _read(FILE):
+    for r in read_csv(FILE):
         value, detail = predict(cat, r)
         measured = float(r["value"])
         rows.append(Row(

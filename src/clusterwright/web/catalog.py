@@ -1,7 +1,7 @@
 """Catalog browser: one kind's table with live search over id and the shown columns.
 
-The columns are those of ``clusterwright catalog list KIND`` (``cli/catalog_cmd.py``), so the
-page and the command show the same numbers.
+The columns are those of ``clusterwright catalog list KIND`` (``report/catalog_columns.py``),
+so the page and the command show the same numbers.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from starlette.responses import Response
 
 from clusterwright.catalog.registry import Catalog
-from clusterwright.cli.catalog_cmd import COLUMNS, KINDS
+from clusterwright.report.catalog_columns import COLUMNS, KINDS
 from clusterwright.web.state import WebState, web
 
 router = APIRouter()

@@ -18,9 +18,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 
+from clusterwright.plan.scenario import plan_scenario
 from clusterwright.store import Store
 from clusterwright.web.config import MAX_QUEUED_RUNS, WebConfig
-from clusterwright.web.worker import PlanFn, execute_run, plan
+from clusterwright.web.worker import PlanFn, execute_run
 
 
 def _kill_group(proc: BaseProcess) -> None:
@@ -46,7 +47,7 @@ class RunManager:
     def __init__(self, store: Store, config: WebConfig) -> None:
         self.store = store
         self.config = config
-        self.plan_fn: PlanFn = plan
+        self.plan_fn: PlanFn = plan_scenario
         self._pool = ThreadPoolExecutor(max_workers=max(1, config.max_concurrent_runs),
                                         thread_name_prefix="clusterwright-run")
         self._ctx = multiprocessing.get_context("forkserver")

@@ -14,7 +14,7 @@ import pytest
 
 from clusterwright.catalog.registry import Catalog
 from clusterwright.errors import InputError
-from clusterwright.sim.sweep import (
+from clusterwright.plan.sweep import (
     Metrics,
     Row,
     best_rows,

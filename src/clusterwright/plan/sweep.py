@@ -70,7 +70,7 @@ class SweepResult:
 
 def default_plan() -> PlanFn:
     """The scenario planner (imported late: it pulls in every model)."""
-    from clusterwright.sim.scenario_plan import plan_scenario
+    from clusterwright.plan.scenario import plan_scenario
 
     return plan_scenario
 

@@ -1,4 +1,4 @@
-"""sim/scenario_plan.py: scenarios that cannot be met name the binding constraint and its
+"""plan/scenario.py: scenarios that cannot be met name the binding constraint and its
 excess (and never crash); a feasible mixed scenario shares its inference pool at night."""
 
 from __future__ import annotations
@@ -11,14 +11,12 @@ from clusterwright.catalog.registry import Catalog
 from clusterwright.design.blueprint import Blueprint
 from clusterwright.design.bom import plan_fabric
 from clusterwright.model import reliability as rel
+from clusterwright.plan.candidates import candidate_gpus
+from clusterwright.plan.inference import diurnal_multipliers
+from clusterwright.plan.pricing import cost_over_time
+from clusterwright.plan.reliability import sample_timeline
+from clusterwright.plan.scenario import plan_scenario
 from clusterwright.sim.reliability import RunSpec
-from clusterwright.sim.scenario_plan import (
-    candidate_gpus,
-    cost_over_time,
-    diurnal_multipliers,
-    plan_scenario,
-    sample_timeline,
-)
 from clusterwright.spec.fabric import FabricRequest
 from clusterwright.spec.scenario import Diurnal, loads_scenario
 

@@ -1,4 +1,4 @@
-"""Serving decisions (``sim/serving_plan.py``): vLLM's memory split, simulated estimates and the
+"""Serving decisions (``plan/serving.py``): vLLM's memory split, simulated estimates and the
 SLO plan. The shipped catalog has no serving calibration yet, so these tests give every stack
 a test one."""
 
@@ -12,8 +12,8 @@ import pytest
 from clusterwright.catalog.registry import Catalog
 from clusterwright.catalog.schema import ServingEfficiency
 from clusterwright.errors import InputError
-from clusterwright.sim import serving_plan as serve
-from clusterwright.sim.serving_plan import LoadPoint, estimate, memory_plan, plan, replica, workload
+from clusterwright.plan import serving as serve
+from clusterwright.plan.serving import LoadPoint, estimate, memory_plan, plan, replica, workload
 
 SERVING = ServingEfficiency(
     engine="test", decode_bandwidth_efficiency=0.8, step_overhead_s=0.004, calibration="test"

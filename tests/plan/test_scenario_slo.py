@@ -10,8 +10,8 @@ import pytest
 
 from clusterwright.catalog.registry import Catalog
 from clusterwright.errors import InputError
-from clusterwright.sim import serving_plan
-from clusterwright.sim.scenario_plan import plan_scenario
+from clusterwright.plan import serving as serving_plan
+from clusterwright.plan.scenario import plan_scenario
 from clusterwright.spec.scenario import loads_scenario
 
 SERVE = """

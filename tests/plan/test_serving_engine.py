@@ -1,5 +1,5 @@
 """Deployments on catalog engines: estimate, disaggregation check, plan
-(sim/serving_engine_plan.py, sim/serving_deployment.py)."""
+(plan/serving_engine.py, sim/serving_deployment.py)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,7 @@ import pytest
 
 from clusterwright.catalog.registry import Catalog, load_catalog
 from clusterwright.errors import InputError
-from clusterwright.sim.serving import Lengths, Workload
-from clusterwright.sim.serving_deployment import DeploymentError, Role, kv_capacity, steady
-from clusterwright.sim.serving_engine_plan import (
+from clusterwright.plan.serving_engine import (
     deployment,
     engine_of,
     estimate_engine,
@@ -17,6 +15,8 @@ from clusterwright.sim.serving_engine_plan import (
     plan_engine,
     validation_regime,
 )
+from clusterwright.sim.serving import Lengths, Workload
+from clusterwright.sim.serving_deployment import DeploymentError, Role, kv_capacity, steady
 
 
 @pytest.fixture(scope="module")

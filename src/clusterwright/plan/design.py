@@ -1,0 +1,102 @@
+"""The cluster one candidate needs: fabric, racks, power and its price."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from clusterwright.catalog.schema import Server
+from clusterwright.design.blueprint import (
+    Candidate,
+    Violation,
+    violation,
+)
+from clusterwright.design.bom import plan_fabric
+from clusterwright.design.fabric import Fabric
+from clusterwright.design.power_plan import PowerPlan, PowerRequest, power_plan
+from clusterwright.design.tco_plan import TcoPlan, TcoRequest, tco_plan
+from clusterwright.errors import InputError
+from clusterwright.plan.context import PlanRun
+from clusterwright.plan.pricing import price_candidate, price_cloud_only
+from clusterwright.spec.fabric import MAX_NODES as FABRIC_MAX_NODES
+from clusterwright.spec.fabric import FabricRequest
+
+
+@dataclass
+class DesignedCluster:
+    fab: Fabric
+    power: PowerPlan
+    tco: TcoPlan | None  # None: cloud deployment of a server without a catalog price
+    cooling: str
+
+
+def rack_violations(run: PlanRun, server: Server) -> tuple[list[Violation], float, str]:
+    """What the rack limit and cooling say about one server, and the rack kW and cooling to
+    plan with anyway (so an infeasible design still gets racks, power and a price)."""
+    c = run.scenario.constraints
+    cap = run.cat.assumption(f"{c.cooling}_cooled_rack_max_kw")
+    kw = server.max_power_kw
+    if server.cooling == "liquid" and c.cooling == "air":
+        return [violation("cooling", cap, kw, "kW",
+                          f"{server.id} is liquid-cooled; one draws")], max(
+            c.power_per_rack_kw, kw), "liquid"
+    limit = min(c.power_per_rack_kw, cap)
+    if kw <= limit + 1e-9:
+        return [], c.power_per_rack_kw, c.cooling
+    if c.power_per_rack_kw <= cap:
+        v = violation("power_per_rack_kw", c.power_per_rack_kw, kw, "kW",
+                      f"one {server.id} draws (nameplate)")
+    else:
+        v = violation("cooling", cap, kw, "kW",
+                      f"{c.cooling} cooling carries per rack; one {server.id} draws")
+    other = "liquid" if kw > cap else c.cooling
+    return [v], max(c.power_per_rack_kw, kw), other
+
+
+def design_candidate(run: PlanRun, cand: Candidate) -> DesignedCluster | None:
+    sc, cat = run.scenario, run.cat
+    c = sc.constraints
+    server: Server = cand.detail["server"]
+    assert cand.nodes is not None
+    on_prem = c.deployment != "cloud"
+    racks_bad, rack_kw, cooling = rack_violations(run, server)
+    if on_prem:
+        cand.violations += racks_bad
+    if cand.nodes > FABRIC_MAX_NODES:
+        # The fabric request refuses it; the planner sized it, so it is a finding, not a typo.
+        cand.violations.append(violation(
+            "gpus", None, None, "", f"{cand.gpu}: {cand.nodes:,} x {server.id} is more than "
+            f"the {FABRIC_MAX_NODES:,} servers the fabric designer builds"))
+        return None
+    try:
+        with run.timed("fabric"):
+            fab = plan_fabric(FabricRequest(server=server.id, nodes=cand.nodes,
+                                            rack_kw=rack_kw, cooling=cooling), cat)
+        with run.timed("power"):
+            pp = power_plan(PowerRequest(server=server.id, nodes=cand.nodes, cooling=cooling,
+                                         rack_kw=rack_kw, pue=c.pue), cat, fab=fab)
+    except InputError as exc:
+        # A design the fabric designer refuses is a candidate that cannot be built, not a
+        # crash of the whole plan.
+        cand.violations.append(violation(
+            "gpus", None, None, "", f"{cand.gpu}: the fabric of {cand.nodes} x {server.id} "
+            f"cannot be designed ({exc})"))
+        return None
+    train_hours = sum(r["gpu_hours"] or 0.0 for r in cand.detail["workloads"]
+                      if r["kind"] == "training") or None
+    try:
+        with run.timed("tco"):
+            tp = tco_plan(TcoRequest(
+                server=server.id, nodes=cand.nodes, years=c.years,
+                electricity_usd_per_kwh=c.electricity_usd_per_kwh, pue=c.pue,
+                cooling=cooling, rack_kw=rack_kw,
+                training_gpu_hours=train_hours), cat)
+    except InputError as exc:
+        if c.deployment == "cloud" and price_cloud_only(run, cand):
+            run.notes.append(f"{server.id} has no catalog price: {cand.gpu} is priced as "
+                             "cloud rental only")
+            return DesignedCluster(fab, pp, None, cooling)
+        cand.violations.append(violation("gpus", None, None, "",
+                                         f"{cand.gpu}: cannot be priced ({exc})"))
+        return None
+    price_candidate(run, cand, tp)
+    return DesignedCluster(fab, pp, tp, cooling)

@@ -1,0 +1,105 @@
+"""A scenario's fine-tuning workloads: GPU-hours at the training planner's achieved MFU, on the
+inference pool's free GPUs inside the window when there is a pool."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from clusterwright.catalog.schema import Gpu, Server
+from clusterwright.design.blueprint import (
+    Violation,
+    violation,
+)
+from clusterwright.design.train import (
+    job_for,
+    plan,
+)
+from clusterwright.errors import InputError
+from clusterwright.model.flops import finetune_flops_per_token
+from clusterwright.model.precision import training_dtype
+from clusterwright.plan.context import PlanRun
+from clusterwright.plan.training import global_batch, memory_violation
+from clusterwright.spec.scenario import (
+    FinetuneWorkload,
+    Window,
+)
+
+
+def window_hours(win: Window) -> list[int]:
+    end = win.end_hour if win.end_hour > win.start_hour else win.end_hour + 24
+    return [h % 24 for h in range(win.start_hour, end)]
+
+
+def size_finetune(run: PlanRun, w: FinetuneWorkload, gpu: Gpu, server: Server,
+                   inference_rows: list[dict[str, Any]]
+                   ) -> tuple[dict[str, Any] | None, list[Violation]]:
+    """GPU-hours at the training planner's achieved FLOP/s; on the inference pool's free
+    GPUs inside the window when there is a pool, else on dedicated GPUs."""
+    arch = run.models[w.name]
+    try:
+        job = job_for(run.cat, arch, gpu.id, w.seq_len, global_batch(w), w.precision,
+                      server_id=server.id)
+    except InputError as exc:
+        return None, [violation("gpus", None, None, "", f"{gpu.id} cannot fine-tune ({exc})",
+                                w.name)]
+    best, n_min = None, 0
+    for n in (server.gpus * k for k in (1, 2, 4, 8, 16)):
+        res = plan(job, n, top_n=1)
+        if res.best is not None:
+            best, n_min = res.best, n
+            break
+    if best is None:
+        return None, [memory_violation(job, w.name, server.gpus * 16)]
+    peak = gpu.peak_tflops[training_dtype(job.precision)] * 1e12
+    mfu = best.metrics(gpu, peak / 1e12)["mfu"]
+    flops = float(finetune_flops_per_token(arch, w.seq_len, w.method)) * w.tokens * w.epochs
+    gpu_hours = flops / (mfu * peak) / 3600.0
+    row: dict[str, Any] = {
+        "name": w.name, "kind": "finetune", "model": arch.id, "gpu": gpu.id,
+        "method": w.method, "flops": flops, "mfu": mfu, "gpu_hours": gpu_hours,
+        "window": ({"start_hour": w.window.start_hour, "end_hour": w.window.end_hour}
+                   if w.window else None),
+        "extra_gpus": 0,
+    }
+    pool = [r for r in inference_rows if r["gpu"] == gpu.id]
+    if w.window is not None and pool:
+        hours = window_hours(w.window)
+        total = sum(r["gpus"] for r in pool)
+        free = [total - sum((r["diurnal_gpus"] or [r["gpus"]] * 24)[h] for r in pool)
+                for h in hours]
+        if w.gpus is not None:
+            free = [min(f, w.gpus) for f in free]
+        available = float(sum(free))
+        extra = 0
+        if available < gpu_hours:
+            # Dedicated GPUs that close the gap within one window (the cluster total is
+            # rounded to whole servers afterwards).
+            extra = math.ceil((gpu_hours - available) / len(hours) - 1e-9)
+        used = [f + extra for f in free]
+        row.update(
+            gpus=max(used), runs_on="inference pool at night" + (
+                f" plus {extra} dedicated GPUs" if extra else ""),
+            pool_gpus=total, free_gpu_hours_in_window=available,
+            hours=hours_to_finish(gpu_hours, used), fits_window=extra == 0, extra_gpus=extra,
+        )
+        if extra:
+            run.notes.append(
+                f"{w.name}: needs {gpu_hours:,.0f} GPU-hours on {gpu.id} but the inference pool "
+                f"frees {available:,.0f} GPU-hours in its window; {extra} dedicated GPUs added")
+    else:
+        n = w.gpus or n_min
+        row.update(gpus=n, runs_on="dedicated", hours=gpu_hours / n,
+                   fits_window=None if w.window is None else gpu_hours / n <= len(
+                       window_hours(w.window)),
+                   extra_gpus=n)
+    return row, []
+
+
+def hours_to_finish(gpu_hours: float, per_hour: list[int]) -> float:
+    done = 0.0
+    for i, g in enumerate(per_hour):
+        if g > 0 and done + g >= gpu_hours:
+            return i + (gpu_hours - done) / g
+        done += g
+    return float(len(per_hour))

@@ -1,0 +1,126 @@
+"""A scenario's inference workloads sized on one GPU with the serving planner (``plan/serving.py``),
+and their latency-vs-load curves on the recommendation."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from clusterwright.catalog.schema import Gpu, ModelArch
+from clusterwright.design.blueprint import (
+    Candidate,
+    ConstraintName,
+    Violation,
+    violation,
+)
+from clusterwright.errors import InputError
+from clusterwright.model.params import total_params
+from clusterwright.model.precision import bytes_per, default_kv_precision
+from clusterwright.plan import serving as serving_plan
+from clusterwright.plan.context import CURVE_LOADS, PlanRun
+from clusterwright.spec.scenario import (
+    Diurnal,
+    InferenceWorkload,
+)
+
+
+def diurnal_multipliers(d: Diurnal) -> list[float]:
+    """24 hourly multipliers of the peak rate: the given list, or a cosine from
+    ``trough_fraction`` (12 h from the peak) to 1 at ``peak_hour``."""
+    if d.hourly is not None:
+        return list(d.hourly)
+    lo = d.trough_fraction
+    return [lo + (1 - lo) * 0.5 * (1 + math.cos(2 * math.pi * (h - d.peak_hour) / 24))
+            for h in range(24)]
+
+
+def size_inference(run: PlanRun, w: InferenceWorkload,
+                    gpu: Gpu) -> tuple[dict[str, Any] | None, list[Violation]]:
+    if serving_plan.serving_stack(run.cat, gpu.id) is None:
+        return None, [violation("gpus", None, None, "",
+                                f"{gpu.id} has no serving calibration in the catalog", w.name)]
+    arch = run.models[w.name]
+    kv = w.kv_precision or default_kv_precision(w.precision).value
+    inp, out = max(1, round(w.input_len.mean)), max(1, round(w.output_len.mean))
+    try:
+        sp = serving_plan.plan(
+            run.cat, arch, w.qps, inp, out, w.slo.ttft_p99_s, w.slo.tpot_p99_s, gpu=gpu.id,
+            precision=w.precision, kv_precision=kv,
+            num_requests=400 if run.quick else 1500, seed=run.scenario.seed,
+            workers=1 if run.quick else None, rel_tol=0.1 if run.quick else 0.05,
+            e2e_p99_s=w.slo.e2e_p99_s)
+    except InputError as exc:
+        what: ConstraintName = "memory" if "fit" in str(exc) else "gpus"
+        need = arch_weights_gb(arch, w.precision) if what == "memory" else None
+        return None, [violation(what, gpu.memory_gb if what == "memory" else None, need, "GB",
+                                f"weights ({exc})" if what == "memory" else str(exc), w.name)]
+    if sp.best is None:
+        ach = (sp.best_achievable or {}).get("closest") or {}
+        # The SLO missed by the widest margin is the binding one.
+        slos = [("ttft_p99_s", "TTFT", w.slo.ttft_p99_s), ("tpot_p99_s", "TPOT", w.slo.tpot_p99_s)]
+        if w.slo.e2e_p99_s is not None:
+            slos.append(("e2e_p99_s", "end-to-end latency", w.slo.e2e_p99_s))
+        key, label, target = max(slos, key=lambda t: ach.get(t[0], math.inf) / t[2])
+        v = violation("slo", target, ach.get(key), "s",
+                      f"best p99 {label} on {gpu.id} (tp {ach.get('tp')}, light load)", w.name)
+        return None, [v]
+    b = sp.best
+    mult = diurnal_multipliers(w.diurnal) if w.diurnal else None
+    hourly = ([math.ceil(w.qps * m / b["qps_per_replica"] - 1e-9) * b["tp"] for m in mult]
+              if mult else None)
+    row: dict[str, Any] = {
+        "name": w.name, "kind": "inference", "model": arch.id, "gpu": gpu.id,
+        "tp": b["tp"], "ep": b["ep"], "replicas": b["replicas"], "gpus": b["gpus"],
+        "peak_qps": w.qps, "qps_per_replica": b["qps_per_replica"],
+        "input_len": inp, "output_len": out, "precision": w.precision, "kv_precision": kv,
+        "slo": {"ttft_p99_s": w.slo.ttft_p99_s, "tpot_p99_s": w.slo.tpot_p99_s,
+                "e2e_p99_s": w.slo.e2e_p99_s},
+        "ttft_p99_s": b["ttft_p99_s"], "tpot_p99_s": b["tpot_p99_s"],
+        "e2e_p99_s": b["e2e_p99_s"],
+        "tokens_per_s_per_gpu": b["tokens_per_s_per_gpu"],
+        "cost_per_million_tokens_usd": None,
+        "cloud_cost_per_million_tokens_usd": b["cost_per_million_tokens_usd"],
+        "curve": [], "pareto": sp.pareto, "diurnal_gpus": hourly,
+        "simulations": sp.simulations,
+    }
+    return row, []
+
+
+def arch_weights_gb(arch: ModelArch, precision: str) -> float:
+    """Weights of ``arch`` stored in ``precision``, GB."""
+    return float(total_params(arch)) * bytes_per(precision) / 1e9
+
+
+def latency_curves(run: PlanRun, cand: Candidate) -> None:
+    """Latency and throughput of one replica of each served model across load, for the
+    report's latency-vs-QPS plot (fleet QPS = per-replica QPS x replicas)."""
+    for r in cand.detail["workloads"]:
+        if r["kind"] != "inference":
+            continue
+        pts = []
+        for f in CURVE_LOADS[1::2] if run.quick else CURVE_LOADS:
+            q = r["qps_per_replica"] * f
+            try:
+                e = serving_plan.estimate(
+                    run.cat, run.models[r["name"]], r["gpu"], tp=r["tp"], ep=r["ep"],
+                    precision=r["precision"], kv_precision=r["kv_precision"], qps=q,
+                    input_len=r["input_len"], output_len=r["output_len"],
+                    num_requests=300 if run.quick else 1000, seed=run.scenario.seed,
+                    slo_ttft_s=r["slo"]["ttft_p99_s"], slo_tpot_s=r["slo"]["tpot_p99_s"],
+                ).as_dict()
+            except InputError as exc:
+                run.notes.append(f"{r['name']}: latency curve stopped at {f:g}x load ({exc})")
+                break
+            tpot_mean = e["tpot_mean_s"]
+            pts.append({
+                "load_fraction": f, "qps": q * r["replicas"], "qps_per_replica": q,
+                "ttft_p99_s": e["ttft_p99_s"], "tpot_p99_s": e["tpot_p99_s"],
+                "tokens_per_s_per_gpu": e["tokens_per_s_per_gpu"],
+                "tokens_per_s_per_user": 1.0 / tpot_mean if tpot_mean and tpot_mean > 0 else None,
+                "e2e_p99_s": e["e2e_p99_s"],
+                "meets_slo": bool(e["ttft_p99_s"] <= r["slo"]["ttft_p99_s"]
+                                  and not e["tpot_p99_s"] > r["slo"]["tpot_p99_s"]
+                                  and (r["slo"].get("e2e_p99_s") is None
+                                       or e["e2e_p99_s"] <= r["slo"]["e2e_p99_s"])),
+            })
+        r["curve"] = pts

@@ -1,0 +1,196 @@
+"""From a scenario to a Blueprint: size every workload on every candidate GPU, design the
+cluster each needs, price it, recommend the cheapest that meets every constraint, and
+estimate how the recommended design behaves (failures, checkpoints, latency under load).
+
+Stages (each timed in ``timings_s``):
+
+1. sizing, per candidate GPU: training with the training planner (``design/train.py``: the
+   fewest GPUs on the ladder meeting ``deadline_days``, else the best layout at ``gpus``);
+   inference with the serving planner (``plan/serving.py``) at the peak rate with the
+   mean lengths; fine-tuning from its FLOPs (6ND full, 4ND LoRA: ``model.flops``) at the
+   training planner's achieved MFU on that GPU, on the inference GPUs its window frees;
+2. design: GPUs summed and rounded to whole servers, fabric (``design/bom.py``), racks,
+   power (``design/power_plan.py``), TCO (``design/tco_plan.py``);
+3. choice (``design/blueprint.choose``): cheapest feasible candidate in the deployment's cost
+   basis, the others with why they lost; no feasible one gives ``feasible: false`` with
+   the binding constraints;
+4. detail on the recommendation: reliability (job MTBF, checkpoint, Daly interval, ETTR, a
+   Monte Carlo of time to train and one seeded sample timeline), latency-vs-load curves,
+   cost over time, risks.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from clusterwright import __version__
+from clusterwright.catalog.references import resolve
+from clusterwright.catalog.registry import Catalog
+from clusterwright.catalog.schema import Gpu
+from clusterwright.design.blueprint import (
+    Blueprint,
+    Candidate,
+    Violation,
+    assess_risks,
+    choose,
+    violation,
+)
+from clusterwright.plan.candidates import candidate_gpus, server_among
+from clusterwright.plan.context import PlanRun, Progress, no_progress
+from clusterwright.plan.design import DesignedCluster, design_candidate
+from clusterwright.plan.finetune import size_finetune
+from clusterwright.plan.inference import latency_curves, size_inference
+from clusterwright.plan.reliability import reliability_view
+from clusterwright.plan.training import size_training
+from clusterwright.plan.views import (
+    design_facts,
+    fabric_view,
+    power_view,
+    racks_view,
+    recommendation_view,
+    tco_view,
+)
+from clusterwright.spec.scenario import (
+    FinetuneWorkload,
+    InferenceWorkload,
+    Scenario,
+    TrainingWorkload,
+)
+
+
+def _size_candidate(run: PlanRun, gpu: Gpu, tick: Callable[[], None]) -> Candidate:
+    sc = run.scenario
+    server = server_among(run.cat, gpu, sc.constraints.servers)
+    rows: list[dict[str, Any]] = []
+    bad: list[Violation] = []
+    if server is None:
+        for _ in sc.workloads:
+            tick()
+        return Candidate(gpu.id, None, None, None, None, [violation(
+            "gpus", None, None, "", f"no catalog server carries {gpu.id}"
+            + (" among constraints.servers" if sc.constraints.servers else ""))])
+    for w in sc.workloads:
+        if isinstance(w, TrainingWorkload):
+            with run.timed("training"):
+                row, v = size_training(run, w, gpu, server)
+        elif isinstance(w, InferenceWorkload):
+            with run.timed("serving"):
+                row, v = size_inference(run, w, gpu)
+        else:
+            continue
+        tick()
+        bad += v
+        if row is not None:
+            rows.append(row)
+    for w in sc.workloads:
+        if isinstance(w, FinetuneWorkload):
+            with run.timed("finetune"):
+                row, v = size_finetune(run, w, gpu, server,
+                                        [r for r in rows if r["kind"] == "inference"])
+            tick()
+            bad += v
+            if row is not None:
+                rows.append(row)
+    order = {w.name: i for i, w in enumerate(sc.workloads)}
+    rows.sort(key=lambda r: order[r["name"]])
+    gpus = sum(r["gpus"] for r in rows if r["kind"] != "finetune") + sum(
+        r["extra_gpus"] for r in rows if r["kind"] == "finetune")
+    cand = Candidate(gpu.id, server.id, None, None, None, bad)
+    cand.detail["workloads"] = rows
+    cand.detail["server"] = server
+    if not rows or gpus == 0 or len(rows) < len(sc.workloads):
+        return cand  # some workload could not be sized: no cluster to price
+    cand.nodes = math.ceil(gpus / server.gpus)
+    cand.gpus = cand.nodes * server.gpus
+    return cand
+
+
+def plan_scenario(scenario: Scenario, cat: Catalog, *, progress: Progress | None = None,
+                  quick: bool = False, source: str | None = None) -> Blueprint:
+    """Plan ``scenario`` end to end and return its Blueprint (never raises for a scenario
+    that cannot be met: that is ``feasible: false`` with the binding constraints).
+    ``progress(stage, done, total)`` is called as stages advance; ``quick`` trims simulation
+    sizes (fewer requests per serving simulation, fewer Monte Carlo trials) for sweeps.
+    Raises InputError/ScenarioError for unknown catalog ids."""
+    models = resolve(scenario, cat)
+    run = PlanRun(scenario, cat, models, quick, progress or no_progress)
+    gpus = candidate_gpus(scenario, cat)
+    total = len(gpus) * len(scenario.workloads)
+    done = 0
+
+    def tick() -> None:
+        nonlocal done
+        done += 1
+        run.progress("sizing", done, total)
+
+    run.progress("sizing", 0, total)
+    cands = [_size_candidate(run, g, tick) for g in gpus]
+    designs: dict[str, DesignedCluster] = {}
+    sized_c = [c for c in cands if c.nodes]
+    for i, cand in enumerate(sized_c):
+        run.progress("design", i, len(sized_c))
+        d = design_candidate(run, cand)
+        if d is not None:
+            designs[cand.gpu] = d
+    run.progress("design", len(sized_c), len(sized_c))
+    choice = choose(cands)
+    chosen = choice.chosen
+    d = designs.get(chosen.gpu)
+    c = scenario.constraints
+    rel_out = None
+    if d is not None:
+        run.progress("reliability", 0, 1)
+        with run.timed("reliability"):
+            rel_out = reliability_view(run, chosen, d)
+        run.progress("reliability", 1, 1)
+        run.progress("curves", 0, 1)
+        with run.timed("curves"):
+            latency_curves(run, chosen)
+        run.progress("curves", 1, 1)
+        per_h = chosen.cost_per_gpu_hour_usd
+        for r in chosen.detail["workloads"]:
+            if r["kind"] == "inference":
+                usd_h = (per_h * r["gpus"] if c.deployment != "cloud" and per_h is not None
+                         else None)
+                r["cost_per_million_tokens_usd"] = (
+                    usd_h / (r["peak_qps"] * r["output_len"] * 3600) * 1e6
+                    if usd_h is not None else r["cloud_cost_per_million_tokens_usd"])
+        tco_racks = chosen.detail.get("tco_racks")
+        if tco_racks is not None and tco_racks != len(d.fab.racks):
+            run.notes.append(
+                f"the TCO prices racks from its own plan at the {d.cooling}-cooling rack "
+                f"limit ({tco_racks} racks); this design has {len(d.fab.racks)} racks at "
+                f"{d.power.racks.limit_kw:g} kW")
+    facts = design_facts(scenario, chosen, d, rel_out)
+    risks = [r.as_dict() for r in assess_risks(facts)]
+    rec = recommendation_view(scenario, chosen, choice.feasible, choice.binding,
+                              choice.alternatives)
+    return Blueprint(
+        scenario={
+            "name": scenario.name, "description": scenario.description, "seed": scenario.seed,
+            "source": source,
+            "workloads": [w.model_dump(mode="json") for w in scenario.workloads],
+            "constraints": c.model_dump(mode="json"),
+        },
+        feasible=choice.feasible,
+        binding_constraints=[v.as_dict() for v in choice.binding],
+        recommendation=rec,
+        alternatives=choice.alternatives,
+        workloads=chosen.detail.get("workloads", []),
+        cluster=({"gpu": chosen.gpu, "server": chosen.server, "nodes": chosen.nodes,
+                  "gpus": chosen.gpus,
+                  "nvlink_domain_gpus": d.fab.server.nvlink_domain_gpus}
+                 if d is not None else None),
+        fabric=fabric_view(d) if d is not None else None,
+        racks=racks_view(d, cat) if d is not None else [],
+        power=power_view(d) if d is not None else None,
+        reliability=rel_out,
+        tco=tco_view(d, c.years) if d is not None else None,
+        risks=risks,
+        timings_s=dict(run.timings),
+        notes=run.notes,
+        clusterwright_version=__version__,
+        fabric_design=d.fab if d is not None else None,
+    )

@@ -1,0 +1,200 @@
+"""The blueprint's sections built from the recommended design: racks, power, fabric, summary text,
+recommendation and the facts the risk assessment reads."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from clusterwright.catalog.registry import Catalog
+from clusterwright.design.blueprint import (
+    Candidate,
+    DesignFacts,
+    InferenceFacts,
+    Violation,
+    money,
+)
+from clusterwright.design.bom import summary
+from clusterwright.plan.design import DesignedCluster
+from clusterwright.plan.pricing import cost_over_time
+from clusterwright.spec.scenario import (
+    Scenario,
+)
+
+
+def row_letter(i: int) -> str:
+    s = ""
+    i += 1
+    while i:
+        i, r = divmod(i - 1, 26)
+        s = chr(65 + r) + s
+    return s
+
+
+def racks_view(d: DesignedCluster, cat: Catalog) -> list[dict[str, Any]]:
+    """Racks with their devices in rack-unit order (the report's elevations)."""
+    fab = d.fab
+    by_name = {dev.name: dev for dev in fab.devices}
+    fsum = summary(fab)
+    net_ratio = (float(fsum["power_w"]) / float(fsum["power_max_w"])  # type: ignore[arg-type]
+                 if fsum["power_max_w"] else 1.0)
+    typ = cat.assumption("server_typical_power_fraction")
+    out = []
+    for r in fab.racks:
+        devs = sorted((by_name[n] for n in r.devices if n in by_name), key=lambda x: x.rack_u)
+        role = r.kind if r.kind in ("compute", "network") else "network"
+        if any(x.role == "storage" for x in devs):
+            role = "storage"
+        kw = r.power_w / 1e3
+        out.append({
+            "name": r.name, "row": row_letter(r.row), "position": r.position + 1,
+            "role": role, "cooling": r.cooling, "units": r.units, "used_units": r.used_units,
+            "kw_nameplate": kw, "kw_typical": kw * (typ if r.kind == "compute" else net_ratio),
+            "devices": [{"name": x.name, "role": x.role, "part": x.part, "u": x.rack_u,
+                         "height_u": x.units} for x in devs],
+        })
+    return out
+
+
+def power_view(d: DesignedCluster) -> dict[str, Any]:
+    out = d.power.as_dict()
+    p = d.power
+    out.update({
+        "it_power_kw_typical": p.power.typical_kw,
+        "it_power_kw_nameplate": p.power.nameplate_kw,
+        "facility_power_kw_typical": p.power.typical_kw * p.pue,
+        "swing_mw": p.swing.swing_mw,
+        "rack_limit_kw": p.racks.limit_kw,
+        "densest_rack_kw": max(p.racks.compute_max_kw, p.racks.network_max_kw),
+    })
+    return out
+
+
+def fabric_view(d: DesignedCluster) -> dict[str, Any]:
+    s = summary(d.fab)
+    osub = s["oversubscription"]
+    s["oversubscription_by_tier"] = osub
+    s["oversubscription"] = osub["leaf"]  # type: ignore[index]
+    s["nodes_per_su"] = math.ceil(int(s["su_hosts"]) / d.fab.server.hosts)  # type: ignore[call-overload]
+    return s
+
+
+def summary_text(sc: Scenario, cand: Candidate, feasible: bool, binding: list[Violation],
+                  alternatives: list[dict[str, Any]]) -> str:
+    c = sc.constraints
+    rows = cand.detail.get("workloads", [])
+    parts = []
+    for r in rows:
+        if r["kind"] == "training":
+            days = r["time_to_train_days"]
+            parts.append(f"{r['name']} trains {r['model']} on {r['gpus']:,} GPUs in "
+                         f"{days:.1f} days" if days is not None else f"{r['name']} on "
+                         f"{r['gpus']:,} GPUs")
+        elif r["kind"] == "inference":
+            parts.append(f"{r['name']} serves {r['peak_qps']:g} req/s with {r['replicas']} x "
+                         f"TP{r['tp']} replicas ({r['gpus']} GPUs)")
+        else:
+            parts.append(f"{r['name']} runs {r['gpu_hours']:,.0f} GPU-hours on the "
+                         f"{r['runs_on']}")
+    where = (f"{cand.nodes:,} x {cand.server} ({cand.gpus:,} {cand.gpu} GPUs)"
+             if cand.nodes else f"{cand.gpu}")
+    head = (f"Recommended: {where}" if feasible else
+            f"No design meets every constraint; the nearest is {where}")
+    cost = ""
+    if cand.total_cost_usd is not None:
+        cost = f", {money(cand.total_cost_usd)} ({cand.cost_basis})"
+    text = head + cost + ". " + ("; ".join(parts) + ". " if parts else "")
+    if c.deployment == "compare" and cand.cloud_total_cost_usd is not None \
+            and cand.on_prem_total_cost_usd is not None:
+        cheaper = "on-prem" if cand.on_prem_total_cost_usd <= cand.cloud_total_cost_usd \
+            else "cloud"
+        be = (f"; on-prem breaks even after {cand.breakeven_months:.0f} months"
+              if cand.breakeven_months is not None else "")
+        text += (f"Cloud alternative: {money(cand.cloud_total_cost_usd)}; {cheaper} is cheaper "
+                 f"over this horizon{be}. ")
+    ok_alts = [a for a in alternatives if a["feasible"]]
+    if feasible and ok_alts:
+        a = min(ok_alts, key=lambda a: a["total_cost_usd"])
+        text += f"Runner-up {a['gpu']}: {a['why_not']}. "
+    elif feasible and alternatives:
+        text += "Every other GPU breaks a constraint (see alternatives). "
+    if not feasible:
+        text += "Binding: " + "; ".join(v.message for v in binding) + "."
+    return text.strip()
+
+
+def recommendation_view(sc: Scenario, cand: Candidate, feasible: bool, binding: list[Violation],
+                    alternatives: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "summary": summary_text(sc, cand, feasible, binding, alternatives),
+        "gpu": cand.gpu, "server": cand.server, "nodes": cand.nodes, "gpus": cand.gpus,
+        "deployment": "cloud" if sc.constraints.deployment == "cloud" else "on-prem",
+        "capex_usd": cand.capex_usd if sc.constraints.deployment != "cloud" else None,
+        "annual_opex_usd": cand.annual_opex_usd,
+        "cloud_annual_cost_usd": cand.cloud_annual_cost_usd,
+        "cloud_total_cost_usd": cand.cloud_total_cost_usd,
+        "on_prem_total_cost_usd": cand.on_prem_total_cost_usd,
+        "breakeven_months": cand.breakeven_months,
+        "total_cost_usd": cand.total_cost_usd,
+        "cost_basis": cand.cost_basis,
+        "cost_per_gpu_hour_usd": cand.cost_per_gpu_hour_usd,
+        "cloud_training_run_cost_usd": cand.detail.get("cloud_run_cost_usd"),
+    }
+
+
+def design_facts(sc: Scenario, cand: Candidate, d: DesignedCluster | None,
+           rel_out: dict[str, Any] | None) -> DesignFacts:
+    c = sc.constraints
+    rows = cand.detail.get("workloads", [])
+    inf = tuple(InferenceFacts(r["name"], r["replicas"], r["peak_qps"],
+                               r["replicas"] * r["qps_per_replica"])
+                for r in rows if r["kind"] == "inference")
+    train = [r for r in rows if r["kind"] == "training" and r.get("deadline_days")]
+    p90 = train[0]["time_to_train_days_p90"] if train else None
+    misses = tuple(r["name"] for r in rows if r["kind"] == "finetune"
+                   and r.get("fits_window") is False)
+    if d is None:
+        return DesignFacts(gpus=cand.gpus or 0, inference=inf, budget_usd=c.budget_usd,
+                           total_cost_usd=cand.total_cost_usd, finetune_misses_window=misses)
+    s = summary(d.fab)
+    osub: dict[str, Any] = s["oversubscription"]  # type: ignore[assignment]
+    fe: dict[str, Any] = s["frontend"]  # type: ignore[assignment]
+    p = d.power
+    on_prem = c.deployment != "cloud"
+    return DesignFacts(
+        gpus=cand.gpus or 0,
+        densest_rack_kw=max(p.racks.compute_max_kw, p.racks.network_max_kw) if on_prem else None,
+        rack_limit_kw=c.power_per_rack_kw if on_prem else None,
+        cooling=d.cooling,
+        cooling_cap_kw=d.power.checks[d.cooling].limit_kw if d.cooling in d.power.checks else None,
+        interruptions_per_day=rel_out["expected_interruptions_per_day"] if rel_out else None,
+        job_mtbf_hours=rel_out["job_mtbf_hours"] if rel_out else None,
+        leaf_oversubscription=osub.get("leaf"), spine_oversubscription=osub.get("spine"),
+        tiers=int(s["tiers"]),  # type: ignore[call-overload]
+        spine_switches=int(s["spine_switches"]),  # type: ignore[call-overload]
+        core_switches=int(s["core_switches"]),  # type: ignore[call-overload]
+        storage_ports=fe.get("storage_ports") if on_prem else None,
+        frontend_spines=fe.get("spine_switches") if on_prem else None,
+        inference=inf,
+        total_cost_usd=(cand.capex_usd if on_prem else cand.total_cost_usd),
+        budget_usd=c.budget_usd,
+        on_prem_total_cost_usd=cand.on_prem_total_cost_usd if on_prem else None,
+        cloud_total_cost_usd=cand.cloud_total_cost_usd if on_prem else None,
+        deadline_days=train[0]["deadline_days"] if train else None,
+        time_to_train_p90_days=p90,
+        swing_mw=p.swing.swing_mw if any(r["kind"] == "training" for r in rows) and on_prem
+        else None,
+        finetune_misses_window=misses,
+        estimated_prices=len(d.tco.estimates) if d.tco is not None else 0,
+    )
+
+
+def tco_view(d: DesignedCluster, years: float) -> dict[str, Any] | None:
+    if d.tco is None:
+        return None
+    out = d.tco.as_dict()
+    cl = d.tco.cloud
+    out["cost_over_time"] = cost_over_time(
+        d.tco.capex.total_usd, d.tco.opex.total_usd,
+        cl.on_demand_annual_usd if cl else None, cl.committed_annual_usd if cl else None, years)
+    return out
