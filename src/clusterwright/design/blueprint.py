@@ -19,7 +19,7 @@ from clusterwright.errors import InputError
 if TYPE_CHECKING:
     from clusterwright.design.fabric import Fabric
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"  # 1.1: ``decisions`` (why each choice was made)
 
 ConstraintName = Literal[
     "budget_usd", "power_per_rack_kw", "cooling", "deadline_days", "slo", "gpus", "memory"
@@ -130,6 +130,7 @@ class Candidate:
     cost_per_gpu_hour_usd: float | None = None
     cost_basis: str = ""
     detail: dict[str, Any] = field(default_factory=dict)  # planner outputs the caller keeps
+    decisions: list[Decision] = field(default_factory=list)  # why, for the blueprint
 
     @property
     def feasible(self) -> bool:
@@ -401,6 +402,39 @@ def assess_risks(f: DesignFacts) -> list[Risk]:
 # --------------------------------------------------------------------------- the record
 
 
+DecisionArea = Literal["gpu", "server", "cluster_size", "spares", "protocol", "switch", "tiers",
+                       "su", "oversubscription", "parallelism", "replicas", "pricing"]
+
+
+@dataclass(frozen=True)
+class Alternative:
+    """An option a decision beat, and by how much (words a reader checks: "$1.2M more over 4
+    years", "misses the 30-day deadline by 6.1 days")."""
+
+    option: str
+    outcome: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"option": self.option, "outcome": self.outcome}
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One choice of the blueprint: what was chosen, the constraint or comparison that decided
+    it (``why``), and the alternatives it beat. ``subject`` is the workload it concerns, or
+    None for the cluster as a whole."""
+
+    area: DecisionArea
+    choice: str
+    why: str
+    subject: str | None = None
+    alternatives: tuple[Alternative, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"area": self.area, "subject": self.subject, "choice": self.choice,
+                "why": self.why, "alternatives": [a.as_dict() for a in self.alternatives]}
+
+
 def _major(version: str) -> int:
     try:
         return int(str(version).split(".", 1)[0])
@@ -429,6 +463,7 @@ class Blueprint:
     reliability: dict[str, Any] | None
     tco: dict[str, Any] | None
     risks: list[dict[str, Any]]
+    decisions: list[dict[str, Any]] = field(default_factory=list)  # Decision.as_dict()
     artifacts: dict[str, Any] = field(default_factory=dict)
     timings_s: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
@@ -441,9 +476,11 @@ class Blueprint:
     KEYS: ClassVar[tuple[str, ...]] = (
         "schema_version", "clusterwright_version", "scenario", "feasible",
         "binding_constraints", "recommendation", "alternatives", "workloads", "cluster",
-        "fabric", "racks", "power", "reliability", "tco", "risks", "artifacts", "timings_s",
-        "notes",
+        "fabric", "racks", "power", "reliability", "tco", "risks", "decisions", "artifacts",
+        "timings_s", "notes",
     )
+    # Keys a blueprint of an earlier minor version may lack, with the value they stand for.
+    ADDED: ClassVar[dict[str, Any]] = {"decisions": []}
 
     def to_dict(self) -> dict[str, Any]:
         """The blueprint.json object, keys in contract order."""
@@ -463,10 +500,11 @@ class Blueprint:
                 f"schema_version: blueprint has version {version}, this clusterwright reads "
                 f"{SCHEMA_VERSION.split('.')[0]}.x; regenerate it with `clusterwright plan`"
             )
-        missing = [k for k in cls.KEYS if k not in data]
+        missing = [k for k in cls.KEYS if k not in data and k not in cls.ADDED]
         if missing:
             raise InputError(f"blueprint: missing key(s) {', '.join(missing)}")
-        return cls(**{k: data[k] for k in cls.KEYS})
+        values: dict[str, Any] = {k: data.get(k, cls.ADDED.get(k)) for k in cls.KEYS}
+        return cls(**values)
 
     def metrics(self) -> dict[str, float | str | bool | None]:
         """One flat row for a sweep table (contract keys)."""

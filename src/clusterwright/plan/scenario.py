@@ -189,6 +189,7 @@ def plan_scenario(scenario: Scenario, cat: Catalog, *, progress: Progress | None
         reliability=rel_out,
         tco=tco_view(d, c.years) if d is not None else None,
         risks=risks,
+        decisions=[x.as_dict() for x in chosen.decisions],
         timings_s=dict(run.timings),
         notes=run.notes,
         clusterwright_version=__version__,
