@@ -66,6 +66,10 @@ def test_terminal_summary_names_the_recommendation_and_binding(tmp_path: Path) -
     assert "not feasible" in r.stdout and "4 x dgx-h100" in r.stdout
     assert "binding constraints" in r.stdout and "budget_usd $1.0M" in r.stdout
     assert "Wrote" in r.stdout
+    # Each decision says why: the size came from the scenario, the layout from the search.
+    text = " ".join(r.stdout.split())
+    assert "cluster_size (tr): 32 h100-sxm: given by workloads[0].gpus" in text
+    assert "parallelism (tr):" in text and "the fastest step" in text
 
 
 def test_refuses_a_non_empty_out_before_any_work(tmp_path: Path) -> None:

@@ -253,3 +253,26 @@ def test_shipped_example_blueprints_render(path: Path) -> None:
     rec = bp.get("recommendation") or {}
     if rec.get("gpu"):
         assert str(rec["gpu"]) in page
+
+
+def test_decisions_are_shown_with_the_alternatives_they_beat() -> None:
+    bp = blueprints.full()
+    bp["decisions"] = [
+        {"area": "cluster_size", "subject": "pretrain", "choice": "1,024 h100-sxm",
+         "why": "the fewest GPUs meeting deadline_days 30: 27.5 days",
+         "alternatives": [{"option": "768 GPUs", "outcome": "36.1 days: misses the deadline "
+                                                            "by 6.1 days"}]},
+        {"area": "server", "subject": None, "choice": "dgx-h100", "why": "constraints.servers",
+         "alternatives": []},
+    ]
+    page = render_html(bp)
+    assert 'class="decisions"' in page
+    for s in ("cluster size", "pretrain", "1,024 h100-sxm", "meeting deadline_days 30",
+              "768 GPUs: 36.1 days: misses the deadline by 6.1 days", "constraints.servers"):
+        assert s in page, s
+
+
+def test_a_blueprint_without_decisions_has_no_decisions_table() -> None:
+    bp = blueprints.full()
+    bp.pop("decisions", None)
+    assert 'class="decisions"' not in render_html(bp)

@@ -108,6 +108,15 @@ def _render(d: dict[str, Any], out: Path, files: int) -> None:
             a.add_row(x["gpu"], x["server"] or "-", f"{x['gpus']:,}" if x["gpus"] else "-",
                       _usd(x["total_cost_usd"]), x["why_not"])
         console.print(a)
+    if d.get("decisions"):
+        console.print("[bold]why[/]")
+        for x in d["decisions"]:
+            who = f" ({x['subject']})" if x.get("subject") else ""
+            console.print(f"  {x['area']}{who}: [bold]{x['choice']}[/]: {x['why']}",
+                          highlight=False)
+            # The GPUs compared are the alternatives table above.
+            for alt in x["alternatives"] if x["area"] != "gpu" else ():
+                console.print(f"    [dim]vs {alt['option']}: {alt['outcome']}[/]", highlight=False)
     if d["binding_constraints"]:
         console.print("[bold red]binding constraints[/]")
         for b in d["binding_constraints"]:

@@ -82,6 +82,9 @@ def size_inference(run: PlanRun, w: InferenceWorkload,
         "cloud_cost_per_million_tokens_usd": b["cost_per_million_tokens_usd"],
         "curve": [], "pareto": sp.pareto, "diurnal_gpus": hourly,
         "simulations": sp.simulations,
+        # Every layout the serving planner sized on this GPU, for the replicas decision.
+        "considered": [{k: c[k] for k in ("tp", "ep", "replicas", "gpus", "usd_per_hour")}
+                       for c in sp.candidates],
     }
     return row, []
 

@@ -39,6 +39,7 @@ from clusterwright.design.blueprint import (
 )
 from clusterwright.plan.candidates import candidate_gpus, server_among
 from clusterwright.plan.context import PlanRun, Progress, no_progress
+from clusterwright.plan.decisions import decisions_for
 from clusterwright.plan.design import DesignedCluster, design_candidate
 from clusterwright.plan.finetune import size_finetune
 from clusterwright.plan.inference import latency_curves, size_inference
@@ -189,7 +190,9 @@ def plan_scenario(scenario: Scenario, cat: Catalog, *, progress: Progress | None
         reliability=rel_out,
         tco=tco_view(d, c.years) if d is not None else None,
         risks=risks,
-        decisions=[x.as_dict() for x in chosen.decisions],
+        decisions=[x.as_dict() for x in
+                   decisions_for(run, chosen, choice.feasible, choice.alternatives)
+                   + chosen.decisions],
         timings_s=dict(run.timings),
         notes=run.notes,
         clusterwright_version=__version__,

@@ -203,7 +203,14 @@ def _alternatives(bp: Mapping[str, Any]) -> dict[str, Any]:
     rows = [[text(a.get("gpu")), text(a.get("server")), fmt(a.get("nodes")), fmt(a.get("gpus")),
              usd(a.get("total_cost_usd")), text(a.get("feasible")), text(a.get("why_not"))]
             for a in records(bp.get("alternatives"))]
-    return {"rows": rows}
+    decisions = [{
+        "area": text(d.get("area")).replace("_", " "),
+        "subject": text(d.get("subject")) if d.get("subject") else "cluster",
+        "choice": text(d.get("choice")), "why": text(d.get("why")),
+        "alternatives": [f"{text(x.get('option'))}: {text(x.get('outcome'))}"
+                         for x in records(d.get("alternatives"))],
+    } for d in records(bp.get("decisions"))]
+    return {"rows": rows, "decisions": decisions}
 
 
 def _topology(bp: Mapping[str, Any]) -> dict[str, Any]:
