@@ -48,6 +48,9 @@ def test_save_run_report_zip_and_compare(client: TestClient) -> None:
     # 1,024 H100s as the scenario asks (its gpus: 1024), on 128 DGX H100 (8 GPUs each).
     assert '<tr data-key="gpus"><th>GPUs</th><td>1,024</td></tr>' in page
     assert '<tr data-key="nodes"><th>servers</th><td>128</td></tr>' in page
+    # Why: the decisions of the blueprint, each with its reason (the size is the scenario's).
+    assert '<ul id="decisions">' in page and 'data-area="parallelism"' in page
+    assert "given by workloads[0].gpus" in page
     # The polled fragment stops polling once the run has finished.
     live = client.get(f"/runs/{first}/progress").text
     assert live.startswith('<div id="run-live">') and "hx-trigger" not in live

@@ -52,7 +52,9 @@ def _live(w: WebState, run: RunRow) -> dict[str, Any]:
     pct = 100.0 * run.done / run.total if run.total else 0.0
     return {"run": run, "finished": run.status in FINISHED, "pct": min(100.0, pct),
             "has_artifacts": run_dir(w, run) is not None,
-            "rows": metric_rows([run]) if run.metrics else []}
+            "rows": metric_rows([run]) if run.metrics else [],
+            "decisions": (run.blueprint or {}).get("decisions", []) if run.status == "done"
+            else []}
 
 
 @router.get("/runs/{run_id}")
