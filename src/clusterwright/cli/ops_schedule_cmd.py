@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from pathlib import Path
 from typing import Any
@@ -10,11 +9,9 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from clusterwright.catalog.registry import Catalog
 from clusterwright.cli import limits as lim
 from clusterwright.cli.common import console, emit_json, fail, state, user_errors
-from clusterwright.model import reliability as rel
-from clusterwright.sim.cluster_jobs import HOUR, KINDS
+from clusterwright.sim.cluster_jobs import KINDS
 
 
 def _mix(text: str) -> tuple[float, float, float, float]:
@@ -27,15 +24,6 @@ def _mix(text: str) -> tuple[float, float, float, float]:
         fail(f"--mix: {text!r} is not four non-negative shares TRAIN,FINETUNE,INFERENCE,MIG "
              f"(e.g. 0.05,0.35,0.02,0.58)")
     return parts[0], parts[1], parts[2], parts[3]
-
-
-def catalog_node_failure_rate(cat: Catalog, gpu: str, nodes: int, gpus_per_node: int) -> float:
-    """Unplanned interruptions per node-hour from the catalog's failure modes (reliability.yaml,
-    derived from Llama 3 Table 5) for this cluster: the fleet's total rate over its nodes.
-    Every interruption is charged as a node failure (its jobs restart, the node is repaired)."""
-    modes = rel.modes_for_gpu(cat.all("failure_modes"), gpu)
-    units = rel.fleet_units(nodes * gpus_per_node, gpus_per_node)
-    return sum(rel.rates_per_hour(modes, units).values()) / nodes
 
 
 # Fields the library blames, and the flags users typed for them.
@@ -90,10 +78,8 @@ def schedule(
 ) -> None:
     """Simulate a job mix (gang training and fine-tuning, diurnal inference services, MIG
     jobs) under a scheduling policy, with node failures and an optional rolling upgrade."""
-    from clusterwright.sim.cluster import POLICIES, ClusterConfig, Upgrade
-    from clusterwright.sim.cluster_jobs import JobMix, generate, read_trace
-    from clusterwright.sim.cluster_report import run_schedule
-    from clusterwright.sim.cluster_shape import cluster_shape
+    from clusterwright.plan.schedule import ScheduleRequest, schedule_cluster
+    from clusterwright.sim.cluster import POLICIES
 
     if (trace is None) == (not synthetic):
         fail("give a TRACE.csv or --synthetic (exactly one)")
@@ -123,40 +109,17 @@ def schedule(
                ("--drain-timeout-h", drain_timeout_h, lim.HOURS))
     if upgrade_batch is not None and upgrade_batch > nodes:
         fail(f"--upgrade-batch: {upgrade_batch:,} nodes at a time, but --nodes is {nodes:,}")
-    shares = _mix(mix)
+    req = ScheduleRequest(
+        server=server, nodes=nodes, oversubscription=oversubscription, policy=policy,
+        topology_aware=topology_aware, days=days, seed=seed, trace=trace,
+        jobs=jobs, mix=_mix(mix), failure_rate_per_node_hour=failure_rate,
+        repair_h=repair_h, restart_min=restart_min,
+        upgrade=None if upgrade_batch is None else (upgrade_batch, upgrade_batch_h,
+                                                   upgrade_start_h, drain_timeout_h))
     with user_errors():
         cat = state(ctx).catalog()
     with user_errors(FLAGS, name_flags=True):
-        shape = cluster_shape(cat, server, nodes, oversubscription)
-        profiles = cat.gpu(shape.gpu).mig_profiles
-        if trace is not None:
-            job_list = read_trace(trace, shape.nodes, shape.gpus_per_node,
-                                  [p.name for p in profiles])
-        else:
-            names = tuple(p.name for p in profiles)
-            base = JobMix()
-            pick = tuple(n for n in base.mig_profiles if n in names) or names[:1]
-            m = dataclasses.replace(base, jobs=jobs, days=days, share=shares,
-                                    mig_profiles=pick)
-            if not pick:  # no MIG on this GPU: small jobs become none
-                m = dataclasses.replace(m, share=(*shares[:3], 0.0))
-            job_list = generate(m, shape.nodes, shape.gpus_per_node, seed)
-        upgrade = None
-        if upgrade_batch is not None:
-            upgrade = Upgrade(start_s=upgrade_start_h * HOUR, batch_nodes=upgrade_batch,
-                              batch_s=upgrade_batch_h * HOUR,
-                              drain_timeout_s=drain_timeout_h * HOUR)
-        if failure_rate is None:
-            failure_rate = catalog_node_failure_rate(cat, shape.gpu, shape.nodes,
-                                                     shape.gpus_per_node)
-        cfg = ClusterConfig(
-            horizon_s=days * 24 * HOUR, policy=policy, topology_aware=topology_aware,
-            seed=seed, failure_rate_per_node_hour=failure_rate, repair_s=repair_h * HOUR,
-            restart_s=restart_min * 60.0, upgrade=upgrade,
-        )
-        data = run_schedule(shape, job_list, cfg, profiles)
-    data["source"] = str(trace) if trace is not None else "synthetic"
-    data["failure_rate_per_node_hour"] = failure_rate
+        data = schedule_cluster(cat, req)
     if as_json:
         emit_json(data)
     else:
