@@ -143,6 +143,35 @@ def test_concurrency_prefers_the_source_then_the_batch_columns() -> None:
     assert ss.concurrency(r) == 64
 
 
+def test_clients_beyond_the_batch_columns_are_other_replicas_of_a_dense_model() -> None:
+    r = pick(**AGG)
+    r.update(silicon_data_source="x; silicon_concurrency=416; y", batch_size="13",
+             attention_dp_size="1", tp_size="2")
+    cfg = ss.resolve(load_catalog(), r)
+    assert cfg.clients == 13  # 32 replicas of 13 clients; one is simulated
+    assert cfg.dep.agg is not None and cfg.dep.agg.par.adp == 1
+    assert "32 replicas" in cfg.dep.notes[-1]
+
+
+def test_clients_of_tp_times_the_batch_on_a_moe_model_are_attention_dp() -> None:
+    r = pick(**MOE)
+    r.update(silicon_data_source="x; silicon_concurrency=224; y", batch_size="56",
+             tp_size="4", attention_dp_size="1", moe_tp_size="1", moe_ep_size="4")
+    cfg = ss.resolve(load_catalog(), r)
+    assert cfg.dep.agg is not None
+    par = cfg.dep.agg.par
+    assert (par.tp, par.adp, par.moe_tp, par.moe_ep) == (1, 4, 1, 4) and cfg.clients == 224
+    assert "read as attention-DP 4" in cfg.dep.notes[-1]
+
+
+def test_clients_equal_to_the_batch_columns_change_nothing() -> None:
+    r = pick(**AGG)
+    r.update(silicon_data_source="x; silicon_concurrency=16; y", batch_size="16",
+             attention_dp_size="1")
+    cfg = ss.resolve(load_catalog(), r)
+    assert cfg.clients == 16 and cfg.dep.notes == ()
+
+
 # ---------------------------------------------------------------------------- the table
 
 

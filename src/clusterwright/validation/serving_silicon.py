@@ -201,6 +201,28 @@ def concurrency(r: dict[str, str]) -> int | None:
         _int(r, "decode_num_workers", 1) or 1)
 
 
+def _workers(r: dict[str, str], arch: ModelArch, par: ServingParallel,
+             clients: int) -> tuple[ServingParallel, int, str]:
+    """An aggregated row whose ``silicon_concurrency`` is k times its batch columns (batch x
+    attention-DP) ran k times the workers the columns record. For a MoE model with k equal to
+    its TP and no attention-DP recorded, that is attention data parallelism over the TP ranks
+    (TRT-LLM ``enable_attention_dp``: one batch per rank); otherwise it is k replicas behind
+    one load generator, and one replica sees the batch columns' clients. Returns the layout,
+    the clients of the one deployment simulated, and a note (empty if no rule applied)."""
+    b = _int(r, "batch_size", None, low=1)
+    per_worker = None if b is None else b * par.adp
+    if per_worker is None or clients <= per_worker or clients % per_worker:
+        return par, clients, ""
+    k = clients // per_worker
+    if arch.is_moe and par.adp == 1 and k == par.tp and par.tp > 1:
+        adp = ServingParallel(tp=1, pp=par.pp, adp=par.tp, moe_tp=par.moe_tp,
+                              moe_ep=par.moe_ep)
+        return adp, clients, (f"silicon_concurrency {clients} = batch x tp: read as "
+                              f"attention-DP {par.tp}")
+    return par, per_worker, (f"silicon_concurrency {clients} = {k} x the batch columns: "
+                             f"{k} replicas, one simulated with {per_worker} clients")
+
+
 def resolve(cat: Catalog, r: dict[str, str],
             lookup: tuple[dict[str, ModelArch], dict[str, Gpu]] | None = None) -> RowConfig:
     """The row's deployment. InputError for malformed values; NotCoveredError for what the
@@ -250,8 +272,9 @@ def resolve(cat: Catalog, r: dict[str, str],
     kv_fmt = kv_format_for(engine, dense)
     if mode == "agg":
         par, note = _parallel(r, "", arch)
-        dep = Deployment(arch, gpu, engine, dense, moe, kv_fmt, agg=Role(par, 1),
-                         notes=(note,) if note else ())
+        par, c, more = _workers(r, arch, par, c)
+        notes = tuple(n for n in (note, more) if n)
+        dep = Deployment(arch, gpu, engine, dense, moe, kv_fmt, agg=Role(par, 1), notes=notes)
         return RowConfig(dep, c, isl, osl)
     pre, n1 = _parallel(r, "prefill_", arch)
     dec, n2 = _parallel(r, "decode_", arch)
