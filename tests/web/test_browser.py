@@ -382,6 +382,51 @@ def test_a_page_on_a_rebound_name_gets_nothing(browser: Any, server: Server) -> 
         assert "rebound" not in home.read().decode()
 
 
+
+def test_editor_completes_field_names_with_their_descriptions(
+        page: tuple[Any, Watch], server: Server) -> None:
+    """Typing the start of a key offers the keys valid at that place (from the models), each
+    with its description; Tab inserts the chosen one; the hint describes the field under the
+    cursor, with its path."""
+    pg, w = page
+    pg.goto(server.base + "/scenarios/new?example=" + EXAMPLE)
+    area = pg.locator("textarea#scenario-yaml")
+    area.click()
+    area.press("Control+End")
+    pg.wait_for_function("window.ClusterwrightComplete && window.ClusterwrightComplete.ready()")
+    area.press("Enter")
+    area.type("cluster:")
+    area.press("Enter")
+    area.type("  sp")
+    box = pg.locator("#completion")
+    box.wait_for(state="visible")
+    options = box.locator("li")
+    assert options.count() == 1
+    assert options.first.get_attribute("data-name") == "spares"
+    assert "Spare servers" in options.first.inner_text()
+    area.press("Tab")
+    assert area.input_value().endswith("cluster:\n  spares: ")
+    assert box.is_hidden()
+    area.type("2")
+    hint = pg.locator("#field-hint")
+    assert hint.inner_text().startswith("cluster.spares: integer; default 0")
+    # The same section again: only the keys not written yet (spares is).
+    area.press("Enter")
+    area.type("  ")
+    area.press("Control+Space")
+    assert [o.get_attribute("data-name") for o in box.locator("li").all()] == [
+        "gpus", "headroom"]
+    area.press("Escape")
+    assert box.is_hidden()
+    # Inside a workload, the keys of its kind, read from its `kind:` line.
+    names = pg.evaluate("""() => {
+        const t = 'workloads:\\n  - kind: "training"\\n    la';
+        return window.ClusterwrightComplete.keysAt(t, t.length).map(c => c.name);
+    }""")
+    assert names == ["layout"]
+    w.check("completion")
+
+
 # One past SQLite's largest INTEGER (2**63 - 1): a well-formed id no row can have.
 HUGE_ID = 2**63
 

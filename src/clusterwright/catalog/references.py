@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from clusterwright.catalog.registry import Catalog
-from clusterwright.catalog.schema import ModelArch
+from clusterwright.catalog.schema import ModelArch, Server
 from clusterwright.errors import ScenarioError, UnknownIdError
 from clusterwright.spec.scenario import InferenceWorkload, Scenario
 from clusterwright.spec.yamlio import LoadedYaml, describe_validation_error, format_loc
@@ -65,6 +65,7 @@ def resolve(
         except UnknownIdError as exc:
             raise ScenarioError(f"{_where(doc, ('constraints', 'servers', j))}: {exc}") from None
     _gpus_match_servers(scenario, cat, doc)
+    _cluster_fits_servers(scenario, cat, doc)
     return models
 
 
@@ -103,3 +104,44 @@ def _gpus_match_servers(scenario: Scenario, cat: Catalog, doc: LoadedYaml | None
                 f"constraints.servers ({', '.join(map(repr, c.servers))}) carries {g!r}; "
                 "add a server for it or drop the GPU"
             )
+
+
+def _cluster_fits_servers(scenario: Scenario, cat: Catalog, doc: LoadedYaml | None) -> None:
+    """A fixed ``cluster.gpus`` is whole servers of every server the scenario names (or, for a
+    named GPU, of at least one server that carries it), with GPUs left beside the spares."""
+    size = scenario.cluster.gpus
+    if size is None:
+        return
+    c = scenario.constraints
+    named: list[tuple[tuple[str | int, ...], list[Server]]] = []
+    if c.servers:
+        named = [(("constraints", "servers", j), [cat.server(s)]) for j, s in enumerate(c.servers)]
+    elif isinstance(c.gpus, list):
+        named = [(("constraints", "gpus", j), [s for s in cat.all("servers") if s.gpu == g])
+                 for j, g in enumerate(c.gpus)]
+    at = _where(doc, ("cluster", "gpus"))
+    for loc, servers in named:
+        fits = [s for s in servers if size % s.gpus == 0]
+        if servers and not fits:
+            sizes = ", ".join(f"{s.id!r} holds {s.gpus}" for s in servers)
+            g = servers[0].gpus
+            lo, hi = size // g * g, (size // g + 1) * g
+            hint = f"{lo:,} or {hi:,}" if lo else f"{hi:,}"
+            raise ScenarioError(
+                f"{at}: {size:,} GPUs is not a whole number of servers for "
+                f"{format_loc(loc)}{_line(doc, loc)} ({sizes} GPUs per server); try {hint}")
+        spares = scenario.cluster.spares
+        # A contradiction only if even the smallest fitting server leaves no GPU for work.
+        s = min(fits, key=lambda s: s.gpus) if fits else None
+        if s is not None and spares * s.gpus >= size:
+            raise ScenarioError(
+                f"{_where(doc, ('cluster', 'spares'))}: {spares:,} spare {s.id} servers "
+                f"({spares * s.gpus:,} GPUs) fill {format_loc(('cluster', 'gpus'))}"
+                f"{_line(doc, ('cluster', 'gpus'))} = {size:,} GPUs ({size // s.gpus:,} "
+                f"servers, {format_loc(loc)}{_line(doc, loc)}) and leave none for work; lower "
+                "the spares or raise the size")
+
+
+def _line(doc: LoadedYaml | None, loc: tuple[str | int, ...]) -> str:
+    line = doc.line_of(loc) if doc is not None else None
+    return f" (line {line})" if line else ""

@@ -10,6 +10,7 @@ its writer in (``export.blueprint.write_blueprint``), and this module never impo
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,8 @@ from clusterwright.plan.context import Progress
 from clusterwright.plan.scenario import plan_scenario
 from clusterwright.spec.scenario import Scenario
 from clusterwright.spec.yamlio import LoadedYaml, parse_loc
+
+SECTIONS = frozenset(Scenario.model_fields)  # top-level keys of a scenario file
 
 
 class Writer(Protocol):
@@ -46,14 +49,40 @@ class PlanOutput:
     metrics: dict[str, Any]
 
 
+# A field path of the scenario named inside a message: a top-level section's field
+# (``cluster.gpus``, ``constraints.servers[0]``) or a workload's (``workloads[2].model``),
+# not one already followed by its line.
+_FIELD = re.compile(r"\b(?:workloads\[\d+\]|" + "|".join(sorted(SECTIONS)) + ")"
+                    r"(?:\.[a-z_]+|\[\d+\])+(?![\w\[]|\.[a-z_])(?! \(line)")
+
+
 def at_line(exc: InputError, doc: LoadedYaml | None) -> InputError:
-    """A scenario field error with the file and YAML line of the field it names."""
-    if doc is None or not exc.field or not exc.field.startswith("workloads["):
+    """A scenario field error with the file and YAML line of the field it names, and the
+    line of every other scenario field its message names (a contradiction names two)."""
+    if doc is None or not exc.field:
         return exc
-    line = doc.line_of(parse_loc(exc.field))
+    loc = parse_loc(exc.field)
+    if not loc or loc[0] not in SECTIONS:
+        return exc  # not a scenario field (a stack's or catalog's): nothing to point at
+    line = _line(doc, loc)
     msg = str(exc).removeprefix(f"{exc.field}: ")
+
+    def with_line(m: re.Match[str]) -> str:
+        n = _line(doc, parse_loc(m.group(0)))
+        return m.group(0) + (f" (line {n})" if n else "")
+
+    msg = _FIELD.sub(with_line, msg)
     where = f"{doc.path}: {exc.field}" + (f" (line {line})" if line else "")
     return InputError(f"{where}: {msg}", field=exc.field)
+
+
+def _line(doc: LoadedYaml, loc: tuple[str | int, ...]) -> int | None:
+    # The deepest prefix of ``loc`` the file has; never the document's own first line.
+    while loc:
+        if loc in doc.lines:
+            return doc.lines[loc]
+        loc = loc[:-1]
+    return None
 
 
 def plan_to_dir(scenario: Scenario, cat: Catalog, out: Path, progress: Progress | None = None,

@@ -21,7 +21,6 @@ Stages (each timed in ``timings_s``):
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -38,6 +37,13 @@ from clusterwright.design.blueprint import (
     violation,
 )
 from clusterwright.plan.candidates import candidate_gpus, server_among
+from clusterwright.plan.cluster import (
+    add_headroom,
+    check_memory_floor,
+    cluster_keys,
+    size_cluster,
+    spares_plan,
+)
 from clusterwright.plan.context import PlanRun, Progress, no_progress
 from clusterwright.plan.decisions import decisions_for
 from clusterwright.plan.design import DesignedCluster, design_candidate
@@ -79,6 +85,8 @@ def _size_candidate(run: PlanRun, gpu: Gpu, tick: Callable[[], None]) -> Candida
         elif isinstance(w, InferenceWorkload):
             with run.timed("serving"):
                 row, v = size_inference(run, w, gpu)
+                if row is not None:
+                    add_headroom(run, row)
         else:
             continue
         tick()
@@ -103,8 +111,7 @@ def _size_candidate(run: PlanRun, gpu: Gpu, tick: Callable[[], None]) -> Candida
     cand.detail["server"] = server
     if not rows or gpus == 0 or len(rows) < len(sc.workloads):
         return cand  # some workload could not be sized: no cluster to price
-    cand.nodes = math.ceil(gpus / server.gpus)
-    cand.gpus = cand.nodes * server.gpus
+    size_cluster(run, cand, server, gpus)
     return cand
 
 
@@ -118,6 +125,7 @@ def plan_scenario(scenario: Scenario, cat: Catalog, *, progress: Progress | None
     models = resolve(scenario, cat)
     run = PlanRun(scenario, cat, models, quick, progress or no_progress)
     gpus = candidate_gpus(scenario, cat)
+    check_memory_floor(run, gpus)
     total = len(gpus) * len(scenario.workloads)
     done = 0
 
@@ -166,6 +174,8 @@ def plan_scenario(scenario: Scenario, cat: Catalog, *, progress: Progress | None
                 f"{d.power.racks.limit_kw:g} kW")
     facts = design_facts(scenario, chosen, d, rel_out)
     risks = [r.as_dict() for r in assess_risks(facts)]
+    risks += [r.as_dict() for r in spares_plan(
+        run, chosen, d.tco.capex.servers_usd if d is not None and d.tco is not None else None)]
     rec = recommendation_view(scenario, chosen, choice.feasible, choice.binding,
                               choice.alternatives)
     return Blueprint(
@@ -182,7 +192,7 @@ def plan_scenario(scenario: Scenario, cat: Catalog, *, progress: Progress | None
         workloads=chosen.detail.get("workloads", []),
         cluster=({"gpu": chosen.gpu, "server": chosen.server, "nodes": chosen.nodes,
                   "gpus": chosen.gpus,
-                  "nvlink_domain_gpus": d.fab.server.nvlink_domain_gpus}
+                  "nvlink_domain_gpus": d.fab.server.nvlink_domain_gpus} | cluster_keys(chosen)
                  if d is not None else None),
         fabric=fabric_view(d) if d is not None else None,
         racks=racks_view(d, cat) if d is not None else [],

@@ -24,6 +24,7 @@ from pydantic import (
 )
 
 from clusterwright.errors import ScenarioError
+from clusterwright.spec.cluster import Cluster, check_cluster
 from clusterwright.spec.numbers import (
     INTEGER,
     FiniteFloat,
@@ -75,17 +76,25 @@ SloSeconds = Annotated[PositiveFloat, Field(le=MAX_SLO_S)]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # A string under a field is its description (the scenario reference and the web editor
+    # read it from the JSON schema).
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
 class LengthDist(_Strict):
     """A token-length distribution. ``mean`` is in tokens; ``stddev`` for normal/lognormal."""
 
     distribution: Literal["fixed", "uniform", "normal", "lognormal"] = "fixed"
+    """Shape of the token-length distribution: fixed (every request at mean), uniform (min..max),
+    normal or lognormal (mean and stddev, clipped to min..max)."""
     mean: Annotated[PositiveFloat, Field(le=MAX_SEQ_LEN)]
+    """Mean length, tokens."""
     stddev: Annotated[NonNegativeFloat, Field(le=MAX_SEQ_LEN)] = 0.0
+    """Standard deviation, tokens; needed by normal and lognormal."""
     min: SeqTokens = 1
+    """Shortest length, tokens."""
     max: SeqTokens | None = None
+    """Longest length, tokens; needed by uniform. Unset: no upper clip."""
 
     @model_validator(mode="after")
     def _bounds(self) -> LengthDist:
@@ -117,8 +126,12 @@ class Diurnal(_Strict):
     """
 
     hourly: list[Fraction] | None = None
+    """24 multipliers of the peak rate, one per local hour from 0:00, each in 0..1. Unset: the
+    cosine of peak_hour and trough_fraction."""
     peak_hour: Annotated[FiniteFloat, Field(ge=0, lt=24)] = 14.0
+    """Local hour of the peak (0..24) of the cosine curve."""
     trough_fraction: Fraction = 0.3
+    """Load at the trough, 12 hours from the peak, as a fraction of the peak (0..1)."""
 
     @model_validator(mode="after")
     def _hours(self) -> Diurnal:
@@ -131,15 +144,21 @@ class Slo(_Strict):
     """p99 latency targets, seconds; the serving planner sizes replicas to meet all given."""
 
     ttft_p99_s: SloSeconds  # time to first token
+    """p99 time to first token, seconds."""
     tpot_p99_s: SloSeconds  # time per output token after the first
+    """p99 time per output token after the first, seconds."""
     e2e_p99_s: SloSeconds | None = None  # arrival to last token of a request
+    """p99 time from arrival to the last token of a request, seconds. Unset: not a target."""
 
 
 class Window(_Strict):
     """Hours of the day [start_hour, end_hour) local time; may wrap past midnight."""
 
     start_hour: Annotated[int, INTEGER, Field(ge=0, le=23)]
+    """First local hour of the window (0..23)."""
     end_hour: Annotated[int, INTEGER, Field(ge=0, le=24)]
+    """Local hour the window ends, exclusive (0..24); below start_hour the window wraps past
+    midnight."""
 
 
 ModelRef = Id | dict[str, Any]  # catalog id, or an inline ModelArch mapping
@@ -150,14 +169,24 @@ class TrainingLayout(_Strict):
     out are searched, as ``train estimate`` does. dp follows from the GPU count."""
 
     tp: Gpus = 1
+    """Tensor-parallel degree (GPUs splitting each layer's matrices)."""
     pp: Gpus = 1
+    """Pipeline-parallel degree (stages of consecutive layers)."""
     cp: Gpus = 1
+    """Context-parallel degree (GPUs splitting each sequence)."""
     ep: Gpus = 1
+    """Expert-parallel degree (GPUs splitting an MoE layer's experts); divides tp x dp x cp."""
     interleave: Annotated[int, INTEGER, Field(gt=0, le=1024)] | None = None  # virtual stages
+    """Virtual pipeline stages per rank (interleaved 1F1B); needs pp > 1. Unset: searched."""
     zero: Annotated[Literal[0, 1, 2, 3], INTEGER] | None = None
+    """ZeRO stage 0-3 (optimizer state, gradients, weights sharded over data parallel). Unset:
+    searched."""
     micro_batch: Batch | None = None
+    """Sequences per micro-batch. Unset: searched."""
     recompute: Recompute | None = None
+    """Activation recomputation: none, selective (attention) or full. Unset: searched."""
     sequence_parallel: StrictBool | None = None
+    """Megatron sequence parallelism (layer norms, dropout); needs tp > 1. Unset: searched."""
 
     @model_validator(mode="after")
     def _consistent(self) -> TrainingLayout:
@@ -173,27 +202,50 @@ class TrainingOptions(_Strict):
     stack cannot do is an error naming it."""
 
     schedule: Literal["1f1b", "zb", "dualpipe"] | None = None
+    """Pipeline schedule: 1f1b, zb (zero bubble) or dualpipe. Unset: the stack's default."""
     cp_comm: Literal["p2p", "allgather", "a2a"] | None = None
+    """How context parallelism exchanges keys and values: p2p (ring), allgather or a2a (all-to-all).
+    Unset: the stack's default."""
     ep_overlap: Literal["none", "1f1b", "dualpipe"] | None = None
+    """How MoE all-to-all overlaps compute: none, 1f1b or dualpipe. Unset: the stack's default."""
     ep_dispatcher: Literal["alltoall", "deepep"] | None = None
+    """MoE token dispatcher: alltoall or deepep. Unset: the stack's default."""
     fp8_recipe: Literal["delayed", "current", "blockwise", "mx"] | None = None
+    """FP8 scaling recipe: delayed, current, blockwise or mx. Unset: the stack's default."""
     tp_overlap: StrictBool | None = None
+    """Overlap tensor-parallel communication with GEMMs. Unset: the stack's default."""
 
 
 class TrainingWorkload(_Strict):
     kind: Literal["training"]
+    """training: pre-training (or continued training) of a model."""
     name: Id
+    """The workload's name, unique in the scenario."""
     model: ModelRef
+    """Catalog model id (`clusterwright catalog list models`), or an inline architecture mapping."""
     tokens: Annotated[PositiveFloat, Field(le=MAX_TOKENS)]  # training tokens
+    """Training tokens of the whole run."""
     seq_len: SeqTokens = 4096
+    """Sequence length, tokens."""
     global_batch: Batch | None = None  # sequences per step
+    """Sequences per optimizer step. Unset: from global_batch_tokens, else the planner's default for
+    seq_len."""
     global_batch_tokens: Annotated[int, INTEGER, Field(gt=0, le=MAX_BATCH_TOKENS)] | None = None
+    """Tokens per optimizer step (divided by seq_len into sequences); not with global_batch."""
     precision: TrainPrecision = "bf16"
+    """Training precision of the GEMMs (fp8 and fp4 keep 16-bit weights)."""
     deadline_days: Annotated[PositiveFloat, Field(le=MAX_DEADLINE_DAYS)] | None = None
+    """Days the run must finish in (production time: failures and evaluation included). With no
+    gpus, the planner finds the fewest GPUs meeting it."""
     gpus: Gpus | None = None
+    """GPUs of the job. Unset: the fewest meeting deadline_days."""
     stack: Id | None = None  # software stack (catalog id); default: the GPU's first
+    """Software stack, a catalog id (framework, versions, efficiencies). Unset: the GPU's first
+    stack."""
     layout: TrainingLayout | None = None  # fixed layout; default: the planner's best
+    """A parallel layout fixed by the user; fields left out are searched. Needs gpus."""
     options: TrainingOptions | None = None
+    """How the framework runs the step. Unset: the stack's defaults."""
 
     @model_validator(mode="after")
     def _sizing(self) -> TrainingWorkload:
@@ -209,15 +261,25 @@ class TrainingWorkload(_Strict):
 
 class InferenceWorkload(_Strict):
     kind: Literal["inference"]
+    """inference: a model served online under latency SLOs."""
     name: Id
+    """The workload's name, unique in the scenario."""
     model: ModelRef
+    """Catalog model id (`clusterwright catalog list models`), or an inline architecture mapping."""
     qps: Annotated[PositiveFloat, Field(le=MAX_QPS)]  # peak requests per second
+    """Peak arrival rate, requests per second."""
     input_len: Annotated[LengthDist, Field()]
+    """Prompt length, tokens: a number (fixed) or a distribution."""
     output_len: Annotated[LengthDist, Field()]
+    """Generated length, tokens: a number (fixed) or a distribution."""
     slo: Slo
+    """p99 latency targets the replicas must meet at the peak."""
     precision: Precision = "bf16"
+    """Weight precision."""
     kv_precision: Precision | None = None  # None means the weight precision (16-bit for ints)
+    """KV-cache precision. Unset: the weight precision (16-bit for integer weights)."""
     diurnal: Diurnal | None = None
+    """Load over a day, as multipliers of qps. Unset: the peak at every hour."""
 
     @model_validator(mode="before")
     @classmethod
@@ -232,16 +294,27 @@ class InferenceWorkload(_Strict):
 
 class FinetuneWorkload(_Strict):
     kind: Literal["finetune"]
+    """finetune: full or LoRA fine-tuning, in a window on the inference GPUs or on its own."""
     name: Id
+    """The workload's name, unique in the scenario."""
     model: ModelRef
+    """Catalog model id (`clusterwright catalog list models`), or an inline architecture mapping."""
     tokens: Annotated[PositiveFloat, Field(le=MAX_TOKENS)]  # dataset tokens per epoch
+    """Dataset tokens per epoch."""
     epochs: Annotated[PositiveFloat, Field(le=MAX_EPOCHS)] = 1.0
+    """Passes over the dataset."""
     method: Literal["full", "lora"] = "lora"
+    """full (every weight trained) or lora (low-rank adapters)."""
     lora_rank: Annotated[int, INTEGER, Field(gt=0, le=MAX_LORA_RANK)] = 16
+    """Rank of the LoRA adapters."""
     seq_len: SeqTokens = 4096
+    """Sequence length, tokens."""
     precision: TrainPrecision = "bf16"
+    """Training precision of the GEMMs."""
     gpus: Gpus | None = None
+    """GPUs of the job. Unset: the inference GPUs the window frees."""
     window: Window | None = None  # e.g. nights on a shared inference pool
+    """Local hours it may run, e.g. nights on a shared inference pool. Unset: any hour."""
 
 
 Workload = Annotated[
@@ -252,14 +325,26 @@ Workload = Annotated[
 class Constraints(_Strict):
     # allowed GPU catalog ids; with servers, each GPU must be one a listed server carries
     gpus: Literal["choose"] | Annotated[list[Id], Field(max_length=MAX_IDS)] = "choose"
+    """Allowed GPU catalog ids, or choose: every GPU a catalog server carries (and, when serving, a
+    serving calibration covers)."""
     servers: Annotated[list[Id], Field(max_length=MAX_IDS)] | None = None
+    """Allowed server catalog ids; each listed GPU must be carried by a listed server. Unset: the
+    first catalog server of each GPU."""
     power_per_rack_kw: Annotated[PositiveFloat, Field(le=MAX_RACK_KW)] = 40.0
+    """Power a rack may draw, kW (nameplate)."""
     cooling: Literal["air", "liquid"] = "air"
+    """Cooling of the racks: air or liquid."""
     budget_usd: Annotated[PositiveFloat, Field(le=MAX_BUDGET_USD)] | None = None
+    """Most the design may cost, USD: capex on-prem, the whole horizon in the cloud. Unset: no
+    limit."""
     deployment: Literal["cloud", "on-prem", "compare"] = "compare"
+    """cloud (rent), on-prem (buy) or compare (buy, and price the cloud beside it)."""
     electricity_usd_per_kwh: Annotated[PositiveFloat, Field(le=MAX_USD_PER_KWH)] = 0.10
+    """Electricity price, USD per kWh."""
     pue: Annotated[FiniteFloat, Field(ge=1.0, le=3.0)] = 1.3
+    """Power usage effectiveness of the facility (facility power / IT power, 1..3)."""
     years: Annotated[PositiveFloat, Field(le=MAX_YEARS)] = 4.0  # depreciation horizon
+    """Horizon over which the cluster is depreciated and costs are compared, years."""
 
     @model_validator(mode="after")
     def _gpus(self) -> Constraints:
@@ -272,10 +357,18 @@ class Scenario(_Strict):
     """One scenario: what runs on the cluster and what limits the design."""
 
     name: Id
+    """The scenario's name (a short slug)."""
     description: Annotated[StrictStr, Field(max_length=10_000)] = ""
+    """Free text: what the scenario is about."""
     seed: Annotated[int, INTEGER, Field(ge=0, le=MAX_SEED)] = 0
+    """Seed of every simulation of the plan (same seed, same blueprint)."""
     workloads: list[Workload] = Field(min_length=1, max_length=MAX_WORKLOADS)
+    """What runs on the cluster: training, inference and fine-tuning workloads."""
     constraints: Constraints = Field(default_factory=Constraints)
+    """What limits the design: GPUs, servers, racks, budget, deployment and prices of energy."""
+    cluster: Cluster = Field(default_factory=Cluster)
+    """The cluster as built beyond what the workloads need: a fixed size, spare servers, serving
+    headroom."""
 
     @model_validator(mode="after")
     def _unique_names(self) -> Scenario:
@@ -321,11 +414,13 @@ def parse_scenario(doc: LoadedYaml) -> Scenario:
     _too_many_workloads(doc)
     _repeated_name(doc)
     try:
-        return Scenario.model_validate(doc.data)
+        sc = Scenario.model_validate(doc.data)
     except ValidationError as exc:
         raise ScenarioError(
             f"{doc.path}: invalid scenario:\n" + describe_validation_error(exc, doc)
         ) from None
+    check_cluster(sc, doc)
+    return sc
 
 
 def load_scenario(path: str | Path) -> tuple[Scenario, LoadedYaml]:
