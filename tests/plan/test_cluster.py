@@ -74,7 +74,7 @@ def test_fixed_size_reports_what_is_left_over(catalog: Catalog) -> None:
     assert (c["nodes"], c["gpus"], c["work_gpus"], c["spare_nodes"]) == (12, 96, 64, 1)
     assert (c["idle_nodes"], c["idle_gpus"]) == (3, 24)
     assert any("24 of 96 GPUs" in n for n in bp.notes), bp.notes
-    dec = next(d for d in bp.decisions if d["area"] == "cluster_size")
+    dec = next(d for d in bp.decisions if d["area"] == "cluster_size" and d["subject"] is None)
     assert "cluster.gpus" in dec["why"] and "24 GPUs" in dec["why"]
 
 
