@@ -26,8 +26,10 @@ from clusterwright.design.train import (
     smallest_for_deadline,
 )
 from clusterwright.errors import InputError
+from clusterwright.model.layouts import Layouts
 from clusterwright.model.precision import Precision
-from clusterwright.model.training import Job, Layouts, estimate, micro_batches
+from clusterwright.model.train_job import Job
+from clusterwright.model.training import estimate, micro_batches
 
 GB = 1e9
 

@@ -16,6 +16,11 @@ from clusterwright.cli.serve_engine_cmd import estimate_engine_cli, plan_engine_
 from clusterwright.errors import ClusterwrightError
 from clusterwright.model.precision import Precision
 
+# Library field paths whose flag is not ``--`` + the field with dashes.
+FIELD_FLAGS = {"qps_or_concurrency": "--qps/--concurrency",
+               "request_len": "--input-len/--output-len", "ttft_p99_s": "--ttft-p99",
+               "tpot_p99_s": "--tpot-p99"}
+
 app = typer.Typer(
     help="Inference serving: latency and throughput of a deployment, and the cheapest one "
     "that meets latency SLOs.",
@@ -124,7 +129,7 @@ def estimate_cmd(
     throughput and KV-cache use (request-level, vLLM-like scheduler). With --engine: a
     catalog engine's deployment, its closed-loop steady state and whether splitting it into
     prefill and decode workers pays."""
-    from clusterwright.plan.serving import estimate
+    from clusterwright.plan.serving_replica import estimate
 
     lim.within(("--tp", tp, lim.PARALLEL), ("--pp", pp, lim.PARALLEL), ("--ep", ep, lim.PARALLEL),
                ("--adp", adp, lim.PARALLEL), ("--moe-tp", moe_tp, lim.PARALLEL),
@@ -171,7 +176,7 @@ def estimate_cmd(
         cat = state(ctx).catalog()
     arch = _arch(cat, model)
     _check_ids(cat, gpu, server)
-    with user_errors():
+    with user_errors(FIELD_FLAGS, name_flags=True):
         est = estimate(
             cat, arch, gpu, tp=tp, pp=pp, precision=precision, kv_precision=kv_precision,
             server=server, qps=qps, concurrency=concurrency, input_len=input_len,
@@ -276,7 +281,7 @@ def plan_cmd(
         cat = state(ctx).catalog()
     arch = _arch(cat, model)
     _check_ids(cat, None if gpu == "choose" else gpu, None)
-    with user_errors():
+    with user_errors(FIELD_FLAGS, name_flags=True):
         res = plan(
             cat, arch, qps, input_len, output_len, ttft_p99, tpot_p99, gpu=gpu,
             precision=precision, kv_precision=kv_precision, num_requests=num_requests,

@@ -90,13 +90,13 @@ def estimate_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str
                         replicas: int, ttft_slo: float | None, tpot_slo: float | None,
                         simulate_requests: bool, as_json: bool,
                         speculative: str | None = None) -> None:
-    from clusterwright.plan.serving import workload
     from clusterwright.plan.serving_engine import (
         deployment,
         engine_of,
         estimate_engine,
         layout,
     )
+    from clusterwright.plan.serving_replica import workload
 
     if (prefill is None) != (decode is None):
         fail("--prefill/--decode: a disaggregated deployment needs both roles")

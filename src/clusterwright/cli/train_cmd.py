@@ -36,10 +36,10 @@ from clusterwright.design.train import (
 )
 from clusterwright.design.train_goodput import production_time
 from clusterwright.errors import ClusterwrightError, InputError, UnknownIdError
-from clusterwright.model.memory import parse_recompute
 from clusterwright.model.precision import Precision, training_dtype
-from clusterwright.model.train_compute import FULL
-from clusterwright.model.training import BREAKDOWN_FIELDS, Job
+from clusterwright.model.recompute import FULL, parse_recompute
+from clusterwright.model.train_job import Job
+from clusterwright.model.training import BREAKDOWN_FIELDS
 
 app = typer.Typer(
     help="Training: step time of a layout, and the best layout.", no_args_is_help=True

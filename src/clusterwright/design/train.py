@@ -19,21 +19,19 @@ from clusterwright.catalog.registry import Catalog
 from clusterwright.catalog.schema import Gpu, ModelArch, Server, Stack
 from clusterwright.errors import InputError
 from clusterwright.model.collectives import Interconnect, interconnect
-from clusterwright.model.memory import RECOMPUTE_MODULE_BITS, recompute_name
+from clusterwright.model.layouts import Layouts
 from clusterwright.model.precision import Precision, training_dtype
-from clusterwright.model.train_compute import FP8_CAST_BYTES, FULL
-from clusterwright.model.training import (
-    BREAKDOWN_FIELDS,
+from clusterwright.model.recompute import FULL, RECOMPUTE_MODULE_BITS, recompute_name
+from clusterwright.model.train_compute import FP8_CAST_BYTES
+from clusterwright.model.train_job import (
     CP_COMMS,
     EP_DISPATCHERS,
     EP_OVERLAPS,
     SCHEDULES,
     Job,
-    Layouts,
     Options,
-    StepEstimate,
-    estimate,
 )
+from clusterwright.model.training import BREAKDOWN_FIELDS, StepEstimate, estimate
 
 RECOMPUTE = ("none", "selective", "full")
 

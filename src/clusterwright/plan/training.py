@@ -28,7 +28,8 @@ from clusterwright.design.train import (
 from clusterwright.design.train_goodput import production_time
 from clusterwright.errors import InputError
 from clusterwright.model.precision import training_dtype
-from clusterwright.model.training import BREAKDOWN_FIELDS, Job, estimate
+from clusterwright.model.train_job import Job
+from clusterwright.model.training import BREAKDOWN_FIELDS, estimate
 from clusterwright.plan.context import PlanRun
 from clusterwright.spec.scenario import (
     FinetuneWorkload,
