@@ -38,7 +38,7 @@ from _bench import best_of, machine_lines, si, table, write
 
 from clusterwright.catalog.registry import Catalog, load_catalog
 from clusterwright.catalog.schema import Activation, Dtype, ModelArch
-from clusterwright.design.train import enumerate_layouts, job_for
+from clusterwright.design.train import job_for
 from clusterwright.model.flops import (
     forward_flops_per_token,
     megatron_iteration_flops,
@@ -48,6 +48,7 @@ from clusterwright.model.layouts import Layouts
 from clusterwright.model.params import param_counts
 from clusterwright.model.train_job import Job
 from clusterwright.model.training import estimate
+from clusterwright.plan.layouts import enumerate_layouts
 from clusterwright.validation.rows import data_dir
 from clusterwright.validation.training_table import (
     _gpt,  # the GPT shape the validation table builds from a row: same model for both tools

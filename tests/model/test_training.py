@@ -391,7 +391,7 @@ def test_no_family_moves_more_traffic_than_the_step_has_time_for(catalog: Catalo
     """Hidden or not, a family's transfers all cross one link (NVLink or the NIC), so the
     step is never shorter than any family's total; where hidden families together exceed a
     link, the step waits for it (link_wait_s)."""
-    from clusterwright.design.train import enumerate_layouts
+    from clusterwright.plan.layouts import enumerate_layouts
 
     cases = [("llama-3-70b", 1024, 4096, 256, {}),
              ("mixtral-8x22b", 256, 4096, 512, {"ep_overlap": "1f1b"})]

@@ -22,17 +22,11 @@ from clusterwright.cli.common import (
 )
 from clusterwright.design.train import (
     LayoutResult,
-    SizedPlan,
-    WallTime,
     confidence,
     default_global_batch,
     estimate_layout,
     job_for,
     mfu_record,
-    pareto_front,
-    plan,
-    sized,
-    smallest_for_deadline,
 )
 from clusterwright.design.train_goodput import production_time
 from clusterwright.errors import ClusterwrightError, InputError, UnknownIdError
@@ -40,6 +34,14 @@ from clusterwright.model.precision import Precision, training_dtype
 from clusterwright.model.recompute import FULL, parse_recompute
 from clusterwright.model.train_job import Job
 from clusterwright.model.training import BREAKDOWN_FIELDS
+from clusterwright.plan.layouts import (
+    SizedPlan,
+    WallTime,
+    pareto_front,
+    plan,
+    sized,
+    smallest_for_deadline,
+)
 
 app = typer.Typer(
     help="Training: step time of a layout, and the best layout.", no_args_is_help=True

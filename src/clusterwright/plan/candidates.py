@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from clusterwright.catalog.registry import Catalog
 from clusterwright.catalog.schema import Gpu, Server
-from clusterwright.design.train import (
-    server_for,
-)
+from clusterwright.design.train import server_for
 from clusterwright.errors import InputError
 from clusterwright.plan import serving_replica
 from clusterwright.spec.scenario import (

@@ -15,15 +15,9 @@ from clusterwright.design.blueprint import (
 from clusterwright.design.train import (
     confidence,
     default_global_batch,
-    enumerate_layouts,
     estimate_layout,
-    gpu_counts,
     job_for,
     mfu_record,
-    pareto_front,
-    plan,
-    sized,
-    smallest_for_deadline,
 )
 from clusterwright.design.train_goodput import production_time
 from clusterwright.errors import InputError
@@ -31,6 +25,14 @@ from clusterwright.model.precision import training_dtype
 from clusterwright.model.train_job import Job
 from clusterwright.model.training import BREAKDOWN_FIELDS, estimate
 from clusterwright.plan.context import PlanRun
+from clusterwright.plan.layouts import (
+    enumerate_layouts,
+    gpu_counts,
+    pareto_front,
+    plan,
+    sized,
+    smallest_for_deadline,
+)
 from clusterwright.spec.scenario import (
     FinetuneWorkload,
     TrainingWorkload,

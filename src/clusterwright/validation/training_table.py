@@ -6,7 +6,7 @@ from typing import NamedTuple
 
 from clusterwright.catalog.registry import Catalog
 from clusterwright.catalog.schema import Dtype, ModelArch
-from clusterwright.design.train import estimate_layout, job_for, plan, regime_of
+from clusterwright.design.train import estimate_layout, job_for, regime_of
 from clusterwright.errors import ClusterwrightError, InputError
 from clusterwright.model.flops import megatron_iteration_flops
 from clusterwright.model.layouts import stage_layers
@@ -15,6 +15,7 @@ from clusterwright.model.precision import training_dtype
 from clusterwright.model.recompute import parse_recompute
 from clusterwright.model.train_job import Job
 from clusterwright.model.xp import ScalarOps
+from clusterwright.plan.layouts import plan
 from clusterwright.spec.parallel import ParallelConfig
 from clusterwright.validation.rows import Row, TableResult, read_csv
 
