@@ -91,7 +91,7 @@ def _render(d: dict[str, Any], out: Path, files: int) -> None:
     if r.get("breakeven_months") is not None:
         t.add_row("breakeven vs cloud", f"{r['breakeven_months']:.0f} months")
     if r.get("cost_per_gpu_hour_usd") is not None:
-        t.add_row("per GPU-hour", f"${r['cost_per_gpu_hour_usd']:.2f}")
+        t.add_row("per GPU-hour", usd(r['cost_per_gpu_hour_usd']))
     if t.row_count:
         console.print(t)
         console.print(f"[dim]cost basis: {r['cost_basis']}[/]", highlight=False)

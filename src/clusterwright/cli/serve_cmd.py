@@ -12,14 +12,14 @@ from clusterwright.catalog.registry import Catalog, resolve_model
 from clusterwright.catalog.schema import ModelArch
 from clusterwright.cli import limits as lim
 from clusterwright.cli.common import console, emit_json, fail, state, user_errors
-from clusterwright.cli.serve_engine_cmd import estimate_engine_cli, plan_engine_cli
+from clusterwright.cli.serve_engine_cmd import (
+    FIELD_FLAGS,
+    estimate_engine_cli,
+    plan_engine_cli,
+)
 from clusterwright.errors import ClusterwrightError
 from clusterwright.model.precision import Precision
-
-# Library field paths whose flag is not ``--`` + the field with dashes.
-FIELD_FLAGS = {"qps_or_concurrency": "--qps/--concurrency",
-               "request_len": "--input-len/--output-len", "ttft_p99_s": "--ttft-p99",
-               "tpot_p99_s": "--tpot-p99"}
+from clusterwright.report.fmt import usd
 
 app = typer.Typer(
     help="Inference serving: latency and throughput of a deployment, and the cheapest one "
@@ -313,8 +313,8 @@ def _render_plan(d: dict[str, Any]) -> None:
         )
     else:
         cost = (
-            f", ${b['usd_per_hour']:,.2f}/h at ${b['usd_per_gpu_hour']:.2f}/GPU-h "
-            f"({b['price_offer']}), ${b['cost_per_million_tokens_usd']:.2f} per million "
+            f", {usd(b['usd_per_hour'])}/h at {usd(b['usd_per_gpu_hour'])}/GPU-h "
+            f"({b['price_offer']}), {usd(b['cost_per_million_tokens_usd'])} per million "
             "output tokens"
             if b["usd_per_hour"] is not None
             else " (no cloud price in the catalog)"

@@ -19,6 +19,7 @@ from clusterwright.cli.common import (
 )
 from clusterwright.errors import ClusterwrightError
 from clusterwright.model.precision import Precision
+from clusterwright.report.fmt import usd
 
 app = typer.Typer(
     help="Training: step time of a layout, and the best layout.", no_args_is_help=True
@@ -317,7 +318,7 @@ def _render_plan(d: dict[str, Any]) -> None:
     _render_estimate(b)
     if d.get("time_to_train_days") is not None:
         cost = (
-            f", ${d['cost_usd']:,.0f} at ${d['usd_per_gpu_hour']:.2f}/GPU-h ({d['price_offer']})"
+            f", {usd(d['cost_usd'])} at {usd(d['usd_per_gpu_hour'])}/GPU-h ({d['price_offer']})"
             if d.get("cost_usd")
             else ""
         )
@@ -394,6 +395,6 @@ def _render_plan(d: dict[str, Any]) -> None:
                 f"{r['step_time_s']:.3f}" if r["step_time_s"] else "-",
                 f"{r['time_to_train_days']:.1f}" if r.get("time_to_train_days") else "-",
                 f"{r['gpu_hours']:,.0f}" if r.get("gpu_hours") else "-",
-                f"{r['cost_usd']:,.0f}" if r.get("cost_usd") else "-",
+                usd(r.get("cost_usd")),
             )
         console.print(g)
