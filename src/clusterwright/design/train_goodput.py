@@ -20,6 +20,7 @@ Times in seconds unless a name says days or hours.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -105,3 +106,14 @@ def production_time(cat: Catalog, arch: ModelArch, gpu_id: str, server: Server |
         checkpoint_write_s=ck.write_s, checkpoint_interval_s=interval, restart_s=ck.restart_s,
         days=wall / DAY, gpu_hours=wall * gpus / 3600.0,
     )
+
+
+def production_wall(cat: Catalog, arch: ModelArch, gpu_id: str,
+                    server: Server | None) -> Callable[[int, float], float]:
+    """Wall seconds of ``compute_s`` failure-free seconds on ``n`` GPUs in production
+    (``production_time``): the ``WallTime`` the layout search sizes clusters with."""
+
+    def wall(n: int, compute_s: float) -> float:
+        return production_time(cat, arch, gpu_id, server, n, compute_s).days * 86400.0
+
+    return wall

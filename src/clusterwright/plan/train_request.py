@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from clusterwright.catalog.registry import Catalog
-from clusterwright.catalog.schema import Gpu, ModelArch, Server
+from clusterwright.catalog.schema import Gpu, ModelArch
 from clusterwright.design.train import (
     LayoutResult,
     confidence,
@@ -29,7 +29,7 @@ from clusterwright.design.train import (
     mfu_record,
     server_for,
 )
-from clusterwright.design.train_goodput import production_time
+from clusterwright.design.train_goodput import production_time, production_wall
 from clusterwright.errors import InfeasibleError, InputError, UnknownIdError
 from clusterwright.model.precision import Precision, training_dtype
 from clusterwright.model.recompute import FULL, NONE, SELECTIVE, parse_recompute
@@ -37,7 +37,6 @@ from clusterwright.model.train_job import Job
 from clusterwright.model.training import BREAKDOWN_FIELDS
 from clusterwright.plan.layouts import (
     SizedPlan,
-    WallTime,
     pareto_front,
     plan,
     sized,
@@ -415,15 +414,6 @@ class TrainPlan:
         return out
 
 
-def _wall(cat: Catalog, arch: ModelArch, g: Gpu, srv: Server | None) -> WallTime:
-    """Production wall time on ``n`` GPUs: evaluation and failures added (train_goodput)."""
-
-    def wall(n: int, compute_s: float) -> float:
-        return production_time(cat, arch, g.id, srv, n, compute_s).days * 86400.0
-
-    return wall
-
-
 def _plan_one(cat: Catalog, req: TrainPlanRequest, g: Gpu, global_batch: int) -> dict[str, Any]:
     """The plan on one GPU type, as contract keys (plus ``_recheck``: what to re-simulate)."""
     arch = req.model
@@ -432,7 +422,7 @@ def _plan_one(cat: Catalog, req: TrainPlanRequest, g: Gpu, global_batch: int) ->
     out: dict[str, Any] = {"gpu": g.id, "stack": job.stack.id}
     price = gpu_hour_price(cat, g.id)
     srv = cat.server(req.server) if req.server else server_for(cat, g)
-    wall = _wall(cat, arch, g, srv)
+    wall = production_wall(cat, arch, g.id, srv)
     gpus, tokens = req.gpus, req.tokens
     target: SizedPlan | None = None
     if req.deadline_days is not None and tokens is not None and gpus is None:
