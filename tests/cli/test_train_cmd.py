@@ -627,7 +627,8 @@ ESTIMATE_BAD = [
         ["--pp", "32 layers"],
         id="pp-over-layers",
     ),
-    pytest.param([*L7, "--interleave", "2"], ["--interleave", "needs pp > 1"], id="interleave-no-pp"),
+    pytest.param([*L7, "--interleave", "2"], ["--interleave", "needs pp > 1"],
+                 id="interleave-no-pp"),
     pytest.param(
         [*L7, "--pp", "2", "--interleave", "32"], ["--interleave", "32 layers"], id="interleave-big"
     ),
@@ -636,7 +637,8 @@ ESTIMATE_BAD = [
         ["--interleave", "divisible by pp 4"],
         id="interleave-micro-batches-not-divisible-by-pp",
     ),
-    pytest.param([*L7, "--sequence-parallel"], ["--sequence-parallel", "needs tp > 1"], id="sp-without-tp"),
+    pytest.param([*L7, "--sequence-parallel"], ["--sequence-parallel", "needs tp > 1"],
+                 id="sp-without-tp"),
     pytest.param(
         [*L7, "--cp", "8", "--seq-len", "4100"], ["--cp", "seq_len 4100"], id="cp-vs-seq-len"
     ),
@@ -732,7 +734,8 @@ PLAN_BAD = [
         id="unknown-gpu",
     ),
     pytest.param(P7, ["--gpus", "deadline_days"], id="no-gpus-no-deadline"),
-    pytest.param([*P7, "--deadline-days", "10"], ["--deadline-days", "needs tokens"], id="no-tokens"),
+    pytest.param([*P7, "--deadline-days", "10"], ["--deadline-days", "needs tokens"],
+                 id="no-tokens"),
     pytest.param([*P7, "--gpus", "8", "--tokens", "-5"], ["--tokens", "-5"], id="tokens-negative"),
     pytest.param([*P7, "--gpus", "8", "--tokens", "0"], ["--tokens"], id="tokens-0"),
     pytest.param(
