@@ -38,21 +38,26 @@ from _bench import best_of, machine_lines, si, table, write
 
 from clusterwright.catalog.registry import Catalog, load_catalog
 from clusterwright.catalog.schema import Activation, Dtype, ModelArch
-from clusterwright.design.train import enumerate_layouts, job_for
+from clusterwright.design.train import job_for
 from clusterwright.model.flops import (
     forward_flops_per_token,
     megatron_iteration_flops,
     training_flops_per_token,
 )
+from clusterwright.model.layouts import Layouts
 from clusterwright.model.params import param_counts
-from clusterwright.model.training import Job, Layouts, estimate
+from clusterwright.model.train_job import Job
+from clusterwright.model.training import estimate
+from clusterwright.plan.layouts import enumerate_layouts
 from clusterwright.validation.rows import data_dir
 from clusterwright.validation.training_table import (
-    RECOMPUTE_CODE,
     _gpt,  # the GPT shape the validation table builds from a row: same model for both tools
     training_table,
 )
 
+# Our recompute names as the values of llm-analysis's own ActivationRecomputation enum (its
+# encoding, not ours: model/recompute holds ours).
+PEER_RECOMPUTE = {"none": 0, "selective": 1, "full": 2}
 PEER = "llm-analysis"
 PEER_VERSION = "0.2.2"
 
@@ -184,7 +189,7 @@ def why_not(r: dict[str, str], arch: ModelArch) -> str | None:
         return "not modelled: no multi-head latent attention (MLA)"
     if arch.is_moe:
         return "not modelled: mixture of experts (no expert parallelism or routing)"
-    if r["recompute"] and r["recompute"] not in RECOMPUTE_CODE:
+    if r["recompute"] and r["recompute"] not in PEER_RECOMPUTE:
         return f"not modelled: module recompute {r['recompute']!r}"
     if r["gpu"] not in PEER_GPUS:
         return f"not modelled: no GPUConfig for {r['gpu']}"
@@ -266,7 +271,7 @@ def peer_predict(
         notes.append(f"interleave {r['interleave']} ignored (no bubble model)")
     summary = None
     for name in rc_names:
-        rc = la.ActivationRecomputation(RECOMPUTE_CODE[name])
+        rc = la.ActivationRecomputation(PEER_RECOMPUTE[name])
         kw = dict(train_kw, activation_recomputation=rc)
         try:
             s = la.LLMAnalysis(**init).training(**kw)

@@ -50,7 +50,8 @@ import numpy as np
 from _bench import machine_lines, si, table, write
 
 from clusterwright.catalog.registry import load_catalog
-from clusterwright.plan.serving import Replica, replica, saturation_qps
+from clusterwright.plan.serving import saturation_qps
+from clusterwright.plan.serving_replica import Replica, replica
 from clusterwright.sim.serving import ClusterConfig, Lengths, ServingResult, Workload, simulate
 
 HERE = Path(__file__).resolve().parent

@@ -134,7 +134,8 @@ def main() -> None:
 def catalog_model_lines() -> list[str]:
     """(d): the calibrated step model costs more per event than the linear one."""
     from clusterwright.catalog.registry import load_catalog
-    from clusterwright.plan.serving import replica, saturation_qps
+    from clusterwright.plan.serving import saturation_qps
+    from clusterwright.plan.serving_replica import replica
 
     rep = replica(load_catalog(), "llama-3.1-8b", "h100-sxm", 1, 1, "fp8", "fp8")
     q = round(0.9 * saturation_qps(rep, 1024, 256), 1)

@@ -30,8 +30,11 @@ import numpy as np
 from _bench import best_of, machine_lines, si, table, timings, write
 
 from clusterwright.catalog.registry import load_catalog
-from clusterwright.design.train import enumerate_layouts, job_for, plan
-from clusterwright.model.training import Job, Layouts, estimate
+from clusterwright.design.train import job_for
+from clusterwright.model.layouts import Layouts
+from clusterwright.model.train_job import Job
+from clusterwright.model.training import estimate
+from clusterwright.plan.layouts import enumerate_layouts, plan
 
 # model, gpu, gpus, seq_len, global_batch
 CASES = [

@@ -17,6 +17,22 @@ class InputError(ClusterwrightError):
         self.field = field
 
 
+class InfeasibleError(InputError):
+    """Well-formed input that no design meets, with the fact that ruled it out as ``reason``
+    (``memory``, ``nvlink_domain``, ``heads_not_divisible``, ``request_too_long``,
+    ``no_serving_calibration``, ``precision``), set where the fact is known, so a planner
+    that tries many candidates counts rejections without reading messages."""
+
+    def __init__(self, message: str, reason: str, field: str | None = None) -> None:
+        super().__init__(message, field)
+        self.reason = reason
+
+
+def rejection_reason(exc: Exception) -> str:
+    """The ``reason`` of an ``InfeasibleError``, ``other`` for any other error."""
+    return exc.reason if isinstance(exc, InfeasibleError) else "other"
+
+
 class ScenarioError(InputError):
     """A scenario file failed to parse or validate."""
 

@@ -72,7 +72,7 @@ def test_list_filtered_by_scenario_and_unknown_scenario(db: Path) -> None:
 def test_list_table_and_empty(db: Path, tmp_path: Path) -> None:
     r = cw("list", db=db)
     assert r.exit_code == 0, r.output
-    assert "alpha r1" in r.stdout and "$1,234,567" in r.stdout and "failed" in r.stdout
+    assert "alpha r1" in r.stdout and "$1.2M" in r.stdout and "failed" in r.stdout
     empty = cw("list", "--db", str(tmp_path / "new" / "e.db"), db=db)
     assert empty.exit_code == 0 and "no runs" in empty.stdout
 

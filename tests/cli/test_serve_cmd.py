@@ -94,7 +94,7 @@ def test_plan_with_an_impossible_slo_is_an_explicit_infeasible_result(cw: Any) -
         (("--qps", "-1"), "--qps"),
         ((), "--qps/--concurrency"),
         (("--qps", "1", "--concurrency", "2"), "--qps/--concurrency"),
-        (("--qps", "1", "--model", "llama-3.1-70b"), "--tp 1"),
+        (("--qps", "1", "--model", "llama-3.1-70b"), "--tp: llama-3.1-70b (bf16) does not fit"),
         (("--qps", "1", "--gpu", "h999"), "--gpu"),
         (("--qps", "1", "--gpu", "b200"), "--gpu"),
         (("--qps", "1", "--model", "no-such-model"), "--model"),
@@ -148,7 +148,7 @@ def test_estimate_reports_expert_parallelism(cw: Any) -> None:
     ("args", "message"),
     [
         (("--model", "llama-3.1-8b", "--ep", "2"), "--ep: llama-3.1-8b is a dense model"),
-        (("--ep", "4"), "--ep: 4 does not divide --tp 2"),
+        (("--ep", "4"), "--ep: 4 does not divide tp 2"),
         (("--tp", "6", "--ep", "6"), "--tp"),  # 32 heads: TP 6 is refused first
         (("--ep", "0"), "--ep"),
         (("--ep", "2", "--ep-comm", "ring"), "--ep-comm"),

@@ -627,18 +627,20 @@ ESTIMATE_BAD = [
         ["--pp", "32 layers"],
         id="pp-over-layers",
     ),
-    pytest.param([*L7, "--interleave", "2"], ["--interleave", "--pp"], id="interleave-no-pp"),
+    pytest.param([*L7, "--interleave", "2"], ["--interleave", "needs pp > 1"],
+                 id="interleave-no-pp"),
     pytest.param(
         [*L7, "--pp", "2", "--interleave", "32"], ["--interleave", "32 layers"], id="interleave-big"
     ),
     pytest.param(
         [*L7, "--pp", "4", "--interleave", "2", "--global-batch", "12"],
-        ["--interleave", "--pp 4"],
+        ["--interleave", "divisible by pp 4"],
         id="interleave-micro-batches-not-divisible-by-pp",
     ),
-    pytest.param([*L7, "--sequence-parallel"], ["--sequence-parallel", "--tp"], id="sp-without-tp"),
+    pytest.param([*L7, "--sequence-parallel"], ["--sequence-parallel", "needs tp > 1"],
+                 id="sp-without-tp"),
     pytest.param(
-        [*L7, "--cp", "8", "--seq-len", "4100"], ["--cp", "--seq-len 4100"], id="cp-vs-seq-len"
+        [*L7, "--cp", "8", "--seq-len", "4100"], ["--cp", "seq_len 4100"], id="cp-vs-seq-len"
     ),
     pytest.param([*L7, "--ep", "2"], ["--ep", "dense"], id="ep-on-dense-model"),
     pytest.param(
@@ -672,12 +674,12 @@ ESTIMATE_BAD = [
             "--global-batch",
             "8",
         ],
-        ["--global-batch", "--pp 8", "micro-batches"],
+        ["--global-batch", "fewer than pp 8", "micro-batches"],
         id="too-few-micro-batches-for-pp",
     ),
     pytest.param(
         [*L7, "--pp", "4", "--global-batch", "8", "--micro-batch", "2"],
-        ["--global-batch", "--pp 4"],
+        ["--global-batch", "fewer than pp 4"],
         id="too-few-micro-batches-with-micro-batch",
     ),
     pytest.param([*L7, "--zero", "5"], ["--zero", "5"], id="zero-5"),
@@ -731,8 +733,9 @@ PLAN_BAD = [
         ["--gpu", "did you mean", "'h100-sxm'"],
         id="unknown-gpu",
     ),
-    pytest.param(P7, ["--gpus", "--deadline-days"], id="no-gpus-no-deadline"),
-    pytest.param([*P7, "--deadline-days", "10"], ["--deadline-days", "--tokens"], id="no-tokens"),
+    pytest.param(P7, ["--gpus", "deadline_days"], id="no-gpus-no-deadline"),
+    pytest.param([*P7, "--deadline-days", "10"], ["--deadline-days", "needs tokens"],
+                 id="no-tokens"),
     pytest.param([*P7, "--gpus", "8", "--tokens", "-5"], ["--tokens", "-5"], id="tokens-negative"),
     pytest.param([*P7, "--gpus", "8", "--tokens", "0"], ["--tokens"], id="tokens-0"),
     pytest.param(
@@ -846,8 +849,8 @@ OPTION_BAD = [
     pytest.param([*L7, "--precision", "fp8", "--fp8-recipe", "mx"],
                  ["--fp8-recipe", "not supported"], id="fp8-recipe-unsupported"),
     pytest.param([*Z3, "--prefetch", "-1"], ["--prefetch", "got -1"], id="prefetch-negative"),
-    pytest.param([*L7, "--prefetch", "2"], ["--prefetch", "--zero 3"], id="prefetch-without-z3"),
-    pytest.param([*L7, "--shard-group", "4"], ["--shard-group", "--zero 3"],
+    pytest.param([*L7, "--prefetch", "2"], ["--prefetch", "zero 3"], id="prefetch-without-z3"),
+    pytest.param([*L7, "--shard-group", "4"], ["--shard-group", "zero 3"],
                  id="shard-group-without-z3"),
     pytest.param([*Z3, "--shard-group", "3"], ["--shard-group", "dp*cp = 8"],
                  id="shard-group-not-dividing"),

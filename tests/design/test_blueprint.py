@@ -15,7 +15,6 @@ from clusterwright.design.blueprint import (
     assess_risks,
     budget_violation,
     choose,
-    money,
     violation,
 )
 from clusterwright.errors import InputError
@@ -77,11 +76,6 @@ def test_choose_ranks_unsized_candidates_last_and_refuses_none() -> None:
     assert choose([unsized, sized]).chosen.gpu == "h100"
     with pytest.raises(InputError, match=r"constraints\.gpus"):
         choose([])
-
-
-def test_money_formats_by_magnitude() -> None:
-    assert (money(1.234e9), money(4.1e7), money(2500.0), money(12.0)) == (
-        "$1.23B", "$41.0M", "$2k", "$12")
 
 
 def facts(**kw: object) -> DesignFacts:

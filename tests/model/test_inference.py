@@ -9,10 +9,10 @@ import pytest
 from clusterwright.catalog.registry import Catalog
 from clusterwright.catalog.schema import ServingEfficiency
 from clusterwright.design.train import net_for
-from clusterwright.errors import InputError
+from clusterwright.errors import InfeasibleError, InputError
 from clusterwright.model.inference import StepModel, compute_dtype
 from clusterwright.model.precision import Precision
-from clusterwright.plan.serving import serving_stack
+from clusterwright.plan.serving_replica import serving_stack
 
 SERVING = ServingEfficiency(
     engine="test", decode_bandwidth_efficiency=0.8, step_overhead_s=0.002, calibration="test",
@@ -80,8 +80,9 @@ def test_calibrated_stacks_carry_a_serving_block(catalog: Catalog) -> None:
 
 
 def test_tp_beyond_the_nvlink_domain_is_refused(catalog: Catalog) -> None:
-    with pytest.raises(InputError, match="--tp"):
+    with pytest.raises(InfeasibleError, match="tp: 16 exceeds the NVLink domain") as err:
         _model(catalog, tp=16)
+    assert (err.value.field, err.value.reason) == ("tp", "nvlink_domain")
 
 
 def _with(catalog: Catalog, model: str = "llama-3.1-70b", tp: int = 2,
@@ -152,18 +153,20 @@ def _ep(catalog: Catalog, model: str = "mixtral-8x7b", tp: int = 8, ep: int = 8,
 
 
 @pytest.mark.parametrize(("model", "tp", "ep", "comm", "match"), [
-    ("llama-2-7b", 2, 2, "allreduce", "--ep: llama-2-7b is a dense model"),
-    ("mixtral-8x7b", 4, 8, "allreduce", "--ep: 8 does not divide --tp 4"),
-    ("mixtral-8x7b", 6, 6, "allreduce", "--ep: 6 does not divide the 8 experts"),
-    ("mixtral-8x7b", 8, 4, "alltoall", "--ep-comm: alltoall needs --ep equal to --tp"),
-    ("mixtral-8x7b", 8, 1, "alltoall", "--ep-comm"),
-    ("mixtral-8x7b", 8, 8, "ring", "--ep-comm"),
-    ("mixtral-8x7b", 8, 0, "allreduce", "--ep: must be a positive"),
+    ("llama-2-7b", 2, 2, "allreduce", "ep: llama-2-7b is a dense model"),
+    ("mixtral-8x7b", 4, 8, "allreduce", "ep: 8 does not divide tp 4"),
+    ("mixtral-8x7b", 6, 6, "allreduce", "ep: 6 does not divide the 8 experts"),
+    ("mixtral-8x7b", 8, 4, "alltoall", "ep_comm: alltoall needs ep equal to tp"),
+    ("mixtral-8x7b", 8, 1, "alltoall", "ep_comm"),
+    ("mixtral-8x7b", 8, 8, "ring", "ep_comm"),
+    ("mixtral-8x7b", 8, 0, "allreduce", "ep: must be a positive"),
 ])
 def test_bad_expert_parallelism_is_refused_naming_ep(catalog: Catalog, model: str, tp: int,
                                                      ep: int, comm: str, match: str) -> None:
-    with pytest.raises(InputError, match=match):
+    with pytest.raises(InputError, match=match) as err:
         _ep(catalog, model, tp, ep, comm)
+    # A field path, never a CLI flag: each face words it (the CLI as --ep / --ep-comm).
+    assert err.value.field == match.split(":")[0]
 
 
 def test_ep_1_is_the_tensor_parallel_step(catalog: Catalog) -> None:

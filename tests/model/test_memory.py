@@ -5,7 +5,6 @@ import pytest
 from clusterwright.catalog.registry import Catalog
 from clusterwright.model.memory import (
     activation_bytes_per_layer,
-    in_flight_micro_batches,
     inference_memory,
     kv_cache_bytes,
     kv_cache_bytes_per_token,
@@ -83,13 +82,30 @@ def test_context_parallel_divides_sequence() -> None:
     assert one / four == pytest.approx(4.0, rel=0.01)
 
 
-def test_interleaved_pipeline_in_flight_factor() -> None:
-    # Korthikanti 2022 section 4.2.3: first stage holds L (1 + (p-1)/(p v)) layers' worth
-    par = ParallelConfig(pp=8, virtual_stages=3, global_batch=64)
-    assert in_flight_micro_batches(par) == pytest.approx(8 * (1 + 7 / 24))
-    assert in_flight_micro_batches(ParallelConfig(pp=8, global_batch=64)) == 8
-    # fewer micro-batches than stages: only those are in flight
-    assert in_flight_micro_batches(ParallelConfig(pp=8, global_batch=4)) == 4
+def test_llama70b_uneven_interleaved_split_holds_two_full_chunks_on_the_first_rank(
+    catalog: Catalog,
+) -> None:
+    # Llama-3.1-70B, tp8 pp3 dp4, 2 virtual stages, ZeRO-1, SP, s=8192, b=1, 16 micro-batches,
+    # bf16 + Adam, FlashAttention, no dropout. 80 layers in 6 chunks of ceil(80/6) = 14 (the
+    # last chunk holds 10): rank 0 keeps chunks 0 and 3, 28 layers (not ceil(80/3) = 27).
+    arch = catalog.model("llama-3.1-70b")
+    par = ParallelConfig(tp=8, pp=3, dp=4, virtual_stages=2, micro_batch=1, global_batch=64,
+                         sequence_parallel=True, zero_stage=1)
+    m = training_memory(arch, par, 8192, reserve_bytes=2e9)
+    h, f, s = 8192, 28672, 8192
+    attn = h * (h + 2 * 8 * 128) + h * h  # QKV (GQA, 8 KV heads of 128) and output projection
+    layer = attn + 3 * h * f + 2 * h + h / 80  # SwiGLU MLP, two norms, the final norm's share
+    params = (28 * layer + 128256 * h) / 8  # rank 0: 28 layers + the embedding, over tp
+    assert m.weights == pytest.approx(2 * params, rel=1e-9)
+    assert m.gradients == pytest.approx(2 * params, rel=1e-9)
+    assert m.optimizer == pytest.approx(12 * params / 4, rel=1e-9)  # ZeRO-1 over dp=4
+    # Per layer and micro-batch, bytes / s: norms' outputs and residuals 8h split by SP,
+    # QKV 2(h + 2*1024), attention output 2h, softmax statistics 4*64, SwiGLU 6f; over tp.
+    per_layer = s * (8 * h / 8 + (2 * (h + 2048) + 2 * h + 4 * 64 + 6 * f) / 8)
+    assert m.in_flight_micro_batches == pytest.approx(3 * (1 + 2 / 6))  # 4.0
+    assert m.activations == pytest.approx(per_layer * 28 * 4.0, rel=1e-9)
+    assert m.stage == "first"
+    assert m.total / 1e9 == pytest.approx(55.39, abs=0.01)
 
 
 def test_first_stage_of_pipeline_holds_most_activations() -> None:

@@ -11,16 +11,11 @@ import pytest
 from clusterwright.catalog.registry import Catalog
 from clusterwright.design.train import job_for
 from clusterwright.model.flops import training_flops_per_token
+from clusterwright.model.layouts import Layouts, stage_layers
 from clusterwright.model.memory import training_memory
-from clusterwright.model.training import (
-    Job,
-    Layouts,
-    StepEstimate,
-    estimate,
-    memory,
-    micro_batches,
-    stage_layers,
-)
+from clusterwright.model.recompute import parse_recompute
+from clusterwright.model.train_job import Job
+from clusterwright.model.training import StepEstimate, estimate, memory, micro_batches
 from clusterwright.spec.parallel import ParallelConfig
 from tests.conftest import gpt
 
@@ -38,7 +33,6 @@ PARTS = (
     "other_s",
 )
 FIELDS = ("tp", "pp", "dp", "cp", "ep", "micro_batch", "interleave", "zero", "recompute", "sp")
-RC = {"none": 0, "selective": 1, "full": 2}
 Row = tuple[int, ...]
 
 
@@ -330,7 +324,7 @@ def test_memory_agrees_with_training_memory_without_pipelining(
         cp=pc.cp,
         zero=pc.zero_stage,
         micro_batch=pc.micro_batch,
-        recompute=RC[pc.recompute],
+        recompute=parse_recompute(pc.recompute),
         sp=pc.sequence_parallel,
     )
     ours = memory(job, lay)
@@ -397,7 +391,7 @@ def test_no_family_moves_more_traffic_than_the_step_has_time_for(catalog: Catalo
     """Hidden or not, a family's transfers all cross one link (NVLink or the NIC), so the
     step is never shorter than any family's total; where hidden families together exceed a
     link, the step waits for it (link_wait_s)."""
-    from clusterwright.design.train import enumerate_layouts
+    from clusterwright.plan.layouts import enumerate_layouts
 
     cases = [("llama-3-70b", 1024, 4096, 256, {}),
              ("mixtral-8x22b", 256, 4096, 512, {"ep_overlap": "1f1b"})]

@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 
 from clusterwright.catalog.registry import Catalog
-from clusterwright.design.train import gpu_counts, job_for, plan
+from clusterwright.design.train import job_for
 from clusterwright.plan.decisions import layout_text
+from clusterwright.plan.layouts import gpu_counts, plan
 from clusterwright.plan.scenario import plan_scenario
 from clusterwright.spec.scenario import loads_scenario
 

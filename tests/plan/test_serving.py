@@ -11,9 +11,11 @@ import pytest
 
 from clusterwright.catalog.registry import Catalog
 from clusterwright.catalog.schema import ServingEfficiency
-from clusterwright.errors import InputError
+from clusterwright.errors import InfeasibleError, InputError
 from clusterwright.plan import serving as serve
-from clusterwright.plan.serving import LoadPoint, estimate, memory_plan, plan, replica, workload
+from clusterwright.plan.serving import LoadPoint, plan
+from clusterwright.plan.serving_memory import memory_plan
+from clusterwright.plan.serving_replica import estimate, replica, workload
 
 SERVING = ServingEfficiency(
     engine="test", decode_bandwidth_efficiency=0.8, step_overhead_s=0.004, calibration="test"
@@ -63,8 +65,10 @@ def test_tensor_parallel_splits_weights_and_kv_heads(cat: Catalog) -> None:
 
 
 def test_a_model_too_big_for_its_tp_names_tp_and_the_fix(cat: Catalog) -> None:
-    with pytest.raises(InputError, match=r"--tp 1: .*141\.1 GB weights.*try --tp 4"):
+    with pytest.raises(InfeasibleError,
+                       match=r"tp: .* at tp 1 pp 1: .*141\.1 GB weights.*try tp 4") as err:
         memory_plan(cat.model("llama-3.1-70b"), cat.gpu("h100-sxm"), 1, 1, "bf16", "bf16", cat)
+    assert (err.value.field, err.value.reason) == ("tp", "memory")
 
 
 def test_replica_engine_takes_blocks_from_the_plan(cat: Catalog) -> None:
@@ -77,19 +81,19 @@ def test_replica_engine_takes_blocks_from_the_plan(cat: Catalog) -> None:
 
 def test_a_gpu_without_serving_calibration_is_refused(catalog: Catalog) -> None:
     bare = _with_serving(catalog, None)
-    with pytest.raises(InputError, match=r"--gpu: .*serving calibration"):
+    with pytest.raises(InputError, match=r"gpu: .*serving calibration"):
         replica(bare, "llama-3.1-8b", "h100-sxm")
-    with pytest.raises(InputError, match="--gpu choose: no catalog GPU"):
+    with pytest.raises(InputError, match="gpu: choose: no catalog GPU"):
         plan(bare, "llama-3.1-8b", 1.0, 8, 8, 1.0, 1.0)
 
 
 def test_workload_needs_exactly_one_of_qps_and_concurrency() -> None:
     for kw in ({}, {"qps": 1.0, "concurrency": 2}):
-        with pytest.raises(InputError, match="--qps/--concurrency"):
+        with pytest.raises(InputError, match="qps_or_concurrency"):
             workload(128, 128, **kw)  # type: ignore[arg-type]
-    with pytest.raises(InputError, match="--qps"):
+    with pytest.raises(InputError, match="qps"):
         workload(128, 128, qps=0.0)
-    with pytest.raises(InputError, match="--output-len"):
+    with pytest.raises(InputError, match="output_len"):
         workload(128, 0, qps=1.0)
 
 
@@ -139,7 +143,7 @@ def test_replicas_share_the_load(cat: Catalog) -> None:
 
 
 def test_a_request_longer_than_the_context_names_the_lengths(cat: Catalog) -> None:
-    with pytest.raises(InputError, match="--input-len/--output-len"):
+    with pytest.raises(InputError, match="request_len"):
         _est(cat, input_len=131072)
 
 
@@ -185,8 +189,10 @@ def test_plan_reports_an_impossible_slo_as_infeasible(cat: Catalog) -> None:
 
 
 def test_plan_rejects_layouts_that_do_not_fit(cat: Catalog) -> None:
-    with pytest.raises(InputError, match=r"--model: llama-3\.1-70b fits no TP"):
+    with pytest.raises(InfeasibleError, match=r"model: llama-3\.1-70b fits no TP") as err:
         plan(cat, "llama-3.1-70b", 1.0, 512, 128, 1.0, 0.05, gpu="h100-sxm", tps=(1, 2))
+    # Every layout was rejected for memory: the typed reason says so, no message parsing.
+    assert err.value.reason == "memory"
 
 
 def _pt(per_gpu: float, per_user: float) -> LoadPoint:
@@ -233,9 +239,9 @@ def test_expert_parallel_keeps_the_memory_per_gpu(cat: Catalog) -> None:
 
 
 def test_expert_parallel_on_a_dense_model_names_ep(cat: Catalog) -> None:
-    with pytest.raises(InputError, match=r"--ep: llama-3\.1-8b is a dense model"):
+    with pytest.raises(InputError, match=r"ep: llama-3\.1-8b is a dense model"):
         replica(cat, "llama-3.1-8b", "h100-sxm", tp=2, ep=2)
-    with pytest.raises(InputError, match="--ep: 4 does not divide --tp 2"):
+    with pytest.raises(InputError, match="ep: 4 does not divide tp 2"):
         estimate(cat, "mixtral-8x7b", "h100-sxm", tp=2, ep=4, qps=1.0, input_len=8,
                  output_len=8)
 

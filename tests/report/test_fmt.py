@@ -18,11 +18,19 @@ def test_fmt_three_significant_digits_with_separators(value: object, shown: str)
 
 
 @pytest.mark.parametrize(("value", "shown"), [
-    (40866810.0, "$40.87M"), (2.2069, "$2.21"), (630_000.0, "$630k"), (1.2e9, "$1.20B"),
-    (None, "—"), ("12", "—"),
+    (40866810.0, "$40.9M"), (4.1e7, "$41.0M"), (2.2069, "$2.21"), (630_000.0, "$630k"),
+    (1.2e9, "$1.20B"), (1.234e9, "$1.23B"), (2500.0, "$2,500"), (12.0, "$12.00"),
+    (-860_000.0, "$-860k"), (None, "—"), ("12", "—"),
 ])
 def test_usd_scales(value: object, shown: str) -> None:
     assert fmt.usd(value) == shown
+
+
+def test_percentages_plain_and_signed() -> None:
+    assert fmt.pct(0.128) == "12.8 %"
+    assert fmt.signed_pct(0.3667) == "+37 %"
+    assert fmt.signed_pct(-0.05) == "-5 %"
+    assert fmt.signed_pct(None) == "—"
 
 
 @pytest.mark.parametrize(("seconds", "shown"), [

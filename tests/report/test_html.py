@@ -105,9 +105,9 @@ def test_full_page_has_every_section_heading_and_footer() -> None:
 
 def test_full_page_shows_the_blueprints_numbers() -> None:
     page = _page("full")
-    # recommendation: total_cost_usd 79,184,079.6 -> $79.18M; capex 40,866,810 -> $40.87M;
+    # recommendation: total_cost_usd 79,184,079.6 -> $79.2M; capex 40,866,810 -> $40.9M;
     # 1,024 GPUs; breakeven 11.76 months -> "11.8 months" (3 significant digits).
-    for s in ("h100-sxm", "dgx-h100", "$79.18M", "$40.87M", "1,024", "11.8 months",
+    for s in ("h100-sxm", "dgx-h100", "$79.2M", "$40.9M", "1,024", "11.8 months",
               "$2.21"):
         assert s in page, s
     # alternatives and why they lost

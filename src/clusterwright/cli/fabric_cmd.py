@@ -14,6 +14,7 @@ from clusterwright.cli import limits as lim
 from clusterwright.cli.common import console, emit_json, fail, state, user_errors
 from clusterwright.design.bom import plan_fabric, summary
 from clusterwright.export.fabric import check_out_dir, write_fabric
+from clusterwright.report.fmt import usd
 from clusterwright.spec.fabric import FabricRequest
 
 app = typer.Typer(
@@ -150,7 +151,7 @@ def _render(d: dict[str, Any]) -> None:
         f"Racks: {racks['compute']} compute + {racks['network']} network in {racks['rows']} rows"
         f"; {d['transceivers']} transceivers, {d['cables']} cables"
     )
-    cost = f"${d['cost_usd']:,.0f}"
+    cost = usd(d['cost_usd'])
     if d["unpriced"]:
         cost += f" (unpriced: {', '.join(d['unpriced'])})"
     console.print(

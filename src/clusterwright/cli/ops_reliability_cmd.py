@@ -14,10 +14,17 @@ from clusterwright.catalog.registry import Catalog, resolve_model
 from clusterwright.catalog.schema import FailureMode, ModelArch, Server
 from clusterwright.cli import limits as lim
 from clusterwright.cli.common import console, fail, run_command, state, user_errors
+from clusterwright.design.train_goodput import checkpoint_cost
 from clusterwright.errors import ClusterwrightError
 from clusterwright.model import reliability as rel
-from clusterwright.model.params import total_params
 from clusterwright.model.precision import Precision
+from clusterwright.plan.reliability import (
+    Interruptions,
+    RunInputs,
+    forecast_run,
+    interruptions,
+    spare_coverage,
+)
 
 DEFAULT_SERVER = "dgx-h100"
 # Fields the Monte Carlo blames, and the flags users typed for them.
@@ -98,39 +105,19 @@ def _checkpoint_io(
     writers: int | None, storage_gbps: float | None,
 ) -> dict[str, float]:
     opt: Literal["adam", "sgd"] = "adam" if optimizer == "adam" else "sgd"
-    size = rel.checkpoint_bytes(total_params(arch), precision, opt)
+    with user_errors():
+        ck = checkpoint_cost(cat, arch, gpus, precision, opt, writers, storage_gbps)
     streams = writers or gpus
     write_cap = storage_gbps or gpus * cat.assumption("storage_aggregate_write_gbps_per_gpu")
-    read_cap = storage_gbps or gpus * cat.assumption("storage_aggregate_read_gbps_per_gpu")
-    with user_errors():
-        write_s = rel.transfer_s(size, streams, cat.assumption("storage_write_gbps_per_gpu"),
-                                 write_cap)
-        read_s = rel.transfer_s(size, streams, cat.assumption("storage_read_gbps_per_gpu"),
-                                read_cap)
     return {
-        "checkpoint_bytes": size,
+        "checkpoint_bytes": ck.bytes,
         "checkpoint_bytes_per_param": rel.checkpoint_bytes_per_param(precision, opt),
-        "checkpoint_shard_bytes": rel.shard_bytes(size, streams),
+        "checkpoint_shard_bytes": rel.shard_bytes(ck.bytes, streams),
         "checkpoint_writers": float(streams),
         "storage_write_gbps": min(streams * cat.assumption("storage_write_gbps_per_gpu"),
                                   write_cap),
-        "checkpoint_write_s": write_s,
-        "restore_s": read_s,
-    }
-
-
-def _spares(
-    mtbf_h: float, repair_frac: float, repair_h: float, spares: int
-) -> dict[str, float]:
-    lam = repair_frac / mtbf_h  # node failures needing repair, per hour
-    return {
-        "hot_spares": float(spares),
-        "repair_hours": repair_h,
-        "repair_fraction": repair_frac,
-        "node_failures_per_hour": lam,
-        "spare_coverage_probability": rel.spare_coverage_probability(lam, repair_h, spares),
-        "spare_shortfall_probability": rel.spare_shortfall_probability(lam, repair_h, spares),
-        "expected_spare_wait_s": repair_frac * rel.expected_spare_wait_s(lam, repair_h, spares),
+        "checkpoint_write_s": ck.write_s,
+        "restore_s": ck.read_s,
     }
 
 
@@ -241,12 +228,8 @@ def reliability(
     arch = _model(cat, model)
 
     def payload() -> dict[str, Any]:
-        hours = days * 24
-        exp = rel.expected_interruptions(fleet.modes, fleet.units, hours)
-        planned = rel.expected_interruptions(
-            [m for m in fleet.modes if m.planned], fleet.units, hours, include_planned=True
-        )
         u = fleet.units
+        inter = interruptions(fleet.modes, u, days * 24)
         out: dict[str, Any] = {
             "gpus": gpus,
             "gpu": fleet.gpu,
@@ -256,23 +239,21 @@ def reliability(
             "switches": u.switches,
             "links": u.links,
             "days": days,
-            "expected_interruptions": sum(exp.values()),
-            "planned_interruptions": sum(planned.values()),
-            "job_mtbf_hours": rel.job_mtbf_hours(fleet.modes, u),
-            "job_mtbf_hours_with_planned": rel.job_mtbf_hours(fleet.modes, u, True),
-            "by_cause": exp,
-            "by_category": rel.by_category(fleet.modes, exp),
-            "categories": {m.id: m.category for m in fleet.modes},
-            "repair_fraction": rel.repair_fraction(fleet.modes, u),
+            "expected_interruptions": inter.total,
+            "planned_interruptions": sum(inter.planned.values()),
+            "job_mtbf_hours": inter.job_mtbf_hours,
+            "job_mtbf_hours_with_planned": inter.job_mtbf_hours_with_planned,
+            "by_cause": inter.by_cause,
+            "by_category": inter.by_category,
+            "categories": inter.categories,
+            "repair_fraction": inter.repair_fraction,
             "rate_basis": fleet.rate_basis,
         }
         if monte_carlo:
-            out["monte_carlo"] = _monte_carlo(cat, fleet, out)
+            out["monte_carlo"] = _monte_carlo(inter)
         return out
 
-    def _monte_carlo(cat: Catalog, fleet: Fleet, out: dict[str, Any]) -> dict[str, Any]:
-        from clusterwright.sim.reliability import RunSpec, simulate_run
-
+    def _monte_carlo(inter: Interruptions) -> dict[str, Any]:
         io: dict[str, float] = {}
         if checkpoint_write_s is not None:
             delta = checkpoint_write_s
@@ -284,33 +265,23 @@ def reliability(
                  "(needed by --monte-carlo)")
         restart = (restart_s if restart_s is not None else
                    cat.assumption("reliability_restart_overhead_s") + io.get("restore_s", 0.0))
-        mtbf_s = out["job_mtbf_hours"] * rel.HOUR
-        if not math.isfinite(mtbf_s):
-            fail("--gpus: nothing in the catalog can fail at this scale; no Monte Carlo to run")
+        repair_h = (repair_hours if repair_hours is not None
+                    else cat.assumption("reliability_node_repair_hours"))
+        work = (train_days or days) * rel.DAY
         with user_errors(MC_FLAGS, name_flags=True):
-            tau = interval_s or rel.daly_interval_s(delta, mtbf_s)
-            repair_h = (repair_hours if repair_hours is not None
-                        else cat.assumption("reliability_node_repair_hours"))
-            work = (train_days or days) * rel.DAY
-            wait = 0.0
-            if hot_spares is not None:
-                sp = _spares(out["job_mtbf_hours"], out["repair_fraction"], repair_h, hot_spares)
-                wait = sp["expected_spare_wait_s"]
-            spec = RunSpec(work_s=work, interval_s=tau, checkpoint_s=delta, restart_s=restart,
-                           mtbf_s=mtbf_s, repair_fraction=out["repair_fraction"],
-                           repair_s=repair_h * rel.HOUR, spares=hot_spares)
-            res = simulate_run(spec, trials=trials, seed=seed)
-            analytic = rel.expected_wall_time_s(work, tau, delta, mtbf_s, restart, wait)
-        summary = res.summary()
+            fc = forecast_run(inter, RunInputs(
+                work_s=work, checkpoint_write_s=delta, restart_s=restart, repair_hours=repair_h,
+                interval_s=interval_s, hot_spares=hot_spares, trials=trials, seed=seed))
+        summary = dict(fc.summary)
         summary.update({
             "train_days": work / rel.DAY,
-            "interval_s": tau,
+            "interval_s": fc.interval_s,
             "checkpoint_write_s": delta,
             "restart_s": restart,
             "hot_spares": hot_spares,
             "repair_hours": repair_h,
-            "analytical_ettr": work / analytic,
-            "analytical_time_to_train_days": analytic / rel.DAY,
+            "analytical_ettr": fc.analytical_ettr,
+            "analytical_time_to_train_days": fc.analytical_wall_s / rel.DAY,
             **({"checkpoint_bytes": io["checkpoint_bytes"]} if io else {}),
         })
         return summary
@@ -440,8 +411,8 @@ def checkpoint(
         if hot_spares is not None and fleet is not None:
             repair_h = (repair_hours if repair_hours is not None
                         else cat.assumption("reliability_node_repair_hours"))
-            sp = _spares(mtbf_h, rel.repair_fraction(fleet.modes, fleet.units), repair_h,
-                         hot_spares)
+            sp = spare_coverage(mtbf_h, rel.repair_fraction(fleet.modes, fleet.units), repair_h,
+                                hot_spares)
             wait = sp["expected_spare_wait_s"]
             out.update(sp)
         with user_errors():

@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from clusterwright.cli.common import console, emit_json, err_console, state, user_errors
+from clusterwright.report.fmt import usd
 
 STAGES = {
     "sizing": "sizing workloads per GPU",
@@ -16,12 +17,6 @@ STAGES = {
     "reliability": "failures and checkpoints",
     "curves": "latency under load",
 }
-
-
-def _usd(v: Any) -> str:
-    from clusterwright.design.blueprint import money
-
-    return money(float(v)) if v is not None else "-"
 
 
 def plan(
@@ -92,11 +87,11 @@ def _render(d: dict[str, Any], out: Path, files: int) -> None:
                        ("capex", "capex_usd"), ("opex per year", "annual_opex_usd"),
                        ("cloud on demand per year", "cloud_annual_cost_usd")):
         if r.get(key) is not None:
-            t.add_row(label, _usd(r[key]))
+            t.add_row(label, usd(r[key]))
     if r.get("breakeven_months") is not None:
         t.add_row("breakeven vs cloud", f"{r['breakeven_months']:.0f} months")
     if r.get("cost_per_gpu_hour_usd") is not None:
-        t.add_row("per GPU-hour", f"${r['cost_per_gpu_hour_usd']:.2f}")
+        t.add_row("per GPU-hour", usd(r['cost_per_gpu_hour_usd']))
     if t.row_count:
         console.print(t)
         console.print(f"[dim]cost basis: {r['cost_basis']}[/]", highlight=False)
@@ -106,7 +101,7 @@ def _render(d: dict[str, Any], out: Path, files: int) -> None:
             a.add_column(col)
         for x in d["alternatives"]:
             a.add_row(x["gpu"], x["server"] or "-", f"{x['gpus']:,}" if x["gpus"] else "-",
-                      _usd(x["total_cost_usd"]), x["why_not"])
+                      usd(x["total_cost_usd"]), x["why_not"])
         console.print(a)
     if d.get("decisions"):
         console.print("[bold]why[/]")

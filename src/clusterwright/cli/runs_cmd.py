@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from clusterwright.cli.common import console, emit_json, err_console, state, user_errors
+from clusterwright.report.fmt import usd
 
 if TYPE_CHECKING:
     from clusterwright.store import RunRow, ScenarioRow, Store
@@ -90,7 +91,7 @@ def list_runs(
         progress = f"{r.stage or ''} {r.done}/{r.total}".strip() if r.status == "running" else ""
         cost = (r.metrics or {}).get("total_cost_usd")
         t.add_row(str(r.id), f"{r.scenario_name} r{r.scenario_revision}", r.status, progress,
-                  r.created_at[:19].replace("T", " "), f"${cost:,.0f}" if cost else "-")
+                  r.created_at[:19].replace("T", " "), usd(cost) if cost else "-")
     console.print(t)
 
 

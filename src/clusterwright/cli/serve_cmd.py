@@ -12,9 +12,14 @@ from clusterwright.catalog.registry import Catalog, resolve_model
 from clusterwright.catalog.schema import ModelArch
 from clusterwright.cli import limits as lim
 from clusterwright.cli.common import console, emit_json, fail, state, user_errors
-from clusterwright.cli.serve_engine_cmd import estimate_engine_cli, plan_engine_cli
+from clusterwright.cli.serve_engine_cmd import (
+    FIELD_FLAGS,
+    estimate_engine_cli,
+    plan_engine_cli,
+)
 from clusterwright.errors import ClusterwrightError
 from clusterwright.model.precision import Precision
+from clusterwright.report.fmt import usd
 
 app = typer.Typer(
     help="Inference serving: latency and throughput of a deployment, and the cheapest one "
@@ -124,7 +129,7 @@ def estimate_cmd(
     throughput and KV-cache use (request-level, vLLM-like scheduler). With --engine: a
     catalog engine's deployment, its closed-loop steady state and whether splitting it into
     prefill and decode workers pays."""
-    from clusterwright.plan.serving import estimate
+    from clusterwright.plan.serving_replica import estimate
 
     lim.within(("--tp", tp, lim.PARALLEL), ("--pp", pp, lim.PARALLEL), ("--ep", ep, lim.PARALLEL),
                ("--adp", adp, lim.PARALLEL), ("--moe-tp", moe_tp, lim.PARALLEL),
@@ -171,7 +176,7 @@ def estimate_cmd(
         cat = state(ctx).catalog()
     arch = _arch(cat, model)
     _check_ids(cat, gpu, server)
-    with user_errors():
+    with user_errors(FIELD_FLAGS, name_flags=True):
         est = estimate(
             cat, arch, gpu, tp=tp, pp=pp, precision=precision, kv_precision=kv_precision,
             server=server, qps=qps, concurrency=concurrency, input_len=input_len,
@@ -276,7 +281,7 @@ def plan_cmd(
         cat = state(ctx).catalog()
     arch = _arch(cat, model)
     _check_ids(cat, None if gpu == "choose" else gpu, None)
-    with user_errors():
+    with user_errors(FIELD_FLAGS, name_flags=True):
         res = plan(
             cat, arch, qps, input_len, output_len, ttft_p99, tpot_p99, gpu=gpu,
             precision=precision, kv_precision=kv_precision, num_requests=num_requests,
@@ -308,8 +313,8 @@ def _render_plan(d: dict[str, Any]) -> None:
         )
     else:
         cost = (
-            f", ${b['usd_per_hour']:,.2f}/h at ${b['usd_per_gpu_hour']:.2f}/GPU-h "
-            f"({b['price_offer']}), ${b['cost_per_million_tokens_usd']:.2f} per million "
+            f", {usd(b['usd_per_hour'])}/h at {usd(b['usd_per_gpu_hour'])}/GPU-h "
+            f"({b['price_offer']}), {usd(b['cost_per_million_tokens_usd'])} per million "
             "output tokens"
             if b["usd_per_hour"] is not None
             else " (no cloud price in the catalog)"

@@ -12,11 +12,15 @@ import typer
 from rich.table import Table
 
 from clusterwright.catalog.registry import Catalog, resolve_model
-from clusterwright.cli.common import console, emit_json, fail, state
+from clusterwright.cli.common import console, emit_json, fail, field_flag_message, state
 from clusterwright.errors import ClusterwrightError, InputError
 from clusterwright.sim.serving_deployment import Role
 
 ROLE_KEYS = ("workers", "tp", "pp", "adp", "moe_tp", "moe_ep")
+# Serving field paths whose flag is not ``--`` + the field with dashes (serve_cmd uses it too).
+FIELD_FLAGS = {"qps_or_concurrency": "--qps/--concurrency",
+               "request_len": "--input-len/--output-len", "ttft_p99_s": "--ttft-p99",
+               "tpot_p99_s": "--tpot-p99"}
 # Library fields and the flags users typed for them.
 FLAGS = {"tp": "--tp", "pp": "--pp", "adp": "--adp", "moe_tp": "--moe-tp",
          "moe_ep": "--moe-ep", "engine": "--engine", "precision": "--precision",
@@ -38,7 +42,7 @@ def engine_errors() -> Iterator[None]:
             fail(f"--{role}: {msg.removeprefix(f + ': ')}")
         if f in FLAGS:
             fail(f"{FLAGS[f]}: {msg.removeprefix(f + ': ')}")
-        fail(msg)
+        fail(field_flag_message(exc, FIELD_FLAGS))
     except ClusterwrightError as exc:
         fail(str(exc))
 
@@ -90,13 +94,13 @@ def estimate_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str
                         replicas: int, ttft_slo: float | None, tpot_slo: float | None,
                         simulate_requests: bool, as_json: bool,
                         speculative: str | None = None) -> None:
-    from clusterwright.plan.serving import workload
     from clusterwright.plan.serving_engine import (
         deployment,
         engine_of,
         estimate_engine,
         layout,
     )
+    from clusterwright.plan.serving_replica import workload
 
     if (prefill is None) != (decode is None):
         fail("--prefill/--decode: a disaggregated deployment needs both roles")

@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from clusterwright.cli.common import console, emit_json, fail, state, user_errors
+from clusterwright.report.fmt import usd
 
 if TYPE_CHECKING:
     from clusterwright.plan.sweep import Backend, Row, SweepResult
@@ -121,10 +122,6 @@ def _payload(result: SweepResult, out: Path, files: list[str]) -> dict[str, Any]
     }
 
 
-def _money(v: Any) -> str:
-    return f"${v / 1e6:,.2f}M" if isinstance(v, int | float) and not isinstance(v, bool) else "-"
-
-
 def _g(v: Any) -> str:
     if isinstance(v, int | float) and not isinstance(v, bool):
         return f"{v:.3g}"
@@ -132,7 +129,7 @@ def _g(v: Any) -> str:
 
 
 METRIC_COLUMNS: tuple[tuple[str, str, Callable[[Any], str]], ...] = (
-    ("cost", "total_cost_usd", _money),
+    ("cost", "total_cost_usd", usd),
     ("train days", "time_to_train_days", _g),
     ("TTFT p99 s", "ttft_p99_s", _g),
     ("TPOT p99 s", "tpot_p99_s", _g),

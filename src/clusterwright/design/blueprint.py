@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from clusterwright.errors import InputError
+from clusterwright.report.fmt import signed_pct, usd
 
 if TYPE_CHECKING:
     from clusterwright.design.fabric import Fabric
@@ -60,23 +61,6 @@ class Violation:
         }
 
 
-def pct(fraction: float) -> str:
-    """A signed percentage as people write it: 0.372 -> '+37 %'."""
-    return f"{100 * fraction:+.0f} %"
-
-
-def money(usd: float) -> str:
-    """USD with a readable unit: 4.1e7 -> '$41.0M'."""
-    a = abs(usd)
-    if a >= 1e9:
-        return f"${usd / 1e9:.2f}B"
-    if a >= 1e6:
-        return f"${usd / 1e6:.1f}M"
-    if a >= 1e3:
-        return f"${usd / 1e3:.0f}k"
-    return f"${usd:.0f}"
-
-
 def violation(
     constraint: ConstraintName, limit: float | None, needed: float | None, unit: str,
     what: str, workload: str | None = None,
@@ -88,14 +72,14 @@ def violation(
         if v is None:
             return "n/a"
         if unit == "usd":
-            return money(v)
+            return usd(v)
         if unit == "s":
             return f"{v * 1e3:.0f} ms" if v < 10 else f"{v:.0f} s"
         return f"{v:,.4g} {unit}"
 
     v = Violation(constraint, limit, needed, unit, "", workload)
     excess = v.excess_fraction
-    tail = f": {pct(excess)}" if excess is not None else ""
+    tail = f": {signed_pct(excess)}" if excess is not None else ""
     if limit is None and needed is None:
         msg = what if workload is None else f"{workload}: {what}"
     else:
@@ -160,10 +144,10 @@ def why_not(c: Candidate, chosen: Candidate) -> str:
     d = c.total_cost_usd / chosen.total_cost_usd - 1.0
     if abs(d) < 0.005:
         return (
-            f"same cost as {chosen.gpu} ({money(c.total_cost_usd)}) within 0.5 %; "
+            f"same cost as {chosen.gpu} ({usd(c.total_cost_usd)}) within 0.5 %; "
             f"{chosen.gpu} comes first in the catalog order"
         )
-    return f"cost {pct(d)} ({money(c.total_cost_usd)} vs {money(chosen.total_cost_usd)})"
+    return f"cost {signed_pct(d)} ({usd(c.total_cost_usd)} vs {usd(chosen.total_cost_usd)})"
 
 
 @dataclass(frozen=True)
@@ -363,7 +347,7 @@ def assess_risks(f: DesignFacts) -> list[Risk]:
         if 0.9 < share <= 1.0:
             out.append(Risk(
                 "medium", "cost", f"{100 * share:.0f} % of the budget",
-                f"the design costs {money(f.total_cost_usd)} of a {money(f.budget_usd)} budget: "
+                f"the design costs {usd(f.total_cost_usd)} of a {usd(f.budget_usd)} budget: "
                 "a price rise of more than "
                 f"{100 * (1 / share - 1):.0f} % breaks it",
             ))
@@ -371,8 +355,8 @@ def assess_risks(f: DesignFacts) -> list[Risk]:
             and f.cloud_total_cost_usd < f.on_prem_total_cost_usd):
         out.append(Risk(
             "medium", "cost", "renting is cheaper over the horizon",
-            f"the same GPUs on demand cost {money(f.cloud_total_cost_usd)} against "
-            f"{money(f.on_prem_total_cost_usd)} to own over the same years: at this size and "
+            f"the same GPUs on demand cost {usd(f.cloud_total_cost_usd)} against "
+            f"{usd(f.on_prem_total_cost_usd)} to own over the same years: at this size and "
             "utilization the purchase does not pay back",
         ))
     if (f.deadline_days is not None and f.time_to_train_p90_days is not None

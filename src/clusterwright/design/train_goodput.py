@@ -20,8 +20,9 @@ Times in seconds unless a name says days or hours.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Literal
 
 from clusterwright.catalog.registry import Catalog
 from clusterwright.catalog.schema import ModelArch, Server
@@ -42,14 +43,20 @@ class CheckpointCost:
     restart_s: float  # scheduler, process start and reading the checkpoint back
 
 
-def checkpoint_cost(cat: Catalog, arch: ModelArch, gpus: int) -> CheckpointCost:
-    """Sharded bf16-weights + Adam checkpoint, every GPU a writer, capped by the storage
-    system's aggregate rate (catalog assumptions, SuperPOD storage guidance)."""
-    size = rel.checkpoint_bytes(float(total_params(arch)), "bf16", "adam")
-    write = rel.transfer_s(size, gpus, cat.assumption("storage_write_gbps_per_gpu"),
-                           gpus * cat.assumption("storage_aggregate_write_gbps_per_gpu"))
-    read = rel.transfer_s(size, gpus, cat.assumption("storage_read_gbps_per_gpu"),
-                          gpus * cat.assumption("storage_aggregate_read_gbps_per_gpu"))
+def checkpoint_cost(cat: Catalog, arch: ModelArch, gpus: int, precision: str = "bf16",
+                    optimizer: Literal["adam", "sgd"] = "adam", writers: int | None = None,
+                    storage_gbps: float | None = None) -> CheckpointCost:
+    """A sharded checkpoint of ``precision`` weights and ``optimizer`` state written by
+    ``writers`` GPUs (default: every GPU), each at the per-GPU storage rate, all together
+    capped by ``storage_gbps`` GB/s or the storage system's aggregate rate per GPU (catalog
+    assumptions, SuperPOD storage guidance). The restart adds the scheduler and process start
+    (assumption) to reading it back."""
+    size = rel.checkpoint_bytes(float(total_params(arch)), precision, optimizer)
+    streams = writers or gpus
+    write_cap = storage_gbps or gpus * cat.assumption("storage_aggregate_write_gbps_per_gpu")
+    read_cap = storage_gbps or gpus * cat.assumption("storage_aggregate_read_gbps_per_gpu")
+    write = rel.transfer_s(size, streams, cat.assumption("storage_write_gbps_per_gpu"), write_cap)
+    read = rel.transfer_s(size, streams, cat.assumption("storage_read_gbps_per_gpu"), read_cap)
     return CheckpointCost(size, write, read,
                           cat.assumption("reliability_restart_overhead_s") + read)
 
@@ -99,3 +106,14 @@ def production_time(cat: Catalog, arch: ModelArch, gpu_id: str, server: Server |
         checkpoint_write_s=ck.write_s, checkpoint_interval_s=interval, restart_s=ck.restart_s,
         days=wall / DAY, gpu_hours=wall * gpus / 3600.0,
     )
+
+
+def production_wall(cat: Catalog, arch: ModelArch, gpu_id: str,
+                    server: Server | None) -> Callable[[int, float], float]:
+    """Wall seconds of ``compute_s`` failure-free seconds on ``n`` GPUs in production
+    (``production_time``): the ``WallTime`` the layout search sizes clusters with."""
+
+    def wall(n: int, compute_s: float) -> float:
+        return production_time(cat, arch, gpu_id, server, n, compute_s).days * 86400.0
+
+    return wall

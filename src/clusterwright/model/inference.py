@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from clusterwright.catalog.schema import Dtype, Gpu, ModelArch, Stack
-from clusterwright.errors import InputError
+from clusterwright.errors import InfeasibleError, InputError
 from clusterwright.model.collectives import Interconnect
 from clusterwright.model.flops import attention_dims
 from clusterwright.model.memory import kv_cache_bytes_per_token
@@ -56,25 +56,28 @@ def check_expert_parallel(arch: ModelArch, tp: int, ep: int, ep_comm: str = "all
     ``ep`` divides ``tp`` (``ep < tp`` is TensorRT-LLM's hybrid, each expert further sliced
     over ``tp / ep`` GPUs) and the number of experts."""
     if ep < 1:
-        raise InputError(f"--ep: must be a positive integer, got {ep}")
+        raise InputError(f"ep: must be a positive integer, got {ep}", field="ep")
     if ep_comm not in EP_COMMS:
-        raise InputError(f"--ep-comm: {ep_comm!r} is not one of {', '.join(EP_COMMS)}")
+        raise InputError(f"ep_comm: {ep_comm!r} is not one of {', '.join(EP_COMMS)}",
+                         field="ep_comm")
     if ep == 1:
         if ep_comm != "allreduce":
-            raise InputError("--ep-comm: alltoall needs expert parallelism (--ep > 1)")
+            raise InputError("ep_comm: alltoall needs expert parallelism (ep > 1)",
+                             field="ep_comm")
         return
     if not arch.is_moe:
-        raise InputError(f"--ep: {arch.id} is a dense model (no experts); expert "
-                         "parallelism needs a mixture-of-experts model, use --ep 1")
+        raise InputError(f"ep: {arch.id} is a dense model (no experts); expert "
+                         "parallelism needs a mixture-of-experts model, use ep 1", field="ep")
     if tp % ep:
-        raise InputError(f"--ep: {ep} does not divide --tp {tp}: the experts are split inside "
+        raise InputError(f"ep: {ep} does not divide tp {tp}: the experts are split inside "
                          "the tensor-parallel group (TensorRT-LLM moe_tp_size x moe_ep_size "
-                         "= tp_size)")
+                         "= tp_size)", field="ep")
     if arch.experts % ep:
-        raise InputError(f"--ep: {ep} does not divide the {arch.experts} experts of {arch.id}")
+        raise InputError(f"ep: {ep} does not divide the {arch.experts} experts of {arch.id}",
+                         field="ep")
     if ep_comm == "alltoall" and ep != tp:
-        raise InputError(f"--ep-comm: alltoall needs --ep equal to --tp ({tp}); the hybrid "
-                         f"--ep {ep} combines its experts with the TP all-reduce")
+        raise InputError(f"ep_comm: alltoall needs ep equal to tp ({tp}); the hybrid "
+                         f"ep {ep} combines its experts with the TP all-reduce", field="ep_comm")
 
 
 @functools.lru_cache(maxsize=8192)
@@ -236,9 +239,9 @@ class StepModel:
                 f"{self.gpu.id}; serving estimates need one (catalog stacks.yaml `serving:`)"
             )
         if self.tp > self.net.domain_gpus:
-            raise InputError(
-                f"--tp {self.tp} exceeds the NVLink domain of {self.net.domain_gpus} GPUs"
-            )
+            raise InfeasibleError(
+                f"tp: {self.tp} exceeds the NVLink domain of {self.net.domain_gpus} GPUs",
+                "nvlink_domain", field="tp")
 
     @property
     def weight_bytes_per_gpu(self) -> float:

@@ -17,9 +17,11 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from clusterwright.catalog.schema import Activation, ModelArch
+from clusterwright.model.layouts import Layouts, in_flight, stage_layers
 from clusterwright.model.params import param_counts
 from clusterwright.model.precision import Precision, bytes_per
-from clusterwright.model.xp import ArrayOps, Ops
+from clusterwright.model.recompute import FULL, parse_recompute
+from clusterwright.model.xp import ArrayOps, Ops, ScalarOps
 from clusterwright.spec.parallel import Optimizer, ParallelConfig, Recompute
 
 ACT_BYTES = 2.0  # activations are stored in 16-bit in mixed-precision training
@@ -45,36 +47,6 @@ def optimizer_bytes_per_param(optimizer: Optimizer, weights: Precision | str) ->
     master = 0.0 if Precision(weights) == Precision.fp32 else 4.0
     moments = 8.0 if optimizer == "adam" else 4.0
     return master + moments
-
-
-RECOMPUTE_CODES: dict[str, int] = {"none": 0, "selective": 1, "full": 2}
-# Megatron-Core's --recompute-modules, as bits of the recompute code (0 none, 2 full).
-RECOMPUTE_MODULE_BITS: dict[str, int] = {
-    "core_attn": 1, "mlp": 4, "moe": 8, "moe_act": 16, "layernorm": 32, "mla_up_proj": 64,
-}
-
-
-def parse_recompute(text: str) -> int:
-    """A recompute code from ``none``, ``selective``, ``full`` or a comma list of modules
-    (``core_attn,moe_act``). Raises ValueError naming what is unknown."""
-    text = text.strip()
-    if text in RECOMPUTE_CODES:
-        return RECOMPUTE_CODES[text]
-    code = 0
-    for part in (x.strip() for x in text.split(",")):
-        if part not in RECOMPUTE_MODULE_BITS:
-            known = ", ".join([*RECOMPUTE_CODES, *RECOMPUTE_MODULE_BITS])
-            raise ValueError(f"{part!r} is not a recompute mode or module (use {known})")
-        code |= RECOMPUTE_MODULE_BITS[part]
-    return code
-
-
-def recompute_name(code: int) -> str:
-    """The name of a recompute code: none, selective, full, or its modules joined by ','."""
-    for name, c in RECOMPUTE_CODES.items():
-        if c == code:
-            return name
-    return ",".join(m for m, b in RECOMPUTE_MODULE_BITS.items() if code & b)
 
 
 def recompute_code(recompute: Recompute | ArrayLike) -> np.ndarray:
@@ -318,36 +290,133 @@ def kv_cache_bytes(
 
 @dataclass(frozen=True)
 class TrainingMemory:
-    """Per-GPU training memory of the pipeline stage that needs the most, in bytes."""
+    """Per-GPU training memory of the pipeline stage that needs the most, in bytes (floats
+    for one layout, arrays from ``layout_memory`` over many)."""
 
-    weights: float
-    gradients: float
-    optimizer: float
-    activations: float
-    reserve: float
-    embedding_states: float  # part of weights+gradients+optimizer from embedding / LM head
-    stage: str  # "first", "last" or "only"
-    in_flight_micro_batches: float
+    weights: Any
+    gradients: Any
+    optimizer: Any
+    activations: Any
+    reserve: Any
+    embedding_states: Any  # part of weights+gradients+optimizer from embedding / LM head
+    stage: str  # "first", "last" or "only" ("worst" over arrays: see ``last_worse``)
+    in_flight_micro_batches: Any
+    last_worse: Any = False  # True where the last stage (LM head, logits) needs the most
 
     @property
-    def states(self) -> float:
+    def states(self) -> Any:
         return self.weights + self.gradients + self.optimizer
 
     @property
-    def total(self) -> float:
+    def total(self) -> Any:
         return self.states + self.activations + self.reserve
 
 
-def in_flight_micro_batches(par: ParallelConfig) -> float:
-    """Micro-batches whose activations the first stage holds at the 1F1B peak, expressed in
-    full-model layers' worth: p (or fewer micro-batches) for 1F1B, times (1 + (p-1)/(p v)) for
-    the interleaved schedule (Korthikanti et al. 2022, section 4.2.3)."""
-    p, m = par.pp, par.micro_batches
-    if p == 1:
-        return 1.0
-    if par.virtual_stages > 1:
-        return p * (1.0 + (p - 1) / (p * par.virtual_stages)) if m >= p else float(m)
-    return float(min(p, m))
+def layout_memory(
+    arch: ModelArch,
+    lay: Layouts,
+    seq_len: int,
+    micro_batches: Any,
+    weights: Precision | str = Precision.bf16,
+    grads: Precision | str = Precision.bf16,
+    optimizer: Optimizer = "adam",
+    flash_attention: bool = True,
+    dropout: bool = False,
+    fp8: bool = False,
+    reserve_bytes: float = 0.0,
+    prefetch: int = 1,
+    dualpipe: bool = False,
+    ops: Ops = ArrayOps,
+) -> TrainingMemory:
+    """Per-GPU training memory (bytes) of every layout in ``lay``: the larger of the first
+    pipeline rank (embedding, the most in-flight activations) and the last (LM head, fp32
+    logits), each holding ``stage_layers`` layers. The one training-memory model: the step
+    model, the planner, ``size`` and the validation tables all call it.
+
+    States: ZeRO 1/2/3 over the data-parallel group (ZeRO-3 over its sharding group
+    ``lay.shard``), plus the gathered layer ZeRO-3 computes with and the ``prefetch`` layers it
+    gathers ahead. Activations: ``activation_bytes_per_layer_array`` times the rank's layers
+    times its in-flight micro-batches (``layouts.in_flight``); with block recompute only
+    ``rc_frac`` of the layers drop theirs. DualPipe keeps two model chunks (a stage and its
+    mirror) per rank with p + 1 micro-batches in flight (DeepSeek-V3 report, Table 2).
+    ``weights`` is the storage dtype (16-bit for FP8 training) and ``fp8`` saves FP8 copies of
+    the linear layers' inputs.
+    """
+    c = param_counts(arch)
+    L = float(arch.layers)
+    t, p, d, cp, e, v = lay.tp, lay.pp, lay.dp, lay.cp, lay.ep, lay.interleave
+    Ls = stage_layers(L, p, v, ops)
+    layer_dense = float(c.attention + c.dense_mlp + c.shared_experts + c.router + c.norms) / L
+    layer_expert = float(c.experts) / L
+    moe_frac = (L - arch.dense_layers) / L if arch.is_moe else 0.0
+    dp_ranks = d * cp
+    shard = lay.shard if lay.shard is not None else 0.0
+    z3_group = ops.where(lay.zero >= 3, ops.where(shard > 0, ops.minimum(shard, dp_ranks),
+                                                  dp_ranks), dp_ranks)
+    copies = 2.0 if dualpipe else 1.0
+
+    def states(dense: Any, expert: Any) -> tuple[Any, Any, Any]:
+        return state_bytes_array(dense, expert, t, dp_ranks, 1.0, e, lay.zero, weights, grads,
+                                 optimizer, z3_group, ops)
+
+    # ZeRO-3/FSDP holds the gathered layer it computes with and the ones it prefetches.
+    layer_w = (layer_dense / t + layer_expert / e) * bytes_per(weights)
+    gathered = ops.where((lay.zero >= 3) & (z3_group > 1), (1.0 + max(prefetch, 0)) * layer_w,
+                         0.0)
+
+    def act(recompute: Any, moe: bool) -> Any:
+        return activation_bytes_per_layer_array(
+            arch, seq_len, lay.micro_batch, t, lay.sp, recompute, flash_attention, dropout, cp,
+            moe, ops, fp8)
+
+    def per_layer(recompute: Any) -> Any:
+        a = act(recompute, False) * (1.0 - moe_frac)
+        return a + moe_frac * act(recompute, True) if moe_frac else a
+
+    per_layer_act = per_layer(lay.recompute)
+    # Block recompute: a share of the layers keep only their input, the rest everything.
+    full = lay.recompute == FULL
+    rc_frac = lay.rc_frac if lay.rc_frac is not None else 1.0
+    frac = ops.where(full, rc_frac, 1.0)
+    if ops is ArrayOps or frac < 1.0:
+        per_layer_act = ops.where(full, frac * per_layer_act + (1.0 - frac) * per_layer(
+            lay.recompute * 0.0), per_layer_act)
+    # Logits in fp32 for the cross-entropy backward, sharded over vocab by TP, one micro-batch.
+    logits = 4.0 * (seq_len / cp) * lay.micro_batch * arch.vocab / t
+
+    def stage(first: bool) -> TrainingMemory:
+        if first:
+            embed = c.embedding + ops.where(p == 1, float(c.output), 0.0)
+        else:
+            # Megatron keeps a copy of a tied embedding on the last stage for the LM head.
+            embed = float(arch.vocab * arch.hidden)
+        w, g, o = states(layer_dense * Ls + embed, layer_expert * Ls)
+        we, ge, oe = states(embed, 0.0)
+        inflight = (ops.where(p == 1, 1.0, p + 1.0) if dualpipe
+                    else in_flight(p, v, micro_batches, first, ops))
+        a = per_layer_act * Ls * inflight
+        a = a + (logits if not first else ops.where(p == 1, logits, 0.0))
+        return TrainingMemory(
+            w * copies + gathered, g * copies, o * copies, a,
+            ops.full(a, reserve_bytes), (we + ge + oe) * copies,
+            "first" if first else "last", inflight,
+        )
+
+    head = stage(True)
+    if dualpipe:
+        # Every DualPipe rank holds a first and a last chunk; the mirror is counted above.
+        return head
+    tail = stage(False)
+    worse = (p > 1) & (tail.total > head.total)
+
+    def pick(name: str) -> Any:
+        return ops.where(worse, getattr(tail, name), getattr(head, name))
+
+    return TrainingMemory(
+        pick("weights"), pick("gradients"), pick("optimizer"), pick("activations"),
+        pick("reserve"), pick("embedding_states"), "worst", pick("in_flight_micro_batches"),
+        worse,
+    )
 
 
 def training_memory(
@@ -362,64 +431,18 @@ def training_memory(
     reserve_bytes: float = 0.0,
     prefetch: int = 1,
 ) -> TrainingMemory:
-    """Per-GPU memory of training ``arch`` under ``par``: the larger of the first pipeline
-    stage (embedding, most in-flight activations) and the last (LM head, logits). ZeRO-3
-    adds the gathered layer it computes with and the ``prefetch`` layers it gathers ahead."""
-    c = param_counts(arch)
-    L = arch.layers
-    layers_stage = math.ceil(L / par.pp)
-    moe_frac = 0.0
-    if arch.is_moe:
-        moe_frac = (L - arch.dense_layers) / L
-    per_layer_dense = (c.attention + c.dense_mlp + c.shared_experts + c.router + c.norms) / L
-    per_layer_expert = c.experts / L
-    head = arch.vocab * arch.hidden
-
-    def layer_act(moe: bool) -> float:
-        return activation_bytes_per_layer(
-            arch,
-            seq_len,
-            par.micro_batch,
-            par.tp,
-            par.sequence_parallel,
-            par.recompute,
-            flash_attention,
-            dropout,
-            par.cp,
-            moe_layer=moe,
-        )
-
-    per_layer_act = layer_act(False) * (1 - moe_frac) + (
-        layer_act(True) * moe_frac if moe_frac else 0
+    """Per-GPU memory (bytes) of training ``arch`` under one validated ``par``:
+    ``layout_memory`` on floats, with the stage that needs the most named."""
+    lay = Layouts.from_config(par).scalar(0)
+    m = layout_memory(arch, lay, seq_len, float(par.micro_batches), weights, grads, optimizer,
+                      flash_attention, dropout, reserve_bytes=reserve_bytes, prefetch=prefetch,
+                      ops=ScalarOps)
+    name = "only" if par.pp == 1 else ("last" if m.last_worse else "first")
+    return TrainingMemory(
+        float(m.weights), float(m.gradients), float(m.optimizer), float(m.activations),
+        float(m.reserve), float(m.embedding_states), name, float(m.in_flight_micro_batches),
+        bool(m.last_worse),
     )
-
-    def stage(first: bool, last: bool) -> TrainingMemory:
-        if first and last:
-            embed_params = float(c.embedding + c.output)
-        else:
-            # Megatron keeps a copy of a tied embedding on the last stage for the LM head.
-            embed_params = float(c.embedding if first else head)
-        dense = per_layer_dense * layers_stage + embed_params
-        st = state_bytes(dense, per_layer_expert * layers_stage, par, weights, grads, optimizer)
-        st_embed = state_bytes(embed_params, 0.0, par, weights, grads, optimizer).total
-        gathered = 0.0
-        if par.zero_stage >= 3 and par.dp * par.cp > 1:
-            layer = (per_layer_dense / par.tp + per_layer_expert / par.ep) * bytes_per(weights)
-            gathered = (1.0 + max(prefetch, 0)) * layer
-        inflight = in_flight_micro_batches(par) if first else 1.0
-        act = per_layer_act * layers_stage * inflight
-        if last:
-            # Logits in fp32 for the cross-entropy backward, sharded over vocab by TP.
-            act += 4.0 * (seq_len / par.cp) * par.micro_batch * arch.vocab / par.tp
-        name = "only" if (first and last) else ("first" if first else "last")
-        return TrainingMemory(
-            st.weights + gathered, st.gradients, st.optimizer, act, reserve_bytes, st_embed,
-            name, inflight,
-        )
-
-    if par.pp == 1:
-        return stage(True, True)
-    return max(stage(True, False), stage(False, True), key=lambda m: m.total)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ many bytes a cast moves (current scaling reads the tensor once more for its amax
 
 Recomputation re-runs what it names in backward: the whole layer (``full``), or modules
 (``core_attn`` = Megatron's selective recompute, ``mlp``, ``moe`` experts, ``moe_act``,
-``layernorm``), coded as bits (see ``RECOMPUTE_BITS``). All times in seconds; arguments
+``layernorm``), coded as bits (see ``model/recompute``). All times in seconds; arguments
 broadcast (numpy arrays or floats, see ``model/xp``).
 """
 
@@ -21,13 +21,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from clusterwright.catalog.schema import Activation, ModelArch, Stack
+from clusterwright.model.recompute import FULL
 from clusterwright.model.xp import Num, Ops
 
-# Recompute codes: 0 none, 2 full (the whole layer), otherwise a sum of module bits.
-RECOMPUTE_BITS = {
-    "core_attn": 1, "mlp": 4, "moe": 8, "moe_act": 16, "layernorm": 32, "mla_up_proj": 64,
-}
-FULL = 2
 # Bytes an FP8 cast moves per element, by recipe (Transformer Engine on Hopper keeps a
 # row-wise and a transposed copy: read 2 B of bf16, write 1 + 1 B; current scaling first reads
 # the tensor once more for its amax; MXFP8 writes two block-scaled copies plus their scales).

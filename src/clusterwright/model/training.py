@@ -31,18 +31,16 @@ sums to the step time exactly.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from clusterwright.catalog.schema import Dtype, Gpu, ModelArch, Stack
+from clusterwright.catalog.schema import ModelArch, Stack
 from clusterwright.model import overlap as ov
 from clusterwright.model.collectives import (
-    Interconnect,
     allgather_s,
     allreduce_s,
     alltoall_s,
@@ -51,195 +49,18 @@ from clusterwright.model.collectives import (
     p2p_s,
     reducescatter_s,
 )
-from clusterwright.model.flops import training_flops_per_token
-from clusterwright.model.memory import (
-    ACT_BYTES,
-    activation_bytes_per_layer_array,
-    state_bytes_array,
-)
-from clusterwright.model.params import param_counts
-from clusterwright.model.precision import Precision, bytes_per, training_dtype
-from clusterwright.model.train_compute import (
-    FULL,
-    ComputeJob,
-    LayerTimes,
-    compute_job,
-    head_times,
-    layer_times,
-)
+from clusterwright.model.layouts import Layouts, stage_layers
+from clusterwright.model.memory import ACT_BYTES, layout_memory
+from clusterwright.model.precision import Precision, bytes_per
+from clusterwright.model.recompute import FULL
+from clusterwright.model.train_compute import LayerTimes, head_times, layer_times
+from clusterwright.model.train_job import Job
 from clusterwright.model.xp import ArrayOps, Ops, ScalarOps
 
 F = np.ndarray
 # Adam step, per local parameter: read fp32 grad, master, m, v (16 B); write master, m, v and
 # the 16-bit weight (14 B).
 ADAM_BYTES_PER_PARAM = 30.0
-SCHEDULES = ("1f1b", "zb", "dualpipe")
-EP_OVERLAPS = ("none", "1f1b", "dualpipe")
-CP_COMMS = ("p2p", "allgather", "a2a")
-EP_DISPATCHERS = ("alltoall", "deepep")
-
-
-@dataclass(frozen=True)
-class Options:
-    """How the framework runs the step; ``for_stack`` gives the stack's defaults."""
-
-    tp_overlap: bool = False  # TP collectives pipelined with their GEMMs
-    grad_overlap: bool = False  # gradient buckets reduced during the last backward
-    param_overlap: bool = False  # distributed-optimizer all-gather under the next forward
-    p2p_overlap: bool = False  # pipeline sends hidden in the steady state
-    cp_comm: str = "p2p"  # p2p (ring attention), allgather (Llama 3), a2a (Ulysses)
-    schedule: str = "1f1b"  # 1f1b (interleaved when v > 1), zb (zero bubble), dualpipe
-    ep_overlap: str = "none"  # none, 1f1b (paired micro-batches), dualpipe
-    ep_dispatcher: str = "alltoall"  # alltoall (a copy per expert), deepep (one per domain)
-    prefetch: int = 1  # ZeRO-3/FSDP layers gathered ahead (0: none)
-    zeropp: bool = False  # ZeRO++: int8 weight gathers, node-local backward gather, int4 grads
-    fp8_recipe: str = "delayed"  # delayed, current, blockwise, mx
-    dispatch_fp8: bool = False  # MoE dispatch in FP8 (DeepEP / DeepSeek-V3)
-    expert_imbalance: float = 1.1  # busiest GPU's expert load over the mean (MoE)
-    bucket_params: float = 4.0e7  # DP gradient bucket (Megatron-Core: max(40M, 1M x dp))
-
-    @staticmethod
-    def for_stack(stack: Stack, **overrides: Any) -> Options:
-        f = stack.features
-        base = Options(
-            tp_overlap=f.tp_comm_overlap,
-            grad_overlap=f.overlap_grad_reduce,
-            param_overlap=f.overlap_param_gather,
-            p2p_overlap=f.overlap_p2p,
-            cp_comm=f.context_parallel[0] if f.context_parallel else "p2p",
-            schedule=f.schedules[0],
-            ep_overlap=f.ep_overlap[0],
-            ep_dispatcher=f.ep_dispatchers[0],
-            fp8_recipe=f.fp8_recipes[0] if f.fp8_recipes else "delayed",
-            bucket_params=f.dp_bucket_params,
-        )
-        return replace(base, **overrides)
-
-
-@dataclass(frozen=True)
-class Layouts:
-    """Parallel layouts as equal-length arrays (one entry per candidate), or one as floats."""
-
-    tp: Any
-    pp: Any
-    dp: Any
-    cp: Any
-    ep: Any
-    micro_batch: Any
-    interleave: Any
-    zero: Any
-    recompute: Any  # 0 none, 2 full, else module bits (train_compute.RECOMPUTE_BITS)
-    sp: Any  # bool
-    shard: Any = None  # ZeRO-3 sharding group (GPUs); 0 = the whole data-parallel group
-    # With full recompute, the share of each model chunk's layers recomputed (Megatron's block
-    # method, --recompute-num-layers): the others keep their activations.
-    rc_frac: Any = None
-
-    @staticmethod
-    def of(**kw: ArrayLike) -> Layouts:
-        """Broadcast scalars and arrays to one length."""
-        defaults: dict[str, ArrayLike] = {
-            "tp": 1, "pp": 1, "dp": 1, "cp": 1, "ep": 1, "micro_batch": 1, "interleave": 1,
-            "zero": 0, "recompute": 0, "sp": False, "shard": 0, "rc_frac": 1.0,
-        }
-        unknown = set(kw) - set(defaults)
-        if unknown:
-            raise TypeError(f"unknown layout fields: {sorted(unknown)}")
-        defaults.update(kw)
-        arrs = np.broadcast_arrays(*(np.atleast_1d(np.asarray(defaults[k])) for k in defaults))
-        return Layouts(*(np.array(a, dtype=float) for a in arrs))
-
-    def __len__(self) -> int:
-        return int(np.shape(self.tp)[0]) if np.ndim(self.tp) else 1
-
-    def take(self, idx: ArrayLike) -> Layouts:
-        i = np.asarray(idx)
-        return Layouts(*(getattr(self, f.name)[i] for f in fields(self)))
-
-    def scalar(self, i: int = 0) -> Layouts:
-        """Layout ``i`` as Python floats (the scalar path)."""
-        return Layouts(*(float(getattr(self, f.name)[i]) for f in fields(self)))
-
-
-@dataclass(frozen=True)
-class Job:
-    """What does not vary across layouts: model, data shape, hardware, stack and options."""
-
-    arch: ModelArch
-    seq_len: int
-    global_batch: int  # sequences per step
-    gpu: Gpu
-    stack: Stack
-    net: Interconnect
-    precision: Precision = Precision.bf16
-    grad_precision: Precision = Precision.bf16  # dtype gradients are reduced and stored in
-    dropout: bool = False
-    reserve_bytes: float = 0.0
-    opts: Options = field(default_factory=Options)
-    # Slowdown of the network collectives over the closed form, from the flow simulator
-    # (train estimate --fidelity sim); 1.0 is the closed form's perfect network.
-    dp_comm_factor: float = 1.0
-    pp_comm_factor: float = 1.0
-    ep_comm_factor: float = 1.0
-    # Spread of per-GPU speed (catalog assumption gpu_speed_cv): the step waits for the
-    # slowest of N GPUs, sigma sqrt(2 ln N) behind the median.
-    gpu_speed_cv: float = 0.0
-
-    @property
-    def expert_imbalance(self) -> float:
-        return self.opts.expert_imbalance
-
-    @functools.cached_property
-    def compute(self) -> ComputeJob:
-        dtype = training_dtype(self.precision)
-        peak = self.gpu.peak_tflops[dtype] * 1e12
-        peak16 = self.gpu.peak_tflops.get(
-            Dtype.bf16, self.gpu.peak_tflops.get(Dtype.fp16, peak / 1e12)) * 1e12
-        return compute_job(
-            self.arch, self.seq_len, self.stack, peak, peak16,
-            self.gpu.memory_bandwidth_gbps * 1e9,
-            self.precision in (Precision.fp8, Precision.fp4), self.opts.fp8_recipe,
-            self.dropout, self.opts.expert_imbalance,
-        )
-
-    @functools.cached_property
-    def constants(self) -> _JobConstants:
-        return _JobConstants.of(self)
-
-
-@dataclass(frozen=True)
-class _JobConstants:
-    """Per-job numbers every layout uses (parameter counts per layer, FLOPs per token)."""
-
-    dense_params: float  # non-expert parameters, whole model
-    expert_params: float
-    layer_dense: float  # non-expert parameters per layer (attention, norms, router, shared)
-    layer_expert: float
-    moe_frac: float
-    flops_per_token: float
-    hw_flops_full: float
-    hw_flops_selective: float
-
-    @staticmethod
-    def of(job: Job) -> _JobConstants:
-        a = job.arch
-        pc = param_counts(a)
-        L = float(a.layers)
-        moe_frac = (L - a.dense_layers) / L if a.is_moe else 0.0
-        s = job.seq_len
-        return _JobConstants(
-            dense_params=float(pc.total - pc.experts),
-            expert_params=float(pc.experts),
-            layer_dense=float(pc.attention + pc.dense_mlp + pc.shared_experts + pc.router
-                              + pc.norms) / L,
-            layer_expert=float(pc.experts) / L,
-            moe_frac=moe_frac,
-            flops_per_token=float(training_flops_per_token(a, s)),
-            hw_flops_full=float(training_flops_per_token(a, s, "full", hardware=True)),
-            hw_flops_selective=float(training_flops_per_token(a, s, "selective", hardware=True)),
-        )
-
-
 # The parts of a step, in the order reports show them; they sum to step_time_s.
 BREAKDOWN_FIELDS = (
     "compute_s",
@@ -289,13 +110,6 @@ class StepEstimate:
         total = self.comm_s[family]
         return np.where(np.asarray(total) > 0,
                         1.0 - np.asarray(exposed) / np.maximum(np.asarray(total), 1e-30), 1.0)
-
-
-def stage_layers(layers: float, pp: Any, interleave: Any, ops: Ops = ArrayOps) -> Any:
-    """Layers on the busiest pipeline rank: v chunks of ceil(L / (p v)) layers. Uneven splits
-    are allowed (Megatron-Core's uneven pipeline; Llama 3 section 3.3.2), and cost this
-    imbalance."""
-    return ops.ceil(layers / (pp * interleave)) * interleave
 
 
 def micro_batches(job: Job, lay: Layouts, ops: Ops = ArrayOps) -> Any:
@@ -667,73 +481,21 @@ def _step(job: Job, lay: Layouts, ops: Ops) -> StepEstimate:
 
 
 def memory(job: Job, lay: Layouts, m: Any = None, ops: Ops = ArrayOps) -> dict[str, Any]:
-    """Per-GPU memory (bytes) of the first pipeline stage, which holds the most in-flight
-    activations, plus the embedding; the last stage's LM head and logits when pp = 1."""
-    a, K, o = job.arch, job.constants, job.opts
-    t, p, d, c, e, v = lay.tp, lay.pp, lay.dp, lay.cp, lay.ep, lay.interleave
+    """Per-GPU memory (bytes) of the pipeline rank that needs the most, by part: the one
+    training-memory model (``memory.layout_memory``) with the job's dtypes and options."""
     if m is None:
         m = micro_batches(job, lay, ops)
-    pc = param_counts(a)
-    L = float(a.layers)
-    layers_stage = stage_layers(L, p, v, ops)
-    first_embed = pc.embedding + ops.where(p == 1, float(pc.output), 0.0)
     storage = Precision.bf16 if job.precision in (Precision.fp8, Precision.fp4) else job.precision
-    dense_params = K.layer_dense * layers_stage + first_embed
-    expert_params = K.layer_expert * layers_stage
-    # DualPipe keeps two model chunks per rank (the stage and its mirror): twice the states.
-    copies = 2.0 if o.schedule == "dualpipe" else 1.0
-    dp_ranks = d * c
-    shard = ops.where(lay.shard > 0, ops.minimum(lay.shard, dp_ranks), dp_ranks)
-    z3_group = ops.where(lay.zero >= 3, shard, dp_ranks)
-    w, gr, opt = _states(ops, dense_params, expert_params, t, z3_group, e, lay.zero, storage,
-                         job.grad_precision, dp_ranks)
-    w, gr, opt = w * copies, gr * copies, opt * copies
-    # ZeRO-3/FSDP holds the gathered layers it computes with and prefetches (16-bit).
-    layer_w = (K.layer_dense / t + K.layer_expert / e) * bytes_per(storage)
-    w = w + ops.where((lay.zero >= 3) & (z3_group > 1), (1.0 + max(o.prefetch, 0)) * layer_w, 0.0)
-    mf = K.moe_frac
-    per_layer_act = _act(ops, job, lay, False) * (1.0 - mf)
-    if a.is_moe:
-        per_layer_act = per_layer_act + mf * _act(ops, job, lay, True)
-    # Block recompute: a share of the layers keep only their input, the rest everything.
-    full = lay.recompute == FULL
-    bare = replace(lay, recompute=lay.recompute * 0.0)
-    none_act = _act(ops, job, bare, False) * (1.0 - mf)
-    if a.is_moe:
-        none_act = none_act + mf * _act(ops, job, bare, True)
-    frac = ops.where(full, lay.rc_frac, 1.0)
-    per_layer_act = ops.where(full, frac * per_layer_act + (1.0 - frac) * none_act, per_layer_act)
-    inflight = ops.where(
-        p == 1,
-        1.0,
-        ops.where(v > 1, ops.where(m >= p, p * (1.0 + (p - 1.0) / (p * v)), m), ops.minimum(p, m)),
+    mem = layout_memory(
+        job.arch, lay, job.seq_len, m, storage, job.grad_precision, "adam",
+        job.stack.flash_attention, job.dropout, job.precision in (Precision.fp8, Precision.fp4),
+        job.reserve_bytes, job.opts.prefetch, job.opts.schedule == "dualpipe", ops,
     )
-    if o.schedule == "dualpipe":
-        inflight = ops.where(p == 1, 1.0, p + 1.0)  # DeepSeek-V3 Table 2: PP + 1 activations
-    act = per_layer_act * layers_stage * inflight
-    act = act + ops.where(p == 1, 4.0 * (job.seq_len / c) * lay.micro_batch * a.vocab / t, 0.0)
-    total = w + gr + opt + act + job.reserve_bytes
     return {
-        "weights": w,
-        "gradients": gr,
-        "optimizer": opt,
-        "activations": act,
-        "reserve": ops.full(total, job.reserve_bytes),
-        "total": total,
+        "weights": mem.weights,
+        "gradients": mem.gradients,
+        "optimizer": mem.optimizer,
+        "activations": mem.activations,
+        "reserve": mem.reserve,
+        "total": mem.total,
     }
-
-
-def _states(ops: Ops, dense: Any, expert: Any, t: Any, z3_group: Any, e: Any, zero: Any,
-            weights: Precision, grads: Precision, dp_ranks: Any) -> tuple[Any, Any, Any]:
-    """(weights, gradients, optimizer) bytes per GPU: ZeRO 1/2 shard optimizer state and
-    gradients over the data-parallel group, ZeRO-3 the weights too (over its sharding group)."""
-    return state_bytes_array(dense, expert, t, dp_ranks, 1.0, e, zero, weights, grads, "adam",
-                             z3_group, ops)
-
-
-def _act(ops: Ops, job: Job, lay: Layouts, moe: bool) -> Any:
-    return activation_bytes_per_layer_array(
-        job.arch, job.seq_len, lay.micro_batch, lay.tp, lay.sp, lay.recompute,
-        job.stack.flash_attention, job.dropout, lay.cp, moe, ops,
-        job.precision in (Precision.fp8, Precision.fp4),
-    )

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from clusterwright.catalog.registry import Catalog
 from clusterwright.catalog.schema import Gpu, Server
-from clusterwright.design.train import (
-    server_for,
-)
+from clusterwright.design.train import server_for
 from clusterwright.errors import InputError
-from clusterwright.plan import serving as serving_plan
+from clusterwright.plan import serving_replica
 from clusterwright.spec.scenario import (
     InferenceWorkload,
     Scenario,
@@ -30,7 +28,7 @@ def candidate_gpus(scenario: Scenario, cat: Catalog) -> list[Gpu]:
             continue
         if server_for(cat, g) is None:
             continue
-        if serves and serving_plan.serving_stack(cat, g.id) is None:
+        if serves and serving_replica.serving_stack(cat, g.id) is None:
             continue
         out.append(g)
     if not out:

@@ -24,7 +24,6 @@ from clusterwright.design.blueprint import (
     Candidate,
     Decision,
     Risk,
-    money,
     violation,
 )
 from clusterwright.errors import InputError
@@ -33,6 +32,7 @@ from clusterwright.model.sizing import size_inference as memory_for_serving
 from clusterwright.model.sizing import size_training as memory_for_training
 from clusterwright.plan.candidates import server_among
 from clusterwright.plan.context import PlanRun
+from clusterwright.report.fmt import usd
 from clusterwright.spec.parallel import ParallelConfig
 from clusterwright.spec.scenario import InferenceWorkload, TrainingWorkload
 
@@ -172,7 +172,7 @@ def spares_plan(run: PlanRun, cand: Candidate, servers_usd: float | None) -> lis
     enough = spares_for(lam, repair_h, TARGET_COVERAGE)
     spare_usd = servers_usd * s / cand.nodes if servers_usd and cand.nodes else None
     info["spare_servers_usd"] = spare_usd
-    price = f", {money(spare_usd)} of servers" if s and spare_usd else ""
+    price = f", {usd(spare_usd)} of servers" if s and spare_usd else ""
     text = (f"cluster.spares: {_spares(s)} ({server.id}, {s * server.gpus:,} GPUs{price}); node "
             f"failures needing repair: {lam * 24:.2g} a day across {info['work_nodes']:,} "
             f"working servers; with a {repair_h:g} h repair (the catalog's estimate, "

@@ -14,12 +14,13 @@ from __future__ import annotations
 from typing import Any
 
 from clusterwright.catalog.schema import Gpu, Server
-from clusterwright.design.blueprint import Alternative, Candidate, Decision, money
-from clusterwright.design.train import WallTime, gpu_counts, plan, sized
+from clusterwright.design.blueprint import Alternative, Candidate, Decision
 from clusterwright.design.train_goodput import production_time
-from clusterwright.model.training import Job
+from clusterwright.model.train_job import Job
 from clusterwright.plan.context import PlanRun
+from clusterwright.plan.layouts import WallTime, gpu_counts, plan, sized
 from clusterwright.plan.training import training_job
+from clusterwright.report.fmt import signed_pct, usd
 from clusterwright.spec.scenario import TrainingWorkload
 
 MAX_ALTERNATIVES = 3  # runner-ups shown per decision: enough to see the margin
@@ -46,7 +47,7 @@ def layout_text(layout: dict[str, Any]) -> str:
 
 def _rel(fraction: float) -> str:
     """A signed relative difference, with a decimal when it is small: '+0.3 %', '+17 %'."""
-    return f"{100 * fraction:+.1f} %" if abs(fraction) < 0.1 else f"{100 * fraction:+.0f} %"
+    return signed_pct(fraction, 1 if abs(fraction) < 0.1 else 0)
 
 
 def _n(count: int, noun: str) -> str:
@@ -59,11 +60,11 @@ def gpu_decision(chosen: Candidate, feasible: bool,
     n = len(alternatives) + 1
     if feasible and n == 1:
         why = ("the only candidate GPU (constraints.gpus); it meets every constraint"
-               + (f": {money(chosen.total_cost_usd)} ({chosen.cost_basis})"
+               + (f": {usd(chosen.total_cost_usd)} ({chosen.cost_basis})"
                   if chosen.total_cost_usd is not None else ""))
     elif feasible:
         why = (f"the cheapest of {n} candidate GPUs that meets every constraint"
-               + (f": {money(chosen.total_cost_usd)} ({chosen.cost_basis})"
+               + (f": {usd(chosen.total_cost_usd)} ({chosen.cost_basis})"
                   if chosen.total_cost_usd is not None else ""))
     else:
         why = (f"no candidate meets every constraint; {chosen.gpu} misses by the least "
@@ -90,7 +91,7 @@ def server_decision(run: PlanRun, chosen: Candidate) -> Decision | None:
     for s in others[:MAX_ALTERNATIVES]:
         if s.price_usd and server.price_usd:
             d = (s.price_usd / s.gpus) / (server.price_usd / server.gpus) - 1.0
-            alts.append(Alternative(s.id, f"{_rel(d)} per GPU ({money(s.price_usd)} per "
+            alts.append(Alternative(s.id, f"{_rel(d)} per GPU ({usd(s.price_usd)} per "
                                           f"server), {s.max_power_kw:g} kW"))
         else:
             alts.append(Alternative(s.id, "no catalog price to compare"))

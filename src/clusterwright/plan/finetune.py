@@ -11,14 +11,12 @@ from clusterwright.design.blueprint import (
     Violation,
     violation,
 )
-from clusterwright.design.train import (
-    job_for,
-    plan,
-)
+from clusterwright.design.train import job_for
 from clusterwright.errors import InputError
 from clusterwright.model.flops import finetune_flops_per_token
 from clusterwright.model.precision import training_dtype
 from clusterwright.plan.context import PlanRun
+from clusterwright.plan.layouts import plan
 from clusterwright.plan.training import global_batch, memory_violation
 from clusterwright.spec.scenario import (
     FinetuneWorkload,

@@ -13,10 +13,11 @@ from clusterwright.design.blueprint import (
     Violation,
     violation,
 )
-from clusterwright.errors import InputError
+from clusterwright.errors import InputError, rejection_reason
 from clusterwright.model.params import total_params
 from clusterwright.model.precision import bytes_per, default_kv_precision
 from clusterwright.plan import serving as serving_plan
+from clusterwright.plan import serving_replica
 from clusterwright.plan.context import CURVE_LOADS, PlanRun
 from clusterwright.spec.scenario import (
     Diurnal,
@@ -36,7 +37,7 @@ def diurnal_multipliers(d: Diurnal) -> list[float]:
 
 def size_inference(run: PlanRun, w: InferenceWorkload,
                     gpu: Gpu) -> tuple[dict[str, Any] | None, list[Violation]]:
-    if serving_plan.serving_stack(run.cat, gpu.id) is None:
+    if serving_replica.serving_stack(run.cat, gpu.id) is None:
         return None, [violation("gpus", None, None, "",
                                 f"{gpu.id} has no serving calibration in the catalog", w.name)]
     arch = run.models[w.name]
@@ -50,7 +51,7 @@ def size_inference(run: PlanRun, w: InferenceWorkload,
             workers=1 if run.quick else None, rel_tol=0.1 if run.quick else 0.05,
             e2e_p99_s=w.slo.e2e_p99_s)
     except InputError as exc:
-        what: ConstraintName = "memory" if "fit" in str(exc) else "gpus"
+        what: ConstraintName = "memory" if rejection_reason(exc) == "memory" else "gpus"
         need = arch_weights_gb(arch, w.precision) if what == "memory" else None
         return None, [violation(what, gpu.memory_gb if what == "memory" else None, need, "GB",
                                 f"weights ({exc})" if what == "memory" else str(exc), w.name)]
@@ -104,7 +105,7 @@ def latency_curves(run: PlanRun, cand: Candidate) -> None:
         for f in CURVE_LOADS[1::2] if run.quick else CURVE_LOADS:
             q = r["qps_per_replica"] * f
             try:
-                e = serving_plan.estimate(
+                e = serving_replica.estimate(
                     run.cat, run.models[r["name"]], r["gpu"], tp=r["tp"], ep=r["ep"],
                     precision=r["precision"], kv_precision=r["kv_precision"], qps=q,
                     input_len=r["input_len"], output_len=r["output_len"],

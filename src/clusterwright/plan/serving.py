@@ -1,15 +1,10 @@
-"""Serving decisions: what fits on a GPU, how one deployment performs, and the cheapest one
-that meets latency SLOs.
+"""Serving capacity planning: the cheapest deployment that meets latency SLOs.
 
-``memory_plan`` splits a GPU's memory the way vLLM does at start-up; ``replica`` bundles the
-step-time model and engine of one model replica; ``estimate`` simulates a workload on a
-deployment (``sim/serving.py``); ``plan`` searches GPU type x tensor parallelism (and, for
-MoE models, expert parallelism over the TP group) for the largest load one replica sustains
-under p99 TTFT and TPOT SLOs, then sizes and prices the fleet.
-
-It lives in the simulation layer because the plan's capacity search is a loop of
-simulations (no closed form gives p99 latency under load); the decisions it takes read only
-the catalog, the models and the simulator below it.
+``plan`` searches GPU type x tensor parallelism (and, for MoE models, expert parallelism over
+the TP group) for the largest load one replica sustains under p99 TTFT and TPOT SLOs (a loop
+of simulations: no closed form gives p99 latency under load), then sizes and prices the
+fleet. The replica and its memory are built by ``plan/serving_replica`` and
+``plan/serving_memory``; rejected layouts are counted by their typed ``reason``.
 """
 
 from __future__ import annotations
@@ -23,402 +18,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clusterwright.catalog.registry import Catalog, resolve_model
-from clusterwright.catalog.schema import Gpu, ModelArch, Stack
-from clusterwright.design.train import net_for
-from clusterwright.errors import InputError
-from clusterwright.model.inference import StepModel, check_expert_parallel, compute_dtype
-from clusterwright.model.memory import inference_memory, kv_cache_bytes
+from clusterwright.catalog.schema import ModelArch
+from clusterwright.errors import InfeasibleError, InputError, rejection_reason
 from clusterwright.model.precision import Precision
+from clusterwright.plan.serving_replica import (
+    Replica,
+    check_request_fits,
+    replica,
+    serving_gpus,
+    serving_stack,
+    workload,
+)
 from clusterwright.sim.serving import (
     ClusterConfig,
-    EngineConfig,
-    Lengths,
-    ServingResult,
     Workload,
     simulate,
 )
 
-GB = 1e9
-KV_PRECISIONS = (Precision.bf16, Precision.fp16, Precision.fp8)  # vLLM kv_cache_dtype
-LENGTH_DISTS = ("fixed", "lognormal")
-ROUTERS = ("round_robin", "least_outstanding")
 PLAN_TPS = (1, 2, 4, 8)
-MAX_NUM_SEQS = 256  # vLLM default max_num_seqs (engine arguments)
-
-
-# ---------------------------------------------------------------------------- memory
-
-
-@dataclass(frozen=True)
-class MemoryPlan:
-    """Per-GPU memory of one replica, in bytes, as vLLM sizes its KV cache at start-up
-    (``gpu_worker.determine_available_memory``): the engine may use
-    ``gpu_memory_utilization`` of the GPU; weights, the activation peak of a profiling
-    forward pass over ``max_num_batched_tokens`` and the CUDA-graph pool come off the top;
-    the rest is paged KV cache in blocks of ``block_size`` tokens."""
-
-    gpu_memory: float
-    utilization: float
-    weights: float
-    activations: float
-    cuda_graphs: float
-    kv_bytes_per_token: float  # per GPU: this GPU's share of heads and layers
-    block_size: int
-    tp: int
-    pp: int
-    # "total": the fraction caps all memory the engine uses (vLLM gpu_memory_utilization);
-    # "free": the fraction applies to what weights and activations leave free (TensorRT-LLM
-    # KvCacheConfig.free_gpu_memory_fraction).
-    rule: str = "total"
-
-    @property
-    def usable(self) -> float:
-        return self.gpu_memory * self.utilization
-
-    @property
-    def kv_cache(self) -> float:
-        """Bytes left for the KV cache (negative when the model does not fit)."""
-        if self.rule == "free":
-            free = self.gpu_memory - self.weights - self.activations - self.cuda_graphs
-            return free * self.utilization if free > 0 else free
-        return self.usable - self.weights - self.activations - self.cuda_graphs
-
-    @property
-    def kv_blocks(self) -> int:
-        """vLLM: num_gpu_blocks = available KV bytes // (block_size x bytes per token)."""
-        return max(0, math.floor(self.kv_cache / (self.block_size * self.kv_bytes_per_token)))
-
-    @property
-    def kv_tokens(self) -> int:
-        """Tokens the KV cache of one replica holds (all sequences together)."""
-        return self.kv_blocks * self.block_size
-
-    def max_batch(self, context_tokens: int) -> int:
-        """Most sequences of ``context_tokens`` tokens whose KV fits at once (whole blocks)."""
-        per_seq = -(-max(context_tokens, 1) // self.block_size)
-        return self.kv_blocks // per_seq
-
-    def as_dict(self) -> dict[str, float | int]:
-        return {
-            "gpu_memory_gb": self.gpu_memory / GB,
-            "usable_gb": self.usable / GB,
-            "weights_gb": self.weights / GB,
-            "activations_gb": self.activations / GB,
-            "cuda_graphs_gb": self.cuda_graphs / GB,
-            "kv_cache_gb": self.kv_cache / GB,
-            "kv_bytes_per_token_per_gpu": self.kv_bytes_per_token,
-            "block_size": self.block_size,
-            "kv_blocks": self.kv_blocks,
-            "kv_tokens": self.kv_tokens,
-        }
-
-
-def _memory(arch: ModelArch, gpu: Gpu, tp: int, pp: int, weights: Precision,
-            kv_precision: Precision, cat: Catalog, rule: str = "total") -> MemoryPlan:
-    # Expert parallelism inside the TP group needs no term here: E/ep whole experts, each
-    # sliced over tp/ep GPUs, are E/tp experts' bytes per GPU, as TP's 1/tp of every expert
-    # (and the MoE activation peak is the same, see model/inference.StepModel).
-    tokens = cat.assumption("inference_max_batched_tokens")
-    graphs = cat.assumption("inference_cuda_graph_reserve_gb") * GB
-    m = inference_memory(arch, 0, 0, weights, kv_precision, tp, pp, tokens, graphs)
-    return MemoryPlan(
-        gpu_memory=gpu.memory_gb * GB,
-        utilization=cat.assumption("inference_gpu_memory_utilization"),
-        weights=m.weights,
-        activations=m.activations,
-        cuda_graphs=m.reserve,
-        kv_bytes_per_token=kv_cache_bytes(arch, 1, 1, kv_precision, tp) / pp,
-        block_size=int(cat.assumption("inference_kv_block_tokens")),
-        tp=tp,
-        pp=pp,
-        rule=rule,
-    )
-
-
-def memory_plan(arch: ModelArch, gpu: Gpu, tp: int, pp: int, weights: Precision | str,
-                kv_precision: Precision | str, cat: Catalog, rule: str = "total") -> MemoryPlan:
-    """Memory of ``arch`` on ``tp`` x ``pp`` ``gpu``s. Raises InputError naming --tp, with the
-    numbers and the smallest TP that fits, when not even one KV block is left. ``rule``: how
-    the engine's memory fraction applies (``MemoryPlan.rule``)."""
-    w, kv = Precision(weights), Precision(kv_precision)
-    plan = _memory(arch, gpu, tp, pp, w, kv, cat, rule)
-    if plan.kv_blocks >= 1:
-        return plan
-    fits = [t for t in (2, 4, 8, 16, 32, 64) if t > tp and arch.heads % t == 0
-            and _memory(arch, gpu, t, pp, w, kv, cat, rule).kv_blocks >= 1]
-    hint = f"; try --tp {fits[0]}" if fits else "; add --pp stages or use a larger GPU"
-    parts = (f"{plan.weights / GB:.1f} GB weights - {plan.activations / GB:.1f} GB activations"
-             f" - {plan.cuda_graphs / GB:.1f} GB CUDA graphs")
-    if plan.rule == "free":
-        budget = (f"({gpu.memory_gb:g} GB - {parts}) x {plan.utilization:g} (the engine's "
-                  "fraction of free memory)")
-    else:
-        budget = (f"{plan.usable / GB:.1f} GB usable ({gpu.memory_gb:g} GB x "
-                  f"{plan.utilization:g}) - {parts}")
-    raise InputError(
-        f"--tp {tp}: {arch.id} ({w.value}) does not fit on {gpu.id} at tp {tp} pp {pp}: "
-        f"{budget} = {plan.kv_cache / GB:.1f} GB for the KV cache, less than one block{hint}"
-    )
-
-
-# ---------------------------------------------------------------------------- replica
-
-
-def serving_stack(cat: Catalog, gpu_id: str) -> Stack | None:
-    """The first catalog stack covering ``gpu_id`` that has a ``serving`` calibration."""
-    for st in cat.all("stacks"):
-        if gpu_id in st.gpus and st.serving is not None:
-            return st  # type: ignore[no-any-return]
-    return None
-
-
-def serving_gpus(cat: Catalog) -> list[Gpu]:
-    """Catalog GPUs that a stack with a serving calibration covers, in catalog order."""
-    return [g for g in cat.all("gpus") if serving_stack(cat, g.id) is not None]
-
-
-@dataclass(frozen=True)
-class Replica:
-    """One model replica: ``tp`` x ``pp`` GPUs, its step-time model, engine and memory.
-    Expert parallelism (``model.ep``) splits the MoE experts inside the TP group, so it adds
-    no GPUs."""
-
-    model: StepModel
-    engine: EngineConfig
-    memory: MemoryPlan
-
-    @property
-    def gpus(self) -> int:
-        return self.model.tp * self.model.pp
-
-
-def _check_layout(arch: ModelArch, gpu: Gpu, tp: int, pp: int, weights: Precision,
-                  kv_precision: Precision, ep: int = 1, ep_comm: str = "allreduce") -> None:
-    if tp < 1:
-        raise InputError(f"--tp: must be a positive integer, got {tp}")
-    if pp < 1:
-        raise InputError(f"--pp: must be a positive integer, got {pp}")
-    if arch.heads % tp:
-        raise InputError(f"--tp: {tp} does not divide the {arch.heads} attention heads of "
-                         f"{arch.id}")
-    if pp > arch.layers:
-        raise InputError(f"--pp: {pp} stages exceed the {arch.layers} layers of {arch.id}")
-    check_expert_parallel(arch, tp, ep, ep_comm)
-    if compute_dtype(weights) not in gpu.peak_tflops:
-        raise InputError(f"--precision: {gpu.id} has no {compute_dtype(weights).value} tensor "
-                         f"cores for {weights.value} weights")
-    if kv_precision not in KV_PRECISIONS:
-        raise InputError(f"--kv-precision: {kv_precision.value} is not a KV-cache type "
-                         f"(use {', '.join(p.value for p in KV_PRECISIONS)})")
-
-
-def replica(cat: Catalog, model_id: str | ModelArch, gpu_id: str, tp: int = 1, pp: int = 1,
-            precision: Precision | str = Precision.bf16,
-            kv_precision: Precision | str = Precision.bf16, server: str | None = None,
-            max_num_seqs: int | None = None, ep: int = 1,
-            ep_comm: str = "allreduce") -> Replica:
-    """A replica of ``model_id`` (catalog id, YAML path or architecture) on ``gpu_id``.
-    Engine: KV blocks from the memory plan, ``max_num_seqs`` (vLLM default 256) and the
-    token budget of the ``inference_max_batched_tokens`` assumption. ``ep``/``ep_comm``:
-    expert parallelism of a MoE model inside the TP group (``model.inference.StepModel``)."""
-    arch = model_id if isinstance(model_id, ModelArch) else resolve_model(cat, model_id)
-    gpu = cat.gpu(gpu_id)
-    w, kv = Precision(precision), Precision(kv_precision)
-    _check_layout(arch, gpu, tp, pp, w, kv, ep, ep_comm)
-    stack = serving_stack(cat, gpu.id)
-    if stack is None:
-        raise InputError(
-            f"--gpu: {gpu.id} has no serving calibration in the catalog (a stack covering it "
-            "needs a `serving:` block in stacks.yaml); --engine trtllm|vllm|sglang models it "
-            "with a catalog serving engine")
-    srv = cat.server(server) if server else None
-    if srv is not None and srv.gpu != gpu.id:
-        raise InputError(f"--server: {srv.id} holds {srv.gpu}, not {gpu.id}")
-    net = net_for(cat, gpu, stack, srv)
-    if tp > net.domain_gpus:
-        raise InputError(f"--tp: {tp} exceeds the NVLink domain of {net.domain_gpus} "
-                         f"{gpu.id} GPUs")
-    # The engine the stack's serving efficiencies were calibrated with, unless overridden.
-    sv = stack.serving
-    assert sv is not None
-    mem = memory_plan(arch, gpu, tp, pp, w, kv, cat, sv.kv_memory_rule)
-    budget = int(cat.assumption("inference_max_batched_tokens"))
-    seqs = max_num_seqs if max_num_seqs is not None else sv.max_num_seqs
-    if seqs < 1 or seqs > budget:
-        raise InputError(f"--max-num-seqs: {seqs} must be in 1..{budget} (the token "
-                         "budget of one iteration)")
-    engine = EngineConfig(kv_blocks=mem.kv_blocks, block_size=mem.block_size,
-                          max_num_seqs=seqs, max_num_batched_tokens=budget,
-                          admission=sv.admission)
-    model = StepModel(arch, gpu, stack, net, tp=tp, pp=pp, weights=w, kv_precision=kv,
-                      ep=ep, ep_comm=ep_comm)
-    return Replica(model=model, engine=engine, memory=mem)
-
-
-# ---------------------------------------------------------------------------- estimate
-
-
-def lengths(dist: str, mean: int, cv: float, flag: str, cap: int) -> Lengths:
-    """A token-length distribution: ``fixed`` at ``mean`` or ``lognormal`` with that mean
-    and coefficient of variation ``cv``, clipped at ``cap`` tokens."""
-    if mean < 1:
-        raise InputError(f"{flag}: must be a positive number of tokens, got {mean}")
-    if dist not in LENGTH_DISTS:
-        raise InputError(f"--length-dist: {dist!r} is not one of {', '.join(LENGTH_DISTS)}")
-    if dist == "fixed":
-        return Lengths("fixed", float(mean))
-    if not cv > 0:
-        raise InputError(f"--length-cv: must be > 0 for lognormal lengths, got {cv:g}")
-    return Lengths("lognormal", float(mean), cv * mean, low=1, high=max(cap, 0))
-
-
-def workload(input_len: int, output_len: int, *, qps: float | None = None,
-             concurrency: int | None = None, num_requests: int = 1000, seed: int = 0,
-             length_dist: str = "fixed", length_cv: float = 1.0,
-             max_context: int | None = None) -> Workload:
-    """Open loop (Poisson arrivals at ``qps``) or closed loop (``concurrency`` clients).
-    Lognormal lengths are clipped so prompt plus output stays within ``max_context``."""
-    if (qps is None) == (concurrency is None):
-        raise InputError("--qps/--concurrency: give exactly one (open loop at a request rate, "
-                         "or a closed loop of clients)")
-    if qps is not None and not (qps > 0 and math.isfinite(qps)):
-        raise InputError(f"--qps: must be a positive request rate, got {qps:g}")
-    if concurrency is not None and concurrency < 1:
-        raise InputError(f"--concurrency: must be a positive number of clients, got "
-                         f"{concurrency}")
-    if num_requests < 1:
-        raise InputError(f"--num-requests: must be a positive integer, got {num_requests}")
-    cap_in = cap_out = 0
-    if max_context is not None:
-        # Split the context between prompt and output in proportion to their means.
-        cap_in = max(1, max_context * input_len // max(input_len + output_len, 1))
-        cap_out = max(1, max_context - cap_in)
-    return Workload(
-        num_requests=num_requests,
-        arrival="poisson" if qps is not None else "closed",
-        qps=qps if qps is not None else 1.0,
-        concurrency=concurrency if concurrency is not None else 1,
-        input_len=lengths(length_dist, input_len, length_cv, "--input-len", cap_in),
-        output_len=lengths(length_dist, output_len, length_cv, "--output-len", cap_out),
-        seed=seed,
-    )
-
-
-def _check_request_fits(rep: Replica, input_len: int, output_len: int) -> None:
-    arch = rep.model.arch
-    total = input_len + output_len
-    if total > arch.max_seq_len:
-        raise InputError(
-            f"--input-len/--output-len: {input_len} + {output_len} = {total} tokens exceed "
-            f"the {arch.max_seq_len}-token context of {arch.id}")
-    if total > rep.memory.kv_tokens:
-        raise InputError(
-            f"--input-len/--output-len: one request of {total} tokens exceeds the KV cache of "
-            f"a replica ({rep.memory.kv_tokens} tokens at tp {rep.model.tp} pp {rep.model.pp}"
-            f"); raise --tp or shorten the request")
-
-
-@dataclass(frozen=True)
-class ServeEstimate:
-    """A simulated deployment: ``replicas`` copies of ``replica`` behind a router."""
-
-    replica: Replica
-    replicas: int
-    router: str
-    workload: Workload
-    result: ServingResult
-
-    @property
-    def gpus(self) -> int:
-        return self.replicas * self.replica.gpus
-
-    def as_dict(self) -> dict[str, Any]:
-        """Contract keys of ``serve estimate`` first, then extras."""
-        r, m = self.result, self.replica.model
-        return {
-            "ttft_p50_s": r.ttft_s["p50"],
-            "ttft_p99_s": r.ttft_s["p99"],
-            "tpot_p50_s": r.tpot_s["p50"],
-            "tpot_p99_s": r.tpot_s["p99"],
-            "e2e_mean_s": r.e2e_s["mean"],
-            "e2e_p99_s": r.e2e_s["p99"],
-            "throughput_tokens_per_s": r.output_tokens_per_s,
-            "requests_per_s": r.requests_per_s,
-            "kv_cache_utilization": r.kv_util_mean,
-            "kv_cache_utilization_max": float(r.kv_util.max()) if r.kv_util.size else 0.0,
-            "ttft_mean_s": r.ttft_s["mean"],
-            "e2e_p50_s": r.e2e_s["p50"],
-            "tpot_mean_s": r.tpot_s["mean"],
-            "itl_p99_s": r.itl_s["p99"],
-            "goodput_requests_per_s": r.goodput_rps,
-            "slo_ttft_s": r.slo_ttft_s,
-            "slo_tpot_s": r.slo_tpot_s,
-            "preemptions": r.preemptions,
-            "requests": r.requests,
-            "duration_s": r.duration_s,
-            "tokens_per_s_per_gpu": r.output_tokens_per_s / self.gpus,
-            "model": m.arch.id,
-            "gpu": m.gpu.id,
-            "stack": m.stack.id,
-            "tp": m.tp,
-            "pp": m.pp,
-            "ep": m.ep,
-            "ep_comm": m.ep_comm,
-            "precision": m.weights.value,
-            "kv_precision": m.kv_precision.value,
-            "replicas": self.replicas,
-            "router": self.router,
-            "gpus": self.gpus,
-            "arrival": self.workload.arrival,
-            "qps": self.workload.qps if self.workload.arrival == "poisson" else None,
-            "concurrency": (self.workload.concurrency
-                            if self.workload.arrival == "closed" else None),
-            "seed": self.workload.seed,
-            "memory": self.replica.memory.as_dict(),
-            "engine": {
-                "kv_blocks": self.replica.engine.kv_blocks,
-                "block_size": self.replica.engine.block_size,
-                "max_num_seqs": self.replica.engine.max_num_seqs,
-                "max_num_batched_tokens": self.replica.engine.max_num_batched_tokens,
-            },
-            "sim": {"events": r.events, "steps": r.steps},
-            # Wall-clock values only here: the rest is identical for the same seed.
-            "timings": {"sim_wall_s": r.wall_s},
-        }
-
-
-def estimate(cat: Catalog, model: str | ModelArch, gpu: str, *, tp: int = 1, pp: int = 1,
-             precision: Precision | str = Precision.bf16,
-             kv_precision: Precision | str = Precision.bf16, server: str | None = None,
-             qps: float | None = None, concurrency: int | None = None, input_len: int,
-             output_len: int, num_requests: int = 1000, seed: int = 0,
-             length_dist: str = "fixed", length_cv: float = 1.0, replicas: int = 1,
-             router: str = "round_robin", slo_ttft_s: float = math.inf,
-             slo_tpot_s: float = math.inf, max_num_seqs: int | None = None, ep: int = 1,
-             ep_comm: str = "allreduce") -> ServeEstimate:
-    """Simulate ``num_requests`` requests on ``replicas`` replicas of ``model`` on ``gpu``.
-    Goodput counts requests whose TTFT and TPOT meet ``slo_ttft_s`` / ``slo_tpot_s``.
-    ``ep``: expert-parallel GPUs of a MoE model inside the TP group (``ep_comm`` how its
-    tokens move: ``allreduce`` or ``alltoall``)."""
-    for flag, v in (("--input-len", input_len), ("--output-len", output_len),
-                    ("--replicas", replicas)):
-        if v < 1:
-            raise InputError(f"{flag}: must be a positive integer, got {v}")
-    if router not in ROUTERS:
-        raise InputError(f"--router: {router!r} is not one of {', '.join(ROUTERS)}")
-    rep = replica(cat, model, gpu, tp, pp, precision, kv_precision, server, max_num_seqs,
-                  ep=ep, ep_comm=ep_comm)
-    _check_request_fits(rep, input_len, output_len)
-    cap = min(rep.model.arch.max_seq_len, rep.memory.kv_tokens)
-    w = workload(input_len, output_len, qps=qps, concurrency=concurrency,
-                 num_requests=num_requests, seed=seed, length_dist=length_dist,
-                 length_cv=length_cv, max_context=cap)
-    cluster = ClusterConfig(engine=rep.engine, replicas=replicas, router=router)
-    res = simulate(cluster, w, rep.model, slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s)
-    return ServeEstimate(replica=rep, replicas=replicas, router=router, workload=w, result=res)
-
-
-# ---------------------------------------------------------------------------- plan
 
 
 def gpu_hour_price(cat: Catalog, gpu_id: str) -> tuple[float, str] | None:
@@ -635,15 +252,16 @@ def plan(cat: Catalog, model: str | ModelArch, qps: float, input_len: int, outpu
     With no feasible configuration, ``best`` is None and ``best_achievable`` holds the
     lowest light-load p99s found.
     """
-    for flag, v in (("--input-len", input_len), ("--output-len", output_len),
-                    ("--num-requests", num_requests)):
+    for name, v in (("input_len", input_len), ("output_len", output_len),
+                    ("num_requests", num_requests)):
         if v < 1:
-            raise InputError(f"{flag}: must be a positive integer, got {v}")
+            raise InputError(f"{name}: must be a positive integer, got {v}", field=name)
     if not (qps > 0 and math.isfinite(qps)):
-        raise InputError(f"--qps: must be a positive request rate, got {qps:g}")
-    for flag, s in (("--ttft-p99", ttft_p99_s), ("--tpot-p99", tpot_p99_s)):
+        raise InputError(f"qps: must be a positive request rate, got {qps:g}", field="qps")
+    for name, s in (("ttft_p99_s", ttft_p99_s), ("tpot_p99_s", tpot_p99_s)):
         if not s > 0:
-            raise InputError(f"{flag}: must be a positive number of seconds, got {s:g}")
+            raise InputError(f"{name}: must be a positive number of seconds, got {s:g}",
+                             field=name)
     if e2e_p99_s is not None and not (e2e_p99_s > 0 and math.isfinite(e2e_p99_s)):
         raise InputError(f"e2e_p99_s: must be a positive number of seconds, got {e2e_p99_s:g}",
                          field="e2e_p99_s")
@@ -651,27 +269,28 @@ def plan(cat: Catalog, model: str | ModelArch, qps: float, input_len: int, outpu
     if gpu == "choose":
         gpus = serving_gpus(cat)
         if not gpus:
-            raise InputError("--gpu choose: no catalog GPU has a serving calibration (stacks."
-                             "yaml `serving:`); name one with --gpu")
+            raise InfeasibleError("gpu: choose: no catalog GPU has a serving calibration (stacks."
+                             "yaml `serving:`); name one", "no_serving_calibration", field="gpu")
     else:
         gpus = [cat.gpu(gpu)]
         if serving_stack(cat, gpu) is None:
-            raise InputError(f"--gpu: {gpu} has no serving calibration in the catalog (a stack "
-                             "covering it needs a `serving:` block in stacks.yaml); --engine "
-                             "trtllm|vllm|sglang plans it with a catalog serving engine")
+            raise InfeasibleError(f"gpu: {gpu} has no serving calibration in the catalog (a "
+                                  "stack covering it needs a `serving:` block in stacks.yaml); "
+                                  "engine trtllm|vllm|sglang plans it with a catalog serving "
+                                  "engine", "no_serving_calibration", field="gpu")
     rejected: Counter[str] = Counter()
     errors: list[str] = []
-    raw: list[str] = []
+    first_error: list[InputError] = []
     layouts: list[tuple[Replica, tuple[float, str] | None]] = []
     for g in gpus:
         price = gpu_hour_price(cat, g.id)
         for tp in tps:
             try:
                 rep = replica(cat, arch, g.id, tp, 1, precision, kv_precision)
-                _check_request_fits(rep, input_len, output_len)
+                check_request_fits(rep, input_len, output_len)
             except InputError as exc:
-                rejected[_reason(str(exc))] += 1
-                raw.append(str(exc))
+                rejected[rejection_reason(exc)] += 1
+                first_error.append(exc)
                 errors.append(f"{g.id} tp {tp}: {exc}")
                 continue
             if expert_parallel and arch.is_moe and tp > 1 and arch.experts % tp == 0:
@@ -692,12 +311,14 @@ def plan(cat: Catalog, model: str | ModelArch, qps: float, input_len: int, outpu
     else:
         caps = [search(layout) for layout in layouts]
     if not caps:
-        flags = {m.split(":", 1)[0] for m in raw}
-        if len(flags) == 1 and flags <= {"--precision", "--kv-precision"}:
-            raise InputError(raw[0])
+        if len(rejected) == 1 and "precision" in rejected:
+            raise first_error[0]
         where = gpu if gpu != "choose" else "any calibrated GPU"
-        raise InputError(f"--model: {arch.id} fits no TP in {', '.join(map(str, tps))} on "
-                         f"{where}: " + "; ".join(errors[-3:]))
+        # One reason for every rejection is the reason; memory binds whenever it is one.
+        reason = next(iter(rejected)) if len(rejected) == 1 else (
+            "memory" if "memory" in rejected else "other")
+        raise InfeasibleError(f"model: {arch.id} fits no TP in {', '.join(map(str, tps))} on "
+                              f"{where}: " + "; ".join(errors[-3:]), reason, field="model")
     candidates = [_candidate(c, qps, output_len) for c in caps]
     feasible = [c for c in candidates if c["replicas"] is not None]
     priced = [c for c in feasible if c["usd_per_hour"] is not None]
@@ -774,23 +395,6 @@ def _capacity_of(layout: tuple[Replica, tuple[float, str] | None], *, input_len:
                     price=price, e2e_slo=e2e_slo)
 
 
-def _reason(msg: str) -> str:
-    """A short rejection category from an InputError message."""
-    if "does not fit" in msg:
-        return "memory"
-    if "NVLink domain" in msg:
-        return "nvlink_domain"
-    if "attention heads" in msg:
-        return "heads_not_divisible"
-    if "KV cache" in msg or "context" in msg:
-        return "request_too_long"
-    if "serving calibration" in msg:
-        return "no_serving_calibration"
-    if "--precision" in msg:
-        return "precision"
-    return "other"
-
-
 def _candidate(c: Capacity, qps: float, output_len: int) -> dict[str, Any]:
     """One (GPU, TP) sized for ``qps``: replicas, GPUs, $/hour and $/million output tokens."""
     replicas = math.ceil(qps / c.qps * (1 - 1e-9)) if c.qps > 0 else None
@@ -825,19 +429,10 @@ def _candidate(c: Capacity, qps: float, output_len: int) -> dict[str, Any]:
 __all__ = [
     "Capacity",
     "LoadPoint",
-    "MemoryPlan",
-    "Replica",
-    "ServeEstimate",
     "ServePlan",
     "capacity",
-    "estimate",
     "gpu_hour_price",
-    "memory_plan",
     "pareto",
     "plan",
-    "replica",
     "saturation_qps",
-    "serving_gpus",
-    "serving_stack",
-    "workload",
 ]

@@ -1,5 +1,5 @@
 """A scenario's training workloads sized on one GPU: the fewest GPUs meeting the deadline, or the
-best layout at the given count (the layout search is ``design/train.py``)."""
+best layout at the given count (the layout search is ``plan/layouts.py``)."""
 
 from __future__ import annotations
 
@@ -15,21 +15,25 @@ from clusterwright.design.blueprint import (
 from clusterwright.design.train import (
     confidence,
     default_global_batch,
-    enumerate_layouts,
     estimate_layout,
-    gpu_counts,
     job_for,
     mfu_record,
+)
+from clusterwright.design.train_goodput import production_time, production_wall
+from clusterwright.errors import InputError
+from clusterwright.model.precision import training_dtype
+from clusterwright.model.recompute import parse_recompute
+from clusterwright.model.train_job import Job
+from clusterwright.model.training import BREAKDOWN_FIELDS, estimate
+from clusterwright.plan.context import PlanRun
+from clusterwright.plan.layouts import (
+    enumerate_layouts,
+    gpu_counts,
     pareto_front,
     plan,
     sized,
     smallest_for_deadline,
 )
-from clusterwright.design.train_goodput import production_time
-from clusterwright.errors import InputError
-from clusterwright.model.precision import training_dtype
-from clusterwright.model.training import BREAKDOWN_FIELDS, Job, estimate
-from clusterwright.plan.context import PlanRun
 from clusterwright.spec.scenario import (
     FinetuneWorkload,
     TrainingWorkload,
@@ -99,7 +103,7 @@ def fixed_layout(i: int, w: TrainingWorkload, job: Job) -> tuple[dict[str, Any],
     if lay.recompute is None:
         search.append("recompute")
     else:
-        fixed["recompute"] = ("none", "selective", "full").index(lay.recompute)
+        fixed["recompute"] = parse_recompute(lay.recompute)
     if lay.sequence_parallel is None:
         search.append("sp")
     else:
@@ -119,9 +123,7 @@ def size_training(run: PlanRun, w: TrainingWorkload, gpu: Gpu,
         return None, [job]
     cat = run.cat
 
-    def wall(n: int, compute_s: float) -> float:
-        return production_time(cat, arch, gpu.id, server, n, compute_s).days * 86400.0
-
+    wall = production_wall(cat, arch, gpu.id, server)
     bad: list[Violation] = []
     best = None
     n = w.gpus

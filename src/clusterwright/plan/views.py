@@ -12,11 +12,11 @@ from clusterwright.design.blueprint import (
     DesignFacts,
     InferenceFacts,
     Violation,
-    money,
 )
 from clusterwright.design.bom import summary
 from clusterwright.plan.design import DesignedCluster
 from clusterwright.plan.pricing import cost_over_time
+from clusterwright.report.fmt import usd
 from clusterwright.spec.scenario import (
     Scenario,
 )
@@ -102,7 +102,7 @@ def summary_text(sc: Scenario, cand: Candidate, feasible: bool, binding: list[Vi
             f"No design meets every constraint; the nearest is {where}")
     cost = ""
     if cand.total_cost_usd is not None:
-        cost = f", {money(cand.total_cost_usd)} ({cand.cost_basis})"
+        cost = f", {usd(cand.total_cost_usd)} ({cand.cost_basis})"
     text = head + cost + ". " + ("; ".join(parts) + ". " if parts else "")
     if c.deployment == "compare" and cand.cloud_total_cost_usd is not None \
             and cand.on_prem_total_cost_usd is not None:
@@ -110,7 +110,7 @@ def summary_text(sc: Scenario, cand: Candidate, feasible: bool, binding: list[Vi
             else "cloud"
         be = (f"; on-prem breaks even after {cand.breakeven_months:.0f} months"
               if cand.breakeven_months is not None else "")
-        text += (f"Cloud alternative: {money(cand.cloud_total_cost_usd)}; {cheaper} is cheaper "
+        text += (f"Cloud alternative: {usd(cand.cloud_total_cost_usd)}; {cheaper} is cheaper "
                  f"over this horizon{be}. ")
     ok_alts = [a for a in alternatives if a["feasible"]]
     if feasible and ok_alts:

@@ -1,4 +1,9 @@
-"""Tolerant readers and number formatting for the report.
+"""Tolerant readers and number formatting: the one money and percent formatter.
+
+Every layer that writes text for people (design's violation messages, plan's why lines, the
+CLI, the report) formats dollars and percentages here, so "$41.0M" reads the same
+everywhere. This module imports nothing from clusterwright: it is a leaf the layer rule
+lets design/ and plan/ import (tests/test_layers.py).
 
 The report reads a blueprint dict written by another layer (or loaded from a JSON file a person
 may have edited), so every reader here accepts a missing key, ``None`` or a wrong type and
@@ -78,7 +83,7 @@ def fmt(x: Any, digits: int = 3) -> str:
 
 
 def usd(x: Any) -> str:
-    """US dollars, scaled: $41.0M, $7.66M, $950k, $2.21."""
+    """US dollars as an architect writes them: $1.23B, $41.0M, $630k, $2,500, $2.21."""
     v = num(x)
     if v is None:
         return DASH
@@ -86,16 +91,24 @@ def usd(x: Any) -> str:
     if a >= 1e9:
         return f"${v / 1e9:,.2f}B"
     if a >= 1e6:
-        return f"${v / 1e6:,.2f}M"
+        return f"${v / 1e6:,.1f}M"
     if a >= 1e4:
         return f"${v / 1e3:,.0f}k"
+    if a >= 100:
+        return f"${v:,.0f}"
     return f"${v:,.2f}"
 
 
 def pct(x: Any, digits: int = 1) -> str:
-    """A fraction as a percentage: 0.412 -> 41.2 %."""
+    """A fraction as a percentage: 0.128 -> 12.8 %."""
     v = num(x)
     return DASH if v is None else f"{v * 100:.{digits}f} %"
+
+
+def signed_pct(x: Any, digits: int = 0) -> str:
+    """A change as a signed percentage: 0.372 -> +37 %, -0.05 -> -5 %."""
+    v = num(x)
+    return DASH if v is None else f"{v * 100:+.{digits}f} %"
 
 
 def unit(x: Any, u: str, digits: int = 3) -> str:

@@ -23,7 +23,7 @@ from clusterwright.model.collectives import allreduce_s, alltoall_s, p2p_s
 from clusterwright.model.memory import ACT_BYTES
 from clusterwright.model.params import param_counts
 from clusterwright.model.precision import bytes_per
-from clusterwright.model.training import Job
+from clusterwright.model.train_job import Job
 from clusterwright.sim.collectives import MAX_FLOWS, CollectiveBuilder
 from clusterwright.sim.network import (
     MAX_SIM_GPUS,

@@ -26,7 +26,7 @@ from pydantic import ValidationError
 
 from clusterwright.catalog.registry import Catalog, load_catalog
 from clusterwright.errors import InputError
-from clusterwright.plan.serving import Replica, replica, serving_stack
+from clusterwright.plan.serving_replica import Replica, replica, serving_stack
 from clusterwright.sim.serving import ClusterConfig, Lengths, Workload, simulate
 from clusterwright.validation.rows import Row, TableResult, read_csv
 

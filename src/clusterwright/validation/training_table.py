@@ -6,13 +6,16 @@ from typing import NamedTuple
 
 from clusterwright.catalog.registry import Catalog
 from clusterwright.catalog.schema import Dtype, ModelArch
-from clusterwright.design.train import estimate_layout, job_for, plan, regime_of
+from clusterwright.design.train import estimate_layout, job_for, regime_of
 from clusterwright.errors import ClusterwrightError, InputError
 from clusterwright.model.flops import megatron_iteration_flops
-from clusterwright.model.memory import parse_recompute, training_memory
+from clusterwright.model.layouts import stage_layers
+from clusterwright.model.memory import training_memory
 from clusterwright.model.precision import training_dtype
-from clusterwright.model.training import Job, stage_layers
+from clusterwright.model.recompute import parse_recompute
+from clusterwright.model.train_job import Job
 from clusterwright.model.xp import ScalarOps
+from clusterwright.plan.layouts import plan
 from clusterwright.spec.parallel import ParallelConfig
 from clusterwright.validation.rows import Row, TableResult, read_csv
 
@@ -91,7 +94,6 @@ def memory_table() -> TableResult:
     return TableResult("memory", "memory.csv", rows, tolerance=0.05)
 
 
-RECOMPUTE_CODE = {"none": 0, "selective": 1, "full": 2}
 # Columns of training.csv that set a framework option (empty: the stack's default).
 OPTION_COLUMNS = ("schedule", "ep_overlap", "ep_dispatcher", "cp_comm", "fp8_recipe")
 BOOL_OPTION_COLUMNS = {"tp_overlap": "tp_overlap", "dispatch_fp8": "dispatch_fp8"}

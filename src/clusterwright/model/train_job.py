@@ -1,0 +1,137 @@
+"""What a training-step estimate holds fixed across layouts: the ``Job`` (model, data shape,
+GPU, stack, interconnect, precision) and the framework ``Options`` it runs with, plus the
+per-job constants every layout reuses (parameters per layer, FLOPs per token)."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from clusterwright.catalog.schema import Dtype, Gpu, ModelArch, Stack
+from clusterwright.model.collectives import Interconnect
+from clusterwright.model.flops import training_flops_per_token
+from clusterwright.model.params import param_counts
+from clusterwright.model.precision import Precision, training_dtype
+from clusterwright.model.train_compute import ComputeJob, compute_job
+
+SCHEDULES = ("1f1b", "zb", "dualpipe")
+EP_OVERLAPS = ("none", "1f1b", "dualpipe")
+CP_COMMS = ("p2p", "allgather", "a2a")
+EP_DISPATCHERS = ("alltoall", "deepep")
+
+
+@dataclass(frozen=True)
+class Options:
+    """How the framework runs the step; ``for_stack`` gives the stack's defaults."""
+
+    tp_overlap: bool = False  # TP collectives pipelined with their GEMMs
+    grad_overlap: bool = False  # gradient buckets reduced during the last backward
+    param_overlap: bool = False  # distributed-optimizer all-gather under the next forward
+    p2p_overlap: bool = False  # pipeline sends hidden in the steady state
+    cp_comm: str = "p2p"  # p2p (ring attention), allgather (Llama 3), a2a (Ulysses)
+    schedule: str = "1f1b"  # 1f1b (interleaved when v > 1), zb (zero bubble), dualpipe
+    ep_overlap: str = "none"  # none, 1f1b (paired micro-batches), dualpipe
+    ep_dispatcher: str = "alltoall"  # alltoall (a copy per expert), deepep (one per domain)
+    prefetch: int = 1  # ZeRO-3/FSDP layers gathered ahead (0: none)
+    zeropp: bool = False  # ZeRO++: int8 weight gathers, node-local backward gather, int4 grads
+    fp8_recipe: str = "delayed"  # delayed, current, blockwise, mx
+    dispatch_fp8: bool = False  # MoE dispatch in FP8 (DeepEP / DeepSeek-V3)
+    expert_imbalance: float = 1.1  # busiest GPU's expert load over the mean (MoE)
+    bucket_params: float = 4.0e7  # DP gradient bucket (Megatron-Core: max(40M, 1M x dp))
+
+    @staticmethod
+    def for_stack(stack: Stack, **overrides: Any) -> Options:
+        f = stack.features
+        base = Options(
+            tp_overlap=f.tp_comm_overlap,
+            grad_overlap=f.overlap_grad_reduce,
+            param_overlap=f.overlap_param_gather,
+            p2p_overlap=f.overlap_p2p,
+            cp_comm=f.context_parallel[0] if f.context_parallel else "p2p",
+            schedule=f.schedules[0],
+            ep_overlap=f.ep_overlap[0],
+            ep_dispatcher=f.ep_dispatchers[0],
+            fp8_recipe=f.fp8_recipes[0] if f.fp8_recipes else "delayed",
+            bucket_params=f.dp_bucket_params,
+        )
+        return replace(base, **overrides)
+
+
+@dataclass(frozen=True)
+class Job:
+    """What does not vary across layouts: model, data shape, hardware, stack and options."""
+
+    arch: ModelArch
+    seq_len: int
+    global_batch: int  # sequences per step
+    gpu: Gpu
+    stack: Stack
+    net: Interconnect
+    precision: Precision = Precision.bf16
+    grad_precision: Precision = Precision.bf16  # dtype gradients are reduced and stored in
+    dropout: bool = False
+    reserve_bytes: float = 0.0
+    opts: Options = field(default_factory=Options)
+    # Slowdown of the network collectives over the closed form, from the flow simulator
+    # (train estimate --fidelity sim); 1.0 is the closed form's perfect network.
+    dp_comm_factor: float = 1.0
+    pp_comm_factor: float = 1.0
+    ep_comm_factor: float = 1.0
+    # Spread of per-GPU speed (catalog assumption gpu_speed_cv): the step waits for the
+    # slowest of N GPUs, sigma sqrt(2 ln N) behind the median.
+    gpu_speed_cv: float = 0.0
+
+    @property
+    def expert_imbalance(self) -> float:
+        return self.opts.expert_imbalance
+
+    @functools.cached_property
+    def compute(self) -> ComputeJob:
+        dtype = training_dtype(self.precision)
+        peak = self.gpu.peak_tflops[dtype] * 1e12
+        peak16 = self.gpu.peak_tflops.get(
+            Dtype.bf16, self.gpu.peak_tflops.get(Dtype.fp16, peak / 1e12)) * 1e12
+        return compute_job(
+            self.arch, self.seq_len, self.stack, peak, peak16,
+            self.gpu.memory_bandwidth_gbps * 1e9,
+            self.precision in (Precision.fp8, Precision.fp4), self.opts.fp8_recipe,
+            self.dropout, self.opts.expert_imbalance,
+        )
+
+    @functools.cached_property
+    def constants(self) -> _JobConstants:
+        return _JobConstants.of(self)
+
+
+@dataclass(frozen=True)
+class _JobConstants:
+    """Per-job numbers every layout uses (parameter counts per layer, FLOPs per token)."""
+
+    dense_params: float  # non-expert parameters, whole model
+    expert_params: float
+    layer_dense: float  # non-expert parameters per layer (attention, norms, router, shared)
+    layer_expert: float
+    moe_frac: float
+    flops_per_token: float
+    hw_flops_full: float
+    hw_flops_selective: float
+
+    @staticmethod
+    def of(job: Job) -> _JobConstants:
+        a = job.arch
+        pc = param_counts(a)
+        L = float(a.layers)
+        moe_frac = (L - a.dense_layers) / L if a.is_moe else 0.0
+        s = job.seq_len
+        return _JobConstants(
+            dense_params=float(pc.total - pc.experts),
+            expert_params=float(pc.experts),
+            layer_dense=float(pc.attention + pc.dense_mlp + pc.shared_experts + pc.router
+                              + pc.norms) / L,
+            layer_expert=float(pc.experts) / L,
+            moe_frac=moe_frac,
+            flops_per_token=float(training_flops_per_token(a, s)),
+            hw_flops_full=float(training_flops_per_token(a, s, "full", hardware=True)),
+            hw_flops_selective=float(training_flops_per_token(a, s, "selective", hardware=True)),
+        )

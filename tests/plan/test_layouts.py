@@ -1,0 +1,224 @@
+"""The layout search: the candidate layouts, the best plan, the GPU-count ladder."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+
+import numpy as np
+import pytest
+
+from clusterwright.catalog.registry import Catalog
+from clusterwright.catalog.schema import ModelArch
+from clusterwright.design.train import job_for
+from clusterwright.model.layouts import Layouts
+from clusterwright.model.train_job import Job
+from clusterwright.model.training import estimate, micro_batches
+from clusterwright.plan.layouts import (
+    enumerate_layouts,
+    gpu_counts,
+    pareto_front,
+    plan,
+    smallest_for_deadline,
+)
+
+GB = 1e9
+
+
+@pytest.fixture(scope="module")
+def llama70(catalog: Catalog) -> Job:
+    return job_for(catalog, catalog.model("llama-3-70b"), "h100-sxm", 4096, 512)
+
+
+@pytest.fixture(scope="module")
+def llama8(catalog: Catalog) -> Job:
+    return job_for(catalog, catalog.model("llama-3-8b"), "h100-sxm", 4096, 256)
+
+
+@pytest.fixture(scope="module")
+def gpt3(catalog: Catalog) -> Job:
+    # Multi-head attention (96 KV heads): TP may exceed the 8-GPU domain here.
+    return job_for(catalog, catalog.model("gpt3-175b"), "h100-sxm", 2048, 96)
+
+
+@pytest.fixture(scope="module")
+def mixtral(catalog: Catalog) -> Job:
+    return job_for(catalog, catalog.model("mixtral-8x7b"), "h100-sxm", 4096, 96)
+
+
+def _check_structure(job: Job, lay: Layouts, gpus: int) -> None:
+    a = job.arch
+    t, p, d, c, e = lay.tp, lay.pp, lay.dp, lay.cp, lay.ep
+    assert len(lay) > 0
+    assert np.all(t * p * d * c == gpus)
+    assert np.all(a.heads % t == 0)
+    assert np.all(a.n_kv_heads % t == 0)
+    assert np.all(t <= job.net.domain_gpus)
+    assert np.all(job.global_batch % d == 0)
+    assert np.all(job.global_batch % (d * lay.micro_batch) == 0)
+    assert np.all(a.experts % e == 0) if a.is_moe else np.all(e == 1)
+    assert np.all((t * d * c) % e == 0)
+    assert np.all(p <= a.layers)
+    assert np.all(p * lay.interleave <= a.layers)
+    assert np.all((lay.interleave == 1) | (p > 1))
+    m = micro_batches(job, lay)
+    assert np.all(m >= p)  # 1F1B needs at least p micro-batches in flight
+    assert np.all((lay.sp == 0) | (t > 1))
+    assert np.all((lay.zero < 3) | (p == 1))
+
+
+@pytest.mark.parametrize("gpus", [8, 64, 256])
+def test_enumerated_dense_layouts_divide_gpus_heads_and_batch(llama70: Job, gpus: int) -> None:
+    lay, _ = enumerate_layouts(llama70, gpus)
+    _check_structure(llama70, lay, gpus)
+
+
+def test_enumerated_moe_layouts_fold_experts_over_tp_dp_cp(mixtral: Job) -> None:
+    # Megatron-Core's MoE parallel folding: the expert group spans the attention's TP, CP
+    # and DP ranks (expert TP 1), so ep divides tp*dp*cp.
+    lay, _ = enumerate_layouts(mixtral, 64)
+    _check_structure(mixtral, lay, 64)
+    assert set(lay.ep.tolist()) == {1.0, 2.0, 4.0, 8.0}  # every expert split is tried
+    assert np.all((lay.tp * lay.dp * lay.cp) % lay.ep == 0)
+    assert np.any((lay.dp * lay.cp) % lay.ep != 0)  # folding reaches into TP
+    _, small = enumerate_layouts(mixtral, 8)
+    assert small.get("ep does not divide tp*dp*cp", 0) > 0
+
+
+def test_enumerated_tp_divides_kv_heads_of_a_narrow_gqa_model(catalog: Catalog) -> None:
+    arch = ModelArch(
+        id="gqa-4kv",
+        name="GQA with 4 KV heads",
+        source="synthetic test shape",
+        layers=32,
+        hidden=4096,
+        heads=32,
+        kv_heads=4,
+        ffn_hidden=14336,
+        vocab=32000,
+        max_seq_len=4096,
+        activation="swiglu",
+        position="rope",
+        norm="rmsnorm",
+    )
+    job = job_for(catalog, arch, "h100-sxm", 4096, 256)
+    lay, _ = enumerate_layouts(job, 64)
+    assert np.all(arch.n_kv_heads % lay.tp == 0), sorted(set(lay.tp.tolist()))
+
+
+def test_rejected_layouts_are_counted_by_reason(llama70: Job, gpt3: Job) -> None:
+    # 256 GPUs: tp 16, 32 would leave the 8-GPU NVLink domain; batch 96 does not split 64 ways.
+    assert enumerate_layouts(gpt3, 256)[1]["tp crosses the NVLink domain"] > 0
+    job96 = dataclasses.replace(llama70, global_batch=96)
+    _, rejected = enumerate_layouts(job96, 256)
+    assert rejected["global batch not divisible by dp"] > 0
+    assert rejected["fewer micro-batches than pipeline stages"] > 0
+    for reason, count in rejected.items():
+        assert isinstance(reason, str) and reason
+        assert isinstance(count, int) and count > 0
+    # memory is checked by plan and reported alongside
+    res = plan(llama70, 8)
+    assert res.rejected["does not fit in memory"] > 0
+
+
+def test_tp_rejections_count_only_factorizations_of_the_gpu_count(gpt3: Job) -> None:
+    gpus = 256
+    _, rejected = enumerate_layouts(gpt3, gpus)
+    # (tp, cp, pp) with tp in 16, 32 (dividing 96 heads) whose product divides 256
+    factorizations = sum(
+        1
+        for t in (16, 32)
+        for c in (1, 2, 4, 8, 16, 32, 64)
+        for p in (1, 2, 4, 8, 16, 32, 64)
+        if gpus % (t * c * p) == 0
+    )
+    assert 0 < rejected["tp crosses the NVLink domain"] <= factorizations
+
+
+def test_plan_picks_the_fastest_layout_that_fits(llama70: Job) -> None:
+    gpus = 64
+    res = plan(llama70, gpus, top_n=5)
+    lay, _ = enumerate_layouts(llama70, gpus)
+    est = estimate(llama70, lay)
+    fits = est.memory_bytes <= llama70.gpu.memory_gb * GB
+    assert res.candidates_evaluated == len(lay)
+    assert 0 < fits.sum() < len(lay)  # memory actually prunes something here
+    assert res.rejected["does not fit in memory"] == int((~fits).sum())
+    assert res.best is not None and res.best.fits
+    assert res.best.memory["total"] <= llama70.gpu.memory_gb * GB
+    assert res.best.gpus == gpus
+    assert res.best.step_time_s == pytest.approx(float(est.step_time_s[fits].min()), rel=1e-12)
+    # the best is no slower than any layout that fits
+    assert np.all(est.step_time_s[fits] >= res.best.step_time_s * (1 - 1e-12))
+
+
+def test_plan_top_is_sorted_by_step_time_and_all_fit(llama70: Job) -> None:
+    res = plan(llama70, 64, top_n=10)
+    times = [r.step_time_s for r in res.top]
+    assert len(times) == 10
+    assert times == sorted(times)
+    assert res.top[0] is res.best
+    assert all(r.fits for r in res.top)
+
+
+def test_plan_without_a_fitting_layout_has_no_best(catalog: Catalog) -> None:
+    job = job_for(catalog, catalog.model("llama-3.1-405b"), "h100-sxm", 8192, 64)
+    res = plan(job, 8)
+    assert res.best is None and res.top == []
+    assert res.rejected["does not fit in memory"] == res.candidates_evaluated > 0
+
+
+@pytest.mark.parametrize(("limit", "unit"), [(1000, 8), (131072, 8), (2000, 72), (7, 8)])
+def test_gpu_count_ladder_is_ascending_whole_servers(limit: int, unit: int) -> None:
+    ladder = gpu_counts(limit, unit)
+    if limit < unit:
+        assert ladder == []
+        return
+    assert ladder[0] == unit
+    assert all(b > a for a, b in itertools.pairwise(ladder))
+    assert all(n % unit == 0 and n <= limit for n in ladder)
+    assert all(b <= 2 * a for a, b in itertools.pairwise(ladder))  # no gaps > 2x
+    assert ladder[-1] * 2 > limit  # climbs as high as the limit allows
+
+
+def test_smallest_for_deadline_is_the_first_ladder_count_that_meets_it(llama8: Job) -> None:
+    tokens, deadline = 1e12, 10.0
+    s = smallest_for_deadline(llama8, tokens, deadline)
+    assert s is not None
+    assert s.time_to_train_days is not None and s.time_to_train_days <= deadline
+    ladder = gpu_counts(131072, 8)
+    assert s.gpus in ladder
+    smaller = [n for n in ladder if n < s.gpus]
+    assert smaller  # the answer is not trivially the first rung
+    for n in smaller:
+        best = plan(llama8, n, top_n=1).best
+        if best is None:
+            continue
+        days = tokens / (best.tokens_per_step / best.step_time_s) / 86400
+        assert days > deadline, n
+    assert s.gpu_hours == pytest.approx(s.time_to_train_days * 24 * s.gpus)
+
+
+def test_smallest_for_deadline_is_none_when_no_count_is_enough(llama8: Job) -> None:
+    assert smallest_for_deadline(llama8, 1e12, 1.0, limit=64) is None
+
+
+def test_pareto_front_trades_more_gpus_for_strictly_less_time(llama8: Job) -> None:
+    counts = [8, 16, 32, 40, 48, 64]
+    front = pareto_front(llama8, counts, 1e12)
+    gpus = [p.gpus for p in front]
+    times = [p.best.step_time_s for p in front]
+    assert all(b > a for a, b in itertools.pairwise(gpus))
+    assert all(b < a for a, b in itertools.pairwise(times))
+    # a count is on the front exactly when it beats every smaller count
+    best = {n: plan(llama8, n, top_n=1).best for n in counts}
+    expected, fastest = [], np.inf
+    for n in counts:
+        b = best[n]
+        if b is not None and b.step_time_s < fastest:
+            fastest = b.step_time_s
+            expected.append(n)
+    assert gpus == expected
+    assert len(expected) < len(counts)  # this ladder has a dominated count
+    days = [p.time_to_train_days for p in front]
+    assert all(d is not None for d in days)
