@@ -14,7 +14,7 @@ from rich.table import Table
 from clusterwright.catalog.registry import Catalog, resolve_model
 from clusterwright.cli.common import console, emit_json, fail, state
 from clusterwright.errors import ClusterwrightError, InputError
-from clusterwright.sim.serving_deployment import Role
+from clusterwright.plan.serving_deployment import Role
 
 ROLE_KEYS = ("workers", "tp", "pp", "adp", "moe_tp", "moe_ep")
 # Library fields and the flags users typed for them.

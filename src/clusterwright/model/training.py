@@ -39,7 +39,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from clusterwright.catalog.schema import Dtype, Gpu, ModelArch, Stack
+from clusterwright.catalog.schema import Dtype, Gpu, ModelArch
+from clusterwright.catalog.stacks import Stack
 from clusterwright.model import overlap as ov
 from clusterwright.model.collectives import (
     Interconnect,
