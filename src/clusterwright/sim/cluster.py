@@ -26,6 +26,9 @@ is used):
 - a rolling firmware upgrade drains ``batch_nodes`` nodes at a time: running work may finish
   until ``drain_timeout_s``, then it is checkpointed and requeued; each node is out for
   ``batch_s``; the next batch starts when the last node of this one is back.
+
+What it takes and returns is in ``sim/cluster_config.py``; the node pool, placement and
+preemption choices in ``sim/cluster_nodes.py``.
 """
 
 from __future__ import annotations

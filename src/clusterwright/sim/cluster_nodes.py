@@ -19,6 +19,7 @@ from clusterwright.sim.cluster_jobs import HOUR, Job
 from clusterwright.sim.cluster_shape import ClusterShape
 from clusterwright.sim.engine import Event
 
+# A node's state (one byte per node in the simulator's status array).
 FREE, BUSY, DOWN, UPGRADING, MIGMODE = 0, 1, 2, 3, 4
 
 
@@ -37,6 +38,8 @@ class Run:
 
 @dataclass(slots=True)
 class MigNode:
+    """A node in MIG mode: one instance layout per GPU and the MIG jobs running on it."""
+
     node: int
     layouts: list[mig.Layout]
     jobs: dict[int, tuple[int, int, Event]] = field(default_factory=dict)  # job idx: gpu, start
@@ -44,6 +47,9 @@ class MigNode:
 
 @dataclass(slots=True)
 class Service:
+    """An inference service: its running replicas, the replicas demanded now, and how well
+    it was served (seconds, replica-seconds)."""
+
     job: Job
     replicas: list[Run] = field(default_factory=list)
     demand: int = 0

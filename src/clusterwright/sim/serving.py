@@ -70,7 +70,6 @@ __all__ = [
 
 MAX_SAMPLES = 1024  # time-series points kept (the interval doubles when full)
 
-
 FloatArray = npt.NDArray[np.float64]
 
 
@@ -109,6 +108,9 @@ class ServingResult:
 
 
 class _Sim:
+    """One run: arrivals, routing over the replicas, the prefill-to-decode hand-off, metrics
+    (the ``ReplicaHost`` its replicas report to)."""
+
     def __init__(self, cluster: ClusterConfig, reqs: Requests, model: StepModel,
                  workload: Workload, fast_forward: bool) -> None:
         self.eng = Engine(seed=workload.seed)

@@ -42,6 +42,8 @@ class ReplicaHost(Protocol):
 
 
 class Req:
+    """One request as the replica serving it holds it (slots: every iteration touches it)."""
+
     __slots__ = ("committed", "computed", "entry", "g", "hit", "i", "input", "key", "output",
                  "pid", "remote", "share", "shared", "target", "ver")
 
