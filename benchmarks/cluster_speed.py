@@ -32,8 +32,7 @@ from _bench import machine_lines, si, table, write
 
 from clusterwright.catalog.registry import load_catalog
 from clusterwright.catalog.schema import MigProfile
-from clusterwright.sim.cluster import simulate
-from clusterwright.sim.cluster_config import ClusterConfig, ClusterResult, Upgrade
+from clusterwright.sim.cluster import ClusterConfig, ClusterResult, Upgrade, simulate
 from clusterwright.sim.cluster_jobs import HOUR, JobMix, generate
 from clusterwright.sim.cluster_report import summarize
 from clusterwright.sim.cluster_shape import ClusterShape, cluster_shape

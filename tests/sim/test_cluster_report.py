@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from clusterwright.sim.cluster import simulate
-from clusterwright.sim.cluster_config import ClusterConfig, Upgrade
+from clusterwright.sim.cluster import ClusterConfig, Upgrade, simulate
 from clusterwright.sim.cluster_jobs import HOUR, Job
 from clusterwright.sim.cluster_report import run_schedule, summarize, upgrade_delay
 from clusterwright.sim.cluster_shape import simple_shape

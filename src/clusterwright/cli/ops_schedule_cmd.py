@@ -90,7 +90,7 @@ def schedule(
 ) -> None:
     """Simulate a job mix (gang training and fine-tuning, diurnal inference services, MIG
     jobs) under a scheduling policy, with node failures and an optional rolling upgrade."""
-    from clusterwright.sim.cluster_config import POLICIES, ClusterConfig, Upgrade
+    from clusterwright.sim.cluster import POLICIES, ClusterConfig, Upgrade
     from clusterwright.sim.cluster_jobs import JobMix, generate, read_trace
     from clusterwright.sim.cluster_report import run_schedule
     from clusterwright.sim.cluster_shape import cluster_shape

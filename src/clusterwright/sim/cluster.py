@@ -44,8 +44,10 @@ from clusterwright.catalog.schema import MigProfile
 from clusterwright.model import mig
 from clusterwright.sim.cluster_config import (
     LLAMA3_FAILURES_PER_GPU_HOUR,
+    POLICIES,
     ClusterConfig,
     ClusterResult,
+    Upgrade,
     check_run,
 )
 from clusterwright.sim.cluster_jobs import HOUR, Job
@@ -589,4 +591,5 @@ def simulate(shape: ClusterShape, jobs: Sequence[Job], cfg: ClusterConfig,
     return _Cluster(shape, fresh, cfg, mig_profiles).run()
 
 
-__all__ = ["simulate"]
+# The twin's API: ``simulate``, what it takes and returns, and the policies it runs.
+__all__ = ["POLICIES", "ClusterConfig", "ClusterResult", "Upgrade", "simulate"]

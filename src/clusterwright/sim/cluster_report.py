@@ -14,8 +14,7 @@ from typing import Any
 import numpy as np
 
 from clusterwright.catalog.schema import MigProfile
-from clusterwright.sim.cluster import simulate
-from clusterwright.sim.cluster_config import ClusterConfig, ClusterResult
+from clusterwright.sim.cluster import ClusterConfig, ClusterResult, simulate
 from clusterwright.sim.cluster_jobs import HOUR, KINDS, Job
 from clusterwright.sim.cluster_shape import SPANS, ClusterShape
 
