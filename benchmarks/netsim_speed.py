@@ -38,7 +38,8 @@ from clusterwright.catalog.registry import Catalog, load_catalog
 from clusterwright.design.fabric import design_fabric
 from clusterwright.model.collectives import Interconnect, interconnect
 from clusterwright.sim.collectives import Collective, CollectiveBuilder
-from clusterwright.sim.network import FabricNet, NetworkSim
+from clusterwright.sim.fabric_net import FabricNet
+from clusterwright.sim.network import NetworkSim
 from clusterwright.spec.fabric import FabricRequest
 
 SERVER = "dgx-h100"

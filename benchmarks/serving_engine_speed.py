@@ -3,7 +3,7 @@ whole ``validate --table serving-silicon``, ``serve estimate --engine`` and ``se
 --engine`` as commands.
 
 Measures, on this machine:
-  (a) one configuration's steady state (``sim.serving_deployment.steady``: the deployment's
+  (a) one configuration's steady state (``plan.serving_deployment.steady``: the deployment's
       step models, KV capacity, the solve) for every row of validation/serving_silicon.csv,
       aggregated and disaggregated apart: median, p90, max and mean per configuration;
   (b) ``serving_silicon()`` over the whole table in process (what the command prints);
@@ -28,7 +28,7 @@ from pathlib import Path
 from _bench import machine_lines, table, write
 
 from clusterwright.catalog.registry import load_catalog
-from clusterwright.sim.serving_deployment import steady
+from clusterwright.plan.serving_deployment import steady
 from clusterwright.validation import serving_silicon as ss
 
 REPO = Path(__file__).resolve().parents[1]

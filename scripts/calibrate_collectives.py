@@ -25,7 +25,7 @@ import itertools
 import sys
 
 from clusterwright.catalog.registry import load_catalog
-from clusterwright.catalog.schema import CollectiveLib
+from clusterwright.catalog.stacks import CollectiveLib
 from clusterwright.validation.collective_curves_table import predict_rows, read_rows
 
 

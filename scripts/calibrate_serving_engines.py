@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from clusterwright.catalog.registry import Catalog, load_catalog
-from clusterwright.catalog.schema import ServingEngine
+from clusterwright.catalog.stacks import ServingEngine
 from clusterwright.errors import ClusterwrightError
 from clusterwright.validation import serving_silicon as ss
 

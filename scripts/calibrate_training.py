@@ -35,7 +35,7 @@ import sys
 from typing import Any
 
 from clusterwright.catalog.registry import Catalog, load_catalog
-from clusterwright.catalog.schema import Stack
+from clusterwright.catalog.stacks import Stack
 from clusterwright.errors import ClusterwrightError
 from clusterwright.validation.rows import read_csv
 from clusterwright.validation.training_table import _train_row

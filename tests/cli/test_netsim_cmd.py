@@ -70,7 +70,7 @@ def test_all_to_all_without_pxn_runs() -> None:
     (("--size-bytes", "1e9", "--routing", "foo"), "--routing"),
     (("--size-bytes", "1e9", "--collective", "foo"), "--collective"),
     (("--size-bytes", "1e9", "--algorithm", "foo"), "--algorithm"),
-    (("--size-bytes", "1e9", "--algorithm", "nvls"), "--algorithm nvls"),
+    (("--size-bytes", "1e9", "--algorithm", "nvls"), "--algorithm: nvls"),
     (("--size-bytes", "1e9", "--degrade", "x=2"), "--degrade"),
     (("--size-bytes", "1e9", "--degrade", "spine-001"), "--degrade"),
     (("--size-bytes", "1e9", "--fail", "nosuchswitch"), "nosuchswitch"),
@@ -101,3 +101,21 @@ def test_an_unknown_server_exits_2() -> None:
 
 def test_an_infinite_size_exits_2() -> None:
     assert "--size-bytes" in user_error(cw(*SMALL, "--size-bytes", "inf"))
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--collective", "foo"), "--collective: unknown 'foo' (one of allreduce,"),
+    (("--routing", "foo"), "--routing: unknown policy 'foo' (one of ecmp,"),
+    (("--algorithm", "foo"), "--algorithm: unknown 'foo' (one of"),
+    (("--algorithm", "nvls"), "--algorithm: nvls is an NVLink SHARP all-reduce inside one domain"),
+    (("--collective", "allgather", "--algorithm", "tree"),
+     "--algorithm: tree applies to allreduce only"),
+    (("--ranks", "12", "--jobs", "2"),
+     "--ranks: 12 ranks x 2 jobs = 24 GPUs, but the fabric has 16"),
+    (("--placement", "foo", "--jobs", "2", "--ranks", "8"), "--placement: unknown 'foo' (one of"),
+])
+def test_simulator_errors_are_worded_with_the_flags(args: tuple[str, ...], message: str) -> None:
+    """The simulator blames fields; the CLI words them with its flags, field names unseen."""
+    err = user_error(cw(*SMALL, "--size-bytes", "1e9", *args))
+    assert message in err
+    assert "size_bytes" not in err and "degraded" not in err

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from clusterwright.catalog.registry import Catalog
-from clusterwright.catalog.schema import ServingEfficiency
+from clusterwright.catalog.stacks import ServingEfficiency
 from clusterwright.design.train import net_for
 from clusterwright.errors import InfeasibleError, InputError
 from clusterwright.model.inference import StepModel, compute_dtype

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from clusterwright.catalog.registry import Catalog
-from clusterwright.catalog.schema import ServingEfficiency
+from clusterwright.catalog.stacks import ServingEfficiency
 from clusterwright.errors import InfeasibleError, InputError
 from clusterwright.plan import serving as serve
 from clusterwright.plan.serving import LoadPoint, plan

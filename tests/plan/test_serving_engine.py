@@ -1,5 +1,5 @@
 """Deployments on catalog engines: estimate, disaggregation check, plan
-(plan/serving_engine.py, sim/serving_deployment.py)."""
+(plan/serving_engine.py, plan/serving_deployment.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import pytest
 
 from clusterwright.catalog.registry import Catalog, load_catalog
 from clusterwright.errors import InputError
+from clusterwright.plan.serving_deployment import DeploymentError, Role, kv_capacity, steady
 from clusterwright.plan.serving_engine import (
     deployment,
     engine_of,
@@ -16,7 +17,6 @@ from clusterwright.plan.serving_engine import (
     validation_regime,
 )
 from clusterwright.sim.serving import Lengths, Workload
-from clusterwright.sim.serving_deployment import DeploymentError, Role, kv_capacity, steady
 
 
 @pytest.fixture(scope="module")

@@ -10,13 +10,8 @@ import pytest
 from clusterwright.catalog.registry import Catalog
 from clusterwright.catalog.schema import MigProfile
 from clusterwright.errors import InputError
-from clusterwright.sim.cluster import (
-    LLAMA3_FAILURES_PER_GPU_HOUR,
-    ClusterConfig,
-    ClusterResult,
-    Upgrade,
-    simulate,
-)
+from clusterwright.sim.cluster import ClusterConfig, ClusterResult, Upgrade, simulate
+from clusterwright.sim.cluster_config import LLAMA3_FAILURES_PER_GPU_HOUR
 from clusterwright.sim.cluster_jobs import HOUR, MAX_JOBS, Job, JobMix, generate
 from clusterwright.sim.cluster_report import summarize
 from clusterwright.sim.cluster_shape import ClusterShape, cluster_shape, simple_shape

@@ -23,7 +23,9 @@ from clusterwright.sim.collectives import (
     closed_form_allreduce,
     ring_orders,
 )
-from clusterwright.sim.network import FabricNet, NetworkSim, SimError
+from clusterwright.sim.engine import SimError
+from clusterwright.sim.fabric_net import FabricNet
+from clusterwright.sim.network import NetworkSim
 from clusterwright.spec.fabric import FabricRequest
 
 GB = 1e9
@@ -234,13 +236,13 @@ def test_auto_picks_what_the_closed_form_picks(catalog: Catalog) -> None:
 @pytest.mark.parametrize(("collective", "ranks", "size", "algorithm", "match"), [
     ("allreduce", list(range(16)), GB, "nvls", "nvls"),
     ("allgather", list(range(16)), GB, "tree", "tree"),
-    ("broadcast", list(range(8)), GB, "auto", "--collective"),
-    ("allreduce", list(range(8)), 0.0, "auto", "--size-bytes"),
-    ("allreduce", list(range(8)), -1.0, "auto", "--size-bytes"),
+    ("broadcast", list(range(8)), GB, "auto", "collective: unknown"),
+    ("allreduce", list(range(8)), 0.0, "auto", "size_bytes: must be"),
+    ("allreduce", list(range(8)), -1.0, "auto", "size_bytes: must be"),
     ("allreduce", [3], GB, "auto", "at least 2 ranks"),
     ("allreduce", [1, 1, 2], GB, "auto", "twice"),
     ("allreduce", [0, 16], GB, "auto", r"\[16\]"),
-    ("allreduce", list(range(8)), GB, "pat", "--algorithm"),
+    ("allreduce", list(range(8)), GB, "pat", "algorithm: unknown"),
     ("allreduce", [0, 1, 2, 8], GB, "hierarchical", "same number of ranks"),
 ])
 def test_impossible_collectives_are_refused(catalog: Catalog, collective: str,

@@ -11,8 +11,8 @@ import pytest
 from clusterwright.catalog.registry import Catalog
 from clusterwright.design.fabric import design_fabric
 from clusterwright.errors import InputError
+from clusterwright.sim.engine import SimError
 from clusterwright.sim.netsim import NetsimRequest, placements, run_netsim
-from clusterwright.sim.network import SimError
 from clusterwright.spec.fabric import FabricRequest
 
 GB = 1e9
@@ -195,27 +195,31 @@ def test_a_partial_rails_fabric_runs_an_all_reduce(catalog: Catalog) -> None:
 # ---------------------------------------------------------------------------- refusals
 
 
-@pytest.mark.parametrize(("kw", "match"), [
-    ({"ranks": 100000}, "--ranks 100000"),
-    ({"ranks": 1}, "--ranks"),
-    ({"ranks": 12, "jobs": 2}, r"--ranks 12 x --jobs 2"),
-    ({"size_bytes": 0.0}, "--size-bytes"),
-    ({"size_bytes": math.nan}, "--size-bytes"),
-    ({"routing": "foo"}, "--routing"),
-    ({"collective": "foo"}, "--collective"),
-    ({"algorithm": "foo"}, "--algorithm"),
-    ({"algorithm": "nvls"}, "nvls"),
-    ({"collective": "allgather", "algorithm": "tree"}, "tree"),
-    ({"placement": "foo", "jobs": 2, "ranks": 8}, "--placement"),
-    ({"jobs": 0}, "--jobs"),
-    ({"qps": 0}, "--qps"),
-    ({"failures": ["nosuchswitch"]}, "nosuchswitch"),
-    ({"degraded": [("spine-001", 2.0)]}, "--degrade"),
-    ({"degraded": [("spine-001", 0.0)]}, "--degrade"),
+# Errors name the request's field (a face words it: the CLI as its flag), never a flag.
+@pytest.mark.parametrize(("kw", "field", "match"), [
+    ({"ranks": 100000}, "ranks", "ranks: 100000 is more than"),
+    ({"ranks": 1}, "ranks", "at least 2"),
+    ({"ranks": 12, "jobs": 2}, "ranks", r"12 ranks x 2 jobs = 24 GPUs"),
+    ({"size_bytes": 0.0}, "size_bytes", "positive finite"),
+    ({"size_bytes": math.nan}, "size_bytes", "positive finite"),
+    ({"routing": "foo"}, "routing", "unknown policy 'foo'"),
+    ({"collective": "foo"}, "collective", "unknown 'foo'"),
+    ({"algorithm": "foo"}, "algorithm", "unknown 'foo'"),
+    ({"algorithm": "nvls"}, "algorithm", "nvls"),
+    ({"collective": "allgather", "algorithm": "tree"}, "algorithm", "tree"),
+    ({"placement": "foo", "jobs": 2, "ranks": 8}, "placement", "unknown 'foo'"),
+    ({"jobs": 0}, "jobs", "at least 1"),
+    ({"qps": 0}, "qps", "at least 1"),
+    ({"failures": ["nosuchswitch"]}, None, "nosuchswitch"),
+    ({"degraded": [("spine-001", 2.0)]}, "degraded", "spine-001=2"),
+    ({"degraded": [("spine-001", 0.0)]}, "degraded", "spine-001=0"),
 ])
-def test_bad_requests_raise_sim_errors(catalog: Catalog, kw: dict[str, Any], match: str) -> None:
-    with pytest.raises(SimError, match=match):
+def test_bad_requests_raise_sim_errors_naming_the_field(
+        catalog: Catalog, kw: dict[str, Any], field: str | None, match: str) -> None:
+    with pytest.raises(SimError, match=match) as info:
         netsim(catalog, **kw)
+    assert info.value.field == field
+    assert "--" not in str(info.value)
 
 
 def test_an_all_to_all_above_max_flows_is_refused(catalog: Catalog) -> None:
@@ -224,8 +228,9 @@ def test_an_all_to_all_above_max_flows_is_refused(catalog: Catalog) -> None:
 
 
 def test_an_infinite_size_is_refused(catalog: Catalog) -> None:
-    with pytest.raises(SimError, match="--size-bytes"):
+    with pytest.raises(SimError, match="size_bytes") as info:
         netsim(catalog, size_bytes=math.inf)
+    assert info.value.field == "size_bytes"
 
 
 # ---------------------------------------------------------------------------- bounds, timings

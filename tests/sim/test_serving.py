@@ -23,7 +23,8 @@ from clusterwright.sim.serving import (
     make_requests,
     simulate,
 )
-from clusterwright.sim.serving_trace import MAX_LENGTH_CV, Requests, load_trace
+from clusterwright.sim.serving_config import MAX_REPLICAS
+from clusterwright.sim.serving_trace import MAX_LENGTH_CV, MAX_REQUESTS, Requests, load_trace
 
 
 @dataclass(frozen=True)
@@ -423,13 +424,13 @@ def test_fast_forward_with_a_nonlinear_step_model_stays_within_one_percent() -> 
 
 def test_sizes_of_a_simulation_are_bounded() -> None:
     with pytest.raises(ServingError, match="num_requests: 100,001 requests") as info:
-        make_requests(Workload(num_requests=sv.MAX_REQUESTS + 1))
+        make_requests(Workload(num_requests=MAX_REQUESTS + 1))
     assert info.value.field == "workload.num_requests"
     with pytest.raises(InputError, match="seed") as info:
         make_requests(Workload(num_requests=1, seed=-1))  # numpy: a bare ValueError
     assert info.value.field == "workload.seed"
     with pytest.raises(ServingError, match="replicas: 1,025") as info:
-        simulate(ClusterConfig(EngineConfig(kv_blocks=10), replicas=sv.MAX_REPLICAS + 1),
+        simulate(ClusterConfig(EngineConfig(kv_blocks=10), replicas=MAX_REPLICAS + 1),
                  Workload(num_requests=1), Linear())
     assert info.value.field == "replicas"
 
@@ -437,7 +438,7 @@ def test_sizes_of_a_simulation_are_bounded() -> None:
 def test_a_trace_above_the_request_limit_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "big.csv"
     path.write_text("timestamp_s,input_len,output_len\n"
-                    + "0,10,5\n" * (sv.MAX_REQUESTS + 1))
+                    + "0,10,5\n" * (MAX_REQUESTS + 1))
     with pytest.raises(ServingError, match="100,001 requests"):
         load_trace(path)
 

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from clusterwright.catalog.registry import Catalog, load_catalog
+from clusterwright.plan.serving_deployment import Role, pool
 from clusterwright.plan.serving_engine import deployment, layout
 from clusterwright.sim.serving import ClusterConfig, EngineConfig, Lengths, Workload, simulate
-from clusterwright.sim.serving_deployment import Role, pool
 from clusterwright.sim.serving_steady import Pool, aggregated, disaggregated
 
 

@@ -19,23 +19,47 @@ from typing import Any, TypeVar, cast
 from pydantic import BaseModel, ValidationError
 
 from clusterwright.catalog.schema import (
-    ENTRY_TYPES,
     Assumption,
     Cable,
+    CatalogEntry,
     CloudOffer,
-    CollectiveLib,
     FailureMode,
     Gpu,
     ModelArch,
     Nic,
     Server,
-    ServingEngine,
-    Stack,
     Switch,
     Transceiver,
 )
+from clusterwright.catalog.stacks import (
+    CollectiveLib,
+    MfuRecord,
+    ServingEngine,
+    Stack,
+    TrainingRegime,
+)
 from clusterwright.errors import CatalogError, UnknownIdError
 from clusterwright.spec.yamlio import LoadedYaml, YamlError, describe_validation_error, load
+
+# One YAML file per kind, validated by one model. The CLI's `optics` kind lists both
+# transceivers and cables.
+ENTRY_TYPES: dict[str, type[CatalogEntry]] = {
+    "gpus": Gpu,
+    "servers": Server,
+    "nics": Nic,
+    "switches": Switch,
+    "transceivers": Transceiver,
+    "cables": Cable,
+    "models": ModelArch,
+    "clouds": CloudOffer,
+    "stacks": Stack,
+    "collective_libs": CollectiveLib,
+    "failure_modes": FailureMode,  # packaged in data/reliability.yaml (registry TOPIC_FILES)
+    "serving_engines": ServingEngine,
+    # packaged in data/training_confidence.yaml (generated; registry TOPIC_FILES)
+    "training_regimes": TrainingRegime,
+    "mfu_records": MfuRecord,
+}
 
 ENV_VAR = "CLUSTERWRIGHT_CATALOG"
 PACKAGE_FILES = (*ENTRY_TYPES, "assumptions")

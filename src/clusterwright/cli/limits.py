@@ -15,12 +15,12 @@ from dataclasses import dataclass
 
 from clusterwright.cli.common import fail
 from clusterwright.design.tco_plan import MIN_TOKENS_PER_S, MIN_UTILIZATION, MIN_YEARS
-from clusterwright.sim.cluster import MAX_HORIZON_DAYS
+from clusterwright.sim.cluster_config import MAX_HORIZON_DAYS
 from clusterwright.sim.cluster_jobs import MAX_JOBS
 from clusterwright.sim.netsim import MAX_JOBS as MAX_NETSIM_JOBS
 from clusterwright.sim.network import MAX_QPS_PER_CONNECTION
 from clusterwright.sim.reliability import MAX_TRIALS
-from clusterwright.sim.serving import MAX_REPLICAS
+from clusterwright.sim.serving_config import MAX_REPLICAS
 from clusterwright.sim.serving_trace import MAX_LENGTH_CV, MAX_REQUESTS
 from clusterwright.spec.fabric import MAX_NODES, MAX_RACK_KW
 from clusterwright.spec.scenario import (

@@ -16,8 +16,8 @@ from clusterwright.sim.network import ROUTINGS
 from clusterwright.spec.fabric import FabricRequest
 
 # Fields the simulator blames, and the flags users typed for them.
-FLAGS = FABRIC_FLAGS | {"jobs": "--jobs", "qps": "--qps", "ranks": "--ranks", "seed": "--seed",
-                        "size_bytes": "--size-bytes"}
+FLAGS = FABRIC_FLAGS | {"degraded": "--degrade", "jobs": "--jobs", "qps": "--qps",
+                        "ranks": "--ranks", "seed": "--seed", "size_bytes": "--size-bytes"}
 
 
 def netsim(

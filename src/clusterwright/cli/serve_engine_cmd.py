@@ -14,7 +14,7 @@ from rich.table import Table
 from clusterwright.catalog.registry import Catalog, resolve_model
 from clusterwright.cli.common import console, emit_json, fail, field_flag_message, state
 from clusterwright.errors import ClusterwrightError, InputError
-from clusterwright.sim.serving_deployment import Role
+from clusterwright.plan.serving_deployment import Role
 
 ROLE_KEYS = ("workers", "tp", "pp", "adp", "moe_tp", "moe_ep")
 # Serving field paths whose flag is not ``--`` + the field with dashes (serve_cmd uses it too).

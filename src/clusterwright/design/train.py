@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 
 from clusterwright.catalog.registry import Catalog
-from clusterwright.catalog.schema import Gpu, ModelArch, Server, Stack
+from clusterwright.catalog.schema import Gpu, ModelArch, Server
+from clusterwright.catalog.stacks import Stack
 from clusterwright.errors import InputError
 from clusterwright.model.collectives import Interconnect, interconnect
 from clusterwright.model.layouts import Layouts

@@ -37,7 +37,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from clusterwright.catalog.schema import CollectiveLib, Gpu, Server, Stack
+from clusterwright.catalog.schema import Gpu, Server
+from clusterwright.catalog.stacks import CollectiveLib, Stack
 from clusterwright.model.xp import ArrayOps, Num, Ops
 
 F = np.ndarray

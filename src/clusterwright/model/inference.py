@@ -31,7 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from clusterwright.catalog.schema import Dtype, Gpu, ModelArch, Stack
+from clusterwright.catalog.schema import Dtype, Gpu, ModelArch
+from clusterwright.catalog.stacks import Stack
 from clusterwright.errors import InfeasibleError, InputError
 from clusterwright.model.collectives import Interconnect
 from clusterwright.model.flops import attention_dims

@@ -34,7 +34,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from clusterwright.catalog.schema import Dtype, Gpu, ModelArch, ServingEngine
+from clusterwright.catalog.schema import Dtype, Gpu, ModelArch
+from clusterwright.catalog.stacks import ServingEngine
 from clusterwright.errors import InputError
 from clusterwright.model.collectives import Interconnect, allreduce_s, moe_dispatch_s
 from clusterwright.model.flops import attention_dims

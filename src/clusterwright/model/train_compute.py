@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from clusterwright.catalog.schema import Activation, ModelArch, Stack
+from clusterwright.catalog.schema import Activation, ModelArch
+from clusterwright.catalog.stacks import Stack
 from clusterwright.model.recompute import FULL
 from clusterwright.model.xp import Num, Ops
 

@@ -8,7 +8,8 @@ import functools
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from clusterwright.catalog.schema import Dtype, Gpu, ModelArch, Stack
+from clusterwright.catalog.schema import Dtype, Gpu, ModelArch
+from clusterwright.catalog.stacks import Stack
 from clusterwright.model.collectives import Interconnect
 from clusterwright.model.flops import training_flops_per_token
 from clusterwright.model.params import param_counts

@@ -38,7 +38,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from clusterwright.catalog.schema import ModelArch, Stack
+from clusterwright.catalog.schema import ModelArch
+from clusterwright.catalog.stacks import Stack
 from clusterwright.model import overlap as ov
 from clusterwright.model.collectives import (
     allgather_s,

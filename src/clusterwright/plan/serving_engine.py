@@ -22,19 +22,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from clusterwright.catalog.registry import Catalog
-from clusterwright.catalog.schema import Gpu, ModelArch, ServingEngine
+from clusterwright.catalog.schema import Gpu, ModelArch
+from clusterwright.catalog.stacks import ServingEngine
 from clusterwright.errors import InputError
 from clusterwright.model.serving_step import ServingParallel, kv_bytes_per_token, weight_format
-from clusterwright.sim.serving import (
-    ClusterConfig,
-    Disaggregation,
-    EngineConfig,
-    Lengths,
-    ServingResult,
-    Workload,
-    simulate,
-)
-from clusterwright.sim.serving_deployment import (
+from clusterwright.plan.serving_deployment import (
     Deployment,
     DeploymentError,
     PoolCache,
@@ -43,6 +35,15 @@ from clusterwright.sim.serving_deployment import (
     kv_link_bytes_per_s,
     pool,
     steady,
+)
+from clusterwright.sim.serving import (
+    ClusterConfig,
+    Disaggregation,
+    EngineConfig,
+    Lengths,
+    ServingResult,
+    Workload,
+    simulate,
 )
 from clusterwright.sim.serving_steady import Pool, SteadyState
 
@@ -447,7 +448,7 @@ def plan_engine(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine, 
     and given copies until its p99s meet them."""
     if not (qps > 0 and ttft_slo > 0 and tpot_slo > 0):
         raise InputError("qps and the SLOs must be positive", field="qps")
-    from clusterwright.sim.serving_deployment import step_model
+    from clusterwright.plan.serving_deployment import step_model
 
     base = deployment(cat, arch, gpu, engine, precision, gemm_quant, moe_quant,
                       agg=Role(ServingParallel()))

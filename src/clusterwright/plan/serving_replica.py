@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from clusterwright.catalog.registry import Catalog, resolve_model
-from clusterwright.catalog.schema import Gpu, ModelArch, Stack
+from clusterwright.catalog.schema import Gpu, ModelArch
+from clusterwright.catalog.stacks import Stack
 from clusterwright.design.train import net_for
 from clusterwright.errors import InfeasibleError, InputError
 from clusterwright.model.inference import StepModel, check_expert_parallel, compute_dtype

@@ -26,6 +26,9 @@ is used):
 - a rolling firmware upgrade drains ``batch_nodes`` nodes at a time: running work may finish
   until ``drain_timeout_s``, then it is checkpointed and requeued; each node is out for
   ``batch_s``; the next batch starts when the last node of this one is back.
+
+What it takes and returns is in ``sim/cluster_config.py``; the node pool, placement and
+preemption choices in ``sim/cluster_nodes.py``.
 """
 
 from __future__ import annotations
@@ -33,157 +36,38 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import math
-from collections import Counter, deque
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from clusterwright.catalog.schema import MigProfile
-from clusterwright.errors import InputError
 from clusterwright.model import mig
-from clusterwright.sim.cluster_jobs import HOUR, MAX_JOBS, Job
-from clusterwright.sim.cluster_shape import SPANS, ClusterShape
-from clusterwright.sim.engine import Engine, Event, check_seed
-
-# Simulated horizon: hourly samples and inference demand steps grow with it (a year of a
-# 4,096-node cluster with 20,000 jobs takes about 5 s on two cores).
-MAX_HORIZON_DAYS = 365.0
-# Node failures the run may expect (rate x nodes x hours): each is a few events; 100,000
-# take about 10 s.
-MAX_EXPECTED_FAILURES = 100_000
-
-POLICIES = ("fifo", "backfill", "priority")
-DAY = 24 * HOUR
-# Llama 3 405B: 419 unexpected interruptions in 54 days on 16,384 H100 (Meta, arXiv 2407.21783,
-# Table 5, via operations.md 1.1): 419 / (16,384 x 54 x 24) = 1.97e-5 per GPU-hour, i.e.
-# 1.58e-4 per 8-GPU node-hour (3.79 per 1,000 node-days).
-LLAMA3_FAILURES_PER_GPU_HOUR = 419 / (16_384 * 54 * 24)
-
-FREE, BUSY, DOWN, UPGRADING, MIGMODE = 0, 1, 2, 3, 4
-
-
-@dataclass(frozen=True)
-class Upgrade:
-    """A rolling firmware upgrade: ``batch_nodes`` at a time, each out ``batch_s`` seconds."""
-
-    start_s: float
-    batch_nodes: int
-    batch_s: float
-    drain_timeout_s: float = 4 * HOUR
-    nodes: int | None = None  # nodes to upgrade, from node 0 (None = all)
-
-
-@dataclass(frozen=True)
-class ClusterConfig:
-    """How to run. Times in seconds; ``failure_rate_per_node_hour`` None = the Llama 3 rate
-    per GPU times the GPUs per node; 0 = no failures."""
-
-    horizon_s: float
-    policy: str = "fifo"
-    topology_aware: bool = False
-    seed: int = 0
-    failure_rate_per_node_hour: float | None = None
-    repair_s: float = 4 * HOUR  # [estimate] between Crusoe's <5 min swap and OPT's "hours"
-    restart_s: float = 600.0  # reload + re-init (operations.md 1.4 test vectors: R = 10 min)
-    upgrade: Upgrade | None = None
-    backfill_depth: int = 500  # jobs examined per pass (Slurm bf_max_job_test default 500)
-    peak_hour: float = 14.0  # hour of day of the inference peak
-    sample_s: float = HOUR
-    failures_at: tuple[tuple[float, int], ...] = ()  # (time s, node) failures to inject
-
-    def validate(self) -> None:
-        """Raise ``InputError`` naming the first bad field."""
-        if self.policy not in POLICIES:
-            raise InputError(f"policy: unknown {self.policy!r} (one of {', '.join(POLICIES)})")
-        positive = {"horizon_s": self.horizon_s, "sample_s": self.sample_s}
-        non_negative = {"repair_s": self.repair_s, "restart_s": self.restart_s,
-                        "failure_rate_per_node_hour": self.failure_rate_per_node_hour or 0.0}
-        for name, v in positive.items():
-            if not (math.isfinite(v) and v > 0):
-                raise InputError(f"{name}: must be a positive number, got {v:g}")
-        if self.horizon_s > MAX_HORIZON_DAYS * 24 * HOUR:
-            raise InputError(f"horizon_s: {self.horizon_s:g} s is {self.horizon_s / 86400:g} "
-                             f"days; at most {MAX_HORIZON_DAYS:g}", field="horizon_s")
-        check_seed(self.seed)
-        for name, v in non_negative.items():
-            if not (math.isfinite(v) and v >= 0):
-                raise InputError(f"{name}: must be a non-negative number, got {v:g}")
-        for t, nd in self.failures_at:
-            if not (math.isfinite(t) and t >= 0 and nd >= 0):
-                raise InputError(f"failures_at: ({t}, {nd}) needs a time >= 0 and a node >= 0")
-        if self.backfill_depth < 1:
-            raise InputError(f"backfill_depth: must be at least 1, got {self.backfill_depth}")
-        u = self.upgrade
-        if u is not None:
-            if u.batch_nodes < 1:
-                raise InputError(f"upgrade batch_nodes must be at least 1, got {u.batch_nodes}")
-            if not (u.batch_s > 0 and u.start_s >= 0 and u.drain_timeout_s >= 0):
-                raise InputError("upgrade: start_s and drain_timeout_s must be >= 0, batch_s > 0")
-
-
-@dataclass(slots=True)
-class Run:
-    """Nodes held by one gang job or one inference replica."""
-
-    job: Job
-    nodes: list[int]
-    start_s: float
-    overhead_s: float  # restart time before progress begins
-    slowdown: float
-    end_ev: Event | None = None
-    replica: bool = False
-
-
-@dataclass(slots=True)
-class MigNode:
-    node: int
-    layouts: list[mig.Layout]
-    jobs: dict[int, tuple[int, int, Event]] = field(default_factory=dict)  # job idx: gpu, start
-
-
-@dataclass(slots=True)
-class Service:
-    job: Job
-    replicas: list[Run] = field(default_factory=list)
-    demand: int = 0
-    active: bool = False
-    last_s: float = 0.0
-    total_s: float = 0.0
-    ok_s: float = 0.0
-    demanded_replica_s: float = 0.0
-    served_replica_s: float = 0.0
-    peak_unmet: int = 0
-
-
-@dataclass
-class ClusterResult:
-    """Raw outcome; ``cluster_report.summarize`` turns it into the reported metrics."""
-
-    shape: ClusterShape
-    config: ClusterConfig
-    jobs: list[Job]
-    services: list[Service]
-    events: int
-    busy_gpu_s: float
-    down_gpu_s: float
-    upgrade_gpu_s: float
-    lost_failure_gpu_s: float
-    lost_preemption_gpu_s: float
-    lost_upgrade_gpu_s: float
-    preemptions: int
-    failures: int
-    samples_h: list[float]
-    util_samples: list[float]
-    stranded_samples: list[float]
-    span_counts: list[int]
-    gang_starts: int
-    mig_starts: int
-    upgrade_started_s: float | None
-    upgrade_done_s: float | None
-    upgrade_max_out: int
-    upgrade_stops: int
-    log: list[tuple[float, str, str]]  # (time s, what, job id): gang starts, ends, stops
+from clusterwright.sim.cluster_config import (
+    LLAMA3_FAILURES_PER_GPU_HOUR,
+    POLICIES,
+    ClusterConfig,
+    ClusterResult,
+    Upgrade,
+    check_run,
+)
+from clusterwright.sim.cluster_jobs import HOUR, Job
+from clusterwright.sim.cluster_nodes import (
+    BUSY,
+    DOWN,
+    FREE,
+    MIGMODE,
+    UPGRADING,
+    FreeNodes,
+    MigNode,
+    MigQueue,
+    Run,
+    Service,
+    mig_slot,
+    preemption_victims,
+    reservation,
+)
+from clusterwright.sim.cluster_shape import ClusterShape
+from clusterwright.sim.engine import Engine
 
 
 class _Cluster:
@@ -202,23 +86,9 @@ class _Cluster:
         self.status = bytearray(n)
         self.drain = bytearray(n)
         self.owner: list[Run | MigNode | None] = [None] * n
-        self.leaves = (n + shape.nodes_per_leaf - 1) // shape.nodes_per_leaf
-        self.free_leaf: list[set[int]] = [set() for _ in range(self.leaves)]
-        for i in range(n):
-            self.free_leaf[shape.leaf_of(i)].add(i)
-        self.free_su = [0] * ((n + shape.nodes_per_su - 1) // shape.nodes_per_su)
-        self.free_pod = [0] * ((n + shape.nodes_per_pod - 1) // shape.nodes_per_pod)
-        for i in range(n):
-            self.free_su[shape.su_of(i)] += 1
-            self.free_pod[shape.pod_of(i)] += 1
-        self.free = n
-        # Domain of every node, precomputed: the pool updates run on every start and end.
-        self.leaf_of = [shape.leaf_of(i) for i in range(n)]
-        self.su_of = [shape.su_of(i) for i in range(n)]
-        self.pod_of = [shape.pod_of(i) for i in range(n)]
+        self.pool = FreeNodes(shape, cfg.topology_aware)
         self.queue: list[tuple[tuple[float, float, int], int]] = []
-        self.mig_queue: deque[int] = deque()
-        self._mig_queued: Counter[str] = Counter()  # queued MIG jobs per profile
+        self.mig_queue = MigQueue()
         self.mig_nodes: dict[int, MigNode] = {}
         self.runs: dict[int, Run] = {}  # gang job index -> run
         self.services = [Service(j) for j in jobs if j.kind == "inference"]
@@ -258,31 +128,7 @@ class _Cluster:
             self.upgrade_gpu_s += self.upgrading * self.s.gpus_per_node * dt
             self.last_t = now
 
-    def _service_account(self, sv: Service) -> None:
-        now = self.eng.now
-        dt = now - sv.last_s
-        if dt > 0 and sv.active:
-            running = len(sv.replicas)
-            sv.total_s += dt
-            if running >= sv.demand:
-                sv.ok_s += dt
-            sv.demanded_replica_s += sv.demand * dt
-            sv.served_replica_s += min(running, sv.demand) * dt
-        sv.last_s = now
-
     # ------------------------------------------------------------------ node pool
-    def _take(self, node: int) -> None:
-        self.free_leaf[self.leaf_of[node]].discard(node)
-        self.free_su[self.su_of[node]] -= 1
-        self.free_pod[self.pod_of[node]] -= 1
-        self.free -= 1
-
-    def _give(self, node: int) -> None:
-        self.free_leaf[self.leaf_of[node]].add(node)
-        self.free_su[self.su_of[node]] += 1
-        self.free_pod[self.pod_of[node]] += 1
-        self.free += 1
-
     def _release(self, node: int) -> None:
         """A node whose work ended: back to the pool, or into its pending upgrade."""
         self.owner[node] = None
@@ -290,52 +136,7 @@ class _Cluster:
             self._begin_upgrade(node)
         else:
             self.status[node] = FREE
-            self._give(node)
-
-    def _pick(self, n: int) -> list[int] | None:
-        """Free nodes for a gang of ``n``, or None if fewer are free."""
-        if n > self.free:
-            return None
-        s = self.s
-        if not self.cfg.topology_aware:
-            out: list[int] = []
-            for group in self.free_leaf:
-                if group:
-                    out.extend(sorted(group)[: n - len(out)])
-                    if len(out) == n:
-                        return out
-            return None
-        # Smallest domain with room; among those the fullest (best fit keeps big holes whole).
-        leaf_counts = [len(g) for g in self.free_leaf]
-        for counts, size in ((leaf_counts, s.nodes_per_leaf), (self.free_su, s.nodes_per_su),
-                             (self.free_pod, s.nodes_per_pod)):
-            best = -1
-            for d, c in enumerate(counts):
-                if c >= n and (best < 0 or c < counts[best]):
-                    best = d
-            if best >= 0:
-                lo = best * size // s.nodes_per_leaf
-                hi = min(self.leaves, (best + 1) * size // s.nodes_per_leaf)
-                return self._fill(range(lo, hi), n)
-        return self._fill(range(self.leaves), n)
-
-    def _fill(self, leaf_ids: range, n: int) -> list[int]:
-        """Take ``n`` nodes from these leaf groups, emptiest pods/SUs/leaves first so the job
-        spans as few domains as possible."""
-        per = self.s.nodes_per_leaf
-        pods, sus, leaves = self.pod_of, self.su_of, self.free_leaf
-
-        def key(g: int) -> tuple[int, int, int, int]:
-            first = g * per
-            return (-self.free_pod[pods[first]], -self.free_su[sus[first]], -len(leaves[g]), g)
-
-        out: list[int] = []
-        for g in (leaf_ids if len(leaf_ids) == 1 else sorted(leaf_ids, key=key)):
-            if self.free_leaf[g]:
-                out.extend(sorted(self.free_leaf[g])[: n - len(out)])
-                if len(out) == n:
-                    break
-        return out
+            self.pool.give(node)
 
     # ------------------------------------------------------------------ gang jobs
     def _key(self, i: int) -> tuple[float, float, int]:
@@ -356,7 +157,7 @@ class _Cluster:
         overhead = self.cfg.restart_s if (j.done_s > 0 or j.preemptions or j.failures) else 0.0
         run = Run(j, nodes, self.eng.now, overhead, slow, replica=replica)
         for nd in nodes:
-            self._take(nd)
+            self.pool.take(nd)
             self.status[nd] = BUSY
             self.owner[nd] = run
         self.busy += len(nodes) * self.s.gpus_per_node
@@ -420,13 +221,25 @@ class _Cluster:
         self._free_run(run)
         self._enqueue(i)
 
+    def _stop_replica(self, run: Run, down_node: int = -1) -> None:
+        """Stop one inference replica (its service is short until it is placed again)."""
+        sv = self._svc_of[id(run.job)]
+        sv.account(self.eng.now)
+        sv.replicas.remove(run)
+        self._short_of(sv)
+        if down_node >= 0:
+            self._integrate()
+            self.busy -= self.s.gpus_per_node
+            run.nodes = [x for x in run.nodes if x != down_node]
+        self._free_run(run)
+
     def _submit(self, i: int) -> None:
         j = self.jobs[i]
         if j.kind == "inference":
             sv = self._svc_of[id(j)]
             sv.active = True
             sv.last_s = self.eng.now
-            sv.demand = self._demand(sv)
+            sv.demand = sv.demand_at(self.eng.now, self.cfg.peak_hour)
             self._short_of(sv)
             self.eng.after(j.duration_s, self._retire, sv)
             self._kick()
@@ -437,18 +250,11 @@ class _Cluster:
             self._enqueue(i)
 
     # ------------------------------------------------------------------ services
-    def _demand(self, sv: Service) -> int:
-        j = sv.job
-        hour = (self.eng.now / HOUR) % 24.0
-        f = j.night_fraction + (1 - j.night_fraction) * 0.5 * (
-            1 + math.cos(2 * math.pi * (hour - self.cfg.peak_hour) / 24.0))
-        return math.ceil(j.replicas * f - 1e-9)
-
     def _hourly(self) -> None:
         for sv in self.services:
             if sv.active:
-                self._service_account(sv)
-                sv.demand = self._demand(sv)
+                sv.account(self.eng.now)
+                sv.demand = sv.demand_at(self.eng.now, self.cfg.peak_hour)
                 while len(sv.replicas) > sv.demand:
                     self._free_run(sv.replicas.pop())
                 if len(sv.replicas) < sv.demand:
@@ -459,7 +265,7 @@ class _Cluster:
             self.eng.after(self.cfg.sample_s, self._hourly)
 
     def _retire(self, sv: Service) -> None:
-        self._service_account(sv)
+        sv.account(self.eng.now)
         sv.active = False
         sv.job.end_s = self.eng.now
         while sv.replicas:
@@ -471,23 +277,9 @@ class _Cluster:
         ``n`` nodes are free; False (and nothing preempted) if they cannot free enough."""
         if self.cfg.policy != "priority":
             return False
-        victims = sorted((r for r in self.runs.values() if r.job.priority < priority),
-                         key=lambda r: (r.job.priority, -r.start_s))
-        need = n - self.free
-        if need > sum(len(r.nodes) for r in victims):
+        chosen = preemption_victims(list(self.runs.values()), n - self.pool.free, priority)
+        if chosen is None:
             return False
-        chosen: list[Run] = []
-        while need > 0:
-            # Lowest priority first; within it, the smallest job that covers what is still
-            # missing (one whole 256-node gang is not stopped for one replica), else the
-            # latest started (least work since its start).
-            low = victims[0].job.priority
-            level = [r for r in victims if r.job.priority == low]
-            covering = [r for r in level if len(r.nodes) >= need]
-            r = min(covering, key=lambda r: (len(r.nodes), -r.start_s)) if covering else level[0]
-            victims.remove(r)
-            chosen.append(r)
-            need -= len(r.nodes)
         for r in chosen:
             self._stop_gang(self._index[id(r.job)], "preempt")
         return True
@@ -496,7 +288,7 @@ class _Cluster:
         self._short.add(self._svc_index[id(sv)])
 
     def _serve(self) -> None:
-        if not self._short or (self.free == 0 and self.cfg.policy != "priority"):
+        if not self._short or (self.pool.free == 0 and self.cfg.policy != "priority"):
             return  # nothing to place, or nowhere to place it without preemption
         for k in sorted(self._short):
             sv = self.services[k]
@@ -505,41 +297,31 @@ class _Cluster:
                 continue
             while len(sv.replicas) < sv.demand:
                 need = sv.job.nodes
-                nodes = self._pick(need)
+                nodes = self.pool.pick(need)
                 if nodes is None and self._preempt_for(need, sv.job.priority):
-                    nodes = self._pick(need)
+                    nodes = self.pool.pick(need)
                 if nodes is None:
                     sv.peak_unmet = max(sv.peak_unmet, sv.demand - len(sv.replicas))
                     break
-                self._service_account(sv)
+                sv.account(self.eng.now)
                 sv.replicas.append(self._start_gang(self._index[id(sv.job)], nodes, True))
 
     # ------------------------------------------------------------------ MIG
     def _mig_enqueue(self, i: int, front: bool = False) -> None:
-        if front:
-            self.mig_queue.appendleft(i)
-        else:
-            self.mig_queue.append(i)
-        self._mig_queued[self.jobs[i].mig_profile] += 1
+        self.mig_queue.push(i, self.jobs[i].mig_profile, front)
 
     def _mig_place(self, i: int) -> bool:
         j = self.jobs[i]
         prof = self.profiles[j.mig_profile]
-        for mn in self.mig_nodes.values():
-            if self.drain[mn.node]:
-                continue  # draining: no new work
-            for g, lay in enumerate(mn.layouts):
-                if lay.compute_used + prof.compute_slices > mig.COMPUTE_SLICES:
-                    continue
-                start = mig.best_start(lay, prof)
-                if start is not None:
-                    self._mig_start(i, mn, g, start)
-                    return True
-        picked = self._pick(1)
+        slot = mig_slot(self.mig_nodes.values(), prof, self.drain)
+        if slot is not None:
+            self._mig_start(i, *slot)
+            return True
+        picked = self.pool.pick(1)
         if picked is None:
             return False
         nd = picked[0]
-        self._take(nd)
+        self.pool.take(nd)
         self.status[nd] = MIGMODE
         mn = MigNode(nd, [mig.Layout() for _ in range(self.s.gpus_per_node)])
         self.owner[nd] = mn
@@ -596,32 +378,9 @@ class _Cluster:
     def _pass(self) -> None:
         self._pass_pending = False
         self._serve()
-        if self.mig_queue:
-            waiting: deque[int] = deque()
-            # A profile that found no slice stays unplaceable for the rest of the pass (the
-            # pass only takes capacity): its later jobs are not tried again, and once every
-            # queued profile is full the pass stops. Without this a backlog costs queue x MIG
-            # nodes x GPUs per pass.
-            full: set[str] = set()
-            while self.mig_queue:
-                if len(full) == len(self._mig_queued):
-                    break
-                i = self.mig_queue.popleft()
-                profile = self.jobs[i].mig_profile
-                if profile in full:
-                    waiting.append(i)
-                    continue
-                if self._mig_place(i):
-                    self._mig_queued[profile] -= 1
-                    if not self._mig_queued[profile]:
-                        del self._mig_queued[profile]
-                    continue
-                full.add(profile)
-                waiting.append(i)
-                if self.cfg.policy == "fifo":
-                    break
-            waiting.extend(self.mig_queue)
-            self.mig_queue = waiting
+        if self.mig_queue.jobs:
+            self.mig_queue.place(lambda i: self.jobs[i].mig_profile, self._mig_place,
+                                 self.cfg.policy == "fifo")
         self._schedule_gangs()
 
     def _schedule_gangs(self) -> None:
@@ -629,9 +388,9 @@ class _Cluster:
         while q:
             i = q[0][1]
             j = self.jobs[i]
-            nodes = self._pick(j.nodes)
+            nodes = self.pool.pick(j.nodes)
             if nodes is None and self._preempt_for(j.nodes, j.priority):
-                nodes = self._pick(j.nodes)
+                nodes = self.pool.pick(j.nodes)
             if nodes is None:
                 break
             q.pop(0)
@@ -644,25 +403,18 @@ class _Cluster:
         (running gangs end at their known end times); a later job starts now if it ends
         before then or fits in the nodes the head will not need (``extra``)."""
         head = self.jobs[self.queue[0][1]]
-        avail = self.free
-        shadow, extra = math.inf, 0
-        for r in sorted(self.runs.values(), key=lambda r: r.end_ev.time if r.end_ev else 0.0):
-            avail += len(r.nodes)
-            if avail >= head.nodes:
-                shadow = r.end_ev.time if r.end_ev else math.inf
-                extra = avail - head.nodes
-                break
+        shadow, extra = reservation(head.nodes, self.pool.free, self.runs.values())
         k = 1
         depth = min(len(self.queue), self.cfg.backfill_depth + 1)
-        while k < depth and self.free > 0:
+        while k < depth and self.pool.free > 0:
             i = self.queue[k][1]
             j = self.jobs[i]
             restart = self.cfg.restart_s if j.done_s > 0 or j.preemptions or j.failures else 0.0
             fastest = self.eng.now + restart + (j.duration_s - j.done_s)  # slowdown >= 1
-            if j.nodes > self.free or (fastest > shadow and j.nodes > extra):
+            if j.nodes > self.pool.free or (fastest > shadow and j.nodes > extra):
                 k += 1
                 continue
-            nodes = self._pick(j.nodes)
+            nodes = self.pool.pick(j.nodes)
             assert nodes is not None
             slow = self.s.slowdown(self.s.span(nodes), j.comm_fraction)
             ends = self.eng.now + restart + (j.duration_s - j.done_s) * slow
@@ -699,14 +451,7 @@ class _Cluster:
         owner = self.owner[nd]
         if st == BUSY and isinstance(owner, Run):
             if owner.replica:
-                sv = self._svc_of[id(owner.job)]
-                self._service_account(sv)
-                sv.replicas.remove(owner)
-                self._short_of(sv)
-                self._integrate()
-                self.busy -= self.s.gpus_per_node
-                owner.nodes = [x for x in owner.nodes if x != nd]
-                self._free_run(owner)
+                self._stop_replica(owner, down_node=nd)
             else:
                 self._stop_gang(self._index[id(owner.job)], "failure", down_node=nd)
         elif st == MIGMODE and isinstance(owner, MigNode):
@@ -714,7 +459,7 @@ class _Cluster:
                 self._mig_enqueue(i, front=True)
                 self.jobs[i].failures += 1
         else:
-            self._take(nd)
+            self.pool.take(nd)
         self._integrate()
         self.status[nd] = DOWN
         self.owner[nd] = None
@@ -742,7 +487,7 @@ class _Cluster:
         self.up_pending.discard(nd)
         self.n_drain -= 1
         self.status[nd] = FREE
-        self._give(nd)
+        self.pool.give(nd)
         if not self.up_pending:
             self._next_batch()
         self._kick()
@@ -770,7 +515,7 @@ class _Cluster:
             self.up_max_out = max(self.up_max_out, self.n_drain)
             st = self.status[nd]
             if st == FREE:
-                self._take(nd)
+                self.pool.take(nd)
                 self._begin_upgrade(nd)
             elif st == MIGMODE:
                 mn = self.mig_nodes[nd]
@@ -786,11 +531,7 @@ class _Cluster:
             owner = self.owner[nd]
             if self.status[nd] == BUSY and isinstance(owner, Run):
                 if owner.replica:
-                    sv = self._svc_of[id(owner.job)]
-                    self._service_account(sv)
-                    sv.replicas.remove(owner)
-                    self._short_of(sv)
-                    self._free_run(owner)
+                    self._stop_replica(owner)
                 else:
                     self._stop_gang(self._index[id(owner.job)], "drain")
             elif self.status[nd] == MIGMODE and isinstance(owner, MigNode):
@@ -807,8 +548,8 @@ class _Cluster:
         stranded = 0.0
         if self.queue:
             head = self.jobs[self.queue[0][1]]
-            if head.nodes > self.free:
-                stranded = self.free * self.s.gpus_per_node / self.s.gpus
+            if head.nodes > self.pool.free:
+                stranded = self.pool.free * self.s.gpus_per_node / self.s.gpus
         self.stranded.append(stranded)
 
     def run(self) -> ClusterResult:
@@ -826,7 +567,7 @@ class _Cluster:
         self.eng.now = self.cfg.horizon_s
         self._integrate()
         for sv in self.services:
-            self._service_account(sv)
+            sv.account(self.eng.now)
         return ClusterResult(
             shape=self.s, config=self.cfg, jobs=self.jobs, services=self.services,
             events=self.eng.events, busy_gpu_s=self.busy_gpu_s, down_gpu_s=self.down_gpu_s,
@@ -845,35 +586,10 @@ def simulate(shape: ClusterShape, jobs: Sequence[Job], cfg: ClusterConfig,
              mig_profiles: Sequence[MigProfile] = ()) -> ClusterResult:
     """Run the job mix on the cluster for ``cfg.horizon_s`` seconds. ``jobs`` are copied (the
     caller's list is not changed); seeded and reproducible."""
-    cfg.validate()
-    if len(jobs) > MAX_JOBS:
-        raise InputError(f"jobs: {len(jobs):,} jobs; at most {MAX_JOBS:,} in one simulation",
-                         field="jobs")
-    rate = cfg.failure_rate_per_node_hour or 0.0
-    expected = rate * shape.nodes * cfg.horizon_s / HOUR
-    if expected > MAX_EXPECTED_FAILURES:
-        raise InputError(
-            f"failure_rate_per_node_hour: {rate:g} x {shape.nodes:,} nodes x "
-            f"{cfg.horizon_s / HOUR:,.0f} h = {expected:,.0f} expected node failures; at most "
-            f"{MAX_EXPECTED_FAILURES:,} in one simulation (a lower rate, fewer nodes or a "
-            "shorter horizon)", field="failure_rate_per_node_hour")
-    for _, nd in cfg.failures_at:
-        if nd >= shape.nodes:
-            raise InputError(f"failures_at: node {nd} is not in the cluster (0..{shape.nodes - 1})")
-    names = {p.name for p in mig_profiles}
-    fresh: list[Job] = []
-    for j in jobs:
-        if j.kind == "mig" and j.mig_profile not in names:
-            offered = ", ".join(sorted(names)) or "none: this GPU has no MIG"
-            raise InputError(f"job {j.id!r}: MIG profile {j.mig_profile!r} not offered "
-                             f"({offered})")
-        if j.kind != "mig" and j.nodes * max(1, j.replicas) > shape.nodes:
-            raise InputError(f"job {j.id!r} needs {j.nodes * max(1, j.replicas)} nodes; "
-                             f"the cluster has {shape.nodes}")
-        if j.kind != "mig" and j.nodes < 1:
-            raise InputError(f"job {j.id!r}: a {j.kind} job needs at least one node")
-        fresh.append(dataclasses.replace(j, extra=dict(j.extra)))
+    check_run(shape, jobs, cfg, mig_profiles)
+    fresh = [dataclasses.replace(j, extra=dict(j.extra)) for j in jobs]
     return _Cluster(shape, fresh, cfg, mig_profiles).run()
 
 
-__all__ = ["SPANS", "ClusterConfig", "ClusterResult", "Upgrade", "simulate"]
+# The twin's API: ``simulate``, what it takes and returns, and the policies it runs.
+__all__ = ["POLICIES", "ClusterConfig", "ClusterResult", "Upgrade", "simulate"]

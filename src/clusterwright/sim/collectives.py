@@ -37,7 +37,9 @@ from clusterwright.model.collectives import (
     ring_latency_s,
     tree_latency_s,
 )
-from clusterwright.sim.network import FlowSpec, Group, NetworkSim, SimError, mix64
+from clusterwright.sim.engine import SimError
+from clusterwright.sim.fabric_net import mix64
+from clusterwright.sim.network import FlowSpec, Group, NetworkSim
 
 COLLECTIVES = ("allreduce", "allgather", "reducescatter", "alltoall")
 ALGORITHMS = ("auto", "ring", "hierarchical", "tree", "nvls")
@@ -135,10 +137,11 @@ class CollectiveBuilder:
     def _check(self, ranks: list[int], size_bytes: float, collective: str) -> None:
         if collective not in COLLECTIVES:
             raise SimError(
-                f"--collective: unknown {collective!r} (one of {', '.join(COLLECTIVES)})"
-            )
+                f"collective: unknown {collective!r} (one of {', '.join(COLLECTIVES)})",
+                field="collective")
         if not (math.isfinite(size_bytes) and size_bytes > 0):
-            raise SimError(f"--size-bytes must be a positive finite number, got {size_bytes:g}")
+            raise SimError(f"size_bytes: must be a positive finite number, got {size_bytes:g}",
+                           field="size_bytes")
         if len(ranks) < 2:
             raise SimError(f"a collective needs at least 2 ranks, got {len(ranks)}")
         if len(set(ranks)) != len(ranks):
@@ -156,7 +159,8 @@ class CollectiveBuilder:
         """Schedule one collective over ``ranks`` (global GPU indices) of ``size_bytes``."""
         self._check(ranks, size_bytes, collective)
         if algorithm not in ALGORITHMS:
-            raise SimError(f"--algorithm: unknown {algorithm!r} (one of {', '.join(ALGORITHMS)})")
+            raise SimError(f"algorithm: unknown {algorithm!r} (one of {', '.join(ALGORITHMS)})",
+                           field="algorithm")
         # ``cid`` seeds the flows' hash keys: the same collective rebuilt alone keeps its paths.
         self._cid = cid if cid is not None else self._cid + 1
         cid = self._cid
@@ -178,9 +182,10 @@ class CollectiveBuilder:
         elif algo == "auto":
             algo = "ring"
         if algo == "nvls" and (collective != "allreduce" or nodes > 1 or m.nvls_busbw <= 0):
-            raise SimError("--algorithm nvls: NVLink SHARP all-reduce inside one domain only")
+            raise SimError("algorithm: nvls is an NVLink SHARP all-reduce inside one domain only",
+                           field="algorithm")
         if algo in ("tree",) and collective != "allreduce":
-            raise SimError("--algorithm tree applies to allreduce")
+            raise SimError("algorithm: tree applies to allreduce only", field="algorithm")
         if collective == "allreduce":
             closed = float(allreduce_s(size_bytes, n, stride, m))
             algo_closed = closed_form_allreduce(algo, size_bytes, n, nodes, m)
@@ -232,7 +237,8 @@ class CollectiveBuilder:
         nodes = _by_host(ranks, self.gph)
         k = len(nodes[0])
         if any(len(g) != k for g in nodes):
-            raise SimError(f"--algorithm {algo} needs the same number of ranks on every server")
+            raise SimError(f"algorithm: {algo} needs the same number of ranks on every server",
+                           field="algorithm")
         m = self.model
         N = len(nodes)
         steps = 2.0 if collective == "allreduce" else 1.0

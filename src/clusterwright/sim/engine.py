@@ -19,6 +19,10 @@ from clusterwright.errors import InputError
 from clusterwright.spec.scenario import MAX_SEED
 
 
+class SimError(InputError):
+    """A simulation that cannot run as asked (unknown rank, disconnected fabric, ...)."""
+
+
 def check_seed(seed: int, field: str = "seed") -> None:
     """Raise ``InputError`` blaming ``field`` unless ``seed`` is an integer in
     ``0..MAX_SEED`` (numpy refuses negative seeds with a bare ValueError; scenario files take

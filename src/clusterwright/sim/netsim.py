@@ -20,8 +20,9 @@ from clusterwright.design.fabric import Fabric, design_fabric
 from clusterwright.design.train import net_for
 from clusterwright.errors import ClusterwrightError
 from clusterwright.sim.collectives import ALGORITHMS, COLLECTIVES, Collective, CollectiveBuilder
-from clusterwright.sim.engine import check_seed
-from clusterwright.sim.network import MAX_SIM_GPUS, ROUTINGS, FabricNet, NetworkSim, SimError
+from clusterwright.sim.engine import SimError, check_seed
+from clusterwright.sim.fabric_net import FabricNet
+from clusterwright.sim.network import MAX_SIM_GPUS, ROUTINGS, NetworkSim
 from clusterwright.spec.fabric import FabricRequest
 
 PLACEMENTS = ("contiguous", "spread", "random")
@@ -62,8 +63,8 @@ def placements(fab: Fabric, gph: int, ranks: int, jobs: int, how: str, seed: int
     total = n_hosts * gph
     if ranks * jobs > total:
         raise SimError(
-            f"--ranks {ranks} x --jobs {jobs} = {ranks * jobs} GPUs, but the fabric has {total}"
-        )
+            f"ranks: {ranks} ranks x {jobs} jobs = {ranks * jobs} GPUs, but the fabric has "
+            f"{total}", field="ranks")
     per_job_hosts = math.ceil(ranks / gph)
     if how == "contiguous":
         host_sets = [list(range(j * per_job_hosts, (j + 1) * per_job_hosts)) for j in range(jobs)]
@@ -79,7 +80,8 @@ def placements(fab: Fabric, gph: int, ranks: int, jobs: int, how: str, seed: int
         host_sets = [sorted(chosen[j * per_job_hosts:(j + 1) * per_job_hosts])
                      for j in range(jobs)]
     else:
-        raise SimError(f"--placement: unknown {how!r} (one of {', '.join(PLACEMENTS)})")
+        raise SimError(f"placement: unknown {how!r} (one of {', '.join(PLACEMENTS)})",
+                       field="placement")
     out = []
     for hs in host_sets:
         gpus = [h * gph + k for h in sorted(hs) for k in range(gph)]
@@ -91,16 +93,19 @@ def run_netsim(req: NetsimRequest, cat: Catalog) -> dict[str, Any]:
     """Simulate and report (the ``netsim`` contract keys first)."""
     if req.collective not in COLLECTIVES:
         raise SimError(
-            f"--collective: unknown {req.collective!r} (one of {', '.join(COLLECTIVES)})"
-        )
+            f"collective: unknown {req.collective!r} (one of {', '.join(COLLECTIVES)})",
+            field="collective")
     if req.routing not in ROUTINGS:
-        raise SimError(f"--routing: unknown policy {req.routing!r} (one of {', '.join(ROUTINGS)})")
+        raise SimError(f"routing: unknown policy {req.routing!r} (one of {', '.join(ROUTINGS)})",
+                       field="routing")
     if req.algorithm not in ALGORITHMS:
-        raise SimError(f"--algorithm: unknown {req.algorithm!r} (one of {', '.join(ALGORITHMS)})")
+        raise SimError(f"algorithm: unknown {req.algorithm!r} (one of {', '.join(ALGORITHMS)})",
+                       field="algorithm")
     if not (math.isfinite(req.size_bytes) and req.size_bytes > 0):
-        raise SimError(f"--size-bytes must be a positive finite number, got {req.size_bytes:g}")
+        raise SimError(f"size_bytes: must be a positive finite number, got {req.size_bytes:g}",
+                       field="size_bytes")
     if req.jobs < 1:
-        raise SimError(f"--jobs must be at least 1, got {req.jobs}")
+        raise SimError(f"jobs: must be at least 1, got {req.jobs}", field="jobs")
     if req.jobs > MAX_JOBS:
         raise SimError(f"jobs: {req.jobs:,} jobs at once; at most {MAX_JOBS} (each is "
                        "simulated alone too)", field="jobs")
@@ -121,9 +126,10 @@ def run_netsim(req: NetsimRequest, cat: Catalog) -> dict[str, Any]:
     gph = net.gpus_per_host
     ranks = req.ranks if req.ranks is not None else net.n_gpus // req.jobs
     if ranks < 2:
-        raise SimError(f"--ranks must be at least 2, got {ranks}")
+        raise SimError(f"ranks: must be at least 2, got {ranks}", field="ranks")
     if ranks > net.n_gpus:
-        raise SimError(f"--ranks {ranks} is more than the fabric's {net.n_gpus} GPUs")
+        raise SimError(f"ranks: {ranks} is more than the fabric's {net.n_gpus} GPUs",
+                       field="ranks")
     jobs = placements(fab, gph, ranks, req.jobs, req.placement, req.seed)
     t_build = time.perf_counter() - t0
 
@@ -136,7 +142,8 @@ def run_netsim(req: NetsimRequest, cat: Catalog) -> dict[str, Any]:
             sim.fail(req.fail_at_s, name)
         for name, factor in req.degraded:
             if not 0.0 < factor <= 1.0:
-                raise SimError(f"--degrade {name}={factor:g}: the factor must be in (0, 1]")
+                raise SimError(f"degraded: {name}={factor:g}: the factor must be in (0, 1]",
+                               field="degraded")
             sim.fail(req.fail_at_s, name, factor)
         b = CollectiveBuilder(sim, model)
         cols = [b.add(req.collective, ranks_, req.size_bytes, req.algorithm, pxn=req.pxn,

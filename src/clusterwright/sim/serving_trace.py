@@ -1,6 +1,7 @@
 """Request streams for the serving simulator: arrival times, prompt and output lengths.
 
-Three sources, all returning the same column arrays (:class:`Requests`):
+A :class:`Workload` says where requests come from; :func:`make_requests` draws its stream. Three
+sources, all returning the same column arrays (:class:`Requests`):
 
 * synthetic lengths (:class:`Lengths`: fixed, uniform, normal, lognormal), seeded;
 * synthetic arrivals: Poisson at a rate, or gamma inter-arrival times with a coefficient of
@@ -15,7 +16,7 @@ from __future__ import annotations
 import csv
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from clusterwright.errors import InputError
+from clusterwright.sim.engine import check_seed
 from clusterwright.spec.yamlio import YamlError, read_text
 
 IntArray = npt.NDArray[np.int64]
@@ -31,6 +33,7 @@ FloatArray = npt.NDArray[np.float64]
 TRACE_COLUMNS = ("timestamp_s", "input_len", "output_len")
 OPTIONAL_COLUMNS = ("prefix_id", "prefix_len")
 LENGTH_DISTS = ("fixed", "uniform", "normal", "lognormal")
+ARRIVALS = ("poisson", "gamma", "closed", "trace")
 
 
 class ServingError(InputError):
@@ -226,3 +229,68 @@ def _is_int(raw: object) -> bool:
         return True
     return isinstance(raw, str) and raw.strip().isdigit()
 
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Where requests come from. ``arrival``: poisson (``qps``), gamma (``qps``, ``cv``),
+    closed (``concurrency`` clients, each sends its next request when the last finishes) or
+    trace (``trace`` file, lengths from the file). With ``prefix_groups`` > 0, synthetic
+    requests get one of that many shared prefixes of ``shared_prefix_len`` tokens, put in
+    front of their sampled prompt."""
+
+    num_requests: int = 1000
+    arrival: str = "poisson"
+    qps: float = 1.0
+    cv: float = 1.0
+    concurrency: int = 1
+    input_len: Lengths = field(default_factory=lambda: Lengths("fixed", 128))
+    output_len: Lengths = field(default_factory=lambda: Lengths("fixed", 128))
+    trace: str | Path | None = None
+    seed: int = 0
+    prefix_groups: int = 0
+    shared_prefix_len: int = 0
+
+
+def make_requests(w: Workload) -> Requests:
+    """The request stream of ``w`` (arrival times are 0 for a closed loop: clients set them)."""
+    if w.arrival not in ARRIVALS:
+        raise ServingError(f"workload.arrival: {w.arrival!r} is not one of {', '.join(ARRIVALS)}")
+    if w.arrival == "trace":
+        if w.trace is None:
+            raise ServingError("workload.trace: arrival 'trace' needs a trace file")
+        return load_trace(w.trace)
+    n = w.num_requests
+    if n < 1:
+        raise ServingError(f"workload.num_requests: {n} must be >= 1")
+    if n > MAX_REQUESTS:
+        raise ServingError(f"workload.num_requests: {n:,} requests; at most {MAX_REQUESTS:,} "
+                           "(about 5 s of simulation)", field="workload.num_requests")
+    check_seed(w.seed, "workload.seed")
+    w.input_len.validate("workload.input_len")
+    w.output_len.validate("workload.output_len")
+    # One generator per component, spawned from the scenario seed (STYLE.md, 5).
+    r_arr, r_in, r_out, r_pre = (np.random.default_rng(s)
+                                 for s in np.random.SeedSequence(w.seed).spawn(4))
+    if w.arrival == "poisson":
+        if not w.qps > 0:
+            raise ServingError(f"workload.qps: {w.qps} must be > 0")
+        arr = poisson_arrivals(n, w.qps, r_arr)
+    elif w.arrival == "gamma":
+        if not w.qps > 0 or not w.cv > 0:
+            raise ServingError(f"workload: gamma arrivals need qps > 0 and cv > 0 "
+                               f"(got qps={w.qps}, cv={w.cv})")
+        arr = gamma_arrivals(n, w.qps, w.cv, r_arr)
+    else:
+        if w.concurrency < 1:
+            raise ServingError(f"workload.concurrency: {w.concurrency} must be >= 1")
+        arr = np.zeros(n)
+    inp = w.input_len.sample(n, r_in)
+    out = w.output_len.sample(n, r_out)
+    pid = np.full(n, -1, dtype=np.int64)
+    plen = np.zeros(n, dtype=np.int64)
+    if w.prefix_groups > 0 and w.shared_prefix_len > 0:
+        pid = r_pre.integers(0, w.prefix_groups, size=n).astype(np.int64)
+        plen[:] = w.shared_prefix_len
+        inp = inp + w.shared_prefix_len
+    return Requests(arr, inp, out, pid, plen)

@@ -25,14 +25,9 @@ from clusterwright.model.params import param_counts
 from clusterwright.model.precision import bytes_per
 from clusterwright.model.train_job import Job
 from clusterwright.sim.collectives import MAX_FLOWS, CollectiveBuilder
-from clusterwright.sim.network import (
-    MAX_SIM_GPUS,
-    FabricNet,
-    FlowSpec,
-    NetworkSim,
-    SimError,
-    mix64,
-)
+from clusterwright.sim.engine import SimError
+from clusterwright.sim.fabric_net import FabricNet, mix64
+from clusterwright.sim.network import MAX_SIM_GPUS, FlowSpec, NetworkSim
 from clusterwright.spec.fabric import FabricRequest
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from clusterwright.catalog.registry import Catalog
-from clusterwright.catalog.schema import CollectiveLib
+from clusterwright.catalog.stacks import CollectiveLib
 from clusterwright.design.train import net_for
 from clusterwright.errors import InputError
 from clusterwright.model import collectives as coll

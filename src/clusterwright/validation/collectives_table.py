@@ -36,7 +36,7 @@ from clusterwright.catalog.registry import Catalog
 from clusterwright.design.train import net_for
 from clusterwright.errors import InputError
 from clusterwright.model.collectives import Interconnect
-from clusterwright.sim.network import FabricNet
+from clusterwright.sim.fabric_net import FabricNet
 from clusterwright.validation.rows import Row, TableResult, read_csv
 
 FILE = "collectives.csv"
@@ -244,7 +244,8 @@ def ecmp_stats(connections: int, paths: int, qps: int = 1, seeds: int = ECMP_SEE
     """Simulate ``connections`` flows (each split into ``qps`` queue pairs, hashed
     independently) from the hosts under one leaf to the hosts under the other, over ``paths``
     equal-cost paths, once per seed; return the seed averages (module docstring)."""
-    from clusterwright.sim.network import FlowSpec, NetworkSim, mix64
+    from clusterwright.sim.fabric_net import mix64
+    from clusterwright.sim.network import FlowSpec, NetworkSim
 
     net = ecmp_fabric(paths)
     gph = net.gpus_per_host

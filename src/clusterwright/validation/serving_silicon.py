@@ -29,7 +29,7 @@ from clusterwright.catalog.registry import Catalog, load_catalog
 from clusterwright.catalog.schema import Gpu, ModelArch
 from clusterwright.errors import InputError
 from clusterwright.model.serving_step import ServingParallel, weight_format
-from clusterwright.sim.serving_deployment import (
+from clusterwright.plan.serving_deployment import (
     Deployment,
     DeploymentError,
     Role,

@@ -7,6 +7,10 @@ memory, the weights' formats, the fabric the collectives and the KV transfer cro
 ``serve estimate --engine`` and ``validate --table serving-silicon`` build deployments here, so
 what is validated is what users run.
 
+It plans, it does not simulate: a role whose worker count is left open is sized for the load
+(``size_workers``) and the deployment is solved in closed form (``sim/serving_steady.py``);
+the event-level simulator is ``sim/serving.py``.
+
 Units: seconds, bytes, tokens.
 """
 
@@ -16,7 +20,8 @@ import math
 from dataclasses import dataclass, field, replace
 
 from clusterwright.catalog.registry import Catalog
-from clusterwright.catalog.schema import Gpu, ModelArch, ServingEngine
+from clusterwright.catalog.schema import Gpu, ModelArch
+from clusterwright.catalog.stacks import ServingEngine
 from clusterwright.design.train import net_for, server_for
 from clusterwright.errors import InputError
 from clusterwright.model.memory import inference_memory

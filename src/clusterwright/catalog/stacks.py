@@ -1,0 +1,326 @@
+"""Pydantic models of the catalog's software entries, each with its calibration: training
+stacks (a GPU plus framework: achieved efficiencies and features), collective libraries
+(NCCL's tuner constants), inference engines (scheduler and kernel constants), and the
+validation's record of how far the training model was off per regime and the best MFU seen.
+
+Units are in field names where they are not SI (``_us`` microseconds, ``_gbps`` GB/s as the
+library writes them); efficiencies are fractions of the datasheet's peak. Every entry cites
+its ``source`` and names its ``calibration``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, model_validator
+
+from clusterwright.catalog.schema import CatalogEntry, EntryId, Share
+from clusterwright.spec.numbers import (
+    FiniteFloat,
+    NonNegativeFloat,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+)
+
+Protocols = tuple[NonNegativeFloat, NonNegativeFloat, NonNegativeFloat]  # LL, LL128, Simple
+Tiered = tuple[NonNegativeFloat, NonNegativeFloat, NonNegativeFloat]  # 1 node, 2 nodes, more
+
+
+class CollectiveLib(CatalogEntry):
+    """A collective library's cost model for one GPU architecture: NCCL's (or RCCL's) own
+    tuner constants (NVIDIA/nccl ``src/graph/tuning.cc``), read from a stated release, plus the
+    few numbers its tuner leaves out (launch floor, all-to-all per-peer cost), each fitted on
+    measured nccl-tests curves named in ``calibration``. Latencies in microseconds and
+    bandwidths in GB/s as the library writes them; ``model/collectives.py`` converts.
+    """
+
+    library: Literal["nccl", "rccl"]
+    version: StrictStr
+    arch: Literal["ampere", "hopper", "blackwell", "cdna3"]
+    # Per algorithm: (LL, LL128, Simple). base = per call; nvlink/net = per hop on that tier.
+    base_lat_us: dict[Literal["ring", "tree", "pat"], Protocols]
+    nvlink_lat_us: dict[Literal["ring", "tree", "nvls", "pat"], Protocols]
+    net_lat_us: dict[Literal["ring", "tree", "nvls", "nvlstree", "pat"], Protocols]
+    net_overhead_us: NonNegativeFloat  # per intra-node step of a multi-node ring (x3 Simple)
+    ring_simple_multinode_lat_factor: Annotated[FiniteFloat, Field(ge=1)]  # the "plateau" factor
+    ll_bw_factor: Share  # LL moves 8 B lines with 4 B of data
+    ll_max_busbw_gbps: Tiered  # llMaxBws by node count (x86 Intel hosts beyond one node)
+    ll128_bw_factor: Share  # 120 of 128 B per line
+    ll128_max_channel_gbps: PositiveFloat
+    tree_bw_factor: Share
+    tree_max_channel_gbps: Tiered
+    tree_ll_divisor: PositiveFloat
+    tree_ll128_factor: tuple[PositiveFloat, PositiveFloat]  # one node, several nodes
+    # treeCorrectionFactor[proto][log2(bytes / 64)], 64 B .. 512 MB (24 points each)
+    tree_correction: dict[Literal["ll", "ll128", "simple"], list[PositiveFloat]]
+    pat_bw_factor: Share
+    pat_per_rank_us: NonNegativeFloat
+    pat_net_divisor: PositiveFloat
+    channels: PositiveInt  # ring/tree channels of a full scale-up domain
+    # A call uses fewer channels while bytes < channels x threads x threshold (enqueue.cc).
+    thread_threshold: Protocols
+    max_threads: Protocols
+    # Not in the tuner: the per-call floor beyond its latencies (host launch and kernel start),
+    # and the per-peer cost of all-to-all (NCCL runs it as grouped send/recv, not a ring).
+    launch_us: NonNegativeFloat
+    # Per network hop beyond the tuner's table (NCCL's graph->latencyInter: NIC, switches,
+    # proxy thread), added like NCCL adds latencyInter (twice for Simple).
+    net_hop_us: NonNegativeFloat = 0.0
+    alltoall_peer_us: tuple[NonNegativeFloat, NonNegativeFloat]  # inside a domain, across
+    calibration: StrictStr
+
+    @model_validator(mode="after")
+    def _tables(self) -> CollectiveLib:
+        for proto, row in self.tree_correction.items():
+            if len(row) != 24:
+                raise ValueError(
+                    f"tree_correction.{proto}: 24 points (64 B .. 512 MB), got {len(row)}")
+        return self
+
+
+class ServingEfficiency(BaseModel):
+    """What an inference engine achieves on a GPU (model/inference.py), with its calibration."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    engine: StrictStr  # the engine the numbers were measured with
+    decode_bandwidth_efficiency: Share  # of HBM, streaming
+    step_overhead_s: NonNegativeFloat  # per iteration: scheduling, sampling, launches
+    # Per transformer layer per iteration: kernel gaps and TP synchronisation that do not shrink
+    # with the shard, so efficiency falls as TP grows and shards get small.
+    layer_overhead_s: NonNegativeFloat = 0.0
+    # Decode attention reads each KV head once for its whole query group (GQA-aware kernels:
+    # TensorRT-LLM XQA, FlashAttention/FlashInfer decode). False models engines whose masked
+    # MHA kernel re-reads a KV head for every query head (TensorRT-LLM before XQA, v0.7/0.8).
+    gqa_kv_reuse: StrictBool = True
+    # The engine's GEMMs against its GEMM curve, at the serving precision
+    gemm_scale: Annotated[FiniteFloat, Field(gt=0, le=1.5)] = 1.0
+    # The engine's own kernel curve and attention efficiency (the calibration's inputs): the
+    # training constants of the same stack are refitted against training runs and must not
+    # move serving predictions silently. None: the stack's training values.
+    gemm_efficiency: list[tuple[FiniteFloat, FiniteFloat]] | None = None
+    attention_efficiency: Share | None = None
+    # The calibrated engine's scheduler: estimates run with it unless the user overrides.
+    admission: Literal["evict", "reserve"] = "evict"  # vLLM preempts; TRT-LLM reserves
+    max_num_seqs: PositiveInt = 256  # vLLM's default; TRT-LLM builds default to 2,048
+    # How the engine's memory fraction (assumption inference_gpu_memory_utilization) applies:
+    # "total" caps all memory (vLLM), "free" takes that fraction of what weights and
+    # activations leave (TensorRT-LLM kv_cache_free_gpu_mem_fraction).
+    kv_memory_rule: Literal["total", "free"] = "total"
+    # TP all-reduce and EP all-to-all inside the NVLink domain, as the engines run them inside
+    # CUDA graphs (no per-call launch): a base latency and one per NVLink step, microseconds.
+    # NCCL 2.18's Simple-protocol ring constants (tuning.cc baseLat 6.8 + 1.6 us, hwLat NVLink
+    # 3.4 us), which every serving calibration here was fitted with.
+    collective_base_us: NonNegativeFloat = 8.4
+    collective_step_us: NonNegativeFloat = 3.4
+    calibration: StrictStr
+
+
+CpComm = Literal["p2p", "allgather", "a2a"]
+Schedule = Literal["1f1b", "zb", "dualpipe"]
+EpOverlap = Literal["none", "1f1b", "dualpipe"]
+# MoE token dispatchers: NCCL all-to-all (one transfer per routed copy), or DeepEP/HybridEP
+# (one network transfer per distinct destination domain, forwarded over NVLink inside it).
+EpDispatcher = Literal["alltoall", "deepep"]
+Fp8Recipe = Literal["delayed", "current", "blockwise", "mx"]
+
+
+class StackFeatures(BaseModel):
+    """What a training framework can do. An option outside these is an input error naming the
+    option; where a list is given, its first entry is what the framework does by default."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tp_comm_overlap: StrictBool = False  # TP collectives pipelined with GEMMs (TE userbuffers)
+    overlap_grad_reduce: StrictBool = False  # DP gradient buckets reduced during backward
+    overlap_param_gather: StrictBool = False  # distributed-optimizer all-gather under next forward
+    overlap_p2p: StrictBool = False  # pipeline sends overlapped with compute
+    context_parallel: list[CpComm] = Field(default_factory=list)  # empty: no CP
+    schedules: list[Schedule] = Field(default_factory=lambda: list[Schedule](["1f1b"]))
+    interleaved: StrictBool = True  # virtual pipeline stages
+    ep_overlap: list[EpOverlap] = Field(default_factory=lambda: list[EpOverlap](["none"]))
+    ep_dispatchers: list[EpDispatcher] = Field(
+        default_factory=lambda: list[EpDispatcher](["alltoall"]))
+    distributed_optimizer: StrictBool = True  # ZeRO-1/2
+    zero3: StrictBool = False  # ZeRO-3 / FSDP
+    zero3_with_pp: StrictBool = False
+    hsdp: StrictBool = False  # hybrid sharding: shard in a group, replicate across groups
+    zeropp: StrictBool = False  # ZeRO++ (hpZ, qwZ, qgZ)
+    fp8_recipes: list[Fp8Recipe] = Field(default_factory=list)  # empty: no FP8 training
+    dp_bucket_params: PositiveFloat = 4.0e7  # gradient bucket (Megatron-Core default)
+    # ZeRO-3 collectives per layer and pass: 1 when a layer's parameters are gathered as one
+    # flat buffer (FSDP units, Megatron-FSDP); one per parameter tensor when the framework
+    # gathers tensor by tensor (DeepSpeed ZeRO-3 of 2021), each paying the ring latency.
+    zero3_collectives_per_layer: PositiveInt = 1
+    # Share of the ring's bus bandwidth the framework's ZeRO-3 collectives reach (1: NCCL's,
+    # as FSDP's flat per-layer buffers do; DeepSpeed's 2021 partition gathers reached less).
+    zero3_busbw_fraction: Share = 1.0
+
+    @model_validator(mode="after")
+    def _defaults_first(self) -> StackFeatures:
+        if not self.schedules or not self.ep_overlap or not self.ep_dispatchers:
+            raise ValueError("schedules, ep_overlap and ep_dispatchers list at least one entry")
+        return self
+
+
+class Stack(CatalogEntry):
+    """A GPU plus software stack (framework, libraries) with its achieved efficiencies.
+
+    Calibrated once per GPU and stack against published runs and microbenchmarks, never per
+    validation row; ``calibration`` says against what.
+    """
+
+    gpus: list[EntryId] = Field(min_length=1)  # GPU ids this stack applies to
+    # (log10 of one GEMM's FLOPs, achieved fraction of dense peak), ascending: 16-bit GEMMs
+    gemm_efficiency: list[tuple[FiniteFloat, Share]] = Field(
+        min_length=2)
+    # FP8 GEMMs reach this share of the fraction of peak that 16-bit GEMMs of the same size
+    # reach (FP8's peak is twice 16-bit's, so 0.75 makes FP8 GEMMs 1.5x faster). A property
+    # of the tensor cores and the FP8 GEMM kernels, fitted on measured FP8-vs-BF16 pairs.
+    # None: no FP8 calibration (the 16-bit curve stands in, and estimates say so).
+    fp8_gemm_ratio: Share | None = None
+    attention_efficiency: Share  # attention core forward
+    attention_bwd_efficiency: Share | None = None  # None: = fwd
+    flash_attention: StrictBool  # fused attention kernels (no s^2 activations, causal half FLOPs)
+    memory_efficiency: Share  # of HBM bandwidth, elementwise ops
+    scale_up_busbw_fraction: Share  # NCCL busbw / link rate
+    nic_busbw_fraction: Share  # NCCL busbw / NIC line rate
+    # NVLink SHARP all-reduce busbw / link rate inside one domain; 0 when the switch has none.
+    # It can exceed 1: the switch reduces, so busbw's 2(n-1)/n factor overstates the traffic.
+    nvls_busbw_fraction: Annotated[FiniteFloat, Field(ge=0, le=1.5)] = 0.0
+    collectives: EntryId  # the collective library (and version) this stack runs
+    features: StackFeatures = Field(default_factory=StackFeatures)
+    # Compute slowed while a collective runs beside it (its kernels take SMs and memory
+    # bandwidth): seconds of compute lost per second of hidden communication.
+    overlap_slowdown: Annotated[FiniteFloat, Field(ge=0, le=1)] = 0.0
+    # Host-side floor of one layer's forward or backward on one micro-batch: its kernels are
+    # launched one by one from Python, so a layer never takes less than its launches however
+    # small its work (MoE layers launch several times more kernels: router, permutation,
+    # grouped GEMMs, dispatch). Seconds per layer per pass; 0 where CUDA graphs remove it.
+    layer_launch_s: NonNegativeFloat = 0.0
+    moe_layer_launch_s: NonNegativeFloat = 0.0
+    step_overhead_s: NonNegativeFloat = 0.0  # per step: data loading, logging, launch
+    calibration: StrictStr
+    serving: ServingEfficiency | None = None  # inference engine efficiencies, when calibrated
+
+    @model_validator(mode="after")
+    def _curve(self) -> Stack:
+        xs = [x for x, _ in self.gemm_efficiency]
+        if xs != sorted(xs) or len(set(xs)) != len(xs):
+            raise ValueError("gemm_efficiency points must have strictly ascending log10 FLOPs")
+        return self
+
+
+class EngineRegime(BaseModel):
+    """How an engine's model did on the measured rows of one GPU and serving mode of
+    validation/serving_silicon.csv (generated by scripts/calibrate_serving_engines.py
+    --regimes; a test keeps it in step with the model)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    gpu: EntryId
+    mode: Literal["agg", "disagg"]
+    rows: PositiveInt
+    ttft_mape: Annotated[FiniteFloat, Field(ge=0)]
+    tpot_mape: Annotated[FiniteFloat, Field(ge=0)]
+
+
+class ServingEngine(CatalogEntry):
+    """An inference engine (a backend at a range of versions): how it schedules and what its
+    kernels reach, constants shared across GPUs (the GPU enters through its datasheet), each
+    fitted once by the script ``calibration`` names. Rates are fractions of the datasheet's."""
+
+    backend: Literal["trtllm", "vllm", "sglang"]
+    versions: list[StrictStr] = Field(min_length=1)  # version prefixes; "" matches any
+    # Scheduler
+    max_num_batched_tokens: PositiveInt  # tokens one iteration may carry
+    # The budget on GPUs with at least 160 GB (SGLang picks a larger chunk there); None: same
+    max_num_batched_tokens_160gb: PositiveInt | None = None
+    chunked_prefill: StrictBool  # prompts split over iterations within the token budget
+    # The budget is the whole attention-DP group's, split over its ranks (SGLang)
+    adp_divides_budget: StrictBool = False
+    max_batch: PositiveInt  # requests one data-parallel rank runs at once
+    admission: Literal["evict", "reserve"]  # vLLM/SGLang admit and preempt; TRT-LLM reserves
+    kv_memory_rule: Literal["total", "free"]  # fraction of all memory, or of what is left
+    kv_memory_fraction: Share
+    kv_format_quantized: Literal["bf16", "fp8"]  # KV cache format with FP8/FP4 weights
+    cuda_graph_max_batch: NonNegativeInt  # decode batches up to this replay a CUDA graph
+    # Kernels
+    decode_bandwidth_efficiency: Share
+    # Routed experts' weights streamed by grouped GEMMs at small batches
+    moe_bandwidth_efficiency: Share = 0.8
+    gemm_efficiency: list[tuple[FiniteFloat, Share]] = Field(
+        min_length=2)  # (log10 FLOPs of one GEMM, fraction of the format's dense peak)
+    gemm_scale: Annotated[FiniteFloat, Field(gt=0, le=1.5)] = 1.0
+    moe_gemm_scale: Annotated[FiniteFloat, Field(gt=0, le=1.5)] = 1.0  # grouped expert GEMMs
+    attention_efficiency: Share
+    expert_imbalance: Annotated[FiniteFloat, Field(ge=1)] = 1.0  # busiest expert GPU over the mean
+    # Fixed costs, seconds
+    step_overhead_s: NonNegativeFloat  # an eager iteration: scheduling, sampling, launches
+    graph_step_overhead_s: NonNegativeFloat  # a decode-only iteration replayed as a graph
+    layer_overhead_s: NonNegativeFloat = 0.0
+    collective_launch_us: NonNegativeFloat = 0.0  # a collective inside a CUDA graph
+    a2a_peer_us: NonNegativeFloat = 0.0  # MoE dispatch/combine: cost per peer
+    kv_transfer_efficiency: Share = 0.8  # disaggregated KV
+    # Time to first token outside the iterations: HTTP, tokenization, scheduling hand-off and
+    # the first token's way back (seconds)
+    frontend_s: NonNegativeFloat = 0.0
+    # Share of the other running clients' prompts a new prompt waits behind: closed-loop
+    # clients with equal lengths arrive in clusters
+    arrival_burst: Annotated[FiniteFloat, Field(ge=0, le=1)] = 0.0
+    # Iterations between a prompt's prefill and its first token reaching the client
+    # (overlapped scheduling returns tokens a step late; detokenization, streaming)
+    first_token_iterations: Annotated[FiniteFloat, Field(ge=0, le=50)] = 0.0
+    # Iterations a new prompt is held under attention data parallelism so that every rank
+    # runs its prefill in the same iteration (TRT-LLM attention_dp_config balance timeout)
+    adp_context_wait_iterations: Annotated[FiniteFloat, Field(ge=0, le=200)] = 0.0
+    validated: list[EngineRegime] = Field(default_factory=list)
+    calibration: StrictStr
+
+    @property
+    def gemm_xs(self) -> tuple[float, ...]:
+        return tuple(x for x, _ in self.gemm_efficiency)
+
+    @property
+    def gemm_ys(self) -> tuple[float, ...]:
+        return tuple(y for _, y in self.gemm_efficiency)
+
+    def covers(self, version: str) -> bool:
+        return any(version.startswith(v) for v in self.versions)
+
+
+PrecisionClass = Literal["bf16", "fp8"]
+Family = Literal["ptd-p", "zero3", "moe-ep", "cp"]
+
+
+class TrainingRegime(CatalogEntry):
+    """How far the training step model was off in one regime of the validation table: a
+    stack, a precision class (or all) and a parallelism family (or all). Generated from
+    ``validation/training.csv`` by ``scripts/training_confidence.py`` (a test keeps it in step
+    with the model); every estimate reports the nearest regime's numbers as its band."""
+
+    stack: EntryId
+    precision: PrecisionClass | Literal["any"]
+    family: Family | Literal["any"]
+    rows: PositiveInt  # development and held-out rows in the regime
+    dev_rows: NonNegativeInt
+    mape: Annotated[FiniteFloat, Field(ge=0)]  # mean |error| over the regime's rows (fraction)
+    band: Annotated[FiniteFloat, Field(ge=0)]  # 90th percentile of |error| (fraction)
+    bias: FiniteFloat  # mean signed error (predicted - measured) / measured, throughput sense
+    min_gpus: PositiveInt
+    max_gpus: PositiveInt
+    models: list[StrictStr]
+
+
+class MfuRecord(CatalogEntry):
+    """The highest model-FLOPs utilisation a published run reached on one GPU and precision
+    class, counted as this tool counts model FLOPs (``model/flops.py``), from the validation
+    table. Generated by ``scripts/training_confidence.py``."""
+
+    gpu: EntryId
+    precision: PrecisionClass
+    mfu: Share  # of the precision's dense peak
+    model: StrictStr
+    gpus: PositiveInt
+    row: StrictStr  # validation/training.csv row id

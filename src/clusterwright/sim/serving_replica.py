@@ -1,0 +1,522 @@
+"""One serving replica of the request-level simulator: its waiting queue, running requests,
+paged KV blocks, prefix cache and iteration events (the scheduler ``sim/serving.py`` describes:
+vLLM V1's order, the decode-step and token counters that make a decode iteration O(1), and
+fast-forwarded blocks of identical decode iterations).
+
+Units: seconds, tokens, KV blocks.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import OrderedDict, deque
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from clusterwright.sim.engine import Engine, Event
+from clusterwright.sim.serving_config import Disaggregation, EngineConfig, StepModel
+
+
+class ReplicaHost(Protocol):
+    """What a replica reads from and reports to the simulation that runs it."""
+
+    eng: Engine
+    model: StepModel
+    pd: Disaggregation | None
+    fast_forward: bool
+    first_s: npt.NDArray[np.float64]
+    preemptions: int
+    prompt_tokens: int
+    hit_tokens: int
+
+    def handoff(self, rep: Replica, r: Req) -> None: ...
+
+    def finish(self, r: Req) -> None: ...
+
+    def record_steps(self, k: int, mean_dt: float, n: int) -> None: ...
+
+    def sample(self, now: float) -> None: ...
+
+
+class Req:
+    """One request as the replica serving it holds it (slots: every iteration touches it)."""
+
+    __slots__ = ("committed", "computed", "entry", "g", "hit", "i", "input", "key", "output",
+                 "pid", "remote", "share", "shared", "target", "ver")
+
+    def __init__(self, i: int, inp: int, out: int, pid: int, share: int) -> None:
+        self.i = i  # arrival index: the preemption order
+        self.input = inp
+        self.output = out
+        self.pid = pid
+        self.share = share  # prompt tokens shareable under pid
+        self.g = 0  # output tokens produced (offset from the replica's G while decoding)
+        self.target = inp  # tokens the next prefill must have computed (prompt + outputs)
+        self.computed = 0
+        self.key = 0  # context length minus the replica's G, while decoding
+        self.shared = 0  # blocks referenced from the prefix cache (not owned)
+        self.hit = 0
+        self.entry: list[int] | None = None  # [blocks, refs] of the prefix-cache entry used
+        self.ver = 0
+        self.remote = False  # KV arrives from a prefill replica: no prefill here
+        self.committed = 0  # blocks reserved for the whole request (admission "reserve")
+
+
+class Replica:
+    """One engine: waiting queue, running requests, KV blocks, prefix cache, step events."""
+
+    def __init__(self, sim: ReplicaHost, cfg: EngineConfig, role: str) -> None:
+        self.sim = sim
+        self.eng = sim.eng
+        self.cfg = cfg
+        self.reserve = cfg.admission == "reserve"
+        self.committed = 0  # blocks reserved by admitted requests (admission "reserve")
+        self.role = role  # "both", "prefill" or "decode"
+        self.bs = cfg.block_size
+        self.nblocks = cfg.kv_blocks
+        self.max_seqs = cfg.max_num_seqs
+        self.budget = cfg.max_num_batched_tokens
+        self.chunked = cfg.chunked_prefill
+        self.caching = cfg.enable_prefix_caching
+        self.y = cfg.tokens_per_step()
+        self.spec_k = cfg.speculative[0] if cfg.speculative else 0
+        self.factor = cfg.speculative[2] if cfg.speculative else 1.0
+        pm = sim.pd.prefill_model if sim.pd is not None and role == "prefill" else None
+        self.step_s = (pm or sim.model).step_s
+        self.waiting: deque[Req] = deque()
+        self.prefilling: list[Req] = []
+        self.decode: dict[int, Req] = {}
+        self.heap: list[tuple[int, int, int, Req]] = []  # (G at finish, i, ver, req)
+        self.count = [0] * self.bs  # decoding requests by (context - G) mod block_size
+        self.kvrel = 0  # sum over decoding requests of (context - G)
+        self.S = 0
+        self.G = 0
+        self.used = 0  # blocks owned by requests
+        self.cache: OrderedDict[int, list[int]] = OrderedDict()  # prefix id -> [blocks, refs]
+        self.cache_blocks = 0
+        self.evictable = 0  # cached blocks no running request references
+        self.busy = False
+        self.ev: Event | None = None
+        self.ff: tuple[float, int, float, float, int] | None = None  # t0, k, step0, slope, N
+        self.outstanding = 0
+        self.link_free_s = 0.0
+        self.pending = 0  # tokens of decode growth already allocated in this iteration
+
+    # ---- blocks -------------------------------------------------------------------------
+    def g_of(self, s: int) -> int:
+        """Token counter after ``s`` decode iterations (floor of s x tokens per step)."""
+        return s if self.y == 1.0 else int(s * self.y + 1e-9)
+
+    def demand(self, dg: int) -> int:
+        """New blocks the decoding requests need to gain ``dg`` tokens each from now."""
+        n = len(self.decode)
+        q, rem = divmod(dg, self.bs)
+        d = q * n
+        g, bs, c = self.G, self.bs, self.count
+        for j in range(rem):
+            d += c[-(g + j) % bs]
+        return d
+
+    def max_advance(self, avail: int) -> int:
+        """Largest token gain every decoding request can make within ``avail`` blocks."""
+        n = len(self.decode)
+        q = avail // n
+        left = avail - q * n
+        dg = q * self.bs
+        g, bs, c = self.G, self.bs, self.count
+        while True:
+            need = c[-(g + dg) % bs]
+            if need > left:
+                return dg
+            left -= need
+            dg += 1
+
+    def free(self) -> int:
+        return self.nblocks - self.used - self.cache_blocks
+
+    def alloc(self, x: int) -> bool:
+        if x <= self.nblocks - self.used - self.cache_blocks:
+            self.used += x
+            return True
+        if x > self.nblocks - self.used - self.cache_blocks + self.evictable:
+            return False
+        for pid in list(self.cache):  # evict least recently used unreferenced prefixes
+            ent = self.cache[pid]
+            if ent[1] == 0:
+                del self.cache[pid]
+                self.cache_blocks -= ent[0]
+                self.evictable -= ent[0]
+                if x <= self.nblocks - self.used - self.cache_blocks:
+                    break
+        self.used += x
+        return True
+
+    def release(self, r: Req, ctx: int) -> None:
+        """Free ``r``'s own blocks (``ctx`` tokens held) and its prefix-cache reference."""
+        bs = self.bs
+        if r.committed:
+            self.committed -= r.committed
+            r.committed = 0
+        self.used -= -(-ctx // bs) - r.shared
+        self.drop_entry(r)
+
+    def drop_entry(self, r: Req) -> None:
+        """Give up ``r``'s prefix-cache reference (unreferenced entries become evictable)."""
+        ent = r.entry
+        if ent is not None:
+            ent[1] -= 1
+            if ent[1] == 0:
+                self.evictable += ent[0]
+        r.entry = None
+        r.shared = 0
+
+    def prefix_hit(self, r: Req) -> None:
+        """On admission of a fresh prefill: reuse cached full blocks of ``r``'s prefix."""
+        ent = self.cache.get(r.pid)
+        if ent is None:
+            return
+        hit = min(ent[0], r.share // self.bs, (r.target - 1) // self.bs)
+        if hit <= 0:
+            return
+        self.cache.move_to_end(r.pid)
+        if ent[1] == 0:
+            self.evictable -= ent[0]
+        ent[1] += 1
+        r.entry = ent
+        r.shared = hit
+        r.computed = hit * self.bs
+        r.hit = hit * self.bs
+
+    def undo_hit(self, r: Req) -> None:
+        self.drop_entry(r)
+        r.computed = 0
+        r.hit = 0
+
+    def register_prefix(self, r: Req) -> None:
+        """After ``r``'s prefill: its full shared-prefix blocks become a cache entry."""
+        s = min(r.share, r.input) // self.bs
+        ent = self.cache.get(r.pid)
+        if ent is None:
+            if s <= 0:
+                return
+            ent = [s, 1]
+            self.cache[r.pid] = ent
+            self.cache_blocks += s
+            self.used -= s
+            r.entry, r.shared = ent, s
+        elif ent is r.entry and s > ent[0]:
+            grow = s - ent[0]
+            ent[0] = s
+            self.cache_blocks += grow
+            self.used -= grow
+            r.shared = s
+
+    # ---- decode set ---------------------------------------------------------------------
+    def join(self, r: Req, ctx: int) -> None:
+        """``r`` (``ctx`` tokens cached, ``r.g`` produced) starts decoding."""
+        G = self.G
+        r.key = ctx - G
+        self.count[r.key % self.bs] += 1
+        self.kvrel += r.key
+        r.g -= G  # offset: produced = g + G
+        self.decode[r.i] = r
+        r.ver += 1
+        heapq.heappush(self.heap, (r.output - r.g, r.i, r.ver, r))
+
+    def leave(self, r: Req) -> None:
+        self.count[r.key % self.bs] -= 1
+        self.kvrel -= r.key
+        del self.decode[r.i]
+        r.g += self.G
+        r.ver += 1
+
+    def preempt_one(self) -> Req | None:
+        """Preempt the most recently arrived running request (recompute later)."""
+        best: Req | None = None
+        for r in self.decode.values():
+            if best is None or r.i > best.i:
+                best = r
+        for r in self.prefilling:
+            if best is None or r.i > best.i:
+                best = r
+        if best is None:
+            return None
+        if best.i in self.decode:
+            ctx = best.key + self.G + self.pending
+            self.leave(best)
+        else:
+            ctx = best.computed + best.key  # key: the chunk allocated in this iteration
+            self.prefilling.remove(best)
+        self.release(best, ctx)
+        best.target = best.input + best.g
+        best.computed = 0
+        best.hit = 0
+        best.remote = False
+        self.waiting.appendleft(best)
+        self.sim.preemptions += 1
+        return best
+
+    # ---- events -------------------------------------------------------------------------
+    def enqueue(self, r: Req) -> None:
+        was_empty = not self.waiting
+        self.waiting.append(r)
+        if not self.busy:
+            self.busy = True
+            self.eng.at(self.eng.now, self.schedule)
+        elif was_empty and self.ff is not None:
+            self.truncate(self.eng.now)
+
+    def truncate(self, now: float) -> None:
+        """Cut the running fast-forward block at the first step boundary at or after now."""
+        assert self.ff is not None and self.ev is not None
+        t0, k, s0, d, n = self.ff
+        e = now - t0
+
+        def span(j: int) -> float:  # time of j steps: step times s0, s0 + d, s0 + 2d, ...
+            return j * s0 + d * j * (j - 1) / 2
+
+        if abs(d) < 1e-15 * s0:
+            j = math.ceil(e / s0)
+        else:  # root of d/2 j^2 + (s0 - d/2) j = e
+            b = s0 - d / 2
+            disc = b * b + 2 * d * e
+            j = math.ceil((-b + math.sqrt(disc)) / d) if disc >= 0 else k
+        j = max(1, min(k, j))
+        while j > 1 and span(j - 1) >= e:
+            j -= 1
+        while j < k and span(j) < e:
+            j += 1
+        if j < k:
+            self.ev.cancel()
+            self.ff = (t0, j, s0, d, n)
+            self.ev = self.eng.at(t0 + span(j), self.ff_end)
+
+    def can_admit(self, r: Req) -> bool:
+        """Could the waiting head be admitted now (optimistic; False = surely not until a
+        request finishes, since decoding only uses blocks up)."""
+        if len(self.decode) + len(self.prefilling) >= self.max_seqs:
+            return False
+        avail = self.free() + self.evictable
+        bs = self.bs
+        if r.remote:
+            return -(-(r.target) // bs) <= avail
+        budget = self.budget - len(self.decode) * (1 + self.spec_k)
+        if budget <= 0:
+            return False
+        hit = 0
+        if self.caching and r.computed == 0:
+            ent = self.cache.get(r.pid)
+            if ent is not None:
+                hit = min(ent[0], r.share // bs, (r.target - 1) // bs)
+        rem = r.target - r.computed - hit * bs
+        if not self.chunked and rem > budget:
+            return False
+        done = r.computed + hit * bs
+        chunk = min(rem, budget)
+        return -(-(done + chunk) // bs) - -(-done // bs) <= avail
+
+    def schedule(self) -> None:
+        """Start the next iteration (or fast-forwarded block), or go idle."""
+        sim = self.sim
+        bs = self.bs
+        waiting = self.waiting
+        decode = self.decode
+        # Requests whose KV came from a prefill replica join the decode batch directly.
+        while waiting and waiting[0].remote and len(decode) + len(self.prefilling) < self.max_seqs:
+            r = waiting[0]
+            if not self.alloc(-(-r.target // bs)):
+                break
+            waiting.popleft()
+            self.join(r, r.target)
+        n = len(decode)
+        if (sim.fast_forward and n and not self.prefilling
+                and (not waiting or not self.can_admit(waiting[0]))):
+            k = self.plan_block()
+            if k > 1:
+                self.start_block(k)
+                return
+        # One iteration. Running decodes first: one token (or a speculative group) each.
+        self.pending = 0
+        dg = self.g_of(self.S + 1) - self.G
+        d = self.demand(dg) if n else 0
+        while n and d > self.free() + self.evictable:
+            self.preempt_one()
+            n = len(decode)
+            d = self.demand(dg) if n else 0
+        if n:
+            self.alloc(d)
+            self.pending = dg
+        budget = self.budget - n * (1 + self.spec_k)
+        kv = self.kvrel + n * self.G if n else 0
+        ptoks = 0
+        pairs = 0.0
+        # Running prefills (chunks continue), in admission order.
+        for r in list(self.prefilling):
+            if r not in self.prefilling:  # preempted below by an earlier one
+                continue
+            chunk = min(r.target - r.computed, budget) if budget > 0 else 0
+            if chunk <= 0:
+                r.key = 0
+                continue
+            need = -(-(r.computed + chunk) // bs) - -(-r.computed // bs)
+            while not self.alloc(need):
+                victim = self.preempt_one()
+                if victim is r or victim is None:
+                    chunk = 0
+                    break
+            if r.i in decode or r not in self.prefilling:
+                continue
+            r.key = chunk  # the chunk scheduled in this iteration
+            budget -= chunk
+            ptoks += chunk
+            pairs += chunk * (r.computed + chunk / 2.0)
+            kv += r.computed + chunk
+        n = len(decode)
+        # Waiting requests, FCFS, while budget, seats and blocks last.
+        while waiting and budget > 0 and n + len(self.prefilling) < self.max_seqs:
+            r = waiting[0]
+            if r.remote:
+                break
+            fresh = r.computed == 0
+            if fresh and self.caching:
+                self.prefix_hit(r)
+            rem = r.target - r.computed
+            if not self.chunked and rem > budget:
+                if fresh:
+                    self.undo_hit(r)
+                break
+            chunk = min(rem, budget)
+            full = -(-(r.input + r.output) // bs) if self.reserve and fresh else 0
+            if full and self.committed + full > self.nblocks:
+                if fresh:
+                    self.undo_hit(r)
+                break
+            need = -(-(r.computed + chunk) // bs) - -(-r.computed // bs)
+            if not self.alloc(need):
+                if fresh:
+                    self.undo_hit(r)
+                break
+            if full:
+                self.committed += full
+                r.committed = full
+            waiting.popleft()
+            if fresh:
+                sim.prompt_tokens += r.target
+                sim.hit_tokens += r.hit
+            self.prefilling.append(r)
+            r.key = chunk
+            budget -= chunk
+            ptoks += chunk
+            pairs += chunk * (r.computed + chunk / 2.0)
+            kv += r.computed + chunk
+        if not ptoks and not n:
+            self.busy = False
+            self.ev = None
+            return
+        dt = self.step_s(ptoks, n, kv, pairs)
+        if n and self.factor != 1.0:
+            dt *= self.factor
+        self.ev = self.eng.at(self.eng.now + dt, self.step_end, n, dt)
+
+    def plan_block(self) -> int:
+        """Decode iterations that can run as one event (0 or 1: not worth it)."""
+        heap = self.heap
+        while heap and (heap[0][3].ver != heap[0][2] or heap[0][1] not in self.decode):
+            heapq.heappop(heap)
+        gmin = heap[0][0]
+        need = gmin - self.G  # tokens until the first request finishes
+        S = self.S
+        if self.y == 1.0:
+            kfin = need
+        else:
+            kfin = max(1, math.ceil((self.g_of(S) + need) / self.y - 1e-9) - S)
+            while self.g_of(S + kfin) - self.G < need:
+                kfin += 1
+            while kfin > 1 and self.g_of(S + kfin - 1) - self.G >= need:
+                kfin -= 1
+        dmax = self.max_advance(self.free() + self.evictable)
+        if self.y == 1.0:
+            kkv = dmax
+        else:
+            kkv = int((self.G + dmax) / self.y) - S
+            while kkv > 0 and self.g_of(S + kkv) - self.G > dmax:
+                kkv -= 1
+        return min(kfin, kkv)
+
+    def start_block(self, k: int) -> None:
+        n = len(self.decode)
+        f = self.factor
+        s0 = self.step_s(0, n, self.kvrel + n * self.G) * f
+        s1 = self.step_s(0, n, self.kvrel + n * self.g_of(self.S + k - 1)) * f
+        d = (s1 - s0) / (k - 1)
+        now = self.eng.now
+        self.ff = (now, k, s0, d, n)
+        self.ev = self.eng.at(now + k * s0 + d * k * (k - 1) / 2, self.ff_end)
+
+    def ff_end(self) -> None:
+        assert self.ff is not None
+        _, k, s0, d, n = self.ff
+        self.ff = None
+        g1 = self.g_of(self.S + k)
+        self.alloc(self.demand(g1 - self.G))
+        self.S += k
+        self.G = g1
+        self.sim.record_steps(k, s0 + d * (k - 1) / 2, n)
+        self.finish_due()
+        self.sim.sample(self.eng.now)
+        self.schedule()
+
+    def step_end(self, n: int, dt: float) -> None:
+        sim = self.sim
+        self.S += 1
+        self.G = self.g_of(self.S)
+        self.pending = 0
+        sim.record_steps(1, dt, n)
+        if self.prefilling:
+            done: list[Req] = []
+            for r in self.prefilling:
+                r.computed += r.key
+                r.key = 0
+                if r.computed >= r.target:
+                    done.append(r)
+            for r in done:
+                self.prefilling.remove(r)
+                self.prefill_done(r)
+        self.finish_due()
+        sim.sample(self.eng.now)
+        self.schedule()
+
+    def prefill_done(self, r: Req) -> None:
+        sim = self.sim
+        now = self.eng.now
+        r.g += 1
+        if self.caching and r.pid >= 0:
+            self.register_prefix(r)
+        if self.role == "prefill":
+            sim.handoff(self, r)
+            return
+        if sim.first_s[r.i] != sim.first_s[r.i]:  # NaN: first token of this request
+            sim.first_s[r.i] = now
+        if r.g >= r.output:
+            self.release(r, r.target)
+            self.outstanding -= 1
+            sim.finish(r)
+        else:
+            self.join(r, r.target)
+
+    def finish_due(self) -> None:
+        heap = self.heap
+        G = self.G
+        decode = self.decode
+        while heap and heap[0][0] <= G:
+            _, i, ver, r = heapq.heappop(heap)
+            if r.ver != ver or i not in decode:
+                continue
+            ctx = r.key + G
+            self.leave(r)
+            self.release(r, ctx)
+            self.outstanding -= 1
+            self.sim.finish(r)

@@ -1,0 +1,45 @@
+"""The software entries' own checks (catalog/stacks.py): a refitted table that breaks its
+shape is refused when the catalog loads, not when a model first reads it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import BaseModel, ValidationError
+
+from clusterwright.catalog.registry import ENTRY_TYPES, Catalog
+from clusterwright.catalog.stacks import CollectiveLib, Stack, StackFeatures
+
+
+def changed(entry: BaseModel, **fields: Any) -> dict[str, Any]:
+    data = entry.model_dump()
+    data.update(fields)
+    return data
+
+
+def test_a_gemm_curve_must_ascend(catalog: Catalog) -> None:
+    st = catalog.stack_for_gpu("h100-sxm")
+    Stack.model_validate(changed(st))  # the packaged entry passes
+    flipped = list(reversed(st.gemm_efficiency))
+    with pytest.raises(ValidationError, match="strictly ascending"):
+        Stack.model_validate(changed(st, gemm_efficiency=flipped))
+
+
+def test_the_tree_correction_table_has_24_points(catalog: Catalog) -> None:
+    lib = catalog.collective_lib(catalog.stack_for_gpu("h100-sxm").collectives)
+    table = dict(lib.tree_correction)
+    table["simple"] = table["simple"][:23]
+    with pytest.raises(ValidationError, match=r"tree_correction.simple: 24 points"):
+        CollectiveLib.model_validate(changed(lib, tree_correction=table))
+
+
+def test_a_feature_list_names_its_default_first() -> None:
+    assert StackFeatures().schedules == ["1f1b"]
+    with pytest.raises(ValidationError, match="at least one entry"):
+        StackFeatures(schedules=[])
+
+
+def test_every_software_kind_loads_with_its_model() -> None:
+    assert ENTRY_TYPES["stacks"] is Stack
+    assert ENTRY_TYPES["collective_libs"] is CollectiveLib
