@@ -1,0 +1,134 @@
+"""The frontend (storage, in-band management, north-south): hosts dual-homed to leaf pairs,
+uplinks sized from storage reads, storage targets on their own leaves; one leaf pair and no
+spines below one backend scalable unit."""
+
+from __future__ import annotations
+
+import math
+
+from clusterwright.design.fabric_clos import Clos, build_clos, check_units
+from clusterwright.design.fabric_model import STORAGE_SU, Device, Fabric
+from clusterwright.design.fabric_shape import FabricError, FabricShape, TierPorts, fabric_shape
+
+
+def frontend_shape(fab: Fabric, storage_targets: int) -> FabricShape:
+    """Shape of the frontend: hosts dual-homed to a leaf pair per scalable unit, leaf uplinks
+    from the storage read bandwidth (each leaf of a pair carries half its hosts' reads),
+    rounded up to a power of two so spines divide them evenly; at least two spines.
+
+    One tier (``frontend_one_tier``) when the backend is one tier and every endpoint fits on
+    one leaf pair."""
+    fp = fab.frontend
+    ports_per_host = max(1, fab.server.frontend_nics.count // fab.server.hosts)
+    su, up = _frontend_su(fab, ports_per_host)
+    if frontend_one_tier(fab, storage_targets, su):
+        return _one_tier_pair(fab, storage_targets, su, ports_per_host)
+    endpoints = fab.shape.hosts + storage_targets
+    check_units(math.ceil(fab.shape.hosts / su), su, "frontend", "nodes")
+    sus = math.ceil(fab.shape.hosts / su) + math.ceil(storage_targets / su)
+    return fabric_shape(
+        hosts=sus * su if endpoints else 1, rails=ports_per_host, radix=fp.radix,
+        leaf_uplinks=up, su_hosts=su, min_spines=2,
+    )
+
+
+def _frontend_su(fab: Fabric, ports_per_host: int) -> tuple[int, int]:
+    """Hosts per frontend leaf pair and the uplinks per leaf that carry their storage reads."""
+    fp = fab.frontend
+    gpus_per_host = fab.server.gpus // fab.server.hosts
+    per_host_gbps = gpus_per_host * fab.storage_read_gbps_per_gpu * 8  # Gb/s
+    su = min(fab.shape.su_hosts, fp.radix // 2)
+    need = math.ceil(su * per_host_gbps / ports_per_host / fp.speed_gbps)
+    up = 1 << max(1, math.ceil(math.log2(max(2, need))))
+    if su + up > fp.radix:
+        su = fp.radix - up
+        if su < 1:
+            raise FabricError(
+                f"--frontend-switch {fp.switch.id} ({fp.radix} x {fp.speed_gbps:g}G) cannot carry "
+                f"one host's storage reads ({per_host_gbps:g} Gb/s); pick a larger one"
+            )
+    return su, up
+
+
+def frontend_one_tier(fab: Fabric, storage_targets: int, su: int) -> bool:
+    """Whether the frontend is one leaf pair with no spines.
+
+    Only below one backend scalable unit (the backend is one tier): a full SU keeps the
+    SuperPOD RA build, so larger clusters are unchanged. Every host and storage target must
+    fit in the pair's ``su`` host positions; the storage reads then stay inside each leaf
+    (host and target ports on the same switch), so no uplink bandwidth is needed, and the
+    leaves' uplink ports stay free for the spines of the two-tier growth. Hosts with a single
+    frontend port are not dual-homed, so they keep the two-tier build (no pair to keep)."""
+    ports_per_host = max(1, fab.server.frontend_nics.count // fab.server.hosts)
+    return (fab.shape.tiers == 1 and ports_per_host >= 2
+            and fab.shape.hosts + storage_targets <= su)
+
+
+def _one_tier_pair(fab: Fabric, storage_targets: int, su: int,
+                   ports_per_host: int) -> FabricShape:
+    # One leaf per frontend port (a and b of the pair), never one shared switch as the
+    # backend's one tier does: dual-homing is for availability, so the pair stays two boxes.
+    return FabricShape(
+        hosts=fab.shape.hosts + storage_targets, rails=ports_per_host, planes=1,
+        radix=fab.frontend.radix, tiers=1, su_hosts=su, sus=1, leaves_per_rail_su=1,
+        leaf=TierPorts(down=su, up=0), spine=TierPorts(down=0, up=0),
+        leaves_per_plane=ports_per_host, spines_per_plane=0, cores_per_plane=0, pods=1,
+        sus_per_pod=1, leaf_spine_parallel=1, core_group_size=0, spine_core_parallel=0,
+        rails_per_leaf=1,
+    )
+
+
+def _frontend_growth_plan(fab: Fabric, storage_targets: int) -> str:
+    """The one-tier frontend's note: what it is and when it grows to spines."""
+    s = fab.frontend_shape
+    assert s is not None and s.tiers == 1
+    ports_per_host = s.rails
+    su, up = _frontend_su(fab, ports_per_host)
+    hosts = fab.shape.hosts
+    grown = fabric_shape(
+        hosts=su + (math.ceil(storage_targets / su) * su if storage_targets else 0),
+        rails=ports_per_host, radix=fab.frontend.radix, leaf_uplinks=up, su_hosts=su,
+        min_spines=2)
+    return (
+        f"frontend right-sized: {hosts} hosts and {storage_targets} storage target(s) fit one "
+        f"leaf pair ({hosts + storage_targets} of its {su} host positions), so the frontend is "
+        f"a single tier: {s.leaf_switches} leaves, every host and storage target dual-homed "
+        f"to both, storage reads switched inside each leaf, no spines and no leaf-spine "
+        f"optics. It grows to two tiers with the backend (at one full scalable unit of "
+        f"{fab.shape.su_hosts} hosts) or when the endpoints outgrow the pair's {su} positions: "
+        f"the storage targets move to their own leaf pair and {grown.spine_switches} spines "
+        f"are added, cabled to each leaf's {up} free uplink ports (host cables stay)"
+    )
+
+
+def build_frontend(fab: Fabric) -> None:
+    fp = fab.frontend
+    gpus = fab.shape.hosts * fab.server.gpus // fab.server.hosts
+    # Storage: enough dual-homed targets for the aggregate read bandwidth.
+    ports_per_host = max(1, fab.server.frontend_nics.count // fab.server.hosts)
+    storage_ports = math.ceil(gpus * fab.storage_aggregate_read_gbps_per_gpu * 8 / fp.speed_gbps)
+    targets = math.ceil(storage_ports / ports_per_host)
+    shape = frontend_shape(fab, targets)
+    fab.frontend_shape = shape
+    su = shape.su_hosts
+    endpoints: list[tuple[int, int, list[tuple[str, str]]]] = []
+    for i, h in enumerate(fab.hosts):
+        endpoints.append((i // su + 1, i % su, [(h.name, f"fe{n}") for n in range(ports_per_host)]))
+    for i in range(targets):
+        dev = fab.add(Device(name=f"storage-{i + 1:03d}", role="storage", part="", uid=i,
+                             su=STORAGE_SU + i // su))
+        if shape.tiers == 1:
+            # On the hosts' pair, from its last position down, so an added host never moves
+            # a storage cable.
+            endpoints.append((1, su - targets + i,
+                              [(dev.name, f"p{n}") for n in range(ports_per_host)]))
+            continue
+        endpoints.append((STORAGE_SU + i // su, i % su,
+                          [(dev.name, f"p{n}") for n in range(ports_per_host)]))
+    if shape.tiers == 1:
+        fab.notes.append(_frontend_growth_plan(fab, targets))
+    clos = Clos("frontend", "fe-", ("fe-node-leaf", "fe-leaf-spine", "fe-spine-core"), "ab")
+    build_clos(fab, clos, fp, shape, endpoints)
+    for lk in fab.links:
+        if lk.tier == "fe-node-leaf" and lk.a.startswith("storage-"):
+            lk.tier = "fe-storage-leaf"
