@@ -26,7 +26,13 @@ import networkx as nx
 from clusterwright.catalog.registry import Catalog
 from clusterwright.catalog.schema import Server, Switch
 from clusterwright.design.fabric_clos import build_backend, check_units
-from clusterwright.design.fabric_frontend import build_frontend
+from clusterwright.design.fabric_decisions import fabric_decisions
+from clusterwright.design.fabric_frontend import (
+    build_frontend,
+    frontend_cage,
+    nic_cage,
+    right_size_frontend,
+)
 from clusterwright.design.fabric_model import (
     STORAGE_SU,
     SWITCH_ROLES,
@@ -57,7 +63,7 @@ __all__ = [
 
 def _parts(
     cat: Catalog,
-    flag: str,
+    field: str,
     switch_id: str | None,
     speed_gbps: float,
     roles: tuple[str, ...],
@@ -66,14 +72,17 @@ def _parts(
     host: End | None = None,
 ) -> NetworkParts:
     """The switch for a network: ``switch_id`` if given, else the catalog switch of the role
-    with the most ports at ``speed_gbps`` (fewest tiers and boxes), cheaper first on a tie."""
+    with the most ports at ``speed_gbps`` (fewest tiers and boxes), cheaper first on a tie.
+    Errors blame ``field``, the ``FabricRequest`` field that chose the switch."""
     if switch_id is not None:
         try:
             sw = cat.switch(switch_id)
         except UnknownIdError as e:
-            raise FabricError(f"{flag}: {e}") from e
+            raise FabricError(f"{field}: {e}", field=field) from e
         if protocol is not None and sw.protocol != protocol:
-            raise FabricError(f"{flag} {sw.id} speaks {sw.protocol}, not {protocol} (--protocol)")
+            raise FabricError(
+                f"{field}: {sw.id} speaks {sw.protocol}, but `protocol` is {protocol}",
+                field=field)
         candidates = [sw]
     else:
         candidates = [
@@ -95,27 +104,23 @@ def _parts(
         fitting.append((sw, max(ports)))
     if not fitting and unjoinable:
         raise FabricError(
-            f"no catalog cable or optic joins a {host.cage if host else ''} host port to "
-            f"{', '.join(unjoinable)} at {speed_gbps:g} Gb/s"
-            + (f" ({flag} {switch_id})" if switch_id else f"; pick another switch with {flag}")
-            + " or add the part with --catalog"
-        )
+            f"{field}: no catalog cable or optic joins a {host.cage if host else ''} host port to "
+            f"{', '.join(unjoinable)} at {speed_gbps:g} Gb/s; pick another {prefer} switch or "
+            "add the part to the catalog", field=field)
     if not fitting:
         if switch_id is not None:
             speeds = sorted({pc.speed_gbps for pc in candidates[0].port_configs})
             raise FabricError(
-                f"{flag} {switch_id} has no ports at {speed_gbps:g} Gb/s (it offers "
-                f"{', '.join(f'{s:g}' for s in speeds)} Gb/s)"
-            )
+                f"{field}: {switch_id} has no ports at {speed_gbps:g} Gb/s (it offers "
+                f"{', '.join(f'{s:g}' for s in speeds)} Gb/s)", field=field)
         raise FabricError(
-            f"no catalog switch for the {prefer} network serves {speed_gbps:g} Gb/s ports"
-            + (f" over {protocol}" if protocol else "")
-            + f"; add one with --catalog or pick one with {flag}"
-        )
+            f"{field}: no catalog switch for the {prefer} network serves {speed_gbps:g} Gb/s "
+            "ports" + (f" over {protocol}" if protocol else "")
+            + "; add one to the catalog or name one", field=field)
     fitting.sort(key=lambda t: (-t[1], t[0].price_usd or math.inf, t[0].id))
     sw, radix = fitting[0]
     why = (
-        f"{sw.id} as asked ({flag})" if switch_id is not None else
+        f"{sw.id} as asked ({field})" if switch_id is not None else
         f"{sw.id}: most {speed_gbps:g}G ports ({radix}) of "
         f"{len(fitting)} catalog switch(es) for the {prefer} network"
         + (f"; others: {', '.join(f'{s.id} ({r})' for s, r in fitting[1:4])}" if len(fitting) > 1
@@ -124,22 +129,8 @@ def _parts(
     return NetworkParts(
         switch=sw, speed_gbps=speed_gbps, radix=radix,
         ports_per_cage=max(1, radix // sw.cages), protocol=sw.protocol, why=why,
+        others=tuple((s, r) for s, r in fitting[1:]),
     )
-
-
-def _nic_cage(cat: Catalog, nic_id: str | None, default: str) -> str:
-    return default if nic_id is None else str(cat.get("nics", nic_id).cage)
-
-
-def frontend_cage(cat: Catalog, server: Server) -> str:
-    """Cage type of the server's frontend ports."""
-    cage = _nic_cage(cat, server.frontend_nics.nic, "QSFP112")
-    if server.frontend_nics.nic is not None:
-        nic = cat.get("nics", server.frontend_nics.nic)
-        if nic.cage == "OSFP" and nic.ports == 1:
-            # Dual-port QSFP112 frontend cards listed under the single-port family id.
-            return "QSFP112"
-    return cage
 
 
 def _backend_speed(server: Server, dual_plane: bool) -> float:
@@ -149,26 +140,30 @@ def _backend_speed(server: Server, dual_plane: bool) -> float:
 
 def design_fabric(req: FabricRequest, cat: Catalog) -> Fabric:
     """Design every network for ``req``; the physical plan, addresses and BOM are added by
-    ``design.physical``, ``design.addressing`` and ``design.bom`` (``plan_fabric`` runs all)."""
+    ``design.physical``, ``design.addressing`` and ``design.bom`` (``plan_fabric`` runs all).
+    Errors blame ``FabricRequest`` field names; each face words them (CLI flags, scenario
+    fields)."""
     try:
         server = cat.server(req.server)
     except UnknownIdError as e:
-        raise FabricError(f"--server: {e}") from e
+        raise FabricError(f"server: {e}", field="server") from e
     if server.backend_nics.count == 0:
-        raise FabricError(f"--server {server.id} has no backend NICs to build a fabric for")
+        raise FabricError(f"server: {server.id} has no backend NICs to build a fabric for",
+                          field="server")
     planes = 2 if req.dual_plane else 1
     speed = _backend_speed(server, req.dual_plane)
     backend = _parts(
-        cat, "--switch", req.switch, speed, ("backend",), req.protocol, "backend",
+        cat, "switch", req.switch, speed, ("backend",), req.protocol, "backend",
         # Dual-plane splits each NIC port in two: its cage then carries twice the links.
-        host=End(_nic_cage(cat, server.backend_nics.nic, "OSFP"), "host",
+        host=End(nic_cage(cat, server.backend_nics.nic, "OSFP"), "host",
                  server.backend_links_per_cage * planes),
     )
     hosts = req.nodes * server.hosts
     rails = server.rails
     if req.rails is not None:
         if req.rails > server.rails:
-            raise FabricError(f"--rails {req.rails}: {server.id} has {server.rails} rails per host")
+            raise FabricError(f"rails: {req.rails}, but {server.id} has {server.rails} rails "
+                              "per host", field="rails")
         rails = req.rails
     su_hosts = req.su_hosts
     domain_hosts = server.nvlink_domain_gpus // (server.gpus // server.hosts)
@@ -197,16 +192,17 @@ def design_fabric(req: FabricRequest, cat: Catalog) -> Fabric:
     check_units(shape.sus, shape.su_hosts, "backend", "su_hosts" if req.su_hosts else "nodes")
     fe_speed = server.frontend_nics.speed_gbps
     frontend = _parts(
-        cat, "--frontend-switch", req.frontend_switch, fe_speed, ("frontend", "inband"),
+        cat, "frontend_switch", req.frontend_switch, fe_speed, ("frontend", "inband"),
         "ethernet", "frontend", host=End(frontend_cage(cat, server), "host", 1),
     )
-    oob = _parts(cat, "--oob-switch", req.oob_switch, 1.0, ("oob",), "ethernet", "oob")
+    oob = _parts(cat, "oob_switch", req.oob_switch, 1.0, ("oob",), "ethernet", "oob")
     up_speeds = sorted(
         (pc.speed_gbps for pc in oob.switch.port_configs if pc.speed_gbps > 1.0), reverse=True
     )
     if not up_speeds:
-        raise FabricError(f"--oob-switch {oob.switch.id} has no uplink ports above 1 Gb/s")
-    oob_uplink = _parts(cat, "--oob-switch", None, up_speeds[0], ("inband",), "ethernet", "oob")
+        raise FabricError(f"oob_switch: {oob.switch.id} has no uplink ports above 1 Gb/s",
+                          field="oob_switch")
+    oob_uplink = _parts(cat, "oob_switch", None, up_speeds[0], ("inband",), "ethernet", "oob")
     read = (
         req.storage_read_gbps_per_gpu if req.storage_read_gbps_per_gpu is not None
         else cat.assumption("storage_read_gbps_per_gpu")
@@ -219,23 +215,41 @@ def design_fabric(req: FabricRequest, cat: Catalog) -> Fabric:
         ),
     )
     spare = shape.sus * shape.su_hosts - hosts
-    if shape.tiers == 1:
+    if not fab.has_backend:
+        fab.notes.append(_no_backend_note(fab))
+    elif shape.tiers == 1:
         fab.notes.append(_growth_plan(shape, req))
     elif spare:
         fab.notes.append(
             f"the last scalable unit is built in full (leaves and leaf-spine cables, as the "
             f"SuperPOD RA advises): {spare} of {shape.sus * shape.su_hosts} host positions "
-            f"are empty for growth; --su-hosts sets a smaller unit"
+            f"are empty for growth; a smaller scalable unit (su_hosts) leaves fewer"
         )
-    if req.protocol == "ethernet" or backend.protocol == "ethernet":
+    if fab.has_backend and (req.protocol == "ethernet" or backend.protocol == "ethernet"):
         fab.notes.append("backend is RoCE Ethernet: eBGP underlay, one ASN per leaf")
+    if req.frontend_switch is None and (shape.tiers == 1 or not fab.has_backend):
+        right_size_frontend(fab, cat)
     _build_hosts(fab)
-    build_backend(fab)
+    if fab.has_backend:
+        build_backend(fab)
     build_frontend(fab)
     fab.vendors = {server.id: _vendor(cat, "gpus", server.gpu)} | {
-        p.switch.id: p.switch.vendor.split(" ")[0] for p in (backend, frontend, oob, oob_uplink)
+        p.switch.id: p.switch.vendor.split(" ")[0]
+        for p in (backend, fab.frontend, oob, oob_uplink)
     }
+    fab.decisions = fabric_decisions(fab)
     return fab
+
+
+def _no_backend_note(fab: Fabric) -> str:
+    s = fab.shape
+    return (
+        f"no backend fabric: every job fits one NVLink domain ({fab.server.nvlink_domain_gpus} "
+        f"GPUs), so no GPU traffic leaves a server and {s.hosts} x {s.rails} backend NIC ports "
+        f"stay unconnected. Growth: a job spanning servers needs the rail-optimized backend, "
+        f"{s.leaf_switches} x {fab.backend.switch.id} at this size (one tier below one scalable "
+        f"unit of {s.su_hosts} hosts, two tiers from it), cabled to the NICs already in place"
+    )
 
 
 def _growth_plan(shape: FabricShape, req: FabricRequest) -> str:

@@ -48,7 +48,7 @@ def check_units(sus: int, su_hosts: int, network: str, field: str) -> None:
     if sus >= STORAGE_SU:
         raise FabricError(
             f"{field}: {sus:,} {network} scalable units of {su_hosts} hosts; the designer numbers "
-            f"at most {STORAGE_SU - 1} (fewer nodes, or larger units with --su-hosts)",
+            f"at most {STORAGE_SU - 1} (fewer nodes, or larger units with `su_hosts`)",
             field=field)
 
 

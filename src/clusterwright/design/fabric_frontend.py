@@ -6,9 +6,111 @@ from __future__ import annotations
 
 import math
 
+from clusterwright.catalog.registry import Catalog
+from clusterwright.catalog.schema import Server
 from clusterwright.design.fabric_clos import Clos, build_clos, check_units
-from clusterwright.design.fabric_model import STORAGE_SU, Device, Fabric
+from clusterwright.design.fabric_model import STORAGE_SU, Device, Fabric, NetworkParts
 from clusterwright.design.fabric_shape import FabricError, FabricShape, TierPorts, fabric_shape
+from clusterwright.design.media import End, MediaPicker, joins
+
+
+def nic_cage(cat: Catalog, nic_id: str | None, default: str) -> str:
+    """Cage type of a catalog NIC (``default`` when the server names none)."""
+    return default if nic_id is None else str(cat.get("nics", nic_id).cage)
+
+
+def frontend_cage(cat: Catalog, server: Server) -> str:
+    """Cage type of the server's frontend ports."""
+    cage = nic_cage(cat, server.frontend_nics.nic, "QSFP112")
+    if server.frontend_nics.nic is not None:
+        nic = cat.get("nics", server.frontend_nics.nic)
+        if nic.cage == "OSFP" and nic.ports == 1:
+            # Dual-port QSFP112 frontend cards listed under the single-port family id.
+            return "QSFP112"
+    return cage
+
+
+def ports_per_host(fab: Fabric) -> int:
+    """Frontend ports per host (2 on a dual-homed host)."""
+    return max(1, fab.server.frontend_nics.count // fab.server.hosts)
+
+
+def host_read_gbps(fab: Fabric) -> float:
+    """One host's storage reads, Gb/s."""
+    return fab.server.gpus // fab.server.hosts * fab.storage_read_gbps_per_gpu * 8
+
+
+def storage_targets(fab: Fabric) -> int:
+    """Dual-homed storage targets for the cluster's aggregate read bandwidth at the frontend's
+    link speed."""
+    gpus = fab.shape.hosts * fab.server.gpus // fab.server.hosts
+    ports = math.ceil(gpus * fab.storage_aggregate_read_gbps_per_gpu * 8
+                      / fab.frontend.speed_gbps)
+    return math.ceil(ports / ports_per_host(fab))
+
+
+def right_size_frontend(fab: Fabric, cat: Catalog) -> None:
+    """Below one backend scalable unit: the cheapest catalog switch (at any link rate up to the
+    NIC's) whose leaf pair holds every host and storage target dual-homed on one tier, with one
+    port carrying a host's whole storage reads so either leaf can fail. Replaces
+    ``fab.frontend`` when it is cheaper than the pair the NIC rate would pick; the choice and
+    what it beat go into ``why`` and ``alternatives``."""
+    pph = ports_per_host(fab)
+    if pph < 2:
+        return  # single-homed hosts keep the two-tier build (no pair to right-size)
+    default = fab.frontend
+    need = host_read_gbps(fab)
+    host = End(frontend_cage(cat, fab.server), "host", 1)
+    picker = MediaPicker(cat)
+    options: list[tuple[float, float, str, NetworkParts, int]] = []
+    for sw in cat.all("switches"):
+        if sw.protocol != "ethernet" or not {"frontend", "inband"} & set(sw.roles):
+            continue
+        per_cage = max(1, max(pc.ports for pc in sw.port_configs) // sw.cages)
+        for speed in sorted({pc.speed_gbps for pc in sw.port_configs}):
+            if speed > fab.server.frontend_nics.speed_gbps or speed < need:
+                continue
+            if not joins(picker, speed, host, End(sw.cage, "switch", per_cage)):
+                continue
+            radix = max(pc.ports for pc in sw.port_configs if pc.speed_gbps == speed)
+            fab.frontend = NetworkParts(
+                switch=sw, speed_gbps=speed, radix=radix, ports_per_cage=max(1, radix // sw.cages),
+                protocol=sw.protocol, why="")
+            try:
+                targets = storage_targets(fab)
+                su, _ = _frontend_su(fab, pph)
+            except FabricError:
+                continue
+            if frontend_one_tier(fab, targets, su):
+                options.append((pph * (sw.price_usd or math.inf), -speed, sw.id, fab.frontend,
+                                targets))
+    fab.frontend = default
+    if not options:
+        return
+    options.sort(key=lambda o: o[:3])
+    cost, _, _, best, targets = options[0]
+    base = next((o for o in options if o[3].switch.id == default.switch.id
+                 and o[3].speed_gbps == default.speed_gbps), None)
+    if base is None or base[0] <= cost:
+        return
+    alts = tuple(
+        (f"{p.switch.id} at {p.speed_gbps:g}G", f"${c - cost:,.0f} more for the pair"
+         + (" (the NIC's rate)" if p is base[3] else ""))
+        for c, _, _, p, _ in options[1:4]
+    )
+    if base not in options[1:4]:
+        alts += ((f"{default.switch.id} at {default.speed_gbps:g}G",
+                  f"${base[0] - cost:,.0f} more for the pair (the NIC's rate)"),)
+    fab.frontend = NetworkParts(
+        switch=best.switch, speed_gbps=best.speed_gbps, radix=best.radix,
+        ports_per_cage=best.ports_per_cage, protocol=best.protocol,
+        why=(f"{best.switch.id} at {best.speed_gbps:g}G: the cheapest catalog switch whose "
+             f"leaf pair holds all {fab.shape.hosts} hosts and {targets} storage target(s) "
+             f"dual-homed on one tier, one port carrying a host's {need:g} Gb/s of storage "
+             f"reads (either leaf can fail); {default.switch.id} at the NIC's "
+             f"{default.speed_gbps:g}G costs ${base[0] - cost:,.0f} more for the pair"),
+        alternatives=alts,
+    )
 
 
 def frontend_shape(fab: Fabric, storage_targets: int) -> FabricShape:
@@ -44,9 +146,9 @@ def _frontend_su(fab: Fabric, ports_per_host: int) -> tuple[int, int]:
         su = fp.radix - up
         if su < 1:
             raise FabricError(
-                f"--frontend-switch {fp.switch.id} ({fp.radix} x {fp.speed_gbps:g}G) cannot carry "
-                f"one host's storage reads ({per_host_gbps:g} Gb/s); pick a larger one"
-            )
+                f"frontend_switch: {fp.switch.id} ({fp.radix} x {fp.speed_gbps:g}G) cannot carry "
+                f"one host's storage reads ({per_host_gbps:g} Gb/s); pick a larger one",
+                field="frontend_switch")
     return su, up
 
 
@@ -60,7 +162,7 @@ def frontend_one_tier(fab: Fabric, storage_targets: int, su: int) -> bool:
     leaves' uplink ports stay free for the spines of the two-tier growth. Hosts with a single
     frontend port are not dual-homed, so they keep the two-tier build (no pair to keep)."""
     ports_per_host = max(1, fab.server.frontend_nics.count // fab.server.hosts)
-    return (fab.shape.tiers == 1 and ports_per_host >= 2
+    return ((fab.shape.tiers == 1 or not fab.has_backend) and ports_per_host >= 2
             and fab.shape.hosts + storage_targets <= su)
 
 
@@ -103,11 +205,8 @@ def _frontend_growth_plan(fab: Fabric, storage_targets: int) -> str:
 
 def build_frontend(fab: Fabric) -> None:
     fp = fab.frontend
-    gpus = fab.shape.hosts * fab.server.gpus // fab.server.hosts
-    # Storage: enough dual-homed targets for the aggregate read bandwidth.
     ports_per_host = max(1, fab.server.frontend_nics.count // fab.server.hosts)
-    storage_ports = math.ceil(gpus * fab.storage_aggregate_read_gbps_per_gpu * 8 / fp.speed_gbps)
-    targets = math.ceil(storage_ports / ports_per_host)
+    targets = storage_targets(fab)
     shape = frontend_shape(fab, targets)
     fab.frontend_shape = shape
     su = shape.su_hosts

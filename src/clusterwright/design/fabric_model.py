@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from clusterwright.catalog.schema import Server, Switch
+from clusterwright.design.blueprint import Decision
 from clusterwright.design.fabric_shape import FabricShape
 from clusterwright.spec.fabric import FabricRequest
 
@@ -94,6 +95,9 @@ class NetworkParts:
     ports_per_cage: int
     protocol: str
     why: str
+    # The other catalog switches that fit (switch, radix at this speed), for the decision.
+    others: tuple[tuple[Switch, int], ...] = ()
+    alternatives: tuple[tuple[str, str], ...] = ()  # (option, what it loses) when right-sized
 
 
 @dataclass
@@ -120,6 +124,12 @@ class Fabric:
     vendors: dict[str, str] = field(default_factory=dict)  # part id -> vendor, for exports
     bom: list[object] = field(default_factory=list)
     tenants: list[Any] = field(default_factory=list)  # addressing.Tenant
+    decisions: list[Decision] = field(default_factory=list)  # protocol, switch, tiers, su, ...
+
+    @property
+    def has_backend(self) -> bool:
+        """False when the request asked for no backend fabric (``backend="none"``)."""
+        return self.request.backend != "none"
 
     @property
     def hosts(self) -> list[Device]:

@@ -79,6 +79,16 @@ def build_oob(fab: Fabric, groups: list[OobGroup], mgmt: int) -> list[list[Devic
             ))
     leaves.sort(key=lambda d: d.uid)
     agg = fab.oob_uplink
+    if len(leaves) == 1:
+        # One management switch needs no aggregation pair: its uplink ports go to the site's
+        # management network (the SuperPOD RA's OOB aggregation joins many row switches).
+        fab.notes.append(
+            f"out-of-band right-sized: one {op.switch.id} holds all "
+            f"{sum(1 for lk in fab.links if lk.tier == 'oob-node-leaf')} management ports, so "
+            f"there is no aggregation layer; its {up_speed:g}G uplink ports connect to the site "
+            f"management network. A second management switch (past {per_switch} ports) brings "
+            f"the aggregation pair of {agg.switch.id}")
+        return out
     n_spines = max(2, math.ceil(2 * len(leaves) / agg.radix))
     spines = [
         fab.add(Device(name=f"oob-spine-{j + 1:02d}", role="oob-spine", part=agg.switch.id,
