@@ -52,10 +52,15 @@ def _protocol(fab: Fabric) -> Decision:
     else:
         why = (f"the backend switch decides it: {b.switch.id} speaks {b.protocol}; set protocol "
                "to choose among that protocol's switches only")
-    others = sorted({sw.protocol for sw, _ in b.others} - {b.protocol})
-    return Decision("protocol", b.protocol, why, subject="backend", alternatives=tuple(
-        Alternative(p, "a switch of the same port count would be needed; none beat "
-                    f"{b.switch.id} on ports at {b.speed_gbps:g}G, then price") for p in others))
+    alts: list[Alternative] = []
+    seen = {b.protocol}
+    for sw, radix in b.others:
+        if sw.protocol not in seen:
+            seen.add(sw.protocol)
+            alts.append(Alternative(sw.protocol, f"its best catalog switch, {sw.id}, has {radix} "
+                                    f"ports at {b.speed_gbps:g}G against {b.radix} (see the "
+                                    "backend switch decision for its cost)"))
+    return Decision("protocol", b.protocol, why, subject="backend", alternatives=tuple(alts))
 
 
 def _tiers(fab: Fabric) -> Decision:
@@ -81,9 +86,19 @@ def _tiers(fab: Fabric) -> Decision:
                 "2 tiers (the full-SU build)",
                 f"{full.spines_per_plane * s.planes} spines and their leaf-spine optics "
                 "bought before a second SU exists"),))
+    if s.tiers == 3:
+        try:
+            fabric_shape(hosts=s.hosts, rails=s.rails, radix=s.radix, planes=s.planes,
+                         oversubscription=req.oversubscription, su_hosts=s.su_hosts, tiers=2,
+                         min_spines=2)
+        except FabricError as exc:
+            return Decision("tiers", "3", f"{s.hosts} hosts exceed what two tiers hold at radix "
+                            f"{s.radix} ({exc})", subject="backend")
     return Decision(
-        "tiers", str(s.tiers), f"{s.hosts} hosts need {s.tiers} tiers at radix {s.radix}: at "
-        f"most {s.max_hosts} hosts at this depth", subject="backend")
+        "tiers", str(s.tiers), f"{s.hosts} hosts fill {s.sus} scalable units of {s.su_hosts}: "
+        f"spines join the units (two tiers hold up to {s.max_hosts} hosts at radix {s.radix})",
+        subject="backend", alternatives=(Alternative(
+            "3 tiers", "a core layer and its optics that nothing at this size needs"),))
 
 
 def _su(fab: Fabric) -> Decision:
