@@ -253,3 +253,11 @@ def test_shipped_example_blueprints_render(path: Path) -> None:
     rec = bp.get("recommendation") or {}
     if rec.get("gpu"):
         assert str(rec["gpu"]) in page
+
+
+def test_a_pool_without_backend_says_so_in_the_topology_facts() -> None:
+    root = Path(__file__).parents[2] / "examples" / "enterprise-inference-pool"
+    bp = json.loads((root / "blueprint.json").read_text())
+    assert bp["fabric"]["backend"] == "none"
+    page = render_html(bp)
+    assert "no backend fabric" in page and "none (growth: sn5600)" in page

@@ -5,12 +5,20 @@ artifact is emitted: the ``Topology`` graph, the physical plan, addressing, the 
 and the exports. Networks:
 
 - backend (compute): rail-optimized leaf/spine(/core) fat tree, counts from ``fabric_shape``;
+  none at all when the request says ``backend="none"`` (every job fits one NVLink domain: it
+  is sized for the growth plan, not built);
 - frontend (storage, in-band management, north-south): leaf pairs per scalable unit with each
   host dual-homed, uplinks sized from the storage read bandwidth the GPUs need, storage leaves
   for the storage system's ports, EVPN-VXLAN for tenants; below one backend scalable unit, one
-  leaf pair for every host and storage target and no spines when they fit;
+  leaf pair for every host and storage target and no spines when they fit, on the cheapest
+  switch and link rate that carries the storage reads (``fabric_frontend``);
 - out-of-band management: one 1 GbE port per BMC and per switch, management switches per row
-  with uplinks to an aggregation pair.
+  with uplinks to an aggregation pair; one switch and no aggregation below one SU when its
+  ports hold everything (``fabric_oob``).
+
+Errors blame ``FabricRequest`` fields (``FabricError(..., field="switch")``); each face words
+them (the CLI as flags, ``plan`` as ``fabric.*`` scenario fields). Decisions with their why
+and alternatives are in ``Fabric.decisions`` (``fabric_decisions``).
 
 Names and ids are stable under growth: device ids are functions of (plane, SU, rail, ...), never
 of the total count, so a design with one more node keeps every existing name, address and ASN

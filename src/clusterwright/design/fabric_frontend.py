@@ -139,7 +139,8 @@ def _frontend_su(fab: Fabric, ports_per_host: int) -> tuple[int, int]:
     fp = fab.frontend
     gpus_per_host = fab.server.gpus // fab.server.hosts
     per_host_gbps = gpus_per_host * fab.storage_read_gbps_per_gpu * 8  # Gb/s
-    su = min(fab.shape.su_hosts, fp.radix // 2)
+    # A frontend unit follows the backend's SUs; with no backend it is the pair's own size.
+    su = min(fab.shape.su_hosts, fp.radix // 2) if fab.has_backend else fp.radix // 2
     need = math.ceil(su * per_host_gbps / ports_per_host / fp.speed_gbps)
     up = 1 << max(1, math.ceil(math.log2(max(2, need))))
     if su + up > fp.radix:

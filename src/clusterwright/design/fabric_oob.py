@@ -28,7 +28,8 @@ _OOB_RANK = {r: i for i, r in enumerate(("leaf", "fe-leaf", "spine", "core", "fe
 def build_oob(fab: Fabric, groups: list[OobGroup], mgmt: int) -> list[list[Device]]:
     """Out-of-band management: one 1 GbE port per BMC and ``mgmt`` per switch, on management
     switches per row (the physical plan passes one group per row, so copper stays in it),
-    each uplinked twice to an aggregation pair. Returns the management switches per group.
+    each uplinked twice to an aggregation pair; a single management switch has no pair (its
+    uplinks go to the site network). Returns the management switches per group.
 
     Ports are stable under growth: a host's BMC port follows its slot in its scalable unit
     (the unit's positions are reserved, as its leaves are built in full), and switches follow
