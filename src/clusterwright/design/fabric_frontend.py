@@ -93,11 +93,14 @@ def right_size_frontend(fab: Fabric, cat: Catalog) -> None:
                  and o[3].speed_gbps == default.speed_gbps), None)
     if base is None or base[0] <= cost:
         return
-    alts = tuple(
-        (f"{p.switch.id} at {p.speed_gbps:g}G", f"${c - cost:,.0f} more for the pair"
-         + (" (the NIC's rate)" if p is base[3] else ""))
-        for c, _, _, p, _ in options[1:4]
-    )
+    def loses(c: float, p: NetworkParts) -> str:
+        # Equal prices are broken by the faster link rate (more headroom for the same money).
+        what = (f"${c - cost:,.0f} more for the pair" if c > cost else
+                f"same price, slower links ({p.speed_gbps:g}G against {best.speed_gbps:g}G)")
+        return what + (" (the NIC's rate)" if p is base[3] else "")
+
+    alts = tuple((f"{p.switch.id} at {p.speed_gbps:g}G", loses(c, p))
+                 for c, _, _, p, _ in options[1:4])
     if base not in options[1:4]:
         alts += ((f"{default.switch.id} at {default.speed_gbps:g}G",
                   f"${base[0] - cost:,.0f} more for the pair (the NIC's rate)"),)
