@@ -2,6 +2,18 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
+
+# A field named inside a message body, as `su_hosts`: each face replaces it with its own word
+# (a CLI flag, a scenario path) through ``word_fields``.
+_MENTION = re.compile(r"`([a-z][a-z0-9_.]*)`")
+
+
+def word_fields(message: str, word: Callable[[str], str]) -> str:
+    """``message`` with every `field` mention replaced by ``word(field)``."""
+    return _MENTION.sub(lambda m: word(m.group(1)), message)
+
 
 class ClusterwrightError(Exception):
     """Base class: a message that names the bad field or flag and, where known, the fix."""

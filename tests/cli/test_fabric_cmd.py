@@ -165,3 +165,17 @@ def test_out_that_is_a_file_is_a_user_error(tmp_path: Path) -> None:
     err = user_error(cw("fabric", "design", *SMALL, "--out", str(out), "--force"))
     assert "--out" in err
     assert out.read_text() == "a file"
+
+
+@pytest.mark.parametrize(("args", "want"), [
+    (("--switch", "qm9700", "--protocol", "ethernet"),
+     "--switch: qm9700 speaks infiniband, but --protocol is ethernet"),
+    (("--switch", "qm9700", "--tiers", "2", "--nodes", "2048"), "need --tiers 3 (or leave --tiers"),
+    (("--su-hosts", "1000",), "--su-hosts: 1,000 hosts per scalable unit"),
+])
+def test_designer_field_errors_are_worded_as_flags(args: tuple[str, ...], want: str) -> None:
+    """The designer blames FabricRequest fields; this face names its own flags, in the lead
+    and in the message body, and never a bare field name in backquotes."""
+    base = ["--server", "dgx-h100"] + ([] if "--nodes" in args else ["--nodes", "4"])
+    err = user_error(cw("fabric", "design", *base, *args))
+    assert want in err and "`" not in err, err

@@ -58,4 +58,4 @@ def test_verify_refuses_infiniband_switch() -> None:
     except LabError:
         pytest.skip("the preflight error comes first without root/FRR")
     r = runner.invoke(app, ["fabric", "verify", "--switch", "qm9700"])
-    assert "speaks infiniband, not ethernet" in user_error(r)
+    assert "--switch: qm9700 speaks infiniband, but --protocol is ethernet" in user_error(r)

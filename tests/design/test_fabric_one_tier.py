@@ -3,9 +3,6 @@ optics, the SU policy and growth plan stated; full SUs keep the SuperPOD two-tie
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 
 from clusterwright.catalog.registry import Catalog
@@ -55,14 +52,12 @@ def test_full_scalable_units_keep_the_superpod_counts(nodes: int, leaves: int,
     assert sh.leaf_spine_links == nodes * 8
 
 
-def test_enterprise_pool_backend_is_one_switch() -> None:
-    """The shipped 2 x DGX H100 pool: one SN5600 for the backend instead of the full SU's 8
-    leaves and 4 spines; network share of capex 72.5 % -> 45.6 % (30.0 % once the frontend is
-    one leaf pair too, test_frontend_one_tier)."""
-    root = Path(__file__).resolve().parents[2]
-    b = json.loads((root / "examples/enterprise-inference-pool/blueprint.json").read_text())
-    f = b["fabric"]
+def test_two_dgx_backend_is_one_switch(catalog: Catalog) -> None:
+    """2 x DGX H100 with a backend: one SN5600 instead of the full SU's 8 leaves and 4 spines.
+    (The shipped enterprise pool needs no backend at all: tests/plan/test_fabric_choice.py.)"""
+    fab = _fab(catalog, 2)
+    f = summary(fab)
     assert (f["tiers"], f["leaf_switches"], f["spine_switches"]) == (1, 1, 0)
-    assert f["links_by_tier"]["leaf-spine"] == 0
-    assert any("SU policy" in n for n in f["notes"])
-    assert f["cost_usd"] < 0.5 * b["recommendation"]["capex_usd"]
+    assert f["links_by_tier"]["leaf-spine"] == 0  # type: ignore[index]
+    assert any("SU policy" in n for n in fab.notes)
+    assert f["cost_usd"] < 0.5 * f["servers_cost_usd"]  # type: ignore[operator]

@@ -14,6 +14,7 @@ Llama 3 paper (Grattafiori et al., arXiv 2407.21783, Table 4) for the 405B layou
 from __future__ import annotations
 
 import math
+from collections import Counter
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -127,6 +128,16 @@ def test_fabric_tiers_follow_the_fat_tree_arithmetic(name: str) -> None:
     fab = bp["fabric"]
     server = cat.server(bp["recommendation"]["server"])
     nodes, gpus = bp["recommendation"]["nodes"], bp["recommendation"]["gpus"]
+    if fab["backend"] == "none":
+        # No backend at all is right only when no job needs a second server: every replica's
+        # GPUs and every training job fit one NVLink domain.
+        domain = server.nvlink_domain_gpus
+        for w in bp["workloads"]:
+            need = w["tp"] if w["kind"] == "inference" else (
+                w["gpus"] if w["kind"] == "training" else 0)
+            assert need <= domain, (w["name"], need, domain)
+        assert fab["tiers"] == 0 and fab["links_by_tier"]["node-leaf"] == 0
+        return
     radix = _radix(cat, fab["switch"], server.backend_nics.speed_gbps)
     two = radix * radix // 2
     fewest = 1 if nodes <= radix else 2 if gpus <= two else 3
@@ -218,7 +229,12 @@ def test_spares_of_a_fixed_pool_are_in_the_racks_and_the_fabric() -> None:
     bp: Blueprint = plan_scenario(sc, _catalog(), quick=True)
     assert bp.cluster is not None and bp.fabric is not None and bp.power is not None
     assert (bp.cluster["nodes"], bp.cluster["work_nodes"], bp.cluster["spare_nodes"]) == (2, 1, 1)
-    assert bp.fabric["links_by_tier"]["node-leaf"] == 16  # both servers' 8 NICs
+    # One job on one server needs no backend; both servers are still wired: dual-homed to the
+    # frontend leaf pair and to out-of-band management, and racked.
+    assert bp.fabric["backend"] == "none" and bp.fabric_design is not None
+    tiers = Counter(link.tier for link in bp.fabric_design.links)
+    assert tiers["fe-node-leaf"] == 2 * 2 and tiers["oob-node-leaf"] >= 2
+    assert sum(d["role"] == "host" for r in bp.racks for d in r["devices"]) == 2
     server = _catalog().server("dgx-h100")
     assert bp.power["it_power_kw_nameplate"] >= 2 * server.max_power_kw
 

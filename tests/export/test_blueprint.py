@@ -59,7 +59,7 @@ def test_refuses_a_non_empty_directory_without_force(bp: Blueprint, tmp_path: Pa
     out = tmp_path / "bp"
     out.mkdir()
     (out / "keep.txt").write_text("mine")
-    with pytest.raises(InputError, match=r"--out \S+ exists and is not empty; pass --force"):
+    with pytest.raises(InputError, match=r"out: \S+ exists and is not empty; set `force`"):
         export.write_blueprint(bp, bp.fabric_design, out)
     assert (out / "keep.txt").read_text() == "mine"
     export.write_blueprint(bp, bp.fabric_design, out, force=True)

@@ -724,7 +724,7 @@ def test_write_refuses_a_non_empty_dir_without_force(small_fab: Fabric, tmp_path
     out.mkdir()
     (out / "keep.txt").write_text("mine")
     before = _snapshot(tmp_path)
-    with pytest.raises(InputError, match="--force"):
+    with pytest.raises(InputError, match="set `force`"):
         write_fabric(small_fab, out)
     assert _snapshot(tmp_path) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]

@@ -78,7 +78,7 @@ def test_write_refuses_a_non_empty_dir_then_replaces_with_force(
     out = tmp_path / "out"
     out.mkdir()
     (out / "old.txt").write_text("keep")
-    with pytest.raises(InputError, match="--force"):
+    with pytest.raises(InputError, match="set `force`"):
         write_sweep(result, out)
     assert (out / "old.txt").exists()
     files = write_sweep(result, out, force=True)

@@ -46,7 +46,7 @@ def test_lab_refuses_fewer_than_two_leaves() -> None:
 
 
 def test_lab_refuses_infiniband_switch(catalog: Catalog) -> None:
-    with pytest.raises(ClusterwrightError, match=r"speaks infiniband, not ethernet"):
+    with pytest.raises(ClusterwrightError, match=r"speaks infiniband, but `protocol` is ethernet"):
         build_lab(catalog, leaves=2, spines=1, switch="qm9700")
 
 

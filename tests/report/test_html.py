@@ -276,3 +276,11 @@ def test_a_blueprint_without_decisions_has_no_decisions_table() -> None:
     bp = blueprints.full()
     bp.pop("decisions", None)
     assert 'class="decisions"' not in render_html(bp)
+
+
+def test_a_pool_without_backend_says_so_in_the_topology_facts() -> None:
+    root = Path(__file__).parents[2] / "examples" / "enterprise-inference-pool"
+    bp = json.loads((root / "blueprint.json").read_text())
+    assert bp["fabric"]["backend"] == "none"
+    page = render_html(bp)
+    assert "no backend fabric" in page and "none (growth: sn5600)" in page

@@ -62,3 +62,14 @@ def test_long_messages_and_long_lists_are_cut_for_the_page() -> None:
     problems = problems_of(many)
     assert len(problems) == 51 and problems[49].line == 52
     assert problems[50] == Problem(None, "... and 30 more errors")
+
+
+def test_a_contradiction_of_two_fields_is_shown_at_both_lines(catalog: Catalog) -> None:
+    text = ('name: "x"\nworkloads:\n'
+            '  - {kind: training, name: a, model: "llama-3.1-8b", tokens: 1.0e10, gpus: 8}\n'
+            'fabric:\n  protocol: "infiniband"\n  switch: "sn5600"\n')
+    sc, problems = check_text(text, catalog)
+    assert sc is None
+    assert [p.line for p in problems] == [6, 5]
+    assert all("fabric.switch (line 6)" in p.message and "fabric.protocol (line 5)" in p.message
+               for p in problems)

@@ -19,6 +19,12 @@ def _where(doc: LoadedYaml | None, loc: tuple[str | int, ...]) -> str:
     return f"{path}: {format_loc(loc)}" + (f" (line {line})" if line else "")
 
 
+def _field(doc: LoadedYaml | None, loc: tuple[str | int, ...]) -> str:
+    """A second field of the same message: its path and line, without the file name."""
+    line = doc.line_of(loc) if doc is not None else None
+    return format_loc(loc) + (f" (line {line})" if line else "")
+
+
 def workload_model(
     cat: Catalog, ref: str | dict[str, Any], doc: LoadedYaml | None, loc: tuple[str | int, ...]
 ) -> ModelArch:
@@ -66,7 +72,29 @@ def resolve(
             raise ScenarioError(f"{_where(doc, ('constraints', 'servers', j))}: {exc}") from None
     _gpus_match_servers(scenario, cat, doc)
     _cluster_fits_servers(scenario, cat, doc)
+    _fabric_switch(scenario, cat, doc)
     return models
+
+
+def _fabric_switch(scenario: Scenario, cat: Catalog, doc: LoadedYaml | None) -> None:
+    """``fabric.switch`` is a catalog backend switch that speaks ``fabric.protocol``."""
+    f = scenario.fabric
+    if f.switch is None:
+        return
+    where = _where(doc, ("fabric", "switch"))
+    try:
+        sw = cat.switch(f.switch)
+    except UnknownIdError as exc:
+        raise ScenarioError(f"{where}: {exc}") from None
+    if "backend" not in sw.roles:
+        raise ScenarioError(f"{where}: {sw.id} is not a backend switch (its roles: "
+                            f"{', '.join(sw.roles)})")
+    if f.protocol is not None and sw.protocol != f.protocol:
+        raise ScenarioError(
+            f"{where}: {sw.id} speaks {sw.protocol}, but "
+            f"{_field(doc, ('fabric', 'protocol'))} asks for {f.protocol}; name an "
+            f"{f.protocol} switch or drop one of the two"
+        )
 
 
 def _fits_context(w: InferenceWorkload, arch: ModelArch, doc: LoadedYaml | None,

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from rich.console import Console
 
 from clusterwright.catalog.registry import Catalog, load_catalog
-from clusterwright.errors import ClusterwrightError, InputError
+from clusterwright.errors import ClusterwrightError, InputError, word_fields
 from clusterwright.jsonsafe import jsonable
 
 GB = 1e9  # decimal gigabyte: sizes in output are GB unless a key says GiB
@@ -81,12 +81,14 @@ def flag_error(exc: ValidationError, flags: dict[str, str] | None = None) -> str
 def field_flag_message(exc: InputError, flags: dict[str, str] | None = None) -> str:
     """``exc``'s message led by the flag of the field it blames (``schedule: ...`` ->
     ``--schedule: ...``), when it blames one."""
-    msg = str(exc)
+    def flag_of(name: str) -> str:
+        return (flags or {}).get(name, "--" + name.replace("_", "-"))
+
+    msg = word_fields(str(exc), flag_of)
     name = exc.field
     if not name or not re.fullmatch(r"[a-z0-9_]+", name):
         return msg
-    flag = (flags or {}).get(name, "--" + name.replace("_", "-"))
-    return f"{flag}: {msg.removeprefix(f'{name}: ')}"
+    return f"{flag_of(name)}: {msg.removeprefix(f'{name}: ')}"
 
 
 @contextmanager
@@ -97,7 +99,8 @@ def user_errors(flags: dict[str, str] | None = None, name_flags: bool = False
     try:
         yield
     except InputError as exc:
-        fail(field_flag_message(exc, flags) if name_flags else str(exc))
+        fail(field_flag_message(exc, flags) if name_flags else word_fields(
+            str(exc), lambda n: (flags or {}).get(n, "--" + n.replace("_", "-"))))
     except ClusterwrightError as exc:
         fail(str(exc))
     except ValidationError as exc:

@@ -200,7 +200,7 @@ def verify_cmd(
     lim.within(("--timeout", timeout, lim.LAB_TIMEOUT_S))
     if pods < 1 or leaves % pods:
         fail(f"--pods {pods} must be at least 1 and divide --leaves {leaves}")
-    with user_errors(FLAGS):
+    with user_errors(FLAGS, name_flags=True):
         if out is not None:
             check_out_dir(out, False)
         preflight()

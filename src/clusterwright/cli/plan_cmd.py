@@ -38,7 +38,8 @@ def plan(
         sc, doc = load_scenario(scenario)
         cat = state(ctx).catalog()
         resolve(sc, cat, doc)  # unknown ids are named with their line before any work
-        check_out_dir(out, force)  # refuse before the work, not after
+        with user_errors(name_flags=True):  # out, force -> --out, --force
+            check_out_dir(out, force)  # refuse before the work, not after
 
         def run(progress: Any = None) -> Any:
             return plan_to_dir(sc, cat, out, progress, write=write_blueprint,

@@ -50,7 +50,8 @@ def sweep(
 
     be: Backend = "ray" if backend == "ray" else "local"
     with user_errors():
-        check_out_dir(out, force)  # refuse before any work, not after
+        with user_errors(name_flags=True):  # out, force -> --out, --force
+            check_out_dir(out, force)  # refuse before any work, not after
         sw = load_sweep(sweep_file)
         cat = state(ctx).catalog()
         check_catalog(sw, cat)

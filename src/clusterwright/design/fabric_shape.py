@@ -109,10 +109,11 @@ class FabricShape:
 
 
 def split_ports(radix: int, oversubscription: float,
-                flag: str = "--oversubscription") -> TierPorts:
+                field: str = "oversubscription") -> TierPorts:
     """Down/up port split of a radix-``radix`` switch for a down:up bandwidth ratio."""
     if oversubscription < 1:
-        raise FabricError(f"{flag} must be at least 1 (1:1), got {oversubscription:g}")
+        raise FabricError(f"{field}: must be at least 1 (1:1), got {oversubscription:g}",
+                          field=field)
     down = math.floor(radix * oversubscription / (1 + oversubscription) + 1e-9)
     down = min(down, radix - 1)
     return TierPorts(down=down, up=radix - down)
@@ -154,18 +155,19 @@ def fabric_shape(
     pod spine j connects to core group j, sized the same way.
     """
     if hosts < 1:
-        raise FabricError(f"--nodes must be at least 1, got {hosts}")
+        raise FabricError(f"nodes: must be at least 1, got {hosts}", field="nodes")
     if radix < 4:
         raise FabricError(f"switch radix {radix} is too small for a leaf/spine fabric")
     if leaf_uplinks is not None:
         if not 1 <= leaf_uplinks < radix:
-            raise FabricError(f"--leaf-uplinks must be in 1..{radix - 1}, got {leaf_uplinks}")
+            raise FabricError(f"leaf_uplinks: must be in 1..{radix - 1}, got {leaf_uplinks}",
+                              field="leaf_uplinks")
         leaf = TierPorts(down=radix - leaf_uplinks, up=leaf_uplinks)
     else:
         leaf = split_ports(radix, oversubscription)
     su = su_hosts if su_hosts is not None else leaf.down
     if su < 1:
-        raise FabricError(f"--su-hosts must be at least 1, got {su}")
+        raise FabricError(f"su_hosts: must be at least 1, got {su}", field="su_hosts")
     # A unit is built in full, so one larger than the cluster rounded up to whole leaves
     # would add leaves (and their spines and cables) that no host can ever reach.
     most = max(leaf.down, math.ceil(hosts / leaf.down) * leaf.down)
@@ -194,8 +196,8 @@ def fabric_shape(
             limit = radix // (rails * lpr) * su
             raise FabricError(
                 f"two tiers hold at most {limit} hosts ({radix} leaves of {per_leaf_hosts} hosts) "
-                f"at radix {radix}; {hosts} hosts need --tiers 3 (or leave --tiers unset)"
-            )
+                f"at radix {radix}; {hosts} hosts need `tiers` 3 (or leave `tiers` unset)",
+                field="tiers")
         low = math.ceil(leaves * leaf.up / radix)
         spines = smallest_divisor_at_least(leaf.up, max(low, min(min_spines, leaf.up)))
         assert spines is not None  # leaves <= radix guarantees low <= leaf.up
@@ -210,30 +212,30 @@ def fabric_shape(
 
     if spine_uplinks is not None:
         if not 1 <= spine_uplinks < radix:
-            raise FabricError(f"spine_uplinks must be in 1..{radix - 1}, got {spine_uplinks}")
+            raise FabricError(f"spine_uplinks: must be in 1..{radix - 1}, got {spine_uplinks}",
+                              field="spine_uplinks")
         spine = TierPorts(down=radix - spine_uplinks, up=spine_uplinks)
     else:
-        spine = split_ports(radix, spine_oversubscription, "--spine-oversubscription")
+        spine = split_ports(radix, spine_oversubscription, "spine_oversubscription")
     sus_per_pod = spine.down // (rails * lpr)
     if pod_sus is not None:
         if pod_sus > sus_per_pod:
             raise FabricError(
-                f"pod_sus {pod_sus}: a pod spine's {spine.down} down ports hold {sus_per_pod} SUs"
-            )
+                f"pod_sus: {pod_sus}, but a pod spine's {spine.down} down ports hold "
+                f"{sus_per_pod} SUs", field="pod_sus")
         sus_per_pod = pod_sus
     if sus_per_pod < 1:
         raise FabricError(
             f"a pod spine has {spine.down} down ports but one scalable unit needs {rails * lpr} "
-            f"leaves; lower --su-hosts or --spine-oversubscription, or pick a higher-radix switch"
-        )
+            f"leaves; lower `su_hosts` or `spine_oversubscription`, or pick a higher-radix switch",
+            field="su_hosts")
     pods = math.ceil(sus / sus_per_pod)
     if pods > radix:
         max_hosts = radix * sus_per_pod * su
         raise FabricError(
             f"{hosts} hosts need {pods} pods but three tiers at radix {radix} hold at most {radix} "
-            f"pods ({max_hosts} hosts); use a higher-radix --switch, more --oversubscription, or "
-            f"--dual-plane"
-        )
+            f"pods ({max_hosts} hosts); use a higher-radix `switch`, more `oversubscription`, "
+            f"or `dual_plane`", field="nodes")
     group = smallest_divisor_at_least(spine.up, math.ceil(pods * spine.up / radix))
     assert group is not None  # pods <= radix
     return FabricShape(
@@ -258,7 +260,7 @@ def one_tier(*, hosts: int, rails: int, radix: int, planes: int, leaf: TierPorts
     if hosts > leaf.down:
         raise FabricError(
             f"one tier holds at most {leaf.down} hosts (a leaf's down ports at radix {radix}); "
-            f"{hosts} hosts need --tiers 2 (or leave --tiers unset)", field="tiers")
+            f"{hosts} hosts need `tiers` 2 (or leave `tiers` unset)", field="tiers")
     shared = rails if hosts * rails <= leaf.down else 1
     leaves = rails // shared
     return FabricShape(

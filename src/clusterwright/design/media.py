@@ -41,7 +41,7 @@ class MediaPicker:
         ok = [
             t for t in self.xcvrs
             if t.speed_gbps == speed and t.media == media and t.reach_m >= length
-            and t.side in (end.side, "any") and t.form_factor.upper() in end.cage.upper()
+            and t.side in (end.side, "any") and takes(end.cage, t.form_factor)
             and t.links <= max(1, end.links_per_cage)
         ]
         # A module spanning the whole cage (twin-port at a twin cage), then the lowest power.
@@ -56,8 +56,8 @@ class MediaPicker:
             return hit
         result: tuple[str, str, str, str] | None = None
         def fits(c: Cable) -> bool:
-            ff = (c.form_factor or "").upper()
-            return ff in a.cage.upper() and ff in b.cage.upper()
+            ff = c.form_factor or ""
+            return takes(a.cage, ff) and takes(b.cage, ff)
 
         if speed <= 10:
             utp = [c for c in self.cables if c.kind == "utp" and c.reach_m >= length and fits(c)]
@@ -104,6 +104,19 @@ class MediaPicker:
             )
         self._cache[key] = result
         return result
+
+
+# Cages that take older plugs: a QSFP112 cage takes QSFP56 and QSFP28 modules and cables at
+# their own rate, a QSFP56 cage QSFP28 (QSFP112 MSA hardware specification rev 1.0, 2021:
+# backward compatible with QSFP28/QSFP56; SFF-8665 family). Only used when a link runs below
+# the cage's native rate, e.g. a right-sized 100G or 200G frontend on a 400G NIC.
+_TAKES = {"QSFP112": ("QSFP56", "QSFP28"), "QSFP56": ("QSFP28",)}
+
+
+def takes(cage: str, form_factor: str) -> bool:
+    """True if a plug of ``form_factor`` fits a ``cage`` (same family or an older one)."""
+    ff, c = form_factor.upper(), cage.upper()
+    return ff in c or ff in _TAKES.get(c, ())
 
 
 def plug(connector: str) -> str:

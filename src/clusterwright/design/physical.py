@@ -53,7 +53,7 @@ def site_for(fab: Fabric, cat: Catalog) -> Site:
     kw = req.rack_kw
     if kw > cap:
         fab.notes.append(
-            f"--rack-kw {kw:g} exceeds what {req.cooling} cooling carries per rack ({cap:g} kW, "
+            f"rack_kw {kw:g} exceeds what {req.cooling} cooling carries per rack ({cap:g} kW, "
             f"catalog assumption {cap_name}); racks are planned at {cap:g} kW"
         )
         kw = cap
@@ -71,22 +71,22 @@ def servers_per_rack(fab: Fabric, site: Site) -> int:
     srv = fab.server
     req = fab.request
     if srv.cooling == "liquid" and req.cooling == "air":
-        raise FabricError(f"--server {srv.id} is liquid-cooled; --cooling air cannot host it")
+        raise FabricError(f"cooling: {srv.id} is liquid-cooled; air cooling cannot host it",
+                          field="cooling")
     if srv.kind == "rack":
         if srv.max_power_kw > site.rack_kw:
             raise FabricError(
-                f"--rack-kw {req.rack_kw:g}: one {srv.id} rack draws {srv.max_power_kw:g} kW "
-                f"(the {req.cooling}-cooling limit used is {site.rack_kw:g} kW)"
-            )
+                f"rack_kw: {req.rack_kw:g} kW, but one {srv.id} rack draws {srv.max_power_kw:g} "
+                f"kW (the {req.cooling}-cooling limit used is {site.rack_kw:g} kW)",
+                field="rack_kw")
         return 1
     by_power = math.floor(site.rack_kw / srv.max_power_kw + 1e-9)
     by_units = site.rack_units // srv.rack_units
     n = min(by_power, by_units)
     if n < 1:
         raise FabricError(
-            f"--rack-kw {req.rack_kw:g}: one {srv.id} draws {srv.max_power_kw:g} kW "
-            f"(nameplate), more than a rack may carry ({site.rack_kw:g} kW)"
-        )
+            f"rack_kw: {req.rack_kw:g} kW, but one {srv.id} draws {srv.max_power_kw:g} kW "
+            f"(nameplate), more than a rack may carry ({site.rack_kw:g} kW)", field="rack_kw")
     return n
 
 
@@ -233,6 +233,19 @@ def place(fab: Fabric, cat: Catalog) -> list[Rack]:
         else:
             oob_groups.append(OobGroup(f"row{row + 1:03d}", 11_000 + 8 * row, devs))
     mgmt = round(cat.assumption("switch_mgmt_ports"))
+    if (sh.tiers == 1 or not fab.has_backend) and len(oob_groups) > 1:
+        # Below one scalable unit: one management switch for every row when its ports hold
+        # them all (1 GbE copper reaches 100 m, across the few racks of such a cluster), so no
+        # aggregation layer is needed; per-row switches return with the second SU.
+        every = [d for g in oob_groups for d in g.devices]
+        per_host = max(1, srv.oob_ports // srv.hosts)
+        ports = sum(per_host if d.role == "host" else mgmt for d in every
+                    if d.role == "host" or d.role in SWITCH_ROLES)
+        if ports <= fab.oob.radix:
+            host_rows = [rack_by_name[d.rack].row for d in every if d.role == "host"]
+            row0 = host_rows[0] if host_rows else rows_sorted[0]
+            oob_groups = [OobGroup("su001", 8, every)]
+            rows_sorted = [row0]
     per_row = build_oob(fab, oob_groups, mgmt)
     for row, leaves in zip(rows_sorted, per_row, strict=True):
         for d in leaves:

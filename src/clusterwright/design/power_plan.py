@@ -15,8 +15,9 @@ from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
 from clusterwright.catalog.registry import Catalog
 from clusterwright.catalog.schema import Server
-from clusterwright.design.bom import plan_fabric, summary
+from clusterwright.design.bom import plan_fabric
 from clusterwright.design.fabric import Fabric
+from clusterwright.design.fabric_summary import FabricSummary, fabric_summary
 from clusterwright.model.power import (
     HOURS_PER_YEAR,
     ClusterPower,
@@ -82,8 +83,9 @@ class PowerPlan:
     gpu_tdp_w: float
     gpu_idle_w: float
     fabric: Fabric
-    fabric_summary: dict[str, Any]
+    fabric_summary: dict[str, Any]  # summary.as_dict(), for readers of the dict
     assumptions_used: tuple[str, ...]
+    summary: FabricSummary
 
     @property
     def gpus(self) -> int:
@@ -151,7 +153,7 @@ class PowerPlan:
                 "basis": "all GPUs from TDP to idle at once; IT side, PUE not applied",
             },
             "assumptions": list(self.assumptions_used),
-            "notes": list(self.fabric_summary.get("notes", [])),
+            "notes": list(self.summary.notes),
         }
 
 
@@ -173,7 +175,7 @@ def power_plan(req: PowerRequest, cat: Catalog, fab: Fabric | None = None) -> Po
             FabricRequest(server=server.id, nodes=req.nodes, rack_kw=rack_kw, cooling=cooling),
             cat,
         )
-    summ = summary(fab)
+    summ = fabric_summary(fab)
     typical_fraction = cat.assumption("server_typical_power_fraction")
     idle_fraction = cat.assumption("gpu_idle_power_fraction")
     power = cluster_power(
@@ -183,8 +185,8 @@ def power_plan(req: PowerRequest, cat: Catalog, fab: Fabric | None = None) -> Po
         gpu_tdp_w=gpu.tdp_w,
         typical_fraction=typical_fraction,
         gpu_idle_fraction=idle_fraction,
-        network_nameplate_kw=float(summ["power_max_w"]) / 1e3,  # type: ignore[arg-type]
-        network_typical_kw=float(summ["power_w"]) / 1e3,  # type: ignore[arg-type]
+        network_nameplate_kw=summ.power_max_w / 1e3,
+        network_typical_kw=summ.power_w / 1e3,
     )
     racks = _rack_power(fab, server, typical_fraction, rack_kw)
     densest = max(racks.compute_max_kw, racks.network_max_kw)
@@ -201,7 +203,7 @@ def power_plan(req: PowerRequest, cat: Catalog, fab: Fabric | None = None) -> Po
         server=server, nodes=req.nodes, cooling=cooling, pue=pue, power=power, racks=racks,
         checks=checks, swing=swing, gpu_tdp_w=gpu.tdp_w, gpu_idle_w=gpu.tdp_w * idle_fraction,
         fabric=fab,
-        fabric_summary=summ,
+        fabric_summary=summ.as_dict(), summary=summ,
         assumptions_used=(
             "server_typical_power_fraction", "gpu_idle_power_fraction", "training_power_ramp_s",
             LIMIT_NAME["air"], LIMIT_NAME["liquid"], "rack_usable_units",

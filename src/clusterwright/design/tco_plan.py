@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictStr
 from clusterwright.catalog.registry import Catalog
 from clusterwright.catalog.schema import CloudOffer
 from clusterwright.design.bom import BomLine
+from clusterwright.design.fabric import Fabric
 from clusterwright.design.power_plan import (
     MAX_PUE,
     Cooling,
@@ -194,13 +195,14 @@ def _is_estimate(source: str) -> bool:
     return "[estimate]" in source
 
 
-def tco_plan(req: TcoRequest, cat: Catalog) -> TcoPlan:
-    """Price the cluster ``req`` describes and compare it with renting the same GPUs."""
+def tco_plan(req: TcoRequest, cat: Catalog, fab: Fabric | None = None) -> TcoPlan:
+    """Price the cluster ``req`` describes (on ``fab`` when the caller designed it already)
+    and compare it with renting the same GPUs."""
     server = cat.server(req.server)
     offer = _offer(cat, req.cloud) if req.cloud is not None else None
     pp = power_plan(
         PowerRequest(server=req.server, nodes=req.nodes, cooling=req.cooling,
-                     rack_kw=req.rack_kw, pue=req.pue), cat
+                     rack_kw=req.rack_kw, pue=req.pue), cat, fab=fab
     )
     a = cat.assumption
 

@@ -199,7 +199,8 @@ def slurm_tree(fab: Fabric) -> list[dict[str, str]]:
     by_su: dict[int, list[str]] = defaultdict(list)
     for h in fab.hosts:
         by_su[h.su].append(h.name)
-    speed = f"{fab.backend.speed_gbps:g}G"
+    # With no backend, nodes meet on the frontend: its link rate is what the tree describes.
+    speed = f"{(fab.backend if fab.has_backend else fab.frontend).speed_gbps:g}G"
     rows: list[dict[str, str]] = [
         {"name": f"su{su:03d}", "kind": "Nodes", "members": compress(names), "speed": speed}
         for su, names in sorted(by_su.items())
@@ -387,18 +388,18 @@ def netbox_tables(fab: Fabric) -> dict[str, tuple[list[str], Iterable[list[objec
 def check_out_dir(out: Path, force: bool) -> None:
     """Refuse an existing non-empty directory (or a file) unless ``force``."""
     if out.exists() and not out.is_dir():
-        raise InputError(f"--out {out} exists and is not a directory")
+        raise InputError(f"out: {out} exists and is not a directory", field="out")
     if out.is_dir() and any(out.iterdir()) and not force:
         raise InputError(
-            f"--out {out} exists and is not empty; pass --force to replace it (nothing was written)"
-        )
+            f"out: {out} exists and is not empty; set `force` to replace it (nothing was "
+            "written)", field="out")
     # The nearest existing ancestor must be a directory we can create entries in; finding out
     # only after a plan of minutes is too late.
     anc = out.absolute().parent
     while not anc.exists() and anc != anc.parent:
         anc = anc.parent
     if not anc.is_dir() or not os.access(anc, os.W_OK | os.X_OK):
-        raise InputError(f"--out {out}: cannot create a directory under {anc} "
+        raise InputError(f"out: {out}: cannot create a directory under {anc} "
                          "(not a writable directory)", field="out")
 
 
@@ -417,7 +418,7 @@ def atomic_dir(out: Path) -> Iterator[Path]:
         remove_stale_temp_dirs(parent, out.name)
         tmp = Path(tempfile.mkdtemp(prefix=temp_prefix(out.name), dir=parent))
     except OSError as exc:
-        raise InputError(f"--out {out}: cannot write here: {exc.strerror or exc}",
+        raise InputError(f"out: {out}: cannot write here: {exc.strerror or exc}",
                          field="out") from None
     try:
         # mkdtemp makes 0700; the result should get the permissions any new directory would.
@@ -503,7 +504,7 @@ def _render_all(fab: Fabric, root: Path) -> list[str]:
             ))
     tree = slurm_tree(fab)
     emit("slurm/topology.conf", env.get_template("topology.conf.j2").generate(
-        title=title, version=ver, switches=tree, rails=fab.shape.rails,
+        title=title, version=ver, switches=tree, rails=fab.shape.rails, backend=fab.has_backend,
     ))
     kind, sizes, blocks = slurm_blocks(fab)
     emit("slurm/topology.yaml", env.get_template("topology.yaml.j2").generate(

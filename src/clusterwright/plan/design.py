@@ -16,9 +16,9 @@ from clusterwright.design.power_plan import PowerPlan, PowerRequest, power_plan
 from clusterwright.design.tco_plan import TcoPlan, TcoRequest, tco_plan
 from clusterwright.errors import InputError
 from clusterwright.plan.context import PlanRun
+from clusterwright.plan.fabric_choice import SCENARIO_FIELDS, backend_decision, fabric_request
 from clusterwright.plan.pricing import price_candidate, price_cloud_only
 from clusterwright.spec.fabric import MAX_NODES as FABRIC_MAX_NODES
-from clusterwright.spec.fabric import FabricRequest
 
 
 @dataclass
@@ -52,6 +52,16 @@ def rack_violations(run: PlanRun, server: Server) -> tuple[list[Violation], floa
     return [v], max(c.power_per_rack_kw, kw), other
 
 
+def scenario_words(exc: InputError) -> str:
+    """A designer error led by the scenario field it blames (``switch: ...`` ->
+    ``fabric.switch: ...``)."""
+    msg = str(exc)
+    name = exc.field or ""
+    if name in SCENARIO_FIELDS and msg.startswith(f"{name}: "):
+        return f"{SCENARIO_FIELDS[name]}: {msg.removeprefix(f'{name}: ')}"
+    return msg
+
+
 def design_candidate(run: PlanRun, cand: Candidate) -> DesignedCluster | None:
     sc, cat = run.scenario, run.cat
     c = sc.constraints
@@ -67,20 +77,26 @@ def design_candidate(run: PlanRun, cand: Candidate) -> DesignedCluster | None:
             "gpus", None, None, "", f"{cand.gpu}: {cand.nodes:,} x {server.id} is more than "
             f"the {FABRIC_MAX_NODES:,} servers the fabric designer builds"))
         return None
+    backend, no_backend = backend_decision(run, cand, server)
     try:
         with run.timed("fabric"):
-            fab = plan_fabric(FabricRequest(server=server.id, nodes=cand.nodes,
-                                            rack_kw=rack_kw, cooling=cooling), cat)
+            fab = plan_fabric(fabric_request(run, server, cand.nodes, rack_kw, cooling,
+                                             backend), cat)
         with run.timed("power"):
             pp = power_plan(PowerRequest(server=server.id, nodes=cand.nodes, cooling=cooling,
                                          rack_kw=rack_kw, pue=c.pue), cat, fab=fab)
     except InputError as exc:
         # A design the fabric designer refuses is a candidate that cannot be built, not a
-        # crash of the whole plan.
+        # crash of the whole plan; the message names the scenario field, not a flag.
         cand.violations.append(violation(
-            "gpus", None, None, "", f"{cand.gpu}: the fabric of {cand.nodes} x {server.id} "
-            f"cannot be designed ({exc})"))
+            "gpus", None, None, "",
+            f"{cand.gpu}: the fabric of {cand.nodes} x {server.id} cannot be designed "
+            f"({scenario_words(exc)})"))
         return None
+    # The designer's decisions, with the planner's reason when no backend is built.
+    cand.decisions += [x for x in fab.decisions if no_backend is None or x.area != "tiers"]
+    if no_backend is not None:
+        cand.decisions.append(no_backend)
     train_hours = sum(r["gpu_hours"] or 0.0 for r in cand.detail["workloads"]
                       if r["kind"] == "training") or None
     try:
@@ -89,7 +105,7 @@ def design_candidate(run: PlanRun, cand: Candidate) -> DesignedCluster | None:
                 server=server.id, nodes=cand.nodes, years=c.years,
                 electricity_usd_per_kwh=c.electricity_usd_per_kwh, pue=c.pue,
                 cooling=cooling, rack_kw=rack_kw,
-                training_gpu_hours=train_hours), cat)
+                training_gpu_hours=train_hours), cat, fab=fab)
     except InputError as exc:
         if c.deployment == "cloud" and price_cloud_only(run, cand):
             run.notes.append(f"{server.id} has no catalog price: {cand.gpu} is priced as "

@@ -20,7 +20,6 @@ from clusterwright.catalog.schema import FailureMode
 from clusterwright.design.blueprint import (
     Candidate,
 )
-from clusterwright.design.bom import summary
 from clusterwright.design.train_goodput import checkpoint_cost
 from clusterwright.errors import InfeasibleError, InputError
 from clusterwright.model import reliability as rel
@@ -146,10 +145,10 @@ def reliability_view(run: PlanRun, cand: Candidate, d: DesignedCluster) -> dict[
         return None
     row = max(rows, key=lambda r: r["gpus"])
     cat, server = run.cat, d.fab.server
-    fsum = summary(d.fab)
+    fsum = d.power.summary
     share = row["gpus"] / max(cand.gpus or 1, 1)
-    links = sum(fsum["links_by_tier"].values())  # type: ignore[attr-defined]
-    switches = fsum["leaf_switches"] + fsum["spine_switches"] + fsum["core_switches"]  # type: ignore[operator]
+    links = fsum.backend_links
+    switches = fsum.backend_switches
     per_host = server.gpus // server.hosts
     units = rel.FleetUnits(gpus=float(row["gpus"]), hosts=float(math.ceil(row["gpus"] / per_host)),
                            switches=float(switches) * share, links=float(links) * share)

@@ -3,7 +3,6 @@ recommendation and the facts the risk assessment reads."""
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from clusterwright.catalog.registry import Catalog
@@ -13,7 +12,6 @@ from clusterwright.design.blueprint import (
     InferenceFacts,
     Violation,
 )
-from clusterwright.design.bom import summary
 from clusterwright.plan.design import DesignedCluster
 from clusterwright.plan.pricing import cost_over_time
 from clusterwright.report.fmt import usd
@@ -35,9 +33,7 @@ def racks_view(d: DesignedCluster, cat: Catalog) -> list[dict[str, Any]]:
     """Racks with their devices in rack-unit order (the report's elevations)."""
     fab = d.fab
     by_name = {dev.name: dev for dev in fab.devices}
-    fsum = summary(fab)
-    net_ratio = (float(fsum["power_w"]) / float(fsum["power_max_w"])  # type: ignore[arg-type]
-                 if fsum["power_max_w"] else 1.0)
+    net_ratio = d.power.summary.typical_power_ratio
     typ = cat.assumption("server_typical_power_fraction")
     out = []
     for r in fab.racks:
@@ -71,12 +67,7 @@ def power_view(d: DesignedCluster) -> dict[str, Any]:
 
 
 def fabric_view(d: DesignedCluster) -> dict[str, Any]:
-    s = summary(d.fab)
-    osub = s["oversubscription"]
-    s["oversubscription_by_tier"] = osub
-    s["oversubscription"] = osub["leaf"]  # type: ignore[index]
-    s["nodes_per_su"] = math.ceil(int(s["su_hosts"]) / d.fab.server.hosts)  # type: ignore[call-overload]
-    return s
+    return d.power.summary.blueprint_dict()
 
 
 def summary_text(sc: Scenario, cand: Candidate, feasible: bool, binding: list[Violation],
@@ -156,9 +147,7 @@ def design_facts(sc: Scenario, cand: Candidate, d: DesignedCluster | None,
     if d is None:
         return DesignFacts(gpus=cand.gpus or 0, inference=inf, budget_usd=c.budget_usd,
                            total_cost_usd=cand.total_cost_usd, finetune_misses_window=misses)
-    s = summary(d.fab)
-    osub: dict[str, Any] = s["oversubscription"]  # type: ignore[assignment]
-    fe: dict[str, Any] = s["frontend"]  # type: ignore[assignment]
+    s = d.power.summary
     p = d.power
     on_prem = c.deployment != "cloud"
     return DesignFacts(
@@ -169,12 +158,11 @@ def design_facts(sc: Scenario, cand: Candidate, d: DesignedCluster | None,
         cooling_cap_kw=d.power.checks[d.cooling].limit_kw if d.cooling in d.power.checks else None,
         interruptions_per_day=rel_out["expected_interruptions_per_day"] if rel_out else None,
         job_mtbf_hours=rel_out["job_mtbf_hours"] if rel_out else None,
-        leaf_oversubscription=osub.get("leaf"), spine_oversubscription=osub.get("spine"),
-        tiers=int(s["tiers"]),  # type: ignore[call-overload]
-        spine_switches=int(s["spine_switches"]),  # type: ignore[call-overload]
-        core_switches=int(s["core_switches"]),  # type: ignore[call-overload]
-        storage_ports=fe.get("storage_ports") if on_prem else None,
-        frontend_spines=fe.get("spine_switches") if on_prem else None,
+        leaf_oversubscription=s.leaf_oversubscription,
+        spine_oversubscription=s.spine_oversubscription,
+        tiers=s.tiers, spine_switches=s.spine_switches, core_switches=s.core_switches,
+        storage_ports=s.frontend.storage_ports if on_prem else None,
+        frontend_spines=s.frontend.spine_switches if on_prem else None,
         inference=inf,
         total_cost_usd=(cand.capex_usd if on_prem else cand.total_cost_usd),
         budget_usd=c.budget_usd,

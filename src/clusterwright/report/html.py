@@ -220,8 +220,11 @@ def _topology(bp: Mapping[str, Any]) -> dict[str, Any]:
     if fab:
         links = mapping(fab.get("links_by_tier"))
         speed = num(fab.get("link_speed_gbps"))
+        none = fab.get("backend") == "none"  # every job fits one NVLink domain
         facts = [
-            ("tiers", fmt(fab.get("tiers"))), ("switch", text(fab.get("switch"))),
+            ("tiers", "no backend fabric" if none else fmt(fab.get("tiers"))),
+            ("switch", f"none (growth: {text(fab.get('switch'))})" if none
+             else text(fab.get("switch"))),
             ("link speed", unit(speed, "Gb/s")),
             ("leaf / spine / core switches", " / ".join(
                 fmt(fab.get(k)) for k in ("leaf_switches", "spine_switches", "core_switches"))),

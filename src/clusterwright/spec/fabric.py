@@ -70,6 +70,9 @@ class FabricRequest(BaseModel):
     # servers (or racks, for rack-scale systems such as GB200 NVL72)
     nodes: Annotated[int, INTEGER, Field(gt=0, le=MAX_NODES)]
     switch: StrictStr | None = None  # backend switch id; None = choose
+    # "none": no backend fabric (every job fits one NVLink domain, so no GPU traffic leaves a
+    # server); the backend is still sized, for the growth plan, but not built or bought.
+    backend: Literal["rail", "none"] = "rail"
     protocol: Literal["infiniband", "ethernet"] | None = None  # None = what the switch speaks
     oversubscription: Ratio = 1.0  # leaf tier (down:up)
     spine_oversubscription: Ratio = 1.0  # spine tier towards the core (three tiers only)

@@ -33,6 +33,7 @@ from clusterwright.spec.numbers import (
     PositiveFloat,
 )
 from clusterwright.spec.parallel import Recompute
+from clusterwright.spec.scenario_fabric import FabricSection
 from clusterwright.spec.yamlio import (
     LoadedYaml,
     YamlError,
@@ -369,6 +370,9 @@ class Scenario(_Strict):
     cluster: Cluster = Field(default_factory=Cluster)
     """The cluster as built beyond what the workloads need: a fixed size, spare servers, serving
     headroom."""
+    fabric: FabricSection = Field(default_factory=FabricSection)
+    """The network as an architect decides it: protocol, switch, scalable-unit size and
+    oversubscription (the planner chooses what is not given)."""
 
     @model_validator(mode="after")
     def _unique_names(self) -> Scenario:

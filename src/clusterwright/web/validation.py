@@ -67,6 +67,9 @@ def problems_of(message: str) -> list[Problem]:
         if text.endswith(":") and line is None and len(message.splitlines()) > 1:
             continue
         out.append(Problem(line, text))
+        # A contradiction names two fields: show the message at the other field's line too.
+        out += [Problem(n, text) for n in dict.fromkeys(
+            int(x) for x in _PAREN_LINE.findall(text)) if n != line]
     return shown(out or [Problem(None, message.strip() or "invalid scenario")])
 
 
