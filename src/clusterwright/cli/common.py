@@ -83,7 +83,7 @@ def field_flag_message(exc: InputError, flags: dict[str, str] | None = None) -> 
     ``--schedule: ...``), when it blames one."""
     msg = str(exc)
     name = exc.field
-    if not name or not re.fullmatch(r"[a-z0-9_]+", name):
+    if not name or not re.fullmatch(r"[a-z0-9_]+(\.[a-z0-9_]+)*", name):
         return msg
     flag = (flags or {}).get(name, "--" + name.replace("_", "-"))
     return f"{flag}: {msg.removeprefix(f'{name}: ')}"

@@ -283,6 +283,12 @@ def plan_cmd(
             seed=seed, length_dist=length_dist, length_cv=length_cv,
         )
     payload = res.as_dict()
+    best = payload.get("best")
+    if best is not None and best.get("price_offer"):
+        from clusterwright.plan.pricing import cloud_price
+
+        choice = cloud_price(cat, best["gpu"])
+        payload["pricing"] = choice.as_dict() if choice is not None else None
     if as_json:
         emit_json(payload)
     else:
@@ -307,9 +313,10 @@ def _render_plan(d: dict[str, Any]) -> None:
             f"{_ms(c['tpot_p99_s'])})"
         )
     else:
+        est = " [yellow]estimate[/]" if (d.get("pricing") or {}).get("estimate") else ""
         cost = (
             f", ${b['usd_per_hour']:,.2f}/h at ${b['usd_per_gpu_hour']:.2f}/GPU-h "
-            f"({b['price_offer']}), ${b['cost_per_million_tokens_usd']:.2f} per million "
+            f"({b['price_offer']}{est}), ${b['cost_per_million_tokens_usd']:.2f} per million "
             "output tokens"
             if b["usd_per_hour"] is not None
             else " (no cloud price in the catalog)"

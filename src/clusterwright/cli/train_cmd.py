@@ -478,11 +478,11 @@ def _explain_misfit(job: Job, fixed: dict[str, Any], payload: dict[str, Any]) ->
 
 
 def gpu_hour_price(cat: Catalog, gpu_id: str) -> tuple[float, str] | None:
-    """Cheapest on-demand $/GPU-hour among the catalog's cloud offers for ``gpu_id``."""
-    offers = [
-        (c.on_demand_usd_per_hour / c.gpus, c.id) for c in cat.all("clouds") if c.gpu == gpu_id
-    ]
-    return min(offers) if offers else None
+    """$/GPU-hour and offer id for ``gpu_id`` by the one pricing policy (plan/pricing.py)."""
+    from clusterwright.plan.pricing import cloud_price
+
+    c = cloud_price(cat, gpu_id)
+    return (c.usd_per_gpu_hour, c.offer_id) if c is not None else None
 
 
 def _recheck(cat: Catalog, chosen: dict[str, Any], server: str | None, routing: str,
@@ -744,6 +744,11 @@ def plan_cmd(
         ]
     payload["fidelity"] = fidelity
     payload["notes"] = notes
+    if payload.get("price_offer"):
+        from clusterwright.plan.pricing import cloud_price
+
+        choice = cloud_price(cat, payload["best"]["gpu"])
+        payload["pricing"] = choice.as_dict() if choice is not None else None
     if as_json:
         emit_json(payload)
     else:
@@ -782,7 +787,8 @@ def _render_plan(d: dict[str, Any]) -> None:
     _render_estimate(b)
     if d.get("time_to_train_days") is not None:
         cost = (
-            f", ${d['cost_usd']:,.0f} at ${d['usd_per_gpu_hour']:.2f}/GPU-h ({d['price_offer']})"
+            f", ${d['cost_usd']:,.0f} at ${d['usd_per_gpu_hour']:.2f}/GPU-h ({d['price_offer']}"
+            + (" [yellow]estimate[/]" if (d.get("pricing") or {}).get("estimate") else "") + ")"
             if d.get("cost_usd")
             else ""
         )

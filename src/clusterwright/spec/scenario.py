@@ -32,6 +32,7 @@ from clusterwright.spec.numbers import (
     PositiveFloat,
 )
 from clusterwright.spec.parallel import Recompute
+from clusterwright.spec.pricing import CloudPolicy, Prices
 from clusterwright.spec.yamlio import (
     LoadedYaml,
     YamlError,
@@ -276,6 +277,8 @@ class Scenario(_Strict):
     seed: Annotated[int, INTEGER, Field(ge=0, le=MAX_SEED)] = 0
     workloads: list[Workload] = Field(min_length=1, max_length=MAX_WORKLOADS)
     constraints: Constraints = Field(default_factory=Constraints)
+    prices: Prices = Field(default_factory=Prices)
+    cloud: CloudPolicy = Field(default_factory=CloudPolicy)
 
     @model_validator(mode="after")
     def _unique_names(self) -> Scenario:
