@@ -37,13 +37,38 @@ def test_opex_energy_and_colocation(catalog: Catalog) -> None:
     assert plan.opex.colocation_usd == pytest.approx(p.nameplate_kw * 184.06 * 12)
 
 
-def test_default_cloud_matches_the_gpu_and_alternatives_listed(catalog: Catalog) -> None:
+def test_no_offer_chosen_here_every_offer_of_the_gpu_priced(catalog: Catalog) -> None:
+    # The policy lives in plan/pricing.py: without an offer named, none is chosen here.
     plan = tco_plan(TcoRequest(server="dgx-h100", nodes=4), catalog)
-    assert plan.cloud is not None and plan.cloud.offer.gpu == "h100-sxm"
-    assert plan.cloud.instances == 4
+    assert plan.cloud is None
     assert {a.offer.gpu for a in plan.alternatives} == {"h100-sxm"}
+    assert len(plan.alternatives) == 5 and all(a.instances == 4 for a in plan.alternatives)
     chosen = tco_plan(TcoRequest(server="dgx-h100", nodes=4, cloud="lambda-8x-h100-sxm"), catalog)
     assert chosen.cloud is not None and chosen.cloud.offer.id == "lambda-8x-h100-sxm"
+    assert "lambda-8x-h100-sxm" not in {a.offer.id for a in chosen.alternatives}
+
+
+def test_rented_gpu_hours_replace_the_utilization_model(catalog: Catalog) -> None:
+    req = TcoRequest(server="dgx-h100", nodes=4, cloud="aws-p5.48xlarge")
+    hourly = tco_plan(req.model_copy(update={"cloud_gpu_hours_per_year": 100_000.0}), catalog)
+    assert hourly.cloud is not None
+    # 100,000 GPU-hours x $55.04 / 8 per GPU-hour; committed still pays every hour
+    assert hourly.cloud.on_demand_annual_usd == pytest.approx(100_000 * 55.04 / 8)
+    assert hourly.cloud.committed_annual_usd == pytest.approx(4 * 39.33 * 8760)
+    assert "100,000 GPU-hours" in hourly.as_dict()["cloud_model"]
+
+
+def test_cloud_and_server_prices_without_primary_source_are_estimates(catalog: Catalog) -> None:
+    d = tco_plan(TcoRequest(server="dgx-h100", nodes=4, cloud="lambda-8x-h100-sxm"),
+                 catalog).as_dict()
+    est = {e["input"]: e for e in d["estimates"]}
+    assert est["cloud:lambda-8x-h100-sxm"]["value"] == pytest.approx(23.92 / 8)
+    assert "costnimbus" in est["cloud:lambda-8x-h100-sxm"]["why"]
+    assert "SemiAnalysis estimate" in est["server:dgx-h100"]["why"]
+    assert d["cloud"]["estimate"] is True
+    # AWS's Capacity Block snapshot for P5e is a primary price page (mirrored): not flagged
+    p5e = tco_plan(TcoRequest(server="dgx-h100", nodes=4, cloud="aws-p5e.48xlarge"), catalog)
+    assert p5e.cloud is not None and not p5e.cloud.estimate
 
 
 def test_breakeven_monotonic_in_utilization(catalog: Catalog) -> None:
@@ -53,7 +78,8 @@ def test_breakeven_monotonic_in_utilization(catalog: Catalog) -> None:
     # that the breakeven comes sooner the more the GPUs are used.
     months: list[float | None] = []
     for u in (0.1, 0.2, 0.5, 0.75, 1.0):
-        plan = tco_plan(TcoRequest(server="dgx-h100", nodes=4, utilization=u), catalog)
+        plan = tco_plan(TcoRequest(server="dgx-h100", nodes=4, utilization=u,
+                                   cloud="aws-p5.48xlarge"), catalog)
         assert plan.cloud is not None
         months.append(plan.cloud.breakeven_months)
     assert months[:2] == [None, None]
@@ -63,11 +89,16 @@ def test_breakeven_monotonic_in_utilization(catalog: Catalog) -> None:
 
 
 def test_unpriced_server_needs_a_price(catalog: Catalog) -> None:
-    with pytest.raises(InputError, match="--server-price-usd"):
+    with pytest.raises(InputError, match=r"prices\.server_usd") as err:
         tco_plan(TcoRequest(server="dgx-h200", nodes=2), catalog)
+    assert err.value.field == "prices.server_usd" and "--" not in str(err.value)
+    with pytest.raises(InputError) as bad:
+        tco_plan(TcoRequest(server="dgx-h100", nodes=2, cloud="aws-p9"), catalog)
+    assert bad.value.field == "cloud.offer"
     plan = tco_plan(TcoRequest(server="dgx-h200", nodes=2, server_price_usd=400_000), catalog)
     assert plan.capex.servers_usd == pytest.approx(800_000)
-    assert "server_price_usd" in [e["input"] for e in plan.estimates]
+    given = {e["input"]: e["why"] for e in plan.estimates}
+    assert "given as input" in given["server:dgx-h200"]
 
 
 def test_estimates_are_listed(catalog: Catalog) -> None:

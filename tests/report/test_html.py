@@ -284,3 +284,25 @@ def test_a_pool_without_backend_says_so_in_the_topology_facts() -> None:
     assert bp["fabric"]["backend"] == "none"
     page = render_html(bp)
     assert "no backend fabric" in page and "none (growth: sn5600)" in page
+
+
+def test_cost_section_lists_every_offer_and_the_estimated_prices() -> None:
+    bp = blueprints.full()
+    bp["tco"]["cloud"]["estimate"] = True
+    bp["tco"]["cloud_term"] = "on_demand"
+    bp["tco"]["pricing"] = {"why": "cheapest on demand $/GPU-hour of 5 catalog offers"}
+    bp["tco"]["cloud_offers_over_time"] = [
+        {"offer": "lambda-8x-h100-sxm", "term": "on_demand", "usd_per_gpu_hour": 2.99,
+         "annual_usd": 1.34e6, "chosen": True, "estimate": True, "cumulative_usd": [0, 1.1e5]},
+        {"offer": "aws-p5e.48xlarge", "term": "on_demand", "usd_per_gpu_hour": 5.41,
+         "annual_usd": 2.4e6, "chosen": False, "estimate": False, "cumulative_usd": [0, 2e5]}]
+    bp["tco"]["estimates"] = [{"input": "cloud:lambda-8x-h100-sxm", "value": 2.99,
+                               "why": "costnimbus.com <i>weak</i>"}]
+    page = render_html(bp)
+    section = page.split('<section id="cost">', 1)[1].split("</section>", 1)[0]
+    assert "Cloud offers renting this GPU" in section
+    assert "aws-p5.48xlarge (estimate: no primary source)" in section
+    assert "cheapest on demand $/GPU-hour of 5 catalog offers" in section
+    assert "<td>aws-p5e.48xlarge</td>" in section and "<td>primary</td>" in section
+    assert "Estimated prices and inputs (no primary source)" in section
+    assert "costnimbus.com &lt;i&gt;weak&lt;/i&gt;" in section

@@ -1,4 +1,5 @@
-"""Resolve a scenario's catalog references (models, GPUs, servers) against a catalog."""
+"""Resolve a scenario's catalog references (models, GPUs, servers, priced servers, cloud
+provider and offer) against a catalog."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from clusterwright.catalog.registry import Catalog
-from clusterwright.catalog.schema import ModelArch, Server
+from clusterwright.catalog.schema import CloudOffer, ModelArch, Server
 from clusterwright.errors import ScenarioError, UnknownIdError
+from clusterwright.spec.pricing import CloudPolicy
 from clusterwright.spec.scenario import InferenceWorkload, Scenario
 from clusterwright.spec.yamlio import LoadedYaml, describe_validation_error, format_loc
 
@@ -73,6 +75,7 @@ def resolve(
     _gpus_match_servers(scenario, cat, doc)
     _cluster_fits_servers(scenario, cat, doc)
     _fabric_switch(scenario, cat, doc)
+    _pricing_refs(scenario, cat, doc)
     return models
 
 
@@ -173,3 +176,79 @@ def _cluster_fits_servers(scenario: Scenario, cat: Catalog, doc: LoadedYaml | No
 def _line(doc: LoadedYaml | None, loc: tuple[str | int, ...]) -> str:
     line = doc.line_of(loc) if doc is not None else None
     return f" (line {line})" if line else ""
+
+
+def provider_key(name: str) -> str:
+    """A provider name as a scenario may write it: "Google Cloud" -> "google-cloud"."""
+    return "-".join("".join(ch if ch.isalnum() else " " for ch in name.lower()).split())
+
+
+def matching_offers(cat: Catalog, gpu: str, policy: CloudPolicy) -> list[CloudOffer]:
+    """The catalog offers renting ``gpu`` that ``policy`` allows (its provider or offer, and
+    a price for its term), in catalog order."""
+    out = []
+    for o in cat.all("clouds"):
+        if o.gpu != gpu:
+            continue
+        if policy.offer is not None and o.id != policy.offer:
+            continue
+        if policy.provider is not None and provider_key(o.provider) != provider_key(
+                policy.provider):
+            continue
+        if policy.term == "committed" and o.committed_usd_per_hour is None:
+            continue
+        if policy.term in ("1y", "3y") and o.committed_term != policy.term:
+            continue
+        out.append(o)
+    return out
+
+
+def _possible_gpus(scenario: Scenario, cat: Catalog) -> list[str]:
+    """Every GPU the planner may consider: the listed ones, else those of the listed servers,
+    else every GPU a catalog server carries."""
+    c = scenario.constraints
+    if isinstance(c.gpus, list):
+        return list(c.gpus)
+    servers = [cat.server(s) for s in c.servers] if c.servers else cat.all("servers")
+    return list(dict.fromkeys(s.gpu for s in servers))
+
+
+def _pricing_refs(scenario: Scenario, cat: Catalog, doc: LoadedYaml | None) -> None:
+    """``prices.server_usd`` names catalog servers; ``cloud`` names a provider or offer of the
+    catalog that rents at least one GPU the plan may choose, at its term."""
+    for s in scenario.prices.server_usd:
+        try:
+            cat.server(s)
+        except UnknownIdError as exc:
+            raise ScenarioError(f"{_where(doc, ('prices', 'server_usd', s))}: {exc}") from None
+    pol = scenario.cloud
+    offers: list[CloudOffer] = cat.all("clouds")
+    if pol.offer is not None:
+        try:
+            cat.cloud(pol.offer)
+        except UnknownIdError as exc:
+            raise ScenarioError(f"{_where(doc, ('cloud', 'offer'))}: {exc}") from None
+    if pol.provider is not None:
+        known = sorted({provider_key(o.provider) for o in offers})
+        if provider_key(pol.provider) not in known:
+            raise ScenarioError(
+                f"{_where(doc, ('cloud', 'provider'))}: no catalog cloud offer is from "
+                f"{pol.provider!r}; providers: {', '.join(known)}")
+    gpus = _possible_gpus(scenario, cat)
+    any_term = pol.model_copy(update={"term": "on_demand"})
+    if not any(matching_offers(cat, g, any_term) for g in gpus):
+        field = "offer" if pol.offer is not None else "provider"
+        who = pol.offer if pol.offer is not None else pol.provider
+        if who is not None:
+            raise ScenarioError(
+                f"{_where(doc, ('cloud', field))}: {who!r} rents none of the GPUs this plan "
+                f"may choose ({', '.join(gpus)})")
+        return  # no offer rents any candidate: the planner says so per GPU
+    if not any(matching_offers(cat, g, pol) for g in gpus):
+        rates = sorted({f"{o.id} ({o.commitment})" for g in gpus
+                        for o in matching_offers(cat, g, any_term) if o.commitment})
+        raise ScenarioError(
+            f"{_where(doc, ('cloud', 'term'))}: no catalog offer for these GPUs has a "
+            f"{pol.term} price with a cited source"
+            + (f"; committed prices: {'; '.join(rates)} (term: committed)" if rates else
+               "; use term: on_demand"))

@@ -312,6 +312,9 @@ class CloudOffer(CatalogEntry):
     on_demand_usd_per_hour: PositiveFloat  # whole instance
     committed_usd_per_hour: PositiveFloat | None = None  # whole instance
     commitment: StrictStr | None = None  # e.g. "1-year reserved", "3-year CUD"
+    # The term of committed_usd_per_hour when it is a 1- or 3-year reservation (a scenario's
+    # cloud.term 1y / 3y matches it); None for block or contract commitments.
+    committed_term: Literal["1y", "3y"] | None = None
     region: StrictStr
     price_date: StrictStr  # YYYY-MM
     interconnect: StrictStr | None = None  # backend networking as offered
@@ -320,6 +323,8 @@ class CloudOffer(CatalogEntry):
     def _commit_named(self) -> CloudOffer:
         if self.committed_usd_per_hour is not None and not self.commitment:
             raise ValueError("committed_usd_per_hour needs `commitment` (term and kind)")
+        if self.committed_term is not None and self.committed_usd_per_hour is None:
+            raise ValueError("committed_term needs committed_usd_per_hour")
         return self
 
 

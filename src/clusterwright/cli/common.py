@@ -86,7 +86,7 @@ def field_flag_message(exc: InputError, flags: dict[str, str] | None = None) -> 
 
     msg = word_fields(str(exc), flag_of)
     name = exc.field
-    if not name or not re.fullmatch(r"[a-z0-9_]+", name):
+    if not name or not re.fullmatch(r"[a-z0-9_]+(\.[a-z0-9_]+)*", name):
         return msg
     return f"{flag_of(name)}: {msg.removeprefix(f'{name}: ')}"
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import typer
@@ -12,6 +11,7 @@ from clusterwright.cli import limits as lim
 from clusterwright.cli.common import console, emit_json, fail, state, user_errors
 from clusterwright.errors import ClusterwrightError
 
+# Request fields and the field paths the pricing layer blames, in this command's words.
 FLAGS = {
     "server": "--server", "nodes": "--nodes", "years": "--years",
     "electricity_usd_per_kwh": "--electricity-usd-per-kwh", "pue": "--pue",
@@ -19,12 +19,8 @@ FLAGS = {
     "colocation_usd_per_kw_month": "--colocation-usd-per-kw-month",
     "server_price_usd": "--server-price-usd", "training_gpu_hours": "--training-gpu-hours",
     "tokens_per_s_per_gpu": "--tokens-per-s-per-gpu",
+    "prices.server_usd": "--server-price-usd", "cloud.offer": "--cloud",
 }
-
-
-def _check(flag: str, v: float | None, ok: bool, want: str) -> None:
-    if v is not None and (not ok or not math.isfinite(v)):
-        fail(f"{flag} must be {want}, got {v:g}")
 
 
 def tco(
@@ -42,7 +38,8 @@ def tco(
         None, "--utilization", help="Used / installed GPU-hours, in (0, 1] (default: catalog)."
     ),
     cloud: str | None = typer.Option(
-        None, "--cloud", help="Cloud offer id (default: the first offer with the server's GPU)."
+        None, "--cloud", help="Cloud offer id (default: the cheapest offer renting the "
+        "server's GPU, as plan, train plan and serve plan price it)."
     ),
     cooling: str | None = typer.Option(None, "--cooling", help="air or liquid."),
     colocation: float | None = typer.Option(
@@ -61,21 +58,9 @@ def tco(
 ) -> None:
     """Owning vs renting: capex (servers, network BOM, storage, racks), yearly opex (energy,
     colocation, support, staff), cost per GPU-hour and breakeven months against cloud prices."""
-    from clusterwright.design.tco_plan import TcoRequest, tco_plan
+    from clusterwright.design.tco_plan import TcoRequest
+    from clusterwright.plan.pricing import price_tco, tco_dict
 
-    if nodes < 1:
-        fail(f"--nodes must be at least 1, got {nodes}")
-    if utilization is not None and not (0 < utilization <= 1):
-        fail(f"--utilization must be in (0, 1], got {utilization:g}")
-    _check("--pue", pue, pue is not None and pue >= 1.0,
-           "at least 1.0 (facility power / IT power)")
-    for flag, v in (("--electricity-usd-per-kwh", electricity),
-                    ("--colocation-usd-per-kw-month", colocation)):
-        _check(flag, v, v is not None and v >= 0, "a price >= 0")
-    for flag, v in (("--server-price-usd", server_price),
-                    ("--training-gpu-hours", training_gpu_hours),
-                    ("--tokens-per-s-per-gpu", tokens_per_s)):
-        _check(flag, v, v is not None and v > 0, "positive")
     if cooling is not None and cooling not in ("air", "liquid"):
         fail(f"--cooling: {cooling!r} is not one of air, liquid")
     lim.within(("--nodes", nodes, lim.NODES), ("--pue", pue, lim.PUE),
@@ -97,7 +82,7 @@ def tco(
             cat.server(server)
         except ClusterwrightError as exc:
             fail(f"--server: {exc}")
-        data = tco_plan(req, cat).as_dict()
+        data = tco_dict(*price_tco(req, cat))
     if as_json:
         emit_json(data)
     else:
@@ -148,10 +133,14 @@ def _render(d: dict[str, Any]) -> None:
             + (f"; committed {_usd(c['committed_annual_usd'])}/year, breakeven "
                f"{_months(c['breakeven_months_committed'])}" if c["committed_annual_usd"] else "")
         )
+    if d.get("pricing"):
+        p = d["pricing"]
+        console.print(f"  chosen: {p['offer']} at ${p['usd_per_gpu_hour']:.2f}/GPU-h"
+                      + (" [yellow](estimate)[/]" if p["estimate"] else "") + f": {p['why']}")
     for a in d["cloud_alternatives"]:
         console.print(
             f"  also {a['offer']}: ${a['on_demand_usd_per_gpu_hour']:.2f}/GPU-h, breakeven "
-            f"{_months(a['breakeven_months'])}"
+            f"{_months(a['breakeven_months'])}" + (" (estimate)" if a["estimate"] else "")
         )
     if "training_run_cost_usd" in d:
         console.print(f"Training run: {_usd(d['training_run_cost_usd'])} owned, "
@@ -163,7 +152,8 @@ def _render(d: dict[str, Any]) -> None:
             + (f", ${cloud_tok:.3f} on-demand" if cloud_tok is not None else "")
         )
     if d["estimates"]:
-        console.print("[yellow]Estimates used[/] (no source gave them): "
-                      + ", ".join(e["input"] for e in d["estimates"]))
+        console.print("[yellow]Estimates used[/] (no primary source gave them):")
+        for e in d["estimates"]:
+            console.print(f"  {e['input']} = {e['value']:,.6g}: {e['why']}", highlight=False)
     for note in d["notes"]:
         console.print(f"  [yellow]note:[/] {note}")

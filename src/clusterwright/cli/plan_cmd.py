@@ -86,7 +86,7 @@ def _render(d: dict[str, Any], out: Path, files: int) -> None:
     t.add_column("value", justify="right")
     for label, key in (("total (" + r["deployment"] + ")", "total_cost_usd"),
                        ("capex", "capex_usd"), ("opex per year", "annual_opex_usd"),
-                       ("cloud on demand per year", "cloud_annual_cost_usd")):
+                       ("cloud per year", "cloud_annual_cost_usd")):
         if r.get(key) is not None:
             t.add_row(label, usd(r[key]))
     if r.get("breakeven_months") is not None:
@@ -96,6 +96,18 @@ def _render(d: dict[str, Any], out: Path, files: int) -> None:
     if t.row_count:
         console.print(t)
         console.print(f"[dim]cost basis: {r['cost_basis']}[/]", highlight=False)
+        cloud_basis = (d.get("tco") or {}).get("cloud_cost_basis")
+        if cloud_basis and cloud_basis != r["cost_basis"]:
+            console.print(f"cloud basis: {cloud_basis}", highlight=False, markup=False)
+    for x in d.get("decisions") or []:
+        if x.get("area") == "pricing":
+            console.print(f"cloud price: {x['choice']} ({x['why']})", highlight=False,
+                          markup=False)
+    est = (d.get("tco") or {}).get("estimates") or []
+    if est:
+        console.print("[yellow]estimated prices[/] (no primary source; sources in blueprint.json "
+                      "tco.estimates): " + ", ".join(f"{e['input']} {e['value']:,.6g}"
+                                                     for e in est), highlight=False)
     if d["alternatives"]:
         a = Table(title="alternatives", title_justify="left")
         for col in ("GPU", "server", "GPUs", "cost", "why not"):

@@ -288,6 +288,12 @@ def plan_cmd(
             seed=seed, length_dist=length_dist, length_cv=length_cv,
         )
     payload = res.as_dict()
+    best = payload.get("best")
+    if best is not None and best.get("price_offer"):
+        from clusterwright.plan.pricing import cloud_price
+
+        choice = cloud_price(cat, best["gpu"])
+        payload["pricing"] = choice.as_dict() if choice is not None else None
     if as_json:
         emit_json(payload)
     else:
@@ -312,9 +318,10 @@ def _render_plan(d: dict[str, Any]) -> None:
             f"{_ms(c['tpot_p99_s'])})"
         )
     else:
+        est = " [yellow]estimate[/]" if (d.get("pricing") or {}).get("estimate") else ""
         cost = (
             f", {usd(b['usd_per_hour'])}/h at {usd(b['usd_per_gpu_hour'])}/GPU-h "
-            f"({b['price_offer']}), {usd(b['cost_per_million_tokens_usd'])} per million "
+            f"({b['price_offer']}{est}), {usd(b['cost_per_million_tokens_usd'])} per million "
             "output tokens"
             if b["usd_per_hour"] is not None
             else " (no cloud price in the catalog)"

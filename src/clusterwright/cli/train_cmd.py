@@ -318,7 +318,8 @@ def _render_plan(d: dict[str, Any]) -> None:
     _render_estimate(b)
     if d.get("time_to_train_days") is not None:
         cost = (
-            f", {usd(d['cost_usd'])} at {usd(d['usd_per_gpu_hour'])}/GPU-h ({d['price_offer']})"
+            f", {usd(d['cost_usd'])} at {usd(d['usd_per_gpu_hour'])}/GPU-h ({d['price_offer']}"
+            + (" [yellow]estimate[/]" if (d.get("pricing") or {}).get("estimate") else "") + ")"
             if d.get("cost_usd")
             else ""
         )

@@ -377,7 +377,8 @@ def assess_risks(f: DesignFacts) -> list[Risk]:
         out.append(Risk(
             "low", "cost", f"{f.estimated_prices} estimated prices",
             f"{f.estimated_prices} prices or cost assumptions in the TCO are estimates (tagged "
-            "[estimate] in the catalog): get quotes before committing",
+            "[estimate] or without a primary source in the catalog, listed in tco.estimates): "
+            "get quotes before committing",
         ))
     order = {"high": 0, "medium": 1, "low": 2}
     return sorted(out, key=lambda r: order[r.severity])

@@ -2,8 +2,13 @@
 catalog prices and assumptions, and the pure cost model (``model/tco.py``).
 
 Which prices are estimates is reported, never hidden: every assumption whose source is tagged
-``[estimate]``, every network BOM part priced as one, and a server price given on the command
-line are listed in ``estimates``.
+``[estimate]``, every network BOM part priced as one, a server price given as input or whose
+catalog source is not primary, and a cloud price without a primary source are listed in
+``estimates``.
+
+Which cloud offer is compared is not decided here: the caller names it (``cloud``), and
+``plan/pricing.py`` holds the policy every command uses. Without one, every offer renting
+the GPU is priced as an alternative and none is chosen.
 """
 
 from __future__ import annotations
@@ -50,7 +55,10 @@ class TcoRequest(BaseModel):
     # Lower bounds keep costs per unit finite: a utilization of 1e-300 made 1e300 $/GPU-hour.
     utilization: Annotated[float, Field(ge=MIN_UTILIZATION, le=1, allow_inf_nan=False)] | None \
         = None
-    cloud: StrictStr | None = None  # cloud offer id; None = the first offer with the same GPU
+    cloud: StrictStr | None = None  # cloud offer id (plan/pricing chooses); None = none chosen
+    # GPU-hours rented on demand per year (an hour-by-hour curve); None = GPUs x 8,760 x
+    # utilization
+    cloud_gpu_hours_per_year: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
     cooling: Cooling | None = None
     # None: the cooling mode's limit
     rack_kw: Annotated[float, Field(gt=0, le=MAX_RACK_KW, allow_inf_nan=False)] | None = None
@@ -76,6 +84,16 @@ class CloudCost:
     def on_demand_usd_per_gpu_hour(self) -> float:
         return self.offer.on_demand_usd_per_hour / self.offer.gpus
 
+    @property
+    def committed_usd_per_gpu_hour(self) -> float | None:
+        c = self.offer.committed_usd_per_hour
+        return c / self.offer.gpus if c is not None else None
+
+    @property
+    def estimate(self) -> bool:
+        """The offer's source is not a primary price list."""
+        return price_is_estimate(self.offer.source)
+
     def as_dict(self) -> dict[str, Any]:
         o = self.offer
         return {
@@ -91,6 +109,11 @@ class CloudCost:
             "breakeven_months": self.breakeven_months,
             "breakeven_months_committed": self.breakeven_months_committed,
             "on_demand_usd_per_gpu_hour": self.on_demand_usd_per_gpu_hour,
+            "committed_usd_per_gpu_hour": self.committed_usd_per_gpu_hour,
+            "committed_term": o.committed_term,
+            "provider": o.provider,
+            "estimate": self.estimate,
+            "source": o.source,
         }
 
 
@@ -115,6 +138,7 @@ class TcoPlan:
     training_gpu_hours: float | None
     tokens_per_s_per_gpu: float | None
     notes: list[str] = field(default_factory=list)
+    cloud_gpu_hours_per_year: float | None = None
 
     @property
     def gpus(self) -> int:
@@ -125,6 +149,14 @@ class TcoPlan:
             self.capex.total_usd, self.years, self.opex.total_usd, self.gpus,
             self.utilization if utilization is None else utilization,
         )
+
+    def cloud_model(self) -> str:
+        od = ("on-demand: used GPU-hours only (instances x rate x 8760 h x utilization)"
+              if self.cloud_gpu_hours_per_year is None else
+              f"on-demand: {self.cloud_gpu_hours_per_year:,.0f} GPU-hours rented per year x "
+              "rate per GPU-hour")
+        return (od + "; committed: every hour of the term (instances x rate x 8760 h); "
+                "breakeven = capex / monthly (cloud - on-prem opex)")
 
     def as_dict(self) -> dict[str, Any]:
         c, o = self.capex, self.opex
@@ -161,11 +193,7 @@ class TcoPlan:
             "breakeven_months_committed": cloud.breakeven_months_committed if cloud else None,
             "cloud": cloud.as_dict() if cloud else None,
             "cloud_alternatives": [a.as_dict() for a in self.alternatives],
-            "cloud_model": (
-                "on-demand: used GPU-hours only (instances x rate x 8760 h x utilization); "
-                "committed: every hour of the term (instances x rate x 8760 h); breakeven = "
-                "capex / monthly (cloud - on-prem opex)"
-            ),
+            "cloud_model": self.cloud_model(),
             "energy_model": (
                 "average IT kW (idle + utilization x (typical - idle)) x 8760 h x PUE; "
                 "colocation on nameplate IT kW"
@@ -193,6 +221,18 @@ class TcoPlan:
 
 def _is_estimate(source: str) -> bool:
     return "[estimate]" in source
+
+
+# Words by which a catalog source says it is not a primary price list (shared/reference tags:
+# [S] secondary, [W] weak, [M] from memory; analysts' estimates; recollections).
+_NOT_PRIMARY = ("[estimate]", "estimate", "[s]", "secondary", "[w]", "[weak]", "weak",
+                "[m]", "recollection", "unverified", "reported", "channel quote")
+
+
+def price_is_estimate(source: str | None) -> bool:
+    """A price whose source is not a primary price list (missing, an estimate, secondary,
+    weak or from memory): shown as an estimate wherever it is used."""
+    return not source or any(w in source.lower() for w in _NOT_PRIMARY)
 
 
 def tco_plan(req: TcoRequest, cat: Catalog, fab: Fabric | None = None) -> TcoPlan:
@@ -229,13 +269,17 @@ def tco_plan(req: TcoRequest, cat: Catalog, fab: Fabric | None = None) -> TcoPla
     # Capex.
     if req.server_price_usd is not None:
         server_price = req.server_price_usd
-        estimates.append(_estimate("server_price_usd", server_price, "given by --server-price-usd"))
+        estimates.append(_estimate(f"server:{server.id}", server_price,
+                                   "given as input (prices.server_usd), not a catalog price"))
     elif server.price_usd is not None:
         server_price = server.price_usd
+        if price_is_estimate(server.price_source):
+            estimates.append(_estimate(f"server:{server.id}", server_price,
+                                       server.price_source or "no source"))
     else:
         raise InputError(
-            f"--server {server.id}: the catalog has no price for it; give --server-price-usd"
-        )
+            f"prices.server_usd: the catalog has no price for server {server.id}; give one",
+            field="prices.server_usd")
     bom = [b for b in pp.fabric.bom if isinstance(b, BomLine) and b.category != "server"]
     unpriced = sorted({b.part for b in bom if b.unit_price_usd is None})
     if unpriced:
@@ -278,18 +322,18 @@ def tco_plan(req: TcoRequest, cat: Catalog, fab: Fabric | None = None) -> TcoPla
     same_gpu = [o for o in cat.all("clouds") if o.gpu == server.gpu]
     if offer is not None and offer.gpu != server.gpu:
         notes.append(
-            f"--cloud {offer.id} rents {offer.gpu}, not the server's {server.gpu}: compared "
-            "GPU for GPU, not by throughput"
+            f"cloud offer {offer.id} rents {offer.gpu}, not the server's {server.gpu}: "
+            "compared GPU for GPU, not by throughput"
         )
-    chosen = offer or (same_gpu[0] if same_gpu else None)
-    if chosen is None:
-        notes.append(
-            f"no cloud offer in the catalog rents {server.gpu}; give --cloud OFFER to compare"
-        )
+    chosen = offer
+    if not same_gpu and chosen is None:
+        notes.append(f"no cloud offer in the catalog rents {server.gpu}")
+    hours = req.cloud_gpu_hours_per_year
 
     def cost(o: CloudOffer) -> CloudCost:
         n = tco.instances_for(pp.gpus, o.gpus)
-        od = tco.cloud_on_demand_annual_usd(n, o.on_demand_usd_per_hour, utilization)
+        od = (tco.cloud_on_demand_annual_usd(n, o.on_demand_usd_per_hour, utilization)
+              if hours is None else hours * o.on_demand_usd_per_hour / o.gpus)
         com = (
             tco.cloud_committed_annual_usd(n, o.committed_usd_per_hour)
             if o.committed_usd_per_hour is not None else None
@@ -310,6 +354,9 @@ def tco_plan(req: TcoRequest, cat: Catalog, fab: Fabric | None = None) -> TcoPla
             f"breakeven against on-demand ({cloud.breakeven_months:.0f} months) comes after the "
             f"{years:g}-year depreciation life"
         )
+    if cloud is not None and cloud.estimate:
+        estimates.append(_estimate(f"cloud:{cloud.offer.id}", cloud.on_demand_usd_per_gpu_hour,
+                                   cloud.offer.source))
     estimates += [
         _estimate(n, cat.assumptions[n].value, cat.assumptions[n].source)
         for n in _unique(used) if _is_estimate(cat.assumptions[n].source)
@@ -321,6 +368,7 @@ def tco_plan(req: TcoRequest, cat: Catalog, fab: Fabric | None = None) -> TcoPla
         inputs={n: a(n) for n in _unique(used)}, estimates=estimates,
         training_gpu_hours=req.training_gpu_hours, tokens_per_s_per_gpu=req.tokens_per_s_per_gpu,
         notes=notes + list(pp.fabric_summary.get("notes", [])),
+        cloud_gpu_hours_per_year=hours,
     )
 
 
@@ -328,7 +376,7 @@ def _offer(cat: Catalog, offer_id: str) -> CloudOffer:
     try:
         return cat.cloud(offer_id)
     except InputError as exc:
-        raise InputError(f"--cloud: {exc}") from None
+        raise InputError(f"cloud.offer: {exc}", field="cloud.offer") from None
 
 
 def _unique(names: list[str]) -> list[str]:

@@ -13,11 +13,17 @@ from clusterwright.design.blueprint import (
 from clusterwright.design.bom import plan_fabric
 from clusterwright.design.fabric import Fabric
 from clusterwright.design.power_plan import PowerPlan, PowerRequest, power_plan
-from clusterwright.design.tco_plan import TcoPlan, TcoRequest, tco_plan
+from clusterwright.design.tco_plan import TcoPlan, tco_plan
 from clusterwright.errors import InputError
 from clusterwright.plan.context import PlanRun
 from clusterwright.plan.fabric_choice import SCENARIO_FIELDS, backend_decision, fabric_request
-from clusterwright.plan.pricing import price_candidate, price_cloud_only
+from clusterwright.plan.pricing import (
+    CloudChoice,
+    cloud_price,
+    price_candidate,
+    price_cloud_only,
+    tco_request,
+)
 from clusterwright.spec.fabric import MAX_NODES as FABRIC_MAX_NODES
 
 
@@ -27,6 +33,8 @@ class DesignedCluster:
     power: PowerPlan
     tco: TcoPlan | None  # None: cloud deployment of a server without a catalog price
     cooling: str
+    cloud: CloudChoice | None = None  # the pricing policy's offer for the GPU
+    cloud_basis: str = ""  # how the cloud rental was counted (term, offer, hours)
 
 
 def rack_violations(run: PlanRun, server: Server) -> tuple[list[Violation], float, str]:
@@ -99,20 +107,22 @@ def design_candidate(run: PlanRun, cand: Candidate) -> DesignedCluster | None:
         cand.decisions.append(no_backend)
     train_hours = sum(r["gpu_hours"] or 0.0 for r in cand.detail["workloads"]
                       if r["kind"] == "training") or None
+    choice = cloud_price(cat, cand.gpu, sc.cloud)
     try:
         with run.timed("tco"):
-            tp = tco_plan(TcoRequest(
-                server=server.id, nodes=cand.nodes, years=c.years,
+            tp = tco_plan(tco_request(
+                run, cand, choice, years=c.years,
                 electricity_usd_per_kwh=c.electricity_usd_per_kwh, pue=c.pue,
                 cooling=cooling, rack_kw=rack_kw,
                 training_gpu_hours=train_hours), cat, fab=fab)
     except InputError as exc:
-        if c.deployment == "cloud" and price_cloud_only(run, cand):
+        if c.deployment == "cloud" and price_cloud_only(run, cand, choice):
             run.notes.append(f"{server.id} has no catalog price: {cand.gpu} is priced as "
                              "cloud rental only")
-            return DesignedCluster(fab, pp, None, cooling)
+            return DesignedCluster(fab, pp, None, cooling, choice)
         cand.violations.append(violation("gpus", None, None, "",
                                          f"{cand.gpu}: cannot be priced ({exc})"))
         return None
-    price_candidate(run, cand, tp)
-    return DesignedCluster(fab, pp, tp, cooling)
+    price_candidate(run, cand, tp, choice)
+    return DesignedCluster(fab, pp, tp, cooling, choice,
+                           cand.detail.get("cloud_cost_basis", ""))

@@ -39,10 +39,11 @@ PLAN_TPS = (1, 2, 4, 8)
 
 
 def gpu_hour_price(cat: Catalog, gpu_id: str) -> tuple[float, str] | None:
-    """Cheapest on-demand $/GPU-hour among the catalog's cloud offers for ``gpu_id``."""
-    offers = [(c.on_demand_usd_per_hour / c.gpus, c.id)
-              for c in cat.all("clouds") if c.gpu == gpu_id]
-    return min(offers) if offers else None
+    """$/GPU-hour and offer id for ``gpu_id`` by the one pricing policy (plan/pricing.py)."""
+    from clusterwright.plan.pricing import cloud_price
+
+    c = cloud_price(cat, gpu_id)
+    return (c.usd_per_gpu_hour, c.offer_id) if c is not None else None
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,7 @@ from clusterwright.plan.layouts import (
     sized,
     smallest_for_deadline,
 )
+from clusterwright.plan.pricing import cloud_price
 from clusterwright.plan.serving import gpu_hour_price
 from clusterwright.sim.network import MAX_SIM_GPUS, ROUTINGS
 
@@ -404,7 +405,7 @@ class TrainPlan:
     def as_dict(self) -> dict[str, Any]:
         keys = ("best", "top", "pareto", "time_to_train_days", "gpu_hours", "compute_days",
                 "production", "stack", "candidates_evaluated", "rejected", "cost_usd",
-                "usd_per_gpu_hour", "price_offer", "meets_deadline")
+                "usd_per_gpu_hour", "price_offer", "pricing", "meets_deadline")
         out: dict[str, Any] = {"model": self.model, "global_batch": self.global_batch,
                                "seq_len": self.seq_len, **{k: self.chosen.get(k) for k in keys}}
         if self.by_gpu is not None:
@@ -452,6 +453,9 @@ def _plan_one(cat: Catalog, req: TrainPlanRequest, g: Gpu, global_batch: int) ->
     if price is not None:
         out["usd_per_gpu_hour"] = price[0]
         out["price_offer"] = price[1]
+        # The policy's whole answer: every offer considered, and whether the price is sourced.
+        choice = cloud_price(cat, g.id)
+        out["pricing"] = choice.as_dict() if choice is not None else None
         if best.gpu_hours is not None:
             out["cost_usd"] = best.gpu_hours * price[0]
     ladder = sorted({max(job.net.domain_gpus, gpus // k) for k in (8, 4, 2, 1)} | {gpus})

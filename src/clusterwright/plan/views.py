@@ -13,7 +13,7 @@ from clusterwright.design.blueprint import (
     Violation,
 )
 from clusterwright.plan.design import DesignedCluster
-from clusterwright.plan.pricing import cost_over_time
+from clusterwright.plan.pricing import cost_over_time, offers_over_time, tco_dict
 from clusterwright.report.fmt import usd
 from clusterwright.spec.scenario import (
     Scenario,
@@ -180,9 +180,11 @@ def design_facts(sc: Scenario, cand: Candidate, d: DesignedCluster | None,
 def tco_view(d: DesignedCluster, years: float) -> dict[str, Any] | None:
     if d.tco is None:
         return None
-    out = d.tco.as_dict()
+    out = tco_dict(d.tco, d.cloud)
     cl = d.tco.cloud
     out["cost_over_time"] = cost_over_time(
         d.tco.capex.total_usd, d.tco.opex.total_usd,
         cl.on_demand_annual_usd if cl else None, cl.committed_annual_usd if cl else None, years)
+    out["cloud_offers_over_time"] = offers_over_time(d.tco, d.cloud, years)
+    out["cloud_cost_basis"] = d.cloud_basis or None
     return out

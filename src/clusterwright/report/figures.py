@@ -131,25 +131,56 @@ def diurnal(w: Mapping[str, Any], index: int) -> str | None:
     return emit(fig, f"fig-diurnal-{index}", 240)
 
 
+def _offer_traces(fig: Any, offers: list[Mapping[str, Any]], months: list[float]) -> None:
+    """One line per cloud offer and term: the chosen one bold, the others thin (dotted on
+    demand, dashed committed) so the comparison stays readable."""
+    others = 0
+    for s in offers:
+        vals = s.get("cumulative_usd")
+        ys = [num(v) for v in vals][: len(months)] if isinstance(vals, list) else []
+        if not ys:
+            continue
+        term = str(s.get("term") or "")
+        name = (f"{esc(s.get('offer'))} {'on demand' if term == 'on_demand' else esc(term)}"
+                f" (${fmt(s.get('usd_per_gpu_hour'))}/GPU-h"
+                + (", estimate" if s.get("estimate") else "") + ")")
+        if s.get("chosen"):
+            line = {"color": COLORS[1], "width": 3}
+            name = "cloud, chosen: " + name
+        else:
+            line = {"color": COLORS[2 + others % (len(COLORS) - 3)], "width": 1.2,
+                    "dash": "dot" if term == "on_demand" else "dash"}
+            others += 1
+        fig.add_trace(go.Scatter(x=months[: len(ys)], y=ys, mode="lines", name=name, line=line,
+                                 opacity=1.0 if s.get("chosen") else 0.75,
+                                 hovertemplate="month %{x}: $%{y:,.0f}<extra>" + name
+                                 + "</extra>"))
+
+
 def cost_over_time(tco: Mapping[str, Any], breakeven_months: float | None) -> str | None:
-    """Cumulative cost (USD) by month: on-prem against cloud on-demand and committed, with the
-    breakeven month marked."""
+    """Cumulative cost (USD) by month: on-prem against every cloud offer renting the GPU (on
+    demand and committed, the pricing policy's choice in bold), with the breakeven month
+    marked. A blueprint without per-offer series draws its one offer on demand and committed."""
     pts = [p for p in records(tco.get("cost_over_time")) if num(p.get("month")) is not None]
     if not pts:
         return None
     months = [float(p["month"]) for p in pts]
     fig = _figure()
-    series = (("on_prem_cumulative_usd", "on-prem (capex + opex)", COLORS[0], "solid"),
-              ("cloud_on_demand_cumulative_usd", "cloud on-demand", COLORS[1], "solid"),
-              ("cloud_committed_cumulative_usd", "cloud committed", COLORS[3], "dash"))
+    offers = records(tco.get("cloud_offers_over_time"))
+    series = [("on_prem_cumulative_usd", "on-prem (capex + opex)", COLORS[0], "solid")]
+    if not offers:
+        series += [("cloud_on_demand_cumulative_usd", "cloud on-demand", COLORS[1], "solid"),
+                   ("cloud_committed_cumulative_usd", "cloud committed", COLORS[3], "dash")]
     for key, name, color, dash in series:
         ys = [num(p.get(key)) for p in pts]
         if all(v is None for v in ys):
             continue
         fig.add_trace(go.Scatter(x=months, y=ys, mode="lines", name=name,
-                                 line={"color": color, "dash": dash},
+                                 line={"color": color, "dash": dash,
+                                       "width": 3 if offers else 2},
                                  hovertemplate="month %{x}: $%{y:,.0f}<extra>" + name
                                  + "</extra>"))
+    _offer_traces(fig, offers, months)
     title = None
     if breakeven_months is not None and breakeven_months > max(months):
         title = f"breakeven after {breakeven_months:.0f} months, beyond this horizon"
@@ -157,9 +188,10 @@ def cost_over_time(tco: Mapping[str, Any], breakeven_months: float | None) -> st
         fig.add_vline(x=breakeven_months, line_dash="dot", line_color="#b00020",
                       annotation_text=f"breakeven {breakeven_months:.1f} months",
                       annotation_position="top left")
-    _layout(fig, 380, xaxis_title="months", yaxis_title="cumulative cost (USD)",
+    height = 380 + 22 * (len(offers) // 2)  # room for the legend under the plot
+    _layout(fig, height, xaxis_title="months", yaxis_title="cumulative cost (USD)",
             yaxis_tickprefix="$", title={"text": title, "font": {"size": 13}} if title else None)
-    return emit(fig, "fig-cost", 380)
+    return emit(fig, "fig-cost", height)
 
 
 def timeline(events: Sequence[Mapping[str, Any]]) -> str | None:

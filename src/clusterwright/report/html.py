@@ -349,7 +349,10 @@ def _cost(bp: Mapping[str, Any]) -> dict[str, Any]:
     facts = [
         ("capex", usd(tco.get("capex_usd"))), ("annual opex", usd(tco.get("annual_opex_usd"))),
         ("cloud, per year (on-demand)", usd(tco.get("cloud_annual_cost_usd"))),
-        ("cloud offer", text(get(tco, "cloud", "offer"))),
+        ("cloud offer", text(get(tco, "cloud", "offer"))
+         + (" (estimate: no primary source)" if get(tco, "cloud", "estimate") is True else "")),
+        ("cloud term", text(tco.get("cloud_term"))),
+        ("why this offer", text(get(tco, "pricing", "why"))),
         ("cloud price date", text(get(tco, "cloud", "price_date"))),
         ("breakeven", unit(breakeven, "months")),
         ("breakeven vs committed cloud", unit(tco.get("breakeven_months_committed"), "months")),
@@ -357,8 +360,15 @@ def _cost(bp: Mapping[str, Any]) -> dict[str, Any]:
         ("years / utilization", f"{fmt(tco.get('years'))} / {pct(tco.get('utilization'), 0)}"),
     ]
     facts = [(k, v) for k, v in facts if v not in (DASH, f"{DASH} / {DASH}")]
-    return {"fig": Markup(fig) if fig else None, "facts": facts,
-            "basis": [str(tco[k]) for k in ("cloud_model", "energy_model")
+    offers = [[text(o.get("offer")), text(o.get("term")), usd(o.get("usd_per_gpu_hour")),
+               usd(o.get("annual_usd")), "yes" if o.get("chosen") is True else "",
+               "estimate" if o.get("estimate") is True else "primary"]
+              for o in records(tco.get("cloud_offers_over_time"))]
+    estimates = [[text(e.get("input")), fmt(e.get("value")), text(e.get("why"))]
+                 for e in records(tco.get("estimates"))]
+    return {"fig": Markup(fig) if fig else None, "facts": facts, "offers": offers,
+            "estimates": estimates,
+            "basis": [str(tco[k]) for k in ("cloud_cost_basis", "cloud_model", "energy_model")
                       if isinstance(tco.get(k), str)]}
 
 

@@ -33,6 +33,7 @@ from clusterwright.spec.numbers import (
     PositiveFloat,
 )
 from clusterwright.spec.parallel import Recompute
+from clusterwright.spec.pricing import CloudPolicy, Prices
 from clusterwright.spec.scenario_fabric import FabricSection
 from clusterwright.spec.yamlio import (
     LoadedYaml,
@@ -373,6 +374,11 @@ class Scenario(_Strict):
     fabric: FabricSection = Field(default_factory=FabricSection)
     """The network as an architect decides it: protocol, switch, scalable-unit size and
     oversubscription (the planner chooses what is not given)."""
+    prices: Prices = Field(default_factory=Prices)
+    """Server prices the scenario gives (USD per server id), used instead of the catalog's."""
+    cloud: CloudPolicy = Field(default_factory=CloudPolicy)
+    """Which cloud offer prices the rental comparison: a provider or offer, and a term (default:
+    the cheapest matching offer on demand)."""
 
     @model_validator(mode="after")
     def _unique_names(self) -> Scenario:
