@@ -271,3 +271,11 @@ def test_cloud_rents_a_server_without_a_purchase_price(catalog: Catalog) -> None
     assert "failure-free training run" in r["cost_basis"]
     assert all("training run" in a["why_not"] or "cost" in a["why_not"]
                for a in bp.alternatives)
+
+
+def test_the_blueprint_echoes_every_section_the_scenario_decides(catalog: Catalog) -> None:
+    bp = train(catalog, extra=', servers: ["dgx-h100"]}\nfabric: {oversubscription: 1.0}\n'
+               'cloud: {term: "on_demand"')
+    s = bp.to_dict()["scenario"]
+    assert s["fabric"]["oversubscription"] == 1.0 and s["cloud"]["term"] == "on_demand"
+    assert s["cluster"]["spares"] == 0 and s["prices"]["server_usd"] == {}

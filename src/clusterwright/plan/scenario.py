@@ -184,6 +184,10 @@ def plan_scenario(scenario: Scenario, cat: Catalog, *, progress: Progress | None
             "source": source,
             "workloads": [w.model_dump(mode="json") for w in scenario.workloads],
             "constraints": c.model_dump(mode="json"),
+            # The architect's decisions as validated (defaults filled), so a blueprint says
+            # what it was asked for as well as what it chose.
+            **{k: getattr(scenario, k).model_dump(mode="json")
+               for k in ("cluster", "fabric", "prices", "cloud")},
         },
         feasible=choice.feasible,
         binding_constraints=[v.as_dict() for v in choice.binding],
