@@ -33,7 +33,8 @@ from clusterwright.spec.scenario import load_scenario
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ("training-1k-h100", "frontier-16k", "enterprise-inference-pool", "cloud-vs-onprem")
 TARGETS = {"training-1k-h100": 10.0, "frontier-16k": 60.0}
-STAGES = ("training", "serving", "finetune", "fabric", "power", "tco", "reliability", "curves")
+STAGES = ("training", "serving", "finetune", "fabric", "power", "tco", "reliability", "curves",
+          "decisions")
 
 
 def cli(name: str) -> tuple[float, int, float]:

@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 from clusterwright.catalog.registry import Catalog
 from clusterwright.catalog.schema import ModelArch
@@ -42,6 +43,9 @@ class PlanRun:
     progress: Progress
     timings: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # Layout searches already run, by (workload, GPU, GPU count): the decisions stage reads
+    # the runners-up from them instead of searching again.
+    searches: dict[tuple[str, str, int], Any] = field(default_factory=dict)
 
     @contextmanager
     def timed(self, stage: str) -> Iterator[None]:

@@ -19,11 +19,11 @@ from clusterwright.design.train_goodput import production_time
 from clusterwright.model.train_job import Job
 from clusterwright.plan.context import PlanRun
 from clusterwright.plan.layouts import WallTime, gpu_counts, plan, sized
-from clusterwright.plan.training import training_job
+from clusterwright.plan.training import RUNNERS_UP, training_job
 from clusterwright.report.fmt import signed_pct, usd
 from clusterwright.spec.scenario import TrainingWorkload
 
-MAX_ALTERNATIVES = 3  # runner-ups shown per decision: enough to see the margin
+MAX_ALTERNATIVES = RUNNERS_UP  # runner-ups shown per decision: enough to see the margin
 
 
 def layout_text(layout: dict[str, Any]) -> str:
@@ -126,7 +126,7 @@ def training_decisions(run: PlanRun, chosen: Candidate, gpu: Gpu) -> list[Decisi
             out.append(Decision("parallelism", layout_text(row["layout"]),
                                 f"given by workloads[{i}].layout", w.name))
             continue
-        res = plan(job, n, top_n=MAX_ALTERNATIVES + 1)
+        res = run.searches.get((w.name, gpu.id, n)) or plan(job, n, top_n=MAX_ALTERNATIVES + 1)
         step = row["step_time_s"]
         alts = tuple(Alternative(layout_text(r.layout),
                                  f"step {_rel(r.step_time_s / step - 1.0)} "

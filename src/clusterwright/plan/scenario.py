@@ -178,6 +178,8 @@ def plan_scenario(scenario: Scenario, cat: Catalog, *, progress: Progress | None
         run, chosen, d.tco.capex.servers_usd if d is not None and d.tco is not None else None)]
     rec = recommendation_view(scenario, chosen, choice.feasible, choice.binding,
                               choice.alternatives)
+    with run.timed("decisions"):
+        decisions = decisions_for(run, chosen, choice.feasible, choice.alternatives)
     return Blueprint(
         scenario={
             "name": scenario.name, "description": scenario.description, "seed": scenario.seed,
@@ -204,9 +206,7 @@ def plan_scenario(scenario: Scenario, cat: Catalog, *, progress: Progress | None
         reliability=rel_out,
         tco=tco_view(d, c.years) if d is not None else None,
         risks=risks,
-        decisions=[x.as_dict() for x in
-                   decisions_for(run, chosen, choice.feasible, choice.alternatives)
-                   + chosen.decisions],
+        decisions=[x.as_dict() for x in decisions + chosen.decisions],
         timings_s=dict(run.timings),
         notes=run.notes,
         clusterwright_version=__version__,

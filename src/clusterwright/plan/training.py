@@ -39,6 +39,8 @@ from clusterwright.spec.scenario import (
     TrainingWorkload,
 )
 
+RUNNERS_UP = 3  # layouts kept behind the best, for the parallelism decision
+
 
 def global_batch(w: TrainingWorkload | FinetuneWorkload) -> int:
     if isinstance(w, TrainingWorkload):
@@ -148,7 +150,9 @@ def size_training(run: PlanRun, w: TrainingWorkload, gpu: Gpu,
                 f"fastest on {gpu.id} ({s.gpus:,} GPUs)", w.name))
         n, best = s.gpus, s.best
     else:
-        res = plan(job, n, top_n=1)
+        # The runners-up cost nothing more to keep (one enumeration): the decisions read them.
+        res = plan(job, n, top_n=RUNNERS_UP + 1)
+        run.searches[(w.name, gpu.id, n)] = res
         if res.best is None:
             return None, [memory_violation(job, w.name, n)]
         best = res.best
