@@ -6,6 +6,8 @@ import pytest
 
 from clusterwright.catalog.registry import Catalog, load_catalog
 from clusterwright.catalog.schema import ModelArch
+from clusterwright.design.train import job_for
+from clusterwright.model.train_job import Job
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
@@ -32,3 +34,28 @@ def gpt(layers: int = 48, hidden: int = 6144, heads: int = 64, bias: bool = True
         bias=bias,
         tied_embeddings=True,
     )
+
+
+# Training jobs shared by the layout-evaluation tests (tests/design/test_train.py) and the
+# layout-search tests (tests/plan/test_layouts.py).
+
+
+@pytest.fixture(scope="module")
+def llama70(catalog: Catalog) -> Job:
+    return job_for(catalog, catalog.model("llama-3-70b"), "h100-sxm", 4096, 512)
+
+
+@pytest.fixture(scope="module")
+def llama8(catalog: Catalog) -> Job:
+    return job_for(catalog, catalog.model("llama-3-8b"), "h100-sxm", 4096, 256)
+
+
+@pytest.fixture(scope="module")
+def gpt3(catalog: Catalog) -> Job:
+    # Multi-head attention (96 KV heads): TP may exceed the 8-GPU domain here.
+    return job_for(catalog, catalog.model("gpt3-175b"), "h100-sxm", 2048, 96)
+
+
+@pytest.fixture(scope="module")
+def mixtral(catalog: Catalog) -> Job:
+    return job_for(catalog, catalog.model("mixtral-8x7b"), "h100-sxm", 4096, 96)

@@ -25,27 +25,6 @@ from clusterwright.plan.layouts import (
 GB = 1e9
 
 
-@pytest.fixture(scope="module")
-def llama70(catalog: Catalog) -> Job:
-    return job_for(catalog, catalog.model("llama-3-70b"), "h100-sxm", 4096, 512)
-
-
-@pytest.fixture(scope="module")
-def llama8(catalog: Catalog) -> Job:
-    return job_for(catalog, catalog.model("llama-3-8b"), "h100-sxm", 4096, 256)
-
-
-@pytest.fixture(scope="module")
-def gpt3(catalog: Catalog) -> Job:
-    # Multi-head attention (96 KV heads): TP may exceed the 8-GPU domain here.
-    return job_for(catalog, catalog.model("gpt3-175b"), "h100-sxm", 2048, 96)
-
-
-@pytest.fixture(scope="module")
-def mixtral(catalog: Catalog) -> Job:
-    return job_for(catalog, catalog.model("mixtral-8x7b"), "h100-sxm", 4096, 96)
-
-
 def _check_structure(job: Job, lay: Layouts, gpus: int) -> None:
     a = job.arch
     t, p, d, c, e = lay.tp, lay.pp, lay.dp, lay.cp, lay.ep
