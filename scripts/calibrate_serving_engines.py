@@ -55,7 +55,8 @@ from clusterwright.validation import serving_silicon as ss
 # format's dense peak (the curve's 0.76 top x 1.1; cuBLAS reaches 70-80 %), attention kernels
 # at most 80 % (FlashAttention-3 on H100: ~75 %), HBM streams at most 95 % of the datasheet
 # (STREAM-like kernels reach 90-95 %), a cluster at most half the other clients, the first
-# token at most 5 iterations late, attention-DP prompts held at most 30 iterations.
+# token at most 5 iterations late, attention-DP prompts held at most 30 iterations, a KV
+# transfer at 5-95 % of the link, the disaggregated hand-off at most half a second.
 PARAMS: tuple[tuple[str, float, float], ...] = (
     ("gemm_scale", 0.2, 1.1),
     ("moe_gemm_scale", 0.1, 1.1),
@@ -71,6 +72,8 @@ PARAMS: tuple[tuple[str, float, float], ...] = (
     ("arrival_burst", 0.0, 0.5),
     ("first_token_iterations", 0.0, 5.0),
     ("adp_context_wait_iterations", 0.0, 30.0),
+    ("kv_transfer_efficiency", 0.05, 0.95),
+    ("disagg_overhead_s", 0.0, 0.5),
 )
 FACTORS = ((0.5, 0.7, 0.85, 1.18, 1.4, 2.0), (0.8, 0.9, 1.1, 1.25), (0.93, 0.97, 1.03, 1.07))
 

@@ -128,3 +128,33 @@ def test_disaggregated_prefill_saturates(cat: Catalog) -> None:
     light = disaggregated(pre, dec, 2, 8192, 64, 131_072, 50e9)
     heavy = disaggregated(pre, dec, 256, 8192, 64, 131_072, 50e9)
     assert heavy.ttft_s > 10 * light.ttft_s
+
+
+def _one_to_one(cat: Catalog) -> tuple[Pool, Pool]:
+    arch = cat.model("llama-3.1-8b")
+    e = cat.serving_engine("trtllm")
+    par = layout(arch, tp=1)
+    dep = deployment(cat, arch, cat.gpu("h100-sxm"), e, "bf16", prefill=Role(par, 1),
+                     decode=Role(par, 1))
+    return pool(cat, dep, par, 1, 1024, 256, "prefill."), pool(cat, dep, par, 1, 1024, 256,
+                                                                "decode.")
+
+
+def test_the_disaggregated_hand_off_adds_to_ttft_alone(cat: Catalog) -> None:
+    pre, dec = _one_to_one(cat)
+    a = disaggregated(pre, dec, 1, 1024, 256, 131_072, 50e9)
+    b = disaggregated(pre, dec, 1, 1024, 256, 131_072, 50e9, overhead_s=0.05)
+    assert b.ttft_s == pytest.approx(a.ttft_s + 0.05, rel=0.02)
+    assert b.tpot_s == pytest.approx(a.tpot_s, rel=0.02)
+
+
+def test_kv_transfers_queue_on_a_slow_link(cat: Catalog) -> None:
+    """A prefill rank's transfers share its link: at 1 GB/s a 1,024-token prompt's 134 MB
+    take 0.13 s, so at tens of prompts a second they wait behind each other, and the link
+    caps the rate."""
+    pre, dec = _one_to_one(cat)
+    fast = disaggregated(pre, dec, 64, 1024, 256, 131_072, 400e9)
+    slow = disaggregated(pre, dec, 64, 1024, 256, 131_072, 1e9)
+    xfer = 131_072 * 1024 / 1e9
+    assert slow.ttft_s > fast.ttft_s + xfer  # the transfer and a wait behind others
+    assert slow.requests_per_s <= 1.0 / xfer * 1.001  # one link, one transfer at a time

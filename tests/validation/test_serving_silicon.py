@@ -180,7 +180,11 @@ def test_a_small_file_predicts_every_row(tmp_path: Path) -> None:
             pick(model_path="openai/gpt-oss-120b", backend="vllm", system="b200_sxm")]
     res = ss.serving_silicon(write(tmp_path / "s.csv", rows))
     p = res.payload()
-    assert set(p) == {"total", "covered", "ttft_mape", "tpot_mape", "partitions", "rows"}
+    # The issue's contract, plus keys added beside it (never renamed or dropped)
+    assert {"total", "covered", "ttft_mape", "tpot_mape", "partitions", "rows"} <= set(p)
+    assert set(p) - {"total", "covered", "ttft_mape", "tpot_mape", "partitions", "rows"} == {
+        "recorded", "repeat_noise"}
+    assert p["recorded"]["n"] <= p["covered"]
     assert p["total"] == p["covered"] == 4
     for x in p["rows"]:
         assert {"id", "ttft_ms", "tpot_ms", "pred_ttft_ms", "pred_tpot_ms", "skipped"} <= set(x)
@@ -197,6 +201,64 @@ def test_a_row_the_model_cannot_hold_is_not_covered_with_the_reason(tmp_path: Pa
     p = ss.serving_silicon(write(tmp_path / "s.csv", [r])).payload()
     assert p["covered"] == 0
     assert "no room for one request's KV cache" in p["rows"][0]["skipped"]
+
+
+def _twins() -> tuple[dict[str, str], dict[str, str]]:
+    """A disaggregated row without worker counts and the recorded row of the same run."""
+    rows = shipped_rows()
+    recorded = {(r["system"], r["isl"], r["silicon_ttft_ms"], r["silicon_tpot_ms"]): r
+                for r in rows if r["mode"] == "disagg" and r["decode_num_workers"]}
+    for r in rows:
+        if r["mode"] == "disagg" and not r["decode_num_workers"]:
+            twin = recorded.get((r["system"], r["isl"], r["silicon_ttft_ms"],
+                                 r["silicon_tpot_ms"]))
+            if twin is not None:
+                return dict(r), dict(twin)
+    raise AssertionError("the shipped file has no twin rows")
+
+
+def test_a_row_repeating_a_recorded_run_takes_its_deployment(tmp_path: Path) -> None:
+    bare, twin = _twins()
+    alone = ss.read_rows(write(tmp_path / "a.csv", [bare]))[0]
+    assert not alone["decode_num_workers"] and "_twin" not in alone
+    both = ss.read_rows(write(tmp_path / "b.csv", [bare, twin]))
+    got = both[0]
+    for col in ss.ROLE_COLUMNS:
+        assert got[col] == twin[col], col
+    assert got["model_path"] == bare["model_path"] and got["id"] == bare["id"]
+    assert got["_twin"] == f"{twin['id']} (line 3)"
+    cfg = ss.resolve(load_catalog(), got)
+    assert cfg.dep.decode is not None and cfg.dep.decode.workers == int(
+        twin["decode_num_workers"])
+    assert "the same measurement as" in cfg.dep.notes[0]
+
+
+def test_a_different_measurement_is_no_twin(tmp_path: Path) -> None:
+    bare, twin = _twins()
+    twin["silicon_tpot_ms"] = str(float(twin["silicon_tpot_ms"]) * 1.0001)
+    got = ss.read_rows(write(tmp_path / "a.csv", [bare, twin]))[0]
+    assert "_twin" not in got and not got["decode_num_workers"]
+
+
+def test_repeat_noise_is_the_spread_of_repeated_configurations(tmp_path: Path) -> None:
+    base = pick(**AGG)
+    a, b, c = dict(base), dict(base), dict(base)
+    a["id"], b["id"], c["id"] = "a", "b", "c"
+    a["silicon_ttft_ms"], b["silicon_ttft_ms"], c["silicon_ttft_ms"] = "100", "110", "120"
+    a["silicon_tpot_ms"] = b["silicon_tpot_ms"] = c["silicon_tpot_ms"] = "10"
+    other = dict(base, id="d", isl=str(int(base["isl"]) * 2))  # another configuration
+    rows = ss.read_rows(write(tmp_path / "n.csv", [a, b, c, other]))
+    noise = ss.repeat_noise(rows)["repeats"]
+    assert noise["configurations"] == 1 and noise["measurements"] == 3
+    # median 110: |110/100 - 1|, 0, |110/120 - 1|
+    assert noise["ttft_mape"] == pytest.approx((0.1 + 0 + 10 / 120) / 3)
+    assert noise["tpot_mape"] == 0.0
+    # Another checkpoint path of the same architecture is indistinct to the model only
+    d = dict(a, id="e", model_path="meta-llama/Llama-3.1-8B", silicon_ttft_ms="150")
+    rows = ss.read_rows(write(tmp_path / "m.csv", [a, d]))
+    got = ss.repeat_noise(rows)
+    assert got["repeats"]["configurations"] == 0
+    assert got["model_inputs"]["configurations"] == 1
 
 
 def test_partitions_of_ten_rows_are_held_to_twenty_percent() -> None:

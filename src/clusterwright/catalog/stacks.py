@@ -262,7 +262,12 @@ class ServingEngine(CatalogEntry):
     layer_overhead_s: NonNegativeFloat = 0.0
     collective_launch_us: NonNegativeFloat = 0.0  # a collective inside a CUDA graph
     a2a_peer_us: NonNegativeFloat = 0.0  # MoE dispatch/combine: cost per peer
-    kv_transfer_efficiency: Share = 0.8  # disaggregated KV
+    # Disaggregated serving: the share of the link's bandwidth a KV transfer reaches (NIXL,
+    # UCX or NCCL moving paged blocks), and the fixed time a request spends on the
+    # disaggregated path outside the iterations (the router's hand-off to the prefill worker
+    # and back, the transfer's bootstrap handshake, the decode worker's admission), seconds
+    kv_transfer_efficiency: Share = 0.8
+    disagg_overhead_s: NonNegativeFloat = 0.0
     # Time to first token outside the iterations: HTTP, tokenization, scheduling hand-off and
     # the first token's way back (seconds)
     frontend_s: NonNegativeFloat = 0.0

@@ -125,7 +125,19 @@ def _print_silicon(res: SiliconResult) -> None:
         console.print(f"  not covered ({n}): {why}")
     read = sum(1 for r in res.covered if r.note)
     if read:
-        console.print(f"  {read} rows read by a rule or with inferred worker counts (see --json)")
+        rec = p["recorded"]
+        console.print(f"  {read} rows read by a rule or with inferred worker counts (see --json);"
+                      f" the {rec['n']} read as recorded: TTFT MAPE {_pct(rec['ttft_mape'])}, "
+                      f"TPOT MAPE {_pct(rec['tpot_mape'])}")
+    noise = p.get("repeat_noise") or {}
+    rep, inp = noise.get("repeats"), noise.get("model_inputs")
+    if rep and inp and inp["measurements"]:
+        console.print(
+            f"  the file against itself (each measurement by its group's median): identical "
+            f"repeats ({rep['measurements']}) TTFT {_pct(rep['ttft_mape'])}, TPOT "
+            f"{_pct(rep['tpot_mape'])}; rows the model's inputs cannot tell apart "
+            f"({inp['measurements']}: other checkpoint path or version of one architecture "
+            f"and engine) TTFT {_pct(inp['ttft_mape'])}, TPOT {_pct(inp['tpot_mape'])}")
     console.print(
         f"[bold]serving-silicon[/]: {p['covered']}/{p['total']} rows "
         f"({100 * p['covered'] / max(p['total'], 1):.1f}%), TTFT MAPE {_pct(p['ttft_mape'])}, "

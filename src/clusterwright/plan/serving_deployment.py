@@ -249,7 +249,8 @@ def steady(cat: Catalog, dep: Deployment, clients: float, isl: int, osl: int,
         gpus = solved.gpus() or 0
         link = kv_link_bytes_per_s(solved, pre, gpus)
         kv_bytes = kv_bytes_per_token(dep.arch, dep.kv_format)
-        return disaggregated(pre, dec, clients, isl, osl, kv_bytes, link), solved
+        return disaggregated(pre, dec, clients, isl, osl, kv_bytes, link,
+                             overhead_s=dep.engine.disagg_overhead_s), solved
     except ValueError as exc:
         raise DeploymentError(str(exc), field="concurrency") from None
 

@@ -170,7 +170,7 @@ def aggregated(pool: Pool, clients: float, isl: int, osl: int) -> SteadyState:
 
 def disaggregated(prefill: Pool, decode: Pool, clients: float, isl: int, osl: int,
                   kv_bytes_per_token: float, link_bytes_per_s: float,
-                  link_latency_s: float = 0.0) -> SteadyState:
+                  link_latency_s: float = 0.0, overhead_s: float = 0.0) -> SteadyState:
     """Steady state of ``clients`` closed-loop clients on separate prefill and decode pools.
 
     Solved on the decode batch ``d`` per decode rank: it sets TPOT, the completion rate
@@ -186,8 +186,17 @@ def disaggregated(prefill: Pool, decode: Pool, clients: float, isl: int, osl: in
     prompts_max = max(1, math.floor(prefill.budget / isl))
     t1 = prefill.step.step_s(isl, 0, 0, isl * isl / 2.0)
     t_full = prefill.step.step_s(prompts_max * isl, 0, 0, prompts_max * isl * isl / 2.0)
-    rate_p_max = prefill.ranks * prompts_max / t_full  # prompts a second at full batches
     xfer = kv_bytes_per_token * isl / link_bytes_per_s + link_latency_s
+    # Prompts a second at full batches, and no more than the prefill ranks' links send
+    rate_p_max = prefill.ranks * prompts_max / t_full
+    if xfer > 0:
+        rate_p_max = min(rate_p_max, prefill.ranks / xfer)
+
+    def xfer_at(rate: float) -> float:
+        """Transfer seconds of one prompt's KV cache, waiting included: a prefill rank's
+        transfers share its link, one after another (M/D/1)."""
+        util = rate / prefill.ranks * xfer
+        return xfer + _mm1_wait(xfer, min(util, 0.999))
 
     def prefill_at(rate: float) -> tuple[float, float, float]:
         """(wait + prefill seconds, utilisation, batch seconds) at ``rate`` prompts/s."""
@@ -219,7 +228,7 @@ def disaggregated(prefill: Pool, decode: Pool, clients: float, isl: int, osl: in
             batch = min(k, float(prompts_max))
             tb = prefill.step.step_s(round(batch * isl), 0, 0, batch * isl * isl / 2.0)
             burst = (math.ceil(k / prompts_max) + 1.0) / 2.0 * tb - t1
-        ttft = (prefill.frontend_s + pre + max(burst, 0.0) + xfer
+        ttft = (prefill.frontend_s + overhead_s + pre + max(burst, 0.0) + xfer_at(rate)
                 + (0.5 + decode.first_token_iterations) * tpot)
         return rate * (ttft + out1 * tpot), rate, ttft, tpot, util
 

@@ -20,6 +20,7 @@ import csv
 import io
 import math
 import re
+import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,7 +97,54 @@ def _rows(p: Path, reader: csv.DictReader[str]) -> list[dict[str, str]]:
         r = dict(r)
         r["_line"] = str(i)
         rows.append(r)
-    return rows
+    return complete_from_twins(rows)
+
+
+# A disaggregated role's columns, copied from a twin row that records them.
+ROLE_COLUMNS = tuple(f"{role}_{c}" for role in ("prefill", "decode") for c in (
+    "batch_size", "num_workers", "tp_size", "pp_size", "attention_dp_size", "moe_tp_size",
+    "moe_ep_size"))
+
+
+def _measurement(r: dict[str, str]) -> tuple[str, ...]:
+    return tuple((r.get(c) or "").strip() for c in (
+        "system", "backend", "mode", "isl", "osl", "silicon_ttft_ms", "silicon_tpot_ms"))
+
+
+def complete_from_twins(rows: list[dict[str, str]]) -> list[dict[str, str]]:
+    """Rows whose disaggregated deployment lacks worker counts, completed from a twin.
+
+    A collection exported twice (AIConfigurator's file holds a database dump and the CSV
+    dumps of the same benchmark runs) repeats a measurement: the same system, engine, mode,
+    lengths and the same mean TTFT and TPOT to the last digit. Two runs do not agree to 16
+    significant digits by chance, so such a row is the same run as its twin, and where the
+    twin records the deployment (both roles' worker counts and layouts) the row takes it.
+    The row keeps its own model, precision and concurrency; ``_twin`` names the twin's id
+    and line for the row's note."""
+    recorded: dict[tuple[str, ...], dict[str, str]] = {}
+    for r in rows:
+        if ((r.get("mode") or "").strip() == "disagg"
+                and (r.get("prefill_num_workers") or "").strip()
+                and (r.get("decode_num_workers") or "").strip()):
+            recorded.setdefault(_measurement(r), r)
+    if not recorded:
+        return rows
+    out = []
+    for r in rows:
+        twin = None
+        if ((r.get("mode") or "").strip() == "disagg"
+                and not ((r.get("prefill_num_workers") or "").strip()
+                         and (r.get("decode_num_workers") or "").strip())):
+            twin = recorded.get(_measurement(r))
+        if twin is None:
+            out.append(r)
+            continue
+        r = dict(r)
+        for c in ROLE_COLUMNS:
+            r[c] = twin.get(c, "")
+        r["_twin"] = f"{twin['id']} (line {twin['_line']})"
+        out.append(r)
+    return out
 
 
 def _int(r: dict[str, str], col: str, default: int | None = None, low: int = 0) -> int | None:
@@ -281,6 +329,9 @@ def resolve(cat: Catalog, r: dict[str, str],
     pw = _int(r, "prefill_num_workers", None, low=1)
     dw = _int(r, "decode_num_workers", None, low=1)
     notes = tuple(n for n in (n1, n2) if n)
+    if r.get("_twin"):
+        twin = f"the same measurement as {r['_twin']}, which records the deployment: read as that"
+        notes = (twin, *notes)
     if pw is None or dw is None:
         notes += ("worker counts not recorded",)
     dep = Deployment(arch, gpu, engine, dense, moe, kv_fmt, prefill=Role(pre, pw),
@@ -361,9 +412,82 @@ def _mape(errs: list[float | None]) -> float | None:
     return sum(v) / len(v) if v else None
 
 
+# A configuration: every column but the row's name, source text (its concurrency aside) and
+# measurement. The model path is part of it (a checkpoint's format differs by path).
+_CONFIG_SKIP = frozenset({"id", "silicon_data_source", "silicon_ttft_ms", "silicon_tpot_ms",
+                          "_line", "_twin"})
+
+
+def _shape(arch: ModelArch) -> tuple[Any, ...]:
+    """What the step model reads of an architecture (DeepSeek-R1 and -V3 share it)."""
+    return tuple(v for k, v in arch.model_dump().items() if k not in (
+        "id", "name", "source", "hf_ids", "published_params", "published_params_tolerance",
+        "published_active_params", "override", "max_seq_len"))
+
+
+def repeat_noise(rows: Iterable[dict[str, str]], cat: Catalog | None = None
+                 ) -> dict[str, Any]:
+    """How far the file disagrees with itself, as the MAPE of predicting each measurement by
+    the median of its group, over groups measured more than once with different results:
+
+    - ``repeats``: the same configuration in every column (engine version, model path,
+      system, formats, lengths, concurrency, layout);
+    - ``model_inputs``: rows the model cannot tell apart, because they differ only in what it
+      does not read: the model path among architectures of one shape (DeepSeek-R1 and -V3
+      checkpoints) and the version within one catalog engine. Their spread is a floor for any
+      model with these inputs.
+
+    Rows without a recorded deployment are left out (their configuration is not known)."""
+    cat = cat or load_catalog()
+    models, _ = _lookup(cat)
+    strict: dict[tuple[Any, ...], set[tuple[float, float]]] = {}
+    loose: dict[tuple[Any, ...], set[tuple[float, float]]] = {}
+    for r in rows:
+        if (r.get("mode") or "").strip() == "disagg" and not (
+                (r.get("decode_num_workers") or "").strip()):
+            continue
+        try:
+            c = concurrency(r)
+            ttft, tpot = float(r["silicon_ttft_ms"]), float(r["silicon_tpot_ms"])
+        except (InputError, ValueError, KeyError):
+            continue
+        if not (ttft > 0 and tpot > 0):
+            continue
+        cols = {k: (v or "").strip() for k, v in r.items() if k not in _CONFIG_SKIP}
+        strict.setdefault((*sorted(cols.items()), ("c", c)), set()).add((ttft, tpot))
+        arch = models.get(cols.get("model_path", "").lower())
+        try:
+            engine = cat.serving_engine(cols.get("backend", ""), cols.get("backend_version", ""))
+        except InputError:
+            continue
+        cols["model_path"] = str(_shape(arch)) if arch else cols.get("model_path", "")
+        cols["backend_version"] = engine.id
+        loose.setdefault((*sorted(cols.items()), ("c", c)), set()).add((ttft, tpot))
+
+    def spread(groups: dict[tuple[Any, ...], set[tuple[float, float]]]) -> dict[str, Any]:
+        et: list[float] = []
+        ep: list[float] = []
+        n = 0
+        for vals in groups.values():
+            if len(vals) < 2:
+                continue
+            n += 1
+            mt = statistics.median(v[0] for v in vals)
+            mp = statistics.median(v[1] for v in vals)
+            et += [abs(mt / v[0] - 1.0) for v in vals]
+            ep += [abs(mp / v[1] - 1.0) for v in vals]
+        return {"configurations": n, "measurements": len(et),
+                "ttft_mape": statistics.fmean(et) if et else None,
+                "tpot_mape": statistics.fmean(ep) if ep else None}
+
+    return {"repeats": spread(strict), "model_inputs": spread(loose)}
+
+
 @dataclass(frozen=True)
 class SiliconResult:
     rows: list[RowResult]
+    # The file's own repeat noise (``repeat_noise``); None when not computed
+    noise: dict[str, Any] | None = None
 
     @property
     def covered(self) -> list[RowResult]:
@@ -384,13 +508,21 @@ class SiliconResult:
         return all((p["ttft_mape"] or 0) <= TARGET and (p["tpot_mape"] or 0) <= TARGET
                    for p in self.partitions() if p["n"] >= PARTITION_MIN)
 
+    @property
+    def recorded(self) -> list[RowResult]:
+        """Covered rows read as the file records them: no rule applied, nothing inferred."""
+        return [r for r in self.covered if not r.note]
+
     def payload(self) -> dict[str, Any]:
-        cov = self.covered
+        cov, rec = self.covered, self.recorded
         return {
             "total": len(self.rows),
             "covered": len(cov),
             "ttft_mape": _mape([r.ttft_error for r in cov]),
             "tpot_mape": _mape([r.tpot_error for r in cov]),
+            "recorded": {"n": len(rec), "ttft_mape": _mape([r.ttft_error for r in rec]),
+                         "tpot_mape": _mape([r.tpot_error for r in rec])},
+            "repeat_noise": self.noise,
             "partitions": self.partitions(),
             "rows": [{"id": r.id, "ttft_ms": r.ttft_ms, "tpot_ms": r.tpot_ms,
                       "pred_ttft_ms": r.pred_ttft_ms, "pred_tpot_ms": r.pred_tpot_ms,
@@ -404,6 +536,7 @@ def serving_silicon(path: str | Path | None = None, cat: Catalog | None = None
     p = Path(path) if path is not None else data_dir() / FILE
     rows = read_rows(p)
     try:
-        return SiliconResult(predict_all(rows, cat))
+        cat = cat or load_catalog()
+        return SiliconResult(predict_all(rows, cat), repeat_noise(rows, cat))
     except InputError as exc:
         raise InputError(f"{p}: {exc}", field=exc.field) from None
