@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
+from clusterwright.design.decision import Decision
 from clusterwright.errors import InputError
 from clusterwright.report.fmt import signed_pct, usd
 
@@ -385,39 +386,6 @@ def assess_risks(f: DesignFacts) -> list[Risk]:
 
 
 # --------------------------------------------------------------------------- the record
-
-
-DecisionArea = Literal["gpu", "server", "cluster_size", "spares", "protocol", "switch", "tiers",
-                       "su", "oversubscription", "parallelism", "replicas", "pricing"]
-
-
-@dataclass(frozen=True)
-class Alternative:
-    """An option a decision beat, and by how much (words a reader checks: "$1.2M more over 4
-    years", "misses the 30-day deadline by 6.1 days")."""
-
-    option: str
-    outcome: str
-
-    def as_dict(self) -> dict[str, str]:
-        return {"option": self.option, "outcome": self.outcome}
-
-
-@dataclass(frozen=True)
-class Decision:
-    """One choice of the blueprint: what was chosen, the constraint or comparison that decided
-    it (``why``), and the alternatives it beat. ``subject`` is the workload it concerns, or
-    None for the cluster as a whole."""
-
-    area: DecisionArea
-    choice: str
-    why: str
-    subject: str | None = None
-    alternatives: tuple[Alternative, ...] = ()
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"area": self.area, "subject": self.subject, "choice": self.choice,
-                "why": self.why, "alternatives": [a.as_dict() for a in self.alternatives]}
 
 
 def _major(version: str) -> int:

@@ -4,7 +4,7 @@ alternatives it beat (``Decision`` of the blueprint)."""
 
 from __future__ import annotations
 
-from clusterwright.design.blueprint import Alternative, Decision
+from clusterwright.design.decision import Alternative, Decision
 from clusterwright.design.fabric_model import Fabric
 from clusterwright.design.fabric_shape import FabricError, fabric_shape
 

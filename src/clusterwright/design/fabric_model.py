@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from clusterwright.catalog.schema import Server, Switch
-from clusterwright.design.blueprint import Decision
+from clusterwright.design.decision import Decision
 from clusterwright.design.fabric_shape import FabricShape
 from clusterwright.spec.fabric import FabricRequest
 

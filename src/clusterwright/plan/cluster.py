@@ -19,13 +19,8 @@ import math
 from typing import Any
 
 from clusterwright.catalog.schema import Gpu, Server
-from clusterwright.design.blueprint import (
-    Alternative,
-    Candidate,
-    Decision,
-    Risk,
-    violation,
-)
+from clusterwright.design.blueprint import Candidate, Risk, violation
+from clusterwright.design.decision import Alternative, Decision
 from clusterwright.errors import InputError
 from clusterwright.model import reliability as rel
 from clusterwright.model.sizing import size_inference as memory_for_serving

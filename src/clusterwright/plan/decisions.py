@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from clusterwright.catalog.schema import Gpu, Server
-from clusterwright.design.blueprint import Alternative, Candidate, Decision
+from clusterwright.design.blueprint import Candidate
+from clusterwright.design.decision import Alternative, Decision
 from clusterwright.design.train_goodput import production_time
 from clusterwright.model.train_job import Job
 from clusterwright.plan.context import PlanRun

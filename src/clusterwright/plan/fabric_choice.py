@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from clusterwright.catalog.schema import Server
-from clusterwright.design.blueprint import Alternative, Candidate, Decision
+from clusterwright.design.blueprint import Candidate
+from clusterwright.design.decision import Alternative, Decision
 from clusterwright.plan.context import PlanRun
 from clusterwright.plan.finetune import window_hours
 from clusterwright.spec.fabric import FabricRequest

@@ -22,13 +22,8 @@ from typing import Any
 from clusterwright.catalog.references import matching_offers, provider_key
 from clusterwright.catalog.registry import Catalog
 from clusterwright.catalog.schema import CloudOffer
-from clusterwright.design.blueprint import (
-    Alternative,
-    Candidate,
-    Decision,
-    budget_violation,
-    violation,
-)
+from clusterwright.design.blueprint import Candidate, budget_violation, violation
+from clusterwright.design.decision import Alternative, Decision
 from clusterwright.design.tco_plan import (
     CloudCost,
     TcoPlan,
