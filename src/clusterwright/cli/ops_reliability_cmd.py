@@ -4,41 +4,28 @@ checkpoint intervals (Young, Daly), ETTR, hot spares, and a Monte Carlo of time 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import replace
 from typing import Any, Literal
 
 import typer
 from rich.table import Table
 
 from clusterwright.catalog.registry import Catalog, resolve_model
-from clusterwright.catalog.schema import FailureMode, ModelArch, Server
+from clusterwright.catalog.schema import ModelArch
 from clusterwright.cli import limits as lim
 from clusterwright.cli.common import console, fail, run_command, state, user_errors
-from clusterwright.design.train_goodput import checkpoint_cost
 from clusterwright.errors import ClusterwrightError
-from clusterwright.model import reliability as rel
 from clusterwright.model.precision import Precision
-from clusterwright.plan.reliability import (
-    Interruptions,
-    RunInputs,
-    forecast_run,
-    interruptions,
-    spare_coverage,
+from clusterwright.plan.ops_reliability import (
+    DEFAULT_SERVER,
+    CheckpointRequest,
+    ReliabilityRequest,
+    checkpoint_report,
+    reliability_report,
 )
 
-DEFAULT_SERVER = "dgx-h100"
 # Fields the Monte Carlo blames, and the flags users typed for them.
 MC_FLAGS = {"trials": "--trials", "spares": "--hot-spares", "seed": "--seed"}
-
-
-@dataclass(frozen=True)
-class Fleet:
-    gpu: str
-    server: str | None
-    gpus_per_host: int
-    units: rel.FleetUnits
-    modes: list[FailureMode]
-    rate_basis: str
 
 
 def _check(flag: str, value: float | None, minimum: float = 0.0, strict: bool = True) -> None:
@@ -50,45 +37,6 @@ def _check(flag: str, value: float | None, minimum: float = 0.0, strict: bool = 
         fail(f"{flag}: must be {need}, got {value:g}")
 
 
-def _fleet(
-    cat: Catalog,
-    gpus: int,
-    gpu: str | None,
-    server: str | None,
-    radix: int,
-    switches: float | None,
-    links: float | None,
-) -> Fleet:
-    srv: Server | None = None
-    if server is not None:
-        try:
-            srv = cat.server(server)
-        except ClusterwrightError as exc:
-            fail(f"--server: {exc}")
-        if gpu is not None and gpu != srv.gpu:
-            fail(f"--gpu: {gpu!r} does not match --server {server!r}, which carries {srv.gpu!r}")
-    elif gpu is not None:
-        try:
-            cat.gpu(gpu)
-        except ClusterwrightError as exc:
-            fail(f"--gpu: {exc}")
-        srv = next((s for s in cat.all("servers") if s.gpu == gpu), None)
-    else:
-        srv = cat.server(DEFAULT_SERVER)
-    gpu_id = gpu or (srv.gpu if srv else "")
-    per_host = srv.gpus // srv.hosts if srv else 8
-    all_modes: list[FailureMode] = cat.all("failure_modes")
-    modes = rel.modes_for_gpu(all_modes, gpu_id)
-    specific = any(gpu_id in m.gpus for m in all_modes)
-    basis = (
-        f"failure modes for {gpu_id}" if specific
-        else "generic failure modes (rates measured on H100, Llama 3 Table 5)"
-    )
-    with user_errors():
-        units = rel.fleet_units(gpus, per_host, radix, switches, links)
-    return Fleet(gpu_id, srv.id if srv else None, per_host, units, modes, basis)
-
-
 def _model(cat: Catalog, model: str | None) -> ModelArch | None:
     """``--model`` resolved as soon as it is given, so a bad id or file is an error even
     where the model would not be needed."""
@@ -98,27 +46,6 @@ def _model(cat: Catalog, model: str | None) -> ModelArch | None:
         return resolve_model(cat, model)
     except ClusterwrightError as exc:
         fail(f"--model: {exc}")
-
-
-def _checkpoint_io(
-    cat: Catalog, arch: ModelArch, gpus: int, precision: str, optimizer: str,
-    writers: int | None, storage_gbps: float | None,
-) -> dict[str, float]:
-    opt: Literal["adam", "sgd"] = "adam" if optimizer == "adam" else "sgd"
-    with user_errors():
-        ck = checkpoint_cost(cat, arch, gpus, precision, opt, writers, storage_gbps)
-    streams = writers or gpus
-    write_cap = storage_gbps or gpus * cat.assumption("storage_aggregate_write_gbps_per_gpu")
-    return {
-        "checkpoint_bytes": ck.bytes,
-        "checkpoint_bytes_per_param": rel.checkpoint_bytes_per_param(precision, opt),
-        "checkpoint_shard_bytes": rel.shard_bytes(ck.bytes, streams),
-        "checkpoint_writers": float(streams),
-        "storage_write_gbps": min(streams * cat.assumption("storage_write_gbps_per_gpu"),
-                                  write_cap),
-        "checkpoint_write_s": ck.write_s,
-        "restore_s": ck.read_s,
-    }
 
 
 # --------------------------------------------------------------------------- ops reliability
@@ -224,67 +151,16 @@ def reliability(
     _check("--trials", trials, 1, strict=False)
     with user_errors():
         cat = state(ctx).catalog()
-    fleet = _fleet(cat, gpus, gpu, server, radix, switches, links)
-    arch = _model(cat, model)
+    req = ReliabilityRequest(
+        gpus=gpus, days=days, gpu=gpu, server=server, radix=radix, switches=switches,
+        links=links, monte_carlo=monte_carlo, train_days=train_days,
+        checkpoint_write_s=checkpoint_write_s, model=_model(cat, model), restart_s=restart_s,
+        interval_s=interval_s, hot_spares=hot_spares, repair_hours=repair_hours,
+        trials=trials, seed=seed)
 
     def payload() -> dict[str, Any]:
-        u = fleet.units
-        inter = interruptions(fleet.modes, u, days * 24)
-        out: dict[str, Any] = {
-            "gpus": gpus,
-            "gpu": fleet.gpu,
-            "server": fleet.server,
-            "gpus_per_host": fleet.gpus_per_host,
-            "hosts": int(u.hosts),
-            "switches": u.switches,
-            "links": u.links,
-            "days": days,
-            "expected_interruptions": inter.total,
-            "planned_interruptions": sum(inter.planned.values()),
-            "job_mtbf_hours": inter.job_mtbf_hours,
-            "job_mtbf_hours_with_planned": inter.job_mtbf_hours_with_planned,
-            "by_cause": inter.by_cause,
-            "by_category": inter.by_category,
-            "categories": inter.categories,
-            "repair_fraction": inter.repair_fraction,
-            "rate_basis": fleet.rate_basis,
-        }
-        if monte_carlo:
-            out["monte_carlo"] = _monte_carlo(inter)
-        return out
-
-    def _monte_carlo(inter: Interruptions) -> dict[str, Any]:
-        io: dict[str, float] = {}
-        if checkpoint_write_s is not None:
-            delta = checkpoint_write_s
-        elif arch is not None:
-            io = _checkpoint_io(cat, arch, gpus, "bf16", "adam", None, None)
-            delta = io["checkpoint_write_s"]
-        else:
-            fail("--checkpoint-write-s: give it, or --model to size the checkpoint "
-                 "(needed by --monte-carlo)")
-        restart = (restart_s if restart_s is not None else
-                   cat.assumption("reliability_restart_overhead_s") + io.get("restore_s", 0.0))
-        repair_h = (repair_hours if repair_hours is not None
-                    else cat.assumption("reliability_node_repair_hours"))
-        work = (train_days or days) * rel.DAY
         with user_errors(MC_FLAGS, name_flags=True):
-            fc = forecast_run(inter, RunInputs(
-                work_s=work, checkpoint_write_s=delta, restart_s=restart, repair_hours=repair_h,
-                interval_s=interval_s, hot_spares=hot_spares, trials=trials, seed=seed))
-        summary = dict(fc.summary)
-        summary.update({
-            "train_days": work / rel.DAY,
-            "interval_s": fc.interval_s,
-            "checkpoint_write_s": delta,
-            "restart_s": restart,
-            "hot_spares": hot_spares,
-            "repair_hours": repair_h,
-            "analytical_ettr": fc.analytical_ettr,
-            "analytical_time_to_train_days": fc.analytical_wall_s / rel.DAY,
-            **({"checkpoint_bytes": io["checkpoint_bytes"]} if io else {}),
-        })
-        return summary
+            return reliability_report(cat, req)
 
     run_command(as_json, payload, _render_reliability)
 
@@ -366,74 +242,21 @@ def checkpoint(
     _check("--repair-hours", repair_hours, strict=False)
     if optimizer not in ("adam", "sgd"):
         fail(f"--optimizer: {optimizer!r} is not one of adam, sgd")
-    if checkpoint_write_s is None and (model is None or gpus is None):
-        fail("--checkpoint-write-s: give it, or --model and --gpus to compute it from the "
-             "checkpoint size and the storage bandwidth")
-    if mtbf_hours is None and gpus is None:
-        fail("--mtbf-hours: give it, or --gpus to compute it from the catalog's failure rates")
-    if hot_spares is not None and gpus is None:
-        fail("--hot-spares: needs --gpus (the share of failures that take a node out)")
-    if writers is not None and gpus is not None and writers > gpus:
-        fail(f"--writers: {writers} exceeds --gpus {gpus}")
-    if gpus is None:
-        # Each of these describes the fleet of --gpus; without it it would be ignored.
-        for flag, given in (("--model", model), ("--gpu", gpu), ("--server", server),
-                            ("--writers", writers), ("--storage-gbps", storage_gbps)):
-            if given is not None:
-                fail(f"{flag}: applies with --gpus (the job whose checkpoint and failures it "
-                     "describes)")
     with user_errors():
         cat = state(ctx).catalog()
-    arch = _model(cat, model)
+    opt: Literal["adam", "sgd"] = "adam" if optimizer == "adam" else "sgd"
+    req = CheckpointRequest(
+        checkpoint_write_s=checkpoint_write_s, mtbf_hours=mtbf_hours, restart_s=restart_s,
+        gpus=gpus, gpu=gpu, server=server, precision=precision.value, optimizer=opt,
+        writers=writers, storage_gbps=storage_gbps, interval_s=interval_s,
+        hot_spares=hot_spares, repair_hours=repair_hours)
+    with user_errors(name_flags=True):
+        # What needs what, before the model is read (a model id is checked once it counts).
+        req.check(model_given=model is not None)
+    req = replace(req, model=_model(cat, model))
 
     def payload() -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        fleet = None
-        if gpus is not None:
-            fleet = _fleet(cat, gpus, gpu, server, 64, None, None)
-            out.update(gpus=gpus, gpu=fleet.gpu, server=fleet.server)
-        io: dict[str, float] = {}
-        if arch is not None and gpus is not None:
-            io = _checkpoint_io(cat, arch, gpus, precision.value, optimizer, writers,
-                                storage_gbps)
-            out.update(io)
-        delta = checkpoint_write_s if checkpoint_write_s is not None else io["checkpoint_write_s"]
-        if mtbf_hours is not None:
-            mtbf_h = mtbf_hours
-        else:
-            assert fleet is not None  # --gpus was required above
-            mtbf_h = rel.job_mtbf_hours(fleet.modes, fleet.units)
-            if not math.isfinite(mtbf_h):
-                fail("--gpus: nothing in the catalog can fail at this scale; give --mtbf-hours")
-        restart = (restart_s if restart_s is not None else
-                   cat.assumption("reliability_restart_overhead_s") + io.get("restore_s", 0.0))
-        wait = 0.0
-        if hot_spares is not None and fleet is not None:
-            repair_h = (repair_hours if repair_hours is not None
-                        else cat.assumption("reliability_node_repair_hours"))
-            sp = spare_coverage(mtbf_h, rel.repair_fraction(fleet.modes, fleet.units), repair_h,
-                                hot_spares)
-            wait = sp["expected_spare_wait_s"]
-            out.update(sp)
-        with user_errors():
-            plan = rel.checkpoint_plan(delta, mtbf_h * rel.HOUR, restart, wait)
-        out.update(
-            young_interval_s=plan.young_interval_s,
-            daly_interval_s=plan.daly_interval_s,
-            ettr=plan.ettr,
-            ettr_first_order=plan.ettr_first_order,
-            ettr_young=plan.ettr_young,
-            checkpoint_write_s=delta,
-            mtbf_hours=mtbf_h,
-            restart_s=restart,
-            expected_lost_work_s=rel.expected_lost_work_s(
-                plan.daly_interval_s + delta, mtbf_h * rel.HOUR
-            ),
-        )
-        if interval_s is not None:
-            out["interval_s"] = interval_s
-            out["ettr_at_interval"] = rel.ettr(interval_s, delta, mtbf_h * rel.HOUR, restart,
-                                               wait)
-        return out
+        with user_errors(name_flags=True):
+            return checkpoint_report(cat, req)
 
     run_command(as_json, payload, _render_checkpoint)
