@@ -341,7 +341,7 @@ def test_journey_edit_run_report_compare(page: tuple[Any, Watch], server: Server
         "n => document.querySelectorAll('div.plot .main-svg').length >= n", arg=plots.count())
     # The chart labels show the name as text: no link, no element made from it.
     assert pg.locator("div.plot a").count() == 0
-    ticks = pg.locator("div.plot").first.locator(".xtick text").all_text_contents()
+    ticks = pg.locator("div.plot").first.locator(".ytick text").all_text_contents()
     assert f"#{second} {SECOND} r1" in ticks, ticks
     w.check("compare")
 
