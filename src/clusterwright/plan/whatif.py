@@ -100,14 +100,21 @@ def _check(name: str, value: float | None, lo: float, hi: float, lo_open: bool =
         raise InputError(f"{name}: {value:g} is outside {left}{lo:g}, {hi:g}]", field=name)
 
 
+# Each control's accepted range: (low, high, low excluded). The web page checks the same
+# ranges before it asks (so a refusal is a message, not a failed request), the server again.
+LIMITS: dict[str, tuple[float, float, bool]] = {
+    "utilization": (0.0, 1.0, True),
+    "electricity_usd_per_kwh": (0.0, MAX_USD_PER_KWH, False),
+    "server_price_usd": (0.0, MAX_SERVER_USD, True),
+    "cloud_usd_per_gpu_hour": (0.0, MAX_USD_PER_GPU_HOUR, True),
+    "deadline_days": (0.0, MAX_DEADLINE_DAYS, True),
+}
+
+
 def check(w: WhatIf) -> None:
     """Refuse a value outside its control's range, naming the control (InputError)."""
-    _check("utilization", w.utilization, 0.0, 1.0, lo_open=True)
-    _check("electricity_usd_per_kwh", w.electricity_usd_per_kwh, 0.0, MAX_USD_PER_KWH)
-    _check("server_price_usd", w.server_price_usd, 0.0, MAX_SERVER_USD, lo_open=True)
-    _check("cloud_usd_per_gpu_hour", w.cloud_usd_per_gpu_hour, 0.0, MAX_USD_PER_GPU_HOUR,
-           lo_open=True)
-    _check("deadline_days", w.deadline_days, 0.0, MAX_DEADLINE_DAYS, lo_open=True)
+    for name, (lo, hi, lo_open) in LIMITS.items():
+        _check(name, getattr(w, name), lo, hi, lo_open=lo_open)
     if w.cloud_term is not None and w.cloud_term not in TERMS:
         raise InputError(f"cloud_term: {w.cloud_term!r} is not one of {', '.join(TERMS)}",
                          field="cloud_term")

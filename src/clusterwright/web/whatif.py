@@ -54,8 +54,10 @@ def whatif_page(request: Request, run_id: int, w: State) -> Response:
         value = base.get(name)
         if value is None:
             continue
+        low, high, open_low = whatif.LIMITS[name]
         controls.append({"name": name, "label": label, "unit": unit, "step": step,
-                         "min": min(lo, value), "max": max(hi, value), "value": value})
+                         "min": min(lo, value), "max": max(hi, value), "value": value,
+                         "low": low, "high": high, "open_low": open_low})
     first: dict[str, Any] | None = None
     if base["repriceable"]:
         first = jsonable(whatif.reprice(run.blueprint, whatif.WhatIf()).as_dict())

@@ -70,7 +70,26 @@
     });
   }
 
+  // The server's ranges (data-low/-high), checked here first so that a refusal is a message
+  // naming the control rather than a failed request; the server checks them again.
+  function invalid() {
+    var bad = null;
+    form.querySelectorAll("input[type=number]").forEach(function (el) {
+      if (bad) { return; }
+      var v = Number(el.value), lo = Number(el.dataset.low), hi = Number(el.dataset.high);
+      var openLow = el.dataset.openLow === "1";
+      if (el.value.trim() === "" || !isFinite(v)) {
+        bad = [el.name, "not a number"];
+      } else if (v > hi || (openLow ? v <= lo : v < lo)) {
+        bad = [el.name, el.value + " is outside " + (openLow ? "(" : "[") + lo + ", " + hi + "]"];
+      }
+    });
+    return bad;
+  }
+
   function update() {
+    var bad = invalid();
+    if (bad) { seq++; fail(bad[0], bad[1]); return; }
     var params = new URLSearchParams();
     form.querySelectorAll("input[type=number], select").forEach(function (el) {
       if (el.value !== String(start[el.name])) { params.set(el.name, el.value); }
