@@ -77,3 +77,13 @@ def test_a_value_out_of_range_is_422_naming_the_control(client: TestClient,
 def test_a_run_without_a_blueprint_has_no_whatif(client: TestClient) -> None:
     assert client.get("/runs/999/whatif").status_code == 404
     assert client.get("/runs/999/whatif.json").status_code == 404
+
+
+def test_a_stored_blueprint_that_cannot_be_repriced_says_so(client: TestClient) -> None:
+    bp = json.loads(json.dumps(BLUEPRINT))
+    bp["tco"]["capex_breakdown_usd"]["network"] = None  # an edited or damaged blueprint
+    rid = done_run(client, bp)
+    page = client.get(f"/runs/{rid}/whatif")
+    assert page.status_code == 200 and 'id="whatif-none"' in page.text
+    r = client.get(f"/runs/{rid}/whatif.json")
+    assert r.status_code == 422 and "re-plan" in r.json()["error"]

@@ -60,7 +60,11 @@ def whatif_page(request: Request, run_id: int, w: State) -> Response:
                          "low": low, "high": high, "open_low": open_low})
     first: dict[str, Any] | None = None
     if base["repriceable"]:
-        first = jsonable(whatif.reprice(run.blueprint, whatif.WhatIf()).as_dict())
+        try:
+            first = jsonable(whatif.reprice(run.blueprint, whatif.WhatIf()).as_dict())
+        except (InputError, TypeError, ValueError, KeyError):
+            # A stored blueprint that lacks what re-pricing needs (an older or edited one).
+            base = {**base, "repriceable": False}
     return w.render(request, "whatif.html", run=run, base=base, controls=controls,
                     first=first, terms=whatif.TERMS)
 
@@ -88,4 +92,7 @@ def whatif_json(run_id: int, w: State,
         out = whatif.reprice(run.blueprint, what)
     except InputError as exc:
         return JSONResponse({"error": str(exc), "control": exc.field}, status_code=422)
+    except (TypeError, ValueError, KeyError) as exc:
+        return JSONResponse({"error": f"blueprint: cannot be re-priced ({exc}); re-plan",
+                             "control": None}, status_code=422)
     return JSONResponse(jsonable(out.as_dict()))
