@@ -181,3 +181,25 @@ def test_list_serving_engines_with_their_validated_regimes() -> None:
     entries = json.loads(r.stdout)["entries"]
     assert {e["id"] for e in entries} >= {"trtllm", "vllm", "sglang"}
     assert all(e["validated"] and e["calibration"] and e["source"] for e in entries)
+
+
+@pytest.mark.parametrize("kind", ["gpus", "servers", "switches", "optics", "models", "clouds",
+                                  "nics"])
+def test_list_shows_every_id_whole_at_80_columns(kind: str) -> None:
+    from clusterwright.catalog.registry import load_catalog
+    from clusterwright.cli.common import console
+    from clusterwright.report.catalog_columns import KINDS
+
+    old = console.width
+    console.width = 80
+    try:
+        r = runner.invoke(app, ["catalog", "list", kind], env={"CLUSTERWRIGHT_CATALOG": None})
+    finally:
+        console.width = old
+    assert r.exit_code == 0, r.output
+    lines = r.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    cells = {c.strip() for line in lines for c in line.split("│")}
+    cat = load_catalog([])
+    ids = [e.id for k in KINDS[kind] for e in cat.all(k)]
+    assert [i for i in ids if i not in cells] == []  # each id whole in its own cell

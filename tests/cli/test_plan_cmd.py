@@ -57,7 +57,7 @@ def test_json_prints_metrics_paths_and_binding_constraints(tmp_path: Path) -> No
     assert d["out"] == str(out) and d["files"] > 3
     assert d["artifacts"]["blueprint"] == str(out / "blueprint.json")
     bp = json.loads((out / "blueprint.json").read_text())
-    assert bp["schema_version"] == "1.1" and bp["scenario"]["source"].endswith("s.yaml")
+    assert bp["schema_version"] == "1.2" and bp["scenario"]["source"].endswith("s.yaml")
 
 
 def test_terminal_summary_names_the_recommendation_and_binding(tmp_path: Path) -> None:
@@ -211,3 +211,30 @@ def test_a_killed_plan_leaves_no_hidden_temp_dir_after_the_next_plan(tmp_path: P
     json_ok(cw("plan", str(EXAMPLE), "--out", str(out), "--force", "--json"))
     assert _temps(tmp_path, "D") == []
     assert (out / "blueprint.json").is_file() and (out / "report.html").is_file()
+
+
+@pytest.mark.parametrize("formats", ["html,docx", "", "html,,pdf"])
+def test_an_unknown_format_exits_2_naming_formats_before_any_work(tmp_path: Path,
+                                                                   formats: str) -> None:
+    out = tmp_path / "out"
+    msg = user_error(cw("plan", scenario(tmp_path), "--out", str(out), "--formats", formats))
+    assert "error: --formats: unknown report format" in msg and "html, xlsx, pdf" in msg
+    assert not out.exists()
+
+
+def test_pdf_without_a_browser_exits_2_naming_formats(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from clusterwright.report import pdf
+
+    monkeypatch.setattr(pdf, "chromium", lambda: None)
+    out = tmp_path / "out"
+    msg = user_error(cw("plan", scenario(tmp_path), "--out", str(out), "--formats", "html,pdf"))
+    assert "error: --formats: pdf needs a Chromium" in msg and not out.exists()
+
+
+def test_xlsx_format_writes_the_workbook_beside_the_report(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    d = json_ok(cw("plan", scenario(tmp_path), "--out", str(out), "--json", "--formats",
+                   "xlsx"))
+    assert d["artifacts"]["report_xlsx"] == str(out / "report.xlsx")
+    assert (out / "report.xlsx").is_file() and not (out / "report.html").exists()

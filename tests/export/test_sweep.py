@@ -85,3 +85,13 @@ def test_write_refuses_a_non_empty_dir_then_replaces_with_force(
     assert sorted(files) == ["results.csv", "results.json", "sweep.html"]
     assert sorted(p.name for p in out.iterdir()) == sorted(files)
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp left
+
+
+def test_a_metric_spanning_decades_gets_a_log_axis() -> None:
+    from clusterwright.export.sweep import spans_decades
+
+    # One $2B point would flatten $20M-$80M points on a linear axis.
+    assert spans_decades([2e7, 5e7, 8e7, 2e9])
+    assert not spans_decades([2e7, 5e7, 8e7])
+    assert not spans_decades([0.0, 1.0, 100.0])  # a zero has no place on a log axis
+    assert not spans_decades([None, "x"])

@@ -25,7 +25,9 @@ from tests.web.helpers import BASE, TRAINING
 GET_ROUTES = ["/", "/scenarios/new", "/scenarios/{id}", "/runs/{id}", "/runs/{id}/progress",
               "/runs/{id}/report", "/runs/{id}/artifacts.zip", "/compare?run={id}",
               "/catalog?kind={text}", "/catalog/rows?kind={text}", "/scenarios/new?example={text}",
-              "/healthz", "/favicon.ico", "/static/{text}"]
+              "/healthz", "/favicon.ico", "/static/{text}", "/runs/{id}/whatif",
+              "/runs/{id}/whatif.json", "/runs/1/whatif.json?utilization={text}",
+              "/runs/1/whatif.json?cloud_term={text}&deadline_days={text}"]
 POST_ROUTES = ["/validate", "/scenarios", "/scenarios/{id}/runs"]
 
 HOSTILE_IDS = ["0", "-1", "99999999999999999999999", "1e3", "abc", "..%2f..%2fetc%2fpasswd",

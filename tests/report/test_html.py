@@ -19,10 +19,11 @@ from clusterwright.report.html import render_html, render_report
 from tests.report import blueprints
 
 HEADINGS = (
-    "1. Recommendation", "2. Why: alternatives considered", "3. Network topology",
-    "4. Rack elevations", "5. Training step-time breakdown", "6. Inference latency vs QPS",
-    "7. Cost over time: cloud vs on-prem", "8. Failures and checkpoints", "9. Power",
-    "10. Challenges and risks",
+    "1. Recommendation", "2. Why: alternatives considered",
+    "3. Backend fabric",
+    "4. Rack elevations", "5. Bill of materials", "6. Training step-time breakdown",
+    "7. Inference latency vs QPS", "8. Cost over time: cloud vs on-prem",
+    "9. Failures and checkpoints", "10. Power", "11. Challenges and risks", "12. Sources",
 )
 URL_ATTRS = {"src", "href", "srcset", "action", "data", "poster", "xlink:href", "formaction"}
 
@@ -77,14 +78,16 @@ def test_page_loads_nothing_from_the_network(kind: str) -> None:
     page = _page(kind)
     refs = _refs(page)
     external = [u for u in refs.urls if re.match(r"\s*(https?:)?//", u[2], flags=re.I)]
-    assert external == []
+    # A link a reader may follow to a cited datasheet or price list is not a load.
+    assert [u for u in external if u[:2] != ("a", "href")] == []
     # All scripts inline, no stylesheet links, no CSS imports or remote url(...).
     assert [t for t, a in refs.tags if t == "script" and "src" in a] == []
     assert [t for t, _ in refs.tags if t == "link"] == []
     css = "".join(refs.styles)
     assert "@import" not in css and not re.search(r"url\(\s*['\"]?(https?:)?//", css)
-    # The only hrefs are in-page anchors.
-    assert all(v.startswith("#") for t, k, v in refs.urls if k == "href")
+    # The only hrefs are in-page anchors, and links to cited sources.
+    assert all(v.startswith("#") or (t == "a" and v.startswith("https://"))
+               for t, k, v in refs.urls if k == "href")
 
 
 @pytest.mark.parametrize("kind", ["full", "infeasible", "inference"])
@@ -98,9 +101,22 @@ def test_plotly_js_is_embedded_exactly_once(kind: str) -> None:
 def test_full_page_has_every_section_heading_and_footer() -> None:
     page = _page("full")
     for h in HEADINGS:
-        assert f">{h}</h2>" in page, h
+        assert f">{h}" in page, h
     assert "clusterwright 0.1.0 · blueprint schema 1.0" in page
     assert "Not applicable" not in page  # the full blueprint fills every section
+
+
+def test_catalog_prices_link_to_their_source() -> None:
+    page = _page("full")
+    # The BOM's unit price carries [n], the number of its entry in the sources section.
+    lines = page[page.index('id="bom-lines"'):]
+    m = re.search(r'<tr><td>switch</td><td>sn5600</td>[^\n]*?<a href="#src-(\d+)">', lines)
+    assert m, "no source reference on the sn5600 line"
+    entry = re.search(rf'<li id="src-{m.group(1)}">(.*?)</li>', page, flags=re.S)
+    assert entry and "NVIDIA SN5000 user manual" in entry.group(1)
+    assert '<a href="https://example.org/sn5600-price"' in entry.group(1)
+    # Capex by category on the headline page sums the TCO's categories.
+    assert "Capex by category" in page and "Opex per year by category" in page
 
 
 def test_full_page_shows_the_blueprints_numbers() -> None:
@@ -135,12 +151,15 @@ def test_risks_are_listed_high_first_with_severity_tags() -> None:
 def test_svgs_are_well_formed_xml() -> None:
     page = _page("full")
     found = _svgs(page)
-    # topology + 4 representative racks (densest compute, densest network, then the fullest)
-    assert len(found) == 5
+    # one SU, the whole fabric, the frontend/OOB networks + 4 representative racks (densest
+    # compute, densest network, then the fullest)
+    assert len(found) == 7
     roots = [ET.fromstring(s) for s in found]
     assert all(r.tag == "svg" for r in roots)
     labels = [r.get("aria-label") or "" for r in roots]
-    assert labels[0].startswith("backend fabric: 16 leaf, 8 spine, 0 core")
+    assert labels[0] == "one scalable unit of the Ethernet (RoCE) backend"
+    assert labels[1].startswith("backend fabric: 16 leaf, 8 spine, 0 core")
+    assert labels[2] == "frontend, storage and out-of-band networks"
     assert {"rack r001-01 elevation", "rack n001 elevation"} <= set(labels)
 
 
@@ -171,9 +190,9 @@ def test_infeasible_page_says_which_constraint_binds_and_by_how_much() -> None:
     for s in ("power_per_rack_kw", "40.8 kW", "20 kW", "+104 %", 'role="alert"'):
         assert s in page, s
     for h in HEADINGS:
-        assert f">{h}</h2>" in page, h
-    # sections 2-10 have no data; each says so instead of failing
-    assert page.count("Not applicable:") == 9
+        assert f">{h}" in page, h
+    # sections 2-12 have no data; each says so instead of failing
+    assert page.count("Not applicable:") == 13  # with the headline's cost and performance
 
 
 def test_binding_excess_is_derived_for_display_when_absent() -> None:
@@ -199,7 +218,7 @@ def test_missing_or_mistyped_keys_degrade_to_not_applicable(junk: Any) -> None:
     bp: dict[str, Any] = dict.fromkeys(blueprints.full(), junk)
     page = render_html(bp)
     for h in HEADINGS:
-        assert f">{h}</h2>" in page, h
+        assert f">{h}" in page, h
     assert page.count("Not applicable:") >= 9
 
 
@@ -214,7 +233,7 @@ def test_mistyped_nested_values_do_not_fail() -> None:
     bp["tco"]["cost_over_time"] = "monthly"
     bp["fabric"]["leaf_switches"] = "many"
     page = render_html(bp)
-    assert ">5. Training step-time breakdown</h2>" in page
+    assert ">6. Training step-time breakdown</h2>" in page
     for s in _svgs(page):
         ET.fromstring(s)
 
@@ -246,8 +265,8 @@ def test_shipped_example_blueprints_render(path: Path) -> None:
     bp = json.loads(path.read_text(encoding="utf-8"))
     page = render_html(bp)
     for h in HEADINGS:
-        assert f">{h}</h2>" in page, h
-    assert [u for u in _refs(page).urls if not u[2].startswith("#")] == []
+        assert f">{h}" in page, h
+    assert [u for u in _refs(page).urls if not u[2].startswith("#") and u[0] != "a"] == []
     for s in _svgs(page):
         ET.fromstring(s)
     rec = bp.get("recommendation") or {}

@@ -332,7 +332,7 @@ def test_compare_charts_show_markup_in_names_as_text(client: TestClient) -> None
     strings = [s for f in figs for s in _strings(f)]
     # plotly.js renders <a href> in labels as a link; the figure data must hold none.
     assert not any("<a" in s or "<i>" in s for s in strings), strings
-    assert figs[0]["data"][0]["x"] == [
+    assert figs[0]["data"][0]["y"] == [
         f'#{ids[0]} &lt;a href="https://example.com/pwn"&gt;CLICK&lt;/a&gt; r1',
         f"#{ids[1]} b &amp; &lt;i&gt;c&lt;/i&gt; r1"]
     # The table shows the names as text (Jinja escapes them once, for HTML).

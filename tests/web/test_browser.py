@@ -16,6 +16,7 @@ Chromium, so there it runs or fails)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -31,6 +32,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.layout_check import VIEWPORTS, layout_problems, wait_for_charts
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 REQUIRED = os.environ.get("CW_REQUIRE_BROWSER") == "1"
@@ -341,7 +344,7 @@ def test_journey_edit_run_report_compare(page: tuple[Any, Watch], server: Server
         "n => document.querySelectorAll('div.plot .main-svg').length >= n", arg=plots.count())
     # The chart labels show the name as text: no link, no element made from it.
     assert pg.locator("div.plot a").count() == 0
-    ticks = pg.locator("div.plot").first.locator(".xtick text").all_text_contents()
+    ticks = pg.locator("div.plot").first.locator(".ytick text").all_text_contents()
     assert f"#{second} {SECOND} r1" in ticks, ticks
     w.check("compare")
 
@@ -454,3 +457,87 @@ def test_an_id_beyond_sqlite_integers_is_not_found(server: Server, path: str) ->
         return
     # /runs/9223372036854775807 (2**63 - 1) already answers 404; one more must too.
     assert status in (404, 422), f"{path}: HTTP {status}"
+
+
+def _stored_runs(server: Server) -> tuple[int, int]:
+    """Two finished runs of the shipped example, written to the server's database as a plan
+    records them (the server reads the same file)."""
+    from clusterwright.store import Store
+
+    db = server.log.parent / "cw.db"
+    bp = (Path(__file__).resolve().parents[2] / "examples" / EXAMPLE / "blueprint.json")
+    data = json.loads(bp.read_text())
+    store = Store(db)
+    try:
+        text = (bp.parent / "scenario.yaml").read_text()
+        ids = []
+        for name in ("layout baseline with a long run name for the compare page",
+                     "layout second"):
+            sc = store.save_scenario(name, text)
+            run = store.create_run(sc.id)
+            store.finish_run(run.id, metrics={"total_cost_usd": 7.2e7, "gpus": 1024,
+                                               "leaf_switches": 32, "spine_switches": 16},
+                             blueprint=data, artifacts_dir=None)
+            ids.append(int(run.id))
+    finally:
+        store.close()
+    return ids[0], ids[1]
+
+
+@pytest.mark.parametrize("viewport", VIEWPORTS, ids=lambda v: f"{v['width']}x{v['height']}")
+def test_workbench_pages_lay_out_cleanly(browser: Any, server: Server,
+                                         viewport: dict[str, int]) -> None:
+    first, second = _stored_runs(server)
+    ctx = browser.new_context(viewport=viewport)
+    try:
+        pg = ctx.new_page()
+        errors: list[str] = []
+        pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        pg.on("pageerror", lambda e: errors.append(str(e)))
+        for path in ("/", f"/scenarios/new?example={EXAMPLE}", f"/runs/{first}",
+                     f"/runs/{first}/whatif", f"/compare?run={first}&run={second}",
+                     "/catalog?kind=gpus"):
+            pg.goto(server.base + path)
+            wait_for_charts(pg)
+            assert errors == [], (path, errors)
+            problems = layout_problems(pg)
+            assert problems == [], (path, problems[:20])
+        # The compare charts read each run's whole name.
+        pg.goto(f"{server.base}/compare?run={first}&run={second}")
+        wait_for_charts(pg)
+        ticks = pg.locator("div.plot").first.locator(".ytick text").all_text_contents()
+        assert any("long run name for the compare page" in t for t in ticks), ticks
+    finally:
+        ctx.close()
+
+
+def test_whatif_reprices_and_keeps_the_last_valid_state(page: tuple[Any, Watch],
+                                                         server: Server) -> None:
+    pg, w = page
+    first, _ = _stored_runs(server)
+    pg.goto(f"{server.base}/runs/{first}/whatif")
+    total = pg.locator('#whatif-results tr[data-key="total_cost_usd"] td')
+    pg.wait_for_function("() => document.querySelector("
+                         "'#whatif-results tr[data-key=\"total_cost_usd\"] td').textContent")
+    before = total.inner_text()
+    assert before == "$72.2M"
+    # Dearer electricity: the total rises, with no plan.
+    pg.locator("#wi-electricity_usd_per_kwh").fill("0.3")
+    pg.wait_for_function("t => document.querySelector("
+                         "'#whatif-results tr[data-key=\"total_cost_usd\"] td').textContent "
+                         "!== t", arg=before)
+    dearer = total.inner_text()
+    assert dearer != before
+    # Out of range: a message naming the control; the numbers stay those of the last state.
+    pg.locator("#wi-utilization").fill("1.5")
+    err = pg.locator("#whatif-error")
+    err.wait_for(state="visible")
+    assert err.inner_text().startswith("utilization: ")
+    assert total.inner_text() == dearer
+    # A deadline shorter than the training time asks for a re-plan.
+    pg.locator("#wi-utilization").fill("0.8")
+    pg.locator("#wi-deadline_days").fill("10")
+    pg.locator("#whatif-replan").wait_for(state="visible")
+    assert "re-plan" in pg.locator("#whatif-replan-why").inner_text()
+    assert pg.locator("button#replan").count() == 1
+    w.check("what-if")  # the refusal was a message: no failed request, no console error

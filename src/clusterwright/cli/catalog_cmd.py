@@ -49,10 +49,16 @@ def list_(
         )
         return
     for k in KINDS[kind]:
+        entries = cat.all(k)
         table = Table(title=k, title_justify="left")
-        for header, _ in COLUMNS[k]:
-            table.add_column(header)
-        for e in cat.all(k):
+        # Ids are what a user types next: never wrapped or cut; the other columns wrap.
+        widest = max((len(e.id) for e in entries), default=2)
+        for i, (header, _) in enumerate(COLUMNS[k]):
+            if i == 0:
+                table.add_column(header, no_wrap=True, min_width=widest, overflow="ignore")
+            else:
+                table.add_column(header, overflow="fold")
+        for e in entries:
             table.add_row(*(fn(e) for _, fn in COLUMNS[k]))
         console.print(table)
 

@@ -109,6 +109,32 @@ def user_errors(flags: dict[str, str] | None = None, name_flags: bool = False
 
 
 
+@contextmanager
+def progress_bar(description: str) -> Iterator[Callable[[int, int], None]]:
+    """A progress bar on stderr while the block runs, as ``update(done, total)``; nothing
+    when stderr is not a terminal (a pipe, a log, CI), so ``--json`` stdout stays one
+    object and logs stay clean."""
+    if not err_console.is_terminal:
+        yield lambda done, total: None
+        return
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err_console, transient=True) as bar:
+        task = bar.add_task(description, total=None)
+
+        def update(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=max(total, 1))
+
+        yield update
+
+
 def emit_json(payload: dict[str, Any]) -> None:
     """Print one JSON object on stdout and nothing else."""
     sys.stdout.write(json.dumps(jsonable(payload), indent=2, sort_keys=False) + "\n")

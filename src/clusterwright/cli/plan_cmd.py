@@ -25,15 +25,21 @@ def plan(
     out: Path = typer.Option(..., "--out", help="Directory to write the blueprint into."),
     force: bool = typer.Option(False, "--force", help="Replace a non-empty --out directory."),
     as_json: bool = typer.Option(False, "--json", help="Print the metrics and paths as JSON."),
+    formats: str = typer.Option(
+        "html", "--formats", help="Report formats, comma-separated: html, xlsx (spreadsheet), "
+        "pdf (printed by Chromium)."),
 ) -> None:
     """Size, design, price and stress a cluster for a scenario; write blueprint.json, bom.csv,
-    cabling.csv, configs/ and report.html to --out."""
+    cabling.csv, configs/ and the report (report.html; --formats adds report.xlsx and
+    report.pdf) to --out."""
     from clusterwright.catalog.references import resolve
-    from clusterwright.export.blueprint import write_blueprint
+    from clusterwright.export.blueprint import parse_formats, write_blueprint
     from clusterwright.export.fabric import check_out_dir
     from clusterwright.plan.run import plan_to_dir
     from clusterwright.spec.scenario import load_scenario
 
+    with user_errors(name_flags=True):
+        kinds = parse_formats(formats)  # a bad name or no browser for pdf: before any work
     with user_errors():
         sc, doc = load_scenario(scenario)
         cat = state(ctx).catalog()
@@ -41,11 +47,14 @@ def plan(
         with user_errors(name_flags=True):  # out, force -> --out, --force
             check_out_dir(out, force)  # refuse before the work, not after
 
+        def write(bp: Any, fab: Any, out: Path, force: bool = False) -> list[str]:
+            return write_blueprint(bp, fab, out, force=force, formats=kinds)
+
         def run(progress: Any = None) -> Any:
-            return plan_to_dir(sc, cat, out, progress, write=write_blueprint,
+            return plan_to_dir(sc, cat, out, progress, write=write,
                                source=str(scenario), doc=doc, force=force)
 
-        res = run() if as_json else _with_progress(run)
+        res = _with_progress(run) if err_console.is_terminal else run()
     data = res.data
     if as_json:
         emit_json({
@@ -145,5 +154,7 @@ def _render(d: dict[str, Any], out: Path, files: int) -> None:
         console.print(k)
     for n in d["notes"]:
         console.print(f"  [yellow]note:[/] {n}", highlight=False)
+    reports = [d["artifacts"][k] for k in ("report", "report_xlsx", "report_pdf")
+               if k in d["artifacts"]]
     console.print(f"Wrote {files} files to {out}"
-                  + (" (report.html)" if "report" in d["artifacts"] else ""))
+                  + (f" ({', '.join(reports)})" if reports else ""))

@@ -11,7 +11,14 @@ from rich.table import Table
 from clusterwright.catalog.registry import Catalog, resolve_model
 from clusterwright.catalog.schema import ModelArch
 from clusterwright.cli import limits as lim
-from clusterwright.cli.common import console, emit_json, fail, state, user_errors
+from clusterwright.cli.common import (
+    console,
+    emit_json,
+    fail,
+    progress_bar,
+    state,
+    user_errors,
+)
 from clusterwright.cli.serve_engine_cmd import (
     FIELD_FLAGS,
     estimate_engine_cli,
@@ -281,11 +288,12 @@ def plan_cmd(
         cat = state(ctx).catalog()
     arch = _arch(cat, model)
     _check_ids(cat, None if gpu == "choose" else gpu, None)
-    with user_errors(FIELD_FLAGS, name_flags=True):
+    with user_errors(FIELD_FLAGS, name_flags=True), \
+            progress_bar("simulating layouts (GPU x TP)") as tick:
         res = plan(
             cat, arch, qps, input_len, output_len, ttft_p99, tpot_p99, gpu=gpu,
             precision=precision, kv_precision=kv_precision, num_requests=num_requests,
-            seed=seed, length_dist=length_dist, length_cv=length_cv,
+            seed=seed, length_dist=length_dist, length_cv=length_cv, progress=tick,
         )
     payload = res.as_dict()
     best = payload.get("best")

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 from rich.table import Table
 
-from clusterwright.cli.common import console, emit_json, fail, state, user_errors
+from clusterwright.cli.common import console, emit_json, err_console, fail, state, user_errors
 from clusterwright.report.fmt import usd
 
 if TYPE_CHECKING:
@@ -57,7 +57,8 @@ def sweep(
         check_catalog(sw, cat)
         if be == "ray":
             require_ray()  # a missing Ray is a user error before any point runs
-        result = _run(sw, cat, be, workers, address, show=not as_json)
+        # The bar goes to stderr, and only to a terminal: stdout keeps the table or JSON.
+        result = _run(sw, cat, be, workers, address, show=err_console.is_terminal)
         files = write_sweep(result, out, force=force)
     payload = _payload(result, out, files)
     if as_json:
@@ -83,7 +84,7 @@ def _run(sw: Sweep, cat: Any, backend: Backend, workers: int | None, address: st
         return run_sweep(sw, cat, backend=backend, workers=workers, address=address)
     columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                TextColumn("{task.fields[status]}"), TimeElapsedColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=console) as progress:
+    with Progress(*columns, console=err_console, transient=True) as progress:
         task = progress.add_task(f"sweep {sw.name}", total=len(sw.points), status="")
         seen = {"infeasible": 0, "errors": 0}
 

@@ -8,7 +8,7 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from clusterwright.cli.common import console, emit_json, fail, user_errors
+from clusterwright.cli.common import console, emit_json, fail, progress_bar, user_errors
 from clusterwright.validation.rows import TableResult
 from clusterwright.validation.serving_silicon import (
     PARTITION_MIN,
@@ -164,8 +164,10 @@ def validate(
     if data is not None and table != SILICON:
         fail(f"--data: only with --table {SILICON}")
     if table == SILICON:
-        with user_errors():
+        with user_errors(), progress_bar(f"predicting {SILICON}") as tick:
+            tick(0, 1)
             res = serving_silicon(data)
+            tick(1, 1)
         if as_json:
             emit_json(res.payload())
         else:
@@ -174,11 +176,15 @@ def validate(
     names = [table] if table else list(TABLES)
     results: list[TableResult] = []
     silicon: SiliconResult | None = None
-    with user_errors():
+    steps = len(names) + (1 if table is None else 0)
+    with user_errors(), progress_bar("predicting published measurements") as tick:
+        tick(0, steps)
         for n in names:
             results.append(TABLES[n]())
+            tick(len(results), steps)
         if table is None:
             silicon = serving_silicon()
+            tick(steps, steps)
     if as_json:
         out: dict[str, Any] = {"tables": {r.name: _payload(r) for r in results}}
         if silicon is not None:

@@ -21,7 +21,8 @@ from clusterwright.report.fmt import signed_pct, usd
 if TYPE_CHECKING:
     from clusterwright.design.fabric import Fabric
 
-SCHEMA_VERSION = "1.1"  # 1.1: ``decisions`` (why each choice was made)
+SCHEMA_VERSION = "1.2"  # 1.1: ``decisions`` (why each choice was made); 1.2: ``bom``,
+# ``sources``, fabric ``shape`` and ``cabling``, tco ``capex_by_category_usd``
 
 ConstraintName = Literal[
     "budget_usd", "power_per_rack_kw", "cooling", "deadline_days", "slo", "gpus", "memory"
@@ -417,6 +418,8 @@ class Blueprint:
     tco: dict[str, Any] | None
     risks: list[dict[str, Any]]
     decisions: list[dict[str, Any]] = field(default_factory=list)  # Decision.as_dict()
+    bom: list[dict[str, Any]] = field(default_factory=list)  # fabric_tables.bom_rows
+    sources: list[dict[str, Any]] = field(default_factory=list)  # catalog entries cited
     artifacts: dict[str, Any] = field(default_factory=dict)
     timings_s: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
@@ -429,11 +432,11 @@ class Blueprint:
     KEYS: ClassVar[tuple[str, ...]] = (
         "schema_version", "clusterwright_version", "scenario", "feasible",
         "binding_constraints", "recommendation", "alternatives", "workloads", "cluster",
-        "fabric", "racks", "power", "reliability", "tco", "risks", "decisions", "artifacts",
-        "timings_s", "notes",
+        "fabric", "racks", "power", "reliability", "tco", "risks", "decisions", "bom", "sources",
+        "artifacts", "timings_s", "notes",
     )
     # Keys a blueprint of an earlier minor version may lack, with the value they stand for.
-    ADDED: ClassVar[dict[str, Any]] = {"decisions": []}
+    ADDED: ClassVar[dict[str, Any]] = {"decisions": [], "bom": [], "sources": []}
 
     def to_dict(self) -> dict[str, Any]:
         """The blueprint.json object, keys in contract order."""

@@ -160,12 +160,29 @@ def _emit(fig: Any, div_id: str, height: int) -> str:
     return out
 
 
-def _layout(fig: Any, title: str, xtitle: str, ytitle: str, log_x: bool) -> None:
-    fig.update_layout(template="plotly_white", height=380, title=title,
-                      margin={"l": 70, "r": 20, "t": 50, "b": 60},
-                      legend={"orientation": "h", "y": -0.25},
-                      xaxis={"title": xtitle, "type": "log" if log_x else None},
-                      yaxis={"title": ytitle})
+DECADES_FOR_LOG = 1.0  # a positive metric spanning more than 10x is drawn on a log axis
+
+
+def spans_decades(values: Sequence[Any]) -> bool:
+    """True when every value is positive and the largest is more than 10x the smallest: one
+    $2B point would flatten the rest on a linear axis."""
+    xs = [v for v in (_num(x) for x in values) if v is not None]
+    return bool(xs) and min(xs) > 0 and max(xs) / min(xs) > 10 ** DECADES_FOR_LOG
+
+
+def _layout(fig: Any, title: str, xtitle: str, ytitle: str, log_x: bool,
+            log_y: bool = False) -> None:
+    # The legend sits above the plot (plotly grows the top margin for it), clear of the
+    # x-axis title below.
+    fig.update_layout(template="plotly_white", height=380,
+                      title={"text": title, "y": 0.98, "yanchor": "top"},
+                      margin={"l": 70, "r": 20, "t": 80, "b": 60},
+                      legend={"orientation": "h", "yanchor": "bottom", "y": 1.0,
+                              "xanchor": "left", "x": 0},
+                      xaxis={"title": xtitle, "type": "log" if log_x else None,
+                             "automargin": True},
+                      yaxis={"title": ytitle, "type": "log" if log_y else None,
+                             "automargin": True})
 
 
 def metric_figure(result: SweepResult, key: str, title: str, path: str, colour: str | None,
@@ -206,7 +223,8 @@ def metric_figure(result: SweepResult, key: str, title: str, path: str, colour: 
             text=[_hover(r) for r in bad], hovertemplate="%{text}<br>%{y:.4g}<extra></extra>",
             marker={"color": "#999999", "symbol": "x", "size": 8}))
     _layout(fig, f"{title} vs {_esc(path)}", _esc(path), title,
-            bool(numeric and var.spec.log))
+            bool(numeric and var.spec.log),
+            log_y=spans_decades([(r.metrics or {}).get(key) for r in rows]))
     if not numeric:
         fig.update_xaxes(type="category")
     return _emit(fig, div_id, 380)
@@ -233,7 +251,8 @@ def pareto_figure(result: SweepResult, x: str, y: str, div_id: str) -> str | Non
         hovertemplate="%{text}<extra></extra>",
         marker={"color": COLORS[5], "size": 11}, line={"color": COLORS[5]}))
     _layout(fig, f"Pareto: {titles.get(x, x)} vs {titles.get(y, y)}", titles.get(x, x),
-            titles.get(y, y), False)
+            titles.get(y, y), spans_decades([(r.metrics or {})[x] for r in ok]),
+            log_y=spans_decades([(r.metrics or {})[y] for r in ok]))
     return _emit(fig, div_id, 380)
 
 

@@ -83,11 +83,22 @@ def size_inference(run: PlanRun, w: InferenceWorkload,
         "cloud_cost_per_million_tokens_usd": b["cost_per_million_tokens_usd"],
         "curve": [], "pareto": sp.pareto, "diurnal_gpus": hourly,
         "simulations": sp.simulations,
+        # What the capacity's accuracy rests on: the serving calibration of this GPU's stack
+        # (its engine and how it was fitted, with its error on validation/serving.csv).
+        "confidence": _serving_confidence(run, gpu),
         # Every layout the serving planner sized on this GPU, for the replicas decision.
         "considered": [{k: c[k] for k in ("tp", "ep", "replicas", "gpus", "usd_per_hour")}
                        for c in sp.candidates],
     }
     return row, []
+
+
+def _serving_confidence(run: PlanRun, gpu: Gpu) -> dict[str, Any] | None:
+    st = serving_replica.serving_stack(run.cat, gpu.id)
+    if st is None or st.serving is None:
+        return None
+    return {"stack": st.id, "gpu": gpu.id, "engine": st.serving.engine,
+            "calibration": st.serving.calibration, "validation_table": "serving"}
 
 
 def arch_weights_gb(arch: ModelArch, precision: str) -> float:

@@ -52,11 +52,13 @@ from clusterwright.plan.inference import latency_curves, size_inference
 from clusterwright.plan.reliability import reliability_view
 from clusterwright.plan.training import size_training
 from clusterwright.plan.views import (
+    bom_view,
     design_facts,
     fabric_view,
     power_view,
     racks_view,
     recommendation_view,
+    sources_view,
     tco_view,
 )
 from clusterwright.spec.scenario import (
@@ -180,6 +182,7 @@ def plan_scenario(scenario: Scenario, cat: Catalog, *, progress: Progress | None
                               choice.alternatives)
     with run.timed("decisions"):
         decisions = decisions_for(run, chosen, choice.feasible, choice.alternatives)
+    tco_out = tco_view(d, c.years) if d is not None else None
     return Blueprint(
         scenario={
             "name": scenario.name, "description": scenario.description, "seed": scenario.seed,
@@ -200,13 +203,15 @@ def plan_scenario(scenario: Scenario, cat: Catalog, *, progress: Progress | None
                   "gpus": chosen.gpus,
                   "nvlink_domain_gpus": d.fab.server.nvlink_domain_gpus} | cluster_keys(chosen)
                  if d is not None else None),
-        fabric=fabric_view(d) if d is not None else None,
+        fabric=fabric_view(d, cat) if d is not None else None,
         racks=racks_view(d, cat) if d is not None else [],
         power=power_view(d) if d is not None else None,
         reliability=rel_out,
-        tco=tco_view(d, c.years) if d is not None else None,
+        tco=tco_out,
         risks=risks,
         decisions=[x.as_dict() for x in decisions + chosen.decisions],
+        bom=bom_view(d) if d is not None else [],
+        sources=sources_view(d, chosen, cat, tco_out),
         timings_s=dict(run.timings),
         notes=run.notes,
         clusterwright_version=__version__,

@@ -13,6 +13,7 @@ import functools
 import math
 import os
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -235,10 +236,12 @@ def plan(cat: Catalog, model: str | ModelArch, qps: float, input_len: int, outpu
          kv_precision: Precision | str = Precision.bf16, num_requests: int = 2000,
          seed: int = 0, length_dist: str = "fixed", length_cv: float = 1.0,
          rel_tol: float = 0.05, workers: int | None = None,
-         expert_parallel: bool = True, e2e_p99_s: float | None = None) -> ServePlan:
+         expert_parallel: bool = True, e2e_p99_s: float | None = None,
+         progress: Callable[[int, int], None] | None = None) -> ServePlan:
     """Cheapest fleet of identical replicas serving ``qps`` requests/s within p99 SLOs
     (TTFT and TPOT, and end-to-end latency when ``e2e_p99_s`` is given; seconds).
     ``workers``: processes for the per-layout searches (default: one per CPU).
+    ``progress(done, total)`` is called as each layout's search ends.
     ``expert_parallel``: for a MoE model, also try ep = tp at every TP > 1 whose degree
     divides the experts (``_ep_layouts`` keeps only what a cheap step-model screen cannot
     rule out).
@@ -304,13 +307,20 @@ def plan(cat: Catalog, model: str | ModelArch, qps: float, input_len: int, outpu
                                num_requests=num_requests, seed=seed, length_dist=length_dist,
                                length_cv=length_cv, rel_tol=rel_tol, e2e_slo=e2e_p99_s)
     n_workers = min(workers if workers is not None else (os.cpu_count() or 1), len(layouts))
+    tick = progress or (lambda done, total: None)
+    tick(0, len(layouts))
+    caps = []
     if n_workers > 1:
         # Layouts are independent searches: one process per core (results are the same as
         # in one process, each search being seeded; a test checks).
         with ProcessPoolExecutor(max_workers=n_workers) as pool:
-            caps = list(pool.map(search, layouts))
+            for cap in pool.map(search, layouts):
+                caps.append(cap)
+                tick(len(caps), len(layouts))
     else:
-        caps = [search(layout) for layout in layouts]
+        for layout in layouts:
+            caps.append(search(layout))
+            tick(len(caps), len(layouts))
     if not caps:
         if len(rejected) == 1 and "precision" in rejected:
             raise first_error[0]

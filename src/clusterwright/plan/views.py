@@ -12,6 +12,12 @@ from clusterwright.design.blueprint import (
     InferenceFacts,
     Violation,
 )
+from clusterwright.design.fabric_tables import (
+    bom_rows,
+    cabling_rows,
+    capex_by_category,
+    shape_dict,
+)
 from clusterwright.plan.design import DesignedCluster
 from clusterwright.plan.pricing import cost_over_time, offers_over_time, tco_dict
 from clusterwright.report.fmt import usd
@@ -66,8 +72,61 @@ def power_view(d: DesignedCluster) -> dict[str, Any]:
     return out
 
 
-def fabric_view(d: DesignedCluster) -> dict[str, Any]:
-    return d.power.summary.blueprint_dict()
+def fabric_view(d: DesignedCluster, cat: Catalog) -> dict[str, Any]:
+    """The fabric summary, plus what the drawings and tables read: the fat tree's shape
+    (one scalable unit, one pod) and the cabling per tier."""
+    out = d.power.summary.blueprint_dict()
+    out["shape"] = shape_dict(d.fab)
+    out["cabling"] = cabling_rows(d.fab, cat)
+    return out
+
+
+def bom_view(d: DesignedCluster) -> list[dict[str, Any]]:
+    """The recommendation's bill of materials, line by line, with each price's source."""
+    return bom_rows(d.fab)
+
+
+def sources_view(d: DesignedCluster | None, cand: Candidate, cat: Catalog,
+                 tco: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Every catalog entry a number of the blueprint comes from, with its source and price
+    source: the GPU, server, NICs, switches, optics and cables on the BOM, the cloud offers
+    priced, the models and software stacks of the workloads, and the TCO's assumptions."""
+    keys: list[tuple[str, str]] = [("gpus", cand.gpu)]
+    if cand.server:
+        keys.append(("servers", cand.server))
+    if d is not None:
+        srv = d.fab.server
+        keys += [("nics", n) for n in (srv.backend_nics.nic, srv.frontend_nics.nic) if n]
+        for b in d.fab.bom:
+            kind = {"switch": "switches", "transceiver": "transceivers",
+                    "cable": "cables"}.get(getattr(b, "category", ""))
+            if kind:
+                keys.append((kind, b.part))  # type: ignore[attr-defined]
+    for w in cand.detail.get("workloads", []):
+        if w.get("model"):
+            keys.append(("models", w["model"]))
+        if w.get("stack"):
+            keys.append(("stacks", w["stack"]))
+    for o in ((tco or {}).get("pricing") or {}).get("considered") or []:
+        keys.append(("clouds", o["offer"]))
+    out: list[dict[str, Any]] = []
+    seen: set[tuple[str, str]] = set()
+    for kind, entry in keys:
+        if (kind, entry) in seen or entry not in cat.entries.get(kind, {}):
+            continue
+        seen.add((kind, entry))
+        e = cat.get(kind, entry)
+        out.append({"key": f"{kind}:{entry}", "kind": kind, "id": entry,
+                    "name": getattr(e, "name", None) or entry,
+                    "source": getattr(e, "source", None),
+                    "price_source": getattr(e, "price_source", None)})
+    for name in ((tco or {}).get("inputs") or {}):
+        if name in cat.assumptions:
+            a = cat.assumptions[name]
+            out.append({"key": f"assumptions:{name}", "kind": "assumptions", "id": name,
+                        "name": name.replace("_", " "), "source": a.source,
+                        "price_source": None, "value": a.value})
+    return out
 
 
 def summary_text(sc: Scenario, cand: Candidate, feasible: bool, binding: list[Violation],
@@ -187,4 +246,10 @@ def tco_view(d: DesignedCluster, years: float) -> dict[str, Any] | None:
         cl.on_demand_annual_usd if cl else None, cl.committed_annual_usd if cl else None, years)
     out["cloud_offers_over_time"] = offers_over_time(d.tco, d.cloud, years)
     out["cloud_cost_basis"] = d.cloud_basis or None
+    # What the what-if re-pricing reads: the GPU-hours rented on demand a year when a
+    # diurnal curve sets them (None: GPUs x 8,760 h x utilization), and capex by category.
+    out["cloud_gpu_hours_per_year"] = d.tco.cloud_gpu_hours_per_year
+    c = d.tco.capex
+    out["capex_by_category_usd"] = capex_by_category(
+        bom_rows(d.fab), c.servers_usd, c.storage_usd, c.racks_usd, c.cooling_usd)
     return out

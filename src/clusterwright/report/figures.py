@@ -47,9 +47,12 @@ def _figure() -> Any:
 
 
 def _layout(fig: Any, height: int, **kw: Any) -> None:
+    # The legend sits above the plot, left-aligned: plotly grows the top margin to hold it,
+    # and it stays clear of the x-axis title below (a legend under the plot covered it).
+    kw.setdefault("margin", {"l": 60, "r": 20, "t": 30, "b": 50})
     fig.update_layout(height=height,
-                      margin={"l": 60, "r": 20, "t": 40, "b": 50},
-                      legend={"orientation": "h", "y": -0.2}, **kw)
+                      legend={"orientation": "h", "yanchor": "bottom", "y": 1.02,
+                              "xanchor": "left", "x": 0}, **kw)
 
 
 def emit(fig: Any, div_id: str, height: int) -> str:
@@ -181,16 +184,15 @@ def cost_over_time(tco: Mapping[str, Any], breakeven_months: float | None) -> st
                                  hovertemplate="month %{x}: $%{y:,.0f}<extra>" + name
                                  + "</extra>"))
     _offer_traces(fig, offers, months)
-    title = None
-    if breakeven_months is not None and breakeven_months > max(months):
-        title = f"breakeven after {breakeven_months:.0f} months, beyond this horizon"
-    elif breakeven_months is not None:
+    # Breakeven past the horizon is said in the section's facts, not in a title that would
+    # compete with the legend above the plot.
+    if breakeven_months is not None and breakeven_months <= max(months):
         fig.add_vline(x=breakeven_months, line_dash="dot", line_color="#b00020",
                       annotation_text=f"breakeven {breakeven_months:.1f} months",
                       annotation_position="top left")
-    height = 380 + 22 * (len(offers) // 2)  # room for the legend under the plot
+    height = 400 + 22 * (len(offers) // 2)  # room for the legend above the plot
     _layout(fig, height, xaxis_title="months", yaxis_title="cumulative cost (USD)",
-            yaxis_tickprefix="$", title={"text": title, "font": {"size": 13}} if title else None)
+            yaxis_tickprefix="$")
     return emit(fig, "fig-cost", height)
 
 
@@ -276,6 +278,15 @@ def rack_power(racks: Sequence[Mapping[str, Any]], limit_kw: float | None) -> st
         fig.add_hline(y=limit_kw, line_dash="dash", line_color="#b00020",
                       annotation_text=f"limit {fmt(limit_kw)} kW",
                       annotation_position="top left")
-    _layout(fig, 340, barmode="overlay", yaxis_title="kW per rack", bargap=0.1,
-            xaxis={"type": "category", "showticklabels": len(rows) <= 60})
-    return emit(fig, "fig-rack-power", 340)
+    # Rack names read vertically under their bars, the bottom margin sized to the longest
+    # (plotly's automargin alone let "r001-01" clip); past 60 racks the names are in the
+    # hover and the table, not under bars too narrow to hold them.
+    shown = len(rows) <= 60
+    longest = max(len(str(n)) for n in names)
+    height = 340 + (7 * longest if shown else 0)
+    _layout(fig, height, barmode="overlay", yaxis_title="kW per rack", bargap=0.1,
+            xaxis={"type": "category", "showticklabels": shown, "tickangle": -90,
+                   "automargin": True, "title": {"text": "rack" if shown else
+                                                 f"{len(rows)} racks (names in the table)"}},
+            margin={"l": 60, "r": 20, "t": 30, "b": 40 + (7 * longest if shown else 0)})
+    return emit(fig, "fig-rack-power", height)

@@ -21,7 +21,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from clusterwright.report import figures, svg
+from clusterwright.report import drawings, figures, sections, svg
 from clusterwright.report.fmt import (
     DASH,
     duration,
@@ -41,6 +41,7 @@ from clusterwright.report.fmt import (
 
 _END_SCRIPT = re.compile(r"</(script)", re.IGNORECASE)
 SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2}
+BY_ROW_ABOVE = 60  # racks: more get a per-row summary above the full list
 Row = list[Any]
 
 
@@ -94,12 +95,17 @@ def render_html(blueprint: Mapping[str, Any]) -> str:
     inference = [w for w in workloads if w.get("kind") == "inference"]
     racks = records(bp.get("racks"))
     limit_kw = _rack_limit(bp)
+    refs = sections.source_refs(bp)
     ctx: dict[str, Any] = {
         "scenario": _scenario(bp),
         "plotly_js": _plotly_js(),
+        "head": sections.headline(bp, training, inference),
         "s1": _recommendation(bp, workloads),
         "s2": _alternatives(bp),
         "s3": _topology(bp),
+        "bom": sections.bom(bp, refs),
+        "cabling": sections.cabling(bp),
+        "sources": sections.sources(bp),
         "s4": _racks(racks, limit_kw),
         "s5": _training(training),
         "s6": _inference(inference),
@@ -216,6 +222,8 @@ def _alternatives(bp: Mapping[str, Any]) -> dict[str, Any]:
 def _topology(bp: Mapping[str, Any]) -> dict[str, Any]:
     fab = mapping(bp.get("fabric"))
     drawing = svg.topology_svg(fab, mapping(bp.get("cluster"))) if fab else None
+    su = drawings.su_svg(fab) if fab else None
+    nets = drawings.networks_svg(fab) if fab else None
     facts: list[tuple[str, str]] = []
     if fab:
         links = mapping(fab.get("links_by_tier"))
@@ -244,7 +252,15 @@ def _topology(bp: Mapping[str, Any]) -> dict[str, Any]:
                           f"{fmt(oob.get('aggregation_switches'))} aggregation "
                           f"{text(oob.get('switch'))}"))
         facts = [(k, v) for k, v in facts if v not in (DASH, f"{DASH} / {DASH} / {DASH}")]
-    return {"svg": Markup(drawing) if drawing else None, "facts": facts}
+    title = "Backend fabric"
+    if fab and fab.get("backend") != "none":
+        title = (f"Backend fabric: {drawings.protocol_name(fab)}, {fmt(fab.get('tiers'))} "
+                 f"tier{'s' if num(fab.get('tiers')) != 1 else ''}, {text(fab.get('switch'))}")
+    elif fab:
+        title = "Backend fabric: none built (every job fits one NVLink domain)"
+    return {"svg": Markup(drawing) if drawing else None, "facts": facts, "title": title,
+            "su": Markup(su) if su else None, "networks": Markup(nets) if nets else None,
+            "protocol": drawings.protocol_name(fab) if fab else None}
 
 
 def _kw(watts: Any) -> float | None:
@@ -265,7 +281,20 @@ def _racks(racks: list[Mapping[str, Any]], limit_kw: float | None) -> dict[str, 
              svg.rack_devices_summary(r)] for r in racks]
     over = sum(1 for r in racks if limit_kw is not None
                and (num(r.get("kw_nameplate")) or 0.0) > limit_kw)
+    # Past a screenful, one line per row of racks first; every rack stays listed below it.
+    by_row: list[Row] = []
+    if len(racks) > BY_ROW_ABOVE:
+        rows_of: dict[str, list[Mapping[str, Any]]] = {}
+        for r in racks:
+            rows_of.setdefault(text(r.get("row")), []).append(r)
+        for name, rs in rows_of.items():
+            roles = sorted({str(r.get("role") or "") for r in rs})
+            by_row.append([name, fmt(len(rs)), ", ".join(roles),
+                           fmt(sum(num(r.get("kw_typical")) or 0.0 for r in rs)),
+                           fmt(sum(num(r.get("kw_nameplate")) or 0.0 for r in rs)),
+                           fmt(max(num(r.get("kw_nameplate")) or 0.0 for r in rs))])
     return {"svgs": drawings, "rows": rows, "count": len(racks), "over": over,
+            "by_row": by_row,
             "limit": fmt(limit_kw) if limit_kw is not None else None}
 
 

@@ -113,12 +113,18 @@ def figures(runs: Sequence[RunRow]) -> list[dict[str, Any]]:
             ys = [_num((r.metrics or {}).get(key)) for r in runs]
             if all(y is None for y in ys):
                 continue
-            traces.append({"type": "bar", "name": _BY_KEY[key].label, "x": labels,
-                           "y": [None if y is None else y * scale for y in ys]})
+            traces.append({"type": "bar", "orientation": "h", "name": _BY_KEY[key].label,
+                           "y": labels, "x": [None if y is None else y * scale for y in ys]})
         if not traces:
             continue
+        # Horizontal bars: each run's whole name reads on the left (the margin grows to
+        # hold it), never cut under a bar.
         out.append({"title": title, "data": traces, "layout": {
             "title": {"text": title}, "barmode": "stack" if len(keys) > 1 else "group",
-            "height": 320, "margin": {"l": 60, "r": 20, "t": 50, "b": 80},
-            "showlegend": len(traces) > 1, "yaxis": {"rangemode": "tozero"}}})
+            "height": 140 + 36 * len(runs) + (30 if len(traces) > 1 else 0),
+            "margin": {"l": 20, "r": 20, "t": 50, "b": 40},
+            "legend": {"orientation": "h", "yanchor": "top", "y": -0.15, "x": 0},
+            "showlegend": len(traces) > 1,
+            "xaxis": {"rangemode": "tozero", "automargin": True},
+            "yaxis": {"automargin": True, "autorange": "reversed"}}})
     return out
