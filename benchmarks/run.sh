@@ -31,6 +31,8 @@ cd "$repo"
 "$venv/bin/python" benchmarks/whatif_speed.py
 # The web workbench under load: `clusterwright web` in a subprocess, requests from this one.
 "$venv/bin/python" benchmarks/web_load.py
+# YAML bombs posted to the web: CPU and peak memory against the 1 s / 100 MB targets.
+"$venv/bin/python" benchmarks/yaml_bomb.py
 # Vidur (github.com/microsoft/vidur, benchmark-only): its dependencies go into the same venv;
 # peer_vidur.py unpacks its source into benchmarks/.venv-peers/vidur from a local git snapshot
 # ($VIDUR_GIT) and reports the error instead of Vidur's numbers when it cannot run.
