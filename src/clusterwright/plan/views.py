@@ -137,9 +137,13 @@ def summary_text(sc: Scenario, cand: Candidate, feasible: bool, binding: list[Vi
     for r in rows:
         if r["kind"] == "training":
             days = r["time_to_train_days"]
-            parts.append(f"{r['name']} trains {r['model']} on {r['gpus']:,} GPUs in "
-                         f"{days:.1f} days" if days is not None else f"{r['name']} on "
-                         f"{r['gpus']:,} GPUs")
+            line = (f"{r['name']} trains {r['model']} on {r['gpus']:,} GPUs in {days:.1f} days"
+                    if days is not None else f"{r['name']} on {r['gpus']:,} GPUs")
+            if r.get("mfu_above_published") and r.get("mfu_highest_published") is not None:
+                line += (f" (MFU {100 * r['mfu']:.0f} %, above every published run on "
+                         f"{r['gpu']} at this precision, {100 * r['mfu_highest_published']:.0f} "
+                         "%: optimistic)")
+            parts.append(line)
         elif r["kind"] == "inference":
             parts.append(f"{r['name']} serves {r['peak_qps']:g} req/s with {r['replicas']} x "
                          f"TP{r['tp']} replicas ({r['gpus']} GPUs)")

@@ -95,7 +95,17 @@ def _training_line(w: Mapping[str, Any]) -> dict[str, str]:
     mc = (f"with failures p10–p90 {fmt(p10)}–{fmt(p90)} days" if p10 is not None
           and p90 is not None else "")
     dl = num(w.get("deadline_days"))
-    return {"name": text(w.get("name")),
+    # An estimate above every published MFU is the optimistic edge of the model: said on the
+    # headline, beside the number it qualifies, not only in the step-time table.
+    warn = ""
+    if w.get("mfu_above_published"):
+        top = pct(w.get("mfu_highest_published"))
+        warn = (f"MFU {pct(w.get('mfu'))} is above every published run on this GPU and "
+                f"precision in validation/training.csv (highest {top}): optimistic until a "
+                "measurement confirms it")
+    if conf and not conf.get("validated"):
+        warn = "; ".join(x for x in (warn, "layout family not validated on this stack") if x)
+    return {"name": text(w.get("name")), "warn": warn,
             "value": unit(days, "days"), "range": rng, "why": why, "mc": mc,
             "target": f"deadline {fmt(dl)} days" if dl is not None else "no deadline",
             "ok": "yes" if dl is None or (days is not None and days <= dl) else "no"}
