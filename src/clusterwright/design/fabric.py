@@ -283,7 +283,8 @@ def _growth_plan(shape: FabricShape, req: FabricRequest) -> str:
 
 def _vendor(cat: Catalog, kind: str, entry: str) -> str:
     vendor = str(cat.get(kind, entry).vendor)
-    return {"nvidia": "NVIDIA", "amd": "AMD", "intel": "Intel"}.get(vendor, vendor)
+    return {"nvidia": "NVIDIA", "amd": "AMD", "intel": "Intel", "google": "Google",
+            "aws": "AWS"}.get(vendor, vendor)
 
 
 def _build_hosts(fab: Fabric) -> None:
