@@ -55,6 +55,8 @@ PARAM_OVERLAP_OPT = typer.Option(None, "--param-overlap/--no-param-overlap",
                                  help="Parameter all-gather under the next forward.")
 P2P_OVERLAP_OPT = typer.Option(None, "--p2p-overlap/--no-p2p-overlap",
                                help="Pipeline sends hidden in the steady state.")
+OFFLOAD_OPT = typer.Option(None, "--offload", help="none, or optimizer: Adam state in the "
+                           "superchip's CPU memory (gh200, gb200, gb300).")
 
 
 def _as_flag(name: str, value: str | None) -> str:
@@ -159,6 +161,7 @@ def estimate_cmd(
     grad_overlap: bool | None = GRAD_OVERLAP_OPT,
     param_overlap: bool | None = PARAM_OVERLAP_OPT,
     p2p_overlap: bool | None = P2P_OVERLAP_OPT,
+    offload: str | None = OFFLOAD_OPT,
     dispatch_fp8: bool | None = typer.Option(
         None, "--dispatch-fp8/--no-dispatch-fp8", help="MoE dispatch in FP8 (DeepEP)."),
     expert_imbalance: float | None = typer.Option(
@@ -193,6 +196,7 @@ def estimate_cmd(
                ("--global-batch", global_batch, lim.SEQUENCES),
                ("--seq-len", seq_len, lim.SEQ_TOKENS), ("--shard-group", shard_group, lim.PARALLEL),
                ("--prefetch", prefetch, lim.PREFETCH), ("--seed", seed, lim.SEED))
+    lim.nonempty(("--offload", offload))
     lim.nonempty(("--server", server), ("--stack", stack), ("--schedule", schedule),
                  ("--ep-overlap", ep_overlap), ("--ep-dispatcher", ep_dispatcher),
                  ("--cp-comm", cp_comm), ("--fp8-recipe", fp8_recipe))
@@ -209,7 +213,8 @@ def estimate_cmd(
                          cp_comm=cp_comm, fp8_recipe=fp8_recipe, tp_overlap=tp_overlap,
                          grad_overlap=grad_overlap, param_overlap=param_overlap,
                          p2p_overlap=p2p_overlap, dispatch_fp8=dispatch_fp8,
-                         expert_imbalance=expert_imbalance, prefetch=prefetch, zeropp=zeropp),
+                         expert_imbalance=expert_imbalance, prefetch=prefetch, zeropp=zeropp,
+                         offload=offload),
     )
     with user_errors(name_flags=True):
         try:
@@ -254,6 +259,9 @@ def plan_cmd(
     grad_overlap: bool | None = GRAD_OVERLAP_OPT,
     param_overlap: bool | None = PARAM_OVERLAP_OPT,
     p2p_overlap: bool | None = P2P_OVERLAP_OPT,
+    offload: str | None = OFFLOAD_OPT,
+    slice_shape: str | None = typer.Option(
+        None, "--slice", help="TPU slice shape, e.g. 16x16x24 (a shape the pod forms)."),
     fidelity: str = typer.Option(
         "sim", "--fidelity", help="sim (default): re-check the leading layouts with the "
         "network simulator and report both; analytical: skip it."),
@@ -287,6 +295,7 @@ def plan_cmd(
                ("--deadline-days", deadline_days, lim.DEADLINE_DAYS),
                ("--recheck", recheck, lim.RECHECK),
                ("--recheck-budget-s", recheck_budget_s, lim.RECHECK_BUDGET_S))
+    lim.nonempty(("--offload", offload), ("--slice", slice_shape))
     lim.nonempty(("--server", server), ("--stack", stack), ("--schedule", schedule),
                  ("--ep-overlap", ep_overlap), ("--ep-dispatcher", ep_dispatcher),
                  ("--cp-comm", cp_comm), ("--fp8-recipe", fp8_recipe))
@@ -296,11 +305,11 @@ def plan_cmd(
         model=_arch(cat, model), gpu=gpu, gpus=gpus, seq_len=seq_len, global_batch=global_batch,
         tokens=tokens, deadline_days=deadline_days, precision=precision, server=server,
         stack=stack, fidelity=fidelity, recheck=recheck, recheck_budget_s=recheck_budget_s,
-        routing=routing,
+        routing=routing, slice=slice_shape,
         options=_options(schedule=schedule, ep_overlap=ep_overlap, ep_dispatcher=ep_dispatcher,
                          cp_comm=cp_comm, fp8_recipe=fp8_recipe, tp_overlap=tp_overlap,
                          grad_overlap=grad_overlap, param_overlap=param_overlap,
-                         p2p_overlap=p2p_overlap),
+                         p2p_overlap=p2p_overlap, offload=offload),
     )
     with user_errors(name_flags=True):
         payload = plan_training(cat, req).as_dict()
