@@ -482,7 +482,7 @@ def _on_slice(cat: Catalog, job: Job, req: TrainPlanRequest) -> Job:
 
     srv = cat.server(req.server) if req.server else server_for(cat, job.gpu)
     tor = srv.torus if srv is not None else None
-    if tor is None or job.net.torus is None:
+    if srv is None or tor is None or job.net.torus is None:
         raise InputError(f"slice: {job.gpu.id} is not in a torus pod; slices are for TPU pods",
                          field="slice")
     try:
