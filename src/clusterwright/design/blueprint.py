@@ -422,6 +422,9 @@ class Blueprint:
     notes: list[str] = field(default_factory=list)
     clusterwright_version: str = ""
     schema_version: str = SCHEMA_VERSION
+    # A training job split across the scenario's sites (plan/multisite), when it has two or
+    # more; absent from blueprint.json otherwise.
+    multisite: dict[str, Any] | None = None
     # The designed fabric of the recommendation, for the exporters (BOM, cabling, configs);
     # not part of blueprint.json.
     fabric_design: Fabric | None = field(default=None, repr=False, compare=False)
@@ -430,14 +433,16 @@ class Blueprint:
         "schema_version", "clusterwright_version", "scenario", "feasible",
         "binding_constraints", "recommendation", "alternatives", "workloads", "cluster",
         "fabric", "racks", "power", "reliability", "tco", "risks", "decisions", "artifacts",
-        "timings_s", "notes",
+        "timings_s", "notes", "multisite",
     )
     # Keys a blueprint of an earlier minor version may lack, with the value they stand for.
-    ADDED: ClassVar[dict[str, Any]] = {"decisions": []}
+    ADDED: ClassVar[dict[str, Any]] = {"decisions": [], "multisite": None}
 
     def to_dict(self) -> dict[str, Any]:
-        """The blueprint.json object, keys in contract order."""
-        return {k: getattr(self, k) for k in self.KEYS}
+        """The blueprint.json object, keys in contract order (``multisite`` only when the
+        scenario spans sites)."""
+        return {k: getattr(self, k) for k in self.KEYS
+                if not (k == "multisite" and self.multisite is None)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Blueprint:
