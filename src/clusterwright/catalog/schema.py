@@ -182,6 +182,9 @@ class NicPorts(BaseModel):
     nic: EntryId | None = None  # catalog NIC id, when the part is known
     count: NonNegativeInt
     speed_gbps: PositiveFloat  # Gb/s per NIC
+    # Cage of a port whose part is not in the catalog (TPU hosts' DCN NICs); None: OSFP
+    # (backend) or QSFP112 (frontend), as the designer assumes for an unnamed part.
+    cage: StrictStr | None = None
 
 
 class Cpu(BaseModel):

@@ -163,7 +163,8 @@ def design_fabric(req: FabricRequest, cat: Catalog) -> Fabric:
     backend = _parts(
         cat, "switch", req.switch, speed, ("backend",), req.protocol, "backend",
         # Dual-plane splits each NIC port in two: its cage then carries twice the links.
-        host=End(nic_cage(cat, server.backend_nics.nic, "OSFP"), "host",
+        host=End(nic_cage(cat, server.backend_nics.nic, server.backend_nics.cage or "OSFP"),
+                 "host",
                  server.backend_links_per_cage * planes),
     )
     hosts = req.nodes * server.hosts
