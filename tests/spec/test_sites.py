@@ -41,5 +41,5 @@ def test_a_site_without_power_or_wan_link_names_the_field_and_line(sites: str, n
 
 
 def test_streaming_fragments_must_divide_the_outer_period() -> None:
-    with pytest.raises(ScenarioError, match="multisite.fragments"):
+    with pytest.raises(ScenarioError, match=r"multisite\.fragments"):
         loads_scenario(BASE + "multisite: {method: streaming, inner_steps: 100, fragments: 3}\n")
