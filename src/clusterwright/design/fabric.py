@@ -176,6 +176,10 @@ def design_fabric(req: FabricRequest, cat: Catalog) -> Fabric:
         rails = req.rails
     su_hosts = req.su_hosts
     domain_hosts = server.nvlink_domain_gpus // (server.gpus // server.hosts)
+    if server.torus is not None:
+        # An ICI slice spans many racks (a TPU v5p slice is up to 96 cubes): the DCN's
+        # scalable units align to the rack-scale unit, not to the torus domain.
+        domain_hosts = server.hosts
     if su_hosts is None and domain_hosts > 1:
         # Whole NVLink domains per SU, so a rack's trays share their rail leaves and the
         # scheduler's levels (SU above NVLink domain) nest.
