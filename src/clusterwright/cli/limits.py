@@ -140,7 +140,7 @@ PREFETCH = Bound(0, 1_024, why="layers")
 # --- multi-site training (train multisite) -------------------------------------------------
 SITES = Bound(1, 64, why="sites joined by WAN links")
 SITE_MW = Bound(0, 10_000.0, low_open=True, why="MW of IT power per site")
-WAN_GBPS = Bound(0, 1e6, low_open=True, why="Gb/s each way per site (1 Pb/s)")
+WAN_GBPS = Bound(1e-3, 1e6, why="Gb/s each way per site, 1 Mb/s to 1 Pb/s")
 WAN_LATENCY_MS = Bound(0, 1_000.0, why="one-way milliseconds")
 WAN_LOSS = Bound(0, 0.5, why="packet loss fraction")
 USD_PER_GBPS_MONTH = Bound(0, 1e6, why="USD per Gb/s per month")

@@ -37,7 +37,7 @@ class SiteSpec(_Strict):
     """The site's name."""
     power_mw: Annotated[PositiveFloat, Field(le=MAX_SITE_MW)]
     """IT power the site can give the job, MW."""
-    wan_gbps: Annotated[PositiveFloat, Field(le=MAX_WAN_GBPS)] | None = None
+    wan_gbps: Annotated[PositiveFloat, Field(ge=1e-3, le=MAX_WAN_GBPS)] | None = None
     """WAN bandwidth to the other sites, Gb/s each way (required with two sites or more)."""
     latency_ms: Annotated[NonNegativeFloat, Field(le=1_000.0)] = 0.0
     """One-way WAN latency, milliseconds."""
