@@ -433,16 +433,19 @@ class Blueprint:
         "schema_version", "clusterwright_version", "scenario", "feasible",
         "binding_constraints", "recommendation", "alternatives", "workloads", "cluster",
         "fabric", "racks", "power", "reliability", "tco", "risks", "decisions", "artifacts",
-        "timings_s", "notes", "multisite",
+        "timings_s", "notes",
     )
     # Keys a blueprint of an earlier minor version may lack, with the value they stand for.
-    ADDED: ClassVar[dict[str, Any]] = {"decisions": [], "multisite": None}
+    ADDED: ClassVar[dict[str, Any]] = {"decisions": []}
+    # Keys present only when the scenario asks for them (after the contract keys).
+    OPTIONAL: ClassVar[tuple[str, ...]] = ("multisite",)
 
     def to_dict(self) -> dict[str, Any]:
-        """The blueprint.json object, keys in contract order (``multisite`` only when the
-        scenario spans sites)."""
-        return {k: getattr(self, k) for k in self.KEYS
-                if not (k == "multisite" and self.multisite is None)}
+        """The blueprint.json object, keys in contract order, then ``multisite`` when the
+        scenario spans sites."""
+        out = {k: getattr(self, k) for k in self.KEYS}
+        out.update({k: getattr(self, k) for k in self.OPTIONAL if getattr(self, k) is not None})
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Blueprint:
@@ -462,6 +465,7 @@ class Blueprint:
         if missing:
             raise InputError(f"blueprint: missing key(s) {', '.join(missing)}")
         values: dict[str, Any] = {k: data.get(k, cls.ADDED.get(k)) for k in cls.KEYS}
+        values.update({k: data.get(k) for k in cls.OPTIONAL})
         return cls(**values)
 
     def metrics(self) -> dict[str, float | str | bool | None]:

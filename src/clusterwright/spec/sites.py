@@ -27,7 +27,7 @@ MAX_WAN_GBPS = 1e6
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
 class SiteSpec(_Strict):
