@@ -209,6 +209,15 @@ def validate(
             if r.held_out_mape is not None
             else ""
         )
+        if r.name == "accelerators":
+            from clusterwright.validation.accelerators_table import coverage
+
+            cov = coverage(r)
+            missing = [g for g, n in cov.items() if n == 0]
+            console.print("  rows per accelerator: " + ", ".join(
+                f"{g} {n}" for g, n in cov.items() if n) + (
+                f"; no published run with its configuration yet: {', '.join(missing)} "
+                "(their estimates say they are unvalidated)" if missing else ""))
         console.print(
             f"[bold]{r.name}[/]: {len(r.dev_rows)} development rows, MAPE {100 * r.mape:.2f}%, "
             f"max |error| {100 * r.max_abs_error:.2f}% (held to {100 * r.tolerance:.0f}%){held}"

@@ -425,6 +425,9 @@ class Blueprint:
     notes: list[str] = field(default_factory=list)
     clusterwright_version: str = ""
     schema_version: str = SCHEMA_VERSION
+    # A training job split across the scenario's sites (plan/multisite), when it has two or
+    # more; absent from blueprint.json otherwise.
+    multisite: dict[str, Any] | None = None
     # The designed fabric of the recommendation, for the exporters (BOM, cabling, configs);
     # not part of blueprint.json.
     fabric_design: Fabric | None = field(default=None, repr=False, compare=False)
@@ -437,10 +440,15 @@ class Blueprint:
     )
     # Keys a blueprint of an earlier minor version may lack, with the value they stand for.
     ADDED: ClassVar[dict[str, Any]] = {"decisions": [], "bom": [], "sources": []}
+    # Keys present only when the scenario asks for them (after the contract keys).
+    OPTIONAL: ClassVar[tuple[str, ...]] = ("multisite",)
 
     def to_dict(self) -> dict[str, Any]:
-        """The blueprint.json object, keys in contract order."""
-        return {k: getattr(self, k) for k in self.KEYS}
+        """The blueprint.json object, keys in contract order, then ``multisite`` when the
+        scenario spans sites."""
+        out = {k: getattr(self, k) for k in self.KEYS}
+        out.update({k: getattr(self, k) for k in self.OPTIONAL if getattr(self, k) is not None})
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Blueprint:
@@ -460,6 +468,7 @@ class Blueprint:
         if missing:
             raise InputError(f"blueprint: missing key(s) {', '.join(missing)}")
         values: dict[str, Any] = {k: data.get(k, cls.ADDED.get(k)) for k in cls.KEYS}
+        values.update({k: data.get(k) for k in cls.OPTIONAL})
         return cls(**values)
 
     def metrics(self) -> dict[str, float | str | bool | None]:

@@ -35,6 +35,7 @@ from clusterwright.spec.numbers import (
 from clusterwright.spec.parallel import Recompute
 from clusterwright.spec.pricing import CloudPolicy, Prices
 from clusterwright.spec.scenario_fabric import FabricSection
+from clusterwright.spec.sites import MAX_SITES, MultisitePolicy, SiteSpec, check_sites
 from clusterwright.spec.yamlio import (
     LoadedYaml,
     YamlError,
@@ -379,6 +380,11 @@ class Scenario(_Strict):
     cloud: CloudPolicy = Field(default_factory=CloudPolicy)
     """Which cloud offer prices the rental comparison: a provider or offer, and a term (default:
     the cheapest matching offer on demand)."""
+    sites: list[SiteSpec] = Field(default_factory=list, max_length=MAX_SITES)
+    """Sites a training job may span (power and WAN link each); two or more split each
+    training workload over them (docs/accelerators.md)."""
+    multisite: MultisitePolicy = Field(default_factory=MultisitePolicy)
+    """How the sites synchronise: sync, diloco or streaming, with its outer period and bits."""
 
     @model_validator(mode="after")
     def _unique_names(self) -> Scenario:
@@ -430,6 +436,7 @@ def parse_scenario(doc: LoadedYaml) -> Scenario:
             f"{doc.path}: invalid scenario:\n" + describe_validation_error(exc, doc)
         ) from None
     check_cluster(sc, doc)
+    check_sites(sc, doc)
     return sc
 
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from clusterwright.validation.accelerators_table import accelerators_table
 from clusterwright.validation.collective_curves_table import collective_curves_table
 from clusterwright.validation.collectives_table import collectives_table
 from clusterwright.validation.fabric_table import fabric_table
+from clusterwright.validation.multisite_table import multisite_table
 from clusterwright.validation.power_table import power_table
 from clusterwright.validation.reliability_table import reliability_table
 from clusterwright.validation.rows import TableResult
@@ -23,4 +25,6 @@ TABLES: dict[str, Callable[[], TableResult]] = {
     "serving": serving_table,
     "power": power_table,
     "reliability": reliability_table,
+    "accelerators": accelerators_table,
+    "multisite": multisite_table,
 }
