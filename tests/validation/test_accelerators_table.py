@@ -36,7 +36,7 @@ def test_every_validated_accelerator_has_three_rows_within_15_percent(acc) -> No
 
 
 def test_tpu_rows_are_predicted_on_the_torus_and_dev_mape_holds(acc) -> None:  # type: ignore[no-untyped-def]
-    assert {r.tag("gpu") for r in acc.rows} >= {"tpu-v5e", "tpu-v5p"}
+    assert {r.tag("gpu") for r in acc.rows} >= {"tpu-v5e", "tpu-v5p", "tpu-v6e"}
     assert acc.mape <= acc.tolerance
     # the one named miss: v5e 128B offloads activations to host memory (not modelled)
     worst = max(acc.dev_rows, key=lambda r: abs(r.error))
@@ -66,3 +66,11 @@ def test_blackwell_ultra_attention_speedup_lifts_gb300_over_gb200() -> None:
     gb300 = _train_row(cat, row).value
     gb200 = _train_row(cat, {**row, "gpu": "gb200"}).value
     assert 1.03 < gb300 / gb200 < 1.35
+
+
+def test_new_parts_have_rows_on_their_own_stacks(acc) -> None:  # type: ignore[no-untyped-def]
+    stacks = {r.tag("gpu"): r.group for r in acc.rows}
+    assert stacks["tpu-v6e"] == "maxtext-trillium-2025"
+    assert stacks["mi355x"] == "megatron-rocm7-mi355x-2025"
+    cov = coverage(acc)
+    assert cov["tpu-v6e"] >= 3 and cov["mi355x"] >= 3
