@@ -26,3 +26,24 @@ def test_a_layout_family_never_validated_on_the_stack_is_flagged() -> None:
     line = _training_line({**BASE, "confidence": {"validated": False, "band": 0.06, "rows": 4}})
     assert line["warn"] == "layout family not validated on this stack"
     assert "of the nearest regime" in line["why"]
+
+
+def test_multisite_section_lists_sites_split_and_wan_needed_per_target() -> None:
+    from clusterwright.report.sections import multisite
+    from tests.report.blueprints import full
+    from tests.report.blueprints import multisite as two_sites
+
+    assert multisite(full()) is None  # one site: no section
+    ms = multisite(two_sites())
+    assert ms is not None and ms["chosen"] == "DiLoCo"
+    assert [s[0] for s in ms["sites"]] == ["east", "west"]
+    assert ms["sites"][0][1:3] == ["15 MW", "400 Gb/s"]
+    (w,) = ms["workloads"]
+    facts = dict(w["facts"])
+    assert facts["split"] == "2 sites x 8,192 h100-sxm = 16,384 GPUs"
+    assert facts["method chosen"] == "DiLoCo: 97.7 % compute utilization"
+    rows = {r[0]: r for r in w["methods"]}
+    assert set(rows) == {"synchronous DP", "DiLoCo (chosen)", "Streaming DiLoCo"}
+    assert rows["DiLoCo (chosen)"][3:7] == ["97.7 %", "81.7 Gb/s", "174 Gb/s", "954 Gb/s"]
+    # a target latency alone rules out reads as such, not as a number
+    assert rows["Streaming DiLoCo"][6] == "unreachable"

@@ -115,6 +115,7 @@ class Job:
             self.gpu.memory_bandwidth_gbps * 1e9,
             self.precision in (Precision.fp8, Precision.fp4), self.opts.fp8_recipe,
             self.dropout, self.opts.expert_imbalance,
+            attention_speedup=(self.gpu.attention_fwd_speedup, self.gpu.attention_bwd_speedup),
         )
 
     @functools.cached_property

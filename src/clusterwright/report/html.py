@@ -108,6 +108,7 @@ def render_html(blueprint: Mapping[str, Any]) -> str:
         "sources": sections.sources(bp),
         "s4": _racks(racks, limit_kw),
         "s5": _training(training),
+        "multisite": sections.multisite(bp),
         "s6": _inference(inference),
         "s7": _cost(bp),
         "s8": _reliability(bp, training),

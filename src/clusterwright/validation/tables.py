@@ -13,6 +13,7 @@ from clusterwright.validation.multisite_table import multisite_table
 from clusterwright.validation.power_table import power_table
 from clusterwright.validation.reliability_table import reliability_table
 from clusterwright.validation.rows import TableResult
+from clusterwright.validation.serving_accelerators_table import serving_accelerators_table
 from clusterwright.validation.serving_table import serving_table
 from clusterwright.validation.training_table import memory_table, training_table
 
@@ -27,4 +28,5 @@ TABLES: dict[str, Callable[[], TableResult]] = {
     "reliability": reliability_table,
     "accelerators": accelerators_table,
     "multisite": multisite_table,
+    "serving_accelerators": serving_accelerators_table,
 }
