@@ -1,0 +1,380 @@
+"""Collectives decomposed into groups of flows, as NCCL runs them.
+
+- **ring** (all-reduce, all-gather, reduce-scatter): one ring per channel through every rank.
+  Inside a server the ring goes over NVLink; between servers it leaves and enters on the same
+  rail (channel c enters server i on local GPU (c - i) mod k and leaves from the GPU before it),
+  so each channel uses one NIC per server each way and all k NICs carry one channel. Each ring
+  edge carries 2(n-1)/n S / k (all-reduce) or (n-1)/n S / k; a channel is one group (it moves at
+  the pace of its slowest edge, as a pipelined ring does).
+- **hierarchical**: reduce-scatter inside each server over NVLink, an all-reduce ring per rail
+  across servers on S/k, all-gather inside each server; pipelined, so the phases run at once.
+- **tree**: the same, with NCCL's double binary tree across servers per rail (two
+  complementary trees, each carrying half, reduce and broadcast pipelined).
+- **nvls**: NVLink SHARP inside one domain (each GPU streams to the switch and back).
+- **alltoall**: every rank sends S/n to every other; with PXN the data for a remote GPU first
+  crosses NVLink to the local GPU on the destination's rail. One group (the exchange finishes
+  with its slowest pair).
+
+Latency terms are NCCL's (the closed-form model's), added when a group's bytes are done, so an
+uncontended collective reproduces the alpha-beta cost.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+
+from clusterwright.model.collectives import (
+    Interconnect,
+    allgather_s,
+    allreduce_algorithm_s,
+    allreduce_choice,
+    allreduce_s,
+    alltoall_latency_s,
+    alltoall_s,
+    nvls_latency_s,
+    ring_latency_s,
+    tree_latency_s,
+)
+from clusterwright.sim.engine import SimError
+from tests.sim.legacy.fabric_net import mix64
+from tests.sim.legacy.network import FlowSpec, Group, NetworkSim
+
+COLLECTIVES = ("allreduce", "allgather", "reducescatter", "alltoall")
+ALGORITHMS = ("auto", "ring", "hierarchical", "tree", "nvls")
+MAX_FLOWS = 2_000_000  # all-to-all beyond this many flows is refused (memory and time)
+
+
+@dataclass
+class Collective:
+    """A collective scheduled on a simulator: its groups and what the closed form says."""
+
+    name: str
+    collective: str
+    algorithm: str
+    ranks: list[int]
+    size_bytes: float
+    groups: list[Group]
+    closed_form_s: float  # the closed form's best algorithm (what NCCL would pick)
+    start_s: float
+    algorithm_closed_form_s: float = math.nan  # the closed form of the simulated algorithm
+
+    @property
+    def time_s(self) -> float:
+        done = [g.done_at for g in self.groups if g.done_at is not None]
+        if len(done) < len(self.groups):
+            return math.nan
+        return max(done, default=self.start_s) - self.start_s
+
+    def algbw(self) -> float:
+        """Algorithm bandwidth, bytes/s (nccl-tests: size / time)."""
+        t = self.time_s
+        return self.size_bytes / t if t > 0 else math.inf
+
+    def busbw(self) -> float:
+        """Bus bandwidth, bytes/s (nccl-tests factors)."""
+        n = len(self.ranks)
+        factor = 2.0 * (n - 1) / n if self.collective == "allreduce" else (n - 1) / n
+        return self.algbw() * factor
+
+
+def _by_host(ranks: list[int], gph: int) -> list[list[int]]:
+    hosts: dict[int, list[int]] = defaultdict(list)
+    order: list[int] = []
+    for r in ranks:
+        h = r // gph
+        if h not in hosts:
+            order.append(h)
+        hosts[h].append(r)
+    return [sorted(hosts[h]) for h in order]
+
+
+def _domains(ranks: list[int], domain: int) -> int:
+    return len({r // domain for r in ranks})
+
+
+def ring_orders(ranks: list[int], gph: int) -> list[list[int]]:
+    """One rank order per channel, rail-aligned between servers (module docstring)."""
+    nodes = _by_host(ranks, gph)
+    k = max(len(g) for g in nodes)
+    if any(len(g) != k for g in nodes):
+        # Uneven placements (a fragmented job) get a single ring in rank order per channel.
+        return [list(ranks)]
+    orders = []
+    last = len(nodes) - 1
+    for c in range(k):
+        seq: list[int] = []
+        for i, local in enumerate(nodes):
+            start = (c - i) % k
+            part = local[start:] + local[:start]
+            if i == last and last > 0 and k > 1 and start != c % k:
+                # Close the ring on rail c (where server 0 is entered), so the wrap-around
+                # edge stays on one rail leaf like the others.
+                part = [x for x in part if x != local[c % k]] + [local[c % k]]
+            seq += part
+        orders.append(seq)
+    return orders
+
+
+def _ring_flows(order: list[int], cid: int, channel: int) -> list[FlowSpec]:
+    n = len(order)
+    return [
+        FlowSpec(order[j], order[(j + 1) % n], mix64((cid << 40) | (channel << 24) | j))
+        for j in range(n)
+    ]
+
+
+class CollectiveBuilder:
+    """Adds collectives to a ``NetworkSim``."""
+
+    def __init__(self, sim: NetworkSim, net_model: Interconnect) -> None:
+        self.sim = sim
+        self.model = net_model
+        self.gph = sim.net.gpus_per_host
+        self._cid = 0
+
+    def _check(self, ranks: list[int], size_bytes: float, collective: str) -> None:
+        if collective not in COLLECTIVES:
+            raise SimError(
+                f"collective: unknown {collective!r} (one of {', '.join(COLLECTIVES)})",
+                field="collective")
+        if not (math.isfinite(size_bytes) and size_bytes > 0):
+            raise SimError(f"size_bytes: must be a positive finite number, got {size_bytes:g}",
+                           field="size_bytes")
+        if len(ranks) < 2:
+            raise SimError(f"a collective needs at least 2 ranks, got {len(ranks)}")
+        if len(set(ranks)) != len(ranks):
+            raise SimError("a GPU appears twice among the ranks")
+        bad = [r for r in ranks if not 0 <= r < self.sim.net.n_gpus]
+        if bad:
+            raise SimError(
+                f"ranks on GPUs {bad[:5]} are not in the fabric ({self.sim.net.n_gpus} GPUs)"
+            )
+
+    def add(self, collective: str, ranks: list[int], size_bytes: float,
+            algorithm: str = "auto", start_s: float = 0.0, pxn: bool = True,
+            after: list[Group] | None = None, label: str = "", cid: int | None = None
+            ) -> Collective:
+        """Schedule one collective over ``ranks`` (global GPU indices) of ``size_bytes``."""
+        self._check(ranks, size_bytes, collective)
+        if algorithm not in ALGORITHMS:
+            raise SimError(f"algorithm: unknown {algorithm!r} (one of {', '.join(ALGORITHMS)})",
+                           field="algorithm")
+        # ``cid`` seeds the flows' hash keys: the same collective rebuilt alone keeps its paths.
+        self._cid = cid if cid is not None else self._cid + 1
+        cid = self._cid
+        n = len(ranks)
+        domain = self.sim.net.domain_gpus
+        nodes = _domains(ranks, domain)
+        stride = 1.0
+        m = self.model
+        name = label or f"{collective}#{cid}"
+        algo = algorithm
+        if collective == "allreduce" and algo == "auto":
+            algo = allreduce_choice(size_bytes, n, nodes, m)
+            if algo == "nvls" and nodes > 1:
+                # NVLS-tree: NVLS inside each domain, trees across; the flow-level tree pairs
+                # NVLink phases with two trees per rail, the same traffic.
+                algo = "tree"
+        elif collective == "alltoall":
+            algo = "pxn" if pxn else "direct"
+        elif algo == "auto":
+            algo = "ring"
+        if algo == "nvls" and (collective != "allreduce" or nodes > 1 or m.nvls_busbw <= 0):
+            raise SimError("algorithm: nvls is an NVLink SHARP all-reduce inside one domain only",
+                           field="algorithm")
+        if algo in ("tree",) and collective != "allreduce":
+            raise SimError("algorithm: tree applies to allreduce only", field="algorithm")
+        if collective == "allreduce":
+            closed = float(allreduce_s(size_bytes, n, stride, m))
+            algo_closed = closed_form_allreduce(algo, size_bytes, n, nodes, m)
+        elif collective == "alltoall":
+            closed = algo_closed = float(alltoall_s(size_bytes, n, stride, m))
+        else:
+            closed = float(allgather_s(size_bytes, n, stride, m))
+            algo_closed = closed_form_gather(algo, size_bytes, n, nodes, m)
+        if collective == "alltoall":
+            groups = self._alltoall(name, cid, ranks, size_bytes, pxn, after, start_s)
+        elif algo == "ring":
+            groups = self._ring(name, cid, collective, ranks, size_bytes, nodes, after, start_s)
+        elif algo == "nvls":
+            groups = self._nvls(name, cid, ranks, size_bytes, after, start_s)
+        else:
+            groups = self._hier(name, cid, collective, ranks, size_bytes, algo, after, start_s)
+        return Collective(name, collective, algo, ranks, size_bytes, groups, closed, start_s,
+                          algo_closed)
+
+    # ------------------------------------------------------------------ algorithms
+    def _ring(self, name: str, cid: int, collective: str, ranks: list[int], size: float,
+              nodes: int, after: list[Group] | None, start: float) -> list[Group]:
+        n = len(ranks)
+        factor = 2.0 * (n - 1) / n if collective == "allreduce" else (n - 1) / n
+        steps = 2.0 if collective == "allreduce" else 1.0
+        orders = ring_orders(ranks, self.gph)
+        lat = ring_latency_s(n, nodes, steps, self.model)
+        return [
+            self.sim.add_group(f"{name}/ring{c}", _ring_flows(o, cid, c),
+                               factor * size / len(orders), latency_s=lat, after=after,
+                               start_at=start)
+            for c, o in enumerate(orders)
+        ]
+
+    def _nvls(self, name: str, cid: int, ranks: list[int], size: float,
+              after: list[Group] | None, start: float) -> list[Group]:
+        n = len(ranks)
+        net = self.sim.net
+        # Each GPU's NVLink carries the NVLS stream up and down at once; scaled so the time is
+        # 2(n-1)/n size / nvls_busbw on links rated at the NVLink-ring busbw.
+        volume = 2.0 * (n - 1) / n * size * net.nvlink_bps / max(self.model.nvls_busbw, 1.0)
+        flows = [FlowSpec(r, r, mix64((cid << 40) | j), nvls=True) for j, r in enumerate(ranks)]
+        lat = nvls_latency_s(self.model)
+        return [self.sim.add_group(f"{name}/nvls", flows, volume, latency_s=lat, after=after,
+                                   start_at=start)]
+
+    def _hier(self, name: str, cid: int, collective: str, ranks: list[int], size: float,
+              algo: str, after: list[Group] | None, start: float) -> list[Group]:
+        nodes = _by_host(ranks, self.gph)
+        k = len(nodes[0])
+        if any(len(g) != k for g in nodes):
+            raise SimError(f"algorithm: {algo} needs the same number of ranks on every server",
+                           field="algorithm")
+        m = self.model
+        N = len(nodes)
+        steps = 2.0 if collective == "allreduce" else 1.0
+        # A pipeline's latency is the sum of its stages'; every phase ends with all of it.
+        lat_total = (ring_latency_s(k, 1, 1.0, m) if k > 1 else 0.0) + (
+            (tree_latency_s(N, N, m) if algo == "tree" else ring_latency_s(N, N, steps, m))
+            if N > 1 else 0.0
+        )
+        groups: list[Group] = []
+        # NCCL pipelines the phases chunk by chunk: intra-server and inter-server traffic
+        # flow at the same time, so the phases run concurrently and the slowest sets the pace.
+        prev = after
+        shard = size / k
+        intra_factor = (k - 1) / k
+        # phase 1: reduce-scatter (or nothing for all-gather) inside each server
+        if k > 1 and collective in ("allreduce", "reducescatter"):
+            flows = [f for i, loc in enumerate(nodes) for f in _ring_flows(loc, cid, 100 + i)]
+            g = self.sim.add_group(f"{name}/intra-rs", flows, intra_factor * size,
+                                   latency_s=lat_total, after=prev, start_at=start)
+            groups.append(g)
+        # phase 2: across servers, per rail, on 1/k of the data
+        phase2: list[Group] = []
+        if N > 1:
+            for r in range(k):
+                rail = [loc[r] for loc in nodes]
+                if algo == "tree" and collective == "allreduce":
+                    flows = _double_tree(rail, cid, r)
+                    vol = shard / 2.0  # each tree carries half, reduce and broadcast pipelined
+                else:
+                    c_factor = 2.0 * (N - 1) / N if collective == "allreduce" else (N - 1) / N
+                    flows = _ring_flows(rail, cid, 200 + r)
+                    vol = c_factor * shard
+                phase2.append(self.sim.add_group(f"{name}/inter-rail{r}", flows, vol,
+                                                 latency_s=lat_total, after=prev,
+                                                 start_at=start))
+            groups += phase2
+        # phase 3: all-gather inside each server
+        if k > 1 and collective in ("allreduce", "allgather"):
+            flows = [f for i, loc in enumerate(nodes) for f in _ring_flows(loc, cid, 300 + i)]
+            groups.append(self.sim.add_group(f"{name}/intra-ag", flows, intra_factor * size,
+                                             latency_s=lat_total, after=prev, start_at=start))
+        return groups
+
+    def _alltoall(self, name: str, cid: int, ranks: list[int], size: float, pxn: bool,
+                  after: list[Group] | None, start: float) -> list[Group]:
+        n = len(ranks)
+        if n * (n - 1) > MAX_FLOWS:
+            raise SimError(
+                f"an all-to-all over {n} ranks is {n * (n - 1):,} flows, above the simulator's "
+                f"{MAX_FLOWS:,}; simulate a smaller expert-parallel group"
+            )
+        net = self.sim.net
+        gph = self.gph
+        flows = []
+        j = 0
+        for a in ranks:
+            for b in ranks:
+                if a == b:
+                    continue
+                via = None
+                if pxn and net.gpu_domain[a] != net.gpu_domain[b]:
+                    relay = (a // gph) * gph + b % gph
+                    via = relay if relay != a else None
+                flows.append(FlowSpec(a, b, mix64((cid << 40) | j), via=via))
+                j += 1
+        nodes = _domains(ranks, net.domain_gpus)
+        lat = alltoall_latency_s(n, nodes, self.model)
+        return [self.sim.add_group(f"{name}/a2a", flows, size / n, latency_s=lat, after=after,
+                                   start_at=start)]
+
+
+def closed_form_gather(algo: str, size: float, ranks: int, nodes: int,
+                       m: Interconnect) -> float:
+    """Alpha-beta time of an all-gather or reduce-scatter: the ring's closed form, or the
+    hierarchical one (one NVLink phase pipelined with a ring per rail on 1/k)."""
+    if algo == "hierarchical" and nodes > 1:
+        k = max(1, round(ranks / nodes))
+        intra = (k - 1) / k * size / m.scale_up_busbw if k > 1 else 0.0
+        inter = (nodes - 1) / nodes * size / k / m.net_busbw
+        lat = ring_latency_s(nodes, nodes, 1.0, m) + (
+            ring_latency_s(k, 1, 1.0, m) if k > 1 else 0.0)
+        return lat + max(intra, inter)
+    return float(allgather_s(size, ranks, 1.0, m))
+
+
+def closed_form_allreduce(algo: str, size: float, ranks: int, nodes: int,
+                          m: Interconnect) -> float:
+    """Alpha-beta time of one all-reduce algorithm: ring, tree and nvls are the terms the
+    closed form ``allreduce_s`` takes the minimum over; hierarchical (not an NCCL algorithm)
+    and the flow-level tree across servers pair NVLink phases with rail traffic."""
+    if algo in ("ring", "nvls") or (algo == "tree" and nodes <= 1):
+        return allreduce_algorithm_s(algo, size, ranks, nodes, m)
+    n = float(ranks)
+    local = n / max(nodes, 1)
+    bw = min(m.scale_up_busbw, local * m.net_busbw) if nodes > 1 else m.scale_up_busbw
+    volume = 2.0 * (n - 1.0) / n * size
+    if algo in ("tree", "hierarchical") and nodes > 1:
+        # Pipelined phases: NVLink reduce-scatter + all-gather inside servers while 1/k of the
+        # data crosses servers per rail (a ring, or two trees each carrying half).
+        k = max(1, round(n / nodes))
+        intra = 2.0 * (k - 1) / k * size / m.scale_up_busbw if k > 1 else 0.0
+        if algo == "tree":
+            # The busiest server sends on max_out tree edges, half the rail's data each.
+            inter = double_tree_max_out(nodes) * size / (2.0 * k) / m.net_busbw
+        else:
+            inter = 2.0 * (nodes - 1) / nodes * size / k / m.net_busbw
+        intra_lat = ring_latency_s(k, 1, 1.0, m) if k > 1 else 0.0
+        lat = tree_latency_s(nodes, nodes, m) if algo == "tree" else ring_latency_s(
+            nodes, nodes, 2.0, m)
+        return lat + intra_lat + max(intra, inter)
+    return ring_latency_s(ranks, nodes, 2.0, m) + volume / bw
+
+
+def double_tree_max_out(servers: int) -> int:
+    """Most tree edges one server sends on in the double binary tree (both trees, reduce
+    and broadcast): 2 at 2 servers, 3 at 4, 4 from about 8 on (an interior node of one tree
+    is a leaf of the other)."""
+    out = [0] * servers
+    for f in _double_tree(list(range(servers)), 0, 0):
+        out[f.src] += 1
+    return max(out, default=0)
+
+
+def _double_tree(rail: list[int], cid: int, r: int) -> list[FlowSpec]:
+    """Edges of NCCL's two complementary binary trees over ``rail`` (one rank per server),
+    both directions (reduce up, broadcast down)."""
+    N = len(rail)
+    flows: list[FlowSpec] = []
+    for t in range(2):
+        # The second tree mirrors the first, so the servers inside one tree are leaves of the
+        # other and no NIC carries two trees' interior traffic (NCCL's double binary tree).
+        order = rail if t == 0 else rail[::-1]
+        for i in range(1, N):
+            parent = order[(i - 1) // 2]
+            child = order[i]
+            key = (cid << 40) | ((400 + 2 * r + t) << 24) | i
+            flows.append(FlowSpec(child, parent, mix64(key)))
+            flows.append(FlowSpec(parent, child, mix64(key ^ 1)))
+    return flows
