@@ -36,7 +36,14 @@ def mix64(x: int) -> int:
 
 class FabricNet:
     """The directed-link network of a designed fabric (backend) and its servers' insides,
-    with structured (valley-free, equal-cost) routing."""
+    with structured (valley-free, equal-cost) routing.
+
+    Besides the named links (``names``, ``tiers``, ``cap0``) it keeps integer tables the
+    array router (``sim/routing.py``) gathers from: every GPU's NVLink and PCIe links and NIC,
+    every NIC's uplink, leaf and downlink per plane, every switch's uplinks in cabling order,
+    the parallel links from a spine down to a leaf and from a core down to a pod, all built
+    once here with array operations.
+    """
 
     def __init__(self, fab: Fabric, cat: Catalog, efficiency: bool = True) -> None:
         self.fab = fab
@@ -55,44 +62,35 @@ class FabricNet:
             stack.nvls_busbw_fraction if efficiency else 1.0
         )
         pcie = {3: 16e9, 4: 32e9, 5: 64e9, 6: 128e9}.get(gpu.pcie_gen, 64e9)  # x16, one way
-        self.names: list[str] = []
-        self.tiers: list[str] = []
-        caps: list[float] = []
-        self.node_links: dict[str, list[int]] = defaultdict(list)  # device -> its link ids
-
-        def add(a: str, b: str, cap: float, tier: str) -> int:
-            i = len(caps)
-            caps.append(cap)
-            self.names.append(f"{a}->{b}")
-            self.tiers.append(tier)
-            self.node_links[a].append(i)
-            self.node_links[b].append(i)
-            return i
-
-        # GPU <-> NVLink domain switch, GPU <-> NIC (PCIe).
-        self.gpu_up: list[int] = []
-        self.gpu_down: list[int] = []
-        self.gpu_to_nic: list[int] = []
-        self.nic_to_gpu: list[int] = []
-        self.gpu_domain: list[int] = []
-        self.gpu_host: list[int] = []
-        self.gpu_nic: list[str] = []
         # GPU k uses its own rail's NIC; a partial build (--rails) shares the cabled ones.
         rails = fab.shape.rails
-        for hi, h in enumerate(self.hosts):
-            for k in range(self.gpus_per_host):
-                gi = hi * self.gpus_per_host + k
-                g = f"{h.name}/gpu{k}"
-                dom = gi // self.domain_gpus
-                nvl = f"nvl{dom:05d}"
-                self.gpu_up.append(add(g, nvl, self.nvlink_bps, "nvlink"))
-                self.gpu_down.append(add(nvl, g, self.nvlink_bps, "nvlink"))
-                nic = f"{h.name}/nic{k % rails}"
-                self.gpu_to_nic.append(add(g, nic, pcie, "pcie"))
-                self.nic_to_gpu.append(add(nic, g, pcie, "pcie"))
-                self.gpu_domain.append(dom)
-                self.gpu_host.append(hi)
-                self.gpu_nic.append(nic)
+        gph = self.gpus_per_host
+        n = self.n_gpus
+        host_names = [h.name for h in self.hosts]
+        gpu_names = [f"{h}/gpu{k}" for h in host_names for k in range(gph)]
+        gi = np.arange(n, dtype=np.int64)
+        dom = gi // self.domain_gpus
+        nvl = [f"nvl{d:05d}" for d in range(int(dom[-1]) + 1 if n else 0)]
+        self.nic_names: list[str] = [f"{h}/nic{r}" for h in host_names for r in range(rails)]
+        self.nic_index = {name: i for i, name in enumerate(self.nic_names)}
+        self.gpu_nic_id = (gi // gph) * rails + (gi % gph) % rails
+        nic_of_gpu = [self.nic_names[i] for i in self.gpu_nic_id.tolist()]
+        # Four links per GPU, in this order: to its NVLink switch, back, to its NIC, back.
+        base = 4 * gi
+        self.gpu_up = base
+        self.gpu_down = base + 1
+        self.gpu_to_nic = base + 2
+        self.nic_to_gpu = base + 3
+        self.gpu_domain = dom
+        self.gpu_host = gi // gph
+        self.gpu_nic = nic_of_gpu
+        names: list[str] = [""] * (4 * n)
+        names[0::4] = [f"{g}->{nvl[d]}" for g, d in zip(gpu_names, dom.tolist(), strict=True)]
+        names[1::4] = [f"{nvl[d]}->{g}" for g, d in zip(gpu_names, dom.tolist(), strict=True)]
+        names[2::4] = [f"{g}->{c}" for g, c in zip(gpu_names, nic_of_gpu, strict=True)]
+        names[3::4] = [f"{c}->{g}" for g, c in zip(gpu_names, nic_of_gpu, strict=True)]
+        tiers: list[str] = ["nvlink", "nvlink", "pcie", "pcie"] * n
+        caps: list[float] = [self.nvlink_bps, self.nvlink_bps, pcie, pcie] * n
         # The backend fabric: node-leaf, leaf-spine, spine-core, both directions.
         by = fab.by_name
         self.nic_up: dict[str, list[tuple[int, int, str]]] = defaultdict(list)  # (plane, up, leaf)
@@ -102,27 +100,57 @@ class FabricNet:
         self.pod: dict[str, int] = {}
         self.role: dict[str, str] = {}
         self.leaf_of_nic: dict[tuple[str, int], str] = {}
+        # Integer ids of the backend switches and the per-plane NIC attachments.
+        self.sw_names: list[str] = []
+        self.sw_index: dict[str, int] = {}
+        sw_role: list[int] = []  # 0 leaf, 1 spine, 2 core
+        sw_pod: list[int] = []
+        nic_rows: list[tuple[int, int, int, int, int]] = []  # nic, plane, up, down, leaf
+        sw_up_rows: list[tuple[int, int, int]] = []  # switch, link, upper switch
+        sw_down_rows: list[tuple[int, int, int]] = []  # upper switch, link, lower switch
+
+        def sw(name: str) -> int:
+            i = self.sw_index.get(name)
+            if i is None:
+                i = len(self.sw_names)
+                self.sw_names.append(name)
+                self.sw_index[name] = i
+                dev = by[name]
+                sw_role.append({"leaf": 0, "spine": 1, "core": 2}[dev.role])
+                sw_pod.append(dev.pod if dev.role in ("leaf", "spine") else 0)
+            return i
+
+        cap_of: dict[float, float] = {}
         for lk in fab.links:
             if lk.network != "backend":
                 continue
-            cap = lk.speed_gbps * 1e9 / 8 * net_eff
+            cap = cap_of.get(lk.speed_gbps)
+            if cap is None:
+                cap = cap_of[lk.speed_gbps] = lk.speed_gbps * 1e9 / 8 * net_eff
+            i = len(caps)
             if lk.tier == "node-leaf":
                 nic = f"{lk.a}/nic{lk.rail}"
-                u = add(nic, lk.b, cap, "node-leaf")
-                d = add(lk.b, nic, cap, "node-leaf")
-                self.nic_up[nic].append((lk.plane, u, lk.b))
-                self.leaf_down[(lk.b, nic)] = d
+                names += [f"{nic}->{lk.b}", f"{lk.b}->{nic}"]
+                self.nic_up[nic].append((lk.plane, i, lk.b))
+                self.leaf_down[(lk.b, nic)] = i + 1
                 self.leaf_of_nic[(nic, lk.plane)] = lk.b
+                nic_rows.append((self.nic_index[nic], lk.plane, i, i + 1, sw(lk.b)))
             else:
-                u = add(lk.a, lk.b, cap, lk.tier)
-                d = add(lk.b, lk.a, cap, lk.tier)
-                self.up[lk.a].append((u, lk.b))
-                self.down[(lk.b, lk.a)].append(d)
+                names += [f"{lk.a}->{lk.b}", f"{lk.b}->{lk.a}"]
+                self.up[lk.a].append((i, lk.b))
+                self.down[(lk.b, lk.a)].append(i + 1)
+                a, b = sw(lk.a), sw(lk.b)
+                sw_up_rows.append((a, i, b))
+                sw_down_rows.append((b, i + 1, a))
+            tiers += [lk.tier, lk.tier]
+            caps += [cap, cap]
             for name in (lk.a, lk.b):
                 dev = by[name]
                 self.role[name] = dev.role
                 if dev.role in ("leaf", "spine"):
                     self.pod[name] = dev.pod
+        self.names = names
+        self.tiers = tiers
         self.three_tier = fab.shape.tiers == 3
         # core -> pod -> (link down to that pod's spine, spine)
         self.core_down: dict[str, dict[int, list[tuple[int, str]]]] = defaultdict(
@@ -146,7 +174,113 @@ class FabricNet:
         self.alive = np.ones(len(caps), dtype=bool)
         self.n_links = len(caps)
         self._spray_cache: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
-        self.index = {n: i for i, n in enumerate(self.names)}
+        self._index: dict[str, int] | None = None
+        self._node_links: dict[str, list[int]] | None = None
+        self.sw_role = np.asarray(sw_role, dtype=np.int8)
+        self.sw_pod = np.asarray(sw_pod, dtype=np.int64)
+        self._tables(nic_rows, sw_up_rows, sw_down_rows)
+
+    def _tables(self, nic_rows: list[tuple[int, int, int, int, int]],
+                sw_up_rows: list[tuple[int, int, int]],
+                sw_down_rows: list[tuple[int, int, int]]) -> None:
+        """Integer routing tables (class docstring), in the cabling order the per-switch
+        lists above keep, so a hash picks the same link from both."""
+        n_sw = len(self.sw_names)
+        n_nic = len(self.nic_names)
+        nic = np.asarray(nic_rows, dtype=np.int64).reshape(-1, 5)
+        self.planes = sorted(set(nic[:, 1].tolist()))
+        p_idx = {p: k for k, p in enumerate(self.planes)}
+        width = max(1, len(self.planes))
+        self.nic_plane_up = np.full((n_nic, width), -1, dtype=np.int64)
+        self.nic_plane_down = np.full((n_nic, width), -1, dtype=np.int64)
+        self.nic_plane_leaf = np.full((n_nic, width), -1, dtype=np.int64)
+        if len(nic):
+            col = np.asarray([p_idx[p] for p in nic[:, 1].tolist()], dtype=np.int64)
+            # The first link of a NIC in a plane wins, as ``nic_leaf`` finds it.
+            first = np.unique(nic[:, 0] * width + col, return_index=True)[1]
+            rows, cols = nic[first, 0], col[first]
+            self.nic_plane_up[rows, cols] = nic[first, 2]
+            self.nic_plane_down[rows, cols] = nic[first, 3]
+            self.nic_plane_leaf[rows, cols] = nic[first, 4]
+        # Uplinks of every switch, padded with -1, in cabling order.
+        self.up_tab, self.up_cnt = _padded(
+            np.asarray([r[0] for r in sw_up_rows], dtype=np.int64),
+            np.asarray([r[1] for r in sw_up_rows], dtype=np.int64), n_sw)
+        self.link_sw = np.full(self.n_links, -1, dtype=np.int64)  # switch a link leads to
+        for rows in (sw_up_rows, sw_down_rows):
+            if rows:
+                arr = np.asarray(rows, dtype=np.int64)
+                self.link_sw[arr[:, 1]] = arr[:, 2]
+        if nic_rows:
+            self.link_sw[nic[:, 2]] = nic[:, 4]
+        down = np.asarray(sw_down_rows, dtype=np.int64).reshape(-1, 3)
+        role = self.sw_role
+        # Spine -> leaf: the parallel links of each (spine, leaf) pair, looked up by key.
+        sl = down[(role[down[:, 0]] == 1) & (role[down[:, 2]] == 0)] if len(down) else down
+        self.sl_keys, self.sl_start, self.sl_cnt, self.sl_links = _buckets(
+            sl[:, 0] * n_sw + sl[:, 2], sl[:, 1])
+        # Core -> pod: its links down to that pod's spines, grouped by spine in the order the
+        # (core, spine) pairs were first cabled, as ``core_down`` lists them.
+        cs = down[role[down[:, 0]] == 2] if len(down) else down
+        self.n_pods = int(self.sw_pod.max()) + 1 if n_sw else 1
+        pair = cs[:, 0] * n_sw + cs[:, 2]
+        _, first_seen, inv = np.unique(pair, return_index=True, return_inverse=True)
+        order = np.lexsort((np.arange(len(cs)), first_seen[inv],
+                            cs[:, 0] * self.n_pods + self.sw_pod[cs[:, 2]]))
+        cs = cs[order]
+        self.cp_keys, self.cp_start, self.cp_cnt, self.cp_links = _buckets(
+            cs[:, 0] * self.n_pods + self.sw_pod[cs[:, 2]], cs[:, 1], presorted=True)
+        self.full = self._structurally_full(sl, cs)
+
+    def _structurally_full(self, sl: np.ndarray, cs: np.ndarray) -> bool:
+        """True when every spine reaches every leaf of its plane (directly in its pod, through
+        a core elsewhere): then, with every link alive, every equal-cost candidate reaches every
+        destination and the array router can skip the reachability filter. The designer's
+        fat trees are all full; anything else takes the filtered path."""
+        if not self.three_tier and not len(sl):
+            return True  # one tier: nothing to reach through
+        plane = np.zeros(len(self.sw_names), dtype=np.int64)
+        for name, i in self.sw_index.items():
+            plane[i] = self.fab.by_name[name].plane
+        role, pod = self.sw_role, self.sw_pod
+        group = plane * self.n_pods + (pod if self.three_tier else 0)
+        leaves = np.flatnonzero(role == 0)
+        spines = np.flatnonzero(role == 1)
+        want = np.bincount(group[leaves], minlength=group.max() + 1)
+        pairs = np.unique(sl[:, 0] * len(role) + sl[:, 2]) if len(sl) else np.zeros(0, int)
+        got = np.bincount(pairs // len(role), minlength=len(role))
+        if np.any(got[spines] != want[group[spines]]):
+            return False
+        if not self.three_tier:
+            return True
+        if np.any(self.up_cnt[spines] == 0):
+            return False
+        cores = np.flatnonzero(role == 2)
+        pods_of_plane = {int(p): len(set(pod[leaves][plane[leaves] == p].tolist()))
+                         for p in set(plane[leaves].tolist())}
+        reach = np.unique(cs[:, 0] * self.n_pods + pod[cs[:, 2]]) if len(cs) else cs[:, 0]
+        n_reach = np.bincount(reach // self.n_pods, minlength=len(role))
+        return all(int(n_reach[c]) == pods_of_plane.get(int(plane[c]), 0) for c in cores)
+
+    @property
+    def index(self) -> dict[str, int]:
+        """Link id by name ("a->b"), built on first use."""
+        if self._index is None:
+            self._index = {name: i for i, name in enumerate(self.names)}
+        return self._index
+
+    @property
+    def node_links(self) -> dict[str, list[int]]:
+        """Link ids of every device (both directions of each of its cables), built on first
+        use."""
+        if self._node_links is None:
+            out: dict[str, list[int]] = defaultdict(list)
+            for i, name in enumerate(self.names):
+                a, b = name.split("->", 1)
+                out[a].append(i)
+                out[b].append(i)
+            self._node_links = out
+        return self._node_links
 
     def gpu_name(self, gpu: int) -> str:
         """``host/gpuK`` of a global GPU index."""
@@ -155,9 +289,9 @@ class FabricNet:
     # ------------------------------------------------------------------ failures
     def set_capacity(self, link_ids: list[int], factor: float) -> None:
         """Scale links to ``factor`` of their line rate (0 = failed)."""
-        for i in link_ids:
-            self.cap[i] = self.cap0[i] * factor
-            self.alive[i] = factor > 0
+        ids = np.asarray(link_ids, dtype=np.int64)
+        self.cap[ids] = self.cap0[ids] * factor
+        self.alive[ids] = factor > 0
         self._spray_cache.clear()
         self._reach_cache.clear()
         self._hops_cache.clear()
@@ -421,3 +555,28 @@ class FabricNet:
             if p == plane:
                 return up, leaf
         raise SimError(f"{nic} has no link in plane {plane}")
+
+
+def _padded(rows: np.ndarray, values: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``values`` grouped by ``rows`` (kept in their order) as an ``n`` x width table padded
+    with -1, and the count per row."""
+    cnt = np.bincount(rows, minlength=n).astype(np.int64)
+    width = max(1, int(cnt.max(initial=0)))
+    tab = np.full((n, width), -1, dtype=np.int64)
+    if len(rows):
+        order = np.argsort(rows, kind="stable")
+        r = rows[order]
+        start = np.concatenate([[0], np.cumsum(cnt)[:-1]])
+        col = np.arange(len(r)) - start[r]
+        tab[r, col] = values[order]
+    return tab, cnt
+
+
+def _buckets(keys: np.ndarray, values: np.ndarray, presorted: bool = False
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(sorted unique keys, start and count of each key's values, values) with the values of
+    one key in their original order."""
+    order = np.arange(len(keys)) if presorted else np.argsort(keys, kind="stable")
+    k, v = keys[order], values[order]
+    uniq, start, cnt = np.unique(k, return_index=True, return_counts=True)
+    return uniq, start.astype(np.int64), cnt.astype(np.int64), v
