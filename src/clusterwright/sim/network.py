@@ -35,7 +35,7 @@ from typing import Literal
 import numpy as np
 
 from clusterwright.sim.engine import Engine, Event, SimError
-from clusterwright.sim.fabric_net import FabricNet, mix64
+from clusterwright.sim.fabric_net import TIER_NAMES, FabricNet, mix64
 from clusterwright.sim.flows import Flows, FlowSpec
 from clusterwright.sim.routing import Routes, coefficients, route
 
@@ -109,7 +109,8 @@ class SimResult:
         util = self.link_bytes / np.maximum(net.cap0, 1e-9) / self.end_s
         order = np.argsort(-util)[:top]
         return [
-            LinkStat(net.names[i], net.tiers[i], float(self.link_bytes[i]), float(util[i]))
+            LinkStat(net.link_name(int(i)), TIER_NAMES[net.tier_code[i]],
+                     float(self.link_bytes[i]), float(util[i]))
             for i in order if self.link_bytes[i] > 0
         ]
 
@@ -118,7 +119,7 @@ class SimResult:
             return 0.0
         util = self.link_bytes / np.maximum(net.cap0, 1e-9) / self.end_s
         if tiers is not None:
-            mask = np.isin(np.asarray(net.tiers), list(tiers))
+            mask = np.isin(net.tier_code, [TIER_NAMES.index(t) for t in tiers])
             util = np.where(mask, util, 0.0)
         return float(util.max(initial=0.0))
 
@@ -196,10 +197,10 @@ class NetworkSim:
         self.engine.at(at, self._capacity, ids, factor, name)
 
     # ------------------------------------------------------------------ routing
-    def _route(self, fl: Flows, which: np.ndarray | None = None,
-               generation: int = 0) -> Routes:
+    def _route(self, fl: Flows, which: np.ndarray | None = None, generation: int = 0,
+               rows: bool = True) -> Routes:
         return route(self.net, fl, self.qps, self.routing, self._salts, self.plane_spray,
-                     generation, which, self.assigned)
+                     generation, which, self.assigned, rows)
 
     def _cut_message(self, g: Group, routes: np.ndarray, per_route: bool) -> str:
         """The error naming the flows the failures cut off (first eight)."""
@@ -221,7 +222,7 @@ class NetworkSim:
             if n > ROUTE_BATCH and not keep:
                 self._build_batched(g)
                 return
-            routes = self._route(g.flows)
+            routes = self._route(g.flows, rows=keep)
             if routes.cut.any():
                 raise SimError(self._cut_message(g, np.flatnonzero(routes.cut), False))
         else:
@@ -229,7 +230,7 @@ class NetworkSim:
             moved = np.flatnonzero(routes.touching(reroute))
             if self.routing == "adaptive":
                 for i in moved.tolist():  # release, then re-place, one route at a time
-                    _release(self.assigned, routes.whole[i], 1.0 / subs)
+                    _release(self.assigned, routes.whole_of(i), 1.0 / subs)
                     one = np.asarray([i], dtype=np.int64)
                     routes = Routes.splice(routes, self._route(g.flows, one, self._generation),
                                            one)
@@ -251,7 +252,7 @@ class NetworkSim:
         used = np.zeros(self.net.n_links, dtype=bool)
         for lo in range(0, n, ROUTE_BATCH):
             which = np.arange(lo, min(n, lo + ROUTE_BATCH), dtype=np.int64)
-            routes = self._route(g.flows, which)
+            routes = self._route(g.flows, which, rows=False)
             if routes.cut.any():
                 raise SimError(self._cut_message(g, which[routes.cut], False))
             links, coef = coefficients(self.net, routes, subs)
@@ -315,7 +316,12 @@ class NetworkSim:
         gidx = np.concatenate([np.full(len(g.links), i) for i, g in enumerate(groups)])
         lidx = np.concatenate([g.links for g in groups])
         coef = np.concatenate([g.coef for g in groups])
-        cap = self.net.cap
+        # Only the links some group uses take part (the others have no demand): the same
+        # arithmetic per link on arrays the size of the groups' footprint, not the fabric's.
+        present = np.zeros(self.net.n_links, dtype=bool)
+        present[lidx] = True
+        lidx = (np.cumsum(present) - 1)[lidx]
+        cap = self.net.cap[present]
         rem = cap.astype(float).copy()
         rate = np.zeros(n)
         active = np.ones(n, dtype=bool)
@@ -363,8 +369,12 @@ class NetworkSim:
         if g in self.active:
             self.active.remove(g)
             if self.routing == "adaptive" and g.routes is not None:
-                for row in g.routes.whole:
-                    _release(self.assigned, row, 1.0 / self.qps)
+                order = np.argsort(g.routes.whole_route, kind="stable")
+                bounds = np.searchsorted(g.routes.whole_route[order],
+                                         np.arange(len(g.routes) + 1))
+                links = g.routes.whole_link[order]
+                for i in range(len(g.routes)):
+                    _release(self.assigned, links[bounds[i]:bounds[i + 1]], 1.0 / self.qps)
         self._bytes_done(g)
 
     def _bytes_done(self, g: Group) -> None:
@@ -392,7 +402,6 @@ class NetworkSim:
                          events=self.engine.events, recomputes=self.recomputes)
 
 
-def _release(assigned: np.ndarray, row: np.ndarray, amount: float) -> None:
+def _release(assigned: np.ndarray, links: np.ndarray, amount: float) -> None:
     """Take one route's flow off the adaptive-routing load counts (its whole links)."""
-    links = row[row >= 0]
     assigned[links] = np.maximum(0.0, assigned[links] - amount)

@@ -41,15 +41,18 @@ MAX_HOPS = 8  # a fat tree of depth 3 needs 4 switch-to-switch hops; more is a r
 
 @dataclass
 class Routes:
-    """Where each route (sub-flow) of a group goes.
+    """Where each route (sub-flow) of a group goes; route indices are local to the routes
+    asked for.
 
-    ``whole``: links each route uses in full, one row per route (-1 pads). ``parts``: links a
-    route uses for a fraction of its bytes (one row per plane share), in route then plane
-    order, with the route index and fraction. ``spray_*``: spray legs (route, source leaf,
-    destination leaf as switch ids, fraction). ``cut``: routes with no live path.
+    ``whole_route``/``whole_link``: the links each route uses in full, as (route, link) pairs.
+    ``parts``: links a route uses for a fraction of its bytes (one row per plane share, -1
+    pads), in route then plane order, with the route index and fraction. ``spray_*``: spray
+    legs (route, source leaf, destination leaf as switch ids, fraction). ``cut``: routes with
+    no live path (they carry no links).
     """
 
-    whole: np.ndarray
+    whole_route: np.ndarray
+    whole_link: np.ndarray
     parts: np.ndarray
     part_route: np.ndarray
     part_frac: np.ndarray
@@ -60,36 +63,42 @@ class Routes:
     cut: np.ndarray
 
     def __len__(self) -> int:
-        return len(self.whole)
+        return len(self.cut)
 
     def touching(self, dead: np.ndarray) -> np.ndarray:
         """Routes that use a dead link or spray (sprays re-split over what is left)."""
-        pad = np.append(dead, False)
-        hit: np.ndarray = pad[self.whole].any(axis=1)
+        hit = np.zeros(len(self), dtype=bool)
+        hit[self.whole_route[dead[self.whole_link]]] = True
         if len(self.parts):
+            pad = np.append(dead, False)
             hit[self.part_route[pad[self.parts].any(axis=1)]] = True
         hit[self.spray_route] = True
         return hit
 
+    def whole_of(self, i: int) -> np.ndarray:
+        """The links route ``i`` uses in full."""
+        out: np.ndarray = self.whole_link[self.whole_route == i]
+        return out
+
     @staticmethod
     def splice(old: Routes, new: Routes, idx: np.ndarray) -> Routes:
         """``old`` with routes ``idx`` replaced by ``new`` (routed for exactly those)."""
-        width = max(old.whole.shape[1], new.whole.shape[1])
-        whole = _widen(old.whole, width)
-        whole[idx] = _widen(new.whole, width)
+        keep_w = ~np.isin(old.whole_route, idx)
         keep_p = ~np.isin(old.part_route, idx)
         keep_s = ~np.isin(old.spray_route, idx)
         pw = max(old.parts.shape[1], new.parts.shape[1])
         parts = np.concatenate([_widen(old.parts[keep_p], pw), _widen(new.parts, pw)])
         p_route = np.concatenate([old.part_route[keep_p], idx[new.part_route]])
-        p_frac = np.concatenate([old.part_frac[keep_p], new.part_frac])
         po = np.argsort(p_route, kind="stable")
         s_route = np.concatenate([old.spray_route[keep_s], idx[new.spray_route]])
         so = np.argsort(s_route, kind="stable")
         cut = old.cut.copy()
         cut[idx] = new.cut
         return Routes(
-            whole, parts[po], p_route[po], p_frac[po], s_route[so],
+            np.concatenate([old.whole_route[keep_w], idx[new.whole_route]]),
+            np.concatenate([old.whole_link[keep_w], new.whole_link]),
+            parts[po], p_route[po],
+            np.concatenate([old.part_frac[keep_p], new.part_frac])[po], s_route[so],
             np.concatenate([old.spray_la[keep_s], new.spray_la])[so],
             np.concatenate([old.spray_lb[keep_s], new.spray_lb])[so],
             np.concatenate([old.spray_frac[keep_s], new.spray_frac])[so], cut)
@@ -122,50 +131,40 @@ def _pick(cnt: np.ndarray, h: np.ndarray) -> np.ndarray:
     return out
 
 
-def _lookup(keys: np.ndarray, start: np.ndarray, cnt: np.ndarray,
-            q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(start, count) of every query key in a sorted bucket table (count 0 if absent)."""
-    if not len(keys):
-        return np.zeros(len(q), np.int64), np.zeros(len(q), np.int64)
-    i = np.minimum(np.searchsorted(keys, q), len(keys) - 1)
-    found = keys[i] == q
-    return np.where(found, start[i], 0), np.where(found, cnt[i], 0)
-
-
 def _hop_full(net: FabricNet, here: np.ndarray, lb: np.ndarray, h: np.ndarray) -> np.ndarray:
     """Next link from each switch towards its destination leaf, every link alive (-1: none)."""
     out = np.full(len(here), -1, dtype=np.int64)
     role = net.sw_role[here]
-    n_sw = len(net.sw_names)
     leaf = role == 0
+    if leaf.all():
+        cnt = net.up_cnt[here]
+        return np.where(cnt > 0, net.up_tab[here, _pick(cnt, h)], -1)
     if leaf.any():
         s = here[leaf]
         cnt = net.up_cnt[s]
         out[leaf] = np.where(cnt > 0, net.up_tab[s, _pick(cnt, h[leaf])], -1)
-    spine = role == 1
-    if spine.any():
+    spine = np.flatnonzero(role == 1)
+    if len(spine):
         s, d, hh = here[spine], lb[spine], h[spine]
-        down = _bucket_pick(net.sl_keys, net.sl_start, net.sl_cnt, net.sl_links,
-                            s * n_sw + d, hh)
-        ucnt = net.up_cnt[s]
-        cross = (down < 0) & net.three_tier & (net.sw_pod[s] != net.sw_pod[d]) & (ucnt > 0)
-        up = net.up_tab[s, _pick(ucnt, hh)]
-        out[spine] = np.where(down >= 0, down, np.where(cross, up, -1))
-    core = role == 2
-    if core.any():
-        s, d = here[core], lb[core]
-        out[core] = _bucket_pick(net.cp_keys, net.cp_start, net.cp_cnt, net.cp_links,
-                                 s * net.n_pods + net.sw_pod[d], h[core])
-    return out
-
-
-def _bucket_pick(keys: np.ndarray, start: np.ndarray, cnt: np.ndarray, values: np.ndarray,
-                 q: np.ndarray, h: np.ndarray) -> np.ndarray:
-    """The ``h mod n``-th of the ``n`` values of each query's bucket (-1 if it has none)."""
-    st, c = _lookup(keys, start, cnt, q)
-    out = np.full(len(q), -1, dtype=np.int64)
-    hit = c > 0
-    out[hit] = values[st[hit] + _pick(c[hit], h[hit])]
+        rs, rd = net.sw_row[s], net.sw_row[d]
+        cnt = net.sl_dense_cnt[rs, rd]
+        down = cnt > 0
+        i = np.flatnonzero(down)
+        out[spine[i]] = net.sl_links[net.sl_dense_start[rs[i], rd[i]] + _pick(cnt[i], hh[i])]
+        j = np.flatnonzero(~down)
+        if len(j) and net.three_tier:
+            sj = s[j]
+            ucnt = net.up_cnt[sj]
+            cross = (net.sw_pod[sj] != net.sw_pod[d[j]]) & (ucnt > 0)
+            k = j[cross]
+            out[spine[k]] = net.up_tab[s[k], _pick(ucnt[cross], hh[k])]
+    core = np.flatnonzero(role == 2)
+    if len(core):
+        rs, pod = net.sw_row[here[core]], net.sw_pod[lb[core]]
+        cnt = net.cp_dense_cnt[rs, pod]
+        i = np.flatnonzero(cnt > 0)
+        out[core[i]] = net.cp_links[net.cp_dense_start[rs[i], pod[i]]
+                                    + _pick(cnt[i], h[core[i]])]
     return out
 
 
@@ -220,58 +219,69 @@ def transit(net: FabricNet, la: np.ndarray, lb: np.ndarray, key: np.ndarray,
 
 def route(net: FabricNet, flows: Flows, subs: int, routing: str, salts: list[int],
           plane_spray: bool, generation: int = 0, which: np.ndarray | None = None,
-          assigned: np.ndarray | None = None) -> Routes:
+          assigned: np.ndarray | None = None, rows: bool = True) -> Routes:
     """Routes of the sub-flows ``which`` (default: all ``len(flows) * subs``) of ``flows``
     under ``routing`` (module docstring). ``assigned`` is adaptive routing's flows per link,
-    updated as each leg is placed."""
+    updated as each leg is placed. Without ``rows`` the whole links are not tied to their
+    routes (``whole_route`` is empty): enough for coefficients, not for re-routing."""
     r = np.arange(len(flows) * subs, dtype=np.int64) if which is None else which
-    f, s = r // subs, r % subs
-    src, dst, via, nv = flows.src[f], flows.dst[f], flows.via[f], flows.nvls[f]
+    f = r // subs if subs > 1 else r
+    if which is None and subs == 1:  # every flow once: the arrays as they are
+        src, dst, via, nv = flows.src, flows.dst, flows.via, flows.nvls
+    else:
+        src, dst, via, nv = flows.src[f], flows.dst[f], flows.via[f], flows.nvls[f]
     n = len(r)
-    has_via = (via >= 0) & ~nv
+    w_rows: list[np.ndarray] = []
+    w_links: list[np.ndarray] = []
+
+    def whole(at: np.ndarray, links: np.ndarray) -> None:
+        if rows:
+            w_rows.append(at)
+        w_links.append(links)
+
+    any_nv = bool(nv.any())
+    if any_nv:
+        i = np.flatnonzero(nv)
+        whole(i, net.gpu_up[src[i]])
+        whole(i, net.gpu_down[src[i]])
+    has_via = via >= 0
+    if any_nv:
+        has_via &= ~nv
     s0 = np.where(has_via, via, src)
-    relay = has_via & (via != src)
-    local = ~nv & (net.gpu_domain[s0] == net.gpu_domain[dst])
-    hop2 = local & (s0 != dst)
-    netw = ~nv & ~local
-    cols = [np.where(relay, net.gpu_up[src], -1), np.where(relay, net.gpu_down[np.maximum(via, 0)],
-                                                           -1),
-            np.where(hop2, net.gpu_up[s0], -1), np.where(hop2, net.gpu_down[dst], -1),
-            np.where(nv, net.gpu_up[src], -1), np.where(nv, net.gpu_down[src], -1)]
+    i = np.flatnonzero(has_via & (via != src))
+    whole(i, net.gpu_up[src[i]])
+    whole(i, net.gpu_down[via[i]])
+    local = net.gpu_domain[s0] == net.gpu_domain[dst]
+    if any_nv:
+        local &= ~nv
+    i = np.flatnonzero(local & (s0 != dst))
+    whole(i, net.gpu_up[s0[i]])
+    whole(i, net.gpu_down[dst[i]])
     cut = np.zeros(n, dtype=bool)
     empty = np.zeros(0, dtype=np.int64)
     parts = np.zeros((0, 2), dtype=np.int64)
     p_route, p_frac = empty, np.zeros(0)
     sp = (empty, empty, empty, np.zeros(0))
-    ni = np.flatnonzero(netw)
+    ni = np.flatnonzero(~(local | nv) if any_nv else ~local)
     if len(ni):
-        key = route_keys(flows.key[f[ni]], s[ni], generation)
+        sub = r[ni] % subs if subs > 1 else np.zeros(len(ni), dtype=np.int64)
+        key = route_keys(flows.key[f[ni]], sub, generation)
         nic_a, nic_b = net.gpu_nic_id[s0[ni]], net.gpu_nic_id[dst[ni]]
-        up_a, dn_b = net.nic_plane_up[nic_a], net.nic_plane_down[nic_b]
-        alive = np.append(net.alive, False)
-        present = up_a >= 0
-        complete = np.all(~present | (dn_b >= 0), axis=1)
-        valid = present & (dn_b >= 0) & alive[up_a] & alive[dn_b] & complete[:, None]
-        p = valid.sum(axis=1)
+        leg, col, frac, p = _planes(net, nic_a, nic_b, key, salts, plane_spray)
         cut[ni[p == 0]] = True
-        split = (p > 1) & plane_spray
-        # One plane, hashed, where the connection is not split over them.
-        k = _pick(p, tier_hash(key, salts[7]))
-        rank = np.cumsum(valid, axis=1) - 1
-        chosen = valid & (rank == k[:, None]) & ~split[:, None] & (p > 0)[:, None]
-        use = np.where(split[:, None], valid, chosen)
-        leg, col = np.nonzero(use)  # row-major: route, then plane order
-        frac = np.where(split[leg], 1.0 / np.maximum(p[leg], 1), 1.0)
-        route_of = ni[leg]
-        up = up_a[leg, col]
-        down = dn_b[leg, col]
-        la = net.nic_plane_leaf[nic_a[leg], col]
-        lb = net.nic_plane_leaf[nic_b[leg], col]
-        nic_cols = (np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64))
         ok = ni[p > 0]
-        nic_cols[0][ok] = net.gpu_to_nic[s0[ok]]
-        nic_cols[1][ok] = net.nic_to_gpu[dst[ok]]
-        cols += list(nic_cols)
+        whole(ok, net.gpu_to_nic[s0[ok]])
+        whole(ok, net.nic_to_gpu[dst[ok]])
+        route_of = ni[leg]
+        if net.nic_plane_up.shape[1] == 1:  # one plane: 1-D gathers
+            a, b = nic_a[leg], nic_b[leg]
+            up, down = net.nic_plane_up[:, 0][a], net.nic_plane_down[:, 0][b]
+            la, lb = net.nic_plane_leaf[:, 0][a], net.nic_plane_leaf[:, 0][b]
+        else:
+            up = net.nic_plane_up[nic_a[leg], col]
+            down = net.nic_plane_down[nic_b[leg], col]
+            la = net.nic_plane_leaf[nic_a[leg], col]
+            lb = net.nic_plane_leaf[nic_b[leg], col]
         if routing == "spray":
             parts = np.stack([up, down], axis=1)
             p_route, p_frac = route_of, frac
@@ -283,33 +293,60 @@ def route(net: FabricNet, flows: Flows, subs: int, routing: str, salts: list[int
             else:
                 path, leg_cut = _adaptive(net, la, lb, key[leg], assigned, subs)
             cut[route_of[leg_cut]] = True
-            seg = np.concatenate([up[:, None], path, down[:, None]], axis=1)
-            seg = _compact(seg)
-            whole_leg = frac == 1.0
-            w = np.full((n, seg.shape[1]), -1, dtype=np.int64)
-            w[route_of[whole_leg]] = seg[whole_leg]
-            cols += list(w.T)
-            parts = seg[~whole_leg]
-            p_route, p_frac = route_of[~whole_leg], frac[~whole_leg]
-    whole = np.stack(cols, axis=1) if cols else np.zeros((n, 0), dtype=np.int64)
-    # Routes with no live path carry nothing (the caller raises).
-    whole[cut] = -1
-    keep = ~cut[p_route]
-    sk = ~cut[sp[0]]
-    # Route indices are local to ``which`` (``Routes.splice`` maps them back).
-    return Routes(whole, parts[keep], p_route[keep], p_frac[keep], sp[0][sk], sp[1][sk],
-                  sp[2][sk], sp[3][sk], cut)
+            one = frac == 1.0
+            if one.all():
+                whole(route_of, up)
+                whole(route_of, down)
+                for t in range(path.shape[1]):
+                    m = path[:, t] >= 0
+                    whole(route_of[m], path[m, t])
+            else:
+                wi = np.flatnonzero(one)
+                whole(route_of[wi], up[wi])
+                whole(route_of[wi], down[wi])
+                for t in range(path.shape[1]):
+                    m = wi[path[wi, t] >= 0]
+                    whole(route_of[m], path[m, t])
+                pi = np.flatnonzero(~one)
+                parts = np.concatenate([up[pi, None], path[pi], down[pi, None]], axis=1)
+                p_route, p_frac = route_of[pi], frac[pi]
+    wr = np.concatenate(w_rows) if w_rows else empty
+    wl = np.concatenate(w_links) if w_links else empty
+    if cut.any():  # routes with no live path carry nothing (the caller raises)
+        if rows:
+            keep = ~cut[wr]
+            wr, wl = wr[keep], wl[keep]
+        pk, sk = ~cut[p_route], ~cut[sp[0]]
+        parts, p_route, p_frac = parts[pk], p_route[pk], p_frac[pk]
+        sp = (sp[0][sk], sp[1][sk], sp[2][sk], sp[3][sk])
+    return Routes(wr, wl, parts, p_route, p_frac, sp[0], sp[1], sp[2], sp[3], cut)
 
 
-def _compact(seg: np.ndarray) -> np.ndarray:
-    """Move each row's links left over its -1 gaps (a leg inside one leaf has no transit)."""
-    valid = seg >= 0
-    if valid.all():
-        return seg
-    order = np.argsort(~valid, axis=1, kind="stable")
-    out = np.take_along_axis(seg, order, axis=1)
-    width = int(valid.sum(axis=1).max(initial=0))
-    return out[:, :max(width, 1)]
+def _planes(net: FabricNet, nic_a: np.ndarray, nic_b: np.ndarray, key: np.ndarray,
+            salts: list[int], plane_spray: bool
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The planes each network route uses: (leg's route row, plane column, fraction of the
+    route's bytes, live planes per route). Every live plane when ``plane_spray`` splits the
+    connection over them, else one, the ``hash(key, 7) mod n``-th of the ``n`` live ones."""
+    up_a, dn_b = net.nic_plane_up[nic_a], net.nic_plane_down[nic_b]
+    alive = np.append(net.alive, False)
+    present = up_a >= 0
+    valid = present & (dn_b >= 0) & alive[up_a] & alive[dn_b]
+    if up_a.shape[1] == 1:  # one plane: every live route uses it whole
+        p = valid[:, 0].astype(np.int64)
+        leg = np.flatnonzero(valid[:, 0])
+        return leg, np.zeros(len(leg), dtype=np.int64), np.ones(len(leg)), p
+    complete = np.all(~present | (dn_b >= 0), axis=1)
+    valid &= complete[:, None]
+    p = valid.sum(axis=1)
+    split = (p > 1) & plane_spray
+    k = _pick(p, tier_hash(key, salts[7]))
+    rank = np.cumsum(valid, axis=1) - 1
+    chosen = valid & (rank == k[:, None]) & ~split[:, None]
+    use = np.where(split[:, None], valid, chosen)
+    leg, col = np.nonzero(use)  # row-major: route, then plane order
+    frac = np.where(split[leg], 1.0 / np.maximum(p[leg], 1), 1.0)
+    return leg, col, frac, p
 
 
 def _adaptive(net: FabricNet, la: np.ndarray, lb: np.ndarray, key: np.ndarray,
@@ -365,7 +402,15 @@ def coefficients(net: FabricNet, routes: Routes, subs: int) -> tuple[np.ndarray,
             total = np.bincount(inv, weights=w)
             for j, kv in enumerate(order.tolist()):
                 spray_w[(kv // len(names), kv % len(names))] = float(total[j])
-    whole = routes.whole[routes.whole >= 0]
+    whole = routes.whole_link
+    if not ids and not spray_w and subs & (subs - 1) == 0:
+        # Whole links only, each adding 1/subs, a power of two: the sum is exact in any
+        # order, so integer counts scaled give the same floats as adding one by one.
+        if not len(whole):
+            return np.zeros(0, dtype=np.int64), np.zeros(0)
+        count = np.bincount(whole, minlength=net.n_links)
+        links = np.flatnonzero(count)
+        return links, count[links] * (1.0 / subs)
     if len(whole):
         ids.append(whole)
         ws.append(np.full(len(whole), 1.0 / subs))
@@ -377,7 +422,7 @@ def coefficients(net: FabricNet, routes: Routes, subs: int) -> tuple[np.ndarray,
         return np.zeros(0, dtype=np.int64), np.zeros(0)
     all_ids = np.concatenate(ids)
     coef = np.bincount(all_ids, weights=np.concatenate(ws), minlength=net.n_links)
-    links = np.flatnonzero(np.bincount(all_ids, minlength=net.n_links))
+    links = np.flatnonzero(coef > 0)  # every term is positive: used iff positive
     return links, coef[links]
 
 
