@@ -162,6 +162,8 @@ def test_the_array_simulator_reproduces_the_per_flow_one_bit_for_bit(
     if "error" in old or "error" in new:
         assert new.get("error") == old.get("error")
         return
-    for key in ("groups", "times", "closed", "flows", "events", "recomputes", "end", "top"):
+    # Event and recomputation counts differ on purpose: groups starting together share one
+    # rate computation now.
+    for key in ("groups", "times", "closed", "flows", "end", "top"):
         assert new[key] == old[key], key
     assert np.array_equal(new["link_bytes"], old["link_bytes"])

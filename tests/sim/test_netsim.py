@@ -222,9 +222,12 @@ def test_bad_requests_raise_sim_errors_naming_the_field(
     assert "--" not in str(info.value)
 
 
-def test_an_all_to_all_above_max_flows_is_refused(catalog: Catalog) -> None:
-    with pytest.raises(SimError, match="expert-parallel"):
-        netsim(catalog, FabricRequest(server="dgx-h100", nodes=181), collective="alltoall")
+def test_an_all_to_all_above_max_flows_is_aggregated_and_says_so(catalog: Catalog) -> None:
+    d = netsim(catalog, FabricRequest(server="dgx-h100", nodes=513), collective="alltoall",
+               size_bytes=1e6)
+    n = 513 * 8
+    assert d["aggregated"] is True and d["flows"] == n * (n - 1)
+    assert netsim(catalog, collective="alltoall")["aggregated"] is False
 
 
 def test_an_infinite_size_is_refused(catalog: Catalog) -> None:
@@ -251,16 +254,20 @@ def test_out_of_range_requests_blame_their_field(catalog: Catalog, kw: dict[str,
 
 def test_a_fabric_above_the_simulators_size_is_refused_before_it_is_designed(
         catalog: Catalog) -> None:
-    with pytest.raises(SimError, match="at most 65,536") as info:
-        netsim(catalog, FabricRequest(server="dgx-h100", nodes=8193))
+    with pytest.raises(SimError, match="at most 131,072") as info:
+        netsim(catalog, FabricRequest(server="dgx-h100", nodes=16385))
     assert info.value.field == "nodes"
 
 
 def test_queue_pairs_count_against_the_flow_limit(catalog: Catalog) -> None:
-    # 512 GPUs all-to-all: 261,632 flows, 2.1 million with 8 queue pairs each.
+    # 512 GPUs all-to-all: 261,632 flows, 33.5 million with 128 queue pairs each.
     fab = FabricRequest(server="dgx-h100", nodes=64)
     with pytest.raises(SimError, match="queue pairs counted") as info:
-        netsim(catalog, fab, collective="alltoall", qps=8, size_bytes=1e6)
+        netsim(catalog, fab, collective="alltoall", qps=128, size_bytes=1e6)
+    assert info.value.field == "qps"
+    # Adaptive routing places flows one at a time: its limit is lower (2.1 million here).
+    with pytest.raises(SimError, match="adaptive routing") as info:
+        netsim(catalog, fab, collective="alltoall", qps=8, routing="adaptive", size_bytes=1e6)
     assert info.value.field == "qps"
 
 

@@ -39,13 +39,16 @@ from clusterwright.model.collectives import (
     ring_latency_s,
     tree_latency_s,
 )
+from clusterwright.sim.aggregate import alltoall_loads
 from clusterwright.sim.engine import SimError
 from clusterwright.sim.flows import Flows, keys, mix64_array
 from clusterwright.sim.network import Group, NetworkSim
 
 COLLECTIVES = ("allreduce", "allgather", "reducescatter", "alltoall")
 ALGORITHMS = ("auto", "ring", "hierarchical", "tree", "nvls")
-MAX_FLOWS = 2_000_000  # all-to-all beyond this many flows is refused (memory and time)
+# All-to-all connections routed one by one: 4,096 ranks (16.8M connections, about 1 GB of
+# arrays). Larger all-to-alls are aggregated per leaf pair (``sim/aggregate.py``).
+MAX_FLOWS = 1 << 24
 
 
 @dataclass
@@ -61,6 +64,7 @@ class Collective:
     closed_form_s: float  # the closed form's best algorithm (what NCCL would pick)
     start_s: float
     algorithm_closed_form_s: float = math.nan  # the closed form of the simulated algorithm
+    aggregated: bool = False  # an all-to-all counted per leaf pair (sim/aggregate.py)
 
     @property
     def time_s(self) -> float:
@@ -183,9 +187,11 @@ class CollectiveBuilder:
 
     def add(self, collective: str, ranks: list[int], size_bytes: float,
             algorithm: str = "auto", start_s: float = 0.0, pxn: bool = True,
-            after: list[Group] | None = None, label: str = "", cid: int | None = None
-            ) -> Collective:
-        """Schedule one collective over ``ranks`` (global GPU indices) of ``size_bytes``."""
+            after: list[Group] | None = None, label: str = "", cid: int | None = None,
+            aggregate: bool | None = None) -> Collective:
+        """Schedule one collective over ``ranks`` (global GPU indices) of ``size_bytes``.
+        An all-to-all is aggregated per leaf pair (``sim/aggregate.py``) when ``aggregate``
+        says so, or, by default, above ``MAX_FLOWS`` connections."""
         self._check(ranks, size_bytes, collective)
         if algorithm not in ALGORITHMS:
             raise SimError(f"algorithm: unknown {algorithm!r} (one of {', '.join(ALGORITHMS)})",
@@ -223,7 +229,11 @@ class CollectiveBuilder:
         else:
             closed = float(allgather_s(size_bytes, n, stride, m))
             algo_closed = closed_form_gather(algo, size_bytes, n, nodes, m)
-        if collective == "alltoall":
+        aggregated = collective == "alltoall" and (
+            aggregate if aggregate is not None else n * (n - 1) > MAX_FLOWS)
+        if aggregated:
+            groups = self._alltoall_aggregated(name, ranks, size_bytes, pxn, after, start_s)
+        elif collective == "alltoall":
             groups = self._alltoall(name, cid, ranks, size_bytes, pxn, after, start_s)
         elif algo == "ring":
             groups = self._ring(name, cid, collective, ranks, size_bytes, nodes, after, start_s)
@@ -232,7 +242,7 @@ class CollectiveBuilder:
         else:
             groups = self._hier(name, cid, collective, ranks, size_bytes, algo, after, start_s)
         return Collective(name, collective, algo, ranks, size_bytes, groups, closed, start_s,
-                          algo_closed)
+                          algo_closed, aggregated)
 
     # ------------------------------------------------------------------ algorithms
     def _ring(self, name: str, cid: int, collective: str, ranks: list[int], size: float,
@@ -317,7 +327,8 @@ class CollectiveBuilder:
         if n * (n - 1) > MAX_FLOWS:
             raise SimError(
                 f"an all-to-all over {n} ranks is {n * (n - 1):,} flows, above the simulator's "
-                f"{MAX_FLOWS:,}; simulate a smaller expert-parallel group"
+                f"{MAX_FLOWS:,} routed one by one; aggregate it per leaf pair or simulate a "
+                "smaller expert-parallel group"
             )
         net = self.sim.net
         flows = alltoall_flows(np.asarray(ranks, dtype=np.int64), cid, self.gph,
@@ -325,6 +336,17 @@ class CollectiveBuilder:
         nodes = _domains(ranks, net.domain_gpus)
         lat = alltoall_latency_s(n, nodes, self.model)
         return [self.sim.add_group(f"{name}/a2a", flows, size / n, latency_s=lat, after=after,
+                                   start_at=start)]
+
+
+    def _alltoall_aggregated(self, name: str, ranks: list[int], size: float, pxn: bool,
+                             after: list[Group] | None, start: float) -> list[Group]:
+        n = len(ranks)
+        net = self.sim.net
+        r = np.asarray(ranks, dtype=np.int64)
+        lat = alltoall_latency_s(n, _domains(ranks, net.domain_gpus), self.model)
+        return [self.sim.add_loads(f"{name}/a2a", lambda: alltoall_loads(net, r, pxn),
+                                   n * (n - 1), size / n, latency_s=lat, after=after,
                                    start_at=start)]
 
 

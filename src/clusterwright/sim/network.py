@@ -28,7 +28,7 @@ congestion-control dynamics, spraying's reordering cost, sub-flow adaptive routi
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -46,9 +46,13 @@ ROUTINGS: tuple[str, ...] = ("ecmp", "adaptive", "spray")
 # Queue pairs per connection: NCCL_IB_QPS_PER_CONNECTION's maximum (NCCL_IB_MAX_QPS, 128);
 # each QP is routed as its own sub-flow, so they multiply the simulator's work.
 MAX_QPS_PER_CONNECTION = 128
-# GPUs of a simulated fabric: a ring all-reduce over 65,536 GPUs takes about 20 s on two
-# cores (netsim and the training re-check refuse larger fabrics).
-MAX_SIM_GPUS = 65_536
+# GPUs of a simulated fabric: an all-reduce over 131,072 GPUs (a million connections) takes a
+# few seconds on two cores (benchmarks/netsim_speed.py); netsim and the training re-check
+# refuse larger fabrics.
+MAX_SIM_GPUS = 131_072
+# Adaptive routing places connections one at a time (each sees the load the earlier ones
+# left): about 20 us each, so 1M connections take about 20 s on two cores.
+MAX_ADAPTIVE_FLOWS = 1 << 20
 # Sub-flows routed per batch: bounds the route arrays' memory (about 100 bytes a sub-flow).
 # Groups up to this size sum their coefficients in one pass, bit for bit as the per-flow
 # simulator did; larger ones add per-batch sums, which differ from one pass in the last bit
@@ -71,6 +75,10 @@ class Group:
     start_at: float = 0.0
     # filled while running
     routes: Routes | None = None  # kept when a failure may move them or for adaptive release
+    # An aggregated group (``sim/aggregate.py``): its per-link coefficients, recomputed after
+    # a failure, instead of flows to route; ``connections`` it stands for.
+    loads: Callable[[], tuple[np.ndarray, np.ndarray]] | None = None
+    connections: int = 0
     links: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     coef: np.ndarray = field(default_factory=lambda: np.zeros(0))
     remaining: float = 0.0
@@ -80,6 +88,11 @@ class Group:
     done_at: float | None = None
     waiting: int = 0
     dependents: list[Group] = field(default_factory=list)
+
+    @property
+    def n_flows(self) -> int:
+        """Connections of the group (an aggregated one counts those it stands for)."""
+        return self.connections if self.loads is not None else len(self.flows)
 
 
 @dataclass
@@ -155,6 +168,7 @@ class NetworkSim:
         self._tier_seeds = [mix64(seed * 1000 + t) for t in range(8)]
         self._salts = [self._tier_seeds[0]] * 8 if polarized else list(self._tier_seeds)
         self._capacity_events = 0  # scheduled capacity changes: routes must be kept
+        self._realloc_pending = False
 
     # ------------------------------------------------------------------ building
     def add_group(self, label: str, flows: Flows | Sequence[FlowSpec], volume: float,
@@ -172,6 +186,16 @@ class NetworkSim:
         self.groups.append(g)
         if g.waiting == 0:
             self.engine.at(start_at, self._start, g)
+        return g
+
+    def add_loads(self, label: str, loads: Callable[[], tuple[np.ndarray, np.ndarray]],
+                  connections: int, volume: float, latency_s: float = 0.0,
+                  after: list[Group] | None = None, start_at: float = 0.0) -> Group:
+        """An aggregated group: ``connections`` flows of ``volume`` bytes each, whose links
+        and flows per link ``loads()`` returns (called at start and after failures)."""
+        g = self.add_group(label, Flows.concat([]), volume, latency_s, after, start_at)
+        g.loads = loads
+        g.connections = connections
         return g
 
     def _check_gpus(self, fl: Flows) -> None:
@@ -215,6 +239,10 @@ class NetworkSim:
     def _build(self, g: Group, reroute: np.ndarray | None = None) -> None:
         """Route a group's flows (or, with ``reroute``, only those crossing those dead links)
         and aggregate them into per-link coefficients."""
+        if g.loads is not None:
+            links, coef = g.loads()
+            g.links, g.coef = links, coef * g.weight
+            return
         subs = self.qps
         keep = self.routing == "adaptive" or self._capacity_events > 0
         n = len(g.flows) * subs
@@ -271,6 +299,19 @@ class NetworkSim:
             self._bytes_done(g)
             return
         self.active.append(g)
+        self._reallocate_soon()
+
+    def _reallocate_soon(self) -> None:
+        """Recompute rates once every group starting at this instant has started: groups that
+        start together (a collective's channels, every job at time 0) share one progressive
+        filling instead of one each, with the same rates."""
+        if not self._realloc_pending:
+            self._realloc_pending = True
+            self.engine.at(self.engine.now, self._reallocate_now)
+
+    def _reallocate_now(self) -> None:
+        self._realloc_pending = False
+        self._advance()
         self._reallocate()
 
     def _capacity(self, ids: list[int], factor: float, name: str) -> None:
