@@ -22,7 +22,7 @@ from clusterwright.sim.network import MAX_QPS_PER_CONNECTION
 from clusterwright.sim.reliability import MAX_TRIALS
 from clusterwright.sim.serving_config import MAX_REPLICAS
 from clusterwright.sim.serving_trace import MAX_LENGTH_CV, MAX_REQUESTS
-from clusterwright.spec.fabric import MAX_NODES, MAX_RACK_KW
+from clusterwright.spec.fabric import MAX_MTU, MAX_NODES, MAX_RACK_KW, MIN_MTU
 from clusterwright.spec.scenario import (
     MAX_BATCH,
     MAX_DEADLINE_DAYS,
@@ -100,6 +100,8 @@ SLO_S = Bound(0, MAX_SLO_S, low_open=True, why="seconds")
 PUE = Bound(1.0, 3.0, why="facility power over IT power, as in scenario files")
 USD_PER_KWH = Bound(0, MAX_USD_PER_KWH)
 RACK_KW = Bound(0, MAX_RACK_KW, low_open=True)
+MTU = Bound(MIN_MTU, MAX_MTU, why="Ethernet frame bytes, standard to jumbo")
+LOSSLESS_PRIORITIES = Bound(0, 8, why="802.1p priorities")
 
 # --- the work of a simulation: keeps a command to seconds ---------------------------------
 REQUESTS = Bound(1, MAX_REQUESTS, why="requests simulated")
