@@ -5,8 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from clusterwright.model.congestion import MBPS, Dcqcn, Timely, dcqcn_derivatives, \
-    dcqcn_fixed_point, red, timely_derivatives
+from clusterwright.model.congestion import (
+    MBPS,
+    Dcqcn,
+    Timely,
+    dcqcn_derivatives,
+    dcqcn_fixed_point,
+    red,
+    timely_derivatives,
+)
 
 
 def test_red_marks_nothing_below_kmin_pmax_at_kmax_everything_above() -> None:

@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from clusterwright.sim.fluid import FluidConfig, FluidFlows, FluidLinks, fair_shares, \
-    simulate_fluid
+from clusterwright.sim.fluid import FluidConfig, FluidFlows, FluidLinks, fair_shares, simulate_fluid
 from clusterwright.sim.incast import star, star_incast
 
 GBPS = 100
@@ -137,11 +136,11 @@ def test_a_group_waits_for_the_groups_it_follows() -> None:
     links = _links(1)
     flows = FluidFlows.from_paths([[0], [0]], 1e6, CAP, 4e-6, group=np.array([0, 1]))
     flows.group_after = [[], [0]]
-    flows.group_latency = np.array([0.0, 10e-6])
+    flows.group_latency = np.array([0.0, 10e-6])  # added after each group's last byte
     r = simulate_fluid(links, flows, FluidConfig(cc="none", dt=DT))
     first_done = r.start_s[0] + r.fct_s[0]
-    assert r.start_s[1] == pytest.approx(first_done + 10e-6)
-    assert r.end_s == pytest.approx(2e6 / CAP + 10e-6, abs=3 * DT)
+    assert r.start_s[1] == pytest.approx(first_done)  # group 0 has no latency
+    assert r.end_s == pytest.approx(2e6 / CAP + 10e-6, abs=3 * DT)  # group 1's counts
 
 
 def test_unknown_congestion_control_is_refused() -> None:

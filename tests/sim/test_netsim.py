@@ -276,3 +276,39 @@ def test_wall_clock_fields_are_under_timings_only(catalog: Catalog) -> None:
     assert set(one.pop("timings")) == {"build_wall_s", "sim_wall_s", "events_per_s"}
     two.pop("timings")
     assert one == two
+
+
+# ------------------------------------------------------------------ congestion control
+
+
+def test_fluid_run_matches_max_min_without_congestion(catalog: Catalog) -> None:
+    # One server pair, a ring: no switch port is shared, so no queue forms and the fluid
+    # completion equals the max-min one (latencies included).
+    d = netsim(catalog, size_bytes=64e6, algorithm="ring", cc="none")
+    c = d["congestion_control"]
+    assert c["completion_time_s"] == pytest.approx(d["completion_time_s"], rel=0.02)
+    assert c["paused_links"] == 0
+
+
+def test_spraying_beats_ecmp_under_dcqcn_where_hashes_collide(catalog: Catalog) -> None:
+    fab = FabricRequest(server="dgx-h100", nodes=16, su_hosts=8, switch="sn5600",
+                        oversubscription=2.0)
+    runs = {r: netsim(catalog, fab, size_bytes=16e6, algorithm="ring", routing=r, cc="dcqcn")
+            for r in ("ecmp", "spray")}
+    assert (runs["spray"]["congestion_control"]["completion_time_s"]
+            <= runs["ecmp"]["congestion_control"]["completion_time_s"])
+
+
+def test_a_pfc_storm_holds_the_incast(catalog: Catalog) -> None:
+    fab = FabricRequest(server="dgx-h100", nodes=8, switch="sn5600")
+    d = netsim(catalog, fab, collective=None, incast=4, size_bytes=1e6, pfc=True,
+               storm=["gpu00001/nic0"])
+    c = d["congestion_control"]
+    assert not c["completed"] and c["completion_time_s"] is None
+    assert c["pauses"][0]["link"].endswith("->gpu00001/nic0")
+
+
+def test_pfc_on_infinband_is_refused(catalog: Catalog) -> None:
+    fab = FabricRequest(server="dgx-h100", nodes=4, switch="qm9700")
+    with pytest.raises(SimError, match="pfc: the backend fabric is InfiniBand"):
+        netsim(catalog, fab, collective=None, incast=2, size_bytes=1e6, pfc=True)

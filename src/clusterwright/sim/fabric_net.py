@@ -109,6 +109,9 @@ class FabricNet:
         cable_cap = speed * 1e9 / 8 * net_eff
         cap[fwd] = cable_cap
         cap[fwd + 1] = cable_cap
+        # Line rate of every cable direction, Gb/s (0 for the GPUs' NVLink and PCIe links).
+        self.link_gbps = np.zeros(self.n_links)
+        self.link_gbps[fwd] = self.link_gbps[fwd + 1] = speed
         self.cap0 = cap
         self.cap = cap.copy()
         self.alive = np.ones(self.n_links, dtype=bool)

@@ -5,9 +5,10 @@ control and no queues; this one does not):
 
 - **Queues.** Every link a flow crosses has an egress queue, served FIFO as a fluid: what
   leaves a link in a time step is its capacity shared in proportion to what each flow has
-  buffered there. Data moves one hop per step (``dt``, 1 us by default, stands for a hop's
-  propagation and switching), so queues build where arrivals exceed capacity and drain
-  downstream. A hop may be split over parallel links (spraying, plane shares) by weight.
+  buffered there. Links are served in a topological order each step (``dt``, 4 us by
+  default), so what leaves a link reaches the next one in the same step; queues build
+  where arrivals exceed capacity and drain downstream. A hop may be split over parallel
+  links (spraying, plane shares) by weight.
 - **ECN.** Each switch egress marks departing packets with RED on its instantaneous queue
   (Kmin, Kmax, Pmax), as the HPCC simulator's switches do (marking at dequeue).
 - **Congestion control** per flow (``FluidConfig.cc``):
@@ -39,12 +40,12 @@ control and no queues; this one does not):
   storm) never transmits.
 
 Approximations (stated so results can be checked): fluid queues, not packets (no
-serialization granularity; randomness only in which steps a flow's CNPs arrive); one hop
-per step; the feedback delay is the base round trip (queueing delay enters TIMELY's RTT
-only); flows in a group send at the pace of the slowest (a pipelined collective), as in
-``sim/network.py``. Without PFC the queues are not bounded by the buffer (nothing is
-dropped): ``FluidResult.queue_max_bytes`` against the buffer says where a lossy fabric
-would drop.
+serialization granularity; randomness only in which steps a flow's CNPs arrive); no
+propagation delay on the way (it is in the round trip); the feedback delay is the base round
+trip (queueing delay enters TIMELY's RTT only); flows in a group send at the pace of the
+slowest (a pipelined collective), as in ``sim/network.py``. Without PFC the queues are not
+bounded by the buffer (nothing is dropped): ``FluidResult.queue_max_bytes`` against the
+buffer says where a lossy fabric would drop.
 """
 
 from __future__ import annotations
@@ -112,7 +113,8 @@ class FluidFlows:
     """Flows as link entries. Entry ``e``: flow ``entry_flow[e]`` crosses link
     ``entry_link[e]`` at hop ``entry_hop[e]`` (0 first) with ``entry_weight[e]`` of its bytes
     (the weights of one hop add to 1). Flows of a ``group`` start together, at the group's
-    ``group_start`` once every group in its ``group_after`` is done plus ``group_latency``."""
+    ``group_start`` once every group in its ``group_after`` is done; a group is done
+    ``group_latency`` after its last byte lands (a collective's per-step latencies)."""
 
     entry_flow: np.ndarray
     entry_link: np.ndarray
@@ -162,18 +164,23 @@ class FluidConfig:
     dcqcn: Dcqcn = field(default_factory=Dcqcn)
     timely: Timely = field(default_factory=Timely)
     packet_bytes: float = 1000.0
-    dt: float = 1e-6
+    # The step: DCQCN's decrease interval (alpha's 1-us intervals are drawn within it);
+    # 1 us gives incast completions and queues within ~3 % of it.
+    dt: float = 4e-6
     pfc: bool = True
     shared: SharedBuffer | None = None
     until_s: float | None = None
     seed: int = 0
+    # How long the run should take (e.g. the max-min simulator's time) for the work check;
+    # None: every byte through the fastest link, one after another.
+    expect_s: float | None = None
 
 
 @dataclass(frozen=True)
 class FluidResult:
     """Outcome of a fluid run; queue statistics over [0, end_s]."""
 
-    end_s: float
+    end_s: float  # the last group done (its latency counted)
     fct_s: np.ndarray  # per flow: last byte delivered minus its start
     start_s: np.ndarray  # per flow
     queue_mean_bytes: np.ndarray  # per link
@@ -376,7 +383,8 @@ class _State:
         self.rng = np.random.default_rng(cfg.seed)
         self.cc = _CcState(cfg, self.line, flows.rtt, self.hist_n)
         total = float(self.size.sum())
-        ideal = total / float(links.cap.max(initial=1.0)) + float(flows.rtt.max(initial=0.0))
+        ideal = cfg.expect_s if cfg.expect_s is not None else \
+            total / float(links.cap.max(initial=1.0)) + float(flows.rtt.max(initial=0.0))
         self.sample_every = max(1, round(SAMPLE_S / dt), int(ideal / dt / SAMPLES))
         self.spread: list[float] = []
         self.sample_t: list[float] = []
@@ -385,7 +393,7 @@ class _State:
         self.n_sending = 0
         self.ingress = np.flatnonzero(links.switch >= 0)
         self.pfc_floor = _pfc_floor(links, cfg.shared, self.ingress)
-        work = len(ef) * max(1.0, 4 * ideal / dt)
+        work = len(ef) * max(1.0, 2 * ideal / dt)
         if work > MAX_WORK:
             raise ValueError(
                 f"the fluid run would take about {work / 5e7:,.0f} s ({len(ef):,} flow-link "
@@ -501,17 +509,20 @@ class _State:
         self.next_ready = float(later.min()) if len(later) else np.inf
 
     def _finish(self, idx: np.ndarray) -> None:
-        self.done_at[idx] = self.t + self.cfg.dt
+        """Flows ``idx`` delivered their last byte this step; a group whose flows all have
+        is done ``group_latency`` later, and groups waiting on it may start."""
+        now = self.t + self.cfg.dt
+        self.done_at[idx] = now
         grp = self.F.group[idx]
         np.subtract.at(self.g_left, grp, 1)
         for g in np.unique(grp[self.g_left[grp] == 0]).tolist():
-            self.g_done[g] = self.t + self.cfg.dt
+            self.g_done[g] = now + float(self.F.group_latency[g])
             for d in self.g_dependents[g]:
                 self.g_wait[d] -= 1
                 if self.g_wait[d] == 0:
                     after = self.F.group_after[d]
-                    self.g_ready[d] = max(float(self.F.group_start[d]), max(
-                        float(self.g_done[a]) for a in after) + float(self.F.group_latency[d]))
+                    self.g_ready[d] = max(float(self.F.group_start[d]),
+                                          max(float(self.g_done[a]) for a in after))
                     self.next_ready = min(self.next_ready, float(self.g_ready[d]))
 
     def _pfc(self) -> None:
@@ -569,7 +580,8 @@ class _State:
 
     def result(self) -> FluidResult:
         done = self.done_at
-        end = float(np.nanmax(done)) if self.n_f and not np.isnan(done).all() else self.t
+        end = float(np.nanmax(self.g_done)) if self.n_f and not np.isnan(self.g_done).any() \
+            else self.t
         span = max(self.n, 1)
         start = self.g_ready[self.F.group] if self.n_f else np.zeros(0)
         return FluidResult(

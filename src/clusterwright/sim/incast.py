@@ -55,7 +55,7 @@ def star(senders: int, size_bytes: float, link_gbps: float = 100.0, delay_s: flo
 
 def star_incast(senders: int, size_bytes: float, cc: str = "dcqcn", link_gbps: float = 100.0,
                 delay_s: float = 1e-6, buffer_bytes: float = 32 * 2**20, pfc: bool = True,
-                dt: float = 1e-6, seed: int = 0, dcqcn: Dcqcn | None = None) -> FluidResult:
+                dt: float = 4e-6, seed: int = 0, dcqcn: Dcqcn | None = None) -> FluidResult:
     """Run an N-to-1 incast on one switch (``star``) under ``cc``; the receiver's queue is
     link ``senders`` of the result."""
     d = dcqcn or Dcqcn.mellanox(link_gbps)

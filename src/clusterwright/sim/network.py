@@ -226,6 +226,11 @@ class NetworkSim:
         return route(self.net, fl, self.qps, self.routing, self._salts, self.plane_spray,
                      generation, which, self.assigned, rows)
 
+    def routes(self, g: Group) -> Routes:
+        """Every route (queue pair) of a group with its links, as this simulator routes it
+        (for the fluid congestion-control run, ``sim/netsim_cc.py``)."""
+        return g.routes if g.routes is not None else self._route(g.flows)
+
     def _cut_message(self, g: Group, routes: np.ndarray, per_route: bool) -> str:
         """The error naming the flows the failures cut off (first eight)."""
         flows = routes // self.qps
