@@ -21,7 +21,7 @@ rate 100 Mb/s, CLAMP_TARGET_RATE off; ECN RED at the switch egress, Kmin 400 KB,
 
 Compared: incast completion (last flow's completion), mean queue at the receiver's switch
 port over the incast, Jain's index of the per-flow throughputs, wall time and CPU time
-(ns-3: the child process; fluid: this process). Targets (issue 18): within 10 % on
+(ns-3: the child process, one run; fluid: this process, one run). Targets (issue 18): within 10 % on
 completion and mean queue, >= 100x the packet-level simulator's speed.
 
     python benchmarks/peer_ns3_dcqcn.py [--senders 8,16,32,64,128] [--seeds 5] [--dt-us 1]
@@ -82,13 +82,23 @@ def ns3_config(n: int) -> dict[str, str]:
             "config.txt": "".join(f"{key} {v}\n" for key, v in cfg.items())}
 
 
-def run_ns3(n: int) -> dict[str, float]:
-    """Run ns-3 for ``n`` senders: completion, mean queue, Jain, wall and CPU seconds."""
+def run_ns3(n: int, seeds: int) -> dict[str, float]:
+    """Mean over ``seeds`` ns-3 runs (RngRun 1, 2, ...: its ECN marking draws) for ``n``
+    senders: completion, mean queue, Jain, wall and CPU seconds, PFC pauses."""
+    runs = [_run_ns3(n, seed) for seed in range(1, seeds + 1)]
+    out = {k: float(np.mean([r[k] for r in runs])) for k in runs[0]}
+    out["end_sd"] = float(np.std([r["end"] for r in runs]))
+    out["q_sd"] = float(np.std([r["qmean"] for r in runs]))
+    return out
+
+
+def _run_ns3(n: int, seed: int) -> dict[str, float]:
     binary = NS3 / "build" / "scratch" / "third"
     with tempfile.TemporaryDirectory(prefix="ns3-incast-") as tmp:
         for name, text in ns3_config(n).items():
             Path(tmp, name).write_text(text, encoding="utf-8")
-        env = dict(os.environ, LD_LIBRARY_PATH=str(NS3 / "build"))
+        env = dict(os.environ, LD_LIBRARY_PATH=str(NS3 / "build"),
+                   NS_GLOBAL_VALUE=f"RngRun={seed}")
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         subprocess.run([str(binary), "config.txt"], cwd=tmp, env=env, check=True,
@@ -157,7 +167,8 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--senders", default="8,16,32,64,128")
     ap.add_argument("--seeds", type=int, default=5)
-    ap.add_argument("--dt-us", type=float, default=1.0)
+    ap.add_argument("--ns3-seeds", type=int, default=3)
+    ap.add_argument("--dt-us", type=float, default=4.0)
     ap.add_argument("--ns3", default=str(NS3))
     args = ap.parse_args()
     NS3 = Path(args.ns3)
@@ -168,17 +179,18 @@ def main() -> int:
     dt = args.dt_us * 1e-6
     rows, rows_mf, errs = [], [], []
     for n in [int(v) for v in args.senders.split(",")]:
-        ns = run_ns3(n)
+        ns = run_ns3(n, args.ns3_seeds)
         fl = run_fluid(n, "dcqcn", args.seeds, dt)
         mf = run_fluid(n, "dcqcn-fluid", 1, dt)
         e_end = fl["end"] / ns["end"] - 1
         e_q = fl["qmean"] / ns["qmean"] - 1
         errs.append((abs(e_end), abs(e_q)))
         rows.append([
-            str(n), f"{ns['end'] * 1e3:.3f}", f"{fl['end'] * 1e3:.3f} ± {fl['end_sd'] * 1e3:.3f}",
-            f"{e_end:+.1%}", f"{ns['qmean'] / 1e3:,.0f}",
+            str(n), f"{ns['end'] * 1e3:.3f} ± {ns['end_sd'] * 1e3:.3f}",
+            f"{fl['end'] * 1e3:.3f} ± {fl['end_sd'] * 1e3:.3f}",
+            f"{e_end:+.1%}", f"{ns['qmean'] / 1e3:,.0f} ± {ns['q_sd'] / 1e3:,.0f}",
             f"{fl['qmean'] / 1e3:,.0f} ± {fl['q_sd'] / 1e3:,.0f}", f"{e_q:+.1%}",
-            f"{ns['jain']:.3f} / {fl['jain']:.3f}", str(ns["pauses"]),
+            f"{ns['jain']:.3f} / {fl['jain']:.3f}", f"{ns['pauses']:.0f}",
             f"{ns['wall']:.2f} / {ns['cpu']:.2f}", f"{fl['wall'] * 1e3:.0f} / "
             f"{fl['cpu'] * 1e3:.0f}", f"{ns['wall'] / fl['wall']:.0f}x / "
             f"{ns['cpu'] / fl['cpu']:.0f}x"])
@@ -191,8 +203,9 @@ def main() -> int:
              *machine_lines(),
              f"- packet level: HPCC ns-3 (alibaba-edu/High-Precision-Congestion-Control) "
              f"commit {ns3_commit()}, `scratch/third`, CC_MODE 1 (DCQCN)",
-             f"- fluid: `clusterwright.sim.incast.star_incast`, dt {args.dt_us:g} us, mean of "
-             f"{args.seeds} seeds (± standard deviation)", "",
+             f"- ns-3: mean of {args.ns3_seeds} runs (RngRun 1..{args.ns3_seeds}, its ECN "
+             "marking draws); fluid: `clusterwright.sim.incast.star_incast`, dt "
+             f"{args.dt_us:g} us, mean of {args.seeds} seeds (± standard deviation)", "",
              "N senders x 1 MB to one receiver, 100 Gb/s links, 1 us propagation; NVIDIA "
              "DCQCN settings as the HPCC simulator's run.py scales them (script docstring). "
              "Completion: the last flow's; mean queue: the receiver's switch port over the "

@@ -30,8 +30,8 @@ counter, F = 1, R_AI = 5 Mb/s and R_HAI = 50 Mb/s per 25 Gb/s, ECN 100-400 KB pe
 Pmax 0.2; ``Dcqcn.mellanox``, the default).
 
 **TIMELY** (Mittal et al., "TIMELY: RTT-based Congestion Control for the Datacenter",
-SIGCOMM 2015, Algorithm 1; fluid form per CoNEXT 2016 section 4): one update per completed
-segment (``R / seg`` updates a second); ``g``, the EWMA of the RTT gradient normalised by the
+SIGCOMM 2015, Algorithm 1; fluid form per CoNEXT 2016 section 4): one update per round trip
+(as the HPCC simulator updates it); ``g``, the EWMA of the RTT gradient normalised by the
 minimum RTT, with weight ``alpha``; below ``T_low`` add ``delta``; above ``T_high`` multiply
 by ``1 - beta (1 - T_high / rtt)``; else add ``delta`` (``N delta`` after five gradients in a
 row at or below zero; here ``N delta`` whenever the gradient is negative) or multiply by
@@ -98,10 +98,14 @@ class Timely:
     min_rtt_s: float = 20e-6
     alpha: float = 0.875  # EWMA weight of the RTT difference
     beta: float = 0.8
-    delta: float = 10 * MBPS  # bytes/s additive step
+    delta: float = 10 * MBPS  # bytes/s additive step (at 10 Gb/s, the paper's)
     hai: int = 5  # N: additive steps once the gradient keeps falling
-    segment_bytes: float = 64e3
     min_rate: float = 100 * MBPS
+
+    @classmethod
+    def for_link(cls, link_gbps: float) -> Timely:
+        """The paper's 10 Gb/s additive step scaled to the link speed."""
+        return cls(delta=10 * MBPS * link_gbps / 10)
 
 
 def red(q: np.ndarray, kmin: np.ndarray | float, kmax: np.ndarray | float,
@@ -223,10 +227,11 @@ def dcqcn_fixed_point(flows: int, capacity: float, c: Dcqcn, packet_bytes: float
 def timely_derivatives(rate: np.ndarray, g: np.ndarray, rtt: np.ndarray,
                        rtt_gradient: np.ndarray, t: Timely) -> tuple[np.ndarray, np.ndarray]:
     """(dR/dt, dg/dt) of TIMELY (module docstring): ``rtt`` the RTT the flow measures now,
-    ``rtt_gradient`` its rate of change (s/s); rates in bytes/s."""
-    upd = np.maximum(rate, t.min_rate) / t.segment_bytes  # updates per second
-    # The EWMA tracks the RTT change per segment normalised by the minimum RTT.
-    new_diff = rtt_gradient * (t.segment_bytes / np.maximum(rate, t.min_rate)) / t.min_rtt_s
+    ``rtt_gradient`` its rate of change (s/s); rates in bytes/s. One update per round trip,
+    as the HPCC simulator's implementation does (its ``UpdateRateTimely``)."""
+    upd = 1.0 / np.maximum(rtt, t.min_rtt_s)  # updates per second
+    # The EWMA tracks the RTT change over one update, normalised by the minimum RTT.
+    new_diff = rtt_gradient * rtt / t.min_rtt_s
     dg = upd * t.alpha * (new_diff - g)
     add = np.where(g < 0, t.hai * t.delta, t.delta)
     step = np.where(rtt < t.t_low_s, t.delta,

@@ -186,7 +186,7 @@ class FluidResult:
     queue_mean_bytes: np.ndarray  # per link
     queue_max_bytes: np.ndarray
     pause_s: np.ndarray  # per link: time paused
-    marked_fraction: float  # of bytes sent, marked at some switch
+    marked_fraction: float  # of bytes sent, the share a switch on the way marks
     cnps: int  # CNPs the senders acted on (dcqcn)
     rate_spread: np.ndarray  # per sample: max |rate / fair share - 1| over sending flows
     sample_times: np.ndarray
@@ -462,19 +462,22 @@ class _State:
         # ECN at dequeue: log P(no mark) of each flow's departing packets this step.
         me = self.mark_e
         mark_log: np.ndarray = self.zeros_f
-        lk: np.ndarray = np.zeros(0)
+        p_path: np.ndarray = self.zeros_f
         if len(me):
             m = self.marking
             p = np.minimum(np.maximum(queue[m] - self.kmin_m, 0.0) * self.slope_m, self.pmax_m)
             p[queue[m] > self.kmax_m] = 1.0
             pe = p[self.mark_local]
             d_me = dep[me]
-            self.marked_b += float(d_me @ pe)
             # Marked packets of a flow in a step: Poisson with mean (its departures x p);
             # log P(none) = -that mean.
             mark_log = np.bincount(self.ef[me], weights=d_me * pe * (-1 / cfg.packet_bytes),
                                    minlength=self.n_f)
             lk = np.log1p(-np.minimum(pe, 1 - 1e-12))
+            # Bytes sent now that some switch on the way marks (1 - prod(1 - p) per flow).
+            p_path = -np.expm1(np.bincount(self.ef[me], weights=lk * self.ew[me],
+                                           minlength=self.n_f))
+            self.marked_b += float(x @ p_path) * dt
         self.sent_b += float(xdt.sum())
         if cfg.pfc and (self.any_paused or float(queue.sum()) > self.pfc_floor):
             self._pfc()
@@ -484,9 +487,7 @@ class _State:
         if cfg.cc == "dcqcn":
             self.hist_mark[slot] = mark_log
         elif cfg.cc == "dcqcn-fluid":
-            logk = np.bincount(self.ef[me], weights=lk * self.ew[me],
-                               minlength=self.n_f) if len(me) else self.zeros_f
-            self.hist_p[slot] = -np.expm1(logk)
+            self.hist_p[slot] = p_path if len(me) else self.zeros_f
             self.hist_x[slot] = x
         self._react(queue, slot)
         if self.n % self.sample_every == 0:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from clusterwright.model.congestion import Dcqcn
+from clusterwright.model.congestion import Dcqcn, Timely
 from clusterwright.sim.fluid import (
     FluidConfig,
     FluidFlows,
@@ -61,4 +61,5 @@ def star_incast(senders: int, size_bytes: float, cc: str = "dcqcn", link_gbps: f
     d = dcqcn or Dcqcn.mellanox(link_gbps)
     links, flows, buf = star(senders, size_bytes, link_gbps, delay_s, buffer_bytes, d)
     return simulate_fluid(links, flows, FluidConfig(cc=cc, dcqcn=d, dt=dt, pfc=pfc,
-                                                    shared=buf, seed=seed))
+                                                    shared=buf, seed=seed,
+                                                    timely=Timely.for_link(link_gbps)))

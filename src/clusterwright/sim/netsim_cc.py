@@ -25,7 +25,7 @@ from clusterwright.catalog.registry import Catalog
 from clusterwright.design.fabric import Fabric
 from clusterwright.design.pfc import pfc_plan
 from clusterwright.design.physical import place
-from clusterwright.model.congestion import Dcqcn
+from clusterwright.model.congestion import Dcqcn, Timely
 from clusterwright.sim.engine import SimError
 from clusterwright.sim.fabric_net import FabricNet
 from clusterwright.sim.flows import Flows, keys
@@ -251,7 +251,9 @@ def run_cc(net: FabricNet, fab: Fabric, cat: Catalog, sim: NetworkSim, groups: l
     nic = used[(used >= 4 * net.n_gpus) & (net.tier_code[used] == 0)]
     dcqcn = Dcqcn.mellanox(float(net.link_gbps[nic].max()) if len(nic) else 400.0)
     horizon = max(20 * ideal_s, 0.05)
-    cfg = FluidConfig(cc=req.cc, dcqcn=dcqcn, packet_bytes=float(req.mtu), dt=req.dt_s,
+    nic_gbps = float(net.link_gbps[nic].max()) if len(nic) else 400.0
+    cfg = FluidConfig(cc=req.cc, dcqcn=dcqcn, timely=Timely.for_link(nic_gbps),
+                      packet_bytes=float(req.mtu), dt=req.dt_s,
                       pfc=req.pfc, shared=shared, until_s=horizon, seed=req.seed,
                       expect_s=ideal_s)
     try:
