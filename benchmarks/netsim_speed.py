@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import time
 from dataclasses import dataclass
 
@@ -214,8 +215,11 @@ def main() -> None:
             exps.append([algo, f"{si(sel[0].gpus)} .. {si(sel[-1].gpus)}", f"{k:.2f}",
                          f"{kg:.2f}", f"{kt:.2f}", "met" if k <= 1.1 else "MISSED"])
     err_rows = [] if args.skip_error else aggregation_error(cat)
+    load = os.getloadavg()
     lines = [
-        "# Network simulator speed", "", *machine_lines(), "",
+        "# Network simulator speed", "", *machine_lines(),
+        f"- load average at the end: {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1 / 5 / "
+        "15 min) on 2 cores: above 2, wall times are inflated by other work", "",
         "dgx-h100 (8 x 400G rails per server), one collective over every GPU, ECMP, seed 0: "
         "all-reduce, all-gather and reduce-scatter of 1 GiB, all-to-all of 256 MiB per rank. "
         f"Best of {args.repeats} run(s), wall time of `CollectiveBuilder.add` + "
