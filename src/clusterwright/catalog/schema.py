@@ -303,6 +303,15 @@ class Switch(CatalogEntry):
     cooling: Literal["air", "liquid"] = "air"
     price_usd: PositiveFloat | None = None
     price_source: StrictStr | None = None
+    # Shared packet buffer, MB (10^6 bytes); lossless (PFC) headroom comes out of it.
+    buffer_mb: PositiveFloat | None = None
+    buffer_source: StrictStr | None = None
+
+    @model_validator(mode="after")
+    def _buffer_cited(self) -> Switch:
+        if self.buffer_mb is not None and not self.buffer_source:
+            raise ValueError("buffer_mb needs a buffer_source")
+        return self
 
     @model_validator(mode="after")
     def _capacity_consistent(self) -> Switch:

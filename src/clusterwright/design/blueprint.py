@@ -255,6 +255,13 @@ class DesignFacts:
     swing_mw: float | None = None
     finetune_misses_window: tuple[str, ...] = ()
     estimated_prices: int = 0  # prices/assumptions tagged [estimate] in the TCO
+    # Lossless Ethernet: priorities asked for, those the tightest switch buffer holds, the
+    # share of that buffer the asked ones take, and how many switches fall short.
+    lossless_priorities: int | None = None
+    lossless_priorities_fit: int | None = None
+    pfc_buffer_share: float | None = None
+    pfc_switches_short: int = 0
+    pfc_worst_switch: str = ""
 
 
 def assess_risks(f: DesignFacts) -> list[Risk]:
@@ -305,6 +312,24 @@ def assess_risks(f: DesignFacts) -> list[Risk]:
                 "medium", "network", f"{ratio:g}:1 oversubscribed {tier} tier",
                 f"the {tier} tier carries {ratio:g}x more bandwidth down than up: data-parallel "
                 "all-reduce and MoE all-to-all across it slow down under load",
+            ))
+    if f.lossless_priorities and f.lossless_priorities_fit is not None:
+        if f.lossless_priorities_fit < f.lossless_priorities:
+            out.append(Risk(
+                "high", "network", "lossless priorities do not fit the switch buffers",
+                f"{f.pfc_switches_short} switch(es) (e.g. {f.pfc_worst_switch}) hold the PFC "
+                f"headroom of only {f.lossless_priorities_fit} of the {f.lossless_priorities} "
+                "lossless priorities asked for (headroom from each port's cable length, speed "
+                "and MTU; docs/fabric.md): fewer lossless priorities, a smaller MTU, shorter "
+                "cables or a deeper-buffered switch",
+            ))
+        elif f.pfc_buffer_share is not None and f.pfc_buffer_share > 0.5:
+            out.append(Risk(
+                "medium", "network", "PFC headroom takes most of a switch buffer",
+                f"the {f.lossless_priorities} lossless priorities reserve "
+                f"{100 * f.pfc_buffer_share:.0f} % of {f.pfc_worst_switch}'s buffer as "
+                "headroom, leaving little shared buffer to absorb bursts before PAUSE "
+                "(> 50 % flagged)",
             ))
     if f.tiers is not None and f.spine_switches == 1:
         out.append(Risk(

@@ -44,7 +44,8 @@ from clusterwright.plan.layouts import (
 )
 from clusterwright.plan.pricing import cloud_price
 from clusterwright.plan.serving import gpu_hour_price
-from clusterwright.sim.network import MAX_SIM_GPUS, ROUTINGS
+from clusterwright.sim.network import ROUTINGS
+from clusterwright.sim.training import MAX_SIM_GPUS
 
 FIDELITIES = ("analytical", "sim")
 GB = 1e9

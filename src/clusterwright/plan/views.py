@@ -237,7 +237,20 @@ def design_facts(sc: Scenario, cand: Candidate, d: DesignedCluster | None,
         else None,
         finetune_misses_window=misses,
         estimated_prices=len(d.tco.estimates) if d.tco is not None else 0,
+        **_pfc_facts(s.pfc),
     )
+
+
+def _pfc_facts(pfc: dict[str, Any] | None) -> dict[str, Any]:
+    """DesignFacts' lossless-Ethernet fields from the fabric summary's ``pfc``."""
+    w = (pfc or {}).get("worst_switch")
+    if not pfc or pfc.get("protocol") != "ethernet" or not w:
+        return {}
+    share = w["headroom_bytes"] / w["buffer_bytes"] if w.get("buffer_bytes") else None
+    return {"lossless_priorities": pfc["lossless_priorities"],
+            "lossless_priorities_fit": w["priorities_that_fit"],
+            "pfc_buffer_share": share, "pfc_switches_short": pfc["switches_short_count"],
+            "pfc_worst_switch": w["name"]}
 
 
 def tco_view(d: DesignedCluster, years: float) -> dict[str, Any] | None:
