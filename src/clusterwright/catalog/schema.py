@@ -10,6 +10,7 @@ Units are in field names where they are not SI: ``memory_gb`` is decimal GB (10^
 
 from __future__ import annotations
 
+import math
 from enum import StrEnum
 from typing import Annotated, Literal
 
@@ -116,10 +117,7 @@ class Torus(BaseModel):
 
     @property
     def chips(self) -> int:
-        n = 1
-        for d in self.dims:
-            n *= d
-        return n
+        return math.prod(self.dims)
 
 
 class MigProfile(BaseModel):

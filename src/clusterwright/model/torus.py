@@ -27,6 +27,7 @@ Every function takes ``ops`` (numpy arrays of layouts or Python floats, ``model/
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from clusterwright.model.xp import Num, Ops
@@ -44,10 +45,7 @@ class TorusNet:
 
     @property
     def chips(self) -> int:
-        n = 1
-        for d in self.dims:
-            n *= d
-        return n
+        return math.prod(self.dims)
 
 
 @dataclass(frozen=True)
