@@ -13,6 +13,22 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
 
 
+# Under pytest-xdist (`-n auto --dist loadgroup`, the README's test command) tests that start
+# real components run on one worker per kind: FRR/lldpd labs share the host's network
+# namespaces and FRR's run directory, Chromium instances compete for the same two cores, and
+# two local Ray instances would both claim Ray's default ports.
+_SERIAL_GROUPS = ("netlab", "browser")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        group = next((g for g in _SERIAL_GROUPS if item.get_closest_marker(g)), None)
+        if group is None and "ray" in item.nodeid.lower():
+            group = "ray"
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
 @pytest.fixture(scope="session")
 def catalog() -> Catalog:
     return load_catalog(env={})

@@ -109,7 +109,8 @@ def show_run(
         return
     t = Table(title=f"run {run.id}", title_justify="left", show_header=False)
     t.add_column("field")
-    t.add_column("value")
+    # Folded, never cut with an ellipsis: the artifacts path is something to copy.
+    t.add_column("value", overflow="fold")
     rows = [("scenario", f"{run.scenario_name} (id {run.scenario_id}, revision "
                          f"{run.scenario_revision})"),
             ("status", run.status), ("stage", run.stage), ("progress", f"{run.done}/{run.total}"),
