@@ -64,7 +64,8 @@ def test_a_request_larger_than_the_cache_is_an_error(cat: Catalog) -> None:
 
 
 def test_clusters_lengthen_ttft_only(cat: Catalog) -> None:
-    p = agg_pool(cat, "qwen3-32b", "h100-sxm", "sglang", 2, "bf16", 1024, 1024)
+    p = replace(agg_pool(cat, "qwen3-32b", "h100-sxm", "sglang", 2, "bf16", 1024, 1024),
+                lockstep=False)
     calm = aggregated(p, 64, 1024, 1024)
     bursty = aggregated(replace(p, burst=0.3), 64, 1024, 1024)
     assert bursty.ttft_s > 2 * calm.ttft_s
@@ -86,7 +87,8 @@ def test_agrees_with_the_event_simulator(cat: Catalog, model: str, gpu: str, eng
     st = aggregated(p, clients, isl, osl)
     ec = EngineConfig(kv_blocks=int(p.kv_tokens // 16), block_size=16,
                       max_num_seqs=min(p.max_seqs, p.budget), max_num_batched_tokens=p.budget,
-                      chunked_prefill=p.chunked, admission=p.admission)
+                      chunked_prefill=p.chunked, admission=p.admission,
+                      prefill_first=p.lockstep)
     w = Workload(num_requests=25 * clients, arrival="closed", concurrency=clients,
                  input_len=Lengths("fixed", isl), output_len=Lengths("fixed", osl))
     r = simulate(ClusterConfig(engine=ec), w, p.step)
@@ -95,7 +97,12 @@ def test_agrees_with_the_event_simulator(cat: Catalog, model: str, gpu: str, eng
     ttft = float(np.mean(r.per_request["ttft_s"][warm:]))
     assert st.tpot_s == pytest.approx(tpot, rel=0.2)
     assert st.requests_per_s == pytest.approx(r.requests_per_s, rel=0.15)
-    assert st.ttft_s <= 1.2 * ttft
+    if p.lockstep:
+        # Prefill priority: the simulated clients, started together, stay in one cluster,
+        # as the lockstep solution has them.
+        assert st.ttft_s == pytest.approx(ttft, rel=0.2)
+    else:
+        assert st.ttft_s <= 1.2 * ttft
 
 
 def test_disaggregated_decode_workers_lower_tpot(cat: Catalog) -> None:
@@ -158,3 +165,42 @@ def test_kv_transfers_queue_on_a_slow_link(cat: Catalog) -> None:
     xfer = 131_072 * 1024 / 1e9
     assert slow.ttft_s > fast.ttft_s + xfer  # the transfer and a wait behind others
     assert slow.requests_per_s <= 1.0 / xfer * 1.001  # one link, one transfer at a time
+
+
+def _sglang_pool(cat: Catalog, lockstep: bool, isl: int = 1024, osl: int = 128) -> Pool:
+    e = cat.serving_engine("sglang")
+    arch = cat.model("qwen3-32b")
+    dep = deployment(cat, arch, cat.gpu("h100-sxm"), e, "fp8", agg=Role(layout(arch, 8), 1))
+    assert dep.agg is not None
+    return pool(cat, dep, dep.agg.par, 1, isl, osl, equal_lengths=lockstep)
+
+
+def test_prefill_priority_keeps_equal_length_clients_in_lockstep(cat: Catalog) -> None:
+    """SGLang prefills every waiting prompt before decoding: 128 equal-length clients form
+    one cluster whose prefill phase (16 chunks of 8,192 tokens) every request waits through,
+    half of it before its first token and the rest before its second."""
+    lock = _sglang_pool(cat, True)
+    assert lock.lockstep and not _sglang_pool(cat, False).lockstep
+    st = aggregated(lock, 128, 1024, 128)
+    chunk = lock.step.step_s(8192, 0, 0, 8192 * 1024 / 2.0)
+    phase = 16 * chunk
+    assert st.admitted == 128
+    # First token: the mean chunk a prompt completes in, (16 + 1) / 2, plus the engine's
+    # fixed first-token delays.
+    extra = lock.frontend_s + lock.first_token_iterations * lock.step.step_s(
+        0, 128, 128 * (1024 + 64))
+    assert st.ttft_s == pytest.approx(8.5 * chunk + extra, rel=1e-6)
+    # Little's law: the whole cycle is the phase plus 127 decode iterations.
+    cycle = 128 / st.requests_per_s
+    assert cycle == pytest.approx(phase + 127 * lock.step.step_s(0, 128, 128 * (1024 + 64)),
+                                  rel=1e-6)
+    # More clients, longer phase: TTFT grows in proportion to the cluster.
+    assert aggregated(lock, 64, 1024, 128).ttft_s < st.ttft_s
+
+
+def test_lockstep_waits_longer_than_desynchronised_clients(cat: Catalog) -> None:
+    lock = aggregated(_sglang_pool(cat, True), 128, 1024, 128)
+    loose = aggregated(_sglang_pool(cat, False), 128, 1024, 128)
+    # Every request waits through the cluster's whole prefill phase, first for its own token
+    # and then for the rest of the cluster, where mixed batches would spread it thin.
+    assert lock.ttft_s > loose.ttft_s

@@ -334,3 +334,21 @@ def test_engine_regimes_in_the_catalog_match_the_model() -> None:
             assert stored[k][0] == n, (e.id, k)
             assert stored[k][1] == pytest.approx(t, abs=0.002), (e.id, k)
             assert stored[k][2] == pytest.approx(p, abs=0.002), (e.id, k)
+
+
+def test_an_inferencemax_row_is_read_at_its_clients_mean_lengths() -> None:
+    """InferenceMAX draws lengths uniformly from [int(0.8 L), L] (random range ratio 0.8):
+    its rows are predicted at the mean lengths, with clients that are not in lockstep."""
+    r = pick(backend="sglang", mode="agg", system="b200_sxm", isl="1024", osl="1024")
+    assert "workflow_run_id=" in r["silicon_data_source"] or r["silicon_data_source"].startswith(
+        "source_file=20")
+    cfg = ss.resolve(load_catalog(), r)
+    assert (cfg.isl, cfg.osl, cfg.equal_lengths) == (922, 922, False)
+    assert any(n.startswith("InferenceMAX client") for n in cfg.dep.notes)
+
+
+def test_a_row_of_another_collection_is_read_at_its_stated_lengths() -> None:
+    r = pick(backend="sglang", mode="agg", system="h100_sxm")
+    assert r["silicon_data_source"].startswith("source_file=h100_sxm/")
+    cfg = ss.resolve(load_catalog(), r)
+    assert (cfg.isl, cfg.osl, cfg.equal_lengths) == (int(r["isl"]), int(r["osl"]), True)

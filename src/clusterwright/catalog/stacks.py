@@ -238,6 +238,9 @@ class ServingEngine(CatalogEntry):
     # The budget on GPUs with at least 160 GB (SGLang picks a larger chunk there); None: same
     max_num_batched_tokens_160gb: PositiveInt | None = None
     chunked_prefill: StrictBool  # prompts split over iterations within the token budget
+    # Every waiting prompt is prefilled before the running sequences decode again, in
+    # iterations of its own (no prefill chunk mixed into a decode batch)
+    prefill_priority: StrictBool = False
     # The budget is the whole attention-DP group's, split over its ranks (SGLang)
     adp_divides_budget: StrictBool = False
     max_batch: PositiveInt  # requests one data-parallel rank runs at once

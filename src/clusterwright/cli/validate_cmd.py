@@ -126,7 +126,7 @@ def _print_silicon(res: SiliconResult) -> None:
             skipped[r.skipped] = skipped.get(r.skipped, 0) + 1
     for why, n in sorted(skipped.items(), key=lambda kv: -kv[1]):
         console.print(f"  not covered ({n}): {why}")
-    read = sum(1 for r in res.covered if r.note)
+    read = len(res.covered) - len(res.recorded)
     if read:
         rec = p["recorded"]
         console.print(f"  {read} rows read by a rule or with inferred worker counts (see --json);"

@@ -160,8 +160,12 @@ PoolCache = dict[tuple[ServingParallel, int, int], tuple[DeploymentStep, float]]
 
 
 def pool(cat: Catalog, dep: Deployment, par: ServingParallel, workers: int, isl: int,
-         osl: int, field_prefix: str = "", cache: PoolCache | None = None) -> Pool:
-    """The ``workers`` x ``par.adp`` data-parallel ranks of one role, ready to solve."""
+         osl: int, field_prefix: str = "", cache: PoolCache | None = None,
+         equal_lengths: bool = True) -> Pool:
+    """The ``workers`` x ``par.adp`` data-parallel ranks of one role, ready to solve.
+    ``equal_lengths``: the clients send prompts of one length for outputs of one length (a
+    closed-loop benchmark such as AIPerf with fixed lengths), which a prefill-priority engine
+    keeps in lockstep; a client drawing lengths from a range does not."""
     key = (par, isl, osl)
     if cache is not None and key in cache:
         step, kv = cache[key]
@@ -187,7 +191,8 @@ def pool(cat: Catalog, dep: Deployment, par: ServingParallel, workers: int, isl:
                 first_token_iterations=e.first_token_iterations,
                 context_wait_iterations=e.adp_context_wait_iterations if par.adp > 1 else 0.0,
                 spec_yield=dep.spec_yield(),
-                spec_cost=dep.speculative[2] if dep.speculative else 1.0)
+                spec_cost=dep.speculative[2] if dep.speculative else 1.0,
+                lockstep=equal_lengths and e.prefill_priority)
 
 
 def size_workers(cat: Catalog, dep: Deployment, clients: float, isl: int, osl: int,
@@ -230,15 +235,19 @@ def kv_link_bytes_per_s(dep: Deployment, prefill: Pool, gpus: int) -> float:
 
 
 def steady(cat: Catalog, dep: Deployment, clients: float, isl: int, osl: int,
-           cache: PoolCache | None = None) -> tuple[SteadyState, Deployment]:
+           cache: PoolCache | None = None, equal_lengths: bool = True
+           ) -> tuple[SteadyState, Deployment]:
     """Mean TTFT and TPOT of ``clients`` closed-loop clients sending ``isl``-token prompts
-    for ``osl`` tokens each, and the deployment as solved (worker counts sized where open)."""
+    for ``osl`` tokens each (every request those lengths, or with ``equal_lengths`` False,
+    lengths drawn around those means), and the deployment as solved (worker counts sized
+    where open)."""
     if clients <= 0 or isl < 1 or osl < 1:
         raise InputError("clients, input and output lengths must be positive",
                          field="concurrency")
     try:
         if dep.agg is not None:
-            p = pool(cat, dep, dep.agg.par, dep.agg.workers or 1, isl, osl, "", cache)
+            p = pool(cat, dep, dep.agg.par, dep.agg.workers or 1, isl, osl, "", cache,
+                     equal_lengths)
             return aggregated(p, clients, isl, osl), dep
         assert dep.prefill is not None and dep.decode is not None
         pw, dw, note = size_workers(cat, dep, clients, isl, osl, cache)

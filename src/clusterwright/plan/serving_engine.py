@@ -153,6 +153,7 @@ def _engine_config(p: Pool, dep: Deployment, max_seqs: int | None = None) -> Eng
                         speculative=spec,
                         max_num_seqs=seqs, max_num_batched_tokens=p.budget,
                         chunked_prefill=p.chunked, admission=p.admission,
+                        prefill_first=dep.engine.prefill_priority,
                         token_delay_s=p.frontend_s,
                         token_delay_steps=p.first_token_iterations + p.context_wait_iterations)
 

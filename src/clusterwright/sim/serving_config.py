@@ -40,6 +40,10 @@ class EngineConfig:
     max_num_seqs: int = 256
     max_num_batched_tokens: int = 8192
     chunked_prefill: bool = True
+    # Prefill priority (SGLang's scheduler without mixed chunks): while prompts are waiting or
+    # being prefilled, iterations carry only prefill chunks and the running sequences do not
+    # decode; vLLM and TensorRT-LLM decode the running sequences in every iteration.
+    prefill_first: bool = False
     enable_prefix_caching: bool = False
     # "evict": admit while blocks last and preempt when they run out (vLLM); "reserve": admit
     # only when the blocks of the whole request (prompt + output) can be reserved, so nothing

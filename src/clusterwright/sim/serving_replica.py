@@ -80,6 +80,7 @@ class Replica:
         self.max_seqs = cfg.max_num_seqs
         self.budget = cfg.max_num_batched_tokens
         self.chunked = cfg.chunked_prefill
+        self.prefill_first = cfg.prefill_first
         self.caching = cfg.enable_prefix_caching
         self.y = cfg.tokens_per_step()
         self.spec_k = cfg.speculative[0] if cfg.speculative else 0
@@ -338,7 +339,12 @@ class Replica:
             if k > 1:
                 self.start_block(k)
                 return
-        # One iteration. Running decodes first: one token (or a speculative group) each.
+        # One iteration. Running decodes first: one token (or a speculative group) each; with
+        # prefill priority, none while a prompt is waiting to be (or being) prefilled.
+        prefill_only = self.prefill_first and bool(
+            self.prefilling or (waiting and not waiting[0].remote and self.can_admit(waiting[0])))
+        if prefill_only:
+            n = 0
         self.pending = 0
         dg = self.g_of(self.S + 1) - self.G
         d = self.demand(dg) if n else 0
@@ -374,9 +380,9 @@ class Replica:
             ptoks += chunk
             pairs += chunk * (r.computed + chunk / 2.0)
             kv += r.computed + chunk
-        n = len(decode)
+        n = 0 if prefill_only else len(decode)
         # Waiting requests, FCFS, while budget, seats and blocks last.
-        while waiting and budget > 0 and n + len(self.prefilling) < self.max_seqs:
+        while waiting and budget > 0 and len(decode) + len(self.prefilling) < self.max_seqs:
             r = waiting[0]
             if r.remote:
                 break
@@ -471,8 +477,10 @@ class Replica:
 
     def step_end(self, n: int, dt: float) -> None:
         sim = self.sim
-        self.S += 1
-        self.G = self.g_of(self.S)
+        if n or not self.prefill_first:
+            # The running sequences decoded (a prefill-only iteration moves none of them).
+            self.S += 1
+            self.G = self.g_of(self.S)
         self.pending = 0
         sim.record_steps(1, dt, n)
         if self.prefilling:

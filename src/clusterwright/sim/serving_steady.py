@@ -54,6 +54,9 @@ class Pool:
     # what such an iteration costs over a plain one (drafts and the wider verification)
     spec_yield: float = 1.0
     spec_cost: float = 1.0
+    # Equal-length closed-loop clients on an engine that prefills every waiting prompt before
+    # it decodes (SGLang without mixed chunks): the clients move in lockstep (``lockstep``)
+    lockstep: bool = False
 
 
 @dataclass(frozen=True)
@@ -76,8 +79,58 @@ def _mm1_wait(service: float, util: float) -> float:
     return service * util / (2.0 * (1.0 - util))
 
 
+def lockstep(pool: Pool, clients: float, isl: int, osl: int) -> SteadyState:
+    """Steady state of equal-length closed-loop clients on an engine that runs every waiting
+    prompt's prefill before it decodes again (prefill priority, no mixed batches: SGLang's
+    scheduler without ``--enable-mixed-chunk``).
+
+    Prompts that arrive together are prefilled together, chunk after chunk of the token
+    budget, while every running sequence waits; then all of them decode together, finish in
+    the same iteration and come back together. The clients stay in one cluster: a cycle is
+    the cluster's prefill phase and ``osl - 1`` decode iterations of the whole batch. A prompt
+    gets its first token when the chunk that completes it runs (on average half-way through
+    the phase, one chunk's worth later), and waits out the rest of the phase before its
+    second token, which TPOT carries. Clients the KV cache or batch limit leave out wait a
+    whole cycle per admitted cluster ahead of them."""
+    n = clients / pool.ranks
+    per_req = isl + (osl if pool.admission == "reserve" else osl / 2.0)
+    fits = math.floor(pool.kv_tokens / per_req)
+    if fits < 1:
+        raise ValueError(f"one request of {isl} + {osl} tokens does not fit the KV cache of "
+                         f"{pool.kv_tokens:,.0f} tokens")
+    a = float(min(max(n, 1.0), pool.max_seqs, fits))
+    B, out1 = float(pool.budget), float(max(osl - 1, 0))
+    tokens = a * isl
+    chunks = max(1, math.ceil(tokens / B))
+    full = min(B, tokens)
+    t_full = pool.step.step_s(round(full), 0, 0, full * isl / 2.0)
+    last = tokens - (chunks - 1) * B
+    t_last = pool.step.step_s(round(last), 0, 0, last * isl / 2.0) if chunks > 1 else t_full
+    phase = (chunks - 1) * t_full + t_last
+    # Prompt i (of a) completes in chunk ceil((i + 1) isl / B): the mean end over prompts.
+    done = (chunks + 1) / 2.0 if chunks > 1 else 1.0
+    first = min(phase, done * t_full)
+    c = pool.spec_cost if a >= 0.5 else 1.0
+    t_dec = pool.step.step_s(0, round(a), a * (isl + osl / 2.0)) * c
+    decode = out1 / pool.spec_yield * t_dec
+    cycle = phase + decode
+    waiting = max(n - a, 0.0)
+    slot_wait = waiting / a * cycle if waiting > 0 else 0.0
+    late = pool.first_token_iterations * t_dec
+    ttft = pool.frontend_s + slot_wait + first + late
+    tpot = ((phase - first) + decode) / out1 if out1 > 0 else t_dec / pool.spec_yield
+    rate = a / cycle * pool.ranks if cycle > 0 else 0.0
+    detail = (f"{n:.0f} clients/rank in lockstep, {a:.0f} admitted: prefill phase "
+              f"{phase * 1e3:.1f} ms ({chunks} chunks of {full:.0f} tokens), decode "
+              f"{out1:.0f} x {t_dec * 1e3:.2f} ms")
+    return SteadyState(ttft, tpot, rate, a, a, detail, slot_wait, first - t_full,
+                       min(t_full, first))
+
+
 def aggregated(pool: Pool, clients: float, isl: int, osl: int) -> SteadyState:
     """Steady state of ``clients`` closed-loop clients spread evenly over ``pool``'s ranks."""
+    if pool.lockstep:
+        return lockstep(pool, clients, isl, osl)
     n = clients / pool.ranks
     per_req = isl + (osl if pool.admission == "reserve" else osl / 2.0)
     fits = math.floor(pool.kv_tokens / per_req)

@@ -188,8 +188,9 @@ class RowConfig:
 
     dep: Deployment
     clients: int
-    isl: int
-    osl: int
+    isl: int  # mean prompt length the client sent
+    osl: int  # mean output length
+    equal_lengths: bool = True  # every request isl / osl (no random-length client)
 
 
 class NotCoveredError(Exception):
@@ -231,6 +232,29 @@ def _parallel(r: dict[str, str], prefix: str, arch: ModelArch) -> tuple[ServingP
         note = (f"{prefix}tp {adp} does not divide {arch.heads} heads: read as attention-DP "
                 f"{adp}")
     return ServingParallel(tp=tp, pp=pp, adp=adp, moe_tp=mtp, moe_ep=mep), note
+
+
+# InferenceMAX (SemiAnalysis InferenceX) runs its sweeps with a random-length client:
+# `benchmark_serving.py --dataset-name random --random-range-ratio 0.8 --num-prompts
+# $((CONC * 10)) --max-concurrency $CONC --request-rate inf --ignore-eos` (its README's
+# "Benchmark Client Configuration" and benchmarks/*.sh), and that client draws each prompt's
+# and each output's length uniformly from [int(0.8 L), L] (kimbochen/bench_serving
+# benchmark_serving.py, sample_random_requests). Its rows are recognised by their source:
+# the database dump of its workflow runs or its dated result files.
+INFERENCEMAX_RANGE_RATIO = 0.8
+_INFERENCEMAX = re.compile(r"workflow_run_id=|^source_file=\d{4}-\d{2}-\d{2}\.csv")
+
+
+def mean_lengths(r: dict[str, str], isl: int, osl: int) -> tuple[int, int, str]:
+    """The mean prompt and output lengths the row's benchmark client sent, and a note when
+    they differ from the nominal ``isl`` / ``osl`` (a random-length client)."""
+    if not _INFERENCEMAX.search((r.get("silicon_data_source") or "").strip()):
+        return isl, osl, ""
+    q = INFERENCEMAX_RANGE_RATIO
+    mi = max(1, round((int(isl * q) + isl) / 2))
+    mo = max(1, round((int(osl * q) + osl) / 2))
+    return mi, mo, (f"InferenceMAX client: lengths uniform in [{q:g}, 1] x nominal, means "
+                    f"{mi} in / {mo} out")
 
 
 def concurrency(r: dict[str, str]) -> int | None:
@@ -321,9 +345,10 @@ def resolve(cat: Catalog, r: dict[str, str],
     if mode == "agg":
         par, note = _parallel(r, "", arch)
         par, c, more = _workers(r, arch, par, c)
-        notes = tuple(n for n in (note, more) if n)
+        mi, mo, lens = mean_lengths(r, isl, osl)
+        notes = tuple(n for n in (note, more, lens) if n)
         dep = Deployment(arch, gpu, engine, dense, moe, kv_fmt, agg=Role(par, 1), notes=notes)
-        return RowConfig(dep, c, isl, osl)
+        return RowConfig(dep, c, mi, mo, not lens)
     pre, n1 = _parallel(r, "prefill_", arch)
     dec, n2 = _parallel(r, "decode_", arch)
     pw = _int(r, "prefill_num_workers", None, low=1)
@@ -334,9 +359,12 @@ def resolve(cat: Catalog, r: dict[str, str],
         notes = (twin, *notes)
     if pw is None or dw is None:
         notes += ("worker counts not recorded",)
+    mi, mo, lens = mean_lengths(r, isl, osl)
+    if lens:
+        notes += (lens,)
     dep = Deployment(arch, gpu, engine, dense, moe, kv_fmt, prefill=Role(pre, pw),
                      decode=Role(dec, dw), notes=notes)
-    return RowConfig(dep, c, isl, osl)
+    return RowConfig(dep, c, mi, mo, not lens)
 
 
 # --------------------------------------------------------------------------- prediction
@@ -346,7 +374,8 @@ def predict(cat: Catalog, cfg: RowConfig) -> tuple[SteadyState, str]:
     """TTFT and TPOT of the row's deployment under its closed loop, with a note on how the
     row was read (rules applied, worker counts sized)."""
     try:
-        st, solved = steady(cat, cfg.dep, cfg.clients, cfg.isl, cfg.osl)
+        st, solved = steady(cat, cfg.dep, cfg.clients, cfg.isl, cfg.osl,
+                            equal_lengths=cfg.equal_lengths)
     except DeploymentError as exc:
         raise NotCoveredError(str(exc)) from None
     return st, "; ".join(solved.notes)
@@ -510,8 +539,11 @@ class SiliconResult:
 
     @property
     def recorded(self) -> list[RowResult]:
-        """Covered rows read as the file records them: no rule applied, nothing inferred."""
-        return [r for r in self.covered if not r.note]
+        """Covered rows read as the file records them: no rule applied, nothing inferred (the
+        benchmark client's length distribution, which the source states, aside)."""
+        return [r for r in self.covered
+                if all(part.startswith("InferenceMAX client") for part in r.note.split("; ")
+                       if part)]
 
     def payload(self) -> dict[str, Any]:
         cov, rec = self.covered, self.recorded
