@@ -1,8 +1,9 @@
 """The layer rule of DESIGN.md: a module imports only from its own layer or the layers below.
 
 spec -> catalog -> model -> design -> sim -> plan -> export/report -> cli/web (with lab,
-validation and ingest at the faces' level, and the live twin just above them). Every import is read from the source, including the ones
-inside functions, so a lazy import cannot hide an upward dependency.
+validation and ingest at the faces' level, and the live twin just above them). Every import
+is read from the source, including the ones inside functions, so a lazy import cannot hide an
+upward dependency.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ import csv
 import io
 import json
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ from clusterwright.ingest.slurm import parse_slurm
 from clusterwright.spec.yamlio import YamlError, load
 
 FIELD = "blueprint"
+NETWORKS = ("backend", "frontend", "oob")
 CABLING_COLUMNS = ("cable_id", "network", "tier", "plane", "a_device", "a_port", "b_device",
                    "b_port", "speed_gbps")
 SWITCH_ROLES = ("leaf", "spine", "core", "fe-leaf", "fe-spine", "fe-core", "oob-leaf",
@@ -97,7 +98,27 @@ class Plan:
     missing: list[str] = field(default_factory=list)  # optional files not there
     host_alias: dict[tuple[str, str], str] = field(default_factory=dict)  # (host, alias)->port
     rail_of: dict[tuple[str, str], int] = field(default_factory=dict)  # (host, port) -> rail
+    # Planned ports of networks left out of the comparison: what is seen on them is ignored.
+    ignored_ports: set[tuple[str, str]] = field(default_factory=set)
+    networks: tuple[str, ...] = NETWORKS
     _ppc: dict[str, int] = field(default_factory=dict, repr=False)
+
+    def only(self, networks: tuple[str, ...]) -> None:
+        """Compare only the cables of ``networks`` (the lab builds the backend alone)."""
+        if set(networks) >= {lk.network for lk in self.links}:
+            return
+        keep = [lk for lk in self.links if lk.network in networks]
+        self.ignored_ports = {e for lk in self.links if lk.network not in networks
+                              for e in lk.ends()}
+        self.links = [replace(lk, index=i) for i, lk in enumerate(keep)]
+        self.port, self.by_device = {}, {}
+        for lk in self.links:
+            for end in lk.ends():
+                self.port[end] = lk.index
+            self.by_device.setdefault(lk.a, []).append(lk.index)
+            self.by_device.setdefault(lk.b, []).append(lk.index)
+        self.networks = networks
+        self._ppc.clear()
 
     @property
     def hosts(self) -> list[str]:

@@ -163,6 +163,8 @@ class _Differ:
                 continue
             self.covered.add(ld)
             lp = self.port(ld, adj.local_port, adj.local_port_alt) or adj.local_port
+            if (ld, lp) in self.plan.ignored_ports:
+                continue
             rd = self.dev(adj.remote)
             if rd is None:
                 rend: End = (f"?{adj.remote}", adj.remote_port or _UNKNOWN_PORT)
@@ -171,6 +173,8 @@ class _Differ:
                 rend = (rd, rp if rp is not None else (
                     adj.remote_port if adj.remote_port and not _looks_mac(adj.remote_port)
                     else _UNKNOWN_PORT))
+                if rend in self.plan.ignored_ports:
+                    continue
             prev = views.get((ld, lp))
             if prev is not None and prev[0] != rend:
                 self.notes.append(f"{adj.source}:{adj.line}: {ld} {lp} is reported with two "
@@ -748,8 +752,10 @@ class _Differ:
         for lk in plan.links:
             aa = plan.addresses.get((lk.a, lk.a_port))
             ba = plan.addresses.get((lk.b, lk.b_port))
-            if aa is None or ba is None:
-                continue
+            da, db = plan.devices.get(lk.a), plan.devices.get(lk.b)
+            if aa is None or ba is None or da is None or db is None or da.asn is None or \
+                    db.asn is None:
+                continue  # not a BGP session (a host's /31 towards its leaf)
             expect[lk.a][ba.split("/")[0]] = (lk.b, lk.index)  # a's neighbour is b's address
             expect[lk.b][aa.split("/")[0]] = (lk.a, lk.index)
         remote_seen: dict[str, list[tuple[int, str]]] = defaultdict(list)

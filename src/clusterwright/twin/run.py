@@ -11,7 +11,7 @@ from clusterwright.catalog.registry import Catalog
 from clusterwright.ingest import PARSERS
 from clusterwright.ingest.common import IngestError, Names
 from clusterwright.ingest.model import Observations
-from clusterwright.twin.blueprint import Plan, load_plan
+from clusterwright.twin.blueprint import NETWORKS, Plan, load_plan
 from clusterwright.twin.diff import compare
 from clusterwright.twin.impact import Impact, rank
 from clusterwright.twin.model import TwinReport
@@ -29,6 +29,7 @@ class TwinRequest:
     impact: bool = True
     routing: str = "ecmp"
     seed: int = 0
+    networks: tuple[str, ...] = NETWORKS
 
 
 def read(req: TwinRequest) -> Observations:
@@ -47,6 +48,7 @@ def twin_diff(req: TwinRequest, cat: Catalog, plan: Plan | None = None,
     timings: dict[str, float] = {}
     t = time.perf_counter()
     plan = plan or load_plan(req.blueprint, cat)
+    plan.only(req.networks)
     timings["blueprint_s"] = time.perf_counter() - t
     t = time.perf_counter()
     obs = obs if obs is not None else read(req)
