@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 import tempfile
 import time
 from dataclasses import dataclass
@@ -157,6 +158,15 @@ def run_twin_lab(req: TwinLabRequest, cat: Catalog) -> dict[str, Any]:
     built, faults = as_built(fab, spec, req)
     root = Path(tempfile.mkdtemp(prefix="clusterwright-twin-lab-")) if req.out is None \
         else req.out
+    try:
+        return _run(req, cat, fab, built, faults, root)
+    finally:
+        if req.out is None:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def _run(req: TwinLabRequest, cat: Catalog, fab: Fabric, built: LabSpec,
+         faults: list[dict[str, Any]], root: Path) -> dict[str, Any]:
     bp = root / "blueprint"
     write_fabric(fab, bp)
     dumps = {"lldp": root / "dumps" / "lldp", "bgp": root / "dumps" / "bgp"}
@@ -222,6 +232,7 @@ def run_twin_lab(req: TwinLabRequest, cat: Catalog) -> dict[str, Any]:
         "converged": converged,
         "leaves": req.leaves, "spines": req.spines, "seed": req.seed,
         "lab": lab_facts,
-        "blueprint": str(bp), "dumps": {k: str(v) for k, v in dumps.items()},
+        "blueprint": str(bp) if req.out else None,
+        "dumps": {k: str(v) for k, v in dumps.items()} if req.out else None,
         "could_not_see": report.unseen,
     }

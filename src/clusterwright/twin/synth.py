@@ -82,12 +82,14 @@ class _Gen:
     def counts(self) -> dict[str, int]:
         total = sum(WEIGHTS.values())
         out = {k: int(self.n * w / total) for k, w in WEIGHTS.items()}
+        if self.n == 0:
+            return out
         out = {k: max(1, v) for k, v in out.items()}
         # whole-number rounding: give the rest to missing links
         out["missing_link"] += self.n - sum(out.values())
         for k in ("miswired_link", "wrong_su"):  # injected in pairs
-            out["missing_link"] += out[k] % 2
-            out[k] -= out[k] % 2
+            out["missing_link"] -= out[k] % 2
+            out[k] += out[k] % 2
         return out
 
     def free_links(self, pred: object) -> list[PlannedLink]:
@@ -102,8 +104,12 @@ class _Gen:
 
     def routed(self) -> list[PlannedLink]:
         p = self.plan
+        def bgp(d: str) -> bool:
+            dev = p.devices.get(d)
+            return dev is not None and dev.asn is not None
+
         return [lk for lk in p.links if (lk.a, lk.a_port) in p.addresses
-                and (lk.b, lk.b_port) in p.addresses]
+                and (lk.b, lk.b_port) in p.addresses and bgp(lk.a) and bgp(lk.b)]
 
     def inject(self) -> None:
         c = self.counts()
@@ -243,7 +249,7 @@ class _Gen:
         self._note("missing_link", ("missing_link", lk.cable))
 
     def _wrong_speed(self) -> None:
-        pool = self.free_links(lambda lk: lk.network == "backend" or lk.speed_gbps >= 100)
+        pool = self.free_links(lambda lk: lk.network in ("backend", "frontend"))
         if not pool:
             return
         lk = self.rng.choice(pool)
