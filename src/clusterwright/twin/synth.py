@@ -85,11 +85,22 @@ class _Gen:
         if self.n == 0:
             return out
         out = {k: max(1, v) for k, v in out.items()}
-        # whole-number rounding: give the rest to missing links
-        out["missing_link"] += self.n - sum(out.values())
         for k in ("miswired_link", "wrong_su"):  # injected in pairs
-            out["missing_link"] -= out[k] % 2
             out[k] += out[k] % 2
+        # whole-number rounding: the rest goes to (or comes from) the largest kinds, each
+        # kind keeping at least one fault (pairs keep two)
+        rest = self.n - sum(out.values())
+        for k in sorted(out, key=lambda k: -out[k]):
+            if rest == 0:
+                break
+            floor = 2 if k in ("miswired_link", "wrong_su") else 1
+            step = 2 if floor == 2 else 1
+            while rest > 0 and step == 1:
+                out[k] += 1
+                rest -= 1
+            while rest < 0 and out[k] - step >= floor and (step == 1 or rest <= -2):
+                out[k] -= step
+                rest += step
         return out
 
     def free_links(self, pred: object) -> list[PlannedLink]:
