@@ -120,3 +120,12 @@ def test_lab_json_contract() -> None:
         assert key in data
     assert data["ok"] is True and data["false_findings"] == []
     assert len(data["found"]) == len(data["injected"]) == 3
+
+
+def test_one_network_only_ignores_the_others_ports() -> None:
+    data = json_ok(runner.invoke(app, _diff("--ibnet", str(AS_BUILT / "ibnetdiscover.txt"),
+                                            "--lldp", str(AS_BUILT / "lldp.json"),
+                                            "--network", "frontend", "--no-impact", "--json")))
+    assert data["findings"]
+    assert all("leaf-su" not in f["subject"] or f["subject"].startswith("fe-")
+               for f in data["findings"] if f["kind"] != "slow_gpu")

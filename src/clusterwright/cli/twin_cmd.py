@@ -118,7 +118,9 @@ def _render(d: dict[str, Any]) -> None:
     if net:
         console.print(f"network as built: collective {net['collective_slowdown']:.3f}x, step "
                       f"{net['step_slowdown']:.4f}x ({net['faults_simulated']} faults "
-                      "simulated together)")
+                      "simulated together); busiest link "
+                      f"{net['max_link_utilization_as_designed']:.0%} -> "
+                      f"{net['max_link_utilization_as_built']:.0%} utilized")
     sched = imp.get("scheduling")
     if sched:
         a, b = sched["as_designed"], sched["as_built"]

@@ -28,6 +28,7 @@ as ``==> device <==`` sections (``ingest/common.py``).
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,7 @@ from clusterwright.ingest.common import (
 from clusterwright.ingest.model import Adjacency, Observations
 
 FIELD = "lldp"
+_PLAIN = re.compile(r"[A-Za-z0-9_.:/@+-]*")  # a name JSON writes as it is
 
 
 class _Lines:
@@ -55,7 +57,8 @@ class _Lines:
 
     def of_key(self, key: str) -> int:
         """Line of the next occurrence of ``"key"`` after the last one found."""
-        i = self.text.find(json.dumps(key), self.pos)
+        quoted = f'"{key}"' if _PLAIN.fullmatch(key) else json.dumps(key)
+        i = self.text.find(quoted, self.pos)
         if i < 0:
             return self.line
         self.line += self.text.count("\n", self.counted, i)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Adjacency:
     """One end's view of a cable: ``local``:``local_port`` sees ``remote``:``remote_port``.
 

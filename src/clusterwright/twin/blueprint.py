@@ -101,6 +101,10 @@ class Plan:
     # Planned ports of networks left out of the comparison: what is seen on them is ignored.
     ignored_ports: set[tuple[str, str]] = field(default_factory=set)
     networks: tuple[str, ...] = NETWORKS
+    # Every planned port, of every network (names are resolved against all of them, so a
+    # port of a network left out is recognised, and ignored, rather than taken as unplanned).
+    known_ports: set[tuple[str, str]] = field(default_factory=set)
+    _ports_of: dict[str, list[str]] = field(default_factory=dict, repr=False)
     _ppc: dict[str, int] = field(default_factory=dict, repr=False)
 
     def only(self, networks: tuple[str, ...]) -> None:
@@ -118,7 +122,6 @@ class Plan:
             self.by_device.setdefault(lk.a, []).append(lk.index)
             self.by_device.setdefault(lk.b, []).append(lk.index)
         self.networks = networks
-        self._ppc.clear()
 
     @property
     def hosts(self) -> list[str]:
@@ -139,9 +142,7 @@ class Plan:
         if hit is not None:
             return hit
         best = 1
-        for i in self.by_device.get(dev, []):
-            lk = self.links[i]
-            name = lk.a_port if lk.a == dev else lk.b_port
+        for name in self._ports_of.get(dev, []):
             _, sep, sub = name.partition("/")
             if sep and sub.isdigit():
                 best = max(best, int(sub))
@@ -259,6 +260,8 @@ def _cabling(plan: Plan, path: Path) -> None:
                                   f"(also line {plan.links[plan.port[end]].line})",
                                   field=FIELD)
             plan.port[end] = i
+            plan.known_ports.add(end)
+            plan._ports_of.setdefault(end[0], []).append(end[1])
         plan.links.append(lk)
         plan.by_device.setdefault(lk.a, []).append(i)
         plan.by_device.setdefault(lk.b, []).append(i)

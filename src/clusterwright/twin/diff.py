@@ -98,11 +98,18 @@ class _Differ:
         self.unseen: list[str] = []
         self.notes: list[str] = list(obs.notes)
         self.coverage: list[dict[str, object]] = []
-        self.covered: set[str] = set()  # devices whose cabling a dump showed
+        # (device, medium) whose cabling a dump showed: ibnetdiscover shows InfiniBand ports,
+        # LLDP Ethernet ones, so a host in an ibnetdiscover dump says nothing about its
+        # frontend cables.
+        self.covered: set[tuple[str, str]] = set()
         self.link_finding: dict[int, Finding] = {}  # planned cable -> its cabling finding
         self.physical_su: dict[str, str] = {}
         self._resolved: dict[str, str | None] = {}
         self._leaf_su_cache: dict[str, str] | None = None
+
+    def medium(self, lk: PlannedLink) -> str:
+        """What shows a cable: ibnetdiscover an InfiniBand backend's, LLDP the others."""
+        return "ib" if lk.network == "backend" and self.plan.protocol == "infiniband" else "eth"
 
     # ------------------------------------------------------------------ names
     def dev(self, name: str) -> str | None:
@@ -115,20 +122,21 @@ class _Differ:
     def port(self, dev: str, port: str, alt: str = "") -> str | None:
         """The planned name of a port a tool reports, or None if it is not a planned port."""
         plan = self.plan
+        known = plan.known_ports
         for p in (port, alt):
-            if p and (dev, p) in plan.port:
+            if p and (dev, p) in known:
                 return p
         for p in (port, alt.split("/", 1)[0] if alt else ""):
             if p:
                 hit = plan.host_alias.get((dev, p))
-                if hit is not None:
+                if hit is not None and (dev, hit) in known:
                     return hit
         if port.isdigit():
             ppc = plan.switch_ports_per_cage(dev)
             n = int(port)
             if n >= 1:
                 name = f"{(n - 1) // ppc + 1}/{(n - 1) % ppc + 1}"
-                if (dev, name) in plan.port:
+                if (dev, name) in known:
                     return name
         return None
 
@@ -161,7 +169,7 @@ class _Differ:
             ld = self.dev(adj.local)
             if ld is None:
                 continue
-            self.covered.add(ld)
+            self.covered.add((ld, "ib" if adj.via == "ibnet" else "eth"))
             lp = self.port(ld, adj.local_port, adj.local_port_alt) or adj.local_port
             if (ld, lp) in self.plan.ignored_ports:
                 continue
@@ -243,14 +251,16 @@ class _Differ:
             ea, eb = lk.ends()
             if ea in occupied or eb in occupied:
                 continue
-            if lk.a in self.covered or lk.b in self.covered:
+            m = self.medium(lk)
+            if (lk.a, m) in self.covered or (lk.b, m) in self.covered:
                 self._missing(lk)
             else:
                 unseen[lk.tier] += 1
         for tier, n in sorted(unseen.items()):
             self.unseen.append(f"{n:,} planned {tier} cable(s): neither end is in any LLDP or "
                                "ibnetdiscover dump")
-        never = [d for d in plan.devices.values() if d.name not in self.covered
+        shown = {d for d, _ in self.covered}
+        never = [d for d in plan.devices.values() if d.name not in shown
                  and d.role != "storage" and plan.by_device.get(d.name)]
         if never:
             roles = Counter(d.role for d in never)
@@ -265,7 +275,7 @@ class _Differ:
         return f
 
     def _missing(self, lk: PlannedLink) -> None:
-        seen = [d for d in (lk.a, lk.b) if d in self.covered]
+        seen = [d for d in (lk.a, lk.b) if (d, self.medium(lk)) in self.covered]
         self._finding(Finding(
             kind="missing_link", subject=f"{lk.a} {lk.a_port} - {lk.b} {lk.b_port}",
             summary=f"cable {lk.cable} ({lk.tier}) {lk.a} {lk.a_port} - {lk.b} {lk.b_port} "
@@ -499,7 +509,7 @@ class _Differ:
             if d is None:
                 continue
             p = self.port(d, s.item, "")
-            if p is None:
+            if p is None or (d, p) not in plan.port:
                 continue
             ev = f"{s.source}:{s.line}: {s.raw_name} {s.device} {s.item} = {s.value:g}"
             if (s.metric == "port_up" and s.value == 0) or (
@@ -516,10 +526,10 @@ class _Differ:
             if li in self.link_finding:
                 self.link_finding[li].evidence.append(ev)
                 continue
-            if end[0] in self.covered:
-                continue  # a dump showed this device's neighbours: its view decides
             lk = plan.links[li]
-            self.covered.add(end[0])
+            if (end[0], self.medium(lk)) in self.covered:
+                continue  # a dump showed this device's neighbours: its view decides
+            self.covered.add((end[0], self.medium(lk)))
             self._missing(lk)
             self.link_finding[li].evidence.append(ev)
         flagged: dict[int, list[str]] = defaultdict(list)

@@ -130,6 +130,7 @@ class Impact:
         self._baseline: float | None = None
         self._wall = 0.0
         self._placement: tuple[float, str] | None = None
+        self._last_util: tuple[float, list[str]] = (0.0, [])
         self._rail: dict[tuple[str, str], int] = {}
 
     # ------------------------------------------------------------------ capacity
@@ -251,6 +252,10 @@ class Impact:
             return None
         finally:
             self._wall += time.perf_counter() - t0
+        # ECMP imbalance: how loaded the busiest network link is (1.0 = at its rate for the
+        # whole collective), and which links those are.
+        self._last_util = (float(data["max_link_utilization"]),
+                           [str(x["link"]) for x in data.get("top_links", [])[:3]])
         return float(data["completion_time_s"])
 
     def _cable_name(self, i: int) -> str | None:
@@ -402,6 +407,7 @@ class Impact:
         if classes:
             base = self._run([], [])
             self.detail["baseline_collective_s"] = base
+            base_util = self._last_util
             for _, members in sorted(classes.items()):
                 f0, fails, deg = members[0]
                 t = self._run(fails, deg) if base else None
@@ -426,7 +432,10 @@ class Impact:
                 self.detail["network"] = {
                     "faults_simulated": len(set(all_fail)) + len(all_deg),
                     "collective_slowdown": coll, "step_slowdown": ratio,
-                    "gpu_hours_lost_per_day": _loss(self.job, ratio), "detail": how}
+                    "gpu_hours_lost_per_day": _loss(self.job, ratio), "detail": how,
+                    "max_link_utilization_as_designed": base_util[0],
+                    "max_link_utilization_as_built": self._last_util[0],
+                    "busiest_links_as_built": self._last_util[1]}
         # Placement.
         place_ratio, place_how = self.placement_ratio()
         for f in findings:

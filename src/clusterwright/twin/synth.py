@@ -144,6 +144,10 @@ class _Gen:
             k = c[kind] // 2 if kind == "miswired_link" else c[kind]
             for _ in range(k):
                 getattr(self, f"_{kind}")()
+        # A kind with too few targets (a small fabric has few routed frontend cables) gives
+        # its share to missing cables, so ``n`` faults are injected whenever cables remain.
+        for _ in range(self.n - len(self.injected)):
+            self._missing_link()
 
     def _note(self, kind: str, key: tuple[str, ...], **what: object) -> None:
         self.truth.add(key)
