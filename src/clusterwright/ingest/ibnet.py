@@ -73,7 +73,9 @@ def parse_ibnet(path: str | Path) -> Observations:
 
 
 def _parse(text: str, src: str, obs: Observations) -> None:
-    cur: tuple[str, str] | None = None  # (kind S/H/R, description) of the node being read
+    # (kind S/H/R, device, HCA) of the node being read
+    cur: tuple[str, str, str] | None = None
+    names: dict[tuple[str, str], tuple[str, str]] = {}  # (kind, description) -> name
     n = 0
     for n, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
@@ -83,7 +85,7 @@ def _parse(text: str, src: str, obs: Observations) -> None:
             if cur is None:
                 raise IngestError(src, n, "a port line before any Switch/Ca line",
                                   field=FIELD)
-            _port(obs, src, n, line, cur)
+            _port(obs, src, n, line, cur, names)
             continue
         m = _NODE.match(line)
         if m:
@@ -91,8 +93,9 @@ def _parse(text: str, src: str, obs: Observations) -> None:
             if desc is None:
                 raise IngestError(src, n, "node line without its \"description\" comment "
                                   "(truncated?)", field=FIELD)
-            cur = (kind, desc)
-            obs.report("ibnet", src, node_name(desc, kind)[0], n)
+            dev, hca = node_name(desc, kind)
+            cur = (kind, dev, hca)
+            obs.report("ibnet", src, dev, n)
             continue
         if line.startswith(_HEADER_KEYS):
             continue
@@ -102,19 +105,25 @@ def _parse(text: str, src: str, obs: Observations) -> None:
                           "empty", field=FIELD)
 
 
-def _port(obs: Observations, src: str, n: int, line: str, cur: tuple[str, str]) -> None:
+def _port(obs: Observations, src: str, n: int, line: str, cur: tuple[str, str, str],
+          names: dict[tuple[str, str], tuple[str, str]]) -> None:
     p = _PORT.match(line)
     if p is None:
         raise IngestError(src, n, f"not an ibnetdiscover port line: {line[:80]!r}",
                           field=FIELD)
     lport, rkind, rport, comment = p.group(1), p.group(3), p.group(5), p.group(7).strip()
-    kind, desc = cur
-    cm = _COMMENT_SW.match(comment) or _COMMENT_CA.match(comment)
+    kind, local, lhca = cur
+    # a switch's port comment starts with the remote's name, a CA's with its own lid
+    first, second = (_COMMENT_SW, _COMMENT_CA) if kind == "S" else (_COMMENT_CA, _COMMENT_SW)
+    cm = first.match(comment) or second.match(comment)
     if cm is None:
         raise IngestError(src, n, f"port comment without the remote name, lid and rate "
                           f"(truncated?): {comment[:80]!r}", field=FIELD)
-    local, lhca = node_name(desc, kind)
-    remote, rhca = node_name(cm.group(1), rkind)
+    key = (rkind, cm.group(1))
+    hit = names.get(key)
+    if hit is None:
+        hit = names[key] = node_name(cm.group(1), rkind)
+    remote, rhca = hit
     obs.adjacencies.append(Adjacency(
         local=local, local_port=lport if kind == "S" else (lhca or lport),
         local_port_alt=f"{lhca}/{lport}" if lhca else "",

@@ -42,6 +42,7 @@ from clusterwright.ingest.common import (
 from clusterwright.ingest.model import Adjacency, Observations
 
 FIELD = "lldp"
+_NAMED_PORT = frozenset(("ifname", "local", "ifalias"))  # port id subtypes that name the port
 _PLAIN = re.compile(r"[A-Za-z0-9_.:/@+-]*")  # a name JSON writes as it is
 
 
@@ -186,33 +187,34 @@ def _json0_entry(itf: dict[str, Any]) -> dict[str, Any]:
 def _device(obs: Observations, device: str, doc: Any, src: str, line: int,
             lines: _Lines) -> None:
     obs.report("lldp", src, device, line)
+    append = obs.adjacencies.append
     for ifname, entry in _interfaces(doc, src, line):
         at = lines.of_key(ifname)
         chassis = entry.get("chassis")
         port = entry.get("port")
-        if not isinstance(chassis, dict) or not isinstance(port, dict):
+        if type(chassis) is not dict or type(port) is not dict:
             raise IngestError(src, at, f"interface {ifname!r}: no \"chassis\" or \"port\" "
                               "object (truncated or not lldpctl output)", field=FIELD)
-        remote = ""
-        if "id" in chassis and isinstance(chassis.get("id"), dict) and len(chassis) >= 1 and \
-                all(k in ("id", "descr", "mgmt-ip", "mgmt-iface", "capability", "ttl")
-                    for k in chassis):
-            cid = chassis["id"]
+        # Named: {"leaf-a": {"id": ...}}. Unnamed: {"id": {"type", "value"}, "descr": ...}.
+        cid = chassis.get("id")
+        if type(cid) is dict and "type" in cid:
             remote = str(cid.get("value", ""))  # no system name: the chassis id
-        elif chassis:
-            remote = str(next(iter(chassis)))
+        else:
+            remote = str(next(iter(chassis), ""))
         pid = port.get("id")
-        ptype = pid.get("type", "") if isinstance(pid, dict) else ""
-        pval = str(pid.get("value", "")) if isinstance(pid, dict) else ""
+        if type(pid) is dict:
+            ptype, pval = pid.get("type", ""), str(pid.get("value", ""))
+        else:
+            ptype, pval = "", ""
         descr = port.get("descr")
-        descr = descr if isinstance(descr, str) else ""
-        if ptype in ("ifname", "local", "ifalias"):
+        if type(descr) is not str:
+            descr = ""
+        if ptype in _NAMED_PORT:
             rport, alt = pval, descr
         else:
             rport, alt = descr or pval, pval
         if not remote:
             raise IngestError(src, at, f"interface {ifname!r}: neighbour has no chassis name "
                               "or id", field=FIELD)
-        obs.adjacencies.append(Adjacency(
-            local=device, local_port=str(ifname), remote=remote, remote_port=rport,
-            remote_port_alt=alt, source=src, line=at, via="lldp"))
+        append(Adjacency(local=device, local_port=str(ifname), remote=remote, remote_port=rport,
+                         remote_port_alt=alt, source=src, line=at, via="lldp"))

@@ -44,7 +44,7 @@ SWITCH_ROLES = ("leaf", "spine", "core", "fe-leaf", "fe-spine", "fe-core", "oob-
                 "oob-spine")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class PlannedLink:
     """One planned cable (a row of cabling.csv; ``line`` its line in the file)."""
 
@@ -265,8 +265,10 @@ def _cabling(plan: Plan, path: Path) -> None:
         plan.links.append(lk)
         plan.by_device.setdefault(lk.a, []).append(i)
         plan.by_device.setdefault(lk.b, []).append(i)
-        roles.setdefault(lk.a, _role_from_tier(lk.tier, "a"))
-        roles.setdefault(lk.b, _role_from_tier(lk.tier, "b"))
+        if lk.a not in roles:
+            roles[lk.a] = _role_from_tier(lk.tier, "a")
+        if lk.b not in roles:
+            roles[lk.b] = _role_from_tier(lk.tier, "b")
     if not plan.links:
         raise IngestError(path, 1, "a cabling plan without cables", field=FIELD)
     for name, role in roles.items():
