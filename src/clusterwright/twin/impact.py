@@ -130,6 +130,8 @@ class Impact:
         self._baseline: float | None = None
         self._wall = 0.0
         self._placement: tuple[float, str] | None = None
+        self._model: Any = None  # (job, layout, step s, estimate_layout) once rebuilt
+        self._model_tried = False
         self._last_util: tuple[float, list[str]] = (0.0, [])
         self._rail: dict[tuple[str, str], int] = {}
 
@@ -313,8 +315,8 @@ class Impact:
         w = self.job.workload
         if w is None:
             return None
-        if not hasattr(self, "_model"):
-            self._model: Any = None
+        if not self._model_tried:
+            self._model_tried = True
             try:
                 from clusterwright.design.train import estimate_layout, job_for
                 from clusterwright.model.recompute import parse_recompute

@@ -60,8 +60,7 @@ def preflight() -> None:
     lldpd.preflight()
 
 
-def _cable_id(fab: Fabric, index: int) -> str:
-    del fab
+def _cable_id(index: int) -> str:
     return f"C{index + 1:07d}"  # the cabling plan numbers cables in design order
 
 
@@ -97,7 +96,7 @@ def as_built(fab: Fabric, spec: LabSpec, req: TwinLabRequest
             faults.append({
                 "kind": "miswired_link",
                 "key": ["miswired_link", *sorted((f"{x[0]}:{x[1]}", f"{to_dev}:{to_port}"))],
-                "cable": _cable_id(fab, routed[x]),
+                "cable": _cable_id(routed[x]),
                 "detail": f"{x[0]} {x[1]} cabled to {to_dev} {to_port} (planned {x[2]} "
                           f"{x[3]})"})
     down: set[tuple[str, str, str, str]] = set()
@@ -108,8 +107,8 @@ def as_built(fab: Fabric, spec: LabSpec, req: TwinLabRequest
             down.add(c)
             used.add(c)
             faults.append({"kind": "missing_link",
-                           "key": ["missing_link", _cable_id(fab, routed[c])],
-                           "cable": _cable_id(fab, routed[c]),
+                           "key": ["missing_link", _cable_id(routed[c])],
+                           "cable": _cable_id(routed[c]),
                            "detail": f"{c[0]} {c[1]} - {c[2]} {c[3]} built with "
                                      f"{c[0]} {c[1]} down"})
     host_port = {(lk.a, lk.b, lk.b_port): lk.a_port for lk in fab.links
