@@ -94,3 +94,48 @@ def test_entry_without_chassis_is_an_error_at_its_line(tmp_path: Path) -> None:
     p.write_text('{"lldp": {"interface": {\n "swp1": {"via": "LLDP"}\n}}}\n')
     with pytest.raises(IngestError, match=r"sw\.json:2: interface 'swp1'"):
         parse_lldp(p)
+
+
+def test_line_is_the_interface_key_not_an_earlier_value_spelled_the_same(
+        tmp_path: Path) -> None:
+    # swp1's neighbour port is "swp2": swp2's line is that of the key, not of the value
+    p = tmp_path / "sw.json"
+    p.write_text(json.dumps({"lldp": {"interface": [
+        {"swp1": {"chassis": {"leaf-a": {"id": {"type": "mac", "value": "0c:42:a1:00:00:01"}}},
+                  "port": {"id": {"type": "ifname", "value": "swp2"}, "descr": "swp2"}}},
+        {"swp2": {"chassis": {"leaf-b": {"id": {"type": "mac", "value": "0c:42:a1:00:00:02"}}},
+                  "port": {"id": {"type": "ifname", "value": "swp1"}, "descr": "swp1"}}},
+    ]}}, indent=2))
+    lines = p.read_text().splitlines()
+    obs = parse_lldp(p)
+    assert [a.local_port for a in obs.adjacencies] == ["swp1", "swp2"]
+    for a in obs.adjacencies:
+        assert lines[a.line - 1].strip().startswith(f'"{a.local_port}":')
+
+
+def test_interface_that_is_not_an_object_is_an_error_at_its_line(tmp_path: Path) -> None:
+    p = tmp_path / "sw.json"
+    p.write_text('{"lldp": {"interface": {\n "swp1": {"chassis": {"leaf-a": {}}, "port": {}},'
+                 '\n "swp2": 7\n}}}\n')
+    with pytest.raises(IngestError, match=r"sw\.json:3: interface 'swp2' is not an object"):
+        parse_lldp(p)
+
+
+def test_garbage_collection_is_back_on_after_a_parse_and_after_an_error(
+        data: Path, tmp_path: Path) -> None:
+    import gc
+
+    assert gc.isenabled()
+    parse_lldp(_copy(data / "lldp_gpu00001.json", tmp_path / "gpu00001.json"))
+    assert gc.isenabled()
+    p = tmp_path / "x.json"
+    p.write_text('{"hello": 1}\n')
+    with pytest.raises(IngestError):
+        parse_lldp(p)
+    assert gc.isenabled()
+    gc.disable()
+    try:  # a caller that turned it off keeps it off
+        parse_lldp(_copy(data / "lldp_gpu00001.json", tmp_path / "gpu00001.json"))
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from clusterwright.ingest.bgp import parse_bgp
-from clusterwright.ingest.common import IngestError
+from clusterwright.ingest.common import IngestError, gc_paused
 from clusterwright.ingest.gpu import parse_gpu
 from clusterwright.ingest.ibnet import parse_ibnet
 from clusterwright.ingest.kube import parse_kube
@@ -49,12 +49,13 @@ PARSERS: dict[str, Callable[[str | Path], Observations]] = {
 def read_inputs(inputs: dict[str, list[Path]]) -> Observations:
     """Parse every given file of every input kind into one ``Observations``."""
     obs = Observations()
-    for kind, paths in inputs.items():
-        if kind not in PARSERS:
-            raise IngestError(kind, None, f"unknown input kind {kind!r} (one of "
-                              f"{', '.join(PARSERS)})")
-        for p in paths:
-            obs.extend(PARSERS[kind](p))
+    with gc_paused():
+        for kind, paths in inputs.items():
+            if kind not in PARSERS:
+                raise IngestError(kind, None, f"unknown input kind {kind!r} (one of "
+                                  f"{', '.join(PARSERS)})")
+            for p in paths:
+                obs.extend(PARSERS[kind](p))
     return obs
 
 

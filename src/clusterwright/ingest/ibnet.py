@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from clusterwright.ingest.common import IngestError, dump_files, read_dump
+from clusterwright.ingest.common import IngestError, dump_files, gc_paused, read_dump
 from clusterwright.ingest.model import Adjacency, Observations
 
 FIELD = "ibnet"
@@ -66,9 +66,10 @@ def rate_gbps(width: str, speed: str) -> float | None:
 def parse_ibnet(path: str | Path) -> Observations:
     """Adjacencies (each link once per end that was printed) with their active rate."""
     obs = Observations()
-    for f in dump_files(path, FIELD):
-        text = read_dump(f, "ibnetdiscover dump", FIELD)
-        _parse(text, str(f), obs)
+    with gc_paused():
+        for f in dump_files(path, FIELD):
+            text = read_dump(f, "ibnetdiscover dump", FIELD)
+            _parse(text, str(f), obs)
     return obs
 
 

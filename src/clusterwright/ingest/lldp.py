@@ -36,6 +36,7 @@ from clusterwright.ingest.common import (
     MAX_DEVICES,
     IngestError,
     dump_files,
+    gc_paused,
     read_dump,
     split_chunks,
 )
@@ -44,6 +45,7 @@ from clusterwright.ingest.model import Adjacency, Observations
 FIELD = "lldp"
 _NAMED_PORT = frozenset(("ifname", "local", "ifalias"))  # port id subtypes that name the port
 _PLAIN = re.compile(r"[A-Za-z0-9_.:/@+-]*")  # a name JSON writes as it is
+_BLANK = " \t\r\n"  # JSON whitespace
 
 
 class _Lines:
@@ -55,14 +57,31 @@ class _Lines:
         self.pos = 0
         self.line = base
         self.counted = 0
+        self._quoted: dict[str, str] = {}  # key -> as JSON writes it (interface names repeat)
 
     def of_key(self, key: str) -> int:
-        """Line of the next occurrence of ``"key"`` after the last one found."""
-        quoted = f'"{key}"' if _PLAIN.fullmatch(key) else json.dumps(key)
-        i = self.text.find(quoted, self.pos)
+        """Line of the next occurrence of ``"key"`` as an object key (followed by ``:``) after
+        the last one found; a value spelled like the key (a neighbour's port ``"swp2"``
+        before the local interface ``"swp2"``) is skipped."""
+        quoted = self._quoted.get(key)
+        if quoted is None:
+            quoted = f'"{key}"' if _PLAIN.fullmatch(key) else json.dumps(key)
+            self._quoted[key] = quoted
+        text = self.text
+        find = text.find
+        i = find(quoted, self.pos)
+        while i >= 0:
+            j = i + len(quoted)
+            c = text[j:j + 1]
+            while c in _BLANK and c:
+                j += 1
+                c = text[j:j + 1]
+            if c == ":":
+                break
+            i = find(quoted, j)
         if i < 0:
             return self.line
-        self.line += self.text.count("\n", self.counted, i)
+        self.line += text.count("\n", self.counted, i)
         self.counted = i
         self.pos = i + 1
         return self.line
@@ -86,6 +105,11 @@ def _is_lldp(doc: Any) -> bool:
 
 def parse_lldp(path: str | Path) -> Observations:
     """Neighbour adjacencies from one file or a directory of files (see module docstring)."""
+    with gc_paused():
+        return _parse_lldp(path)
+
+
+def _parse_lldp(path: str | Path) -> Observations:
     obs = Observations()
     for f in dump_files(path, FIELD):
         text = read_dump(f, "LLDP dump", FIELD)
@@ -143,21 +167,18 @@ def _interfaces(doc: Any, src: str, line: int) -> list[tuple[str, dict[str, Any]
     itfs = lldp.get("interface")
     if itfs is None:
         return []
-    pairs: list[tuple[str, Any]] = []
-    if isinstance(itfs, dict):
-        pairs = list(itfs.items())
-    elif isinstance(itfs, list):
-        for item in itfs:
-            if not isinstance(item, dict):
-                raise IngestError(src, line, "\"interface\" list holds a non-object",
-                                  field=FIELD)
-            pairs += list(item.items())
-    else:
+    if type(itfs) is dict:
+        return list(itfs.items())  # entries that are not objects: _device says where
+    if type(itfs) is not list:
         raise IngestError(src, line, "\"interface\" is neither an object nor a list",
                           field=FIELD)
-    for name, entry in pairs:
-        if not isinstance(entry, dict):
-            raise IngestError(src, line, f"interface {name!r} is not an object", field=FIELD)
+    pairs: list[tuple[str, Any]] = []
+    extend = pairs.extend
+    for item in itfs:
+        if type(item) is not dict:
+            raise IngestError(src, line, "\"interface\" list holds a non-object",
+                              field=FIELD)
+        extend(item.items())
     return pairs
 
 
@@ -188,8 +209,11 @@ def _device(obs: Observations, device: str, doc: Any, src: str, line: int,
             lines: _Lines) -> None:
     obs.report("lldp", src, device, line)
     append = obs.adjacencies.append
+    of_key = lines.of_key
     for ifname, entry in _interfaces(doc, src, line):
-        at = lines.of_key(ifname)
+        at = of_key(ifname)
+        if type(entry) is not dict:
+            raise IngestError(src, at, f"interface {ifname!r} is not an object", field=FIELD)
         chassis = entry.get("chassis")
         port = entry.get("port")
         if type(chassis) is not dict or type(port) is not dict:
@@ -200,10 +224,15 @@ def _device(obs: Observations, device: str, doc: Any, src: str, line: int,
         if type(cid) is dict and "type" in cid:
             remote = str(cid.get("value", ""))  # no system name: the chassis id
         else:
-            remote = str(next(iter(chassis), ""))
+            remote = next(iter(chassis), "")  # JSON keys are strings
+        if not remote:
+            raise IngestError(src, at, f"interface {ifname!r}: neighbour has no chassis name "
+                              "or id", field=FIELD)
         pid = port.get("id")
         if type(pid) is dict:
-            ptype, pval = pid.get("type", ""), str(pid.get("value", ""))
+            ptype, pval = pid.get("type", ""), pid.get("value", "")
+            if type(pval) is not str:
+                pval = str(pval)
         else:
             ptype, pval = "", ""
         descr = port.get("descr")
@@ -213,8 +242,5 @@ def _device(obs: Observations, device: str, doc: Any, src: str, line: int,
             rport, alt = pval, descr
         else:
             rport, alt = descr or pval, pval
-        if not remote:
-            raise IngestError(src, at, f"interface {ifname!r}: neighbour has no chassis name "
-                              "or id", field=FIELD)
-        append(Adjacency(local=device, local_port=str(ifname), remote=remote, remote_port=rport,
+        append(Adjacency(local=device, local_port=ifname, remote=remote, remote_port=rport,
                          remote_port_alt=alt, source=src, line=at, via="lldp"))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from clusterwright.catalog.registry import Catalog
 from clusterwright.ingest import PARSERS
-from clusterwright.ingest.common import IngestError, Names
+from clusterwright.ingest.common import IngestError, Names, gc_paused
 from clusterwright.ingest.model import Observations
 from clusterwright.twin.blueprint import NETWORKS, Plan, load_plan
 from clusterwright.twin.diff import compare
@@ -34,11 +34,12 @@ class TwinRequest:
 
 def read(req: TwinRequest) -> Observations:
     obs = Observations()
-    for kind, paths in req.inputs.items():
-        if kind not in PARSERS:
-            raise IngestError(kind, None, f"unknown input kind {kind!r}")
-        for p in paths:
-            obs.extend(PARSERS[kind](p))
+    with gc_paused():  # every parser builds records only (ingest.common.gc_paused)
+        for kind, paths in req.inputs.items():
+            if kind not in PARSERS:
+                raise IngestError(kind, None, f"unknown input kind {kind!r}")
+            for p in paths:
+                obs.extend(PARSERS[kind](p))
     return obs
 
 
