@@ -28,6 +28,7 @@ cd "$repo"
 "$venv/bin/python" benchmarks/serving_engine_speed.py
 "$venv/bin/python" benchmarks/cluster_speed.py
 "$venv/bin/python" benchmarks/plan_speed.py
+"$venv/bin/python" benchmarks/twin_speed.py
 # The web workbench under load: `clusterwright web` in a subprocess, requests from this one.
 "$venv/bin/python" benchmarks/web_load.py
 # Vidur (github.com/microsoft/vidur, benchmark-only): its dependencies go into the same venv;
