@@ -29,6 +29,7 @@ cd "$repo"
 "$venv/bin/python" benchmarks/cluster_speed.py
 "$venv/bin/python" benchmarks/plan_speed.py
 "$venv/bin/python" benchmarks/whatif_speed.py
+"$venv/bin/python" benchmarks/twin_speed.py
 # The web workbench under load: `clusterwright web` in a subprocess, requests from this one.
 "$venv/bin/python" benchmarks/web_load.py
 # YAML bombs posted to the web: CPU and peak memory against the 1 s / 100 MB targets.

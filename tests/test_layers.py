@@ -1,8 +1,9 @@
 """The layer rule of DESIGN.md: a module imports only from its own layer or the layers below.
 
-spec -> catalog -> model -> design -> sim -> plan -> export/report -> cli/web (with lab and
-validation at the faces' level). Every import is read from the source, including the ones
-inside functions, so a lazy import cannot hide an upward dependency.
+spec -> catalog -> model -> design -> sim -> plan -> export/report -> cli/web (with lab,
+validation and ingest at the faces' level, and the live twin just above them). Every import
+is read from the source, including the ones inside functions, so a lazy import cannot hide an
+upward dependency.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "clusterwright"
 # ownership) are the ground every layer stands on.
 RANK = {
     "": 0, "spec": 1, "store": 2, "catalog": 2, "model": 3, "design": 4, "sim": 5, "plan": 6,
-    "report": 7, "export": 8, "validation": 9, "lab": 9, "web": 10, "cli": 11, "__main__": 12,
+    "report": 7, "export": 8, "validation": 9, "lab": 9, "ingest": 9, "twin": 10, "web": 11,
+    "cli": 12, "__main__": 13,
 }
 # Leaf modules every layer may import although they live higher up: report/fmt is the one
 # money and percent formatter, and design/ and plan/ write why lines and violation messages
@@ -26,8 +28,10 @@ RANK = {
 # the package (checked below), so it cannot carry an upward dependency.
 LEAVES = {"clusterwright.report.fmt"}
 # blueprint export renders the report, so report sits just below export. The CLI starts the
-# web server (``clusterwright web``), so the web sits below the CLI; the faces import lab and
-# validation, never the other way round.
+# web server (``clusterwright web``), so the web sits below the CLI; the faces import lab,
+# validation and ingest, never the other way round. The live twin (twin/) compares what ingest
+# parses, runs the lab, and calls design, sim and plan for its impact estimate, so it sits
+# above ingest and lab and below the faces (the CLI and the web import it).
 
 
 def _package(module: str) -> str:

@@ -56,12 +56,15 @@ BASES: dict[str, list[str]] = {
     "runs save-scenario": ["runs", "save-scenario", "examples/serve-llama3-70b.yaml", "--db",
                            "{tmp}/cw.db", "--json"],
     "runs plan": ["runs", "plan", "1", "--db", "{tmp}/cw.db", "--quick", "--json"],
+    "twin diff": ["twin", "diff", "--blueprint", "examples/twin/blueprint", "--lldp",
+                  "examples/twin/as-built/lldp.json", "--no-impact", "--json"],
+    "twin lab": ["twin", "lab", "--json"],
 }
 
 # Commands whose successful run is slow or needs more than a process (a server, routing
 # daemons, a full blueprint): the fuzzer gives them only values they must refuse, so an
 # accepted value is a finding rather than a minute of work.
-REFUSE_ONLY = {"web", "fabric verify", "plan", "sweep", "runs plan"}
+REFUSE_ONLY = {"web", "fabric verify", "plan", "sweep", "runs plan", "twin lab"}
 
 
 @dataclass(frozen=True)

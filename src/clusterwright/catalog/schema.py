@@ -219,6 +219,10 @@ class Server(CatalogEntry):
     # Backend port name per rail, in rail (GPU) order, where the vendor documents the cage-to-GPU
     # map (DGX H100 user guide Table 6); empty means ports are named nic0..nicN-1 in rail order.
     backend_port_names: list[StrictStr] = Field(default_factory=list)
+    # RDMA device name per rail, in rail order, where the vendor documents it (DGX H100 user
+    # guide Table 6: OSFP4P2 is mlx5_0, ...): how ibnetdiscover names a host port
+    # ("<host> mlx5_0"). Empty: mlx5_<rail>.
+    backend_rdma_devices: list[StrictStr] = Field(default_factory=list)
     cpus: Cpu
     dram_gb: PositiveFloat
     nvme_tb: NonNegativeFloat
@@ -255,6 +259,12 @@ class Server(CatalogEntry):
             )
         if len(set(names)) != len(names):
             raise ValueError("backend_port_names repeats a name")
+        rdma = self.backend_rdma_devices
+        if rdma and (len(rdma) != self.backend_nics.count // self.hosts
+                     or len(set(rdma)) != len(rdma)):
+            raise ValueError(
+                f"backend_rdma_devices needs {self.backend_nics.count // self.hosts} distinct "
+                f"names, one per rail, got {len(rdma)}")
         return self
 
     @property

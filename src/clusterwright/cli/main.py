@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from clusterwright import __version__
-from clusterwright.cli import catalog_cmd, fabric_cmd, ops_cmd, serve_cmd, train_cmd
+from clusterwright.cli import catalog_cmd, fabric_cmd, ops_cmd, serve_cmd, train_cmd, twin_cmd
 from clusterwright.cli.check_cmd import check
 from clusterwright.cli.common import AppState
 from clusterwright.cli.netsim_cmd import netsim
@@ -50,6 +50,7 @@ app.add_typer(serve_cmd.app, name="serve")
 app.add_typer(fabric_cmd.app, name="fabric")
 app.add_typer(ops_cmd.app, name="ops")
 app.add_typer(runs_app, name="runs")
+app.add_typer(twin_cmd.app, name="twin")
 app.command("check")(check)
 app.command("size")(size)
 app.command("validate")(validate)

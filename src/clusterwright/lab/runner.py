@@ -99,6 +99,26 @@ def run_lab(spec: LabSpec, timeout_s: float = 90.0, keep: bool = False) -> LabRe
     return result
 
 
+@contextlib.contextmanager
+def lab_session(spec: LabSpec) -> Iterator[_Lab]:
+    """The lab of `spec` built, with zebra and bgpd running, for a caller that checks it its
+    own way (the live twin starts lldpd too and collects state); torn down on leaving the
+    block, also on an exception, Ctrl-C or SIGTERM. Daemons the caller starts and appends to
+    the lab's `daemons` are stopped with FRR's."""
+    preflight()
+    validate_spec(spec)
+    lab = _Lab(spec, new_run_id())
+    with _sigterm_raises():
+        try:
+            lab.build()
+            lab.start_frr()
+            yield lab
+        finally:
+            problems = _teardown_shielded(lab)
+            if problems:
+                warnings.warn(f"lab {lab.run_id} teardown: {'; '.join(problems)}", stacklevel=3)
+
+
 def cleanup_stale(run_id: str | None = None) -> list[str]:
     """Remove leftovers of lab runs; return the namespaces removed.
 
@@ -188,6 +208,11 @@ class _Lab:
             frr.wait_for_zserv(z, deadline)
         for sw in self.spec.switches:
             self._start(frr.BGPD, sw)
+        # Links meant to be down go down only now: zebra brings up every interface its
+        # configuration names when it reads it.
+        for link in self.spec.links:
+            if not link.up:
+                netns.ip_cmd("-n", self.ns[link.a_node], "link", "set", link.a_if, "down")
         self.started_at = time.monotonic()
 
     def check(self, timeout_s: float) -> LabResult:

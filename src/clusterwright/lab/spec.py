@@ -24,12 +24,14 @@ class LabError(ClusterwrightError):
 
 @dataclass(frozen=True)
 class LabLink:
-    """One cable, built as a veth pair: `a_node:a_if` <-> `b_node:b_if`."""
+    """One cable, built as a veth pair: `a_node:a_if` <-> `b_node:b_if`. `up` False builds it
+    with its `a` end down (a link that is cabled but down: the peer loses carrier too)."""
 
     a_node: str
     a_if: str
     b_node: str
     b_if: str
+    up: bool = True
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from clusterwright.store import Store
-from clusterwright.web import assets, catalog, compare, pages, runs, schema, whatif
+from clusterwright.web import assets, catalog, compare, pages, runs, schema, twin, whatif
 from clusterwright.web.config import WebConfig
 from clusterwright.web.hosts import allowed_names
 from clusterwright.web.middleware import BodyLimitMiddleware, HostOriginMiddleware
@@ -55,7 +55,7 @@ def create_app(db_path: Path | None = None, *, max_body_bytes: int = 1_000_000,
     # The last added runs first: Host and Origin are checked before any body is read.
     app.add_middleware(BodyLimitMiddleware, max_bytes=max_body_bytes)
     app.add_middleware(HostOriginMiddleware, allowed_hosts=config.allowed_hosts)
-    for module in (assets, pages, runs, compare, catalog, schema, whatif):
+    for module in (assets, pages, runs, compare, catalog, schema, twin, whatif):
         app.include_router(module.router)
     static = resources.files("clusterwright.web") / "static"
     app.mount("/static", StaticFiles(directory=str(static)), name="static")
