@@ -17,6 +17,7 @@ import json
 import random
 import zlib
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -335,34 +336,21 @@ class _Gen:
         ib = [c for c in cables if net_of.get(c[0]) == "backend" and plan.protocol
               == "infiniband"]
         eth = [c for c in cables if c not in ib]
+        files: list[tuple[str, str, Callable[[], str]]] = []
         if ib:
-            p = out / "ibnetdiscover.txt"
-            p.write_text(self._ibnet(ib))
-            inputs["ibnet"].append(p)
+            files.append(("ibnet", "ibnetdiscover.txt", lambda: self._ibnet(ib)))
         if eth:
-            p = out / "lldp.json"
-            p.write_text(self._lldp(eth))
-            inputs["lldp"].append(p)
+            files.append(("lldp", "lldp.json", lambda: self._lldp(eth)))
         if self.routed():
-            p = out / "bgp.json"
-            p.write_text(self._bgp())
-            inputs["bgp"].append(p)
+            files.append(("bgp", "bgp.json", self._bgp))
         if plan.groups.get("su"):
-            p = out / "topology.conf"
-            p.write_text(self._slurm())
-            inputs["slurm"].append(p)
-        p = out / "nodes.json"
-        p.write_text(self._kube())
-        inputs["k8s"].append(p)
-        p = out / "topo.txt"
-        p.write_text(self._topo())
-        inputs["gpu_topo"].append(p)
-        p = out / "metrics.prom"
-        p.write_text(self._metrics())
-        inputs["metrics"].append(p)
-        p = out / "steps.csv"
-        p.write_text(self._steps())
-        inputs["steps"].append(p)
+            files.append(("slurm", "topology.conf", self._slurm))
+        files += [("k8s", "nodes.json", self._kube), ("gpu_topo", "topo.txt", self._topo),
+                  ("metrics", "metrics.prom", self._metrics), ("steps", "steps.csv", self._steps)]
+        for key, name, render in files:
+            p = out / name
+            p.write_text(render())
+            inputs[key].append(p)
         return dict(inputs)
 
     def _ibnet(self, cables: list[tuple[tuple[str, str], tuple[str, str], float]]) -> str:
