@@ -454,6 +454,9 @@ class FailureMode(CatalogEntry):
     observed_count: NonNegativeInt | None = None
     observed_unit_hours: PositiveFloat | None = None
     gpus: list[EntryId] = Field(default_factory=list)
+    # The published fleet study the rate comes from (shown as the rate basis); one fleet per
+    # GPU generation (reliability.yaml says how the fleet of each generation was chosen).
+    fleet: StrictStr = ""
 
     @model_validator(mode="after")
     def _rate_matches_observation(self) -> FailureMode:

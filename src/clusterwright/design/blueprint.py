@@ -255,6 +255,12 @@ class DesignFacts:
     swing_mw: float | None = None
     finetune_misses_window: tuple[str, ...] = ()
     estimated_prices: int = 0  # prices/assumptions tagged [estimate] in the TCO
+    rate_basis: str = ""  # the fleet study the failure rates come from
+    hot_spares: int | None = None  # spare and idle nodes the training job can take
+    spare_wait_hours: float | None = None  # mean hours the job waits for nodes (Monte Carlo)
+    recommended_spares: int | None = None
+    ettr: float | None = None
+    ettr_with_recommended_spares: float | None = None
 
 
 def assess_risks(f: DesignFacts) -> list[Risk]:
@@ -289,8 +295,22 @@ def assess_risks(f: DesignFacts) -> list[Risk]:
         out.append(Risk(
             sev, "reliability", f"{n:.2f} job interruptions per day",
             f"a job on all {f.gpus:,} GPUs is interrupted about {n:.2f} times a day ({mtbf}; "
-            "catalog failure rates, Llama 3 Table 5 at H100 scale): checkpoint at the Daly "
-            "interval, automate restarts, keep hot spares (>= 1/day: high, >= 0.2/day: medium)",
+            f"{f.rate_basis or 'catalog failure rates'}): checkpoint at the Daly interval, "
+            "automate restarts, keep hot spares (>= 1/day: high, >= 0.2/day: medium)",
+        ))
+    if (f.spare_wait_hours is not None and f.recommended_spares is not None
+            and f.hot_spares is not None and f.hot_spares < f.recommended_spares
+            and f.spare_wait_hours >= 1.0):
+        gain = (f" (ETTR {100 * f.ettr:.0f} % -> {100 * f.ettr_with_recommended_spares:.0f} %)"
+                if f.ettr is not None and f.ettr_with_recommended_spares is not None else "")
+        out.append(Risk(
+            "high" if f.spare_wait_hours >= 24 else "medium", "reliability",
+            f"{f.spare_wait_hours:,.0f} h waiting for repaired nodes",
+            f"with {f.hot_spares} hot spare node(s) the training job waits "
+            f"{f.spare_wait_hours:,.0f} h on average for failed nodes to come back from "
+            "repair (Monte Carlo, repair queue); "
+            f"{f.recommended_spares} spares would cover the nodes in repair 99 % of the time"
+            f"{gain}: add them with cluster.spares (>= 24 h: high, >= 1 h: medium)",
         ))
     if f.swing_mw is not None and f.swing_mw >= 1.0:
         out.append(Risk(

@@ -57,8 +57,14 @@ def checkpoint_cost(cat: Catalog, arch: ModelArch, gpus: int, precision: str = "
     read_cap = storage_gbps or gpus * cat.assumption("storage_aggregate_read_gbps_per_gpu")
     write = rel.transfer_s(size, streams, cat.assumption("storage_write_gbps_per_gpu"), write_cap)
     read = rel.transfer_s(size, streams, cat.assumption("storage_read_gbps_per_gpu"), read_cap)
-    return CheckpointCost(size, write, read,
-                          cat.assumption("reliability_restart_overhead_s") + read)
+    return CheckpointCost(size, write, read, restart_s(cat, gpus, read))
+
+
+def restart_s(cat: Catalog, gpus: int, restore_s: float) -> float:
+    """One restart of a job on ``gpus`` GPUs (catalog overhead with its NCCL-init part scaled
+    by log2 of the ranks, ``model.reliability.restart_s``) plus reading the checkpoint back."""
+    return rel.restart_s(gpus, cat.assumption("reliability_restart_overhead_s"),
+                         cat.assumption("reliability_nccl_init_s_at_4k_gpus"), restore_s)
 
 
 @dataclass(frozen=True)

@@ -19,12 +19,16 @@ from typing import Any, Literal
 from clusterwright.catalog.registry import Catalog
 from clusterwright.catalog.schema import FailureMode, ModelArch, Server
 from clusterwright.design.train_goodput import checkpoint_cost
+from clusterwright.design.train_goodput import restart_s as scaled_restart_s
 from clusterwright.errors import ClusterwrightError, InfeasibleError, InputError
 from clusterwright.model import reliability as rel
 from clusterwright.plan.reliability import (
     RunInputs,
+    failure_model,
+    fleet_assumptions,
     forecast_run,
     interruptions,
+    layout_estimate,
     spare_coverage,
 )
 
@@ -42,6 +46,7 @@ class Fleet:
     units: rel.FleetUnits  # GPUs, hosts, switches, links
     modes: list[FailureMode]  # the catalog's failure modes for this GPU
     rate_basis: str  # where the rates come from, in words
+    server_entry: Server | None = None
 
 
 def fleet_for(cat: Catalog, gpus: int, gpu: str | None = None, server: str | None = None,
@@ -72,11 +77,18 @@ def fleet_for(cat: Catalog, gpus: int, gpu: str | None = None, server: str | Non
     per_host = srv.gpus // srv.hosts if srv else 8
     all_modes: list[FailureMode] = cat.all("failure_modes")
     modes = rel.modes_for_gpu(all_modes, gpu_id)
-    specific = any(gpu_id in m.gpus for m in all_modes)
-    basis = (f"failure modes for {gpu_id}" if specific
-             else "generic failure modes (rates measured on H100, Llama 3 Table 5)")
     units = rel.fleet_units(gpus, per_host, radix, switches, links)
-    return Fleet(gpu_id, srv.id if srv else None, per_host, units, modes, basis)
+    return Fleet(gpu_id, srv.id if srv else None, per_host, units, modes,
+                 rate_basis(all_modes, modes, gpu_id), srv)
+
+
+def rate_basis(all_modes: list[FailureMode], modes: list[FailureMode], gpu_id: str) -> str:
+    """Where a GPU's failure rates come from, in words: its generation's fleet study, or the
+    generic (H100) fleet applied to another GPU."""
+    names = "; ".join(rel.fleets(modes)) or "the catalog's failure modes"
+    if any(gpu_id in m.gpus for m in all_modes):
+        return f"failure modes for {gpu_id}: {names}"
+    return f"generic failure modes ({names}; rates measured on H100)"
 
 
 def checkpoint_io(cat: Catalog, arch: ModelArch, gpus: int, precision: str = "bf16",
@@ -100,11 +112,12 @@ def checkpoint_io(cat: Catalog, arch: ModelArch, gpus: int, precision: str = "bf
     }
 
 
-def _restart_s(cat: Catalog, given: float | None, io: dict[str, float]) -> float:
-    """A restart: the given seconds, else the assumption plus reading the checkpoint back."""
+def _restart_s(cat: Catalog, given: float | None, io: dict[str, float], gpus: int) -> float:
+    """A restart: the given seconds, else the catalog's restart at this scale plus reading the
+    checkpoint back."""
     if given is not None:
         return given
-    return cat.assumption("reliability_restart_overhead_s") + io.get("restore_s", 0.0)
+    return scaled_restart_s(cat, gpus, io.get("restore_s", 0.0))
 
 
 def _repair_hours(cat: Catalog, given: float | None) -> float:
@@ -136,6 +149,7 @@ class ReliabilityRequest:
     repair_hours: float | None = None
     trials: int = 1000
     seed: int = 0
+    fleet_model: bool = True  # lemons, node losses by domain, fail-slows; False: i.i.d.
 
 
 def reliability_report(cat: Catalog, req: ReliabilityRequest) -> dict[str, Any]:
@@ -174,13 +188,19 @@ def reliability_report(cat: Catalog, req: ReliabilityRequest) -> dict[str, Any]:
     else:
         raise InputError("checkpoint_write_s: give it, or `model` to size the checkpoint "
                          "(needed by `monte_carlo`)", field="checkpoint_write_s")
-    restart = _restart_s(cat, req.restart_s, io)
+    restart = _restart_s(cat, req.restart_s, io, req.gpus)
     repair_h = _repair_hours(cat, req.repair_hours)
     work = (req.train_days or req.days) * rel.DAY
+    fm = None
+    if req.fleet_model:
+        fm = failure_model(cat, fleet.modes, u,
+                           layout_estimate(cat, fleet.server_entry, req.gpus, req.radix))
+        out["failure_model"] = fm.as_dict()
+        out["failure_assumptions"] = fleet_assumptions(cat)
     fc = forecast_run(inter, RunInputs(
         work_s=work, checkpoint_write_s=delta, restart_s=restart, repair_hours=repair_h,
         interval_s=req.interval_s, hot_spares=req.hot_spares, trials=req.trials,
-        seed=req.seed))
+        seed=req.seed, model=fm))
     summary = dict(fc.summary)
     summary.update({
         "train_days": work / rel.DAY,
@@ -191,6 +211,7 @@ def reliability_report(cat: Catalog, req: ReliabilityRequest) -> dict[str, Any]:
         "repair_hours": repair_h,
         "analytical_ettr": fc.analytical_ettr,
         "analytical_time_to_train_days": fc.analytical_wall_s / rel.DAY,
+        "gpu_hours_lost": {k: v * req.gpus for k, v in fc.summary["hours_lost"].items()},
         **({"checkpoint_bytes": io["checkpoint_bytes"]} if io else {}),
     })
     out["monte_carlo"] = summary
@@ -272,7 +293,7 @@ def checkpoint_report(cat: Catalog, req: CheckpointRequest) -> dict[str, Any]:
         if not math.isfinite(mtbf_h):
             raise InfeasibleError("gpus: nothing in the catalog can fail at this scale; give "
                                   "`mtbf_hours`", "no_failures", field="gpus")
-    restart = _restart_s(cat, req.restart_s, io)
+    restart = _restart_s(cat, req.restart_s, io, req.gpus or 4096)
     wait = 0.0
     if req.hot_spares is not None and fleet is not None:
         sp = spare_coverage(mtbf_h, rel.repair_fraction(fleet.modes, fleet.units),

@@ -233,7 +233,24 @@ def design_facts(sc: Scenario, cand: Candidate, d: DesignedCluster | None,
         else None,
         finetune_misses_window=misses,
         estimated_prices=len(d.tco.estimates) if d.tco is not None else 0,
+        **_reliability_facts(rel_out),
     )
+
+
+def _reliability_facts(rel_out: dict[str, Any] | None) -> dict[str, Any]:
+    """The reliability numbers the risks are judged on (None when there is no training job)."""
+    if not rel_out:
+        return {}
+    mc = rel_out.get("monte_carlo") or {}
+    alt = rel_out.get("with_recommended_spares") or {}
+    return {
+        "rate_basis": rel_out.get("rate_basis", ""),
+        "hot_spares": rel_out.get("hot_spares"),
+        "spare_wait_hours": (mc.get("spare_wait_hours") or {}).get("mean"),
+        "recommended_spares": rel_out.get("recommended_spares"),
+        "ettr": rel_out.get("ettr"),
+        "ettr_with_recommended_spares": alt.get("ettr"),
+    }
 
 
 def tco_view(d: DesignedCluster, years: float) -> dict[str, Any] | None:
