@@ -28,6 +28,7 @@ from clusterwright.catalog.schema import (
     ModelArch,
     Nic,
     Server,
+    StorageSystem,
     Switch,
     Transceiver,
 )
@@ -59,12 +60,13 @@ ENTRY_TYPES: dict[str, type[CatalogEntry]] = {
     # packaged in data/training_confidence.yaml (generated; registry TOPIC_FILES)
     "training_regimes": TrainingRegime,
     "mfu_records": MfuRecord,
+    "storage_systems": StorageSystem,  # packaged in data/storage.yaml (registry TOPIC_FILES)
 }
 
 ENV_VAR = "CLUSTERWRIGHT_CATALOG"
 PACKAGE_FILES = (*ENTRY_TYPES, "assumptions")
 # Packaged files named after a topic rather than a kind; each may hold several kinds.
-TOPIC_FILES = ("reliability", "training_confidence")
+TOPIC_FILES = ("reliability", "training_confidence", "storage")
 
 E = TypeVar("E", bound=BaseModel)
 

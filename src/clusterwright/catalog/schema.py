@@ -479,3 +479,30 @@ class FailureMode(CatalogEntry):
     def rate_per_hour(self) -> float:
         """Failures per unit-hour."""
         return self.rate_per_million_unit_hours / 1e6
+
+
+# --------------------------------------------------------------------------- storage
+
+
+class StorageSystem(CatalogEntry):
+    """A shared storage building block the storage planner buys in whole units
+    (``design/storage_plan.py``): a parallel-file-system appliance, an object-store node or a
+    cloud file system's unit of capacity. Bandwidths are GB/s (decimal) per unit, as its
+    datasheet or a published benchmark gives them; ``read_gbps`` and ``write_gbps`` are what the
+    unit sustains for large sequential I/O from many clients."""
+
+    kind: Literal["parallel-fs", "object", "nas", "cloud-fs"]
+    vendor: StrictStr
+    read_gbps: PositiveFloat
+    write_gbps: PositiveFloat
+    capacity_tb: PositiveFloat  # usable, decimal TB
+    ports: PositiveInt  # network ports per unit
+    port_gbps: PositiveFloat  # Gb/s per port
+    rack_units: NonNegativeInt  # 0 for a cloud service
+    power_w: NonNegativeFloat  # per unit, under load
+    price_usd: PositiveFloat | None = None  # per unit (on premises); None: not priced
+    price_source: StrictStr | None = None
+    usd_per_month: PositiveFloat | None = None  # per unit (cloud)
+    min_units: PositiveInt = 1  # the fewest a redundant deployment runs on
+    max_units: PositiveInt | None = None  # the most one deployment scales to
+    embodied_kgco2e: NonNegativeFloat | None = None  # per unit, where a source gives it

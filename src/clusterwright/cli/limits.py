@@ -137,3 +137,11 @@ RECHECK = Bound(0, 10, why="leading layouts")
 LAB_TIMEOUT_S = Bound(0, 3_600.0, low_open=True, why="seconds to wait for convergence")
 RECHECK_BUDGET_S = Bound(0, 600.0, why="seconds")
 PREFETCH = Bound(0, 1_024, why="layers")
+
+# --- storage and energy (ops storage, ops carbon; as the scenario's storage: and energy:) ---
+STORAGE_UNITS = Bound(1, 100_000, why="units of a storage system, as in scenario files")
+CHECKPOINT_COPIES = Bound(1, 1_000, why="checkpoints kept")
+DATASET_TB = Bound(0, 1e9, why="TB")
+DATA_GBPS_PER_GPU = Bound(0, 1_000.0, why="GB/s per GPU")
+RENEWABLE_SHARE = Bound(0, 1.0, why="a fraction")
+GRID_YEAR = Bound(2000, 2100)

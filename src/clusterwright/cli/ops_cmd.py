@@ -10,10 +10,12 @@ import typer
 from clusterwright.cli.ops_power_cmd import power
 from clusterwright.cli.ops_reliability_cmd import checkpoint, reliability
 from clusterwright.cli.ops_schedule_cmd import schedule
+from clusterwright.cli.ops_storage_cmd import storage
 from clusterwright.cli.ops_tco_cmd import tco
 
 app = typer.Typer(
-    help="Operations twin: failures and checkpoints, scheduling, power and cooling, TCO.",
+    help="Operations twin: failures and checkpoints, storage, scheduling, power and cooling, "
+    "energy and carbon, TCO.",
     no_args_is_help=True,
 )
 
@@ -22,4 +24,5 @@ app.command("checkpoint")(checkpoint)
 app.command("power")(power)
 app.command("reliability")(reliability)
 app.command("schedule")(schedule)
+app.command("storage")(storage)
 app.command("tco")(tco)

@@ -21,11 +21,14 @@ from clusterwright.report.fmt import signed_pct, usd
 if TYPE_CHECKING:
     from clusterwright.design.fabric import Fabric
 
-SCHEMA_VERSION = "1.2"  # 1.1: ``decisions`` (why each choice was made); 1.2: ``bom``,
-# ``sources``, fabric ``shape`` and ``cabling``, tco ``capex_by_category_usd``
+SCHEMA_VERSION = "1.3"  # 1.1: ``decisions`` (why each choice was made); 1.2: ``bom``,
+# ``sources``, fabric ``shape`` and ``cabling``, tco ``capex_by_category_usd``; 1.3:
+# ``storage`` (the storage tier) and ``energy`` (energy and carbon per run and per year,
+# power trace)
 
 ConstraintName = Literal[
-    "budget_usd", "power_per_rack_kw", "cooling", "deadline_days", "slo", "gpus", "memory"
+    "budget_usd", "power_per_rack_kw", "cooling", "deadline_days", "slo", "gpus", "memory",
+    "storage",
 ]
 Severity = Literal["high", "medium", "low"]
 
@@ -438,6 +441,8 @@ class Blueprint:
     tco: dict[str, Any] | None
     risks: list[dict[str, Any]]
     decisions: list[dict[str, Any]] = field(default_factory=list)  # Decision.as_dict()
+    storage: dict[str, Any] | None = None  # design/storage_plan.StoragePlan.as_dict()
+    energy: dict[str, Any] | None = None  # plan/energy: per run and per year, carbon, trace
     bom: list[dict[str, Any]] = field(default_factory=list)  # fabric_tables.bom_rows
     sources: list[dict[str, Any]] = field(default_factory=list)  # catalog entries cited
     artifacts: dict[str, Any] = field(default_factory=dict)
@@ -453,10 +458,11 @@ class Blueprint:
         "schema_version", "clusterwright_version", "scenario", "feasible",
         "binding_constraints", "recommendation", "alternatives", "workloads", "cluster",
         "fabric", "racks", "power", "reliability", "tco", "risks", "decisions", "bom", "sources",
-        "artifacts", "timings_s", "notes",
+        "artifacts", "timings_s", "notes", "storage", "energy",
     )
     # Keys a blueprint of an earlier minor version may lack, with the value they stand for.
-    ADDED: ClassVar[dict[str, Any]] = {"decisions": [], "bom": [], "sources": []}
+    ADDED: ClassVar[dict[str, Any]] = {"decisions": [], "bom": [], "sources": [],
+                                       "storage": None, "energy": None}
 
     def to_dict(self) -> dict[str, Any]:
         """The blueprint.json object, keys in contract order."""

@@ -366,7 +366,10 @@ def reliability_view(run: PlanRun, cand: Candidate, d: DesignedCluster) -> dict[
     mtbf_h = day.job_mtbf_hours
     arch = run.models[row["name"]]
     n = row["gpus"]
-    ck = checkpoint_cost(cat, arch, n)
+    # The checkpoint on the designed storage tier (its stall, persist and restore).
+    ck = checkpoint_cost(cat, arch, n, mtbf_s=mtbf_h * rel.HOUR if math.isfinite(mtbf_h)
+                         else None, server=server, storage=d.storage,
+                         mode=run.scenario.storage.checkpoint)
     # Hot spares: the scenario's spare servers and the servers no workload uses, as hosts.
     info = cand.detail.get("cluster") or {}
     spares = int((info.get("spare_nodes", 0) + info.get("idle_nodes", 0)) * server.hosts)
@@ -384,7 +387,9 @@ def reliability_view(run: PlanRun, cand: Candidate, d: DesignedCluster) -> dict[
         "ettr": None, "timeline": [], "monte_carlo": None,
     }
     ckpt: dict[str, Any] = {"bytes": ck.bytes, "write_s": ck.write_s, "restart_s": ck.restart_s,
-                            "restore_s": ck.read_s, "interval_s": None, "ettr": None}
+                            "restore_s": ck.read_s, "interval_s": None, "ettr": None,
+                            "mode": ck.mode, "persist_s": ck.persist_s,
+                            "storage_system": ck.storage.system.id if ck.storage else None}
     row["checkpoint"] = ckpt
     if not math.isfinite(mtbf_h) or row["time_to_train_days"] is None:
         return out
@@ -394,15 +399,18 @@ def reliability_view(run: PlanRun, cand: Candidate, d: DesignedCluster) -> dict[
     # The failure-free work: the steps and the evaluation passes (time_to_train_days is the
     # production time, failures already in).
     work = row["compute_days"] * rel.DAY * (1.0 + row["production"]["eval_fraction"])
+    interval = ck.interval_s(mtbf_h * rel.HOUR)
     inputs = RunInputs(work_s=work, checkpoint_write_s=ck.write_s, restart_s=ck.restart_s,
                        repair_hours=cat.assumption("reliability_node_repair_hours"),
-                       hot_spares=spares, trials=200 if run.quick else 1000,
-                       seed=run.scenario.seed, model=fm)
+                       interval_s=interval, hot_spares=spares,
+                       trials=200 if run.quick else 1000, seed=run.scenario.seed, model=fm)
     wait = fm.mean_wait_s(spares)
     cp = rel.checkpoint_plan(ck.write_s, mtbf_h * rel.HOUR, ck.restart_s, wait)
-    ckpt.update(interval_s=cp.daly_interval_s, ettr=cp.ettr, young_interval_s=cp.young_interval_s)
-    out["ettr"] = cp.ettr
-    out["ettr_analytical"] = cp.ettr
+    at = rel.ettr(interval, ck.write_s, mtbf_h * rel.HOUR, ck.restart_s, wait)
+    ckpt.update(interval_s=interval, ettr=at, young_interval_s=cp.young_interval_s,
+                daly_interval_s=cp.daly_interval_s)
+    out["ettr"] = at
+    out["ettr_analytical"] = at
     out["expected_spare_wait_s_per_failure"] = wait
     try:
         fc = forecast_run(day, inputs)

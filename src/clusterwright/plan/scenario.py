@@ -192,7 +192,7 @@ def plan_scenario(scenario: Scenario, cat: Catalog, *, progress: Progress | None
             # The architect's decisions as validated (defaults filled), so a blueprint says
             # what it was asked for as well as what it chose.
             **{k: getattr(scenario, k).model_dump(mode="json")
-               for k in ("cluster", "fabric", "prices", "cloud")},
+               for k in ("cluster", "fabric", "prices", "cloud", "storage", "energy")},
         },
         feasible=choice.feasible,
         binding_constraints=[v.as_dict() for v in choice.binding],
@@ -211,6 +211,7 @@ def plan_scenario(scenario: Scenario, cat: Catalog, *, progress: Progress | None
         risks=risks,
         decisions=[x.as_dict() for x in decisions + chosen.decisions],
         bom=bom_view(d) if d is not None else [],
+        storage=d.storage.as_dict() if d is not None and d.storage is not None else None,
         sources=sources_view(d, chosen, cat, tco_out),
         timings_s=dict(run.timings),
         notes=run.notes,

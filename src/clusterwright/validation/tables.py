@@ -12,6 +12,7 @@ from clusterwright.validation.power_table import power_table
 from clusterwright.validation.reliability_table import reliability_table
 from clusterwright.validation.rows import TableResult
 from clusterwright.validation.serving_table import serving_table
+from clusterwright.validation.storage_table import storage_table
 from clusterwright.validation.training_table import memory_table, training_table
 
 TABLES: dict[str, Callable[[], TableResult]] = {
@@ -23,4 +24,5 @@ TABLES: dict[str, Callable[[], TableResult]] = {
     "serving": serving_table,
     "power": power_table,
     "reliability": reliability_table,
+    "storage": storage_table,
 }
