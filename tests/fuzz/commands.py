@@ -46,6 +46,7 @@ BASES: dict[str, list[str]] = {
     "ops reliability": ["ops", "reliability", "--gpus", "1024", "--days", "10", "--json"],
     "ops schedule": ["ops", "schedule", "examples/ops/jobs.csv", "--json"],
     "ops tco": ["ops", "tco", "--server", "dgx-h100", "--nodes", "8", "--json"],
+    "ops carbon": ["ops", "carbon", "--gpu-hours", "1e6", "--region", "us", "--json"],
     "ops storage": ["ops", "storage", "--gpus", "64", "--model", "llama-3.1-8b", "--json"],
     "runs list": ["runs", "list", "--db", "{tmp}/cw.db", "--json"],
     "runs show": ["runs", "show", "1", "--db", "{tmp}/cw.db", "--json"],

@@ -25,6 +25,7 @@ from clusterwright.catalog.schema import (
     CloudOffer,
     FailureMode,
     Gpu,
+    GridRegion,
     ModelArch,
     Nic,
     Server,
@@ -61,12 +62,13 @@ ENTRY_TYPES: dict[str, type[CatalogEntry]] = {
     "training_regimes": TrainingRegime,
     "mfu_records": MfuRecord,
     "storage_systems": StorageSystem,  # packaged in data/storage.yaml (registry TOPIC_FILES)
+    "grid_regions": GridRegion,  # packaged in data/energy.yaml (registry TOPIC_FILES)
 }
 
 ENV_VAR = "CLUSTERWRIGHT_CATALOG"
 PACKAGE_FILES = (*ENTRY_TYPES, "assumptions")
 # Packaged files named after a topic rather than a kind; each may hold several kinds.
-TOPIC_FILES = ("reliability", "training_confidence", "storage")
+TOPIC_FILES = ("reliability", "training_confidence", "storage", "energy")
 
 E = TypeVar("E", bound=BaseModel)
 

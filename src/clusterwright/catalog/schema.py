@@ -506,3 +506,30 @@ class StorageSystem(CatalogEntry):
     min_units: PositiveInt = 1  # the fewest a redundant deployment runs on
     max_units: PositiveInt | None = None  # the most one deployment scales to
     embodied_kgco2e: NonNegativeFloat | None = None  # per unit, where a source gives it
+
+
+# --------------------------------------------------------------------------- energy
+
+
+class GridRegion(CatalogEntry):
+    """Average carbon intensity of a grid region's electricity by year, gCO2e per kWh
+    (location-based accounting, GHG Protocol Scope 2 Guidance); ``gco2_per_kwh`` maps the
+    year (as a string, YAML ids are strings) to its value."""
+
+    gco2_per_kwh: dict[Annotated[StrictStr, Field(pattern=r"^(19|20|21)[0-9]{2}$")],
+                       NonNegativeFloat]
+    basis: Literal["CO2", "CO2e"] = "CO2e"  # what the source counts
+
+    @model_validator(mode="after")
+    def _has_a_year(self) -> GridRegion:
+        if not self.gco2_per_kwh:
+            raise ValueError("gco2_per_kwh: give at least one year")
+        return self
+
+    def intensity(self, year: int | None = None) -> tuple[int, float]:
+        """(year, gCO2e/kWh): that year's, else the latest."""
+        years = sorted(int(y) for y in self.gco2_per_kwh)
+        y = years[-1] if year is None else year
+        if str(y) not in self.gco2_per_kwh:
+            raise KeyError(y)
+        return y, self.gco2_per_kwh[str(y)]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import typer
 
+from clusterwright.cli.ops_carbon_cmd import carbon
 from clusterwright.cli.ops_power_cmd import power
 from clusterwright.cli.ops_reliability_cmd import checkpoint, reliability
 from clusterwright.cli.ops_schedule_cmd import schedule
@@ -20,6 +21,7 @@ app = typer.Typer(
 )
 
 # Subcommand registrations (one line per module, alphabetical):
+app.command("carbon")(carbon)
 app.command("checkpoint")(checkpoint)
 app.command("power")(power)
 app.command("reliability")(reliability)

@@ -47,6 +47,7 @@ from clusterwright.plan.cluster import (
 from clusterwright.plan.context import PlanRun, Progress, no_progress
 from clusterwright.plan.decisions import decisions_for
 from clusterwright.plan.design import DesignedCluster, design_candidate
+from clusterwright.plan.energy import energy_view
 from clusterwright.plan.finetune import size_finetune
 from clusterwright.plan.inference import latency_curves, size_inference
 from clusterwright.plan.reliability import reliability_view
@@ -174,6 +175,10 @@ def plan_scenario(scenario: Scenario, cat: Catalog, *, progress: Progress | None
                 f"the TCO prices racks from its own plan at the {d.cooling}-cooling rack "
                 f"limit ({tco_racks} racks); this design has {len(d.fab.racks)} racks at "
                 f"{d.power.racks.limit_kw:g} kW")
+    energy_out = None
+    if d is not None:
+        with run.timed("energy"):
+            energy_out = energy_view(run, chosen, d)
     facts = design_facts(scenario, chosen, d, rel_out)
     risks = [r.as_dict() for r in assess_risks(facts)]
     risks += [r.as_dict() for r in spares_plan(
@@ -212,6 +217,7 @@ def plan_scenario(scenario: Scenario, cat: Catalog, *, progress: Progress | None
         decisions=[x.as_dict() for x in decisions + chosen.decisions],
         bom=bom_view(d) if d is not None else [],
         storage=d.storage.as_dict() if d is not None and d.storage is not None else None,
+        energy=energy_out,
         sources=sources_view(d, chosen, cat, tco_out),
         timings_s=dict(run.timings),
         notes=run.notes,

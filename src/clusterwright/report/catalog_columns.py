@@ -19,10 +19,17 @@ KINDS: dict[str, tuple[str, ...]] = {
     "engines": ("serving_engines",),
     "failures": ("failure_modes",),
     "storage": ("storage_systems",),
+    "grids": ("grid_regions",),
 }
 
 # Columns of the human table per kind: (header, function of entry).
 COLUMNS: dict[str, list[tuple[str, Any]]] = {
+    "grid_regions": [
+        ("id", lambda e: e.id),
+        ("name", lambda e: e.name),
+        ("gCO2e/kWh by year", lambda e: ", ".join(f"{y}: {v:g}"
+                                                 for y, v in sorted(e.gco2_per_kwh.items()))),
+    ],
     "storage_systems": [
         ("id", lambda e: e.id),
         ("kind", lambda e: e.kind),

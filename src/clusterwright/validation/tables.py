@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from clusterwright.validation.carbon_table import carbon_table
 from clusterwright.validation.collective_curves_table import collective_curves_table
 from clusterwright.validation.collectives_table import collectives_table
 from clusterwright.validation.fabric_table import fabric_table
@@ -25,4 +26,5 @@ TABLES: dict[str, Callable[[], TableResult]] = {
     "power": power_table,
     "reliability": reliability_table,
     "storage": storage_table,
+    "carbon": carbon_table,
 }
