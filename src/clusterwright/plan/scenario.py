@@ -218,7 +218,7 @@ def plan_scenario(scenario: Scenario, cat: Catalog, *, progress: Progress | None
         bom=bom_view(d) if d is not None else [],
         storage=d.storage.as_dict() if d is not None and d.storage is not None else None,
         energy=energy_out,
-        sources=sources_view(d, chosen, cat, tco_out),
+        sources=sources_view(d, chosen, cat, tco_out, energy_out),
         timings_s=dict(run.timings),
         notes=run.notes,
         clusterwright_version=__version__,

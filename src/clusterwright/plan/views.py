@@ -87,10 +87,12 @@ def bom_view(d: DesignedCluster) -> list[dict[str, Any]]:
 
 
 def sources_view(d: DesignedCluster | None, cand: Candidate, cat: Catalog,
-                 tco: dict[str, Any] | None) -> list[dict[str, Any]]:
+                 tco: dict[str, Any] | None, energy: dict[str, Any] | None = None
+                 ) -> list[dict[str, Any]]:
     """Every catalog entry a number of the blueprint comes from, with its source and price
     source: the GPU, server, NICs, switches, optics and cables on the BOM, the cloud offers
-    priced, the models and software stacks of the workloads, and the TCO's assumptions."""
+    priced, the models and software stacks of the workloads, the storage system, the grid
+    region of the carbon figures, and the TCO's assumptions."""
     keys: list[tuple[str, str]] = [("gpus", cand.gpu)]
     if cand.server:
         keys.append(("servers", cand.server))
@@ -109,6 +111,10 @@ def sources_view(d: DesignedCluster | None, cand: Candidate, cat: Catalog,
             keys.append(("stacks", w["stack"]))
     for o in ((tco or {}).get("pricing") or {}).get("considered") or []:
         keys.append(("clouds", o["offer"]))
+    if d is not None and d.storage is not None:
+        keys.append(("storage_systems", d.storage.system.id))
+    if energy and isinstance(energy.get("grid"), dict):
+        keys.append(("grid_regions", str(energy["grid"].get("region"))))
     out: list[dict[str, Any]] = []
     seen: set[tuple[str, str]] = set()
     for kind, entry in keys:
