@@ -27,7 +27,8 @@ catalog their sources):
   its mean is ``model.reliability.fail_slow_stretch``. The checkpoints follow the stretched
   compute;
 - **GPU-hours lost**, per trial: restarts, waits for nodes, fail-slow time, and checkpoint
-  writes plus recomputed work (the remainder of the wall time over the work).
+  writes plus recomputed work (the remainder of the wall time over the work). ETTR counts
+  fail-slow time as productive (slow steps still train), as its definition does.
 
 Vectorised over trials: every loop step advances each unfinished trial by one phase (a run
 until the next failure or the end, or one restart attempt), so the loop runs about twice the
@@ -142,7 +143,11 @@ class RunResult:
 
     @property
     def ettr(self) -> np.ndarray:
-        return self.work_s / self.wall_s
+        """Productive time over wall time, as Kokolis et al. (HPCA 2025) define ETTR: steps
+        slowed by a fail-slow still make progress, so they count as productive (they stretch
+        the time to train, not the ETTR); restarts, waits, checkpoints and lost work do not."""
+        slow = self.fail_slow_s if self.fail_slow_s is not None else 0.0
+        return (self.work_s + slow) / self.wall_s
 
     def summary(self) -> dict[str, object]:
         """Distribution of time to train (days), interruptions and ETTR."""
