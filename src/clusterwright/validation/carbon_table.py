@@ -10,7 +10,12 @@
 - ``full_system_kwh``: BLOOM's dynamic plus idle energy against the full-system model (servers
   at their sustained training draw).
 
-Every row is held out: nothing in the catalog was set from these figures.
+Development or held out by source, not by error: the Llama 2 card's rows are development,
+because its stated method ("time: total GPU time ... power consumption: peak power capacity per
+GPU device ... adjusted for power usage efficiency") is the convention ``model/energy.
+model_card_kwh`` implements; the Llama 3.1 card (the same convention on another fleet and
+grid year) and BLOOM's measured energy and carbon are held out. No catalog number was set
+from any of these figures.
 """
 
 from __future__ import annotations
