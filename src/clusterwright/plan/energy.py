@@ -18,7 +18,7 @@ from typing import Any
 
 from clusterwright.catalog.registry import Catalog
 from clusterwright.catalog.schema import GridRegion, Server
-from clusterwright.design.blueprint import Candidate
+from clusterwright.design.blueprint import Candidate, Risk
 from clusterwright.errors import ClusterwrightError, InputError
 from clusterwright.model import energy as en
 from clusterwright.plan.context import PlanRun
@@ -155,7 +155,8 @@ def training_trace(run: PlanRun, cand: Candidate, d: DesignedCluster
     ck = r.get("checkpoint") or {}
     restart = float(ck.get("restart_s") or 0.0)
     tr = en.power_trace(high, low, float(r["step_time_s"]), waiting,
-                        cat.assumption("training_power_ramp_s"), restart)
+                        cat.assumption("training_power_ramp_s"), restart,
+                        run.scenario.energy.ramp_limit_mw_per_s)
     usd_kwh = run.scenario.constraints.electricity_usd_per_kwh
     job_usd_h = (cand.cost_per_gpu_hour_usd or 0.0) * r["gpus"]
     mits = en.mitigations(tr, 8760.0 * cat.assumption("cluster_utilization"), usd_kwh,
@@ -204,3 +205,16 @@ def carbon_report(cat: Catalog, req: CarbonRequest) -> dict[str, Any]:
         out["serving"] = {"kwh_per_million_tokens": kwh_m,
                           "gco2_per_million_tokens": kwh_m * g.gco2_per_kwh}
     return out
+
+
+def energy_risks(energy: dict[str, Any] | None) -> list[Risk]:
+    """A high risk when the training power trace ramps faster than the grid allows."""
+    tr = (energy or {}).get("power_trace") or {}
+    if not tr.get("exceeds_ramp_limit"):
+        return []
+    return [Risk(
+        "high", "power", "Power ramps faster than the grid allows",
+        f"{tr['workload']} swings {tr['swing_mw']:.3g} MW within {tr['ramp_s']:g} s "
+        f"({tr['ramp_mw_per_s']:.3g} MW/s) against the utility's {tr['ramp_limit_mw_per_s']:g} "
+        "MW/s (energy.ramp_limit_mw_per_s); the power trace's mitigations say what a battery, a "
+        "dummy load or a power cap cost")]

@@ -448,8 +448,8 @@ def reliability_view(run: PlanRun, cand: Candidate, d: DesignedCluster) -> dict[
 
 def _ettr(fc: RunForecast) -> float:
     """Productive (failure-free plus fail-slow) time over the mean wall time of ``fc``."""
-    slow_s = fc.summary["hours_lost"]["fail_slow"] * rel.HOUR
-    return (fc.spec.work_s + slow_s) / (fc.summary["time_to_train_days"]["mean"] * rel.DAY)
+    slow_s = float(fc.summary["hours_lost"]["fail_slow"]) * rel.HOUR
+    return (fc.spec.work_s + slow_s) / (float(fc.summary["time_to_train_days"]["mean"]) * rel.DAY)
 
 
 def sample_timeline(spec: RunSpec, modes: list[Any], units: rel.FleetUnits,

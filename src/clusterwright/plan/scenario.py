@@ -47,7 +47,7 @@ from clusterwright.plan.cluster import (
 from clusterwright.plan.context import PlanRun, Progress, no_progress
 from clusterwright.plan.decisions import decisions_for
 from clusterwright.plan.design import DesignedCluster, design_candidate
-from clusterwright.plan.energy import energy_view
+from clusterwright.plan.energy import energy_risks, energy_view
 from clusterwright.plan.finetune import size_finetune
 from clusterwright.plan.inference import latency_curves, size_inference
 from clusterwright.plan.reliability import reliability_view
@@ -181,6 +181,7 @@ def plan_scenario(scenario: Scenario, cat: Catalog, *, progress: Progress | None
             energy_out = energy_view(run, chosen, d)
     facts = design_facts(scenario, chosen, d, rel_out)
     risks = [r.as_dict() for r in assess_risks(facts)]
+    risks += [r.as_dict() for r in energy_risks(energy_out)]
     risks += [r.as_dict() for r in spares_plan(
         run, chosen, d.tco.capex.servers_usd if d is not None and d.tco is not None else None)]
     rec = recommendation_view(scenario, chosen, choice.feasible, choice.binding,

@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
-from clusterwright.spec.numbers import INTEGER, Fraction, NonNegativeFloat
+from clusterwright.spec.numbers import INTEGER, Fraction, NonNegativeFloat, PositiveFloat
 
 MAX_ID_CHARS = 128  # as scenario ids (spec.scenario.MAX_ID_CHARS)
 Id = Annotated[StrictStr, Field(min_length=1, max_length=MAX_ID_CHARS)]
@@ -59,3 +59,7 @@ class EnergySection(BaseModel):
     renewable_share: Fraction = 0.0
     """Share of the energy covered by contracted renewables (PPAs, certificates), 0..1; counted
     at zero emissions in the market-based figure."""
+    ramp_limit_mw_per_s: Annotated[PositiveFloat, Field(le=1e6)] | None = None
+    """The utility's limit on how fast the site's load may change, MW per second. The plan
+    compares a training job's power swing with it (a high risk when exceeded) and prices the
+    mitigations. Unset: the swing is reported without a limit."""
