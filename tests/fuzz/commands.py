@@ -48,6 +48,7 @@ BASES: dict[str, list[str]] = {
     "ops tco": ["ops", "tco", "--server", "dgx-h100", "--nodes", "8", "--json"],
     "ops carbon": ["ops", "carbon", "--gpu-hours", "1e6", "--region", "us", "--json"],
     "ops storage": ["ops", "storage", "--gpus", "64", "--model", "llama-3.1-8b", "--json"],
+    "ops vector": ["ops", "vector", "--vectors", "1e6", "--dim", "768", "--json"],
     "runs list": ["runs", "list", "--db", "{tmp}/cw.db", "--json"],
     "runs show": ["runs", "show", "1", "--db", "{tmp}/cw.db", "--json"],
     "runs delete": ["runs", "delete", "1", "--db", "{tmp}/cw.db", "--yes", "--json"],

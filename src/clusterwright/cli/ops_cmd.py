@@ -13,10 +13,11 @@ from clusterwright.cli.ops_reliability_cmd import checkpoint, reliability
 from clusterwright.cli.ops_schedule_cmd import schedule
 from clusterwright.cli.ops_storage_cmd import storage
 from clusterwright.cli.ops_tco_cmd import tco
+from clusterwright.cli.ops_vector_cmd import vector
 
 app = typer.Typer(
-    help="Operations twin: failures and checkpoints, storage, scheduling, power and cooling, "
-    "energy and carbon, TCO.",
+    help="Operations twin: failures and checkpoints, storage and vector indexes, scheduling, "
+    "power and cooling, energy and carbon, TCO.",
     no_args_is_help=True,
 )
 
@@ -28,3 +29,4 @@ app.command("reliability")(reliability)
 app.command("schedule")(schedule)
 app.command("storage")(storage)
 app.command("tco")(tco)
+app.command("vector")(vector)
