@@ -2,7 +2,8 @@
 
 Every training estimate carries an error band: the validation error of the closest regime
 (stack, precision class, parallelism family) among the published runs of
-``validation/training.csv``. This script predicts every row with the current model (as
+``validation/training.csv`` and ``validation/accelerators.csv`` (TPU, GB300, ...). This
+script predicts every row with the current model (as
 ``clusterwright validate --table training`` does) and writes, per stack:
 
 - one ``training_regimes`` entry per (precision class or any) x (family or any) with at least
@@ -60,7 +61,9 @@ def collect() -> dict[str, list[dict[str, Any]]]:
     cat = load_catalog(env={})
     groups: dict[tuple[str, str, str], list[tuple[float, int, str, str]]] = defaultdict(list)
     seen: dict[tuple[str, str], list[tuple[float, dict[str, str]]]] = defaultdict(list)
-    for r in read_csv("training.csv"):
+    # The accelerators table's rows (TPU, GB300) give their stacks' bands the same way.
+    rows = [*read_csv("training.csv"), *read_csv("accelerators.csv")]
+    for r in rows:
         p = _train_row(cat, r)
         tags = dict(p.tags)
         meas = float(r["value"])

@@ -152,9 +152,10 @@ def test_gpu_specs_are_physically_sane(catalog: Catalog) -> None:
         # dense 16-bit peak and bandwidth within the range of every shipping accelerator
         assert 100 <= g.peak_tflops.get("bf16", g.peak_tflops.get("fp16", 0)) <= 5000, g.id
         assert 500 <= g.memory_bandwidth_gbps <= 10000, g.id
-        assert 24 <= g.memory_gb <= 300, g.id
-        # fp8 (where present) is twice bf16 dense on NVIDIA Hopper/Blackwell and AMD CDNA3
-        if "fp8" in g.peak_tflops and g.vendor != "intel":
+        assert 16 <= g.memory_gb <= 300, g.id  # TPU v5e carries 16 GB
+        # fp8 (where present) is twice bf16 dense on NVIDIA Hopper/Blackwell and AMD CDNA3/4
+        # (TPU v5p runs FP8 at its BF16 rate; Trainium3's MXFP8 is 3.75x its BF16)
+        if "fp8" in g.peak_tflops and g.vendor in ("nvidia", "amd"):
             assert g.peak_tflops["fp8"] == pytest.approx(2 * g.peak_tflops["bf16"], rel=0.02)
 
 
@@ -171,7 +172,8 @@ def test_h100_matches_datasheet(catalog: Catalog) -> None:
 def test_servers_reference_known_gpus_and_fit_their_domain(catalog: Catalog) -> None:
     for s in catalog.all("servers"):
         assert s.gpu in catalog.entries["gpus"]
-        assert s.nvlink_domain_gpus <= s.gpus
+        # a torus pod's domain (its largest slice) spans many physical units
+        assert s.nvlink_domain_gpus <= s.gpus or s.torus is not None
         assert s.backend_nics.count >= 1
     assert catalog.server("gb200-nvl72").nvlink_domain_gpus == 72
     assert catalog.server("dgx-h100").backend_nics.count == 8

@@ -119,3 +119,47 @@ def test_simulator_errors_are_worded_with_the_flags(args: tuple[str, ...], messa
     err = user_error(cw(*SMALL, "--size-bytes", "1e9", *args))
     assert message in err
     assert "size_bytes" not in err and "degraded" not in err
+
+
+# ---------------------------------------------------------------------- congestion control
+
+INCAST = ("--server", "dgx-h100", "--nodes", "8", "--switch", "sn5600", "--size-bytes",
+          "2e6")
+
+
+def test_incast_alone_keeps_the_contract_keys_and_adds_the_fluid_run() -> None:
+    d = netsim_json(*INCAST, "--incast", "6", "--cc", "dcqcn", "--pfc", "--mtu", "4096")
+    for key in CONTRACT_KEYS:
+        assert key in d
+    assert d["collective"] == "incast" and d["incast"] == 6 and d["ranks"] == 7
+    c = d["congestion_control"]
+    assert (c["cc"], c["pfc"], c["mtu"], c["flows"]) == ("dcqcn", True, 4096, 6)
+    assert c["completed"] and c["completion_time_s"] >= d["completion_time_s"] * 0.99
+    assert c["max_queue_bytes"] > 0 and c["cnps"] > 0
+    assert "fluid_wall_s" in d["timings"] and "wall_s" not in c
+
+
+def test_the_text_report_has_the_congestion_control_lines() -> None:
+    r = cw(*INCAST, "--incast", "4")
+    assert r.exit_code == 0, r.output
+    assert "dcqcn" in r.output and "max switch queue" in r.output
+
+
+def test_a_collective_runs_under_congestion_control_too() -> None:
+    d = netsim_json(*SMALL, "--size-bytes", "1e7", "--cc", "none")
+    assert d["collective"] == "allreduce"
+    assert d["congestion_control"]["completed"]
+
+
+@pytest.mark.parametrize(("args", "flag"), [
+    (("--incast", "8"), "--incast: 8 senders need 9 servers; the fabric has 8"),
+    (("--incast", "0"), "--incast"),
+    (("--incast", "2", "--cc", "cubic"), "--cc: unknown congestion control 'cubic'"),
+    (("--incast", "2", "--mtu", "1499"), "--mtu"),
+    (("--incast", "2", "--mtu", "9217"), "--mtu"),
+    (("--incast", "2", "--pfc-storm", "nosuch"), "--pfc-storm"),
+    ((), "--collective"),
+])
+def test_bad_congestion_control_input_exits_2_naming_the_flag(args: tuple[str, ...],
+                                                              flag: str) -> None:
+    assert flag in user_error(cw(*INCAST, *args))

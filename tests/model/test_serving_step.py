@@ -123,3 +123,11 @@ def test_mla_latent_cache_is_not_split_by_tensor_parallelism(cat: Catalog) -> No
     b = step(cat, "deepseek-v3", "b200", ServingParallel(tp=4, moe_tp=4), "fp8", "sglang")
     ka, kb = a._k["kv_bytes_read_per_token"], b._k["kv_bytes_read_per_token"]  # type: ignore
     assert ka == kb
+
+
+def test_a_part_with_bf16_but_no_fp16_peak_runs_attention_at_bf16(cat: Catalog) -> None:
+    """TPUs list BF16 and INT8 but no FP16: attention runs at the BF16 peak (no KeyError)."""
+    g = cat.gpu("tpu-v5e")
+    assert Dtype.fp16 not in g.peak_tflops and Dtype.bf16 in g.peak_tflops
+    s = step(cat, "llama-3.1-8b", "tpu-v5e", ServingParallel(tp=4))
+    assert s.step_s(1024, 0, 0) > 0 and s.step_s(0, 8, 8 * 1024) > 0

@@ -291,3 +291,41 @@ def inference_only() -> dict[str, Any]:
     bp["reliability"] = {"expected_interruptions_per_day": 0.01, "job_mtbf_hours": None,
                          "by_cause": {}, "ettr": None, "timeline": []}
     return bp
+
+
+def multisite() -> dict[str, Any]:
+    """``full()`` with the optional ``multisite`` section of a two-site plan (plan/multisite:
+    2 x 8,192 H100, 400 Gb/s, 20 ms; numbers of ``plan examples/multisite-two-sites.yaml``,
+    rounded)."""
+    bp = full()
+    method = {"inner_steps": 100, "bits": 8.0, "fragments": 1, "overlap_steps": 0.0}
+    bp["multisite"] = {
+        "sites": [{"name": n, "power_mw": 15.0, "wan_gbps": 400.0, "latency_ms": 20.0,
+                   "loss": 0.0, "usd_per_gbps_month": 1000.0} for n in ("east", "west")],
+        "policy": {"method": "diloco", **method},
+        "workloads": [{
+            "name": "pretrain-70b", "model": "llama-3.1-70b", "gpu": "h100-sxm",
+            "server": "dgx-h100", "sites": 2, "gpus_per_site": 8192, "gpus": 16384,
+            "site_capacity_gpus": [9048, 9048], "mw_per_site": 13.58,
+            "layout": {"tp": 8, "pp": 4, "dp": 128, "cp": 2, "ep": 1, "zero": 0,
+                       "micro_batch": 1},
+            "global_batch_per_site": 512, "step_time_s": 0.626,
+            "tokens_per_s_per_site": 6.70e6,
+            "wan": {"gbps": 400.0, "latency_ms": 20.0, "loss": 0.0, "slowest_site": "east"},
+            "method": "diloco",
+            "methods": {
+                "sync": {"inner_steps": 1, "bits": 16.0, "fragments": 1, "overlap_steps": 0.0,
+                         "utilization": 0.204, "wan_gbps_needed": {"90": 2528.0, "95": 2753.0,
+                                                                   "99": 2944.0},
+                         "time_to_train_days": 63.6, "wan_cost_usd": 1.67e6},
+                "diloco": {**method, "utilization": 0.977,
+                           "wan_gbps_needed": {"90": 81.7, "95": 173.5, "99": 953.6},
+                           "time_to_train_days": 13.2, "wan_cost_usd": 3.48e5},
+                "streaming": {"inner_steps": 100, "bits": 4.0, "fragments": 4,
+                              "overlap_steps": 1.0, "utilization": 1.0,
+                              "wan_gbps_needed": {"90": 30.4, "95": 50.1, "99": float("inf")},
+                              "time_to_train_days": 12.9, "wan_cost_usd": 3.40e5}},
+            "utilization": 0.977,
+            "validated": "diloco blocking outer step: INTELLECT-1 (validate --table multisite)",
+            "notes": []}]}
+    return bp

@@ -112,3 +112,36 @@ def test_the_check_reads_the_reports_labels(browser: Any, reports: dict[str, Pat
     finally:
         ctx.close()
     assert n > 250  # drawings, rack elevations and every chart's ticks and legends
+
+
+@pytest.mark.parametrize("viewport", VIEWPORTS, ids=lambda v: f"{v['width']}x{v['height']}")
+def test_multisite_section_is_drawn_and_fits(browser: Any, tmp_path: Path,
+                                             viewport: dict[str, int]) -> None:
+    from tests.report.blueprints import multisite
+
+    path = tmp_path / "multisite.html"
+    render_report(multisite(), path)
+    ctx = browser.new_context(viewport=viewport)
+    try:
+        page = ctx.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(path.as_uri())
+        wait_for_charts(page)
+        section = page.locator("#multisite")
+        assert section.is_visible()
+        assert page.locator("nav a[href='#multisite']").count() == 1
+        text = section.inner_text()
+        for s in ("east", "west", "2 sites x 8,192", "DiLoCo (chosen)", "81.7 Gb/s",
+                  "WAN for 90 %", "unreachable"):
+            assert s in text, s
+        # no table of the section runs past the page's content column
+        overflow = page.evaluate(
+            "() => [...document.querySelectorAll('#multisite table')].filter(t => "
+            "t.getBoundingClientRect().right > document.body.getBoundingClientRect().right + 1"
+            ").length")
+        assert overflow == 0
+        assert errors == []
+        assert layout_problems(page) == []
+    finally:
+        ctx.close()

@@ -253,10 +253,16 @@ def test_impossible_collectives_are_refused(catalog: Catalog, collective: str,
         b.add(collective, ranks, size, algorithm)
 
 
-def test_an_all_to_all_above_max_flows_is_refused(catalog: Catalog) -> None:
+def test_an_all_to_all_above_max_flows_is_aggregated_or_refused(catalog: Catalog) -> None:
     n = math.ceil((1 + math.sqrt(1 + 4 * MAX_FLOWS)) / 2)  # n (n - 1) > MAX_FLOWS
     nodes = math.ceil(n / 8)
     sim, b = setup(catalog, nodes)
     with pytest.raises(SimError, match="smaller expert-parallel group"):
-        b.add("alltoall", list(range(nodes * 8)), GB)
+        b.add("alltoall", list(range(nodes * 8)), GB, aggregate=False)
     assert sim.groups == []
+    col = b.add("alltoall", list(range(nodes * 8)), GB)
+    assert col.aggregated
+    (g,) = col.groups
+    assert len(g.flows) == 0 and g.n_flows == nodes * 8 * (nodes * 8 - 1)
+    sim.run()
+    assert col.time_s > 0

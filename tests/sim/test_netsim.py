@@ -222,9 +222,12 @@ def test_bad_requests_raise_sim_errors_naming_the_field(
     assert "--" not in str(info.value)
 
 
-def test_an_all_to_all_above_max_flows_is_refused(catalog: Catalog) -> None:
-    with pytest.raises(SimError, match="expert-parallel"):
-        netsim(catalog, FabricRequest(server="dgx-h100", nodes=181), collective="alltoall")
+def test_an_all_to_all_above_max_flows_is_aggregated_and_says_so(catalog: Catalog) -> None:
+    d = netsim(catalog, FabricRequest(server="dgx-h100", nodes=513), collective="alltoall",
+               size_bytes=1e6)
+    n = 513 * 8
+    assert d["aggregated"] is True and d["flows"] == n * (n - 1)
+    assert netsim(catalog, collective="alltoall")["aggregated"] is False
 
 
 def test_an_infinite_size_is_refused(catalog: Catalog) -> None:
@@ -251,16 +254,20 @@ def test_out_of_range_requests_blame_their_field(catalog: Catalog, kw: dict[str,
 
 def test_a_fabric_above_the_simulators_size_is_refused_before_it_is_designed(
         catalog: Catalog) -> None:
-    with pytest.raises(SimError, match="at most 65,536") as info:
-        netsim(catalog, FabricRequest(server="dgx-h100", nodes=8193))
+    with pytest.raises(SimError, match="at most 131,072") as info:
+        netsim(catalog, FabricRequest(server="dgx-h100", nodes=16385))
     assert info.value.field == "nodes"
 
 
 def test_queue_pairs_count_against_the_flow_limit(catalog: Catalog) -> None:
-    # 512 GPUs all-to-all: 261,632 flows, 2.1 million with 8 queue pairs each.
+    # 512 GPUs all-to-all: 261,632 flows, 33.5 million with 128 queue pairs each.
     fab = FabricRequest(server="dgx-h100", nodes=64)
     with pytest.raises(SimError, match="queue pairs counted") as info:
-        netsim(catalog, fab, collective="alltoall", qps=8, size_bytes=1e6)
+        netsim(catalog, fab, collective="alltoall", qps=128, size_bytes=1e6)
+    assert info.value.field == "qps"
+    # Adaptive routing places flows one at a time: its limit is lower (2.1 million here).
+    with pytest.raises(SimError, match="adaptive routing") as info:
+        netsim(catalog, fab, collective="alltoall", qps=8, routing="adaptive", size_bytes=1e6)
     assert info.value.field == "qps"
 
 
@@ -269,3 +276,39 @@ def test_wall_clock_fields_are_under_timings_only(catalog: Catalog) -> None:
     assert set(one.pop("timings")) == {"build_wall_s", "sim_wall_s", "events_per_s"}
     two.pop("timings")
     assert one == two
+
+
+# ------------------------------------------------------------------ congestion control
+
+
+def test_fluid_run_matches_max_min_without_congestion(catalog: Catalog) -> None:
+    # One server pair, a ring: no switch port is shared, so no queue forms and the fluid
+    # completion equals the max-min one (latencies included).
+    d = netsim(catalog, size_bytes=64e6, algorithm="ring", cc="none")
+    c = d["congestion_control"]
+    assert c["completion_time_s"] == pytest.approx(d["completion_time_s"], rel=0.02)
+    assert c["paused_links"] == 0
+
+
+def test_spraying_beats_ecmp_under_dcqcn_where_hashes_collide(catalog: Catalog) -> None:
+    fab = FabricRequest(server="dgx-h100", nodes=16, su_hosts=8, switch="sn5600",
+                        oversubscription=2.0)
+    runs = {r: netsim(catalog, fab, size_bytes=16e6, algorithm="ring", routing=r, cc="dcqcn")
+            for r in ("ecmp", "spray")}
+    assert (runs["spray"]["congestion_control"]["completion_time_s"]
+            <= runs["ecmp"]["congestion_control"]["completion_time_s"])
+
+
+def test_a_pfc_storm_holds_the_incast(catalog: Catalog) -> None:
+    fab = FabricRequest(server="dgx-h100", nodes=8, switch="sn5600")
+    d = netsim(catalog, fab, collective=None, incast=4, size_bytes=1e6, pfc=True,
+               storm=["gpu00001/nic0"])
+    c = d["congestion_control"]
+    assert not c["completed"] and c["completion_time_s"] is None
+    assert c["pauses"][0]["link"].endswith("->gpu00001/nic0")
+
+
+def test_pfc_on_infinband_is_refused(catalog: Catalog) -> None:
+    fab = FabricRequest(server="dgx-h100", nodes=4, switch="qm9700")
+    with pytest.raises(SimError, match="pfc: the backend fabric is InfiniBand"):
+        netsim(catalog, fab, collective=None, incast=2, size_bytes=1e6, pfc=True)

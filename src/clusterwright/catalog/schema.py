@@ -10,6 +10,7 @@ Units are in field names where they are not SI: ``memory_gb`` is decimal GB (10^
 
 from __future__ import annotations
 
+import math
 from enum import StrEnum
 from typing import Annotated, Literal
 
@@ -70,14 +71,53 @@ class Assumption(BaseModel):
 
 
 class ScaleUpLink(BaseModel):
-    """The GPU-to-GPU link inside a server or rack (NVLink, Infinity Fabric, ...)."""
+    """The GPU-to-GPU link inside a server or rack (NVLink, Infinity Fabric, TPU ICI,
+    NeuronLink, ...)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    kind: Literal["nvlink", "infinity-fabric", "ethernet", "pcie"]
+    kind: Literal["nvlink", "infinity-fabric", "ethernet", "pcie", "ici", "neuronlink"]
     generation: StrictStr | None = None
     links: PositiveInt | None = None
     bandwidth_gbps_per_direction: PositiveFloat  # GB/s (bytes) per direction, per GPU
+
+
+class HostMemory(BaseModel):
+    """Memory of the CPU a superchip couples to its GPU (Grace's LPDDR5X over NVLink-C2C): an
+    offload tier for optimizer state, weights and KV cache. Per GPU, decimal GB and GB/s."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    memory_gb: PositiveFloat  # CPU memory one GPU can use (the CPU's memory / GPUs per CPU)
+    link: StrictStr  # "NVLink-C2C", "PCIe Gen5 x16", ...
+    link_gbps_per_direction: PositiveFloat  # GB/s per direction, per GPU
+    memory_bandwidth_gbps: PositiveFloat  # the CPU memory's GB/s, per GPU share
+
+
+class Torus(BaseModel):
+    """A torus (or mesh) scale-up network: TPU ICI, Trainium NeuronLink. ``dims`` is the
+    largest shape one ICI domain forms (a TPU slice, an UltraServer); ``wraparound`` says
+    whether every dimension closes into a ring (a mesh without it halves the bandwidth of a
+    bidirectional ring); ``link_gbps_per_direction`` is one link's GB/s each way, and each
+    chip has two links per dimension (one per neighbour). JAX scaling book, "How to Think
+    About TPUs" (bidirectional rings per axis)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    dims: list[PositiveInt] = Field(min_length=1, max_length=3)
+    wraparound: StrictBool = True
+    twisted: StrictBool = False  # twisted tori (v4/v5p 4x4x8 and similar) exist for slices
+    link_gbps_per_direction: PositiveFloat  # GB/s per link per direction
+    hop_latency_us: PositiveFloat = 1.0  # per hop on the ring (us)
+    # Slice shapes the pod can form (each a list of dims); empty: any sub-shape of dims whose
+    # sides divide the pod's.
+    slices: list[list[PositiveInt]] = Field(default_factory=list)
+    # Links between slices (data-centre network, DCN): Gb/s per chip.
+    dcn_gbps_per_chip: PositiveFloat | None = None
+
+    @property
+    def chips(self) -> int:
+        return math.prod(self.dims)
 
 
 class MigProfile(BaseModel):
@@ -96,8 +136,8 @@ class MigProfile(BaseModel):
 
 
 class Gpu(CatalogEntry):
-    vendor: Literal["nvidia", "amd", "intel"]
-    form_factor: Literal["sxm", "pcie", "oam", "superchip"]
+    vendor: Literal["nvidia", "amd", "intel", "google", "aws"]
+    form_factor: Literal["sxm", "pcie", "oam", "superchip", "tpu", "trainium"]
     memory_gb: PositiveFloat
     # What CUDA reports (nvidia-smi's total), GiB: HBM is sized in binary units, so "80GB" is
     # about 80 GiB less a driver reserve. Serving KV capacity uses it where known.
@@ -112,6 +152,13 @@ class Gpu(CatalogEntry):
     # Names other tools give this GPU's systems (NVIDIA AIConfigurator: h100_sxm, b200_sxm,
     # gb200, ...), so measurements that name a system resolve.
     system_names: list[StrictStr] = Field(default_factory=list)
+    # A superchip's CPU memory behind its coherent link (GH200, GB200, GB300): the offload tier.
+    host_memory: HostMemory | None = None
+    # Attention-kernel throughput over the part its stack's attention efficiency was fitted
+    # on (forward, backward): Blackwell Ultra's doubled softmax-exponent (SFU) rate speeds the
+    # FlashAttention loop, not the GEMMs. 1.0 where no such difference is published.
+    attention_fwd_speedup: PositiveFloat = 1.0
+    attention_bwd_speedup: PositiveFloat = 1.0
     price_usd: PositiveFloat | None = None
     price_source: StrictStr | None = None
 
@@ -138,6 +185,9 @@ class NicPorts(BaseModel):
     nic: EntryId | None = None  # catalog NIC id, when the part is known
     count: NonNegativeInt
     speed_gbps: PositiveFloat  # Gb/s per NIC
+    # Cage of a port whose part is not in the catalog (TPU hosts' DCN NICs); None: OSFP
+    # (backend) or QSFP112 (frontend), as the designer assumes for an unnamed part.
+    cage: StrictStr | None = None
 
 
 class Cpu(BaseModel):
@@ -149,9 +199,12 @@ class Cpu(BaseModel):
 
 
 class Server(CatalogEntry):
-    """A server (or a rack-scale system such as GB200 NVL72) as bought."""
+    """A server (or a rack-scale system such as GB200 NVL72, a TPU cube or a Trainium
+    UltraServer) as bought. ``torus`` describes a torus scale-up network (TPU ICI, NeuronLink):
+    then ``nvlink_domain_gpus`` is the largest ICI domain (a pod's biggest slice)."""
 
     kind: Literal["server", "rack"] = "server"
+    torus: Torus | None = None
     gpu: EntryId
     gpus: PositiveInt
     nvlink_domain_gpus: PositiveInt  # GPUs sharing one scale-up domain
@@ -179,6 +232,10 @@ class Server(CatalogEntry):
 
     @model_validator(mode="after")
     def _domain_fits(self) -> Server:
+        if self.torus is not None and self.torus.chips != self.nvlink_domain_gpus:
+            raise ValueError(
+                f"torus dims {self.torus.dims} hold {self.torus.chips} chips, not "
+                f"nvlink_domain_gpus={self.nvlink_domain_gpus}")
         if self.nvlink_domain_gpus > self.gpus and self.kind == "server":
             raise ValueError(
                 f"nvlink_domain_gpus={self.nvlink_domain_gpus} exceeds gpus={self.gpus}"
@@ -244,6 +301,15 @@ class Switch(CatalogEntry):
     cooling: Literal["air", "liquid"] = "air"
     price_usd: PositiveFloat | None = None
     price_source: StrictStr | None = None
+    # Shared packet buffer, MB (10^6 bytes); lossless (PFC) headroom comes out of it.
+    buffer_mb: PositiveFloat | None = None
+    buffer_source: StrictStr | None = None
+
+    @model_validator(mode="after")
+    def _buffer_cited(self) -> Switch:
+        if self.buffer_mb is not None and not self.buffer_source:
+            raise ValueError("buffer_mb needs a buffer_source")
+        return self
 
     @model_validator(mode="after")
     def _capacity_consistent(self) -> Switch:

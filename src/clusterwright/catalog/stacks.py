@@ -35,9 +35,9 @@ class CollectiveLib(CatalogEntry):
     bandwidths in GB/s as the library writes them; ``model/collectives.py`` converts.
     """
 
-    library: Literal["nccl", "rccl"]
+    library: Literal["nccl", "rccl", "xla", "neuron", "hccl"]
     version: StrictStr
-    arch: Literal["ampere", "hopper", "blackwell", "cdna3"]
+    arch: Literal["ampere", "hopper", "blackwell", "cdna3", "cdna4", "tpu", "trainium", "gaudi"]
     # Per algorithm: (LL, LL128, Simple). base = per call; nvlink/net = per hop on that tier.
     base_lat_us: dict[Literal["ring", "tree", "pat"], Protocols]
     nvlink_lat_us: dict[Literal["ring", "tree", "nvls", "pat"], Protocols]

@@ -57,7 +57,9 @@ def list_(
             if i == 0:
                 table.add_column(header, no_wrap=True, min_width=widest, overflow="ignore")
             else:
-                table.add_column(header, overflow="fold")
+                # One word a line: a header breaks between words, not inside one ("TFLOP/ s"),
+                # as long as the terminal leaves each column its longest word.
+                table.add_column("\n".join(header.split()), overflow="fold")
         for e in entries:
             table.add_row(*(fn(e) for _, fn in COLUMNS[k]))
         console.print(table)

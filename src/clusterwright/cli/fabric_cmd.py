@@ -30,6 +30,7 @@ FLAGS = {
     "oob_switch": "--oob-switch", "storage_read_gbps_per_gpu": "--storage-gbps-per-gpu",
     "tenants": "--tenants", "rack_kw": "--rack-kw", "cooling": "--cooling",
     "racks_per_row": "--racks-per-row", "rails": "--rails", "leaf_uplinks": "--leaf-uplinks",
+    "mtu": "--mtu", "lossless_priorities": "--lossless-priorities",
 }
 
 
@@ -83,6 +84,10 @@ def design_cmd(
     rack_kw: float = typer.Option(40.0, "--rack-kw", help="Power limit per rack, kW."),
     cooling: str = typer.Option("air", "--cooling", help="air or liquid."),
     racks_per_row: int | None = typer.Option(None, "--racks-per-row"),
+    mtu: int = typer.Option(
+        9216, "--mtu", help="Backend port MTU, bytes (1,500-9,216): sets PFC headroom."),
+    lossless_priorities: int = typer.Option(
+        2, "--lossless-priorities", help="PFC lossless priorities (0-8) a RoCE port reserves."),
     out: Path | None = typer.Option(None, "--out", help="Write the exports to this directory."),
     force: bool = typer.Option(False, "--force", help="Replace a non-empty --out directory."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
@@ -96,13 +101,15 @@ def design_cmd(
         fail(f"--protocol: {protocol!r} is not one of infiniband, ethernet")
     if cooling not in ("air", "liquid"):
         fail(f"--cooling: {cooling!r} is not one of air, liquid")
-    lim.within(("--nodes", nodes, lim.NODES))
+    lim.within(("--nodes", nodes, lim.NODES), ("--mtu", mtu, lim.MTU),
+               ("--lossless-priorities", lossless_priorities, lim.LOSSLESS_PRIORITIES))
     req = _request(
         server=server, nodes=nodes, oversubscription=oversubscription,
         spine_oversubscription=spine_oversubscription, switch=switch, protocol=protocol,
         tiers=tiers, su_hosts=su_hosts, dual_plane=dual_plane, frontend_switch=frontend_switch,
         oob_switch=oob_switch, storage_read_gbps_per_gpu=storage, tenants=tenants,
-        rack_kw=rack_kw, cooling=cooling, racks_per_row=racks_per_row,
+        rack_kw=rack_kw, cooling=cooling, racks_per_row=racks_per_row, mtu=mtu,
+        lossless_priorities=lossless_priorities,
     )
     with user_errors(FLAGS, name_flags=True):
         if out is not None:
@@ -158,12 +165,38 @@ def _render(d: dict[str, Any]) -> None:
         f"Network power {d['power_w'] / 1e3:,.1f} kW typical ({d['power_max_w'] / 1e3:,.1f} kW "
         f"max); network cost {cost}"
     )
+    _render_pfc(d.get("pfc"))
     for why in d["choices"].values():
         console.print(f"  [dim]{why}[/]")
     for note in d["notes"]:
         console.print(f"  [yellow]note:[/] {note}")
     if "out" in d:
         console.print(f"Wrote {d['files']} files to {d['out']}")
+
+
+def _render_pfc(p: dict[str, Any] | None) -> None:
+    """Headroom per port type and the tightest switch (RoCE backends)."""
+    if not p or p["protocol"] != "ethernet" or not p["port_types"]:
+        return
+    t = Table(title=f"PFC headroom per lossless priority (MTU {p['mtu']}, "
+                    f"{p['lossless_priorities']} lossless priorities)", show_edge=False)
+    for col in ("port", "Gb/s", "ports", "cable m", "headroom KB", "xoff KB"):
+        t.add_column(col, justify="left" if col == "port" else "right")
+    for r in p["port_types"]:
+        cable = (f"{r['cable_m_min']:g}" if r["cable_m_min"] == r["cable_m_max"]
+                 else f"{r['cable_m_min']:g}-{r['cable_m_max']:g}")
+        t.add_row(r["port"], f"{r['speed_gbps']:g}", str(r["ports"]), cable,
+                  f"{r['headroom_bytes'] / 1024:,.0f}", f"{r['xoff_bytes'] / 1024:,.0f}")
+    console.print(t)
+    w = p["worst_switch"]
+    if w:
+        color = "red" if p["switches_short_count"] else "green"
+        console.print(
+            f"  [{color}]{w['name']}: {w['headroom_bytes'] / 1e6:.1f} MB headroom of its "
+            f"{w['buffer_bytes'] / 1e6:g} MB buffer; {w['priorities_that_fit']} lossless "
+            f"priorities fit[/]"
+            + (f"; {p['switches_short_count']} switch(es) short" if p["switches_short_count"]
+               else ""))
 
 
 @app.command("verify")

@@ -18,11 +18,12 @@ from clusterwright.design.tco_plan import MIN_TOKENS_PER_S, MIN_UTILIZATION, MIN
 from clusterwright.sim.cluster_config import MAX_HORIZON_DAYS
 from clusterwright.sim.cluster_jobs import MAX_JOBS
 from clusterwright.sim.netsim import MAX_JOBS as MAX_NETSIM_JOBS
+from clusterwright.sim.netsim_cc import MAX_FLUID_FLOWS
 from clusterwright.sim.network import MAX_QPS_PER_CONNECTION
 from clusterwright.sim.reliability import MAX_TRIALS
 from clusterwright.sim.serving_config import MAX_REPLICAS
 from clusterwright.sim.serving_trace import MAX_LENGTH_CV, MAX_REQUESTS
-from clusterwright.spec.fabric import MAX_NODES, MAX_RACK_KW
+from clusterwright.spec.fabric import MAX_MTU, MAX_NODES, MAX_RACK_KW, MIN_MTU
 from clusterwright.spec.scenario import (
     MAX_BATCH,
     MAX_DEADLINE_DAYS,
@@ -100,6 +101,8 @@ SLO_S = Bound(0, MAX_SLO_S, low_open=True, why="seconds")
 PUE = Bound(1.0, 3.0, why="facility power over IT power, as in scenario files")
 USD_PER_KWH = Bound(0, MAX_USD_PER_KWH)
 RACK_KW = Bound(0, MAX_RACK_KW, low_open=True)
+MTU = Bound(MIN_MTU, MAX_MTU, why="Ethernet frame bytes, standard to jumbo")
+LOSSLESS_PRIORITIES = Bound(0, 8, why="802.1p priorities")
 
 # --- the work of a simulation: keeps a command to seconds ---------------------------------
 REQUESTS = Bound(1, MAX_REQUESTS, why="requests simulated")
@@ -111,6 +114,7 @@ REPLICAS = Bound(1, MAX_REPLICAS, why="replicas simulated; serve plan sizes larg
 LENGTH_CV = Bound(0, MAX_LENGTH_CV, low_open=True)
 NETSIM_QPS = Bound(1, MAX_QPS_PER_CONNECTION, why="NCCL_IB_QPS_PER_CONNECTION's maximum")
 NETSIM_JOBS = Bound(1, MAX_NETSIM_JOBS, why="each job is also simulated alone")
+INCAST = Bound(1, MAX_FLUID_FLOWS, why="senders, each a fluid flow")
 SIZE_BYTES = Bound(0, 1e12, low_open=True, why="bytes per rank, above any GPU's memory")
 FAIL_AT_S = Bound(0, 86_400.0, why="seconds into the collective")
 SCHEDULE_JOBS = Bound(0, MAX_JOBS, why="jobs simulated")
@@ -157,3 +161,15 @@ INDEX_REPLICAS = Bound(1, 10_000, why="copies of an index")
 NODE_MEMORY_GB = Bound(1, 1e6, why="GB of one server")
 CORPUS_TOKENS = Bound(0, 1e15, low_open=True, why="tokens, as training")
 EMBED_PARAMS = Bound(0, 1e13, low_open=True, why="parameters")
+
+# --- multi-site training (train multisite) -------------------------------------------------
+SITES = Bound(1, 64, why="sites joined by WAN links")
+SITE_MW = Bound(0, 10_000.0, low_open=True, why="MW of IT power per site")
+WAN_GBPS = Bound(1e-3, 1e6, why="Gb/s each way per site, 1 Mb/s to 1 Pb/s")
+WAN_LATENCY_MS = Bound(0, 1_000.0, why="one-way milliseconds")
+WAN_LOSS = Bound(0, 0.5, why="packet loss fraction")
+USD_PER_GBPS_MONTH = Bound(0, 1e6, why="USD per Gb/s per month")
+INNER_STEPS = Bound(1, 100_000, why="steps between outer synchronisations")
+WAN_BITS = Bound(1, 32, why="bits per parameter on the WAN")
+FRAGMENTS = Bound(1, 1_024, why="Streaming DiLoCo fragments")
+OVERLAP_STEPS = Bound(0, 100_000, why="inner steps an exchange overlaps")

@@ -11,21 +11,24 @@ from clusterwright.cli import limits as lim
 from clusterwright.cli.common import console, emit_json, fail, state, user_errors
 from clusterwright.cli.fabric_cmd import FLAGS as FABRIC_FLAGS
 from clusterwright.sim.collectives import ALGORITHMS, COLLECTIVES
+from clusterwright.sim.fluid import CCS
 from clusterwright.sim.netsim import PLACEMENTS, NetsimRequest, run_netsim
 from clusterwright.sim.network import ROUTINGS
 from clusterwright.spec.fabric import FabricRequest
 
 # Fields the simulator blames, and the flags users typed for them.
 FLAGS = FABRIC_FLAGS | {"degraded": "--degrade", "jobs": "--jobs", "qps": "--qps",
-                        "ranks": "--ranks", "seed": "--seed", "size_bytes": "--size-bytes"}
+                        "ranks": "--ranks", "seed": "--seed", "size_bytes": "--size-bytes",
+                        "cc": "--cc", "incast": "--incast", "pfc": "--pfc",
+                        "storm": "--pfc-storm", "collective": "--collective"}
 
 
 def netsim(
     ctx: typer.Context,
     server: str = typer.Option(..., "--server", help="Server catalog id."),
     nodes: int = typer.Option(..., "--nodes", help="Servers in the fabric."),
-    collective: str = typer.Option(
-        ..., "--collective", help=f"One of {', '.join(COLLECTIVES)}."
+    collective: str | None = typer.Option(
+        None, "--collective", help=f"One of {', '.join(COLLECTIVES)} (or give --incast)."
     ),
     size_bytes: float = typer.Option(
         ..., "--size-bytes", help="Buffer per rank, bytes (nccl-tests 'size')."
@@ -58,6 +61,21 @@ def netsim(
     tiers: int | None = typer.Option(None, "--tiers"),
     su_hosts: int | None = typer.Option(None, "--su-hosts"),
     dual_plane: bool = typer.Option(False, "--dual-plane", help="Two-plane backend fabric."),
+    cc: str | None = typer.Option(
+        None, "--cc", help=f"Congestion control of the fluid run: {', '.join(CCS)} (default "
+        "dcqcn when --incast, --pfc or --pfc-storm asks for the fluid run)."),
+    incast: int | None = typer.Option(
+        None, "--incast", help="N-to-1 incast: N servers' GPU 0 send --size-bytes each to "
+        "server 0's GPU 0 (with --collective too, both run)."),
+    pfc: bool = typer.Option(
+        False, "--pfc", help="Lossless Ethernet in the fluid run: PFC pauses from the "
+        "switches' shared buffers less their headroom."),
+    mtu: int = typer.Option(
+        9216, "--mtu", help="Backend MTU, bytes (1,500-9,216): the fluid run's packet and "
+        "the PFC headroom."),
+    storm: list[str] = typer.Option(
+        [], "--pfc-storm", help="Device or cable ('a->b') that pauses its links in for good "
+        "(a PFC storm; repeatable; implies --pfc)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Simulate a collective as flows on the designed fabric (max-min fair sharing, ECMP,
@@ -71,7 +89,10 @@ def netsim(
     lim.within(("--nodes", nodes, lim.NODES), ("--size-bytes", size_bytes, lim.SIZE_BYTES),
                ("--seed", seed, lim.SEED), ("--qps", qps, lim.NETSIM_QPS),
                ("--ranks", ranks, lim.PARALLEL), ("--jobs", jobs, lim.NETSIM_JOBS),
-               ("--fail-at", fail_at, lim.FAIL_AT_S))
+               ("--fail-at", fail_at, lim.FAIL_AT_S), ("--incast", incast, lim.INCAST),
+               ("--mtu", mtu, lim.MTU))
+    if collective is None and incast is None:
+        fail("--collective: give a collective (or --incast N)")
     degraded: list[tuple[str, float]] = []
     for item in degrade:
         name, sep, factor = item.rpartition("=")
@@ -86,13 +107,14 @@ def netsim(
         fabric = FabricRequest(
             server=server, nodes=nodes, switch=switch, oversubscription=oversubscription,
             spine_oversubscription=spine_oversubscription, tiers=tiers, su_hosts=su_hosts,
-            dual_plane=dual_plane,
+            dual_plane=dual_plane, mtu=mtu,
         )
         req = NetsimRequest(
             fabric=fabric, collective=collective, size_bytes=size_bytes, routing=routing,
             algorithm=algorithm, seed=seed, qps=qps, polarized=polarized, ranks=ranks,
             jobs=jobs, placement=placement, pxn=not no_pxn, failures=list(fail_),
-            degraded=degraded, fail_at_s=fail_at,
+            degraded=degraded, fail_at_s=fail_at, cc=cc, incast=incast,
+            pfc=pfc or bool(storm), storm=list(storm),
         )
         data = run_netsim(req, state(ctx).catalog())
     if as_json:
@@ -132,3 +154,26 @@ def _render(d: dict[str, Any]) -> None:
         f"[dim]{d['flows']:,} flows, {d['events']} events, simulated in "
         f"{d['timings']['sim_wall_s']:.2f} s[/]"
     )
+    if "congestion_control" in d:
+        _render_cc(d["congestion_control"])
+
+
+def _render_cc(c: dict[str, Any]) -> None:
+    """The fluid run: completion against the max-min time, queues, marks, pauses."""
+    head = f"[bold]{c['cc']}[/]" + (" with PFC" if c["pfc"] else " (lossy: queues unbounded)")
+    if c["completed"]:
+        console.print(
+            f"{head}, MTU {c['mtu']}: {c['completion_time_s'] * 1e3:,.3f} ms "
+            f"({c['slowdown_vs_ideal']:.2f}x the max-min time); flow completion mean "
+            f"{c['flow_completion_s']['mean'] * 1e3:,.3f} ms, p99 "
+            f"{c['flow_completion_s']['p99'] * 1e3:,.3f} ms; Jain {c['jain_fairness']:.3f}")
+    else:
+        console.print(f"{head}: [red]did not complete[/] (a PFC storm or deadlock holds "
+                      "flows)")
+    console.print(
+        f"max switch queue {c['max_queue_bytes'] / 1e6:,.2f} MB; {c['marked_fraction']:.1%} "
+        f"of bytes ECN-marked; {c['paused_links']} link(s) paused by PFC"
+        + (f"; {c['switches_over_buffer']} switch(es) over their buffer (a lossy fabric "
+           "drops there)" if c.get("switches_over_buffer") else ""))
+    for p in c["pauses"][:4]:
+        console.print(f"  paused {p['paused_s'] * 1e3:,.3f} ms: {p['link']}")

@@ -55,6 +55,8 @@ PARAM_OVERLAP_OPT = typer.Option(None, "--param-overlap/--no-param-overlap",
                                  help="Parameter all-gather under the next forward.")
 P2P_OVERLAP_OPT = typer.Option(None, "--p2p-overlap/--no-p2p-overlap",
                                help="Pipeline sends hidden in the steady state.")
+OFFLOAD_OPT = typer.Option(None, "--offload", help="none, or optimizer: Adam state in the "
+                           "superchip's CPU memory (gh200, gb200, gb300).")
 
 
 def _as_flag(name: str, value: str | None) -> str:
@@ -159,6 +161,7 @@ def estimate_cmd(
     grad_overlap: bool | None = GRAD_OVERLAP_OPT,
     param_overlap: bool | None = PARAM_OVERLAP_OPT,
     p2p_overlap: bool | None = P2P_OVERLAP_OPT,
+    offload: str | None = OFFLOAD_OPT,
     dispatch_fp8: bool | None = typer.Option(
         None, "--dispatch-fp8/--no-dispatch-fp8", help="MoE dispatch in FP8 (DeepEP)."),
     expert_imbalance: float | None = typer.Option(
@@ -193,6 +196,7 @@ def estimate_cmd(
                ("--global-batch", global_batch, lim.SEQUENCES),
                ("--seq-len", seq_len, lim.SEQ_TOKENS), ("--shard-group", shard_group, lim.PARALLEL),
                ("--prefetch", prefetch, lim.PREFETCH), ("--seed", seed, lim.SEED))
+    lim.nonempty(("--offload", offload))
     lim.nonempty(("--server", server), ("--stack", stack), ("--schedule", schedule),
                  ("--ep-overlap", ep_overlap), ("--ep-dispatcher", ep_dispatcher),
                  ("--cp-comm", cp_comm), ("--fp8-recipe", fp8_recipe))
@@ -209,7 +213,8 @@ def estimate_cmd(
                          cp_comm=cp_comm, fp8_recipe=fp8_recipe, tp_overlap=tp_overlap,
                          grad_overlap=grad_overlap, param_overlap=param_overlap,
                          p2p_overlap=p2p_overlap, dispatch_fp8=dispatch_fp8,
-                         expert_imbalance=expert_imbalance, prefetch=prefetch, zeropp=zeropp),
+                         expert_imbalance=expert_imbalance, prefetch=prefetch, zeropp=zeropp,
+                         offload=offload),
     )
     with user_errors(name_flags=True):
         try:
@@ -254,6 +259,9 @@ def plan_cmd(
     grad_overlap: bool | None = GRAD_OVERLAP_OPT,
     param_overlap: bool | None = PARAM_OVERLAP_OPT,
     p2p_overlap: bool | None = P2P_OVERLAP_OPT,
+    offload: str | None = OFFLOAD_OPT,
+    slice_shape: str | None = typer.Option(
+        None, "--slice", help="TPU slice shape, e.g. 16x16x24 (a shape the pod forms)."),
     fidelity: str = typer.Option(
         "sim", "--fidelity", help="sim (default): re-check the leading layouts with the "
         "network simulator and report both; analytical: skip it."),
@@ -287,6 +295,7 @@ def plan_cmd(
                ("--deadline-days", deadline_days, lim.DEADLINE_DAYS),
                ("--recheck", recheck, lim.RECHECK),
                ("--recheck-budget-s", recheck_budget_s, lim.RECHECK_BUDGET_S))
+    lim.nonempty(("--offload", offload), ("--slice", slice_shape))
     lim.nonempty(("--server", server), ("--stack", stack), ("--schedule", schedule),
                  ("--ep-overlap", ep_overlap), ("--ep-dispatcher", ep_dispatcher),
                  ("--cp-comm", cp_comm), ("--fp8-recipe", fp8_recipe))
@@ -296,11 +305,11 @@ def plan_cmd(
         model=_arch(cat, model), gpu=gpu, gpus=gpus, seq_len=seq_len, global_batch=global_batch,
         tokens=tokens, deadline_days=deadline_days, precision=precision, server=server,
         stack=stack, fidelity=fidelity, recheck=recheck, recheck_budget_s=recheck_budget_s,
-        routing=routing,
+        routing=routing, slice=slice_shape,
         options=_options(schedule=schedule, ep_overlap=ep_overlap, ep_dispatcher=ep_dispatcher,
                          cp_comm=cp_comm, fp8_recipe=fp8_recipe, tp_overlap=tp_overlap,
                          grad_overlap=grad_overlap, param_overlap=param_overlap,
-                         p2p_overlap=p2p_overlap),
+                         p2p_overlap=p2p_overlap, offload=offload),
     )
     with user_errors(name_flags=True):
         payload = plan_training(cat, req).as_dict()
@@ -399,3 +408,89 @@ def _render_plan(d: dict[str, Any]) -> None:
                 usd(r.get("cost_usd")),
             )
         console.print(g)
+
+
+@app.command("multisite")
+def multisite_cmd(
+    ctx: typer.Context,
+    model: str = typer.Option(..., "--model", help="Catalog id or path to a model YAML."),
+    gpu: str = typer.Option(..., "--gpu", help="GPU / accelerator catalog id."),
+    sites: int = typer.Option(2, "--sites", help="Sites joined by WAN links (identical)."),
+    site_mw: float = typer.Option(..., "--site-mw", help="IT power per site, MW."),
+    wan_gbps: float | None = typer.Option(
+        None, "--wan-gbps", help="WAN Gb/s each way per site (needed with 2+ sites)."),
+    latency_ms: float = typer.Option(0.0, "--latency-ms", help="One-way WAN latency, ms."),
+    loss: float = typer.Option(0.0, "--loss", help="WAN packet loss fraction."),
+    usd_per_gbps_month: float = typer.Option(0.0, "--usd-per-gbps-month",
+                                             help="WAN price per Gb/s per month."),
+    gpus: int | None = typer.Option(None, "--gpus", help="Total GPUs over all sites (default: "
+                                    "as many as the smallest site's power allows, per site)."),
+    seq_len: int = typer.Option(4096, "--seq-len"),
+    global_batch: int | None = typer.Option(None, "--global-batch",
+                                            help="Sequences per step on each site."),
+    tokens: float | None = typer.Option(None, "--tokens", help="Tokens to train."),
+    method: str = typer.Option("diloco", "--method", help="sync, diloco or streaming."),
+    inner_steps: int = typer.Option(100, "--inner-steps", help="Steps between outer syncs."),
+    bits: float = typer.Option(8.0, "--bits", help="Bits per parameter on the WAN."),
+    fragments: int = typer.Option(1, "--fragments", help="Streaming DiLoCo fragments."),
+    overlap_steps: float = typer.Option(0.0, "--overlap-steps",
+                                        help="Inner steps a fragment's exchange overlaps."),
+    pue: float = typer.Option(1.3, "--pue", help="Facility power over IT power."),
+    server: str | None = typer.Option(None, "--server", help="Server catalog id."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Train one job across sites: each site's best layout, then synchronous DP, DiLoCo and
+    Streaming DiLoCo over the WAN (utilization, WAN Gb/s for 90/95/99 %, time and cost)."""
+    from clusterwright.plan.multisite import MultisiteRequest, Site, plan_multisite
+
+    lim.within(("--sites", sites, lim.SITES), ("--site-mw", site_mw, lim.SITE_MW),
+               ("--wan-gbps", wan_gbps, lim.WAN_GBPS),
+               ("--latency-ms", latency_ms, lim.WAN_LATENCY_MS), ("--loss", loss, lim.WAN_LOSS),
+               ("--usd-per-gbps-month", usd_per_gbps_month, lim.USD_PER_GBPS_MONTH),
+               ("--gpus", gpus, lim.GPUS), ("--seq-len", seq_len, lim.SEQ_TOKENS),
+               ("--global-batch", global_batch, lim.SEQUENCES),
+               ("--tokens", tokens, lim.TRAIN_TOKENS),
+               ("--inner-steps", inner_steps, lim.INNER_STEPS), ("--bits", bits, lim.WAN_BITS),
+               ("--fragments", fragments, lim.FRAGMENTS),
+               ("--overlap-steps", overlap_steps, lim.OVERLAP_STEPS), ("--pue", pue, lim.PUE))
+    lim.nonempty(("--server", server), ("--method", method))
+    cat = state(ctx).catalog()
+    arch = _arch(cat, model)
+    site_list = tuple(Site(f"site-{i + 1}", site_mw, wan_gbps, latency_ms, loss,
+                           usd_per_gbps_month) for i in range(sites))
+    # The sites are identical on the command line: a site field is its flag.
+    site_flags = {"power_mw": "--site-mw", "wan_gbps": "--wan-gbps", "loss": "--loss"}
+    try:
+        res = plan_multisite(cat, MultisiteRequest(
+            arch, gpu, site_list, gpus, seq_len, global_batch, tokens, Precision.bf16, method,
+            inner_steps, bits, fragments, overlap_steps, pue, server))
+    except ClusterwrightError as exc:
+        field = getattr(exc, "field", None) or ""
+        leaf = field.split(".")[-1]
+        name = site_flags.get(leaf) or ("--" + leaf.replace("_", "-") if leaf else "")
+        msg = str(exc)
+        fail(f"{name}: {msg.split(': ', 1)[1] if msg.startswith(field) else msg}"
+             if name else msg)
+    d = res.as_dict()
+    if as_json:
+        emit_json(d)
+        return
+    lay = d["layout"]
+    console.print(
+        f"[bold]{d['sites']} sites x {d['gpus_per_site']:,} {d['gpu']}[/] "
+        f"({d['mw_per_site']:.1f} MW IT per site), per site tp {lay['tp']} pp {lay['pp']} "
+        f"dp {lay['dp']} zero {lay['zero']}, step {d['step_time_s']:.3f} s")
+    t = Table(title=f"across the WAN ({d['wan']['gbps']} Gb/s, {d['wan']['latency_ms']} ms)",
+              title_justify="left")
+    for col in ("method", "utilization", "Gb/s for 90%", "95%", "99%", "days", "cost"):
+        t.add_column(col, justify="left" if col == "method" else "right")
+    for name, m in d["methods"].items():
+        need = m["wan_gbps_needed"]
+        t.add_row(name, f"{100 * m['utilization']:.1f}%",
+                  *("-" if need[k] is None else f"{need[k]:,.2f}" for k in ("90", "95", "99")),
+                  f"{m['time_to_train_days']:.1f}" if m.get("time_to_train_days") else "-",
+                  usd(m["cost_usd"]) if m.get("cost_usd") is not None else "-")
+    console.print(t)
+    console.print(f"validated: {d['validated']}")
+    for n in d["notes"]:
+        console.print(f"[yellow]note:[/] {n}")

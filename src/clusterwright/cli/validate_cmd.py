@@ -48,6 +48,9 @@ def _payload(r: TableResult) -> dict[str, Any]:
         "by": {key: {k: {"rows": n, "mape": m, "max_abs_error": mx}
                      for k, (n, m, mx) in r.mape_by(key).items()}
                for key in _keys(r)},
+        "held_out_by": {key: {k: {"rows": n, "mape": m, "max_abs_error": mx}
+                              for k, (n, m, mx) in r.mape_by(key, "held-out").items()}
+                        for key in _keys(r)},
     }
 
 
@@ -198,17 +201,30 @@ def validate(
             _print_groups(r)
         else:
             _print_rows(r)
+        subset = "dev" if r.dev_rows else "held-out"
         for key in _keys(r):
             if key == "group":
                 continue
             parts = ", ".join(f"{k} {100 * m:.1f}% ({n})"
-                              for k, (n, m, _) in sorted(r.mape_by(key).items()))
-            console.print(f"  dev MAPE by {key}: {parts}")
+                              for k, (n, m, _) in sorted(r.mape_by(key, subset).items()))
+            console.print(f"  {subset} MAPE by {key}: {parts}")
         held = (
             f"; held-out {len(r.held_out_rows)} rows, MAPE {100 * r.held_out_mape:.1f}%"
             if r.held_out_mape is not None
             else ""
         )
+        if r.name == "accelerators":
+            from clusterwright.validation.accelerators_table import coverage
+
+            cov = coverage(r)
+            missing = [g for g, n in cov.items() if n == 0]
+            console.print("  rows per accelerator: " + ", ".join(
+                f"{g} {n}" for g, n in cov.items() if n) + (
+                f"; no published run with its configuration yet: {', '.join(missing)} "
+                "(their estimates say they are unvalidated)" if missing else ""))
+        if not r.dev_rows:
+            console.print(f"[bold]{r.name}[/]: no development rows (nothing fitted on it){held}")
+            continue
         console.print(
             f"[bold]{r.name}[/]: {len(r.dev_rows)} development rows, MAPE {100 * r.mape:.2f}%, "
             f"max |error| {100 * r.max_abs_error:.2f}% (held to {100 * r.tolerance:.0f}%){held}"

@@ -264,6 +264,13 @@ class DesignFacts:
     recommended_spares: int | None = None
     ettr: float | None = None
     ettr_with_recommended_spares: float | None = None
+    # Lossless Ethernet: priorities asked for, those the tightest switch buffer holds, the
+    # share of that buffer the asked ones take, and how many switches fall short.
+    lossless_priorities: int | None = None
+    lossless_priorities_fit: int | None = None
+    pfc_buffer_share: float | None = None
+    pfc_switches_short: int = 0
+    pfc_worst_switch: str = ""
 
 
 def assess_risks(f: DesignFacts) -> list[Risk]:
@@ -328,6 +335,24 @@ def assess_risks(f: DesignFacts) -> list[Risk]:
                 "medium", "network", f"{ratio:g}:1 oversubscribed {tier} tier",
                 f"the {tier} tier carries {ratio:g}x more bandwidth down than up: data-parallel "
                 "all-reduce and MoE all-to-all across it slow down under load",
+            ))
+    if f.lossless_priorities and f.lossless_priorities_fit is not None:
+        if f.lossless_priorities_fit < f.lossless_priorities:
+            out.append(Risk(
+                "high", "network", "lossless priorities do not fit the switch buffers",
+                f"{f.pfc_switches_short} switch(es) (e.g. {f.pfc_worst_switch}) hold the PFC "
+                f"headroom of only {f.lossless_priorities_fit} of the {f.lossless_priorities} "
+                "lossless priorities asked for (headroom from each port's cable length, speed "
+                "and MTU; docs/fabric.md): fewer lossless priorities, a smaller MTU, shorter "
+                "cables or a deeper-buffered switch",
+            ))
+        elif f.pfc_buffer_share is not None and f.pfc_buffer_share > 0.5:
+            out.append(Risk(
+                "medium", "network", "PFC headroom takes most of a switch buffer",
+                f"the {f.lossless_priorities} lossless priorities reserve "
+                f"{100 * f.pfc_buffer_share:.0f} % of {f.pfc_worst_switch}'s buffer as "
+                "headroom, leaving little shared buffer to absorb bursts before PAUSE "
+                "(> 50 % flagged)",
             ))
     if f.tiers is not None and f.spine_switches == 1:
         out.append(Risk(
@@ -450,6 +475,9 @@ class Blueprint:
     notes: list[str] = field(default_factory=list)
     clusterwright_version: str = ""
     schema_version: str = SCHEMA_VERSION
+    # A training job split across the scenario's sites (plan/multisite), when it has two or
+    # more; absent from blueprint.json otherwise.
+    multisite: dict[str, Any] | None = None
     # The designed fabric of the recommendation, for the exporters (BOM, cabling, configs);
     # not part of blueprint.json.
     fabric_design: Fabric | None = field(default=None, repr=False, compare=False)
@@ -463,10 +491,15 @@ class Blueprint:
     # Keys a blueprint of an earlier minor version may lack, with the value they stand for.
     ADDED: ClassVar[dict[str, Any]] = {"decisions": [], "bom": [], "sources": [],
                                        "storage": None, "energy": None}
+    # Keys present only when the scenario asks for them (after the contract keys).
+    OPTIONAL: ClassVar[tuple[str, ...]] = ("multisite",)
 
     def to_dict(self) -> dict[str, Any]:
-        """The blueprint.json object, keys in contract order."""
-        return {k: getattr(self, k) for k in self.KEYS}
+        """The blueprint.json object, keys in contract order, then ``multisite`` when the
+        scenario spans sites."""
+        out = {k: getattr(self, k) for k in self.KEYS}
+        out.update({k: getattr(self, k) for k in self.OPTIONAL if getattr(self, k) is not None})
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Blueprint:
@@ -486,6 +519,7 @@ class Blueprint:
         if missing:
             raise InputError(f"blueprint: missing key(s) {', '.join(missing)}")
         values: dict[str, Any] = {k: data.get(k, cls.ADDED.get(k)) for k in cls.KEYS}
+        values.update({k: data.get(k) for k in cls.OPTIONAL})
         return cls(**values)
 
     def metrics(self) -> dict[str, float | str | bool | None]:

@@ -19,6 +19,7 @@ from clusterwright.design.addressing import assign
 from clusterwright.design.bom_line import BomLine
 from clusterwright.design.fabric import SWITCH_ROLES, Fabric, design_fabric
 from clusterwright.design.fabric_summary import fabric_summary
+from clusterwright.design.pfc import pfc_plan
 from clusterwright.design.physical import cable_counts, choose_media, place, transceiver_counts
 from clusterwright.spec.fabric import FabricRequest
 
@@ -72,6 +73,9 @@ def plan_fabric(req: FabricRequest, cat: Catalog) -> Fabric:
     fab = design_fabric(req, cat)
     place(fab, cat)
     choose_media(fab, cat)
+    fab.pfc = pfc_plan(fab, cat, req.mtu, req.lossless_priorities)
+    if fab.pfc.protocol == "ethernet":
+        fab.notes.append(fab.pfc.note)
     assign(fab)
     fab.bom = list(bill_of_materials(fab, cat))
     return fab

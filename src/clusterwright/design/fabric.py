@@ -163,7 +163,8 @@ def design_fabric(req: FabricRequest, cat: Catalog) -> Fabric:
     backend = _parts(
         cat, "switch", req.switch, speed, ("backend",), req.protocol, "backend",
         # Dual-plane splits each NIC port in two: its cage then carries twice the links.
-        host=End(nic_cage(cat, server.backend_nics.nic, "OSFP"), "host",
+        host=End(nic_cage(cat, server.backend_nics.nic, server.backend_nics.cage or "OSFP"),
+                 "host",
                  server.backend_links_per_cage * planes),
     )
     hosts = req.nodes * server.hosts
@@ -175,6 +176,10 @@ def design_fabric(req: FabricRequest, cat: Catalog) -> Fabric:
         rails = req.rails
     su_hosts = req.su_hosts
     domain_hosts = server.nvlink_domain_gpus // (server.gpus // server.hosts)
+    if server.torus is not None:
+        # An ICI slice spans many racks (a TPU v5p slice is up to 96 cubes): the DCN's
+        # scalable units align to the rack-scale unit, not to the torus domain.
+        domain_hosts = server.hosts
     if su_hosts is None and domain_hosts > 1:
         # Whole NVLink domains per SU, so a rack's trays share their rail leaves and the
         # scheduler's levels (SU above NVLink domain) nest.
@@ -288,7 +293,8 @@ def _growth_plan(shape: FabricShape, req: FabricRequest) -> str:
 
 def _vendor(cat: Catalog, kind: str, entry: str) -> str:
     vendor = str(cat.get(kind, entry).vendor)
-    return {"nvidia": "NVIDIA", "amd": "AMD", "intel": "Intel"}.get(vendor, vendor)
+    return {"nvidia": "NVIDIA", "amd": "AMD", "intel": "Intel", "google": "Google",
+            "aws": "AWS"}.get(vendor, vendor)
 
 
 def _build_hosts(fab: Fabric) -> None:

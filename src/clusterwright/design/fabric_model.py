@@ -125,6 +125,7 @@ class Fabric:
     bom: list[object] = field(default_factory=list)
     tenants: list[Any] = field(default_factory=list)  # addressing.Tenant
     decisions: list[Decision] = field(default_factory=list)  # protocol, switch, tiers, su, ...
+    pfc: Any = None  # design.pfc.PfcPlan, once the cable lengths are planned
 
     @property
     def has_backend(self) -> bool:

@@ -79,6 +79,7 @@ class FabricSummary:
     servers_cost_usd: float | None
     choices: dict[str, str]
     notes: tuple[str, ...]
+    pfc: dict[str, Any] | None = None  # design.pfc.PfcPlan.as_dict(); None before placement
 
     @property
     def backend_switches(self) -> int:
@@ -128,6 +129,7 @@ class FabricSummary:
             "power_w": self.power_w, "power_max_w": self.power_max_w, "cost_usd": self.cost_usd,
             "unpriced": list(self.unpriced), "servers_cost_usd": self.servers_cost_usd,
             "choices": dict(self.choices), "notes": list(self.notes),
+            "pfc": self.pfc,
         }
 
     def blueprint_dict(self) -> dict[str, Any]:
@@ -194,4 +196,5 @@ def fabric_summary(fab: Fabric) -> FabricSummary:
         unpriced=tuple(sorted({b.part for b in network if b.total_usd is None})),
         servers_cost_usd=next((b.total_usd for b in bom if b.category == "server"), None),
         choices=choices, notes=tuple(fab.notes),
+        pfc=fab.pfc.as_dict() if fab.pfc is not None else None,
     )

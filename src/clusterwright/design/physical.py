@@ -296,7 +296,8 @@ def choose_media(fab: Fabric, cat: Catalog) -> None:
     srv = fab.server
 
     be_host = End(
-        str(cat.get("nics", srv.backend_nics.nic).cage) if srv.backend_nics.nic else "OSFP",
+        str(cat.get("nics", srv.backend_nics.nic).cage) if srv.backend_nics.nic
+        else (srv.backend_nics.cage or "OSFP"),
         "host", srv.backend_links_per_cage * fab.shape.planes,
     )
     fe_host = End(frontend_cage(cat, srv), "host", 1)

@@ -104,6 +104,9 @@ def options_for(stack: Stack, **given: Any) -> Options:
     for name, supported in flags.items():
         if chosen.get(name) and not supported:
             raise InputError(f"{name}: stack {stack.id} cannot do it", field=name)
+    if "offload" in chosen and chosen["offload"] not in OFFLOADS:
+        raise InputError(f"offload: {chosen['offload']!r} is not one of {', '.join(OFFLOADS)}",
+                         field="offload")
     if "prefetch" in chosen and int(chosen["prefetch"]) < 0:
         raise InputError(f"prefetch: must be >= 0, got {chosen['prefetch']}", field="prefetch")
     if "expert_imbalance" in chosen and not (1.0 <= float(chosen["expert_imbalance"]) <= 64.0):
@@ -141,6 +144,9 @@ def job_for(
         raise InputError(f"precision: {gpu.id} has no {training_dtype(p).value} tensor cores",
                          field="precision")
     opts = options_for(stack, **(options or {}))
+    if opts.offload != "none" and gpu.host_memory is None:
+        raise InputError(f"offload: {gpu.id} has no CPU memory behind a coherent link to offload "
+                         "to (superchips: gh200, gb200, gb300)", field="offload")
     if p in (Precision.fp8, Precision.fp4) and not stack.features.fp8_recipes:
         raise InputError(f"precision: stack {stack.id} does not train in {p.value}",
                          field="precision")
@@ -162,6 +168,7 @@ def job_for(
 
 
 MICRO_BATCHES = (1, 2, 4, 8, 16, 32)
+OFFLOADS = ("none", "optimizer")
 # Shares of each chunk's layers that full recompute may cover (Megatron's block method).
 RC_FRACTIONS = (0.25, 0.5, 0.75, 1.0)
 
@@ -228,7 +235,7 @@ def layout_result(job: Job, lay: Layouts, est: StepEstimate, i: int) -> LayoutRe
         model_flops=float(est.model_flops[i]),
         hardware_flops=float(est.hardware_flops[i]),
         memory={k: float(v[i]) for k, v in est.memory_parts.items()},
-        fits=bool(est.memory_bytes[i] <= job.gpu.memory_gb * 1e9),
+        fits=bool(job.fits(est.memory_parts, i)),
         gpus=int(lay.tp[i] * lay.pp[i] * lay.dp[i] * lay.cp[i]),
         tokens_per_step=float(job.global_batch * job.seq_len),
         comm={k: float(v[i]) for k, v in est.comm_s.items()},
@@ -298,7 +305,7 @@ def estimate_layout(job: Job, fixed: dict[str, Any], search: tuple[str, ...] = (
     base = {k: v for k, v in fixed.items() if k not in cols}
     lay = Layouts.of(**base, **cols)
     est = estimate(job, lay)
-    fits = est.memory_bytes <= job.gpu.memory_gb * 1e9
+    fits = job.fits(est.memory_parts)
     if fits.any():
         i = int(np.argmin(np.where(fits, est.step_time_s, np.inf)))
     else:

@@ -39,6 +39,8 @@ from numpy.typing import ArrayLike
 
 from clusterwright.catalog.schema import Gpu, Server
 from clusterwright.catalog.stacks import CollectiveLib, Stack
+from clusterwright.model import torus as tz
+from clusterwright.model.torus import TorusNet
 from clusterwright.model.xp import ArrayOps, Num, Ops
 
 F = np.ndarray
@@ -64,6 +66,9 @@ class Interconnect:
     # Extra latency per network hop beyond the library's (NCCL's graph->latencyInter): more
     # switch tiers between the ranks, as the scheduling twin's placement penalty adds.
     latency_inter_s: float = 0.0
+    # A torus scale-up domain (TPU ICI, Trainium NeuronLink): collectives inside it run as
+    # bidirectional rings per axis (model/torus), across domains over the DCN (net_busbw).
+    torus: TorusNet | None = None
 
     # Legacy per-hop constants (Simple protocol), kept for the flow simulator's latencies.
     @property
@@ -119,13 +124,60 @@ def interconnect(gpu: Gpu, server: Server, stack: Stack, lib: CollectiveLib) -> 
     """Tier bandwidths from the catalog: link rates times the stack's achieved fractions."""
     up = gpu.scale_up.bandwidth_gbps_per_direction * GB
     nic_bytes = server.backend_nics.count * server.backend_nics.speed_gbps * GB / 8
+    tor = None
+    if server.torus is not None:
+        t = server.torus
+        tor = TorusNet(tuple(t.dims), t.wraparound,
+                       t.link_gbps_per_direction * GB * stack.scale_up_busbw_fraction,
+                       t.hop_latency_us * US)
     return Interconnect(
         domain_gpus=server.nvlink_domain_gpus,
         scale_up_busbw=up * stack.scale_up_busbw_fraction,
         nvls_busbw=up * stack.nvls_busbw_fraction,
         net_busbw=nic_bytes / server.gpus * stack.nic_busbw_fraction,
         lib=lib,
+        torus=tor,
     )
+
+
+# --------------------------------------------------------------------------- torus domains
+
+
+def _torus(ops: Ops, kind: str, size: Num, n: Num, st: Num, net: Interconnect) -> Num:
+    """A collective on a torus domain, hierarchical across domains (TPU multi-slice): inside
+    the slice on ICI (``model/torus``), across slices as NCCL-style rings over the DCN.
+
+    - all-reduce: reduce-scatter in the slice, all-reduce of the 1/n_in shard across slices,
+      all-gather in the slice;
+    - all-gather (reduce-scatter): the shards across slices first (last), then in the slice;
+    - all-to-all: the share bound for other slices over the DCN beside the in-slice part.
+    """
+    S = size
+    tor = net.torus
+    assert tor is not None
+    n_in = tz.inside(ops, n, st, float(net.domain_gpus))
+    outer = n / n_in
+    multi = outer > 1.0
+    if kind == "allreduce":
+        t_in = tz.allreduce_s(ops, S, n_in, st, tor)
+        t_out = _when_multi(ops, multi, lambda: _ring(ops, S / n_in, outer, outer, net, True))
+    elif kind == "allgather":
+        t_in = tz.allgather_s(ops, S, n_in, st, tor)
+        t_out = _when_multi(ops, multi, lambda: _ring(ops, S / n_in, outer, outer, net, False))
+    else:  # alltoall
+        local = tz.alltoall_s(ops, S * n_in / ops.maximum(n, 1.0), n_in, st, tor)
+        remote = S * (n - n_in) / ops.maximum(n, 1.0) / net.net_busbw
+        peer_out = _peer_s(net)[1]
+        return ops.where(n > 1, net.launch_s + (n - n_in) * peer_out
+                         + ops.maximum(local, remote), 0.0)
+    t = t_in + ops.where(multi, t_out, 0.0)
+    return ops.where(n > 1, net.launch_s + t, 0.0)
+
+
+def _when_multi(ops: Ops, multi: Num, value: Callable[[], Num]) -> Num:
+    if ops is ArrayOps or multi:
+        return value()
+    return 0.0
 
 
 # --------------------------------------------------------------------------- geometry
@@ -297,6 +349,8 @@ def allreduce_s(size_bytes: ArrayLike, ranks: ArrayLike, stride: ArrayLike, net:
     S, n, st = _args(ops, size_bytes, ranks, stride)
     if ops is not ArrayOps and n <= 1:
         return 0.0
+    if net.torus is not None:
+        return _torus(ops, "allreduce", S, n, st, net)
     nodes = nodes_spanned(ops, n, st, net)
     t = ops.minimum(ops.minimum(_ring(ops, S, n, nodes, net, True), _tree(ops, S, n, nodes, net)),
                   _nvls(ops, S, n, nodes, net))
@@ -310,6 +364,8 @@ def allgather_s(size_bytes: ArrayLike, ranks: ArrayLike, stride: ArrayLike, net:
     S, n, st = _args(ops, size_bytes, ranks, stride)
     if ops is not ArrayOps and n <= 1:
         return 0.0
+    if net.torus is not None:
+        return _torus(ops, "allgather", S, n, st, net)
     nodes = nodes_spanned(ops, n, st, net)
     t = ops.minimum(_ring(ops, S, n, nodes, net, False), _pat(ops, S, n, nodes, net))
     return ops.where(n > 1, net.launch_s + t, 0.0)
@@ -326,6 +382,8 @@ def alltoall_s(size_bytes: ArrayLike, ranks: ArrayLike, stride: ArrayLike, net: 
     S, n, st = _args(ops, size_bytes, ranks, stride)
     if ops is not ArrayOps and n <= 1:
         return 0.0
+    if net.torus is not None:
+        return _torus(ops, "alltoall", S, n, st, net)
     nodes = nodes_spanned(ops, n, st, net)
     local = ops.minimum(n, n / nodes)  # ranks sharing my domain
     inter = S * (n - local) / ops.maximum(n, 1.0) / net.net_busbw
@@ -351,6 +409,9 @@ def moe_dispatch_s(token_bytes: ArrayLike, tokens: ArrayLike, copies: float, ran
     S, T, n, st = _args(ops, token_bytes, tokens, ranks, stride)
     if ops is not ArrayOps and n <= 1:
         return 0.0
+    if net.torus is not None:
+        # On a torus the dispatcher is an all-to-all of every routed copy (no NVLink forwarding).
+        return _torus(ops, "alltoall", T * S * float(copies), n, st, net)
     nodes = nodes_spanned(ops, n, st, net)
     local = ops.minimum(n, n / nodes)
     k = float(copies)
@@ -382,6 +443,11 @@ def p2p_s(size_bytes: ArrayLike, crosses_domain: ArrayLike, net: Interconnect,
     """One point-to-point send (pipeline stages, ring attention): the launch, one hop of
     Simple-protocol latency on the tier, and the bytes at the tier's rate (seconds)."""
     cross = crosses_domain
+    if net.torus is not None:
+        nbytes: Num = size_bytes
+        inner = tz.p2p_s(ops, nbytes, net.torus)
+        outer = net.base_s + net.inter_step_s + nbytes / net.net_busbw
+        return ops.where(cross, outer, net.launch_s + inner)
     bw = ops.where(cross, net.net_busbw, net.scale_up_busbw)
     lat = net.base_s + ops.where(cross, net.inter_step_s, net.intra_step_s)
     return lat + size_bytes / bw

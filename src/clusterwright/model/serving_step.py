@@ -85,6 +85,15 @@ def weight_format(mode: str, gpu: Gpu, field: str = "quant_mode") -> WeightForma
     return WeightFormat(key, dtype, nbytes)
 
 
+def _peak16(gpu: Gpu) -> float:
+    """The 16-bit dense peak (TFLOP/s) attention runs at: BF16's, else FP16's (a part with
+    neither has no 16-bit tensor path the engines run attention on)."""
+    for d in (Dtype.bf16, Dtype.fp16):
+        if d in gpu.peak_tflops:
+            return float(gpu.peak_tflops[d])
+    raise InputError(f"gpu: {gpu.id} lists no BF16 or FP16 peak for attention", field="gpu")
+
+
 # --------------------------------------------------------------------------- layout
 
 
@@ -167,7 +176,7 @@ class DeploymentStep:
             "head_bytes": head * ACT_BYTES / par.tp,
             "peak_dense": g.peak_tflops[self.dense_format.compute] * 1e12,
             "peak_moe": g.peak_tflops[self.moe_format.compute] * 1e12,
-            "peak16": g.peak_tflops.get(Dtype.bf16, g.peak_tflops[Dtype.fp16]) * 1e12,
+            "peak16": _peak16(g) * 1e12,
             "hbm": g.memory_bandwidth_gbps * 1e9 * e.decode_bandwidth_efficiency,
             "hbm_moe": g.memory_bandwidth_gbps * 1e9 * e.moe_bandwidth_efficiency,
         }

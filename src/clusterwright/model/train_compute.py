@@ -95,13 +95,18 @@ class ComputeJob:
 
 def compute_job(arch: ModelArch, seq_len: int, stack: Stack, peak: float, peak16: float,
                 hbm_bytes_s: float, fp8: bool, recipe: str, dropout: bool,
-                expert_imbalance: float) -> ComputeJob:
+                expert_imbalance: float,
+                attention_speedup: tuple[float, float] = (1.0, 1.0)) -> ComputeJob:
+    """``attention_speedup``: the GPU's (forward, backward) attention-kernel throughput over
+    the part the stack's attention efficiencies were fitted on (catalog ``Gpu``)."""
+    fwd_x, bwd_x = attention_speedup
     return ComputeJob(
         arch=arch, seq_len=float(seq_len), peak=peak, peak16=peak16,
         hbm=hbm_bytes_s * stack.memory_efficiency, curves=Curves.of(stack), fp8=fp8,
         fp8_cast_bytes=FP8_CAST_BYTES[recipe] if fp8 else 0.0,
-        attention_efficiency=stack.attention_efficiency,
-        attention_bwd_efficiency=stack.attention_bwd_efficiency or stack.attention_efficiency,
+        attention_efficiency=stack.attention_efficiency * fwd_x,
+        attention_bwd_efficiency=(stack.attention_bwd_efficiency
+                                  or stack.attention_efficiency) * bwd_x,
         flash=stack.flash_attention, dropout=dropout, expert_imbalance=expert_imbalance,
     )
 

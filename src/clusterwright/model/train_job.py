@@ -40,6 +40,10 @@ class Options:
     dispatch_fp8: bool = False  # MoE dispatch in FP8 (DeepEP / DeepSeek-V3)
     expert_imbalance: float = 1.1  # busiest GPU's expert load over the mean (MoE)
     bucket_params: float = 4.0e7  # DP gradient bucket (Megatron-Core: max(40M, 1M x dp))
+    # Optimizer state (fp32 master weights, Adam moments) kept in the superchip's CPU memory
+    # (Grace LPDDR5X over NVLink-C2C) and streamed through the link at each update: "none" or
+    # "optimizer" (DeepSpeed ZeRO-Offload's split: Ren et al., arXiv 2101.06840).
+    offload: str = "none"
 
     @staticmethod
     def for_stack(stack: Stack, **overrides: Any) -> Options:
@@ -84,6 +88,19 @@ class Job:
     gpu_speed_cv: float = 0.0
 
     @property
+    def host_capacity_bytes(self) -> float:
+        """CPU memory this GPU may use as an offload tier (0 without one)."""
+        hm = self.gpu.host_memory
+        return hm.memory_gb * 1e9 if hm is not None else 0.0
+
+    def fits(self, memory_parts: dict[str, Any], i: Any = None) -> Any:
+        """Whether the GPU memory and (with offload) the CPU memory hold the layout(s)."""
+        total = memory_parts["total"] if i is None else memory_parts["total"][i]
+        host = memory_parts.get("host", 0.0 * total)
+        host = host if i is None else host[i]
+        return (total <= self.gpu.memory_gb * 1e9) & (host <= self.host_capacity_bytes + 1.0)
+
+    @property
     def expert_imbalance(self) -> float:
         return self.opts.expert_imbalance
 
@@ -98,6 +115,7 @@ class Job:
             self.gpu.memory_bandwidth_gbps * 1e9,
             self.precision in (Precision.fp8, Precision.fp4), self.opts.fp8_recipe,
             self.dropout, self.opts.expert_imbalance,
+            attention_speedup=(self.gpu.attention_fwd_speedup, self.gpu.attention_bwd_speedup),
         )
 
     @functools.cached_property

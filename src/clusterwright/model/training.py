@@ -425,6 +425,16 @@ def _step(job: Job, lay: Layouts, ops: Ops) -> StepEstimate:
     params_local = dense_local / ops.where(z >= 1, dp_ranks, 1.0) + expert_local / ops.where(
         z >= 1, edp, 1.0)
     optimizer = params_local * ADAM_BYTES_PER_PARAM / cj.hbm
+    if o.offload == "optimizer":
+        # ZeRO-Offload's split (Ren et al., arXiv 2101.06840): the fp32 gradient (4 B) goes
+        # to the CPU over the coherent link while the updated 16-bit weight (2 B) comes back,
+        # and the CPU's Adam reads and writes master, m, v and the gradient in its own memory
+        # (28 B); the slower of link and CPU memory sets the time, not overlapped with compute
+        # (the one-step-delayed update is off).
+        hm = job.gpu.host_memory
+        link = hm.link_gbps_per_direction * 1e9 if hm else 1.0
+        cpu_bw = hm.memory_bandwidth_gbps * 1e9 if hm else 1.0
+        optimizer = params_local * (max(4.0 / link, 28.0 / cpu_bw) + 2.0 / cj.hbm)
 
     compute = m * (fwd_c + bwd_c)
     tp_comm = m * tp_mb
@@ -492,11 +502,18 @@ def memory(job: Job, lay: Layouts, m: Any = None, ops: Ops = ArrayOps) -> dict[s
         job.stack.flash_attention, job.dropout, job.precision in (Precision.fp8, Precision.fp4),
         job.reserve_bytes, job.opts.prefetch, job.opts.schedule == "dualpipe", ops,
     )
-    return {
+    out = {
         "weights": mem.weights,
         "gradients": mem.gradients,
         "optimizer": mem.optimizer,
         "activations": mem.activations,
         "reserve": mem.reserve,
         "total": mem.total,
+        "host": 0.0 * mem.total,
     }
+    if job.opts.offload == "optimizer":
+        # The optimizer's state lives in CPU memory (the offload tier), not in HBM.
+        out["host"] = mem.optimizer
+        out["optimizer"] = 0.0 * mem.optimizer
+        out["total"] = mem.total - mem.optimizer
+    return out

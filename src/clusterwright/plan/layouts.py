@@ -131,7 +131,7 @@ def plan(job: Job, gpus: int, top_n: int = 5) -> PlanResult:
             None, [], [], 0, rejected, gpus, ["no layout divides this model, batch and GPU count"]
         )
     est = estimate(job, lay)
-    fits = est.memory_bytes <= job.gpu.memory_gb * 1e9
+    fits = job.fits(est.memory_parts)
     n_over = int((~fits).sum())
     if n_over:
         rejected["does not fit in memory"] = rejected.get("does not fit in memory", 0) + n_over

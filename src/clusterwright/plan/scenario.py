@@ -36,6 +36,8 @@ from clusterwright.design.blueprint import (
     choose,
     violation,
 )
+from clusterwright.errors import ClusterwrightError
+from clusterwright.model.precision import Precision
 from clusterwright.plan.candidates import candidate_gpus, server_among
 from clusterwright.plan.cluster import (
     add_headroom,
@@ -189,6 +191,10 @@ def plan_scenario(scenario: Scenario, cat: Catalog, *, progress: Progress | None
     with run.timed("decisions"):
         decisions = decisions_for(run, chosen, choice.feasible, choice.alternatives)
     tco_out = tco_view(d, c.years) if d is not None else None
+    multisite = None
+    if len(scenario.sites) > 1:
+        with run.timed("multisite"):
+            multisite = multisite_view(run, chosen.gpu)
     return Blueprint(
         scenario={
             "name": scenario.name, "description": scenario.description, "seed": scenario.seed,
@@ -224,4 +230,32 @@ def plan_scenario(scenario: Scenario, cat: Catalog, *, progress: Progress | None
         notes=run.notes,
         clusterwright_version=__version__,
         fabric_design=d.fab if d is not None else None,
+        multisite=multisite,
     )
+
+
+def multisite_view(run: PlanRun, gpu: str) -> dict[str, Any]:
+    """Each training workload split over the scenario's sites (``plan/multisite``) on the
+    recommended GPU: GPUs per site from the smallest site's power, the synchronisation
+    methods' utilization, the WAN Gb/s each site needs for 90/95/99 % and time and cost. A
+    workload the sites cannot run carries its reason instead."""
+    from clusterwright.plan.multisite import MultisiteRequest, Site, plan_multisite
+
+    sc = run.scenario
+    pol = sc.multisite
+    sites = tuple(Site(s.name, s.power_mw, s.wan_gbps, s.latency_ms, s.loss,
+                       s.usd_per_gbps_month) for s in sc.sites)
+    out: dict[str, Any] = {"sites": [s.model_dump(mode="json") for s in sc.sites],
+                           "policy": pol.model_dump(mode="json"), "workloads": []}
+    for w in sc.workloads:
+        if not isinstance(w, TrainingWorkload):
+            continue
+        try:
+            res = plan_multisite(run.cat, MultisiteRequest(
+                run.models[w.name], gpu, sites, w.gpus, w.seq_len, w.global_batch, w.tokens,
+                Precision(w.precision), pol.method, pol.inner_steps, pol.bits, pol.fragments,
+                pol.overlap_steps, sc.constraints.pue))
+            out["workloads"].append({"name": w.name, **res.as_dict()})
+        except ClusterwrightError as exc:
+            out["workloads"].append({"name": w.name, "error": str(exc)})
+    return out

@@ -44,7 +44,8 @@ from clusterwright.plan.layouts import (
 )
 from clusterwright.plan.pricing import cloud_price
 from clusterwright.plan.serving import gpu_hour_price
-from clusterwright.sim.network import MAX_SIM_GPUS, ROUTINGS
+from clusterwright.sim.network import ROUTINGS
+from clusterwright.sim.training import MAX_SIM_GPUS
 
 FIDELITIES = ("analytical", "sim")
 GB = 1e9
@@ -294,6 +295,12 @@ def estimate_training(cat: Catalog, req: TrainEstimateRequest) -> TrainEstimate:
         fixed["micro_batch"] = req.micro_batch
     res = estimate_layout(job, fixed, () if req.micro_batch else ("micro_batch",))
     payload = layout_payload(cat, job, res)
+    host = res.memory.get("host", 0.0)
+    if host > job.host_capacity_bytes + 1.0:
+        raise InputError(f"offload: the offloaded optimizer state takes {host / GB:.1f} GB per "
+                         f"GPU, more than the {job.host_capacity_bytes / GB:g} GB of CPU memory "
+                         f"{job.gpu.id} has behind its link; use more GPUs or zero 1-3",
+                         field="offload")
     if not res.fits:
         _explain_misfit(job, fixed, payload)
     if req.fidelity == "sim":
@@ -388,6 +395,9 @@ class TrainPlanRequest:
     recheck: int = 3
     recheck_budget_s: float = 2.0
     routing: str = "ecmp"
+    # A TPU slice shape ("16x16x24"): the job's ICI torus is that slice (None: the pod's
+    # largest); it must be a shape the pod forms.
+    slice: str | None = None
 
 
 @dataclass(frozen=True)
@@ -420,6 +430,8 @@ def _plan_one(cat: Catalog, req: TrainPlanRequest, g: Gpu, global_batch: int) ->
     arch = req.model
     job = _job(cat, arch, g, req.seq_len, global_batch, req.precision, req.server, req.stack,
                req.options)
+    if req.slice is not None:
+        job = _on_slice(cat, job, req)
     out: dict[str, Any] = {"gpu": g.id, "stack": job.stack.id}
     price = gpu_hour_price(cat, g.id)
     srv = cat.server(req.server) if req.server else server_for(cat, g)
@@ -463,6 +475,38 @@ def _plan_one(cat: Catalog, req: TrainPlanRequest, g: Gpu, global_batch: int) ->
     return out
 
 
+def _on_slice(cat: Catalog, job: Job, req: TrainPlanRequest) -> Job:
+    """``job`` on the TPU slice ``req.slice``: its torus is the slice's shape (closing each
+    axis that spans a whole number of 4-chip cube sides, through the OCS). InputError
+    (field ``slice``) for a shape the pod cannot form or larger than the pod."""
+    from clusterwright.model.torus import TorusNet, torus_shape_error
+
+    srv = cat.server(req.server) if req.server else server_for(cat, job.gpu)
+    tor = srv.torus if srv is not None else None
+    if srv is None or tor is None or job.net.torus is None:
+        raise InputError(f"slice: {job.gpu.id} is not in a torus pod; slices are for TPU pods",
+                         field="slice")
+    try:
+        shape = [int(x) for x in str(req.slice).lower().split("x")]
+    except ValueError:
+        raise InputError(f"slice: {req.slice!r} is not a shape like 16x16x24",
+                         field="slice") from None
+    why = torus_shape_error(shape, list(tor.dims), [list(s) for s in tor.slices])
+    if why:
+        raise InputError(f"slice: {req.slice} cannot be formed on {srv.id}: {why}", field="slice")
+    chips = 1
+    for d in shape:
+        chips *= d
+    if req.gpus is not None and req.gpus % chips:
+        raise InputError(f"gpus: {req.gpus} is not a whole number of {req.slice} slices "
+                         f"({chips} chips)", field="gpus")
+    old = job.net.torus
+    net = replace(job.net, domain_gpus=chips, torus=TorusNet(
+        tuple(shape), old.wraparound and all(d % 4 == 0 for d in shape), old.link_bw,
+        old.hop_s))
+    return replace(job, net=net)
+
+
 def _recheck(cat: Catalog, chosen: dict[str, Any], server: str | None, routing: str,
              count: int, budget_s: float) -> None:
     """The network simulator's second opinion on the leading ``count`` layouts (their DP, PP
@@ -470,6 +514,14 @@ def _recheck(cat: Catalog, chosen: dict[str, Any], server: str | None, routing: 
     ranking stays the analytical one. The best is always re-checked; the next ones while the
     simulations have taken less than ``budget_s`` (a 16K-GPU fabric takes seconds each)."""
     job, top = chosen["_recheck"]
+    if job.net.torus is not None:
+        # The flow simulator models switched fabrics (NVLink domains, rails, leaf/spine); an
+        # ICI or NeuronLink torus and its DCN are not simulated: the closed form stands alone.
+        chosen["recheck_skipped"] = ("the layouts were not re-checked on a simulated fabric: "
+                                     f"{job.gpu.id} runs on a torus (model/torus closed form "
+                                     "only; the flow simulator covers switched fabrics)")
+        chosen["best"]["sim"] = None
+        return
     start = time.perf_counter()
     for i, (entry, r) in enumerate(list(zip(chosen["top"], top, strict=True))[:count]):
         if r.gpus > MAX_SIM_GPUS:

@@ -143,9 +143,13 @@ def summary_text(sc: Scenario, cand: Candidate, feasible: bool, binding: list[Vi
     for r in rows:
         if r["kind"] == "training":
             days = r["time_to_train_days"]
-            parts.append(f"{r['name']} trains {r['model']} on {r['gpus']:,} GPUs in "
-                         f"{days:.1f} days" if days is not None else f"{r['name']} on "
-                         f"{r['gpus']:,} GPUs")
+            line = (f"{r['name']} trains {r['model']} on {r['gpus']:,} GPUs in {days:.1f} days"
+                    if days is not None else f"{r['name']} on {r['gpus']:,} GPUs")
+            if r.get("mfu_above_published") and r.get("mfu_highest_published") is not None:
+                line += (f" (MFU {100 * r['mfu']:.0f} %, above every published run on "
+                         f"{r['gpu']} at this precision, {100 * r['mfu_highest_published']:.0f} "
+                         "%: optimistic)")
+            parts.append(line)
         elif r["kind"] == "inference":
             parts.append(f"{r['name']} serves {r['peak_qps']:g} req/s with {r['replicas']} x "
                          f"TP{r['tp']} replicas ({r['gpus']} GPUs)")
@@ -240,6 +244,7 @@ def design_facts(sc: Scenario, cand: Candidate, d: DesignedCluster | None,
         finetune_misses_window=misses,
         estimated_prices=len(d.tco.estimates) if d.tco is not None else 0,
         **_reliability_facts(rel_out),
+        **_pfc_facts(s.pfc),
     )
 
 
@@ -257,6 +262,18 @@ def _reliability_facts(rel_out: dict[str, Any] | None) -> dict[str, Any]:
         "ettr": rel_out.get("ettr"),
         "ettr_with_recommended_spares": alt.get("ettr"),
     }
+
+
+def _pfc_facts(pfc: dict[str, Any] | None) -> dict[str, Any]:
+    """DesignFacts' lossless-Ethernet fields from the fabric summary's ``pfc``."""
+    w = (pfc or {}).get("worst_switch")
+    if not pfc or pfc.get("protocol") != "ethernet" or not w:
+        return {}
+    share = w["headroom_bytes"] / w["buffer_bytes"] if w.get("buffer_bytes") else None
+    return {"lossless_priorities": pfc["lossless_priorities"],
+            "lossless_priorities_fit": w["priorities_that_fit"],
+            "pfc_buffer_share": share, "pfc_switches_short": pfc["switches_short_count"],
+            "pfc_worst_switch": w["name"]}
 
 
 def tco_view(d: DesignedCluster, years: float) -> dict[str, Any] | None:

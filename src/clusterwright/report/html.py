@@ -11,9 +11,7 @@ the user is escaped by Jinja2's autoescape.
 from __future__ import annotations
 
 import functools
-import os
 import re
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -22,6 +20,7 @@ import jinja2
 from markupsafe import Markup
 
 from clusterwright.report import drawings, figures, sections, svg
+from clusterwright.report.files import atomic_file
 from clusterwright.report.fmt import (
     DASH,
     duration,
@@ -72,19 +71,8 @@ def render_report(blueprint: dict[str, Any], path: Path) -> None:
     The file is written next to ``path`` and moved into place, so a reader never sees half a
     page. Sections without data say "not applicable" instead of failing."""
     page = render_html(blueprint)
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=".report-", suffix=".html", dir=path.parent or ".")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(page)
-        # mkstemp makes the file private (0600); a report is as readable as any file written.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_file(Path(path), ".html") as tmp:
+        Path(tmp).write_text(page, encoding="utf-8")
 
 
 def render_html(blueprint: Mapping[str, Any]) -> str:
@@ -108,6 +96,7 @@ def render_html(blueprint: Mapping[str, Any]) -> str:
         "sources": sections.sources(bp),
         "s4": _racks(racks, limit_kw),
         "s5": _training(training),
+        "multisite": sections.multisite(bp),
         "s6": _inference(inference),
         "s7": _cost(bp),
         "s8": _reliability(bp, training),

@@ -12,8 +12,9 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
-import tempfile
 from pathlib import Path
+
+from clusterwright.report.files import atomic_file
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -49,35 +50,25 @@ def render_pdf(html: Path, path: Path, timeout_s: float = 120.0) -> int:
     from playwright.sync_api import sync_playwright
 
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=".report-", suffix=".pdf", dir=path.parent or ".")
-    os.close(fd)
-    try:
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=chromium(), headless=True,
-                                        args=CHROMIUM_ARGS)
-            try:
-                page = browser.new_page(viewport={"width": 1100, "height": 1400})
-                page.set_default_timeout(timeout_s * 1e3)
-                # Only the page itself: nothing is fetched from anywhere else.
-                page.route("**/*", lambda r: r.continue_() if r.request.url.startswith(
-                    ("file:", "data:", "blob:", "about:")) else r.abort())
-                page.goto(Path(html).resolve().as_uri(), wait_until="load")
-                page.wait_for_function(
-                    "() => [...document.querySelectorAll('.plotly-graph-div')]"
-                    ".every(d => d.querySelector('.main-svg'))")
-                page.evaluate("() => document.querySelectorAll('details')"
-                              ".forEach(d => d.open = true)")
-                page.emulate_media(media="print")
-                page.pdf(path=tmp, format="A4", print_background=True,
-                         margin={"top": "12mm", "bottom": "12mm", "left": "10mm",
-                                 "right": "10mm"})
-            finally:
-                browser.close()
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_file(path, ".pdf") as tmp, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium(), headless=True,
+                                    args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1100, "height": 1400})
+            page.set_default_timeout(timeout_s * 1e3)
+            # Only the page itself: nothing is fetched from anywhere else.
+            page.route("**/*", lambda r: r.continue_() if r.request.url.startswith(
+                ("file:", "data:", "blob:", "about:")) else r.abort())
+            page.goto(Path(html).resolve().as_uri(), wait_until="load")
+            page.wait_for_function(
+                "() => [...document.querySelectorAll('.plotly-graph-div')]"
+                ".every(d => d.querySelector('.main-svg'))")
+            page.evaluate("() => document.querySelectorAll('details')"
+                          ".forEach(d => d.open = true)")
+            page.emulate_media(media="print")
+            page.pdf(path=tmp, format="A4", print_background=True,
+                     margin={"top": "12mm", "bottom": "12mm", "left": "10mm",
+                             "right": "10mm"})
+        finally:
+            browser.close()
     return path.stat().st_size

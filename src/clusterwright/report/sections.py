@@ -22,6 +22,7 @@ from clusterwright.report.fmt import (
     mapping,
     num,
     pct,
+    power_mw,
     records,
     text,
     unit,
@@ -96,7 +97,17 @@ def _training_line(w: Mapping[str, Any]) -> dict[str, str]:
     mc = (f"with failures p10–p90 {fmt(p10)}–{fmt(p90)} days" if p10 is not None
           and p90 is not None else "")
     dl = num(w.get("deadline_days"))
-    return {"name": text(w.get("name")),
+    # An estimate above every published MFU is the optimistic edge of the model: said on the
+    # headline, beside the number it qualifies, not only in the step-time table.
+    warn = ""
+    if w.get("mfu_above_published"):
+        top = pct(w.get("mfu_highest_published"))
+        warn = (f"MFU {pct(w.get('mfu'))} is above every published run on this GPU and "
+                f"precision in validation/training.csv (highest {top}): optimistic until a "
+                "measurement confirms it")
+    if conf and not conf.get("validated"):
+        warn = "; ".join(x for x in (warn, "layout family not validated on this stack") if x)
+    return {"name": text(w.get("name")), "warn": warn,
             "value": unit(days, "days"), "range": rng, "why": why, "mc": mc,
             "target": f"deadline {fmt(dl)} days" if dl is not None else "no deadline",
             "ok": "yes" if dl is None or (days is not None and days <= dl) else "no"}
@@ -255,3 +266,79 @@ def sources(bp: Mapping[str, Any]) -> list[dict[str, Any]]:
             "texts": [(label, t, _URL.findall(t)) for label, t in texts if t],
         })
     return out
+
+
+# Multi-site training methods in the order plan/multisite reports them, with display names.
+METHODS = (("sync", "synchronous DP"), ("diloco", "DiLoCo"), ("streaming", "Streaming DiLoCo"))
+
+
+def _gbps(x: Any) -> str:
+    """A link rate in Gb/s, or a dash."""
+    v = num(x)
+    return DASH if v is None else f"{fmt(v)} Gb/s"
+
+
+def _needed(need: Mapping[str, Any], target: str) -> str:
+    """WAN Gb/s a site needs for ``target`` % utilization. plan/multisite gives infinity when
+    latency alone rules the target out, which the blueprint's JSON carries as null."""
+    if target not in need:
+        return DASH
+    v = num(need[target])
+    return "unreachable" if v is None or v == float("inf") else f"{fmt(v)} Gb/s"
+
+
+def multisite(bp: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The blueprint's optional ``multisite`` section (plan/scenario.py) for the report: the
+    sites and their WAN links, how each training workload is split over them, and per method
+    the compute utilization and the WAN Gb/s each site needs for 90/95/99 %. None when the
+    blueprint has no such section (one site)."""
+    ms = mapping(bp.get("multisite"))
+    if not ms:
+        return None
+    policy = mapping(ms.get("policy"))
+    chosen = str(policy.get("method") or "")
+    names = dict(METHODS)
+    sites = [[text(s.get("name")), power_mw(s.get("power_mw")), _gbps(s.get("wan_gbps")),
+              unit(s.get("latency_ms"), "ms"), pct(s.get("loss")),
+              usd(s.get("usd_per_gbps_month"))]
+             for s in records(ms.get("sites"))]
+    workloads = []
+    for w in records(ms.get("workloads")):
+        lay = mapping(w.get("layout"))
+        layout = " ".join(f"{k}{lay[k]}" for k in ("tp", "pp", "dp", "cp", "ep") if k in lay)
+        split = (f"{fmt(w.get('sites'))} sites x {fmt(w.get('gpus_per_site'))} "
+                 f"{text(w.get('gpu'))} = {fmt(w.get('gpus'))} GPUs")
+        wan = mapping(w.get("wan"))
+        methods = []
+        for key, name in METHODS:
+            m = mapping(mapping(w.get("methods")).get(key))
+            if not m:
+                continue
+            need = mapping(m.get("wan_gbps_needed"))
+            label = name + (" (chosen)" if key == (w.get("method") or chosen) else "")
+            methods.append([label, fmt(m.get("inner_steps")), fmt(m.get("bits")),
+                            pct(m.get("utilization")), _needed(need, "90"),
+                            _needed(need, "95"), _needed(need, "99"),
+                            unit(m.get("time_to_train_days"), "days"),
+                            usd(m.get("wan_cost_usd"))])
+        facts = [("split", split),
+                 ("GPUs per site the power allows",
+                  ", ".join(fmt(x) for x in (w.get("site_capacity_gpus") or [])) or DASH),
+                 ("power per site", power_mw(w.get("mw_per_site"))),
+                 ("layout per site", layout or DASH),
+                 ("step time", duration(w.get("step_time_s"))),
+                 ("WAN link", f"{_gbps(wan.get('gbps'))}, {unit(wan.get('latency_ms'), 'ms')} "
+                              f"one way; slowest site {text(wan.get('slowest_site'))}"),
+                 ("method chosen", f"{names.get(str(w.get('method')), text(w.get('method')))}"
+                                   f": {pct(w.get('utilization'))} compute utilization")]
+        workloads.append({"name": text(w.get("name")), "model": text(w.get("model")),
+                          "facts": facts, "methods": methods,
+                          "validated": str(w.get("validated") or ""),
+                          "notes": [str(n) for n in (w.get("notes") or [])]})
+    return {"chosen": names.get(chosen, chosen), "sites": sites,
+            "workloads": workloads,
+            "policy": [("method", names.get(chosen, chosen or DASH)),
+                       ("inner steps", fmt(policy.get("inner_steps"))),
+                       ("bits per parameter", fmt(policy.get("bits"))),
+                       ("fragments", fmt(policy.get("fragments"))),
+                       ("overlap steps", fmt(policy.get("overlap_steps")))]}

@@ -13,12 +13,11 @@ sees the blueprint's numbers, and the totals equal blueprint.json's
 from __future__ import annotations
 
 import math
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from clusterwright.report.files import atomic_file
 from clusterwright.report.fmt import get, mapping, num, records
 from clusterwright.report.sections import CAPEX, OPEX
 
@@ -168,15 +167,5 @@ def render_xlsx(bp: Mapping[str, Any], path: Path) -> None:
               + (f"; price: {s.get('price_source')}" if s.get("price_source") else "")]
              for s in records(bp.get("sources"))]
     _sheet(wb, "Assumptions", ["name", "value", "source"], rows, widths={1: 40, 3: 100})
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=".report-", suffix=".xlsx", dir=path.parent or ".")
-    os.close(fd)
-    try:
+    with atomic_file(Path(path), ".xlsx") as tmp:
         wb.save(tmp)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -25,6 +25,8 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass
 
+import numpy as np
+
 from clusterwright.model.collectives import (
     Interconnect,
     allgather_s,
@@ -37,13 +39,16 @@ from clusterwright.model.collectives import (
     ring_latency_s,
     tree_latency_s,
 )
+from clusterwright.sim.aggregate import alltoall_loads
 from clusterwright.sim.engine import SimError
-from clusterwright.sim.fabric_net import mix64
-from clusterwright.sim.network import FlowSpec, Group, NetworkSim
+from clusterwright.sim.flows import Flows, keys, mix64_array
+from clusterwright.sim.network import Group, NetworkSim
 
 COLLECTIVES = ("allreduce", "allgather", "reducescatter", "alltoall")
 ALGORITHMS = ("auto", "ring", "hierarchical", "tree", "nvls")
-MAX_FLOWS = 2_000_000  # all-to-all beyond this many flows is refused (memory and time)
+# All-to-all connections routed one by one: 4,096 ranks (16.8M connections, about 1 GB of
+# arrays). Larger all-to-alls are aggregated per leaf pair (``sim/aggregate.py``).
+MAX_FLOWS = 1 << 24
 
 
 @dataclass
@@ -59,6 +64,7 @@ class Collective:
     closed_form_s: float  # the closed form's best algorithm (what NCCL would pick)
     start_s: float
     algorithm_closed_form_s: float = math.nan  # the closed form of the simulated algorithm
+    aggregated: bool = False  # an all-to-all counted per leaf pair (sim/aggregate.py)
 
     @property
     def time_s(self) -> float:
@@ -90,39 +96,66 @@ def _by_host(ranks: list[int], gph: int) -> list[list[int]]:
     return [sorted(hosts[h]) for h in order]
 
 
+def host_matrix(ranks: np.ndarray, gph: int) -> np.ndarray | None:
+    """The ranks as a servers x ranks-per-server matrix (servers in order of first
+    appearance, ranks sorted within each), or None when servers hold different counts."""
+    hosts = ranks // gph
+    uniq, first, inv, counts = np.unique(hosts, return_index=True, return_inverse=True,
+                                         return_counts=True)
+    if len(counts) and counts.min() != counts.max():
+        return None
+    rank_of_host = np.empty(len(uniq), dtype=np.int64)
+    rank_of_host[np.argsort(first, kind="stable")] = np.arange(len(uniq))
+    order = np.lexsort((ranks, rank_of_host[inv]))
+    return ranks[order].reshape(len(uniq), int(counts[0]) if len(counts) else 0)
+
+
 def _domains(ranks: list[int], domain: int) -> int:
     return len({r // domain for r in ranks})
 
 
+def ring_order_matrix(ranks: np.ndarray, gph: int) -> np.ndarray:
+    """One rank order per channel (rows), rail-aligned between servers (module docstring)."""
+    local = host_matrix(ranks, gph)
+    if local is None:
+        # Uneven placements (a fragmented job) get a single ring in rank order per channel.
+        return ranks[None, :]
+    n_hosts, k = local.shape
+    last = n_hosts - 1
+    rows = []
+    i = np.arange(n_hosts)
+    for c in range(k):
+        start = (c - i) % k
+        part = local[i[:, None], (start[:, None] + np.arange(k)) % k]
+        if last > 0 and k > 1 and start[last] != c % k:
+            # Close the ring on rail c (where server 0 is entered), so the wrap-around edge
+            # stays on one rail leaf like the others.
+            row = part[last]
+            moved = local[last, c % k]
+            part[last] = np.concatenate([row[row != moved], [moved]])
+        rows.append(part.ravel())
+    return np.stack(rows)
+
+
 def ring_orders(ranks: list[int], gph: int) -> list[list[int]]:
     """One rank order per channel, rail-aligned between servers (module docstring)."""
-    nodes = _by_host(ranks, gph)
-    k = max(len(g) for g in nodes)
-    if any(len(g) != k for g in nodes):
-        # Uneven placements (a fragmented job) get a single ring in rank order per channel.
-        return [list(ranks)]
-    orders = []
-    last = len(nodes) - 1
-    for c in range(k):
-        seq: list[int] = []
-        for i, local in enumerate(nodes):
-            start = (c - i) % k
-            part = local[start:] + local[:start]
-            if i == last and last > 0 and k > 1 and start != c % k:
-                # Close the ring on rail c (where server 0 is entered), so the wrap-around
-                # edge stays on one rail leaf like the others.
-                part = [x for x in part if x != local[c % k]] + [local[c % k]]
-            seq += part
-        orders.append(seq)
+    orders: list[list[int]] = ring_order_matrix(np.asarray(ranks, dtype=np.int64),
+                                                gph).tolist()
     return orders
 
 
-def _ring_flows(order: list[int], cid: int, channel: int) -> list[FlowSpec]:
+def _ring_flows(order: np.ndarray, cid: int, channel: int) -> Flows:
     n = len(order)
-    return [
-        FlowSpec(order[j], order[(j + 1) % n], mix64((cid << 40) | (channel << 24) | j))
-        for j in range(n)
-    ]
+    return Flows(order, np.roll(order, -1), keys((cid << 40) | (channel << 24), np.arange(n)))
+
+
+def _rings(local: np.ndarray, cid: int, channel0: int) -> Flows:
+    """A ring inside each row of ``local`` (one per server), channel ``channel0 + row``."""
+    n_rows, k = local.shape
+    j = np.tile(np.arange(k, dtype=np.uint64), n_rows)
+    ch = np.repeat(np.arange(n_rows, dtype=np.uint64) + np.uint64(channel0), k)
+    prefix = (np.uint64(cid) << np.uint64(40)) | (ch << np.uint64(24))
+    return Flows(local.ravel(), np.roll(local, -1, axis=1).ravel(), mix64_array(prefix | j))
 
 
 class CollectiveBuilder:
@@ -154,9 +187,11 @@ class CollectiveBuilder:
 
     def add(self, collective: str, ranks: list[int], size_bytes: float,
             algorithm: str = "auto", start_s: float = 0.0, pxn: bool = True,
-            after: list[Group] | None = None, label: str = "", cid: int | None = None
-            ) -> Collective:
-        """Schedule one collective over ``ranks`` (global GPU indices) of ``size_bytes``."""
+            after: list[Group] | None = None, label: str = "", cid: int | None = None,
+            aggregate: bool | None = None) -> Collective:
+        """Schedule one collective over ``ranks`` (global GPU indices) of ``size_bytes``.
+        An all-to-all is aggregated per leaf pair (``sim/aggregate.py``) when ``aggregate``
+        says so, or, by default, above ``MAX_FLOWS`` connections."""
         self._check(ranks, size_bytes, collective)
         if algorithm not in ALGORITHMS:
             raise SimError(f"algorithm: unknown {algorithm!r} (one of {', '.join(ALGORITHMS)})",
@@ -194,7 +229,11 @@ class CollectiveBuilder:
         else:
             closed = float(allgather_s(size_bytes, n, stride, m))
             algo_closed = closed_form_gather(algo, size_bytes, n, nodes, m)
-        if collective == "alltoall":
+        aggregated = collective == "alltoall" and (
+            aggregate if aggregate is not None else n * (n - 1) > MAX_FLOWS)
+        if aggregated:
+            groups = self._alltoall_aggregated(name, ranks, size_bytes, pxn, after, start_s)
+        elif collective == "alltoall":
             groups = self._alltoall(name, cid, ranks, size_bytes, pxn, after, start_s)
         elif algo == "ring":
             groups = self._ring(name, cid, collective, ranks, size_bytes, nodes, after, start_s)
@@ -203,7 +242,7 @@ class CollectiveBuilder:
         else:
             groups = self._hier(name, cid, collective, ranks, size_bytes, algo, after, start_s)
         return Collective(name, collective, algo, ranks, size_bytes, groups, closed, start_s,
-                          algo_closed)
+                          algo_closed, aggregated)
 
     # ------------------------------------------------------------------ algorithms
     def _ring(self, name: str, cid: int, collective: str, ranks: list[int], size: float,
@@ -211,7 +250,7 @@ class CollectiveBuilder:
         n = len(ranks)
         factor = 2.0 * (n - 1) / n if collective == "allreduce" else (n - 1) / n
         steps = 2.0 if collective == "allreduce" else 1.0
-        orders = ring_orders(ranks, self.gph)
+        orders = ring_order_matrix(np.asarray(ranks, dtype=np.int64), self.gph)
         lat = ring_latency_s(n, nodes, steps, self.model)
         return [
             self.sim.add_group(f"{name}/ring{c}", _ring_flows(o, cid, c),
@@ -227,20 +266,20 @@ class CollectiveBuilder:
         # Each GPU's NVLink carries the NVLS stream up and down at once; scaled so the time is
         # 2(n-1)/n size / nvls_busbw on links rated at the NVLink-ring busbw.
         volume = 2.0 * (n - 1) / n * size * net.nvlink_bps / max(self.model.nvls_busbw, 1.0)
-        flows = [FlowSpec(r, r, mix64((cid << 40) | j), nvls=True) for j, r in enumerate(ranks)]
+        r = np.asarray(ranks, dtype=np.int64)
+        flows = Flows(r, r, keys(cid << 40, np.arange(n)), nvls=np.ones(n, dtype=bool))
         lat = nvls_latency_s(self.model)
         return [self.sim.add_group(f"{name}/nvls", flows, volume, latency_s=lat, after=after,
                                    start_at=start)]
 
     def _hier(self, name: str, cid: int, collective: str, ranks: list[int], size: float,
               algo: str, after: list[Group] | None, start: float) -> list[Group]:
-        nodes = _by_host(ranks, self.gph)
-        k = len(nodes[0])
-        if any(len(g) != k for g in nodes):
+        nodes = host_matrix(np.asarray(ranks, dtype=np.int64), self.gph)
+        if nodes is None:
             raise SimError(f"algorithm: {algo} needs the same number of ranks on every server",
                            field="algorithm")
         m = self.model
-        N = len(nodes)
+        N, k = nodes.shape
         steps = 2.0 if collective == "allreduce" else 1.0
         # A pipeline's latency is the sum of its stages'; every phase ends with all of it.
         lat_total = (ring_latency_s(k, 1, 1.0, m) if k > 1 else 0.0) + (
@@ -255,15 +294,15 @@ class CollectiveBuilder:
         intra_factor = (k - 1) / k
         # phase 1: reduce-scatter (or nothing for all-gather) inside each server
         if k > 1 and collective in ("allreduce", "reducescatter"):
-            flows = [f for i, loc in enumerate(nodes) for f in _ring_flows(loc, cid, 100 + i)]
-            g = self.sim.add_group(f"{name}/intra-rs", flows, intra_factor * size,
-                                   latency_s=lat_total, after=prev, start_at=start)
+            g = self.sim.add_group(f"{name}/intra-rs", _rings(nodes, cid, 100),
+                                   intra_factor * size, latency_s=lat_total, after=prev,
+                                   start_at=start)
             groups.append(g)
         # phase 2: across servers, per rail, on 1/k of the data
         phase2: list[Group] = []
         if N > 1:
             for r in range(k):
-                rail = [loc[r] for loc in nodes]
+                rail = nodes[:, r]
                 if algo == "tree" and collective == "allreduce":
                     flows = _double_tree(rail, cid, r)
                     vol = shard / 2.0  # each tree carries half, reduce and broadcast pipelined
@@ -277,9 +316,9 @@ class CollectiveBuilder:
             groups += phase2
         # phase 3: all-gather inside each server
         if k > 1 and collective in ("allreduce", "allgather"):
-            flows = [f for i, loc in enumerate(nodes) for f in _ring_flows(loc, cid, 300 + i)]
-            groups.append(self.sim.add_group(f"{name}/intra-ag", flows, intra_factor * size,
-                                             latency_s=lat_total, after=prev, start_at=start))
+            groups.append(self.sim.add_group(f"{name}/intra-ag", _rings(nodes, cid, 300),
+                                             intra_factor * size, latency_s=lat_total,
+                                             after=prev, start_at=start))
         return groups
 
     def _alltoall(self, name: str, cid: int, ranks: list[int], size: float, pxn: bool,
@@ -288,26 +327,45 @@ class CollectiveBuilder:
         if n * (n - 1) > MAX_FLOWS:
             raise SimError(
                 f"an all-to-all over {n} ranks is {n * (n - 1):,} flows, above the simulator's "
-                f"{MAX_FLOWS:,}; simulate a smaller expert-parallel group"
+                f"{MAX_FLOWS:,} routed one by one; aggregate it per leaf pair or simulate a "
+                "smaller expert-parallel group"
             )
         net = self.sim.net
-        gph = self.gph
-        flows = []
-        j = 0
-        for a in ranks:
-            for b in ranks:
-                if a == b:
-                    continue
-                via = None
-                if pxn and net.gpu_domain[a] != net.gpu_domain[b]:
-                    relay = (a // gph) * gph + b % gph
-                    via = relay if relay != a else None
-                flows.append(FlowSpec(a, b, mix64((cid << 40) | j), via=via))
-                j += 1
+        flows = alltoall_flows(np.asarray(ranks, dtype=np.int64), cid, self.gph,
+                               net.gpu_domain, pxn)
         nodes = _domains(ranks, net.domain_gpus)
         lat = alltoall_latency_s(n, nodes, self.model)
         return [self.sim.add_group(f"{name}/a2a", flows, size / n, latency_s=lat, after=after,
                                    start_at=start)]
+
+
+    def _alltoall_aggregated(self, name: str, ranks: list[int], size: float, pxn: bool,
+                             after: list[Group] | None, start: float) -> list[Group]:
+        n = len(ranks)
+        net = self.sim.net
+        r = np.asarray(ranks, dtype=np.int64)
+        lat = alltoall_latency_s(n, _domains(ranks, net.domain_gpus), self.model)
+        return [self.sim.add_loads(f"{name}/a2a", lambda: alltoall_loads(net, r, pxn),
+                                   n * (n - 1), size / n, latency_s=lat, after=after,
+                                   start_at=start)]
+
+
+def alltoall_flows(ranks: np.ndarray, cid: int, gph: int, domain: np.ndarray,
+                   pxn: bool) -> Flows:
+    """Every ordered pair of distinct ranks, in rank order (the j-th pair's key is
+    ``mix64(cid << 40 | j)``); with PXN, data for a GPU in another NVLink domain relays
+    through the source server's GPU on the destination's rail."""
+    n = len(ranks)
+    a = np.repeat(ranks, n)
+    b = np.tile(ranks, n)
+    keep = a != b
+    a, b = a[keep], b[keep]
+    via = np.full(len(a), -1, dtype=np.int64)
+    if pxn:
+        relay = (a // gph) * gph + b % gph
+        use = (domain[a] != domain[b]) & (relay != a)
+        via[use] = relay[use]
+    return Flows(a, b, keys(cid << 40, np.arange(len(a))), via)
 
 
 def closed_form_gather(algo: str, size: float, ranks: int, nodes: int,
@@ -356,25 +414,25 @@ def double_tree_max_out(servers: int) -> int:
     """Most tree edges one server sends on in the double binary tree (both trees, reduce
     and broadcast): 2 at 2 servers, 3 at 4, 4 from about 8 on (an interior node of one tree
     is a leaf of the other)."""
-    out = [0] * servers
-    for f in _double_tree(list(range(servers)), 0, 0):
-        out[f.src] += 1
-    return max(out, default=0)
+    flows = _double_tree(np.arange(servers, dtype=np.int64), 0, 0)
+    return int(np.bincount(flows.src, minlength=servers).max(initial=0))
 
 
-def _double_tree(rail: list[int], cid: int, r: int) -> list[FlowSpec]:
+def _double_tree(rail: np.ndarray, cid: int, r: int) -> Flows:
     """Edges of NCCL's two complementary binary trees over ``rail`` (one rank per server),
     both directions (reduce up, broadcast down)."""
     N = len(rail)
-    flows: list[FlowSpec] = []
+    i = np.arange(1, N, dtype=np.int64)
+    parts = []
     for t in range(2):
         # The second tree mirrors the first, so the servers inside one tree are leaves of the
         # other and no NIC carries two trees' interior traffic (NCCL's double binary tree).
         order = rail if t == 0 else rail[::-1]
-        for i in range(1, N):
-            parent = order[(i - 1) // 2]
-            child = order[i]
-            key = (cid << 40) | ((400 + 2 * r + t) << 24) | i
-            flows.append(FlowSpec(child, parent, mix64(key)))
-            flows.append(FlowSpec(parent, child, mix64(key ^ 1)))
-    return flows
+        parent, child = order[(i - 1) // 2], order[i]
+        key = (np.uint64((cid << 40) | ((400 + 2 * r + t) << 24))
+               | i.astype(np.uint64))
+        src = np.stack([child, parent], axis=1).ravel()  # up then down, edge by edge
+        dst = np.stack([parent, child], axis=1).ravel()
+        k = np.stack([mix64_array(key), mix64_array(key ^ np.uint64(1))], axis=1).ravel()
+        parts.append(Flows(src, dst, k))
+    return Flows.concat(parts)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -24,6 +25,10 @@ from clusterwright.design.fabric import Fabric
 from clusterwright.sim.engine import SimError
 
 _MASK = (1 << 64) - 1
+_ROLE = {"leaf": 0, "spine": 1, "core": 2}
+# Link tiers, by code (``FabricNet.tier_code``).
+TIER_NAMES = ("node-leaf", "leaf-spine", "spine-core", "nvlink", "pcie")
+_TIER = {name: i for i, name in enumerate(TIER_NAMES)}
 
 
 def mix64(x: int) -> int:
@@ -36,7 +41,14 @@ def mix64(x: int) -> int:
 
 class FabricNet:
     """The directed-link network of a designed fabric (backend) and its servers' insides,
-    with structured (valley-free, equal-cost) routing."""
+    with structured (valley-free, equal-cost) routing.
+
+    Besides the named links (``names``, ``tiers``, ``cap0``) it keeps integer tables the
+    array router (``sim/routing.py``) gathers from: every GPU's NVLink and PCIe links and NIC,
+    every NIC's uplink, leaf and downlink per plane, every switch's uplinks in cabling order,
+    the parallel links from a spine down to a leaf and from a core down to a pod, all built
+    once here with array operations.
+    """
 
     def __init__(self, fab: Fabric, cat: Catalog, efficiency: bool = True) -> None:
         self.fab = fab
@@ -55,98 +67,331 @@ class FabricNet:
             stack.nvls_busbw_fraction if efficiency else 1.0
         )
         pcie = {3: 16e9, 4: 32e9, 5: 64e9, 6: 128e9}.get(gpu.pcie_gen, 64e9)  # x16, one way
-        self.names: list[str] = []
-        self.tiers: list[str] = []
-        caps: list[float] = []
-        self.node_links: dict[str, list[int]] = defaultdict(list)  # device -> its link ids
-
-        def add(a: str, b: str, cap: float, tier: str) -> int:
-            i = len(caps)
-            caps.append(cap)
-            self.names.append(f"{a}->{b}")
-            self.tiers.append(tier)
-            self.node_links[a].append(i)
-            self.node_links[b].append(i)
-            return i
-
-        # GPU <-> NVLink domain switch, GPU <-> NIC (PCIe).
-        self.gpu_up: list[int] = []
-        self.gpu_down: list[int] = []
-        self.gpu_to_nic: list[int] = []
-        self.nic_to_gpu: list[int] = []
-        self.gpu_domain: list[int] = []
-        self.gpu_host: list[int] = []
-        self.gpu_nic: list[str] = []
         # GPU k uses its own rail's NIC; a partial build (--rails) shares the cabled ones.
-        rails = fab.shape.rails
-        for hi, h in enumerate(self.hosts):
-            for k in range(self.gpus_per_host):
-                gi = hi * self.gpus_per_host + k
-                g = f"{h.name}/gpu{k}"
-                dom = gi // self.domain_gpus
-                nvl = f"nvl{dom:05d}"
-                self.gpu_up.append(add(g, nvl, self.nvlink_bps, "nvlink"))
-                self.gpu_down.append(add(nvl, g, self.nvlink_bps, "nvlink"))
-                nic = f"{h.name}/nic{k % rails}"
-                self.gpu_to_nic.append(add(g, nic, pcie, "pcie"))
-                self.nic_to_gpu.append(add(nic, g, pcie, "pcie"))
-                self.gpu_domain.append(dom)
-                self.gpu_host.append(hi)
-                self.gpu_nic.append(nic)
-        # The backend fabric: node-leaf, leaf-spine, spine-core, both directions.
-        by = fab.by_name
-        self.nic_up: dict[str, list[tuple[int, int, str]]] = defaultdict(list)  # (plane, up, leaf)
-        self.leaf_down: dict[tuple[str, str], int] = {}  # (leaf, nic) -> link
-        self.up: dict[str, list[tuple[int, str]]] = defaultdict(list)  # switch -> (link, upper)
-        self.down: dict[tuple[str, str], list[int]] = defaultdict(list)  # (sw, lower) -> links
-        self.pod: dict[str, int] = {}
-        self.role: dict[str, str] = {}
-        self.leaf_of_nic: dict[tuple[str, int], str] = {}
-        for lk in fab.links:
-            if lk.network != "backend":
-                continue
-            cap = lk.speed_gbps * 1e9 / 8 * net_eff
-            if lk.tier == "node-leaf":
-                nic = f"{lk.a}/nic{lk.rail}"
-                u = add(nic, lk.b, cap, "node-leaf")
-                d = add(lk.b, nic, cap, "node-leaf")
-                self.nic_up[nic].append((lk.plane, u, lk.b))
-                self.leaf_down[(lk.b, nic)] = d
-                self.leaf_of_nic[(nic, lk.plane)] = lk.b
-            else:
-                u = add(lk.a, lk.b, cap, lk.tier)
-                d = add(lk.b, lk.a, cap, lk.tier)
-                self.up[lk.a].append((u, lk.b))
-                self.down[(lk.b, lk.a)].append(d)
-            for name in (lk.a, lk.b):
-                dev = by[name]
-                self.role[name] = dev.role
-                if dev.role in ("leaf", "spine"):
-                    self.pod[name] = dev.pod
+        self.rails = rails = fab.shape.rails
+        gph = self.gpus_per_host
+        n = self.n_gpus
+        self.host_names = [h.name for h in self.hosts]
+        host_index = {name: i for i, name in enumerate(self.host_names)}
+        gi = np.arange(n, dtype=np.int64)
+        self.gpu_domain = gi // self.domain_gpus
+        self.gpu_host = gi // gph
+        self.gpu_nic_id = self.gpu_host * rails + (gi % gph) % rails
+        # Four links per GPU, in this order: to its NVLink switch, back, to its NIC, back.
+        self.gpu_up = 4 * gi
+        self.gpu_down = 4 * gi + 1
+        self.gpu_to_nic = 4 * gi + 2
+        self.nic_to_gpu = 4 * gi + 3
+        # The backend fabric's cables, each two directed links after the GPUs' (a->b, b->a).
+        sws = [d for d in fab.devices if d.role in ("leaf", "spine", "core")]
+        self.sw_names = [d.name for d in sws]
+        self.sw_index = {name: i for i, name in enumerate(self.sw_names)}
+        self.sw_role = np.asarray([_ROLE[d.role] for d in sws], dtype=np.int8)
+        self.sw_pod = np.asarray([d.pod if d.role != "core" else 0 for d in sws],
+                                 dtype=np.int64)
+        self.sw_plane = np.asarray([d.plane for d in sws], dtype=np.int64)
+        cables = [lk for lk in fab.links if lk.network == "backend"]
+        nc = len(cables)
+        tier = np.asarray([_TIER[lk.tier] for lk in cables], dtype=np.int8)
+        speed = np.asarray([lk.speed_gbps for lk in cables], dtype=float)
+        host_link = tier == 0
+        a_id = np.asarray([host_index[lk.a] * rails + lk.rail if lk.tier == "node-leaf"
+                           else self.sw_index[lk.a] for lk in cables], dtype=np.int64)
+        b_id = np.asarray([self.sw_index[lk.b] for lk in cables], dtype=np.int64)
+        plane = np.asarray([lk.plane for lk in cables], dtype=np.int64)
+        self._cables = (cables, tier, a_id, b_id)
+        base = 4 * n
+        fwd = base + 2 * np.arange(nc, dtype=np.int64)
+        self.n_links = base + 2 * nc
+        cap = np.empty(self.n_links)
+        cap[0:base:4] = cap[1:base:4] = self.nvlink_bps
+        cap[2:base:4] = cap[3:base:4] = pcie
+        cable_cap = speed * 1e9 / 8 * net_eff
+        cap[fwd] = cable_cap
+        cap[fwd + 1] = cable_cap
+        # Line rate of every cable direction, Gb/s (0 for the GPUs' NVLink and PCIe links).
+        self.link_gbps = np.zeros(self.n_links)
+        self.link_gbps[fwd] = self.link_gbps[fwd + 1] = speed
+        self.cap0 = cap
+        self.cap = cap.copy()
+        self.alive = np.ones(self.n_links, dtype=bool)
+        # Tier of every link as a code (``TIER_NAMES``); ``tiers`` spells them out.
+        self.tier_code = np.empty(self.n_links, dtype=np.int8)
+        self.tier_code[0:base:4] = self.tier_code[1:base:4] = _TIER["nvlink"]
+        self.tier_code[2:base:4] = self.tier_code[3:base:4] = _TIER["pcie"]
+        self.tier_code[fwd] = self.tier_code[fwd + 1] = tier
+        self.nic_names = [f"{h}/nic{r}" for h in self.host_names for r in range(rails)]
+        nic = np.stack([a_id[host_link], plane[host_link], fwd[host_link],
+                        fwd[host_link] + 1, b_id[host_link]], axis=1)
+        sw_link = ~host_link
+        up_rows = np.stack([a_id[sw_link], fwd[sw_link], b_id[sw_link]], axis=1)
+        down_rows = np.stack([b_id[sw_link], fwd[sw_link] + 1, a_id[sw_link]], axis=1)
         self.three_tier = fab.shape.tiers == 3
-        # core -> pod -> (link down to that pod's spine, spine)
-        self.core_down: dict[str, dict[int, list[tuple[int, str]]]] = defaultdict(
-            lambda: defaultdict(list)
-        )
-        for (upper, lower), ids in self.down.items():
-            if self.role.get(upper) == "core":
-                for i in ids:
-                    self.core_down[upper][self.pod[lower]].append((i, lower))
         self._reach_cache: dict[tuple[str, str], bool] = {}
         self._hops_cache: dict[tuple[str, str], list[int]] = {}
         self._up_cache: dict[tuple[str, bool], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._down_cache: dict[tuple[str, bool], tuple[np.ndarray, np.ndarray]] = {}
-        self._switches: list[str] = []
+        self._switches_list: list[str] | None = None
         self._switch_idx: dict[str, int] = {}
-        for name, role in self.role.items():
-            if role in ("spine", "core"):
-                self._switch_index(name)
-        self.cap0 = np.asarray(caps, dtype=float)
-        self.cap = self.cap0.copy()
-        self.alive = np.ones(len(caps), dtype=bool)
-        self.n_links = len(caps)
         self._spray_cache: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
-        self.index = {n: i for i, n in enumerate(self.names)}
+        self._index: dict[str, int] | None = None
+        self._node_links: dict[str, list[int]] | None = None
+        self._names: list[str] | None = None
+        self._views: dict[str, Any] | None = None
+        self._tables(nic, up_rows, down_rows)
+
+    def _tables(self, nic: np.ndarray, up_rows: np.ndarray, down: np.ndarray) -> None:
+        """Integer routing tables (class docstring), in cabling order, so a hash picks the
+        same link from them as from the per-switch lists (``up``, ``down``, ``core_down``).
+        ``nic``: (NIC, plane, uplink, downlink, leaf) rows; ``up_rows``/``down``: (switch,
+        link, switch it leads to) rows."""
+        n_sw = len(self.sw_names)
+        n_nic = len(self.nic_names)
+        self.planes = sorted(set(nic[:, 1].tolist()))
+        p_idx = {p: k for k, p in enumerate(self.planes)}
+        width = max(1, len(self.planes))
+        self.nic_plane_up = np.full((n_nic, width), -1, dtype=np.int64)
+        self.nic_plane_down = np.full((n_nic, width), -1, dtype=np.int64)
+        self.nic_plane_leaf = np.full((n_nic, width), -1, dtype=np.int64)
+        if len(nic):
+            col = np.asarray([p_idx[p] for p in nic[:, 1].tolist()], dtype=np.int64)
+            # The first link of a NIC in a plane wins, as ``nic_leaf`` finds it.
+            first = np.unique(nic[:, 0] * width + col, return_index=True)[1]
+            rows, cols = nic[first, 0], col[first]
+            self.nic_plane_up[rows, cols] = nic[first, 2]
+            self.nic_plane_down[rows, cols] = nic[first, 3]
+            self.nic_plane_leaf[rows, cols] = nic[first, 4]
+        # Uplinks of every switch, padded with -1, in cabling order.
+        self.up_tab, self.up_cnt = _padded(up_rows[:, 0], up_rows[:, 1], n_sw)
+        self.link_sw = np.full(self.n_links, -1, dtype=np.int64)  # switch a link leads to
+        self.link_sw[up_rows[:, 1]] = up_rows[:, 2]
+        self.link_sw[down[:, 1]] = down[:, 2]
+        self.link_sw[nic[:, 2]] = nic[:, 4]
+        role = self.sw_role
+        # Spine -> leaf: the parallel links of each (spine, leaf) pair, looked up by key.
+        sl = down[(role[down[:, 0]] == 1) & (role[down[:, 2]] == 0)] if len(down) else down
+        self.sl_keys, self.sl_start, self.sl_cnt, self.sl_links = _buckets(
+            sl[:, 0] * n_sw + sl[:, 2], sl[:, 1])
+        # Core -> pod: its links down to that pod's spines, grouped by spine in the order the
+        # (core, spine) pairs were first cabled, as ``core_down`` lists them.
+        cs = down[role[down[:, 0]] == 2] if len(down) else down
+        self.n_pods = int(self.sw_pod.max()) + 1 if n_sw else 1
+        pair = cs[:, 0] * n_sw + cs[:, 2]
+        _, first_seen, inv = np.unique(pair, return_index=True, return_inverse=True)
+        order = np.lexsort((np.arange(len(cs)), first_seen[inv],
+                            cs[:, 0] * self.n_pods + self.sw_pod[cs[:, 2]]))
+        cs = cs[order]
+        self.cp_keys, self.cp_start, self.cp_cnt, self.cp_links = _buckets(
+            cs[:, 0] * self.n_pods + self.sw_pod[cs[:, 2]], cs[:, 1], presorted=True)
+        self.full = self._structurally_full(sl, cs)
+        # Dense (spine, leaf) and (core, pod) views of the buckets for the array router:
+        # start and count per pair (count 0: no link).
+        self.sw_row = np.full(n_sw, -1, dtype=np.int64)  # index among its role
+        for r in (0, 1, 2):
+            ids = np.flatnonzero(role == r)
+            self.sw_row[ids] = np.arange(len(ids))
+        n_sp, n_lf, n_co = (int((role == r).sum()) for r in (1, 0, 2))
+        self.sl_dense_start, self.sl_dense_cnt = _dense(
+            self.sl_keys // n_sw, self.sl_keys % n_sw, self.sl_start, self.sl_cnt,
+            self.sw_row, (n_sp, n_lf))
+        self.cp_dense_start, self.cp_dense_cnt = _dense(
+            self.cp_keys // self.n_pods, self.cp_keys % self.n_pods, self.cp_start,
+            self.cp_cnt, self.sw_row, (n_co, self.n_pods), second_is_switch=False)
+
+    def _structurally_full(self, sl: np.ndarray, cs: np.ndarray) -> bool:
+        """True when every spine reaches every leaf of its plane (directly in its pod, through
+        a core elsewhere): then, with every link alive, every equal-cost candidate reaches every
+        destination and the array router can skip the reachability filter. The designer's
+        fat trees are all full; anything else takes the filtered path."""
+        if not self.three_tier and not len(sl):
+            return True  # one tier: nothing to reach through
+        plane = self.sw_plane
+        role, pod = self.sw_role, self.sw_pod
+        group = plane * self.n_pods + (pod if self.three_tier else 0)
+        leaves = np.flatnonzero(role == 0)
+        spines = np.flatnonzero(role == 1)
+        want = np.bincount(group[leaves], minlength=group.max() + 1)
+        pairs = np.unique(sl[:, 0] * len(role) + sl[:, 2]) if len(sl) else np.zeros(0, int)
+        got = np.bincount(pairs // len(role), minlength=len(role))
+        if np.any(got[spines] != want[group[spines]]):
+            return False
+        if not self.three_tier:
+            return True
+        if np.any(self.up_cnt[spines] == 0):
+            return False
+        cores = np.flatnonzero(role == 2)
+        pods_of_plane = {int(p): len(set(pod[leaves][plane[leaves] == p].tolist()))
+                         for p in set(plane[leaves].tolist())}
+        reach = np.unique(cs[:, 0] * self.n_pods + pod[cs[:, 2]]) if len(cs) else cs[:, 0]
+        n_reach = np.bincount(reach // self.n_pods, minlength=len(role))
+        return all(int(n_reach[c]) == pods_of_plane.get(int(plane[c]), 0) for c in cores)
+
+    # ------------------------------------------------------------------ named views
+    # Names and per-device dicts are built on first use: the array router needs none of
+    # them, and at 131,072 GPUs they are a million strings.
+    @property
+    def names(self) -> list[str]:
+        """``a->b`` of every link id."""
+        if self._names is None:
+            gph, rails = self.gpus_per_host, self.rails
+            out: list[str] = []
+            for hi, h in enumerate(self.host_names):
+                for k in range(gph):
+                    g = f"{h}/gpu{k}"
+                    nvl = f"nvl{(hi * gph + k) // self.domain_gpus:05d}"
+                    nic = f"{h}/nic{k % rails}"
+                    out += [f"{g}->{nvl}", f"{nvl}->{g}", f"{g}->{nic}", f"{nic}->{g}"]
+            cables = self._cables[0]
+            for lk in cables:
+                a = f"{lk.a}/nic{lk.rail}" if lk.tier == "node-leaf" else lk.a
+                out += [f"{a}->{lk.b}", f"{lk.b}->{a}"]
+            self._names = out
+        return self._names
+
+    def link_name(self, i: int) -> str:
+        """``a->b`` of one link, without building every name."""
+        if self._names is not None:
+            return self._names[i]
+        base = 4 * self.n_gpus
+        if i < base:
+            gpu, kind = divmod(i, 4)
+            h = self.host_names[gpu // self.gpus_per_host]
+            g = f"{h}/gpu{gpu % self.gpus_per_host}"
+            other = (f"nvl{gpu // self.domain_gpus:05d}" if kind < 2
+                     else self.nic_names[int(self.gpu_nic_id[gpu])])
+            return f"{g}->{other}" if kind % 2 == 0 else f"{other}->{g}"
+        c, back = divmod(i - base, 2)
+        lk = self._cables[0][c]
+        a = f"{lk.a}/nic{lk.rail}" if lk.tier == "node-leaf" else lk.a
+        return f"{lk.b}->{a}" if back else f"{a}->{lk.b}"
+
+    @property
+    def tiers(self) -> list[str]:
+        """Tier name of every link id (``tier_code`` spelled out)."""
+        return [TIER_NAMES[c] for c in self.tier_code.tolist()]
+
+    @property
+    def gpu_nic(self) -> list[str]:
+        """The NIC name of every GPU."""
+        return [self.nic_names[i] for i in self.gpu_nic_id.tolist()]
+
+    def _view(self, name: str) -> Any:
+        if self._views is None:
+            self._views = self._build_views()
+        return self._views[name]
+
+    def _build_views(self) -> dict[str, Any]:
+        """The per-device dicts the per-switch routing functions walk."""
+        cables = self._cables[0]
+        base = 4 * self.n_gpus
+        by = self.fab.by_name
+        nic_up: dict[str, list[tuple[int, int, str]]] = defaultdict(list)
+        leaf_down: dict[tuple[str, str], int] = {}
+        up: dict[str, list[tuple[int, str]]] = defaultdict(list)
+        down: dict[tuple[str, str], list[int]] = defaultdict(list)
+        pod: dict[str, int] = {}
+        role: dict[str, str] = {}
+        leaf_of_nic: dict[tuple[str, int], str] = {}
+        for c, lk in enumerate(cables):
+            i = base + 2 * c
+            if lk.tier == "node-leaf":
+                nic = f"{lk.a}/nic{lk.rail}"
+                nic_up[nic].append((lk.plane, i, lk.b))
+                leaf_down[(lk.b, nic)] = i + 1
+                leaf_of_nic[(nic, lk.plane)] = lk.b
+            else:
+                up[lk.a].append((i, lk.b))
+                down[(lk.b, lk.a)].append(i + 1)
+            for name in (lk.a, lk.b):
+                dev = by[name]
+                role[name] = dev.role
+                if dev.role in ("leaf", "spine"):
+                    pod[name] = dev.pod
+        core_down: dict[str, dict[int, list[tuple[int, str]]]] = defaultdict(
+            lambda: defaultdict(list))
+        for (upper, lower), ids in down.items():
+            if role.get(upper) == "core":
+                for i in ids:
+                    core_down[upper][pod[lower]].append((i, lower))
+        return {"nic_up": nic_up, "leaf_down": leaf_down, "up": up, "down": down, "pod": pod,
+                "role": role, "leaf_of_nic": leaf_of_nic, "core_down": core_down}
+
+    @property
+    def nic_up(self) -> dict[str, list[tuple[int, int, str]]]:
+        """NIC -> (plane, uplink, leaf)."""
+        out: dict[str, list[tuple[int, int, str]]] = self._view("nic_up")
+        return out
+
+    @property
+    def leaf_down(self) -> dict[tuple[str, str], int]:
+        """(leaf, NIC) -> the leaf's link down to the NIC."""
+        out: dict[tuple[str, str], int] = self._view("leaf_down")
+        return out
+
+    @property
+    def up(self) -> dict[str, list[tuple[int, str]]]:
+        """Switch -> (uplink, upper switch), in cabling order."""
+        out: dict[str, list[tuple[int, str]]] = self._view("up")
+        return out
+
+    @property
+    def down(self) -> dict[tuple[str, str], list[int]]:
+        """(upper switch, lower switch) -> the parallel links down."""
+        out: dict[tuple[str, str], list[int]] = self._view("down")
+        return out
+
+    @property
+    def pod(self) -> dict[str, int]:
+        out: dict[str, int] = self._view("pod")
+        return out
+
+    @property
+    def role(self) -> dict[str, str]:
+        out: dict[str, str] = self._view("role")
+        return out
+
+    @property
+    def leaf_of_nic(self) -> dict[tuple[str, int], str]:
+        """(NIC, plane) -> its leaf."""
+        out: dict[tuple[str, int], str] = self._view("leaf_of_nic")
+        return out
+
+    @property
+    def core_down(self) -> dict[str, dict[int, list[tuple[int, str]]]]:
+        """Core -> pod -> (link down to that pod's spine, spine)."""
+        out: dict[str, dict[int, list[tuple[int, str]]]] = self._view("core_down")
+        return out
+
+    @property
+    def _switches(self) -> list[str]:
+        """Spines and cores in the order the routing halves index them."""
+        if self._switches_list is None:
+            self._switches_list = []
+            for name, role in self.role.items():
+                if role in ("spine", "core"):
+                    self._switch_idx[name] = len(self._switches_list)
+                    self._switches_list.append(name)
+        return self._switches_list
+
+    @property
+    def index(self) -> dict[str, int]:
+        """Link id by name ("a->b"), built on first use."""
+        if self._index is None:
+            self._index = {name: i for i, name in enumerate(self.names)}
+        return self._index
+
+    @property
+    def node_links(self) -> dict[str, list[int]]:
+        """Link ids of every device (both directions of each of its cables), built on first
+        use."""
+        if self._node_links is None:
+            out: dict[str, list[int]] = defaultdict(list)
+            for i, name in enumerate(self.names):
+                a, b = name.split("->", 1)
+                out[a].append(i)
+                out[b].append(i)
+            self._node_links = out
+        return self._node_links
 
     def gpu_name(self, gpu: int) -> str:
         """``host/gpuK`` of a global GPU index."""
@@ -155,9 +400,9 @@ class FabricNet:
     # ------------------------------------------------------------------ failures
     def set_capacity(self, link_ids: list[int], factor: float) -> None:
         """Scale links to ``factor`` of their line rate (0 = failed)."""
-        for i in link_ids:
-            self.cap[i] = self.cap0[i] * factor
-            self.alive[i] = factor > 0
+        ids = np.asarray(link_ids, dtype=np.int64)
+        self.cap[ids] = self.cap0[ids] * factor
+        self.alive[ids] = factor > 0
         self._spray_cache.clear()
         self._reach_cache.clear()
         self._hops_cache.clear()
@@ -306,10 +551,11 @@ class FabricNet:
         return a1, a2
 
     def _switch_index(self, name: str) -> int:
+        switches = self._switches
         idx = self._switch_idx.get(name)
         if idx is None:
-            idx = len(self._switches)
-            self._switches.append(name)
+            idx = len(switches)
+            switches.append(name)
             self._switch_idx[name] = idx
             self._down_cache.clear()  # arrays are sized by the switch count
         return idx
@@ -421,3 +667,43 @@ class FabricNet:
             if p == plane:
                 return up, leaf
         raise SimError(f"{nic} has no link in plane {plane}")
+
+
+def _padded(rows: np.ndarray, values: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``values`` grouped by ``rows`` (kept in their order) as an ``n`` x width table padded
+    with -1, and the count per row."""
+    cnt = np.bincount(rows, minlength=n).astype(np.int64)
+    width = max(1, int(cnt.max(initial=0)))
+    tab = np.full((n, width), -1, dtype=np.int64)
+    if len(rows):
+        order = np.argsort(rows, kind="stable")
+        r = rows[order]
+        start = np.concatenate([[0], np.cumsum(cnt)[:-1]])
+        col = np.arange(len(r)) - start[r]
+        tab[r, col] = values[order]
+    return tab, cnt
+
+
+def _buckets(keys: np.ndarray, values: np.ndarray, presorted: bool = False
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(sorted unique keys, start and count of each key's values, values) with the values of
+    one key in their original order."""
+    order = np.arange(len(keys)) if presorted else np.argsort(keys, kind="stable")
+    k, v = keys[order], values[order]
+    uniq, start, cnt = np.unique(k, return_index=True, return_counts=True)
+    return uniq, start.astype(np.int64), cnt.astype(np.int64), v
+
+
+def _dense(first: np.ndarray, second: np.ndarray, start: np.ndarray, cnt: np.ndarray,
+           row: np.ndarray, shape: tuple[int, int], second_is_switch: bool = True
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """Bucket (start, count) as dense ``shape`` tables indexed by the switches' rows (and the
+    second key's row, or the second key itself)."""
+    st = np.zeros(shape, dtype=np.int64)
+    ct = np.zeros(shape, dtype=np.int64)
+    if len(first):
+        a = row[first]
+        b = row[second] if second_is_switch else second
+        st[a, b] = start
+        ct[a, b] = cnt
+    return st, ct

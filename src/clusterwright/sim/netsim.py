@@ -22,16 +22,20 @@ from clusterwright.errors import ClusterwrightError
 from clusterwright.sim.collectives import ALGORITHMS, COLLECTIVES, Collective, CollectiveBuilder
 from clusterwright.sim.engine import SimError, check_seed
 from clusterwright.sim.fabric_net import FabricNet
-from clusterwright.sim.network import MAX_SIM_GPUS, ROUTINGS, NetworkSim
+from clusterwright.sim.fluid import CCS
+from clusterwright.sim.netsim_cc import CcRequest, incast_flows, run_cc
+from clusterwright.sim.network import MAX_ADAPTIVE_FLOWS, MAX_SIM_GPUS, ROUTINGS, NetworkSim
 from clusterwright.spec.fabric import FabricRequest
 
 PLACEMENTS = ("contiguous", "spread", "random")
 # Jobs at once: each is simulated again alone (slowdown_vs_solo) and sharing costs grow with
 # the square of the groups; 32 jobs on a 32K-GPU fabric take about 35 s on two cores.
 MAX_JOBS = 32
-# Flows of one run, queue pairs counted: an all-to-all over 1,024 GPUs (1,047,552 flows)
-# takes 11 s with ECMP and 18 s with adaptive routing on two cores.
-MAX_SIM_FLOWS = 1_048_576
+# Sub-flows of one run routed one by one (queue pairs counted): an all-to-all over 4,096 GPUs
+# (16.8M connections) takes about 10 s with ECMP on two cores; adaptive routing stops at
+# MAX_ADAPTIVE_FLOWS. An all-to-all above collectives.MAX_FLOWS is aggregated per leaf pair
+# instead (sim/aggregate.py) and counts none.
+MAX_SIM_FLOWS = 1 << 24
 NETWORK_TIERS = ("node-leaf", "leaf-spine", "spine-core")
 
 
@@ -40,7 +44,7 @@ class NetsimRequest:
     """What to simulate. ``ranks`` per job (default: every GPU of the fabric, one job)."""
 
     fabric: FabricRequest
-    collective: str
+    collective: str | None
     size_bytes: float
     routing: str = "ecmp"
     algorithm: str = "auto"
@@ -54,6 +58,12 @@ class NetsimRequest:
     failures: list[str] = field(default_factory=list)
     degraded: list[tuple[str, float]] = field(default_factory=list)
     fail_at_s: float = 0.0
+    # The fluid run (sim/netsim_cc.py): a congestion control (None: only if incast or pfc
+    # ask for the fluid run, then dcqcn), N-to-1 incast senders, PFC, storming devices.
+    cc: str | None = None
+    incast: int | None = None
+    pfc: bool = False
+    storm: list[str] = field(default_factory=list)
 
 
 def placements(fab: Fabric, gph: int, ranks: int, jobs: int, how: str, seed: int
@@ -91,7 +101,9 @@ def placements(fab: Fabric, gph: int, ranks: int, jobs: int, how: str, seed: int
 
 def run_netsim(req: NetsimRequest, cat: Catalog) -> dict[str, Any]:
     """Simulate and report (the ``netsim`` contract keys first)."""
-    if req.collective not in COLLECTIVES:
+    if req.collective is None and req.incast is None:
+        raise SimError("collective: give a collective or an incast", field="collective")
+    if req.collective is not None and req.collective not in COLLECTIVES:
         raise SimError(
             f"collective: unknown {req.collective!r} (one of {', '.join(COLLECTIVES)})",
             field="collective")
@@ -110,6 +122,13 @@ def run_netsim(req: NetsimRequest, cat: Catalog) -> dict[str, Any]:
         raise SimError(f"jobs: {req.jobs:,} jobs at once; at most {MAX_JOBS} (each is "
                        "simulated alone too)", field="jobs")
     check_seed(req.seed)
+    fluid = req.cc is not None or req.incast is not None or req.pfc or bool(req.storm)
+    cc_req = CcRequest(cc=req.cc or "dcqcn", pfc=req.pfc, mtu=req.fabric.mtu,
+                       lossless_priorities=req.fabric.lossless_priorities, seed=req.seed,
+                       storm=tuple(req.storm))
+    if req.cc is not None and req.cc not in CCS:
+        raise SimError(f"cc: unknown congestion control {req.cc!r} (one of {', '.join(CCS)})",
+                       field="cc")
     try:
         per_node = cat.server(req.fabric.server).gpus
     except ClusterwrightError:
@@ -130,7 +149,9 @@ def run_netsim(req: NetsimRequest, cat: Catalog) -> dict[str, Any]:
     if ranks > net.n_gpus:
         raise SimError(f"ranks: {ranks} is more than the fabric's {net.n_gpus} GPUs",
                        field="ranks")
-    jobs = placements(fab, gph, ranks, req.jobs, req.placement, req.seed)
+    jobs = placements(fab, gph, ranks, req.jobs, req.placement, req.seed) \
+        if req.collective is not None else []
+    incast = incast_flows(net, req.incast) if req.incast is not None else None
     t_build = time.perf_counter() - t0
 
     def simulate(job_sets: list[list[int]], first_cid: int = 1
@@ -145,42 +166,51 @@ def run_netsim(req: NetsimRequest, cat: Catalog) -> dict[str, Any]:
                 raise SimError(f"degraded: {name}={factor:g}: the factor must be in (0, 1]",
                                field="degraded")
             sim.fail(req.fail_at_s, name, factor)
+        if incast is not None and first_cid == 1:
+            sim.add_group("incast", incast, req.size_bytes)
         b = CollectiveBuilder(sim, model)
         cols = [b.add(req.collective, ranks_, req.size_bytes, req.algorithm, pxn=req.pxn,
                       label=f"job{first_cid + j}", cid=first_cid + j)
-                for j, ranks_ in enumerate(job_sets)]
+                for j, ranks_ in enumerate(job_sets)] if req.collective is not None else []
         # Each queue pair is routed as its own sub-flow: refuse before running what would
         # take minutes, not after.
         subflows = sum(len(g.flows) for g in sim.groups) * req.qps
-        if subflows > MAX_SIM_FLOWS:
+        limit = MAX_ADAPTIVE_FLOWS if req.routing == "adaptive" else MAX_SIM_FLOWS
+        if subflows > limit:
             blame = "qps" if req.qps > 1 else "ranks" if req.ranks is not None else "nodes"
+            why = " with adaptive routing (it places them one at a time)" \
+                if req.routing == "adaptive" else ""
             raise SimError(
                 f"{blame}: {subflows:,} flows (queue pairs counted) are above the simulator's "
-                f"{MAX_SIM_FLOWS:,}; fewer ranks or queue pairs", field=blame)
+                f"{limit:,}{why}; fewer ranks or queue pairs", field=blame)
         result = sim.run()
         return sim, cols, result
 
     t1 = time.perf_counter()
     sim, cols, result = simulate(jobs)
     wall = time.perf_counter() - t1
-    flows = sum(len(g.flows) for g in sim.groups) * req.qps
-    main = cols[0]
-    t = main.time_s
+    flows = sum(g.n_flows * (1 if g.loads is not None else req.qps) for g in sim.groups)
+    if cols:
+        main = cols[0]
+        t = main.time_s
+        head: dict[str, Any] = {
+            "completion_time_s": max(c.time_s for c in cols),
+            "algbw_gbps": main.algbw() / 1e9, "busbw_gbps": main.busbw() / 1e9,
+            "max_link_utilization": result.max_utilization(net, NETWORK_TIERS),
+            "closed_form_time_s": main.algorithm_closed_form_s,
+            "closed_form_best_time_s": main.closed_form_s,
+            "error_vs_closed_form": t / main.algorithm_closed_form_s - 1.0,
+            "collective": req.collective, "algorithm": main.algorithm}
+        n_ranks = len(main.ranks)
+    else:
+        head, n_ranks = _incast_head(sim, net, result, req), (req.incast or 0) + 1
     data: dict[str, Any] = {
-        "completion_time_s": max(c.time_s for c in cols),
-        "algbw_gbps": main.algbw() / 1e9,
-        "busbw_gbps": main.busbw() / 1e9,
-        "max_link_utilization": result.max_utilization(net, NETWORK_TIERS),
-        "closed_form_time_s": main.algorithm_closed_form_s,
-        "closed_form_best_time_s": main.closed_form_s,
-        "error_vs_closed_form": t / main.algorithm_closed_form_s - 1.0,
-        "collective": req.collective,
-        "algorithm": main.algorithm,
+        **head,
         "routing": req.routing,
         "qps": req.qps,
         "polarized": req.polarized,
         "size_bytes": req.size_bytes,
-        "ranks": len(main.ranks),
+        "ranks": n_ranks,
         "nodes": req.fabric.nodes,
         "gpus": net.n_gpus,
         "tiers": fab.shape.tiers,
@@ -192,6 +222,7 @@ def run_netsim(req: NetsimRequest, cat: Catalog) -> dict[str, Any]:
             for s in result.stats(net, 10)
         ],
         "flows": flows,
+        "aggregated": any(c.aggregated for c in cols),
         "events": result.events,
         "rate_recomputations": result.recomputes,
         "failures": list(req.failures),
@@ -211,6 +242,13 @@ def run_netsim(req: NetsimRequest, cat: Catalog) -> dict[str, Any]:
             alone.append(solo[0].time_s)
         data["solo_time_s"] = alone
         data["slowdown_vs_solo"] = [c.time_s / a for c, a in zip(cols, alone, strict=True)]
+    if req.incast is not None:
+        data["incast"] = req.incast
+    cc_wall = None
+    if fluid:
+        cc = run_cc(net, fab, cat, sim, sim.groups, cc_req, data["completion_time_s"])
+        cc_wall = cc.pop("wall_s")
+        data["congestion_control"] = cc
     # Wall-clock measurements only, under one key: everything else is a function of the
     # request and the seed, so two runs compare equal without it.
     data["timings"] = {
@@ -218,4 +256,27 @@ def run_netsim(req: NetsimRequest, cat: Catalog) -> dict[str, Any]:
         "sim_wall_s": wall,
         "events_per_s": result.events / wall if wall > 0 else None,
     }
+    if cc_wall is not None:
+        data["timings"]["fluid_wall_s"] = cc_wall
     return data
+
+
+def _incast_head(sim: NetworkSim, net: FabricNet, result: Any, req: NetsimRequest
+                 ) -> dict[str, Any]:
+    """The contract keys for an incast alone: N x size bytes into one NIC, the closed form
+    that NIC's line rate."""
+    g = sim.groups[0]
+    t = float(g.done_at or 0.0)
+    n = req.incast or 0
+    total = n * req.size_bytes
+    down = net.nic_plane_down[0]
+    into = float(net.cap[down[down >= 0]].sum())
+    pcie = float(net.cap[net.nic_to_gpu[0]])
+    closed = total / min(into, pcie)
+    return {
+        "completion_time_s": t, "algbw_gbps": total / t / 1e9 if t > 0 else 0.0,
+        "busbw_gbps": total / t / 1e9 if t > 0 else 0.0,
+        "max_link_utilization": result.max_utilization(net, NETWORK_TIERS),
+        "closed_form_time_s": closed, "closed_form_best_time_s": closed,
+        "error_vs_closed_form": t / closed - 1.0 if closed > 0 else 0.0,
+        "collective": "incast", "algorithm": "n-to-1"}

@@ -7,8 +7,9 @@ Model (shared/reference/network.md 3.7: what a flow-level simulator can credibly
   are line rates times the stack's achieved fractions (NCCL busbw / link rate), so an
   uncontended collective reproduces the closed-form alpha-beta cost (``sim/fabric_net.py``
   builds it and its equal-cost paths).
-- A **flow** is one connection (a ring edge, a tree edge, one all-to-all pair). Flows are pinned
-  to paths by the routing policy when they start: ECMP with a seeded per-flow hash at every tier
+- A **flow** is one connection (a ring edge, a tree edge, one all-to-all pair); a group's flows
+  are arrays (``sim/flows.py``), routed all at once (``sim/routing.py``). Flows are pinned to
+  paths by the routing policy when they start: ECMP with a seeded per-flow hash at every tier
   (optionally the same hash at every tier: polarization), ECMP over several queue pairs per
   connection (QP scaling), adaptive routing (the least-loaded next hop at flow start), or packet
   spraying (the flow split evenly over every equal-cost next hop).
@@ -27,52 +28,37 @@ congestion-control dynamics, spraying's reordering cost, sub-flow adaptive routi
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
 
 from clusterwright.sim.engine import Engine, Event, SimError
-from clusterwright.sim.fabric_net import FabricNet, mix64
+from clusterwright.sim.fabric_net import TIER_NAMES, FabricNet, mix64
+from clusterwright.sim.flows import Flows, FlowSpec
+from clusterwright.sim.routing import Routes, coefficients, route
+
+__all__ = ["FlowSpec", "Flows", "Group", "LinkStat", "NetworkSim", "SimResult"]
 
 Routing = Literal["ecmp", "adaptive", "spray"]
 ROUTINGS: tuple[str, ...] = ("ecmp", "adaptive", "spray")
 # Queue pairs per connection: NCCL_IB_QPS_PER_CONNECTION's maximum (NCCL_IB_MAX_QPS, 128);
 # each QP is routed as its own sub-flow, so they multiply the simulator's work.
 MAX_QPS_PER_CONNECTION = 128
-# GPUs of a simulated fabric: a ring all-reduce over 65,536 GPUs takes about 20 s on two
-# cores (netsim and the training re-check refuse larger fabrics).
-MAX_SIM_GPUS = 65_536
-
-
-@dataclass(frozen=True)
-class FlowSpec:
-    """One connection from GPU ``src`` to GPU ``dst`` (global GPU indices). ``via`` relays
-    through a GPU of the source's NVLink domain first (PXN: reach the destination's rail).
-    ``key`` feeds the ECMP hash (the 5-tuple)."""
-
-    src: int
-    dst: int
-    key: int
-    via: int | None = None
-    nvls: bool = False  # NVLink SHARP: the GPU's stream to its domain switch and back
-
-
-@dataclass
-class Route:
-    """Where one (sub)flow goes: links used whole, split parts, spray patterns."""
-
-    whole: list[int] = field(default_factory=list)
-    parts: list[tuple[list[int], float]] = field(default_factory=list)
-    sprays: list[tuple[str, str, float]] = field(default_factory=list)
-
-    def touches(self, dead: np.ndarray) -> bool:
-        return bool(dead[self.whole].any()) or any(bool(dead[p].any()) for p, _ in self.parts)
-
-    def release(self, assigned: np.ndarray, amount: float) -> None:
-        """Take this route's flow off the adaptive-routing load counts."""
-        assigned[self.whole] = np.maximum(0.0, assigned[self.whole] - amount)
+# GPUs of a simulated fabric: an all-reduce over 131,072 GPUs (a million connections) takes a
+# few seconds on two cores (benchmarks/netsim_speed.py); netsim and the training re-check
+# refuse larger fabrics.
+MAX_SIM_GPUS = 131_072
+# Adaptive routing places connections one at a time (each sees the load the earlier ones
+# left): about 20 us each, so 1M connections take about 20 s on two cores.
+MAX_ADAPTIVE_FLOWS = 1 << 20
+# Sub-flows routed per batch: bounds the route arrays' memory (about 100 bytes a sub-flow).
+# Groups up to this size sum their coefficients in one pass, bit for bit as the per-flow
+# simulator did; larger ones add per-batch sums, which differ from one pass in the last bit
+# only when a coefficient is a sum of terms that are not powers of two (QP counts that are
+# not powers of two).
+ROUTE_BATCH = 1 << 21
 
 
 @dataclass
@@ -81,14 +67,18 @@ class Group:
 
     gid: int
     label: str
-    flows: list[FlowSpec]
+    flows: Flows
     volume: float  # bytes per flow
     latency_s: float = 0.0
     weight: float = 1.0  # flow multiplicity on each of its paths (QPs split it)
     after: list[Group] = field(default_factory=list)
     start_at: float = 0.0
     # filled while running
-    routes: list[Route] = field(default_factory=list)
+    routes: Routes | None = None  # kept when a failure may move them or for adaptive release
+    # An aggregated group (``sim/aggregate.py``): its per-link coefficients, recomputed after
+    # a failure, instead of flows to route; ``connections`` it stands for.
+    loads: Callable[[], tuple[np.ndarray, np.ndarray]] | None = None
+    connections: int = 0
     links: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     coef: np.ndarray = field(default_factory=lambda: np.zeros(0))
     remaining: float = 0.0
@@ -98,6 +88,11 @@ class Group:
     done_at: float | None = None
     waiting: int = 0
     dependents: list[Group] = field(default_factory=list)
+
+    @property
+    def n_flows(self) -> int:
+        """Connections of the group (an aggregated one counts those it stands for)."""
+        return self.connections if self.loads is not None else len(self.flows)
 
 
 @dataclass
@@ -127,7 +122,8 @@ class SimResult:
         util = self.link_bytes / np.maximum(net.cap0, 1e-9) / self.end_s
         order = np.argsort(-util)[:top]
         return [
-            LinkStat(net.names[i], net.tiers[i], float(self.link_bytes[i]), float(util[i]))
+            LinkStat(net.link_name(int(i)), TIER_NAMES[net.tier_code[i]],
+                     float(self.link_bytes[i]), float(util[i]))
             for i in order if self.link_bytes[i] > 0
         ]
 
@@ -136,7 +132,7 @@ class SimResult:
             return 0.0
         util = self.link_bytes / np.maximum(net.cap0, 1e-9) / self.end_s
         if tiers is not None:
-            mask = np.isin(np.asarray(net.tiers), list(tiers))
+            mask = np.isin(net.tier_code, [TIER_NAMES.index(t) for t in tiers])
             util = np.where(mask, util, 0.0)
         return float(util.max(initial=0.0))
 
@@ -170,19 +166,19 @@ class NetworkSim:
         self.recomputes = 0
         self._generation = 0  # failures so far: moved flows hash with it
         self._tier_seeds = [mix64(seed * 1000 + t) for t in range(8)]
+        self._salts = [self._tier_seeds[0]] * 8 if polarized else list(self._tier_seeds)
+        self._capacity_events = 0  # scheduled capacity changes: routes must be kept
+        self._realloc_pending = False
 
     # ------------------------------------------------------------------ building
-    def add_group(self, label: str, flows: list[FlowSpec], volume: float, latency_s: float = 0.0,
-                  after: list[Group] | None = None, start_at: float = 0.0) -> Group:
+    def add_group(self, label: str, flows: Flows | Sequence[FlowSpec], volume: float,
+                  latency_s: float = 0.0, after: list[Group] | None = None,
+                  start_at: float = 0.0) -> Group:
         """A group of ``flows`` each carrying ``volume`` bytes; starts at ``start_at`` (s) once
         every group in ``after`` is done."""
-        for f in flows:
-            for gpu in (f.src, f.dst, f.via):
-                if gpu is not None and not 0 <= gpu < self.net.n_gpus:
-                    raise SimError(
-                        f"rank on GPU {gpu} is not in this fabric ({self.net.n_gpus} GPUs)"
-                    )
-        g = Group(gid=len(self.groups), label=label, flows=flows, volume=volume,
+        fl = Flows.of(flows)
+        self._check_gpus(fl)
+        g = Group(gid=len(self.groups), label=label, flows=fl, volume=volume,
                   latency_s=latency_s, after=list(after or []), start_at=start_at)
         g.waiting = len(g.after)
         for dep in g.after:
@@ -192,139 +188,111 @@ class NetworkSim:
             self.engine.at(start_at, self._start, g)
         return g
 
+    def add_loads(self, label: str, loads: Callable[[], tuple[np.ndarray, np.ndarray]],
+                  connections: int, volume: float, latency_s: float = 0.0,
+                  after: list[Group] | None = None, start_at: float = 0.0) -> Group:
+        """An aggregated group: ``connections`` flows of ``volume`` bytes each, whose links
+        and flows per link ``loads()`` returns (called at start and after failures)."""
+        g = self.add_group(label, Flows.concat([]), volume, latency_s, after, start_at)
+        g.loads = loads
+        g.connections = connections
+        return g
+
+    def _check_gpus(self, fl: Flows) -> None:
+        """Every GPU a flow names (source, destination, relay) is in the fabric; the first
+        one that is not, in flow order, is named."""
+        n = self.net.n_gpus
+        bad_src = (fl.src < 0) | (fl.src >= n)
+        bad_dst = (fl.dst < 0) | (fl.dst >= n)
+        bad_via = (fl.via != -1) & ((fl.via < 0) | (fl.via >= n))
+        bad = bad_src | bad_dst | bad_via
+        if bad.any():
+            i = int(np.argmax(bad))
+            for gpu, b in ((fl.src[i], bad_src[i]), (fl.dst[i], bad_dst[i]),
+                           (fl.via[i], bad_via[i])):
+                if b:
+                    raise SimError(f"rank on GPU {int(gpu)} is not in this fabric ({n} GPUs)")
+
     def fail(self, at: float, name: str, factor: float = 0.0) -> None:
         """At ``at`` (s), set a device's or cable's links to ``factor`` of line rate (0 fails
         them; flows re-route)."""
         ids = self.net.links_of(name)
+        self._capacity_events += 1
         self.engine.at(at, self._capacity, ids, factor, name)
 
     # ------------------------------------------------------------------ routing
-    def _hash(self, key: int, tier: int) -> int:
-        salt = self._tier_seeds[0] if self.polarized else self._tier_seeds[tier]
-        return mix64(key ^ salt)
+    def _route(self, fl: Flows, which: np.ndarray | None = None, generation: int = 0,
+               rows: bool = True) -> Routes:
+        return route(self.net, fl, self.qps, self.routing, self._salts, self.plane_spray,
+                     generation, which, self.assigned, rows)
 
-    def _route(self, f: FlowSpec, sub: int, generation: int = 0) -> Route:
-        """Links of one (sub)flow: links it uses whole, (path, fraction) parts when split over
-        planes, and spray patterns as (source leaf, destination leaf, fraction)."""
-        net = self.net
-        route = Route()
-        if f.nvls:
-            route.whole += [net.gpu_up[f.src], net.gpu_down[f.src]]
-            return route
-        src = f.src if f.via is None else f.via
-        if f.via is not None and f.via != f.src:
-            route.whole += [net.gpu_up[f.src], net.gpu_down[f.via]]
-        if net.gpu_domain[src] == net.gpu_domain[f.dst]:
-            if src != f.dst:
-                route.whole += [net.gpu_up[src], net.gpu_down[f.dst]]
-            return route
-        nic_a, nic_b = net.gpu_nic[src], net.gpu_nic[f.dst]
-        # A flow moved by a failure hashes afresh (``generation``): resilient hashing spreads a
-        # failed member's flows over every survivor, not over the few its old hash maps onto.
-        key = mix64(f.key * 1_000_003 + sub + generation * 0x9E3779B1)
-        planes = sorted(
-            p for p, up, leaf in net.nic_up[nic_a]
-            if net.alive[up] and net.alive[net.leaf_down[(net.leaf_of_nic[(nic_b, p)], nic_b)]]
-        ) if all((nic_b, p) in net.leaf_of_nic for p, _, _ in net.nic_up[nic_a]) else []
-        if not planes:
-            raise SimError(f"no live NIC-leaf link joins GPU {src} and GPU {f.dst}")
-        # NCCL treats each plane's port as its own NIC and spreads its channels over them, so a
-        # connection's traffic splits evenly over the planes whatever the switches do.
-        if len(planes) > 1 and self.plane_spray:
-            use = [(p, 1.0 / len(planes)) for p in planes]
-        else:
-            use = [(planes[self._hash(key, 7) % len(planes)], 1.0)]
-        route.whole += [net.gpu_to_nic[src], net.nic_to_gpu[f.dst]]
-        for plane, frac in use:
-            up, la = net.nic_leaf(nic_a, plane)
-            _, lb = net.nic_leaf(nic_b, plane)
-            down = net.leaf_down[(lb, nic_b)]
-            if self.routing == "spray":
-                route.parts.append(([up, down], frac))
-                if la != lb:
-                    route.sprays.append((la, lb, frac))
-                continue
-            if self.routing == "ecmp":
-                path = net.transit(la, lb, lambda tier, hops: self._hash(key, tier) % len(hops))
-            else:
-                path = net.least_loaded_path(la, lb, self.assigned, key)
-                self.assigned[path] += 1.0 / self.qps
-            if frac == 1.0:
-                route.whole += [up, *path, down]
-            else:
-                route.parts.append(([up, *path, down], frac))
-        return route
+    def routes(self, g: Group) -> Routes:
+        """Every route (queue pair) of a group with its links, as this simulator routes it
+        (for the fluid congestion-control run, ``sim/netsim_cc.py``)."""
+        return g.routes if g.routes is not None else self._route(g.flows)
+
+    def _cut_message(self, g: Group, routes: np.ndarray, per_route: bool) -> str:
+        """The error naming the flows the failures cut off (first eight)."""
+        flows = routes // self.qps
+        if not per_route:
+            flows = np.unique(flows)
+        cut = [f"{self.net.gpu_name(int(g.flows.src[f]))} -> "
+               f"{self.net.gpu_name(int(g.flows.dst[f]))}" for f in flows[:9].tolist()]
+        return (f"{len(flows)} flow(s) of {g.label} have no live path (the failures cut them "
+                "off): " + ", ".join(cut[:8]) + (" ..." if len(flows) > 8 else ""))
 
     def _build(self, g: Group, reroute: np.ndarray | None = None) -> None:
         """Route a group's flows (or, with ``reroute``, only those crossing those dead links)
         and aggregate them into per-link coefficients."""
-        subs = self.qps
-        cut: list[str] = []
-        if reroute is None or not g.routes:
-            g.routes = []
-            for f in g.flows:
-                for s in range(subs):
-                    try:
-                        g.routes.append(self._route(f, s))
-                    except SimError:
-                        cut.append(f"{self.net.gpu_name(f.src)} -> {self.net.gpu_name(f.dst)}")
-                        break
-        else:
-            for i, r in enumerate(g.routes):
-                if r.sprays or r.touches(reroute):
-                    f = g.flows[i // subs]
-                    if self.routing == "adaptive":
-                        r.release(self.assigned, 1.0 / subs)
-                    try:
-                        g.routes[i] = self._route(f, i % subs, self._generation)
-                    except SimError:
-                        cut.append(f"{self.net.gpu_name(f.src)} -> {self.net.gpu_name(f.dst)}")
-        if cut:
-            raise SimError(
-                f"{len(cut)} flow(s) of {g.label} have no live path (the failures cut them off): "
-                + ", ".join(cut[:8]) + (" ..." if len(cut) > 8 else "")
-            )
-        ids: list[np.ndarray] = []
-        ws: list[np.ndarray] = []
-        whole: list[int] = []
-        spray_w: dict[tuple[str, str], float] = defaultdict(float)
-        up_w: dict[tuple[str, bool], float] = defaultdict(float)
-        down_w: dict[tuple[str, bool], float] = defaultdict(float)
-        for r in g.routes:
-            whole += r.whole
-            for links, frac in r.parts:
-                ids.append(np.asarray(links, dtype=np.int64))
-                ws.append(np.full(len(links), frac / subs))
-            for la, lb, frac in r.sprays:
-                halves = self.net.spray_halves(la, lb)
-                if halves is None:
-                    spray_w[(la, lb)] += frac / subs
-                else:
-                    up_w[halves[0]] += frac / subs
-                    down_w[halves[1]] += frac / subs
-        for (leaf, cross), w in up_w.items():
-            pattern, fractions = self.net.spray_up(leaf, cross)
-            ids.append(pattern)
-            ws.append(fractions * w)
-        for (leaf, cross), w in down_w.items():
-            pattern, fractions = self.net.spray_down(leaf, cross)
-            ids.append(pattern)
-            ws.append(fractions * w)
-        if whole:
-            ids.append(np.asarray(whole, dtype=np.int64))
-            ws.append(np.full(len(whole), 1.0 / subs))
-        for (la, lb), w in spray_w.items():
-            pattern, fractions = self.net.spray(la, lb)
-            ids.append(pattern)
-            ws.append(fractions * w)
-        if not ids:
-            g.links, g.coef = np.zeros(0, dtype=np.int64), np.zeros(0)
+        if g.loads is not None:
+            links, coef = g.loads()
+            g.links, g.coef = links, coef * g.weight
             return
-        all_ids = np.concatenate(ids)
-        all_w = np.concatenate(ws)
-        uniq, inv = np.unique(all_ids, return_inverse=True)
-        g.links = uniq
-        g.coef = np.bincount(inv, weights=all_w) * g.weight
+        subs = self.qps
+        keep = self.routing == "adaptive" or self._capacity_events > 0
+        n = len(g.flows) * subs
+        if reroute is None or g.routes is None:
+            if n > ROUTE_BATCH and not keep:
+                self._build_batched(g)
+                return
+            routes = self._route(g.flows, rows=keep)
+            if routes.cut.any():
+                raise SimError(self._cut_message(g, np.flatnonzero(routes.cut), False))
+        else:
+            routes = g.routes
+            moved = np.flatnonzero(routes.touching(reroute))
+            if self.routing == "adaptive":
+                for i in moved.tolist():  # release, then re-place, one route at a time
+                    _release(self.assigned, routes.whole_of(i), 1.0 / subs)
+                    one = np.asarray([i], dtype=np.int64)
+                    routes = Routes.splice(routes, self._route(g.flows, one, self._generation),
+                                           one)
+            elif len(moved):
+                routes = Routes.splice(routes, self._route(g.flows, moved, self._generation),
+                                       moved)
+            if routes.cut.any():
+                raise SimError(self._cut_message(g, np.flatnonzero(routes.cut), True))
+        g.routes = routes if keep else None
+        links, coef = coefficients(self.net, routes, subs)
+        g.links, g.coef = links, coef * g.weight
+
+    def _build_batched(self, g: Group) -> None:
+        """A group too large to route in one pass: route it in batches and add their
+        coefficients (``ROUTE_BATCH``)."""
+        subs = self.qps
+        n = len(g.flows) * subs
+        total = np.zeros(self.net.n_links)
+        used = np.zeros(self.net.n_links, dtype=bool)
+        for lo in range(0, n, ROUTE_BATCH):
+            which = np.arange(lo, min(n, lo + ROUTE_BATCH), dtype=np.int64)
+            routes = self._route(g.flows, which, rows=False)
+            if routes.cut.any():
+                raise SimError(self._cut_message(g, which[routes.cut], False))
+            links, coef = coefficients(self.net, routes, subs)
+            total[links] += coef
+            used[links] = True
+        g.links = np.flatnonzero(used)
+        g.coef = total[g.links] * g.weight
 
     # ------------------------------------------------------------------ running
     def _start(self, g: Group) -> None:
@@ -336,6 +304,19 @@ class NetworkSim:
             self._bytes_done(g)
             return
         self.active.append(g)
+        self._reallocate_soon()
+
+    def _reallocate_soon(self) -> None:
+        """Recompute rates once every group starting at this instant has started: groups that
+        start together (a collective's channels, every job at time 0) share one progressive
+        filling instead of one each, with the same rates."""
+        if not self._realloc_pending:
+            self._realloc_pending = True
+            self.engine.at(self.engine.now, self._reallocate_now)
+
+    def _reallocate_now(self) -> None:
+        self._realloc_pending = False
+        self._advance()
         self._reallocate()
 
     def _capacity(self, ids: list[int], factor: float, name: str) -> None:
@@ -360,7 +341,7 @@ class NetworkSim:
         if dt > 0 and self.active:
             for g in self.active:
                 g.remaining -= g.rate * dt
-                np.add.at(self.link_bytes, g.links, g.coef * g.rate * dt)
+                self.link_bytes[g.links] += g.coef * g.rate * dt  # links are distinct
         self._last = now
 
     def _reallocate(self) -> None:
@@ -381,7 +362,12 @@ class NetworkSim:
         gidx = np.concatenate([np.full(len(g.links), i) for i, g in enumerate(groups)])
         lidx = np.concatenate([g.links for g in groups])
         coef = np.concatenate([g.coef for g in groups])
-        cap = self.net.cap
+        # Only the links some group uses take part (the others have no demand): the same
+        # arithmetic per link on arrays the size of the groups' footprint, not the fabric's.
+        present = np.zeros(self.net.n_links, dtype=bool)
+        present[lidx] = True
+        lidx = (np.cumsum(present) - 1)[lidx]
+        cap = self.net.cap[present]
         rem = cap.astype(float).copy()
         rate = np.zeros(n)
         active = np.ones(n, dtype=bool)
@@ -428,9 +414,13 @@ class NetworkSim:
     def _finish_bytes(self, g: Group) -> None:
         if g in self.active:
             self.active.remove(g)
-            if self.routing == "adaptive":
-                for r in g.routes:
-                    r.release(self.assigned, 1.0 / self.qps)
+            if self.routing == "adaptive" and g.routes is not None:
+                order = np.argsort(g.routes.whole_route, kind="stable")
+                bounds = np.searchsorted(g.routes.whole_route[order],
+                                         np.arange(len(g.routes) + 1))
+                links = g.routes.whole_link[order]
+                for i in range(len(g.routes)):
+                    _release(self.assigned, links[bounds[i]:bounds[i + 1]], 1.0 / self.qps)
         self._bytes_done(g)
 
     def _bytes_done(self, g: Group) -> None:
@@ -456,3 +446,8 @@ class NetworkSim:
             raise SimError(f"groups never finished: {', '.join(undone[:5])}")
         return SimResult(end_s=end, groups=self.groups, link_bytes=self.link_bytes,
                          events=self.engine.events, recomputes=self.recomputes)
+
+
+def _release(assigned: np.ndarray, links: np.ndarray, amount: float) -> None:
+    """Take one route's flow off the adaptive-routing load counts (its whole links)."""
+    assigned[links] = np.maximum(0.0, assigned[links] - amount)

@@ -24,11 +24,19 @@ from clusterwright.model.memory import ACT_BYTES
 from clusterwright.model.params import param_counts
 from clusterwright.model.precision import bytes_per
 from clusterwright.model.train_job import Job
-from clusterwright.sim.collectives import MAX_FLOWS, CollectiveBuilder
+from clusterwright.sim.collectives import CollectiveBuilder
 from clusterwright.sim.engine import SimError
 from clusterwright.sim.fabric_net import FabricNet, mix64
-from clusterwright.sim.network import MAX_SIM_GPUS, FlowSpec, NetworkSim
+from clusterwright.sim.network import FlowSpec, NetworkSim
 from clusterwright.spec.fabric import FabricRequest
+
+# GPUs of a training step re-checked on the simulated fabric (``--fidelity sim`` and
+# ``train plan``'s re-check): the step simulates every DP, PP and EP collective at once, so
+# it stops below the network simulator's own limit (netsim takes 131,072).
+MAX_SIM_GPUS = 65_536
+# Expert-parallel all-to-alls simulated per step: every ``sampled``-th group, so that at most
+# this many connections are routed (the step re-check stays within a second or two).
+EP_SAMPLE_FLOWS = 500_000
 
 
 @dataclass
@@ -130,7 +138,7 @@ def simulate_step_comm(
         ]
         flows = len(groups) * e * (e - 1)
         sampled = 1
-        while flows // sampled > MAX_FLOWS // 4:
+        while flows // sampled > EP_SAMPLE_FLOWS:
             sampled *= 2  # simulate every ``sampled``-th group: contention within the sample
         groups = groups[::sampled]
 

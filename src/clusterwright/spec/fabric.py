@@ -33,6 +33,7 @@ MAX_NODES = 131_072  # servers or racks: as many as the scenario planner's GPU l
 MAX_PORTS = 100_000  # hosts per unit, rails, uplinks
 MAX_RACK_KW = 1_000.0
 MAX_STORAGE_GBPS = 1_000.0  # GB/s read per GPU
+MIN_MTU, MAX_MTU = 1_500, 9_216  # Ethernet MTU, bytes: standard frames to jumbo frames
 
 Ratio = Annotated[FiniteFloat, Field(ge=1.0, le=64.0)]
 PositiveInt = Annotated[int, INTEGER, Field(gt=0, le=MAX_PORTS)]
@@ -96,6 +97,10 @@ class FabricRequest(BaseModel):
     cooling: Literal["air", "liquid"] = "air"
     racks_per_row: PositiveInt | None = None  # None = one scalable unit per row
     pools: AddressPools = Field(default_factory=AddressPools)
+    # Lossless Ethernet (PFC) headroom: the backend ports' MTU (bytes) and how many priorities
+    # are lossless (SONiC's default enables PFC on priorities 3 and 4). RoCE fabrics only.
+    mtu: Annotated[int, INTEGER, Field(ge=MIN_MTU, le=MAX_MTU)] = MAX_MTU
+    lossless_priorities: Annotated[int, INTEGER, Field(ge=0, le=8)] = 2
 
     @model_validator(mode="after")
     def _oversubscribed_two_tier(self) -> FabricRequest:

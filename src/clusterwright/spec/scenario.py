@@ -36,6 +36,7 @@ from clusterwright.spec.parallel import Recompute
 from clusterwright.spec.pricing import CloudPolicy, Prices
 from clusterwright.spec.scenario_fabric import FabricSection
 from clusterwright.spec.scenario_storage import EnergySection, StorageSection
+from clusterwright.spec.sites import MAX_SITES, MultisitePolicy, SiteSpec, check_sites
 from clusterwright.spec.yamlio import (
     LoadedYaml,
     YamlError,
@@ -386,6 +387,11 @@ class Scenario(_Strict):
     energy: EnergySection = Field(default_factory=EnergySection)
     """Where the power comes from: grid region and year, contracted renewable share (default:
     the world average grid, no renewables)."""
+    sites: list[SiteSpec] = Field(default_factory=list, max_length=MAX_SITES)
+    """Sites a training job may span (power and WAN link each); two or more split each
+    training workload over them (docs/accelerators.md)."""
+    multisite: MultisitePolicy = Field(default_factory=MultisitePolicy)
+    """How the sites synchronise: sync, diloco or streaming, with its outer period and bits."""
 
     @model_validator(mode="after")
     def _unique_names(self) -> Scenario:
@@ -437,6 +443,7 @@ def parse_scenario(doc: LoadedYaml) -> Scenario:
             f"{doc.path}: invalid scenario:\n" + describe_validation_error(exc, doc)
         ) from None
     check_cluster(sc, doc)
+    check_sites(sc, doc)
     return sc
 
 

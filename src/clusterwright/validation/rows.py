@@ -4,6 +4,7 @@ a table reads its CSV of published measurements from ``validation/``."""
 from __future__ import annotations
 
 import csv
+import math
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -44,12 +45,13 @@ class TableResult:
 
     @property
     def mape(self) -> float:
-        """Mean absolute percentage error over the development rows."""
-        return mape(self.dev_rows)
+        """Mean absolute percentage error over the development rows (NaN for a table whose
+        rows are all held out: nothing was fitted on it)."""
+        return mape(self.dev_rows) if self.dev_rows else math.nan
 
     @property
     def max_abs_error(self) -> float:
-        return max(abs(r.error) for r in self.dev_rows)
+        return max((abs(r.error) for r in self.dev_rows), default=math.nan)
 
     @property
     def dev_rows(self) -> list[Row]:

@@ -26,6 +26,7 @@ def _gpt(r: dict[str, str]) -> ModelArch:
     # GPT shapes of Korthikanti et al. 2022: ffn = 4h, MHA, learned positions, biases, the
     # GPT-2 vocabulary padded to 51,200 as Megatron does; a row may give its own ffn, KV
     # heads, vocabulary and activation (Megatron-Core's GPT configurations).
+    # MaxText's synthetic models (accelerators.csv) add head_dim, no biases, untied RoPE.
     h = int(r["hidden"])
     return ModelArch(
         id="validation-gpt",
@@ -35,13 +36,14 @@ def _gpt(r: dict[str, str]) -> ModelArch:
         hidden=h,
         heads=int(r["heads"]),
         kv_heads=int(r["kv_heads"]) if r.get("kv_heads") else None,
+        head_dim=int(r["head_dim"]) if r.get("head_dim") else None,
         ffn_hidden=int(r.get("ffn_hidden") or 4 * h),
         vocab=int(r.get("vocab") or 51200),
         max_seq_len=int(r["seq_len"]),
-        position="learned",
-        bias=True,
+        position=r.get("position") or "learned",
+        bias=(r.get("bias") or "yes") == "yes",
         activation=r.get("activation") or "gelu",
-        tied_embeddings=True,
+        tied_embeddings=(r.get("tied_embeddings") or "yes") == "yes",
     )
 
 

@@ -1,0 +1,228 @@
+"""DCQCN incast: Clusterwright's fluid model against a packet-level simulator, side by side.
+
+Scenario (both tools): N senders (8 to 128) and one receiver on one switch, every link
+100 Gb/s with 1 us propagation; each sender sends 1 MB (1,000-byte payloads) at t = 0, all
+to the receiver. DCQCN as NVIDIA ConnectX implements it, with the HPCC simulator's settings
+(its run.py, scaled from 25 Gb/s): alpha every 1 us, rate decrease at most every 4 us,
+rate timer 300 us, g = 1/256, one fast-recovery stage, R_AI 20 Mb/s, R_HAI 200 Mb/s, minimum
+rate 100 Mb/s, CLAMP_TARGET_RATE off; ECN RED at the switch egress, Kmin 400 KB, Kmax
+1,600 KB, Pmax 0.2; PFC with a 32 MB shared buffer (dynamic thresholds, alpha 1/8, headroom
+3 x BDP per port).
+
+- Packet level: the HPCC ns-3 simulator (github.com/alibaba-edu/High-Precision-Congestion-
+  Control, ns-3.17 base, CC_MODE 1 = DCQCN, commit in the results), its ``scratch/third``
+  program with a generated topology, flow file and configuration. Build it yourself outside
+  this repository and point ``HPCC_NS3`` (or ``--ns3``) at its ``simulation`` directory;
+  without it this script says so and exits 0 (nothing of it is in the repository).
+- Fluid: ``clusterwright.sim.incast.star_incast`` (``sim/fluid.py``: per-flow DCQCN
+  reaction points, fluid FIFO queue, RED marking, PFC), with ns-3's 48 bytes of headers per
+  1,000-byte packet added to the bytes on the wire; mean of ``--seeds`` seeds (the CNP
+  draws are seeded). The mean-field ``dcqcn-fluid`` model is shown too.
+
+Compared: incast completion (last flow's completion), mean queue at the receiver's switch
+port over the incast, Jain's index of the per-flow throughputs, wall time and CPU time
+(ns-3: the child process, one run; fluid: this process, one run). Targets (issue 18): within 10 % on
+completion and mean queue, >= 100x the packet-level simulator's speed.
+
+    python benchmarks/peer_ns3_dcqcn.py [--senders 8,16,32,64,128] [--seeds 5] [--dt-us 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from _bench import machine_lines, table, write
+
+from clusterwright.sim.incast import star_incast
+
+NS3 = Path(os.environ.get("HPCC_NS3", "/work/peers/hpcc/simulation"))
+GBPS = 100
+DELAY_S = 1e-6
+PAYLOAD = 1000
+HEADER = 48  # ns-3 HPCC: bytes of headers per data packet (its fct.txt standalone times)
+SIZE = 1_000_000
+BUFFER_MB = 32
+START_NS = 2_000_000_000
+
+
+def ns3_config(n: int) -> dict[str, str]:
+    """The topology, flows and configuration files for ``n`` senders."""
+    topo = [f"{n + 2} 1 {n + 1}", "0"] + [f"0 {h} {GBPS}Gbps {DELAY_S * 1e3:g}ms 0"
+                                          for h in range(1, n + 2)]
+    flows = [str(n)] + [f"{h} {n + 1} 3 100 {SIZE} {START_NS / 1e9:g}" for h in range(1, n + 1)]
+    k = GBPS // 25
+    cfg = {
+        "ENABLE_QCN": 1, "USE_DYNAMIC_PFC_THRESHOLD": 1, "PACKET_PAYLOAD_SIZE": PAYLOAD,
+        "TOPOLOGY_FILE": "topo.txt", "FLOW_FILE": "flow.txt", "TRACE_FILE": "trace.txt",
+        "TRACE_OUTPUT_FILE": "mix.tr", "FCT_OUTPUT_FILE": "fct.txt",
+        "PFC_OUTPUT_FILE": "pfc.txt", "SIMULATOR_STOP_TIME": 2.2, "CC_MODE": 1,
+        "ALPHA_RESUME_INTERVAL": 1, "RATE_DECREASE_INTERVAL": 4, "CLAMP_TARGET_RATE": 0,
+        "RP_TIMER": 300, "EWMA_GAIN": 0.00390625, "FAST_RECOVERY_TIMES": 1,
+        "RATE_AI": f"{5 * k}Mb/s", "RATE_HAI": f"{50 * k}Mb/s", "MIN_RATE": "100Mb/s",
+        "DCTCP_RATE_AI": "1000Mb/s", "ERROR_RATE_PER_LINK": "0.0000", "L2_CHUNK_SIZE": 4000,
+        "L2_ACK_INTERVAL": 1, "L2_BACK_TO_ZERO": 0, "HAS_WIN": 0, "GLOBAL_T": 1,
+        "VAR_WIN": 0, "FAST_REACT": 1, "U_TARGET": 0.95, "MI_THRESH": 0, "INT_MULTI": 1,
+        "MULTI_RATE": 0, "SAMPLE_FEEDBACK": 0, "PINT_LOG_BASE": 1.05, "PINT_PROB": 1.0,
+        "RATE_BOUND": 1, "ACK_HIGH_PRIO": 1, "LINK_DOWN": "0 0 0", "ENABLE_TRACE": 0,
+        "KMAX_MAP": f"1 {GBPS * 10**9} {400 * k}", "KMIN_MAP": f"1 {GBPS * 10**9} {100 * k}",
+        "PMAX_MAP": f"1 {GBPS * 10**9} 0.2", "BUFFER_SIZE": BUFFER_MB,
+        "QLEN_MON_FILE": "qlen.txt", "QLEN_MON_START": START_NS,
+        "QLEN_MON_END": START_NS + 100_000_000,
+    }
+    return {"topo.txt": "\n".join(topo) + "\n", "flow.txt": "\n".join(flows) + "\n",
+            "trace.txt": "0\n\n",
+            "config.txt": "".join(f"{key} {v}\n" for key, v in cfg.items())}
+
+
+def run_ns3(n: int, seeds: int) -> dict[str, float]:
+    """Mean over ``seeds`` ns-3 runs (RngRun 1, 2, ...: its ECN marking draws) for ``n``
+    senders: completion, mean queue, Jain, wall and CPU seconds, PFC pauses."""
+    runs = [_run_ns3(n, seed) for seed in range(1, seeds + 1)]
+    out = {k: float(np.mean([r[k] for r in runs])) for k in runs[0]}
+    out["end_sd"] = float(np.std([r["end"] for r in runs]))
+    out["q_sd"] = float(np.std([r["qmean"] for r in runs]))
+    return out
+
+
+def _run_ns3(n: int, seed: int) -> dict[str, float]:
+    binary = NS3 / "build" / "scratch" / "third"
+    with tempfile.TemporaryDirectory(prefix="ns3-incast-") as tmp:
+        for name, text in ns3_config(n).items():
+            Path(tmp, name).write_text(text, encoding="utf-8")
+        env = dict(os.environ, LD_LIBRARY_PATH=str(NS3 / "build"),
+                   NS_GLOBAL_VALUE=f"RngRun={seed}")
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        subprocess.run([str(binary), "config.txt"], cwd=tmp, env=env, check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wall = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        fct = np.asarray([float(line.split()[6]) * 1e-9 for line in
+                          Path(tmp, "fct.txt").read_text(encoding="utf-8").splitlines()
+                          if line.strip()])
+        end = float(fct.max())
+        qmean = _ns3_queue_mean(Path(tmp, "qlen.txt"), n + 1, end)
+        pauses = sum(1 for line in Path(tmp, "pfc.txt").read_text(encoding="utf-8")
+                     .splitlines() if line.strip().endswith(" 1"))
+    thr = SIZE / fct
+    return {"end": end, "qmean": qmean, "jain": float(thr.sum() ** 2 / (len(thr) * (thr * thr)
+                                                                          .sum())),
+            "wall": wall, "cpu": cpu, "pauses": pauses}
+
+
+def _ns3_queue_mean(path: Path, port: int, end: float) -> float:
+    """Mean bytes queued at the switch's port ``port`` over [0, end]: HPCC samples every
+    port's queue every 100 ns into 1-KB bins and dumps the cumulative histogram."""
+    last = None
+    for line in path.read_text(encoding="utf-8").splitlines():
+        parts = line.split()
+        if len(parts) > 2 and parts[0] == "0" and parts[1] == str(port):
+            last = [int(v) for v in parts[2:]]
+    if not last:
+        return 0.0
+    cnt = np.asarray(last, dtype=float)
+    kb = np.arange(len(cnt)) + 0.5
+    kb[0] = 0.0  # the idle time after the incast lands in bin 0
+    samples = end / 100e-9
+    return float((cnt * kb * 1000).sum() / samples)
+
+
+def run_fluid(n: int, cc: str, seeds: int, dt: float) -> dict[str, float]:
+    wire = SIZE * (PAYLOAD + HEADER) / PAYLOAD
+    ends, qs, jains, walls, cpus = [], [], [], [], []
+    for seed in range(seeds):
+        t0, c0 = time.perf_counter(), time.process_time()
+        r = star_incast(n, wire, cc=cc, link_gbps=GBPS, delay_s=DELAY_S,
+                        buffer_bytes=BUFFER_MB * 2**20, dt=dt, seed=seed)
+        walls.append(time.perf_counter() - t0)
+        cpus.append(time.process_time() - c0)
+        ends.append(r.end_s)
+        qs.append(float(r.queue_mean_bytes[n]))
+        jains.append(r.jain_fairness(np.full(n, float(SIZE))))
+    return {"end": float(np.mean(ends)), "end_sd": float(np.std(ends)),
+            "qmean": float(np.mean(qs)), "q_sd": float(np.std(qs)),
+            "jain": float(np.mean(jains)), "wall": float(np.mean(walls)),
+            "cpu": float(np.mean(cpus))}
+
+
+def ns3_commit() -> str:
+    try:
+        return subprocess.run(["git", "-C", str(NS3.parent), "rev-parse", "HEAD"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (not a git checkout)"
+
+
+def main() -> int:
+    global NS3
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--senders", default="8,16,32,64,128")
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--ns3-seeds", type=int, default=3)
+    ap.add_argument("--dt-us", type=float, default=4.0)
+    ap.add_argument("--ns3", default=str(NS3))
+    args = ap.parse_args()
+    NS3 = Path(args.ns3)
+    if not (NS3 / "build" / "scratch" / "third").exists():
+        print(f"skipped: the HPCC ns-3 simulator is not built at {NS3} (set HPCC_NS3 or "
+              "--ns3 to its simulation/ directory)")
+        return 0
+    dt = args.dt_us * 1e-6
+    rows, rows_mf, errs = [], [], []
+    for n in [int(v) for v in args.senders.split(",")]:
+        ns = run_ns3(n, args.ns3_seeds)
+        fl = run_fluid(n, "dcqcn", args.seeds, dt)
+        mf = run_fluid(n, "dcqcn-fluid", 1, dt)
+        e_end = fl["end"] / ns["end"] - 1
+        e_q = fl["qmean"] / ns["qmean"] - 1
+        errs.append((abs(e_end), abs(e_q)))
+        rows.append([
+            str(n), f"{ns['end'] * 1e3:.3f} ± {ns['end_sd'] * 1e3:.3f}",
+            f"{fl['end'] * 1e3:.3f} ± {fl['end_sd'] * 1e3:.3f}",
+            f"{e_end:+.1%}", f"{ns['qmean'] / 1e3:,.0f} ± {ns['q_sd'] / 1e3:,.0f}",
+            f"{fl['qmean'] / 1e3:,.0f} ± {fl['q_sd'] / 1e3:,.0f}", f"{e_q:+.1%}",
+            f"{ns['jain']:.3f} / {fl['jain']:.3f}", f"{ns['pauses']:.0f}",
+            f"{ns['wall']:.2f} / {ns['cpu']:.2f}", f"{fl['wall'] * 1e3:.0f} / "
+            f"{fl['cpu'] * 1e3:.0f}", f"{ns['wall'] / fl['wall']:.0f}x / "
+            f"{ns['cpu'] / fl['cpu']:.0f}x"])
+        rows_mf.append([str(n), f"{mf['end'] * 1e3:.3f}", f"{mf['end'] / ns['end'] - 1:+.1%}",
+                        f"{mf['qmean'] / 1e3:,.0f}", f"{mf['qmean'] / ns['qmean'] - 1:+.1%}"])
+        print(rows[-1], flush=True)
+    worst_end = max(e[0] for e in errs)
+    worst_q = max(e[1] for e in errs)
+    lines = ["# DCQCN incast: fluid model vs packet-level simulator (HPCC ns-3)", "",
+             *machine_lines(),
+             f"- packet level: HPCC ns-3 (alibaba-edu/High-Precision-Congestion-Control) "
+             f"commit {ns3_commit()}, `scratch/third`, CC_MODE 1 (DCQCN)",
+             f"- ns-3: mean of {args.ns3_seeds} runs (RngRun 1..{args.ns3_seeds}, its ECN "
+             "marking draws); fluid: `clusterwright.sim.incast.star_incast`, dt "
+             f"{args.dt_us:g} us, mean of {args.seeds} seeds (± standard deviation)", "",
+             "N senders x 1 MB to one receiver, 100 Gb/s links, 1 us propagation; NVIDIA "
+             "DCQCN settings as the HPCC simulator's run.py scales them (script docstring). "
+             "Completion: the last flow's; mean queue: the receiver's switch port over the "
+             "incast; time: wall / CPU seconds (ns-3: its process; fluid: the call).", "",
+             *table(["N", "ns-3 completion ms", "fluid completion ms", "error",
+                     "ns-3 mean queue KB", "fluid mean queue KB", "error",
+                     "Jain ns-3 / fluid", "ns-3 PFC pauses", "ns-3 wall / CPU s",
+                     "fluid wall / CPU ms", "speedup wall / CPU"], rows), "",
+             f"Worst error: completion {worst_end:.1%}, mean queue {worst_q:.1%} "
+             "(target: within 10 %).", "",
+             "The mean-field DCQCN model (`--cc dcqcn-fluid`, Zhu et al. CoNEXT 2016) on the "
+             "same runs, for contrast: it has no synchronised cuts, so the link never idles.",
+             "", *table(["N", "completion ms", "error vs ns-3", "mean queue KB",
+                         "error vs ns-3"], rows_mf)]
+    write("peer_ns3_dcqcn.md", lines)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

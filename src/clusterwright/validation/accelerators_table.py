@@ -1,0 +1,42 @@
+"""The accelerators table: published training throughput on TPU, Trainium, AMD Instinct,
+Gaudi and Grace superchips (``validation/accelerators.csv``), predicted like the training
+table's rows (``training_table._train_row``: each row's model, layout, stack and metric) on
+the catalog system of the row's accelerator (TPU pods: the ICI torus of ``model/torus``,
+slices joined over the DCN). Its README section says where each row comes from and which
+rows are held out (by a rule per source, never by the error)."""
+
+from __future__ import annotations
+
+from clusterwright.errors import ClusterwrightError, InputError
+from clusterwright.validation.rows import Row, TableResult, read_csv
+from clusterwright.validation.training_table import _train_row
+
+# Accelerators the issue asks to validate (catalog ids); the table reports which have rows.
+ACCELERATORS = ("tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu-v7", "trn2", "trn3", "mi300x", "mi325x",
+                "mi355x", "gaudi3", "gh200", "gb300")
+
+
+def accelerators_table(data: str = "accelerators.csv") -> TableResult:
+    """Throughput of published runs on non-NVIDIA-GPU accelerators and superchips."""
+    from clusterwright.catalog.registry import load_catalog
+
+    cat = load_catalog(env={})
+    rows = []
+    for r in read_csv(data):
+        try:
+            pred, detail, tags, _ = _train_row(cat, r)
+        except ClusterwrightError as exc:
+            raise InputError(f"{data} row {r['id']}: {exc}") from None
+        rows.append(Row(r["id"], r["metric"], float(r["value"]), pred, r["unit"], r["source"],
+                        r["set"], detail, group=r.get("stack", ""), tags=tags))
+    return TableResult("accelerators", data, rows, tolerance=0.15)
+
+
+def coverage(table: TableResult) -> dict[str, int]:
+    """Rows (development and held out) per accelerator of ``ACCELERATORS``."""
+    out = {g: 0 for g in ACCELERATORS}
+    for r in table.rows:
+        g = r.tag("gpu")
+        if g in out:
+            out[g] += 1
+    return out

@@ -1,0 +1,49 @@
+"""The headline page's lines (report/sections.py): an estimate beyond what was measured says
+so beside its number."""
+
+from __future__ import annotations
+
+from clusterwright.report.sections import _training_line
+
+BASE = {"name": "pretrain", "time_to_train_days": 30.0, "deadline_days": 45, "mfu": 0.45,
+        "mfu_highest_published": 0.49, "mfu_above_published": False,
+        "confidence": {"validated": True, "band": 0.05, "rows": 12}}
+
+
+def test_a_measured_regime_within_the_record_carries_no_warning() -> None:
+    line = _training_line(BASE)
+    assert line["warn"] == "" and line["range"] == "28.5–31.5 days"
+    assert "in this regime" in line["why"]
+
+
+def test_an_estimate_above_every_published_mfu_is_flagged_on_the_headline() -> None:
+    line = _training_line({**BASE, "mfu": 0.626, "mfu_above_published": True})
+    assert "MFU 62.6 % is above every published run" in line["warn"]
+    assert "highest 49.0 %" in line["warn"]
+
+
+def test_a_layout_family_never_validated_on_the_stack_is_flagged() -> None:
+    line = _training_line({**BASE, "confidence": {"validated": False, "band": 0.06, "rows": 4}})
+    assert line["warn"] == "layout family not validated on this stack"
+    assert "of the nearest regime" in line["why"]
+
+
+def test_multisite_section_lists_sites_split_and_wan_needed_per_target() -> None:
+    from clusterwright.report.sections import multisite
+    from tests.report.blueprints import full
+    from tests.report.blueprints import multisite as two_sites
+
+    assert multisite(full()) is None  # one site: no section
+    ms = multisite(two_sites())
+    assert ms is not None and ms["chosen"] == "DiLoCo"
+    assert [s[0] for s in ms["sites"]] == ["east", "west"]
+    assert ms["sites"][0][1:3] == ["15 MW", "400 Gb/s"]
+    (w,) = ms["workloads"]
+    facts = dict(w["facts"])
+    assert facts["split"] == "2 sites x 8,192 h100-sxm = 16,384 GPUs"
+    assert facts["method chosen"] == "DiLoCo: 97.7 % compute utilization"
+    rows = {r[0]: r for r in w["methods"]}
+    assert set(rows) == {"synchronous DP", "DiLoCo (chosen)", "Streaming DiLoCo"}
+    assert rows["DiLoCo (chosen)"][3:7] == ["97.7 %", "81.7 Gb/s", "174 Gb/s", "954 Gb/s"]
+    # a target latency alone rules out reads as such, not as a number
+    assert rows["Streaming DiLoCo"][6] == "unreachable"

@@ -1,0 +1,64 @@
+"""The serving rows of issue 22's accelerators, predicted by the engine path (serve estimate
+--engine): every row held out, errors held where they are, each miss named."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from clusterwright.validation.rows import mape
+from clusterwright.validation.serving_accelerators_table import (
+    coverage,
+    serving_accelerators_table,
+)
+
+
+@pytest.fixture(scope="module")
+def tab():  # type: ignore[no-untyped-def]
+    return serving_accelerators_table()
+
+
+def test_every_row_is_held_out_and_predicted(tab) -> None:  # type: ignore[no-untyped-def]
+    assert tab.rows and not tab.dev_rows  # nothing fitted on these rows
+    assert math.isnan(tab.mape)
+    for r in tab.rows:
+        assert r.predicted > 0 and math.isfinite(r.predicted), r.id
+    cov = coverage(tab)
+    assert cov["tpu-v6e"] >= 3 and cov["mi300x"] >= 3 and cov["gaudi3"] >= 3
+
+
+# Where each part stands, held so a change that moves it is seen (not targets: the engine
+# constants were fitted on H100/B200/GB200 and are not refitted here).
+BOUNDS = {
+    # vLLM on TPU v6e (Llama 3.3 70B, TP8): decode iterations predicted ~20 % slow, so output
+    # throughput ~15 % low.
+    ("tpu-v6e", "tpot_ms"): 0.25,
+    ("tpu-v6e", "output_throughput"): 0.20,
+    # MI300X vLLM batch latency: 70B batch 1-4 predicted 18-24 % slow; 405B predicted 9-37 %
+    # fast, the miss growing with the batch.
+    ("mi300x", "batch_latency_s"): 0.22,
+    # Gaudi 3 (engine not named by the source; the vllm entry stands in): -17 to +37 %.
+    ("gaudi3", "output_throughput"): 0.22,
+}
+
+
+def test_errors_stay_where_they_are(tab) -> None:  # type: ignore[no-untyped-def]
+    for (gpu, metric), bound in BOUNDS.items():
+        rows = [r for r in tab.rows if r.group == gpu and r.quantity == metric]
+        assert rows, (gpu, metric)
+        assert mape(rows) <= bound, (gpu, metric, [(r.id, round(r.error, 3)) for r in rows])
+
+
+def test_tpu_ttft_is_the_named_miss(tab) -> None:  # type: ignore[no-untyped-def]
+    # vLLM-TPU's mean TTFT (250-510 ms, 1,000-token prompts, 512-token budget) is predicted
+    # 3.3-3.5x too long: the steady state's prefill share and first-token iterations are the
+    # GPU engine's; recorded, not tuned.
+    rows = [r for r in tab.rows if r.group == "tpu-v6e" and r.quantity == "ttft_ms"]
+    assert len(rows) == 2
+    assert all(2.0 < r.predicted / r.measured < 4.0 for r in rows)
+
+
+def test_batch_latency_is_ttft_plus_decode_steps(tab) -> None:  # type: ignore[no-untyped-def]
+    r = next(x for x in tab.rows if x.quantity == "batch_latency_s")
+    assert "TTFT +" in r.detail and "x TPOT" in r.detail
