@@ -97,6 +97,9 @@ def test_estimates_listed_and_human_output_renders() -> None:
         (("--cloud", "aws-p9"), "--cloud"),
         (("--server-price-usd", "-1"), "--server-price-usd"),
         (("--cooling", "water"), "--cooling"),
+        (("--storage-usd", "-1"), "--storage-usd"),
+        (("--storage-usd", "1e6", "--storage-kw", "nan"), "--storage-kw"),
+        (("--storage-kw", "5"), "--storage-kw"),  # power without the tier's price
     ],
 )
 def test_bad_input_names_the_flag(args: tuple[str, ...], flag: str) -> None:
@@ -110,3 +113,14 @@ def test_unknown_server_and_unpriced_server() -> None:
     assert "prices.server_usd" not in err  # the field path is worded as this command's flag
     d = tco_json("--server", "dgx-h200", "--nodes", "2", "--server-price-usd", "500000")
     assert d["capex_breakdown_usd"]["servers"] == pytest.approx(1_000_000)
+
+
+def test_a_designed_storage_tier_replaces_the_per_gpu_assumption() -> None:
+    base = tco_json(*SMALL)
+    tier = tco_json(*SMALL, "--storage-usd", "180000", "--storage-kw", "3.2")
+    got, was = tier["capex_breakdown_usd"], base["capex_breakdown_usd"]
+    assert got["storage"] == 180000 != was["storage"]
+    assert {k: v for k, v in got.items() if k != "storage"} == \
+        {k: v for k, v in was.items() if k != "storage"}
+    # 3.2 kW more IT power all year, at the same PUE and price
+    assert tier["annual_energy_kwh"] > base["annual_energy_kwh"]

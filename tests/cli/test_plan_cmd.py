@@ -57,7 +57,7 @@ def test_json_prints_metrics_paths_and_binding_constraints(tmp_path: Path) -> No
     assert d["out"] == str(out) and d["files"] > 3
     assert d["artifacts"]["blueprint"] == str(out / "blueprint.json")
     bp = json.loads((out / "blueprint.json").read_text())
-    assert bp["schema_version"] == "1.2" and bp["scenario"]["source"].endswith("s.yaml")
+    assert bp["schema_version"] == "1.3" and bp["scenario"]["source"].endswith("s.yaml")
 
 
 def test_terminal_summary_names_the_recommendation_and_binding(tmp_path: Path) -> None:

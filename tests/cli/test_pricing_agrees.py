@@ -37,8 +37,12 @@ def test_plan_train_serve_and_tco_agree_on_the_cloud_price(catalog: Catalog) -> 
     bp = plan_scenario(sc, catalog, quick=True)
     rec, tco = bp.recommendation, bp.tco
     assert tco is not None and rec["nodes"] == 8
+    # plan designs the storage tier from the workload (ops storage); ops tco is given it.
+    tier = bp.storage
+    assert tier is not None and tier["price_usd"] > 0
     tco_cli = cli("ops", "tco", "--server", "dgx-h100", "--nodes", "8", "--years", "4",
-                  "--pue", "1.3", "--electricity-usd-per-kwh", "0.1", "--cooling", "air")
+                  "--pue", "1.3", "--electricity-usd-per-kwh", "0.1", "--cooling", "air",
+                  "--storage-usd", str(tier["price_usd"]), "--storage-kw", str(tier["power_kw"]))
     train = cli("train", "plan", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--gpus", "64",
                 "--tokens", "1e11", "--fidelity", "analytical")
     serve = cli("serve", "plan", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--qps", "5",

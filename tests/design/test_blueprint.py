@@ -152,7 +152,7 @@ def bp() -> Blueprint:
 def test_round_trip_through_json() -> None:
     b = bp()
     d = json.loads(json.dumps(b.to_dict()))
-    assert d["schema_version"] == SCHEMA_VERSION == "1.2"
+    assert d["schema_version"] == SCHEMA_VERSION == "1.3"
     assert list(d) == list(Blueprint.KEYS)
     assert Blueprint.from_dict(d).to_dict() == b.to_dict()
 

@@ -80,8 +80,15 @@ def test_plan_and_ops_power_draw_the_same_power(training: dict[str, Any]) -> Non
     p = cw("ops", "power", "--server", "dgx-h100", "--nodes",
            str(training["cluster"]["nodes"]), "--pue", "1.3", "--json")
     power = training["power"]
-    assert p["it_power_kw"] == pytest.approx(power["it_power_kw"], rel=1e-9)
-    assert p["facility_power_kw"] == pytest.approx(power["facility_power_kw"], rel=1e-9)
+    # The plan adds its storage tier (blueprint 1.3), which ops power does not design.
+    storage_kw = power["it_power_breakdown_kw"]["storage"]
+    assert storage_kw == pytest.approx(training["storage"]["power_kw"], rel=1e-12)
+    for k in ("typical", "nameplate", "idle"):
+        assert p["it_power_kw"][k] + storage_kw == pytest.approx(power["it_power_kw"][k],
+                                                                 rel=1e-9), k
+    for k in ("typical", "nameplate"):
+        assert (p["it_power_kw"][k] + storage_kw) * 1.3 == pytest.approx(
+            power["facility_power_kw"][k], rel=1e-9), k
 
 
 @pytest.mark.slow

@@ -73,7 +73,10 @@ def test_cluster_is_whole_servers_holding_every_workload(name: str) -> None:
     assert [w["name"] for w in rows] == [w.name for w in sc.workloads]
     concurrent = sum(w["gpus"] for w in rows if w["kind"] != "finetune") + sum(
         w.get("extra_gpus") or 0 for w in rows if w["kind"] == "finetune")
-    assert concurrent <= r["gpus"] < concurrent + server.gpus  # rounded up to whole servers
+    # Rounded up to whole servers, beside the scenario's spare servers.
+    spare = (bp.get("cluster") or {}).get("spare_gpus") or 0
+    assert spare == sc.cluster.spares * server.gpus
+    assert concurrent + spare <= r["gpus"] < concurrent + spare + server.gpus
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
@@ -145,8 +148,14 @@ def test_fabric_tiers_follow_the_fat_tree_arithmetic(name: str) -> None:
     assert fewest <= fab["tiers"] <= enough, (fab["tiers"], fewest, enough)
     links = fab["links_by_tier"]
     if fab["tiers"] >= 2 and fab["oversubscription"] == 1:
-        assert links["node-leaf"] == gpus and links["leaf-spine"] == gpus
-        assert links["spine-core"] == (gpus if fab["tiers"] == 3 else 0)
+        # At least one link per GPU on every tier; exactly one when the nodes fill whole
+        # leaves (a partly filled leaf still cables all its uplinks, as spares make it).
+        assert links["node-leaf"] == gpus and links["leaf-spine"] >= gpus
+        assert (links["spine-core"] >= links["leaf-spine"]) if fab["tiers"] == 3 else (
+            links["spine-core"] == 0)
+        if nodes % (radix // 2) == 0:
+            assert links["leaf-spine"] == gpus
+            assert links["spine-core"] == (gpus if fab["tiers"] == 3 else 0)
     if fab["tiers"] <= 1:
         assert fab["spine_switches"] == 0 and fab["core_switches"] == 0
         assert links["leaf-spine"] == 0 and links["spine-core"] == 0
@@ -173,7 +182,8 @@ def test_llama3_405b_is_planned_with_metas_layout() -> None:
     lay = w["layout"]
     assert (lay["tp"], lay["cp"], lay["pp"], lay["dp"]) == (8, 1, 16, 128)
     assert lay["global_batch"] == 2048 and w["gpus"] == 16384
-    assert bp["recommendation"]["nodes"] == 2048  # 16,384 / 8 GPUs per DGX H100
+    assert bp["cluster"]["work_nodes"] == 2048  # 16,384 / 8 GPUs per DGX H100
+    assert bp["recommendation"]["nodes"] == 2048 + bp["cluster"]["spare_nodes"]
     assert bp["fabric"]["tiers"] == 3
 
 

@@ -134,9 +134,9 @@ def test_full_page_shows_the_blueprints_numbers() -> None:
     assert "42.9 kW" in page and "1,660 kW" in page
     # one figure each: step time, latency, diurnal, cost, timeline, time to train, rack power
     for div in ("fig-step-time", "fig-latency-0", "fig-diurnal-0", "fig-cost", "fig-timeline",
-                "fig-ttt", "fig-rack-power"):
+                "fig-ttt", "fig-rack-power", "fig-power-trace"):
         assert f'id="{div}"' in page, div
-    assert page.count("Plotly.newPlot(") == 7
+    assert page.count("Plotly.newPlot(") == 8
 
 
 def test_risks_are_listed_high_first_with_severity_tags() -> None:
@@ -192,7 +192,8 @@ def test_infeasible_page_says_which_constraint_binds_and_by_how_much() -> None:
     for h in HEADINGS:
         assert f">{h}" in page, h
     # sections 2-12 have no data; each says so instead of failing
-    assert page.count("Not applicable:") == 13  # with the headline's cost and performance
+    # with the headline's cost and performance, and the storage tier and energy subsections
+    assert page.count("Not applicable:") == 15
 
 
 def test_binding_excess_is_derived_for_display_when_absent() -> None:
@@ -325,3 +326,26 @@ def test_cost_section_lists_every_offer_and_the_estimated_prices() -> None:
     assert "<td>aws-p5e.48xlarge</td>" in section and "<td>primary</td>" in section
     assert "Estimated prices and inputs (no primary source)" in section
     assert "costnimbus.com &lt;i&gt;weak&lt;/i&gt;" in section
+
+
+def test_failure_model_storage_and_energy_are_on_the_page() -> None:
+    page = _page("full")
+    fail = page.split('<section id="failures">', 1)[1].split("</section>", 1)[0]
+    # spares: 3 recommended, p50 37.27 -> "37.3 days", ETTR 0.968 -> "96.8 %";
+    # the repair wait 131,065 s -> "36.4 h"; a rack loss takes 4 nodes for 3.5 h
+    for s in ("recommended hot spares", "37.3 days", "96.8 %", "36.4 h", "3.5 h",
+              "4.8 % of nodes fail 20× as often", "spare wait 699 h",
+              "SKT/Upstage B200 report: 3 of 63 nodes"):
+        assert s in fail, s
+    # storage: 4 units, 43.6 GB/s read, a 0.988 TB async checkpoint persisted in 44.9 s;
+    # the binding interval is shown with its numbers
+    for s in ("4 × minio-nvme-node", "43.6 GB/s", "0.988 TB async", "44.9 s",
+              "The storage tier binds", "120 s", "114 s", "$920,000 more"):
+        assert s in fail, s
+    power = page.split('<section id="power">', 1)[1].split("</section>", 1)[0]
+    # energy: 1,232,293 kWh -> "1.23 GWh", 564.39 t -> "564 t", 0.52 kWh per M tokens
+    for s in ("fig-power-trace", "631 kW", "1.23 GWh", "564 t", "9.85 t", "0.52 kWh",
+              "458 gCO2e/kWh", "battery", "$45k", "Ember Global Electricity Review 2026"):
+        assert s in power, s
+    head = page.split('id="card-cost"', 1)[1].split("</div>", 1)[0]
+    assert "CO2e of pretrain-70b" in head and "574 t" in head and "5,074 t" in head

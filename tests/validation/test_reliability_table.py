@@ -37,9 +37,10 @@ def test_llama3_counts_are_reproduced(table: TableResult) -> None:
 
 def test_effective_training_time_is_above_90_percent(table: TableResult) -> None:
     row = next(r for r in table.rows if r.quantity == "ettr_lower_bound")
-    # Daly's model, M = 3.09 h, 2.84 s writes, 603 s restarts, planned stops: 0.920.
+    # Daly's model, M = 3.09 h, 2.84 s writes, 628 s restarts (600 s with its NCCL-init part
+    # at 16,384 ranks, plus the restore), planned stops: 0.918.
     assert row.predicted > row.measured == 0.90
-    assert row.predicted == pytest.approx(0.920, abs=0.002)
+    assert row.predicted == pytest.approx(0.918, abs=0.002)
 
 
 def test_table_is_registered_and_within_tolerance(table: TableResult) -> None:
@@ -50,12 +51,20 @@ def test_table_is_registered_and_within_tolerance(table: TableResult) -> None:
 
 def test_held_out_rows_are_reported_not_tuned(table: TableResult) -> None:
     held = {r.id: r for r in table.held_out_rows}
-    assert len(held) >= 3
-    # SKT/Upstage B200 (10 GPU failures) lands close; the 2021-2024 A100 research and cloud
-    # clusters fail several times more often than these H100 rates say (documented).
+    assert len(held) == 6
+    # The A100 rows are predicted with the A100 fleet (Aegis), B200 with Llama 3's H100 fleet;
+    # the rule that chose each fleet excludes these rows' sources (reliability.yaml).
+    assert "Aegis" in held["kokolis_rsc_mttf_1024gpus"].detail
+    assert "H100-derived" in held["skt_upstage_b200_gpu_failures"].detail
+    # Measured on 2026-11-28 (docs/operations.md): B200 -2.3 %, RSC 8 GPUs +6 %, 1,024 GPUs
+    # +17 %, 16,384 GPUs -67 % (a projection from the paper's node rate), OPT -6 %, BLOOM
+    # +104 % (one new cluster's GPU failures, 4.7x fewer than the fleet's): 34 % MAPE, down
+    # from 136 % with H100 rates for every GPU. Reported, not tuned: the bounds are loose.
     assert abs(held["skt_upstage_b200_gpu_failures"].error) < 0.15
-    assert held["kokolis_rsc_mttf_1024gpus"].error > 1.0
-    assert held["opt175b_machines_down_per_day"].error < -0.5
+    assert abs(held["kokolis_rsc_mttf_1024gpus"].error) < 0.5
+    assert held["kokolis_rsc_mttf_16384gpus"].error < -0.5
+    assert held["bloom176b_gpu_failures_per_week"].error > 0.5
+    assert table.held_out_mape is not None and table.held_out_mape < 0.5
 
 
 def test_csv_copies_the_shared_interruption_counts() -> None:

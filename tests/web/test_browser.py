@@ -520,7 +520,7 @@ def test_whatif_reprices_and_keeps_the_last_valid_state(page: tuple[Any, Watch],
     pg.wait_for_function("() => document.querySelector("
                          "'#whatif-results tr[data-key=\"total_cost_usd\"] td').textContent")
     before = total.inner_text()
-    assert before == "$72.2M"
+    assert before == "$70.3M"
     # Dearer electricity: the total rises, with no plan.
     pg.locator("#wi-electricity_usd_per_kwh").fill("0.3")
     pg.wait_for_function("t => document.querySelector("

@@ -76,7 +76,38 @@ def resolve(
     _cluster_fits_servers(scenario, cat, doc)
     _fabric_switch(scenario, cat, doc)
     _pricing_refs(scenario, cat, doc)
+    _storage_energy_refs(scenario, cat, doc)
     return models
+
+
+def _storage_energy_refs(scenario: Scenario, cat: Catalog, doc: LoadedYaml | None) -> None:
+    """``storage.system`` names a catalog storage system (``storage.units`` needs it);
+    ``energy.region`` a catalog grid region with ``energy.year`` among its years."""
+    s = scenario.storage
+    if s.system is not None:
+        try:
+            cat.get("storage_systems", s.system)
+        except UnknownIdError as exc:
+            raise ScenarioError(f"{_where(doc, ('storage', 'system'))}: {exc}") from None
+    elif s.units is not None:
+        raise ScenarioError(f"{_where(doc, ('storage', 'units'))}: needs storage.system (units "
+                            "of which storage system)")
+    e = scenario.energy
+    if "grid_regions" not in cat.entries:
+        return
+    if e.region is not None:
+        try:
+            cat.get("grid_regions", e.region)
+        except UnknownIdError as exc:
+            raise ScenarioError(f"{_where(doc, ('energy', 'region'))}: {exc}") from None
+    if e.year is not None:
+        region = e.region or "world"
+        years = sorted(int(y) for g in cat.all("grid_regions") if g.id == region
+                       for y in g.gco2_per_kwh)
+        if years and e.year not in years:
+            raise ScenarioError(
+                f"{_where(doc, ('energy', 'year'))}: the catalog has grid intensity for "
+                f"{region} in {', '.join(map(str, years))}, not {e.year}")
 
 
 def _fabric_switch(scenario: Scenario, cat: Catalog, doc: LoadedYaml | None) -> None:

@@ -25,9 +25,11 @@ from clusterwright.catalog.schema import (
     CloudOffer,
     FailureMode,
     Gpu,
+    GridRegion,
     ModelArch,
     Nic,
     Server,
+    StorageSystem,
     Switch,
     Transceiver,
 )
@@ -59,12 +61,14 @@ ENTRY_TYPES: dict[str, type[CatalogEntry]] = {
     # packaged in data/training_confidence.yaml (generated; registry TOPIC_FILES)
     "training_regimes": TrainingRegime,
     "mfu_records": MfuRecord,
+    "storage_systems": StorageSystem,  # packaged in data/storage.yaml (registry TOPIC_FILES)
+    "grid_regions": GridRegion,  # packaged in data/energy.yaml (registry TOPIC_FILES)
 }
 
 ENV_VAR = "CLUSTERWRIGHT_CATALOG"
 PACKAGE_FILES = (*ENTRY_TYPES, "assumptions")
 # Packaged files named after a topic rather than a kind; each may hold several kinds.
-TOPIC_FILES = ("reliability", "training_confidence")
+TOPIC_FILES = ("reliability", "training_confidence", "storage", "energy")
 
 E = TypeVar("E", bound=BaseModel)
 

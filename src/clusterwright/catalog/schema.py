@@ -530,6 +530,9 @@ class FailureMode(CatalogEntry):
     observed_count: NonNegativeInt | None = None
     observed_unit_hours: PositiveFloat | None = None
     gpus: list[EntryId] = Field(default_factory=list)
+    # The published fleet study the rate comes from (shown as the rate basis); one fleet per
+    # GPU generation (reliability.yaml says how the fleet of each generation was chosen).
+    fleet: StrictStr = ""
 
     @model_validator(mode="after")
     def _rate_matches_observation(self) -> FailureMode:
@@ -552,3 +555,57 @@ class FailureMode(CatalogEntry):
     def rate_per_hour(self) -> float:
         """Failures per unit-hour."""
         return self.rate_per_million_unit_hours / 1e6
+
+
+# --------------------------------------------------------------------------- storage
+
+
+class StorageSystem(CatalogEntry):
+    """A shared storage building block the storage planner buys in whole units
+    (``design/storage_plan.py``): a parallel-file-system appliance, an object-store node or a
+    cloud file system's unit of capacity. Bandwidths are GB/s (decimal) per unit, as its
+    datasheet or a published benchmark gives them; ``read_gbps`` and ``write_gbps`` are what the
+    unit sustains for large sequential I/O from many clients."""
+
+    kind: Literal["parallel-fs", "object", "nas", "cloud-fs"]
+    vendor: StrictStr
+    read_gbps: PositiveFloat
+    write_gbps: PositiveFloat
+    capacity_tb: PositiveFloat  # usable, decimal TB
+    ports: PositiveInt  # network ports per unit
+    port_gbps: PositiveFloat  # Gb/s per port
+    rack_units: NonNegativeInt  # 0 for a cloud service
+    power_w: NonNegativeFloat  # per unit, under load
+    price_usd: PositiveFloat | None = None  # per unit (on premises); None: not priced
+    price_source: StrictStr | None = None
+    usd_per_month: PositiveFloat | None = None  # per unit (cloud)
+    min_units: PositiveInt = 1  # the fewest a redundant deployment runs on
+    max_units: PositiveInt | None = None  # the most one deployment scales to
+    embodied_kgco2e: NonNegativeFloat | None = None  # per unit, where a source gives it
+
+
+# --------------------------------------------------------------------------- energy
+
+
+class GridRegion(CatalogEntry):
+    """Average carbon intensity of a grid region's electricity by year, gCO2e per kWh
+    (location-based accounting, GHG Protocol Scope 2 Guidance); ``gco2_per_kwh`` maps the
+    year (as a string, YAML ids are strings) to its value."""
+
+    gco2_per_kwh: dict[Annotated[StrictStr, Field(pattern=r"^(19|20|21)[0-9]{2}$")],
+                       NonNegativeFloat]
+    basis: Literal["CO2", "CO2e"] = "CO2e"  # what the source counts
+
+    @model_validator(mode="after")
+    def _has_a_year(self) -> GridRegion:
+        if not self.gco2_per_kwh:
+            raise ValueError("gco2_per_kwh: give at least one year")
+        return self
+
+    def intensity(self, year: int | None = None) -> tuple[int, float]:
+        """(year, gCO2e/kWh): that year's, else the latest."""
+        years = sorted(int(y) for y in self.gco2_per_kwh)
+        y = years[-1] if year is None else year
+        if str(y) not in self.gco2_per_kwh:
+            raise KeyError(y)
+        return y, self.gco2_per_kwh[str(y)]

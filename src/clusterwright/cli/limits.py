@@ -135,12 +135,35 @@ YEARS = Bound(MIN_YEARS, MAX_YEARS, why="a depreciation life, as in scenario fil
 UTILIZATION = Bound(MIN_UTILIZATION, 1.0, why="used over installed GPU-hours")
 USD_PER_KW_MONTH = Bound(0, 100_000.0)
 SERVER_PRICE_USD = Bound(0, 1e9, low_open=True)
+STORAGE_USD = Bound(0, 1e11, why="USD of a storage tier")
+STORAGE_KW = Bound(0, 1e6, why="kW, as TcoRequest.storage_kw")
 GPU_HOURS = Bound(0, 1e12, low_open=True)
 TOKENS_PER_S = Bound(MIN_TOKENS_PER_S, 1e9)
 RECHECK = Bound(0, 10, why="leading layouts")
 LAB_TIMEOUT_S = Bound(0, 3_600.0, low_open=True, why="seconds to wait for convergence")
 RECHECK_BUDGET_S = Bound(0, 600.0, why="seconds")
 PREFETCH = Bound(0, 1_024, why="layers")
+
+# --- storage and energy (ops storage, ops carbon; as the scenario's storage: and energy:) ---
+STORAGE_UNITS = Bound(1, 100_000, why="units of a storage system, as in scenario files")
+CHECKPOINT_COPIES = Bound(1, 1_000, why="checkpoints kept")
+DATASET_TB = Bound(0, 1e9, why="TB")
+DATA_GBPS_PER_GPU = Bound(0, 1_000.0, why="GB/s per GPU")
+RENEWABLE_SHARE = Bound(0, 1.0, why="a fraction")
+GRID_YEAR = Bound(2000, 2100)
+
+# --- vector indexes (ops vector; bounds of model/vector_index.py, Milvus's documented ranges) ---
+VECTORS = Bound(0, 1e13, low_open=True, why="ten trillion vectors")
+VECTOR_DIM = Bound(1, 32_768, why="Milvus's largest float vector dimension")
+HNSW_M = Bound(2, 2_048, why="Milvus's HNSW M range")
+GRAPH_DEGREE = Bound(1, 512, why="Milvus's DiskANN max_degree range")
+PQ_NBITS = Bound(1, 16, why="bits per PQ code")
+NLIST = Bound(1, 65_536, why="Milvus's IVF nlist range")
+INDEX_REPLICAS = Bound(1, 10_000, why="copies of an index")
+NODE_MEMORY_GB = Bound(1, 1e6, why="GB of one server")
+CORPUS_TOKENS = Bound(0, 1e15, low_open=True, why="tokens, as training")
+EMBED_PARAMS = Bound(0, 1e13, low_open=True, why="parameters")
+
 # --- multi-site training (train multisite) -------------------------------------------------
 SITES = Bound(1, 64, why="sites joined by WAN links")
 SITE_MW = Bound(0, 10_000.0, low_open=True, why="MW of IT power per site")

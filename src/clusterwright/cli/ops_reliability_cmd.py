@@ -52,6 +52,7 @@ def _model(cat: Catalog, model: str | None) -> ModelArch | None:
 
 
 def _render_reliability(d: dict[str, Any]) -> None:
+    mc = d.get("monte_carlo")
     console.print(
         f"[bold]{d['gpus']:,} x {d['gpu']}[/] ({d['hosts']:,} hosts, {d['links']:,.0f} fabric "
         f"links) over {d['days']:g} days: [bold]{d['expected_interruptions']:.1f}[/] unexpected "
@@ -65,7 +66,6 @@ def _render_reliability(d: dict[str, Any]) -> None:
     for k, v in sorted(d["by_cause"].items(), key=lambda kv: -kv[1]):
         t.add_row(k, d["categories"][k], f"{v:.2f}")
     console.print(t)
-    mc = d.get("monte_carlo")
     if mc:
         m = Table(title=f"Monte Carlo, {mc['trials']} trials (seed {mc['seed']})",
                   title_justify="left")
@@ -82,6 +82,21 @@ def _render_reliability(d: dict[str, Any]) -> None:
             f"{mc['interval_s']:.0f} s ({mc['checkpoint_write_s']:.1f} s each), restart "
             f"{mc['restart_s']:.0f} s"
         )
+        lost = mc.get("gpu_hours_lost") or {}
+        if lost:
+            console.print("GPU-hours lost per run (mean): " + ", ".join(
+                f"{k.replace('_', ' ')} {v:,.0f}" for k, v in lost.items()))
+    fm = d.get("failure_model")
+    if fm and mc:
+        lm, fs = fm["lemons"], fm["fail_slow"]
+        losses = ", ".join(f"{x['kind']} {100 * x['probability_per_failure']:.2g} % "
+                           f"({x['nodes']} node(s), {x['repair_hours']:g} h)"
+                           for x in fm["node_losses"])
+        console.print(
+            f"fleet model: {lm['expected_in_job']:.1f} lemon nodes expected "
+            f"({lm['rate_multiplier']:g}x); node losses per failure: {losses}; fail-slows "
+            f"stretch compute x{fs['expected_stretch']:.3f} ({fs['slowdown']:g}x for "
+            f"{fs['mean_hours']:g} h episodes); sources: catalog reliability.yaml")
 
 
 def reliability(
@@ -117,6 +132,9 @@ def reliability(
     ),
     trials: int = typer.Option(1000, "--trials", help="Monte Carlo trials."),
     seed: int = typer.Option(0, "--seed", help="Monte Carlo seed."),
+    iid: bool = typer.Option(
+        False, "--iid", help="Monte Carlo without the fleet model (no lemons, domain losses or "
+        "fail-slows): i.i.d. failures, one node each."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Expected interruptions by cause and job MTBF for a job of --gpus GPUs over --days."""
@@ -134,7 +152,8 @@ def reliability(
         for flag, given in (("--train-days", train_days),
                             ("--checkpoint-write-s", checkpoint_write_s), ("--model", model),
                             ("--restart-s", restart_s), ("--interval-s", interval_s),
-                            ("--hot-spares", hot_spares), ("--repair-hours", repair_hours)):
+                            ("--hot-spares", hot_spares), ("--repair-hours", repair_hours),
+                            ("--iid", True if iid else None)):
             if given is not None:
                 fail(f"{flag}: only with --monte-carlo (it sets up the simulated run)")
     _check("--gpus", gpus, 1, strict=False)
@@ -156,7 +175,7 @@ def reliability(
         links=links, monte_carlo=monte_carlo, train_days=train_days,
         checkpoint_write_s=checkpoint_write_s, model=_model(cat, model), restart_s=restart_s,
         interval_s=interval_s, hot_spares=hot_spares, repair_hours=repair_hours,
-        trials=trials, seed=seed)
+        trials=trials, seed=seed, fleet_model=not iid)
 
     def payload() -> dict[str, Any]:
         with user_errors(MC_FLAGS, name_flags=True):

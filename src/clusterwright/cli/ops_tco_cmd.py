@@ -18,7 +18,8 @@ FLAGS = {
     "utilization": "--utilization", "cloud": "--cloud", "cooling": "--cooling",
     "colocation_usd_per_kw_month": "--colocation-usd-per-kw-month",
     "server_price_usd": "--server-price-usd", "training_gpu_hours": "--training-gpu-hours",
-    "tokens_per_s_per_gpu": "--tokens-per-s-per-gpu",
+    "tokens_per_s_per_gpu": "--tokens-per-s-per-gpu", "storage_usd": "--storage-usd",
+    "storage_kw": "--storage-kw",
     "prices.server_usd": "--server-price-usd", "cloud.offer": "--cloud",
 }
 
@@ -54,6 +55,13 @@ def tco(
     tokens_per_s: float | None = typer.Option(
         None, "--tokens-per-s-per-gpu", help="Served tokens/s per GPU, to price 1M tokens."
     ),
+    storage_usd: float | None = typer.Option(
+        None, "--storage-usd", help="Price of the storage tier (`ops storage` designs it; "
+        "default: the catalog's per-GPU read bandwidth x USD per GB/s)."
+    ),
+    storage_kw: float = typer.Option(
+        0.0, "--storage-kw", help="Power of that storage tier, kW (with --storage-usd)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Owning vs renting: capex (servers, network BOM, storage, racks), yearly opex (energy,
@@ -69,13 +77,18 @@ def tco(
                ("--colocation-usd-per-kw-month", colocation, lim.USD_PER_KW_MONTH),
                ("--server-price-usd", server_price, lim.SERVER_PRICE_USD),
                ("--training-gpu-hours", training_gpu_hours, lim.GPU_HOURS),
-               ("--tokens-per-s-per-gpu", tokens_per_s, lim.TOKENS_PER_S))
+               ("--tokens-per-s-per-gpu", tokens_per_s, lim.TOKENS_PER_S),
+               ("--storage-usd", storage_usd, lim.STORAGE_USD),
+               ("--storage-kw", storage_kw, lim.STORAGE_KW))
+    if storage_kw and storage_usd is None:
+        fail("--storage-kw: give the tier's price with --storage-usd too")
     with user_errors(FLAGS, name_flags=True):
         req = TcoRequest(
             server=server, nodes=nodes, years=years, electricity_usd_per_kwh=electricity, pue=pue,
             utilization=utilization, cloud=cloud, cooling=cooling,
             colocation_usd_per_kw_month=colocation, server_price_usd=server_price,
             training_gpu_hours=training_gpu_hours, tokens_per_s_per_gpu=tokens_per_s,
+            storage_usd=storage_usd, storage_kw=storage_kw,
         )
         cat = state(ctx).catalog()
         try:

@@ -21,11 +21,14 @@ from clusterwright.report.fmt import signed_pct, usd
 if TYPE_CHECKING:
     from clusterwright.design.fabric import Fabric
 
-SCHEMA_VERSION = "1.2"  # 1.1: ``decisions`` (why each choice was made); 1.2: ``bom``,
-# ``sources``, fabric ``shape`` and ``cabling``, tco ``capex_by_category_usd``
+SCHEMA_VERSION = "1.3"  # 1.1: ``decisions`` (why each choice was made); 1.2: ``bom``,
+# ``sources``, fabric ``shape`` and ``cabling``, tco ``capex_by_category_usd``; 1.3:
+# ``storage`` (the storage tier) and ``energy`` (energy and carbon per run and per year,
+# power trace)
 
 ConstraintName = Literal[
-    "budget_usd", "power_per_rack_kw", "cooling", "deadline_days", "slo", "gpus", "memory"
+    "budget_usd", "power_per_rack_kw", "cooling", "deadline_days", "slo", "gpus", "memory",
+    "storage",
 ]
 Severity = Literal["high", "medium", "low"]
 
@@ -255,6 +258,12 @@ class DesignFacts:
     swing_mw: float | None = None
     finetune_misses_window: tuple[str, ...] = ()
     estimated_prices: int = 0  # prices/assumptions tagged [estimate] in the TCO
+    rate_basis: str = ""  # the fleet study the failure rates come from
+    hot_spares: int | None = None  # spare and idle nodes the training job can take
+    spare_wait_hours: float | None = None  # mean hours the job waits for nodes (Monte Carlo)
+    recommended_spares: int | None = None
+    ettr: float | None = None
+    ettr_with_recommended_spares: float | None = None
     # Lossless Ethernet: priorities asked for, those the tightest switch buffer holds, the
     # share of that buffer the asked ones take, and how many switches fall short.
     lossless_priorities: int | None = None
@@ -296,8 +305,22 @@ def assess_risks(f: DesignFacts) -> list[Risk]:
         out.append(Risk(
             sev, "reliability", f"{n:.2f} job interruptions per day",
             f"a job on all {f.gpus:,} GPUs is interrupted about {n:.2f} times a day ({mtbf}; "
-            "catalog failure rates, Llama 3 Table 5 at H100 scale): checkpoint at the Daly "
-            "interval, automate restarts, keep hot spares (>= 1/day: high, >= 0.2/day: medium)",
+            f"{f.rate_basis or 'catalog failure rates'}): checkpoint at the Daly interval, "
+            "automate restarts, keep hot spares (>= 1/day: high, >= 0.2/day: medium)",
+        ))
+    if (f.spare_wait_hours is not None and f.recommended_spares is not None
+            and f.hot_spares is not None and f.hot_spares < f.recommended_spares
+            and f.spare_wait_hours >= 1.0):
+        gain = (f" (ETTR {100 * f.ettr:.0f} % -> {100 * f.ettr_with_recommended_spares:.0f} %)"
+                if f.ettr is not None and f.ettr_with_recommended_spares is not None else "")
+        out.append(Risk(
+            "high" if f.spare_wait_hours >= 24 else "medium", "reliability",
+            f"{f.spare_wait_hours:,.0f} h waiting for repaired nodes",
+            f"with {f.hot_spares} hot spare node(s) the training job waits "
+            f"{f.spare_wait_hours:,.0f} h on average for failed nodes to come back from "
+            "repair (Monte Carlo, repair queue); "
+            f"{f.recommended_spares} spares would cover the nodes in repair 99 % of the time"
+            f"{gain}: add them with cluster.spares (>= 24 h: high, >= 1 h: medium)",
         ))
     if f.swing_mw is not None and f.swing_mw >= 1.0:
         out.append(Risk(
@@ -443,6 +466,8 @@ class Blueprint:
     tco: dict[str, Any] | None
     risks: list[dict[str, Any]]
     decisions: list[dict[str, Any]] = field(default_factory=list)  # Decision.as_dict()
+    storage: dict[str, Any] | None = None  # design/storage_plan.StoragePlan.as_dict()
+    energy: dict[str, Any] | None = None  # plan/energy: per run and per year, carbon, trace
     bom: list[dict[str, Any]] = field(default_factory=list)  # fabric_tables.bom_rows
     sources: list[dict[str, Any]] = field(default_factory=list)  # catalog entries cited
     artifacts: dict[str, Any] = field(default_factory=dict)
@@ -461,10 +486,11 @@ class Blueprint:
         "schema_version", "clusterwright_version", "scenario", "feasible",
         "binding_constraints", "recommendation", "alternatives", "workloads", "cluster",
         "fabric", "racks", "power", "reliability", "tco", "risks", "decisions", "bom", "sources",
-        "artifacts", "timings_s", "notes",
+        "artifacts", "timings_s", "notes", "storage", "energy",
     )
     # Keys a blueprint of an earlier minor version may lack, with the value they stand for.
-    ADDED: ClassVar[dict[str, Any]] = {"decisions": [], "bom": [], "sources": []}
+    ADDED: ClassVar[dict[str, Any]] = {"decisions": [], "bom": [], "sources": [],
+                                       "storage": None, "energy": None}
     # Keys present only when the scenario asks for them (after the contract keys).
     OPTIONAL: ClassVar[tuple[str, ...]] = ("multisite",)
 

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 DecisionArea = Literal["gpu", "server", "cluster_size", "spares", "protocol", "switch", "tiers",
-                       "su", "oversubscription", "parallelism", "replicas", "pricing"]
+                       "su", "oversubscription", "parallelism", "replicas", "pricing",
+                       "storage"]
 
 
 @dataclass(frozen=True)

@@ -220,12 +220,17 @@ def design_fabric(req: FabricRequest, cat: Catalog) -> Fabric:
         req.storage_read_gbps_per_gpu if req.storage_read_gbps_per_gpu is not None
         else cat.assumption("storage_read_gbps_per_gpu")
     )
+    aggregate = min(read, cat.assumption("storage_aggregate_read_gbps_per_gpu"))
+    if req.storage_tier_gbps is not None:
+        # The designed storage tier: its bandwidth, spread over the GPUs, is what the storage
+        # targets and the frontend's uplinks carry.
+        aggregate = req.storage_tier_gbps / max(1, hosts * (server.gpus // server.hosts))
+        if req.storage_read_gbps_per_gpu is None:
+            read = aggregate
     fab = Fabric(
         request=req, server=server, shape=shape, backend=backend, frontend=frontend, oob=oob,
         oob_uplink=oob_uplink, storage_read_gbps_per_gpu=read,
-        storage_aggregate_read_gbps_per_gpu=min(
-            read, cat.assumption("storage_aggregate_read_gbps_per_gpu")
-        ),
+        storage_aggregate_read_gbps_per_gpu=aggregate,
     )
     spare = shape.sus * shape.su_hosts - hosts
     if not fab.has_backend:

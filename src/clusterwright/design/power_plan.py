@@ -53,6 +53,8 @@ class PowerRequest(BaseModel):
     rack_kw: Annotated[float, Field(gt=0, le=MAX_RACK_KW, allow_inf_nan=False)] | None = None
     # None: pue_<cooling>
     pue: Annotated[float, Field(ge=1.0, le=MAX_PUE, allow_inf_nan=False)] | None = None
+    # the designed storage tier's draw (design/storage_plan.py); 0: not in the plan
+    storage_kw: Annotated[float, Field(ge=0, le=1e6, allow_inf_nan=False)] = 0.0
 
 
 @dataclass(frozen=True)
@@ -111,6 +113,7 @@ class PowerPlan:
                 "servers_idle": p.servers_idle_kw,
                 "network_typical": p.network_typical_kw,
                 "network_nameplate": p.network_nameplate_kw,
+                "storage": p.storage_kw,
             },
             "facility_power_kw": {
                 "typical": p.typical_kw * self.pue,
@@ -187,6 +190,7 @@ def power_plan(req: PowerRequest, cat: Catalog, fab: Fabric | None = None) -> Po
         gpu_idle_fraction=idle_fraction,
         network_nameplate_kw=summ.power_max_w / 1e3,
         network_typical_kw=summ.power_w / 1e3,
+        storage_kw=req.storage_kw,
     )
     racks = _rack_power(fab, server, typical_fraction, rack_kw)
     densest = max(racks.compute_max_kw, racks.network_max_kw)

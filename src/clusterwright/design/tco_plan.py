@@ -67,6 +67,10 @@ class TcoRequest(BaseModel):
     training_gpu_hours: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
     tokens_per_s_per_gpu: Annotated[float, Field(ge=MIN_TOKENS_PER_S, le=1e9,
                                                   allow_inf_nan=False)] | None = None
+    # the designed storage tier's price (design/storage_plan.py); None: GPUs x the per-GPU
+    # read assumption x $ per GB/s
+    storage_usd: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
+    storage_kw: Annotated[float, Field(ge=0, le=1e6, allow_inf_nan=False)] = 0.0
 
 
 @dataclass(frozen=True)
@@ -242,7 +246,7 @@ def tco_plan(req: TcoRequest, cat: Catalog, fab: Fabric | None = None) -> TcoPla
     offer = _offer(cat, req.cloud) if req.cloud is not None else None
     pp = power_plan(
         PowerRequest(server=req.server, nodes=req.nodes, cooling=req.cooling,
-                     rack_kw=req.rack_kw, pue=req.pue), cat, fab=fab
+                     rack_kw=req.rack_kw, pue=req.pue, storage_kw=req.storage_kw), cat, fab=fab
     )
     a = cat.assumption
 
@@ -292,8 +296,12 @@ def tco_plan(req: TcoRequest, cat: Catalog, fab: Fabric | None = None) -> TcoPla
         }.items())
     ]
     network_usd = sum(b.total_usd or 0.0 for b in bom)
-    storage_gbps = pick(None, "storage_aggregate_read_gbps_per_gpu")
-    storage = tco.storage_capex_usd(pp.gpus, storage_gbps, pick(None, "storage_usd_per_gbps"))
+    if req.storage_usd is not None:
+        storage = req.storage_usd
+    else:
+        storage_gbps = pick(None, "storage_aggregate_read_gbps_per_gpu")
+        storage = tco.storage_capex_usd(pp.gpus, storage_gbps,
+                                        pick(None, "storage_usd_per_gbps"))
     racks_n = pp.racks.compute_racks + pp.racks.network_racks
     racks_usd = tco.rack_capex_usd(racks_n, pick(None, "rack_usd"), pick(None, "rack_pdu_usd"))
     cooling_usd = 0.0

@@ -26,8 +26,15 @@ from typing import Any, Literal
 
 from clusterwright.catalog.registry import Catalog
 from clusterwright.catalog.schema import ModelArch, Server
+from clusterwright.design.storage_plan import (
+    StoragePlan,
+    StorageRequest,
+    client_gbps_per_gpu,
+    plan_storage,
+)
 from clusterwright.model import reliability as rel
 from clusterwright.model.params import total_params
+from clusterwright.model.storage import checkpoint_io
 
 DAY = 86400.0
 FABRIC_RADIX = 64  # NDR/XDR InfiniBand and Spectrum-X leaves: 64 ports at the GPU's link rate
@@ -38,27 +45,64 @@ class CheckpointCost:
     """A full checkpoint of ``arch`` written and read by ``gpus`` GPUs (bytes, seconds)."""
 
     bytes: float
-    write_s: float
+    write_s: float  # training stalls this long per checkpoint (the delta of Daly's model)
     read_s: float
-    restart_s: float  # scheduler, process start and reading the checkpoint back
+    restart_s: float  # scheduler, process start, reading the checkpoint back, async rework
+    persist_s: float = 0.0  # until the checkpoint is durable (async: in the background)
+    min_interval_s: float = 0.0  # checkpoints cannot come faster (async: the persist)
+    mode: str = "sync"
+    storage: StoragePlan | None = None  # the tier it was sized on (None: a given rate)
+
+    def interval_s(self, mtbf_s: float) -> float:
+        """Daly's interval of the stall, never shorter than the tier allows."""
+        return max(rel.daly_interval_s(max(self.write_s, 1e-6), mtbf_s), self.min_interval_s)
 
 
 def checkpoint_cost(cat: Catalog, arch: ModelArch, gpus: int, precision: str = "bf16",
                     optimizer: Literal["adam", "sgd"] = "adam", writers: int | None = None,
-                    storage_gbps: float | None = None) -> CheckpointCost:
+                    storage_gbps: float | None = None, mtbf_s: float | None = None,
+                    server: Server | None = None, storage: StoragePlan | None = None,
+                    mode: Literal["async", "sync"] = "async") -> CheckpointCost:
     """A sharded checkpoint of ``precision`` weights and ``optimizer`` state written by
-    ``writers`` GPUs (default: every GPU), each at the per-GPU storage rate, all together
-    capped by ``storage_gbps`` GB/s or the storage system's aggregate rate per GPU (catalog
-    assumptions, SuperPOD storage guidance). The restart adds the scheduler and process start
-    (assumption) to reading it back."""
+    ``writers`` GPUs (default: every GPU).
+
+    On a storage tier: ``storage`` as designed, else the storage planner's tier for this job
+    (``design/storage_plan``: the cheapest catalog system that keeps checkpointing within its
+    budget at ``mtbf_s``), asynchronous by default (the stall is a shard's device-to-host copy,
+    the persist runs in the background and bounds the interval). With ``storage_gbps`` (GB/s,
+    a given system rate) the write is synchronous, each writer at the per-GPU storage rate,
+    all capped by it. The restart adds the scheduler, process and NCCL start at this scale to
+    reading it back, and for an async checkpoint the work a failure during a persist loses."""
     size = rel.checkpoint_bytes(float(total_params(arch)), precision, optimizer)
     streams = writers or gpus
-    write_cap = storage_gbps or gpus * cat.assumption("storage_aggregate_write_gbps_per_gpu")
-    read_cap = storage_gbps or gpus * cat.assumption("storage_aggregate_read_gbps_per_gpu")
-    write = rel.transfer_s(size, streams, cat.assumption("storage_write_gbps_per_gpu"), write_cap)
-    read = rel.transfer_s(size, streams, cat.assumption("storage_read_gbps_per_gpu"), read_cap)
-    return CheckpointCost(size, write, read,
-                          cat.assumption("reliability_restart_overhead_s") + read)
+    if storage_gbps is not None:
+        write = rel.transfer_s(size, streams, cat.assumption("storage_write_gbps_per_gpu"),
+                               storage_gbps)
+        read = rel.transfer_s(size, streams, cat.assumption("storage_read_gbps_per_gpu"),
+                              storage_gbps)
+        return CheckpointCost(size, write, read, restart_s(cat, gpus, read), write, 0.0)
+    if storage is None:
+        client = client_gbps_per_gpu(cat, server.id) if server is not None else None
+        storage = plan_storage(StorageRequest(
+            gpus=gpus, client_gbps_per_gpu=client, checkpoint_bytes=size,
+            checkpoint_gpus=streams, mtbf_s=mtbf_s, checkpoint_mode=mode), cat)
+    ck = storage.checkpoint
+    if ck is None or abs(ck.bytes - size) > 1e-6 * size:
+        server_id = server.id if server is not None else None
+        client = client_gbps_per_gpu(cat, server_id) if server_id else None
+        ck = checkpoint_io(size, streams, storage.write_gbps, storage.read_gbps, mode,
+                           cat.assumption("checkpoint_host_copy_gbps_per_gpu"), client, client)
+    return CheckpointCost(size, ck.stall_s, ck.restore_s,
+                          restart_s(cat, gpus, ck.restore_s) + ck.extra_lost_work_s,
+                          ck.persist_s, ck.persist_s if ck.mode == "async" else 0.0, ck.mode,
+                          storage)
+
+
+def restart_s(cat: Catalog, gpus: int, restore_s: float) -> float:
+    """One restart of a job on ``gpus`` GPUs (catalog overhead with its NCCL-init part scaled
+    by log2 of the ranks, ``model.reliability.restart_s``) plus reading the checkpoint back."""
+    return rel.restart_s(gpus, cat.assumption("reliability_restart_overhead_s"),
+                         cat.assumption("reliability_nccl_init_s_at_4k_gpus"), restore_s)
 
 
 @dataclass(frozen=True)
@@ -90,12 +134,13 @@ def production_time(cat: Catalog, arch: ModelArch, gpu_id: str, server: Server |
     modes = rel.modes_for_gpu(cat.all("failure_modes"), gpu_id)
     mtbf_h = rel.job_mtbf_hours(modes, units)
     per_day = sum(rel.expected_interruptions(modes, units, 24.0).values())
-    ck = checkpoint_cost(cat, arch, gpus)
+    ck = checkpoint_cost(cat, arch, gpus, mtbf_s=mtbf_h * 3600.0 if math.isfinite(mtbf_h)
+                         else None, server=server)
     eval_fraction = cat.assumption("training_eval_fraction")
     work = compute_s * (1.0 + eval_fraction)
     if math.isfinite(mtbf_h):
-        plan = rel.checkpoint_plan(ck.write_s, mtbf_h * 3600.0, ck.restart_s)
-        interval, ettr = plan.daly_interval_s, plan.ettr
+        interval = ck.interval_s(mtbf_h * 3600.0)
+        ettr = rel.ettr(interval, ck.write_s, mtbf_h * 3600.0, ck.restart_s)
         wall = rel.expected_wall_time_s(work, interval, ck.write_s, mtbf_h * 3600.0,
                                         ck.restart_s) if work > 0 else 0.0
     else:

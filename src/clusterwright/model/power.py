@@ -31,18 +31,19 @@ class ClusterPower:
     servers_idle_kw: float
     network_nameplate_kw: float
     network_typical_kw: float
+    storage_kw: float = 0.0  # the storage tier, at its rated draw whatever the GPUs do
 
     @property
     def nameplate_kw(self) -> float:
-        return self.servers_nameplate_kw + self.network_nameplate_kw
+        return self.servers_nameplate_kw + self.network_nameplate_kw + self.storage_kw
 
     @property
     def typical_kw(self) -> float:
-        return self.servers_typical_kw + self.network_typical_kw
+        return self.servers_typical_kw + self.network_typical_kw + self.storage_kw
 
     @property
     def idle_kw(self) -> float:
-        return self.servers_idle_kw + self.network_typical_kw
+        return self.servers_idle_kw + self.network_typical_kw + self.storage_kw
 
 
 def gpu_swing_kw(gpus: int, tdp_w: float, idle_fraction: float) -> float:
@@ -61,6 +62,7 @@ def cluster_power(
     gpu_idle_fraction: float,
     network_nameplate_kw: float,
     network_typical_kw: float,
+    storage_kw: float = 0.0,
 ) -> ClusterPower:
     """Nameplate, typical and idle IT power of ``servers`` servers plus their network, kW.
 
@@ -77,6 +79,7 @@ def cluster_power(
         servers_idle_kw=servers * idle,
         network_nameplate_kw=network_nameplate_kw,
         network_typical_kw=network_typical_kw,
+        storage_kw=storage_kw,
     )
 
 

@@ -6,10 +6,17 @@ Failures are a Poisson process whose rate is the sum of the catalog's failure mo
 Times are seconds unless a name says hours; sizes are bytes; bandwidths in GB/s (10^9 B/s)
 where the name says ``gbps``. All functions are pure.
 
+Beyond the i.i.d. Poisson model, the failure model of a real fleet (the Monte Carlo in
+``sim/reliability`` draws from these): restart time that grows with the job (``restart_s``),
+lemon nodes (a heavy tail of per-node rates, ``lemon_rate_scale``), failures that take out a
+rack, a power domain or a leaf switch's hosts at once (``node_losses``) and fail-slow stragglers
+that stretch the step (``fail_slow_stretch``).
+
 Sources: Young, "A first order approximation to the optimum checkpoint interval", CACM 17(9),
 1974; Daly, "A higher order estimate of the optimum checkpoint interval for restart dumps",
 FGCS 22(3), 2006; Rajbhandari et al., "ZeRO", SC20 (bytes of optimizer state); Kokolis et al.,
-HPCA 2025 (ETTR); Google "ML Productivity Goodput" (arXiv 2502.06982).
+HPCA 2025 (ETTR); Google "ML Productivity Goodput" (arXiv 2502.06982); the constants of the
+fleet model cite theirs in ``catalog/data/reliability.yaml``.
 """
 
 from __future__ import annotations
@@ -162,6 +169,36 @@ def job_mtbf_hours(
     return math.inf if total == 0 else 1.0 / total
 
 
+def node_attached_share(modes: Iterable[FailureMode], units: FleetUnits) -> float:
+    """Share of the unplanned interruption rate that lives on nodes (GPU- and host-scaled
+    causes): the part a lemon node multiplies. Links, switches and the job are not nodes."""
+    modes = [m for m in modes if not m.planned]
+    rates = rates_per_hour(modes, units)
+    total = sum(rates.values())
+    if total == 0:
+        return 0.0
+    return sum(rates[m.id] for m in modes if m.unit in ("gpu", "host")) / total
+
+
+def category_share(modes: Iterable[FailureMode], units: FleetUnits, category: str) -> float:
+    """Share of the unplanned interruption rate in one category (``network``, ``gpu``, ...)."""
+    modes = [m for m in modes if not m.planned]
+    rates = rates_per_hour(modes, units)
+    total = sum(rates.values())
+    if total == 0:
+        return 0.0
+    return sum(rates[m.id] for m in modes if m.category == category) / total
+
+
+def fleets(modes: Iterable[FailureMode]) -> list[str]:
+    """The fleet studies a set of failure modes comes from, in catalog order."""
+    out: list[str] = []
+    for m in modes:
+        if m.fleet and m.fleet not in out:
+            out.append(m.fleet)
+    return out
+
+
 def repair_fraction(modes: Iterable[FailureMode], units: FleetUnits) -> float:
     """Share of unplanned interruptions that take a node out for repair (needs a spare)."""
     modes = [m for m in modes if not m.planned]
@@ -170,6 +207,114 @@ def repair_fraction(modes: Iterable[FailureMode], units: FleetUnits) -> float:
     if total == 0:
         return 0.0
     return sum(rates[m.id] for m in modes if m.needs_repair) / total
+
+
+# --------------------------------------------------------------------------- fleet model
+
+
+def restart_s(gpus: float, overhead_s: float, init_s_at_4k: float, restore_s: float = 0.0
+              ) -> float:
+    """Wall time of one restart of a job on ``gpus`` GPUs, lost work excluded, s:
+
+    (overhead - init at 4,096 GPUs) + init at 4,096 x log2(gpus) / 12 + restore.
+
+    The overhead (detection, teardown, rescheduling, process and NCCL init) is the published
+    production restart; its communicator-init part grows with log2 of the ranks (NCCL issue
+    #1156: 2.5 min at thousands of GPUs); the checkpoint restore over the storage tier is added
+    on top (catalog reliability.yaml ``reliability_nccl_init_s_at_4k_gpus``)."""
+    _positive("gpus", gpus)
+    _non_negative("restart overhead", overhead_s)
+    _non_negative("init time", init_s_at_4k)
+    _non_negative("restore time", restore_s)
+    if init_s_at_4k > overhead_s:
+        raise InputError(f"init time: {init_s_at_4k:g} s is more than the whole restart "
+                         f"overhead {overhead_s:g} s")
+    return overhead_s - init_s_at_4k + init_s_at_4k * math.log2(max(gpus, 2.0)) / 12.0 + restore_s
+
+
+def lemon_rate_scale(lemons: ArrayLike, nodes: int, fraction: float, multiplier: float
+                     ) -> np.ndarray:
+    """A job's node failure rate over the fleet mean when it holds ``lemons`` of its ``nodes``:
+    (n - L + k L) / (n (1 - p + k p)). The fleet's published rate is the mean over its lemons
+    (a share p, k times the rest) and normal nodes; a job drawing L ~ Binomial(n, p) lemons
+    sees this factor (mean 1). Vectorised over ``lemons``."""
+    if nodes < 1:
+        raise InputError(f"nodes: must be at least 1, got {nodes}")
+    if not 0.0 <= fraction < 1.0:
+        raise InputError(f"lemon fraction: must be in [0, 1), got {fraction}")
+    if not multiplier >= 1.0 or math.isinf(multiplier):
+        raise InputError(f"lemon multiplier: must be at least 1, got {multiplier}")
+    lem = np.asarray(lemons, dtype=float)
+    return (nodes - lem + multiplier * lem) / (nodes * (1.0 - fraction + multiplier * fraction))
+
+
+def fail_slow_stretch(per_node_hour: float, nodes: float, mean_hours: float,
+                      slowdown: float) -> float:
+    """Expected stretch of a synchronous job's compute time by fail-slow episodes: episodes
+    arrive at ``per_node_hour`` x nodes, last ``mean_hours`` on average, and while at least one
+    is active the whole step runs ``slowdown`` times slower (the step waits for the slowest
+    rank). Busy fraction of an M/G/inf queue: 1 - exp(-lambda D); stretch 1 + (s - 1) that."""
+    _non_negative("fail-slow rate", per_node_hour)
+    _non_negative("nodes", nodes)
+    _non_negative("fail-slow duration", mean_hours)
+    if not slowdown >= 1.0 or math.isinf(slowdown):
+        raise InputError(f"fail-slow slowdown: must be at least 1, got {slowdown}")
+    busy = -math.expm1(-per_node_hour * nodes * mean_hours)
+    return 1.0 + (slowdown - 1.0) * busy
+
+
+@dataclass(frozen=True)
+class NodeLoss:
+    """What one failure takes out of the job: ``nodes`` nodes for ``repair_s`` seconds (a
+    share ``reset_share`` of them back after ``reset_s``, a reset instead of a repair), with
+    ``probability`` per failure. The rest of the failures need no node (a restart clears
+    them)."""
+
+    kind: str  # node, rack, power-domain, leaf-switch
+    probability: float
+    nodes: int
+    repair_s: float
+    reset_share: float = 0.0
+    reset_s: float = 0.0
+
+    @property
+    def mean_repair_s(self) -> float:
+        return self.reset_share * self.reset_s + (1.0 - self.reset_share) * self.repair_s
+
+
+def node_losses(repair_fraction: float, network_share: float, *, job_nodes: int,
+                rack_nodes: int, row_nodes: int, leaf_nodes: int, rack_share: float,
+                pdu_share: float, leaf_rate_per_hour: float, failures_per_hour: float,
+                repair_s: float, reset_share: float, reset_s: float, rack_repair_s: float,
+                pdu_repair_s: float, leaf_repair_s: float) -> tuple[NodeLoss, ...]:
+    """The node losses of a job on a designed layout, as probabilities per failure.
+
+    Of the failures that need a node repaired (``repair_fraction``), a share ``rack_share``
+    takes the whole rack and ``pdu_share`` a power domain (a row of racks: Dean, LADIS 2009),
+    the rest one node (a share of those cleared by a reset). A leaf switch's failures
+    (``leaf_rate_per_hour`` over the job's leaves) are carved out of the network interruptions
+    (capped at them) and take the hosts of one rail leaf (a scalable unit). Domains are capped
+    at the job's nodes."""
+    for name, v in (("repair fraction", repair_fraction), ("network share", network_share),
+                    ("rack share", rack_share), ("power-domain share", pdu_share),
+                    ("reset share", reset_share)):
+        if not 0.0 <= v <= 1.0:
+            raise InputError(f"{name}: must be in [0, 1], got {v}")
+    if rack_share + pdu_share > 1.0:
+        raise InputError("rack and power-domain shares add up to more than 1")
+    out = []
+    single = repair_fraction * (1.0 - rack_share - pdu_share)
+    if single > 0:
+        out.append(NodeLoss("node", single, 1, repair_s, reset_share, reset_s))
+    for kind, share, nodes, rep in (("rack", rack_share, rack_nodes, rack_repair_s),
+                                    ("power-domain", pdu_share, row_nodes, pdu_repair_s)):
+        p = repair_fraction * share
+        if p > 0 and nodes >= 1:
+            out.append(NodeLoss(kind, p, min(nodes, job_nodes), rep))
+    if failures_per_hour > 0 and network_share > 0 and leaf_rate_per_hour > 0 and leaf_nodes:
+        p = min(network_share, leaf_rate_per_hour / failures_per_hour)
+        out.append(NodeLoss("leaf-switch", p, min(leaf_nodes, job_nodes), leaf_repair_s))
+    return tuple(out)
 
 
 # --------------------------------------------------------------------------- checkpoint size

@@ -21,12 +21,13 @@ from typing import Any
 from clusterwright.catalog.schema import Gpu, Server
 from clusterwright.design.blueprint import Candidate, Risk, violation
 from clusterwright.design.decision import Alternative, Decision
-from clusterwright.errors import InputError
+from clusterwright.errors import InfeasibleError, InputError
 from clusterwright.model import reliability as rel
 from clusterwright.model.sizing import size_inference as memory_for_serving
 from clusterwright.model.sizing import size_training as memory_for_training
 from clusterwright.plan.candidates import server_among
 from clusterwright.plan.context import PlanRun
+from clusterwright.plan.reliability import failure_model, layout_estimate
 from clusterwright.report.fmt import usd
 from clusterwright.spec.parallel import ParallelConfig
 from clusterwright.spec.scenario import InferenceWorkload, TrainingWorkload
@@ -161,23 +162,28 @@ def spares_plan(run: PlanRun, cand: Candidate, servers_usd: float | None) -> lis
                 "and spares: room to grow a workload or add spares")
     lam, repair_h = node_repair_rate(run, cand.gpu, info["work_gpus"],
                                      info["work_nodes"] * server.hosts)
-    mean = lam * repair_h
+    # Servers out at once: the fleet model's repair queue (repairs, resets, rack, power-domain
+    # and leaf losses), the same the reliability Monte Carlo and its recommended spares use.
+    mean = servers_in_repair(run, cand.gpu, info["work_gpus"], server)
+    if mean is None:
+        mean = lam * repair_h
     s = cl.spares
-    cover = rel.spare_coverage_probability(lam, repair_h, s)
-    enough = spares_for(lam, repair_h, TARGET_COVERAGE)
+    cover = rel.spare_coverage_probability(1.0, mean, s)
+    enough = spares_for(1.0, mean, TARGET_COVERAGE)
     spare_usd = servers_usd * s / cand.nodes if servers_usd and cand.nodes else None
     info["spare_servers_usd"] = spare_usd
     price = f", {usd(spare_usd)} of servers" if s and spare_usd else ""
     text = (f"cluster.spares: {_spares(s)} ({server.id}, {s * server.gpus:,} GPUs{price}); node "
             f"failures needing repair: {lam * 24:.2g} a day across {info['work_nodes']:,} "
             f"working servers; with a {repair_h:g} h repair (the catalog's estimate, "
-            f"reliability_node_repair_hours), {mean:.2g} servers are out at "
+            f"reliability_node_repair_hours; a share cleared by a reset in hours) and rack, "
+            f"power-domain and leaf losses, {mean:.2g} servers are out at "
             f"once on average; with {_spares(s)} every failure of a repair window finds a "
             f"spare {_pct(cover)} of the time; {_spares(enough)} would cover "
             f"{100 * TARGET_COVERAGE:.0f} %")
     run.notes.append(text)
     alts = tuple(
-        Alternative(_spares(k), f"covers {_pct(rel.spare_coverage_probability(lam, repair_h, k))}"
+        Alternative(_spares(k), f"covers {_pct(rel.spare_coverage_probability(1.0, mean, k))}"
                     " of repair windows")
         for k in sorted({max(0, s - 1), s + 1, enough} - {s}))
     cand.decisions.append(Decision(
@@ -203,6 +209,20 @@ def node_repair_rate(run: PlanRun, gpu: str, gpus: int, hosts: int) -> tuple[flo
     units = rel.FleetUnits(gpus=float(gpus), hosts=float(hosts))
     lam = sum(rel.rates_per_hour(modes, units).values())
     return lam, run.cat.assumption("reliability_node_repair_hours")
+
+
+def servers_in_repair(run: PlanRun, gpu: str, gpus: int, server: Server) -> float | None:
+    """Mean servers out at once under the fleet failure model of ``gpus`` GPUs of ``gpu`` on
+    ``server`` (failure domains estimated from the server and its cooling), or None when
+    nothing in the catalog can fail at this scale."""
+    per_host = max(1, server.gpus // max(server.hosts, 1))
+    units = rel.FleetUnits(gpus=float(gpus), hosts=float(math.ceil(gpus / per_host)))
+    modes = rel.modes_for_gpu(run.cat.all("failure_modes"), gpu)
+    try:
+        fm = failure_model(run.cat, modes, units, layout_estimate(run.cat, server, gpus))
+    except InfeasibleError:
+        return None
+    return fm.nodes_in_repair()
 
 
 def _pct(p: float) -> str:

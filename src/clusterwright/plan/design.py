@@ -11,8 +11,10 @@ from clusterwright.design.blueprint import (
     violation,
 )
 from clusterwright.design.bom import plan_fabric
+from clusterwright.design.decision import Alternative, Decision
 from clusterwright.design.fabric import Fabric
 from clusterwright.design.power_plan import PowerPlan, PowerRequest, power_plan
+from clusterwright.design.storage_plan import StoragePlan
 from clusterwright.design.tco_plan import TcoPlan, tco_plan
 from clusterwright.errors import InputError
 from clusterwright.plan.context import PlanRun
@@ -24,6 +26,7 @@ from clusterwright.plan.pricing import (
     price_cloud_only,
     tco_request,
 )
+from clusterwright.plan.storage import design_storage
 from clusterwright.spec.fabric import MAX_NODES as FABRIC_MAX_NODES
 
 
@@ -35,6 +38,7 @@ class DesignedCluster:
     cooling: str
     cloud: CloudChoice | None = None  # the pricing policy's offer for the GPU
     cloud_basis: str = ""  # how the cloud rental was counted (term, offer, hours)
+    storage: StoragePlan | None = None  # the storage tier (design/storage_plan)
 
 
 def rack_violations(run: PlanRun, server: Server) -> tuple[list[Violation], float, str]:
@@ -86,13 +90,26 @@ def design_candidate(run: PlanRun, cand: Candidate) -> DesignedCluster | None:
             f"the {FABRIC_MAX_NODES:,} servers the fabric designer builds"))
         return None
     backend, no_backend = backend_decision(run, cand, server)
+    with run.timed("storage"):
+        storage = design_storage(run, cand, server)
+    cand.detail["storage"] = storage
+    for b in storage.binding:
+        # A fixed tier that cannot keep up is a finding with its numbers, not an error.
+        cand.violations.append(violation("storage", b.available, b.needed, b.unit,
+                                         f"storage ({b.constraint}) needs; {b.message};"))
+    cand.decisions.append(Decision(
+        "storage", f"{storage.units} x {storage.system.id}", storage.why,
+        alternatives=tuple(Alternative(o, w) for o, w in storage.alternatives)))
+    storage_kw = storage.power_kw if on_prem else 0.0
     try:
         with run.timed("fabric"):
-            fab = plan_fabric(fabric_request(run, server, cand.nodes, rack_kw, cooling,
-                                             backend), cat)
+            fab = plan_fabric(fabric_request(
+                run, server, cand.nodes, rack_kw, cooling, backend,
+                max(storage.read_gbps, storage.write_gbps) if on_prem else None), cat)
         with run.timed("power"):
             pp = power_plan(PowerRequest(server=server.id, nodes=cand.nodes, cooling=cooling,
-                                         rack_kw=rack_kw, pue=c.pue), cat, fab=fab)
+                                         rack_kw=rack_kw, pue=c.pue, storage_kw=storage_kw),
+                            cat, fab=fab)
     except InputError as exc:
         # A design the fabric designer refuses is a candidate that cannot be built, not a
         # crash of the whole plan; the message names the scenario field, not a flag.
@@ -113,16 +130,17 @@ def design_candidate(run: PlanRun, cand: Candidate) -> DesignedCluster | None:
             tp = tco_plan(tco_request(
                 run, cand, choice, years=c.years,
                 electricity_usd_per_kwh=c.electricity_usd_per_kwh, pue=c.pue,
-                cooling=cooling, rack_kw=rack_kw,
-                training_gpu_hours=train_hours), cat, fab=fab)
+                cooling=cooling, rack_kw=rack_kw, training_gpu_hours=train_hours,
+                storage_usd=storage.price_usd if storage.price_usd is not None else None,
+                storage_kw=storage_kw), cat, fab=fab)
     except InputError as exc:
         if c.deployment == "cloud" and price_cloud_only(run, cand, choice):
             run.notes.append(f"{server.id} has no catalog price: {cand.gpu} is priced as "
                              "cloud rental only")
-            return DesignedCluster(fab, pp, None, cooling, choice)
+            return DesignedCluster(fab, pp, None, cooling, choice, storage=storage)
         cand.violations.append(violation("gpus", None, None, "",
                                          f"{cand.gpu}: cannot be priced ({exc})"))
         return None
     price_candidate(run, cand, tp, choice)
     return DesignedCluster(fab, pp, tp, cooling, choice,
-                           cand.detail.get("cloud_cost_basis", ""))
+                           cand.detail.get("cloud_cost_basis", ""), storage)

@@ -75,14 +75,16 @@ def backend_decision(run: PlanRun, cand: Candidate, server: Server
 
 
 def fabric_request(run: PlanRun, server: Server, nodes: int, rack_kw: float, cooling: str,
-                   backend: bool) -> FabricRequest:
-    """The fabric request of one candidate: the scenario's ``fabric:`` choices, the rack limit
-    and whether a backend is built."""
+                   backend: bool, storage_gbps: float | None = None) -> FabricRequest:
+    """The fabric request of one candidate: the scenario's ``fabric:`` choices, the rack limit,
+    whether a backend is built and the designed storage tier's bandwidth (GB/s), which sizes
+    the storage targets and frontend uplinks."""
     f = run.scenario.fabric
     return FabricRequest(
         server=server.id, nodes=nodes, rack_kw=rack_kw, cooling=cooling,
         backend="rail" if backend else "none", switch=f.switch, protocol=f.protocol,
         su_hosts=f.su_hosts, oversubscription=f.oversubscription or 1.0,
+        storage_tier_gbps=storage_gbps,
     )
 
 

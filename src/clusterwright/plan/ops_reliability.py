@@ -19,12 +19,16 @@ from typing import Any, Literal
 from clusterwright.catalog.registry import Catalog
 from clusterwright.catalog.schema import FailureMode, ModelArch, Server
 from clusterwright.design.train_goodput import checkpoint_cost
+from clusterwright.design.train_goodput import restart_s as scaled_restart_s
 from clusterwright.errors import ClusterwrightError, InfeasibleError, InputError
 from clusterwright.model import reliability as rel
 from clusterwright.plan.reliability import (
     RunInputs,
+    failure_model,
+    fleet_assumptions,
     forecast_run,
     interruptions,
+    layout_estimate,
     spare_coverage,
 )
 
@@ -42,6 +46,7 @@ class Fleet:
     units: rel.FleetUnits  # GPUs, hosts, switches, links
     modes: list[FailureMode]  # the catalog's failure modes for this GPU
     rate_basis: str  # where the rates come from, in words
+    server_entry: Server | None = None
 
 
 def fleet_for(cat: Catalog, gpus: int, gpu: str | None = None, server: str | None = None,
@@ -72,39 +77,61 @@ def fleet_for(cat: Catalog, gpus: int, gpu: str | None = None, server: str | Non
     per_host = srv.gpus // srv.hosts if srv else 8
     all_modes: list[FailureMode] = cat.all("failure_modes")
     modes = rel.modes_for_gpu(all_modes, gpu_id)
-    specific = any(gpu_id in m.gpus for m in all_modes)
-    basis = (f"failure modes for {gpu_id}" if specific
-             else "generic failure modes (rates measured on H100, Llama 3 Table 5)")
     units = rel.fleet_units(gpus, per_host, radix, switches, links)
-    return Fleet(gpu_id, srv.id if srv else None, per_host, units, modes, basis)
+    return Fleet(gpu_id, srv.id if srv else None, per_host, units, modes,
+                 rate_basis(all_modes, modes, gpu_id), srv)
+
+
+def rate_basis(all_modes: list[FailureMode], modes: list[FailureMode], gpu_id: str) -> str:
+    """Where a GPU's failure rates come from, in words: its generation's fleet study, or the
+    generic (H100) fleet applied to another GPU."""
+    names = "; ".join(rel.fleets(modes)) or "the catalog's failure modes"
+    if any(gpu_id in m.gpus for m in all_modes):
+        return f"failure modes for {gpu_id}: {names}"
+    return f"generic failure modes ({names}; rates measured on H100)"
 
 
 def checkpoint_io(cat: Catalog, arch: ModelArch, gpus: int, precision: str = "bf16",
                   optimizer: Literal["adam", "sgd"] = "adam", writers: int | None = None,
-                  storage_gbps: float | None = None) -> dict[str, float]:
-    """Checkpoint size (bytes), shards, the storage write rate (GB/s) and the write and
-    restore times (s) of ``arch`` trained on ``gpus`` GPUs, every GPU writing its shard unless
-    ``writers`` says how many do, capped by ``storage_gbps`` or the aggregate assumption."""
-    ck = checkpoint_cost(cat, arch, gpus, precision, optimizer, writers, storage_gbps)
+                  storage_gbps: float | None = None, mtbf_s: float | None = None,
+                  server: Server | None = None) -> dict[str, Any]:
+    """Checkpoint size (bytes), shards, the storage write rate (GB/s) and the stall, persist
+    and restore times (s) of ``arch`` trained on ``gpus`` GPUs, every GPU writing its shard
+    unless ``writers`` says how many do: synchronously at ``storage_gbps`` when given, else on
+    the storage planner's tier for this job (asynchronous, sized to the MTBF)."""
+    ck = checkpoint_cost(cat, arch, gpus, precision, optimizer, writers, storage_gbps,
+                         mtbf_s=mtbf_s, server=server)
     streams = writers or gpus
-    write_cap = storage_gbps or gpus * cat.assumption("storage_aggregate_write_gbps_per_gpu")
-    return {
+    if ck.storage is None:
+        rate = min(streams * cat.assumption("storage_write_gbps_per_gpu"), storage_gbps or 0.0)
+    else:
+        rate = ck.bytes / ck.persist_s / 1e9 if ck.persist_s > 0 else 0.0
+    out: dict[str, Any] = {
         "checkpoint_bytes": ck.bytes,
         "checkpoint_bytes_per_param": rel.checkpoint_bytes_per_param(precision, optimizer),
         "checkpoint_shard_bytes": rel.shard_bytes(ck.bytes, streams),
         "checkpoint_writers": float(streams),
-        "storage_write_gbps": min(streams * cat.assumption("storage_write_gbps_per_gpu"),
-                                  write_cap),
+        "storage_write_gbps": rate,
         "checkpoint_write_s": ck.write_s,
+        "checkpoint_persist_s": ck.persist_s,
+        "checkpoint_mode": ck.mode,
         "restore_s": ck.read_s,
+        "min_interval_s": ck.min_interval_s,
+        "restart_s": ck.restart_s,
     }
+    if ck.storage is not None:
+        out["storage"] = ck.storage.as_dict()
+    return out
 
 
-def _restart_s(cat: Catalog, given: float | None, io: dict[str, float]) -> float:
-    """A restart: the given seconds, else the assumption plus reading the checkpoint back."""
+def _restart_s(cat: Catalog, given: float | None, io: dict[str, Any], gpus: int) -> float:
+    """A restart: the given seconds, else the checkpoint's (the catalog's restart at this scale,
+    reading the checkpoint back, an async persist's rework), else the catalog's restart."""
     if given is not None:
         return given
-    return cat.assumption("reliability_restart_overhead_s") + io.get("restore_s", 0.0)
+    if "restart_s" in io:
+        return float(io["restart_s"])
+    return scaled_restart_s(cat, gpus, 0.0)
 
 
 def _repair_hours(cat: Catalog, given: float | None) -> float:
@@ -136,6 +163,7 @@ class ReliabilityRequest:
     repair_hours: float | None = None
     trials: int = 1000
     seed: int = 0
+    fleet_model: bool = True  # lemons, node losses by domain, fail-slows; False: i.i.d.
 
 
 def reliability_report(cat: Catalog, req: ReliabilityRequest) -> dict[str, Any]:
@@ -165,22 +193,34 @@ def reliability_report(cat: Catalog, req: ReliabilityRequest) -> dict[str, Any]:
     }
     if not req.monte_carlo:
         return out
-    io: dict[str, float] = {}
+    io: dict[str, Any] = {}
     if req.checkpoint_write_s is not None:
         delta = req.checkpoint_write_s
     elif req.model is not None:
-        io = checkpoint_io(cat, req.model, req.gpus)
+        io = checkpoint_io(cat, req.model, req.gpus, mtbf_s=inter.job_mtbf_hours * rel.HOUR,
+                           server=fleet.server_entry)
         delta = io["checkpoint_write_s"]
     else:
         raise InputError("checkpoint_write_s: give it, or `model` to size the checkpoint "
                          "(needed by `monte_carlo`)", field="checkpoint_write_s")
-    restart = _restart_s(cat, req.restart_s, io)
+    restart = _restart_s(cat, req.restart_s, io, req.gpus)
     repair_h = _repair_hours(cat, req.repair_hours)
     work = (req.train_days or req.days) * rel.DAY
+    fm = None
+    if req.fleet_model:
+        fm = failure_model(cat, fleet.modes, u,
+                           layout_estimate(cat, fleet.server_entry, req.gpus, req.radix))
+        out["failure_model"] = fm.as_dict()
+        out["failure_assumptions"] = fleet_assumptions(cat)
+    interval = req.interval_s
+    if interval is None and io.get("min_interval_s"):
+        # An async checkpoint cannot come faster than its persist.
+        interval = max(rel.daly_interval_s(delta, inter.job_mtbf_hours * rel.HOUR),
+                       float(io["min_interval_s"]))
     fc = forecast_run(inter, RunInputs(
         work_s=work, checkpoint_write_s=delta, restart_s=restart, repair_hours=repair_h,
-        interval_s=req.interval_s, hot_spares=req.hot_spares, trials=req.trials,
-        seed=req.seed))
+        interval_s=interval, hot_spares=req.hot_spares, trials=req.trials,
+        seed=req.seed, model=fm))
     summary = dict(fc.summary)
     summary.update({
         "train_days": work / rel.DAY,
@@ -191,8 +231,12 @@ def reliability_report(cat: Catalog, req: ReliabilityRequest) -> dict[str, Any]:
         "repair_hours": repair_h,
         "analytical_ettr": fc.analytical_ettr,
         "analytical_time_to_train_days": fc.analytical_wall_s / rel.DAY,
-        **({"checkpoint_bytes": io["checkpoint_bytes"]} if io else {}),
+        "gpu_hours_lost": {k: v * req.gpus for k, v in fc.summary["hours_lost"].items()},
+        **({"checkpoint_bytes": io["checkpoint_bytes"], "checkpoint_mode": io["checkpoint_mode"],
+            "checkpoint_persist_s": io["checkpoint_persist_s"]} if io else {}),
     })
+    if io.get("storage"):
+        out["storage"] = io["storage"]
     out["monte_carlo"] = summary
     return out
 
@@ -257,13 +301,6 @@ def checkpoint_report(cat: Catalog, req: CheckpointRequest) -> dict[str, Any]:
     if req.gpus is not None:
         fleet = fleet_for(cat, req.gpus, req.gpu, req.server)
         out.update(gpus=req.gpus, gpu=fleet.gpu, server=fleet.server)
-    io: dict[str, float] = {}
-    if req.model is not None and req.gpus is not None:
-        io = checkpoint_io(cat, req.model, req.gpus, req.precision, req.optimizer, req.writers,
-                           req.storage_gbps)
-        out.update(io)
-    delta = (req.checkpoint_write_s if req.checkpoint_write_s is not None
-             else io["checkpoint_write_s"])
     if req.mtbf_hours is not None:
         mtbf_h = req.mtbf_hours
     else:
@@ -272,7 +309,15 @@ def checkpoint_report(cat: Catalog, req: CheckpointRequest) -> dict[str, Any]:
         if not math.isfinite(mtbf_h):
             raise InfeasibleError("gpus: nothing in the catalog can fail at this scale; give "
                                   "`mtbf_hours`", "no_failures", field="gpus")
-    restart = _restart_s(cat, req.restart_s, io)
+    io: dict[str, Any] = {}
+    if req.model is not None and req.gpus is not None:
+        io = checkpoint_io(cat, req.model, req.gpus, req.precision, req.optimizer, req.writers,
+                           req.storage_gbps, mtbf_s=mtbf_h * rel.HOUR,
+                           server=fleet.server_entry if fleet is not None else None)
+        out.update({k: v for k, v in io.items() if k != "restart_s"})
+    delta = (req.checkpoint_write_s if req.checkpoint_write_s is not None
+             else io["checkpoint_write_s"])
+    restart = _restart_s(cat, req.restart_s, io, req.gpus or 4096)
     wait = 0.0
     if req.hot_spares is not None and fleet is not None:
         sp = spare_coverage(mtbf_h, rel.repair_fraction(fleet.modes, fleet.units),
@@ -280,10 +325,13 @@ def checkpoint_report(cat: Catalog, req: CheckpointRequest) -> dict[str, Any]:
         wait = sp["expected_spare_wait_s"]
         out.update(sp)
     plan = rel.checkpoint_plan(delta, mtbf_h * rel.HOUR, restart, wait)
+    allowed = max(plan.daly_interval_s, float(io.get("min_interval_s", 0.0)))
     out.update(
         young_interval_s=plan.young_interval_s,
         daly_interval_s=plan.daly_interval_s,
-        ettr=plan.ettr,
+        checkpoint_interval_s=allowed,
+        ettr=(plan.ettr if allowed == plan.daly_interval_s
+              else rel.ettr(allowed, delta, mtbf_h * rel.HOUR, restart, wait)),
         ettr_first_order=plan.ettr_first_order,
         ettr_young=plan.ettr_young,
         checkpoint_write_s=delta,

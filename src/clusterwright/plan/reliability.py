@@ -3,23 +3,28 @@ Monte Carlo of time to train (``sim/reliability``), for ``ops reliability`` and 
 scenario planner's largest training job (with one seeded sample timeline).
 
 ``interruptions`` counts expected failures by cause over a window from the catalog's failure
-modes and the fleet's units (GPUs, hosts, switches, links); ``forecast_run`` plans the
-checkpoints of a run (Young and Daly intervals, ETTR, the wait for a spare) and simulates it,
-with the analytical wall time beside the simulated distribution. Both return frozen results.
+modes and the fleet's units (GPUs, hosts, switches, links); ``failure_model`` adds what a real
+fleet does beyond i.i.d. failures, on the job's layout (racks, rows, rail leaves): node losses
+by domain, lemon nodes, fail-slow stragglers, each with its catalog source; ``forecast_run``
+plans the checkpoints of a run (Young and Daly intervals, ETTR, the wait for a spare) and
+simulates it, with the analytical wall time beside the simulated distribution. All return
+frozen results.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from clusterwright.catalog.schema import FailureMode
+from clusterwright.catalog.registry import Catalog
+from clusterwright.catalog.schema import FailureMode, Server
 from clusterwright.design.blueprint import (
     Candidate,
 )
+from clusterwright.design.fabric import Fabric
 from clusterwright.design.train_goodput import checkpoint_cost
 from clusterwright.errors import InfeasibleError, InputError
 from clusterwright.model import reliability as rel
@@ -80,6 +85,196 @@ def spare_coverage(mtbf_h: float, repair_fraction: float, repair_h: float,
     }
 
 
+# --------------------------------------------------------------------------- fleet model
+
+# Spares are recommended to cover the nodes in repair this often (plan/cluster.py's level).
+SPARE_COVERAGE = 0.99
+# The catalog constants of the fleet model, in the order a report lists them.
+FLEET_ASSUMPTIONS = (
+    "reliability_restart_overhead_s", "reliability_nccl_init_s_at_4k_gpus",
+    "reliability_node_repair_hours", "reliability_node_reset_share",
+    "reliability_node_reset_hours", "lemon_node_fraction", "lemon_rate_multiplier",
+    "rack_failure_share", "rack_failure_repair_hours", "pdu_failure_share",
+    "pdu_failure_repair_hours", "leaf_switch_failures_per_year", "leaf_switch_repair_hours",
+    "fail_slow_per_node_hour", "fail_slow_mean_hours", "fail_slow_slowdown",
+)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where the job's nodes sit: the failure domains a correlated failure takes out."""
+
+    nodes_per_rack: int
+    nodes_per_row: int  # a power domain (PDU or busway): one row of racks
+    nodes_per_leaf: int  # hosts behind one rail leaf (a leaf group of a scalable unit)
+    leaves: float  # leaf switches serving the job (every rail)
+    basis: str  # "designed fabric" or how it was estimated
+
+
+def layout_of(fab: Fabric, share: float = 1.0) -> Layout:
+    """The failure domains of a designed fabric: hosts per compute rack (the fullest), per row,
+    per rail leaf; the job's ``share`` of the leaves."""
+    hosts_of = {d.name for d in fab.devices if d.role == "host"}
+    per_rack = max((sum(1 for n in r.devices if n in hosts_of) for r in fab.racks
+                    if r.kind == "compute"), default=1) or 1
+    rows: dict[int, int] = {}
+    for r in fab.racks:
+        rows[r.row] = rows.get(r.row, 0) + sum(1 for n in r.devices if n in hosts_of)
+    per_row = max(rows.values(), default=per_rack) or per_rack
+    sh = fab.shape
+    per_leaf = max(1, sh.su_hosts // max(1, sh.leaves_per_rail_su)) if fab.has_backend else 0
+    leaves = sh.leaf_switches * share if fab.has_backend else 0.0
+    return Layout(per_rack, per_row, per_leaf, leaves, "designed fabric")
+
+
+def layout_estimate(cat: Catalog, server: Server | None, gpus: int, radix: int = 64) -> Layout:
+    """The failure domains without a design: racks at the server's cooling limit (one rack-scale
+    system per rack), a SuperPOD-style scalable unit of radix/2 hosts per rail leaf and per row."""
+    per_host = server.gpus // server.hosts if server else 8
+    hosts = math.ceil(gpus / per_host)
+    if server is None:
+        per_rack = 4
+    elif server.kind == "rack":
+        per_rack = server.hosts
+    else:
+        cap = cat.assumption(f"{server.cooling}_cooled_rack_max_kw")
+        by_units = round(cat.assumption("rack_usable_units")) // server.rack_units
+        per_rack = max(1, min(math.floor(cap / server.max_power_kw + 1e-9), by_units))
+        per_rack *= server.hosts
+    su = max(1, radix // 2)
+    rails = server.rails if server else 8
+    leaves = 0.0 if hosts <= 1 else math.ceil(hosts / su) * rails
+    return Layout(per_rack, max(per_rack, su), su if hosts > 1 else 0, leaves,
+                  f"estimated: racks at the {server.cooling if server else 'air'}-cooling "
+                  f"limit, scalable units of {su} hosts (radix {radix})")
+
+
+@dataclass(frozen=True)
+class FailureModel:
+    """Everything the Monte Carlo draws from for one job, with where each number comes from."""
+
+    mtbf_s: float
+    repair_fraction: float
+    losses: tuple[rel.NodeLoss, ...]
+    nodes: int
+    lemon_fraction: float
+    lemon_multiplier: float
+    lemon_share: float
+    fail_slow_per_hour: float  # whole job, per hour of compute
+    fail_slow_mean_s: float
+    fail_slow_slowdown: float
+    fail_slow_stretch: float  # expected stretch of the compute
+    fleets: tuple[str, ...]
+    layout: Layout
+
+    def spec(self, work_s: float, interval_s: float, checkpoint_s: float, restart_s: float,
+             spares: int | None) -> RunSpec:
+        return RunSpec(
+            work_s=work_s, interval_s=interval_s, checkpoint_s=checkpoint_s,
+            restart_s=restart_s, mtbf_s=self.mtbf_s, repair_fraction=self.repair_fraction,
+            repair_s=self.losses[0].repair_s if self.losses else 0.0, spares=spares,
+            losses=self.losses, nodes=self.nodes, lemon_fraction=self.lemon_fraction,
+            lemon_multiplier=self.lemon_multiplier, lemon_share=self.lemon_share,
+            fail_slow_per_hour=self.fail_slow_per_hour, fail_slow_mean_s=self.fail_slow_mean_s,
+            fail_slow_slowdown=self.fail_slow_slowdown)
+
+    def mean_wait_s(self, spares: int | None) -> float:
+        """Mean wait for nodes per failure (analytical, one node per loss; M/G/inf)."""
+        if spares is None:
+            return 0.0
+        mtbf_h = self.mtbf_s / rel.HOUR
+        out = 0.0
+        for x in self.losses:
+            lam = x.probability * x.nodes / mtbf_h
+            rep_h = x.mean_repair_s / rel.HOUR
+            out += x.probability * rel.expected_spare_wait_s(lam, rep_h, max(0, spares - x.nodes
+                                                                               + 1))
+        return out
+
+    def nodes_in_repair(self) -> float:
+        """Mean nodes out for repair at once (M/G/inf: arrival rate x mean repair time)."""
+        per_h = rel.HOUR / self.mtbf_s
+        return sum(x.probability * x.nodes * per_h * x.mean_repair_s / rel.HOUR
+                   for x in self.losses)
+
+    def spares_for(self, coverage: float = 0.99) -> int:
+        """The fewest hot spares that cover the nodes out for repair with ``coverage``
+        (P(Poisson(nodes in repair) <= S)). A rack, power-domain or leaf loss may still wait
+        for its short repair (hours): covering those would take a scalable unit of spares."""
+        mean = self.nodes_in_repair()
+        k = 0
+        while rel.spare_coverage_probability(1.0, mean, k) < coverage:
+            k += 1
+        return k
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "fleets": list(self.fleets),
+            "layout": {"nodes_per_rack": self.layout.nodes_per_rack,
+                       "nodes_per_row": self.layout.nodes_per_row,
+                       "nodes_per_leaf": self.layout.nodes_per_leaf,
+                       "leaves": self.layout.leaves, "basis": self.layout.basis},
+            "node_losses": [{"kind": x.kind, "probability_per_failure": x.probability,
+                             "nodes": x.nodes, "repair_hours": x.repair_s / rel.HOUR,
+                             "reset_share": x.reset_share, "reset_hours": x.reset_s / rel.HOUR}
+                            for x in self.losses],
+            "lemons": {"nodes": self.nodes, "fraction": self.lemon_fraction,
+                       "rate_multiplier": self.lemon_multiplier,
+                       "node_attached_share": self.lemon_share,
+                       "expected_in_job": self.nodes * self.lemon_fraction},
+            "fail_slow": {"episodes_per_hour": self.fail_slow_per_hour,
+                          "mean_hours": self.fail_slow_mean_s / rel.HOUR,
+                          "slowdown": self.fail_slow_slowdown,
+                          "expected_stretch": self.fail_slow_stretch},
+        }
+
+
+def failure_model(cat: Catalog, modes: list[FailureMode], units: rel.FleetUnits,
+                  layout: Layout) -> FailureModel:
+    """The fleet model of a job on ``units`` laid out as ``layout`` (catalog constants in
+    ``FLEET_ASSUMPTIONS``). InfeasibleError naming ``gpus`` when nothing can fail."""
+    a = cat.assumption
+    mtbf_h = rel.job_mtbf_hours(modes, units)
+    if not math.isfinite(mtbf_h):
+        raise InfeasibleError("gpus: nothing in the catalog can fail at this scale",
+                              "no_failures", field="gpus")
+    nodes = int(units.hosts)
+    losses = rel.node_losses(
+        rel.repair_fraction(modes, units), rel.category_share(modes, units, "network"),
+        job_nodes=nodes, rack_nodes=layout.nodes_per_rack, row_nodes=layout.nodes_per_row,
+        leaf_nodes=layout.nodes_per_leaf, rack_share=a("rack_failure_share"),
+        pdu_share=a("pdu_failure_share"),
+        leaf_rate_per_hour=a("leaf_switch_failures_per_year") / 8760.0 * layout.leaves,
+        failures_per_hour=1.0 / mtbf_h, repair_s=a("reliability_node_repair_hours") * rel.HOUR,
+        reset_share=a("reliability_node_reset_share"),
+        reset_s=a("reliability_node_reset_hours") * rel.HOUR,
+        rack_repair_s=a("rack_failure_repair_hours") * rel.HOUR,
+        pdu_repair_s=a("pdu_failure_repair_hours") * rel.HOUR,
+        leaf_repair_s=a("leaf_switch_repair_hours") * rel.HOUR)
+    per_node = a("fail_slow_per_node_hour")
+    mean_h = a("fail_slow_mean_hours")
+    slowdown = a("fail_slow_slowdown")
+    return FailureModel(
+        mtbf_s=mtbf_h * rel.HOUR, repair_fraction=rel.repair_fraction(modes, units),
+        losses=losses, nodes=nodes, lemon_fraction=a("lemon_node_fraction"),
+        lemon_multiplier=a("lemon_rate_multiplier"),
+        lemon_share=rel.node_attached_share(modes, units),
+        fail_slow_per_hour=per_node * units.hosts if nodes > 1 else 0.0,
+        fail_slow_mean_s=mean_h * rel.HOUR, fail_slow_slowdown=slowdown,
+        fail_slow_stretch=rel.fail_slow_stretch(per_node, units.hosts if nodes > 1 else 0.0,
+                                                mean_h, slowdown),
+        fleets=tuple(rel.fleets(modes)), layout=layout)
+
+
+def fleet_assumptions(cat: Catalog) -> list[dict[str, Any]]:
+    """The fleet model's catalog constants with their units and sources (for the report)."""
+    out = []
+    for name in FLEET_ASSUMPTIONS:
+        a = cat.assumptions[name]
+        out.append({"name": name, "value": a.value, "unit": a.unit, "source": a.source})
+    return out
+
+
 @dataclass(frozen=True)
 class RunInputs:
     """A checkpointed training run to forecast (seconds, hours where named)."""
@@ -92,6 +287,7 @@ class RunInputs:
     hot_spares: int | None = None  # None: a replacement is always at hand
     trials: int = 1000
     seed: int = 0
+    model: FailureModel | None = None  # the fleet model; None: i.i.d. failures, one node each
 
 
 @dataclass(frozen=True)
@@ -105,10 +301,12 @@ class RunForecast:
     spec: RunSpec
     summary: dict[str, Any]  # RunResult.summary(): percentiles of days, interruptions, ETTR
     analytical_wall_s: float
+    analytical_work_s: float | None = None  # the compute stretched by fail-slows
 
     @property
     def analytical_ettr(self) -> float:
-        return self.spec.work_s / self.analytical_wall_s
+        """Productive time (fail-slow steps included) over the analytical wall time."""
+        return (self.analytical_work_s or self.spec.work_s) / self.analytical_wall_s
 
 
 def forecast_run(inter: Interruptions, run: RunInputs) -> RunForecast:
@@ -126,20 +324,32 @@ def forecast_run(inter: Interruptions, run: RunInputs) -> RunForecast:
         spare = spare_coverage(inter.job_mtbf_hours, inter.repair_fraction, run.repair_hours,
                                run.hot_spares)
         wait = spare["expected_spare_wait_s"]
+        if run.model is not None:
+            wait = run.model.mean_wait_s(run.hot_spares)
+            spare["expected_spare_wait_s"] = wait
     cp = rel.checkpoint_plan(run.checkpoint_write_s, mtbf_s, run.restart_s, wait)
     tau = run.interval_s or cp.daly_interval_s
-    spec = RunSpec(work_s=run.work_s, interval_s=tau, checkpoint_s=run.checkpoint_write_s,
-                   restart_s=run.restart_s, mtbf_s=mtbf_s, repair_fraction=inter.repair_fraction,
-                   repair_s=run.repair_hours * rel.HOUR, spares=run.hot_spares)
+    work = run.work_s
+    if run.model is not None:
+        spec = run.model.spec(run.work_s, tau, run.checkpoint_write_s, run.restart_s,
+                              run.hot_spares)
+        work = run.work_s * run.model.fail_slow_stretch
+    else:
+        spec = RunSpec(work_s=run.work_s, interval_s=tau, checkpoint_s=run.checkpoint_write_s,
+                       restart_s=run.restart_s, mtbf_s=mtbf_s,
+                       repair_fraction=inter.repair_fraction,
+                       repair_s=run.repair_hours * rel.HOUR, spares=run.hot_spares)
     res = simulate_run(spec, trials=run.trials, seed=run.seed)
-    analytic = rel.expected_wall_time_s(run.work_s, tau, run.checkpoint_write_s, mtbf_s,
+    analytic = rel.expected_wall_time_s(work, tau, run.checkpoint_write_s, mtbf_s,
                                         run.restart_s, wait)
-    return RunForecast(cp, tau, wait, spare, spec, res.summary(), analytic)
+    return RunForecast(cp, tau, wait, spare, spec, res.summary(), analytic, work)
 
 
 def reliability_view(run: PlanRun, cand: Candidate, d: DesignedCluster) -> dict[str, Any] | None:
     """Interruptions of the largest training job, its checkpoint plan, a Monte Carlo of time
-    to train with failures and one seeded sample timeline of the first days."""
+    to train with failures on the designed layout (node losses by rack, power domain and leaf;
+    lemons; fail-slows; the scenario's spare servers and idle nodes as hot spares, waiting for
+    repairs when they run out) and one seeded sample timeline of the first days."""
     rows = [r for r in cand.detail["workloads"] if r["kind"] == "training"]
     if not rows:
         return None
@@ -152,37 +362,58 @@ def reliability_view(run: PlanRun, cand: Candidate, d: DesignedCluster) -> dict[
     per_host = server.gpus // server.hosts
     units = rel.FleetUnits(gpus=float(row["gpus"]), hosts=float(math.ceil(row["gpus"] / per_host)),
                            switches=float(switches) * share, links=float(links) * share)
-    modes = rel.modes_for_gpu(cat.all("failure_modes"), cand.gpu)
+    all_modes = cat.all("failure_modes")
+    modes = rel.modes_for_gpu(all_modes, cand.gpu)
     day = interruptions(modes, units, 24.0)
     mtbf_h = day.job_mtbf_hours
     arch = run.models[row["name"]]
     n = row["gpus"]
-    ck = checkpoint_cost(cat, arch, n)
+    # The checkpoint on the designed storage tier (its stall, persist and restore).
+    ck = checkpoint_cost(cat, arch, n, mtbf_s=mtbf_h * rel.HOUR if math.isfinite(mtbf_h)
+                         else None, server=server, storage=d.storage,
+                         mode=run.scenario.storage.checkpoint)
+    # Hot spares: the scenario's spare servers and the servers no workload uses, as hosts.
+    info = cand.detail.get("cluster") or {}
+    spares = int((info.get("spare_nodes", 0) + info.get("idle_nodes", 0)) * server.hosts)
+    names = "; ".join(rel.fleets(modes)) or "catalog failure modes"
     out: dict[str, Any] = {
         "workload": row["name"], "gpus": n,
         "expected_interruptions_per_day": day.total,
         "job_mtbf_hours": mtbf_h if math.isfinite(mtbf_h) else None,
         "by_cause": day.by_cause, "by_category": day.by_category,
-        "rate_basis": ("failure modes for " + cand.gpu) if any(
-            cand.gpu in m.gpus for m in cat.all("failure_modes"))
-        else "generic failure modes (rates measured on H100, Llama 3 Table 5)",
+        "rate_basis": (f"failure modes for {cand.gpu}: {names}") if any(
+            cand.gpu in m.gpus for m in all_modes)
+        else f"generic failure modes ({names}; rates measured on H100)",
         "fabric_units": {"switches": units.switches, "links": units.links},
+        "hot_spares": spares,
         "ettr": None, "timeline": [], "monte_carlo": None,
     }
     ckpt: dict[str, Any] = {"bytes": ck.bytes, "write_s": ck.write_s, "restart_s": ck.restart_s,
-                            "restore_s": ck.read_s, "interval_s": None, "ettr": None}
+                            "restore_s": ck.read_s, "interval_s": None, "ettr": None,
+                            "mode": ck.mode, "persist_s": ck.persist_s,
+                            "storage_system": ck.storage.system.id if ck.storage else None}
     row["checkpoint"] = ckpt
     if not math.isfinite(mtbf_h) or row["time_to_train_days"] is None:
         return out
+    fm = failure_model(cat, modes, units, layout_of(d.fab, share))
+    out["failure_model"] = fm.as_dict()
+    out["failure_assumptions"] = fleet_assumptions(cat)
     # The failure-free work: the steps and the evaluation passes (time_to_train_days is the
     # production time, failures already in).
     work = row["compute_days"] * rel.DAY * (1.0 + row["production"]["eval_fraction"])
+    interval = ck.interval_s(mtbf_h * rel.HOUR)
     inputs = RunInputs(work_s=work, checkpoint_write_s=ck.write_s, restart_s=ck.restart_s,
                        repair_hours=cat.assumption("reliability_node_repair_hours"),
-                       trials=200 if run.quick else 1000, seed=run.scenario.seed)
-    cp = rel.checkpoint_plan(ck.write_s, mtbf_h * rel.HOUR, ck.restart_s)
-    ckpt.update(interval_s=cp.daly_interval_s, ettr=cp.ettr, young_interval_s=cp.young_interval_s)
-    out["ettr"] = cp.ettr
+                       interval_s=interval, hot_spares=spares,
+                       trials=200 if run.quick else 1000, seed=run.scenario.seed, model=fm)
+    wait = fm.mean_wait_s(spares)
+    cp = rel.checkpoint_plan(ck.write_s, mtbf_h * rel.HOUR, ck.restart_s, wait)
+    at = rel.ettr(interval, ck.write_s, mtbf_h * rel.HOUR, ck.restart_s, wait)
+    ckpt.update(interval_s=interval, ettr=at, young_interval_s=cp.young_interval_s,
+                daly_interval_s=cp.daly_interval_s)
+    out["ettr"] = at
+    out["ettr_analytical"] = at
+    out["expected_spare_wait_s_per_failure"] = wait
     try:
         fc = forecast_run(day, inputs)
     except InputError as exc:
@@ -193,9 +424,32 @@ def reliability_view(run: PlanRun, cand: Candidate, d: DesignedCluster) -> dict[
                time_to_train_days_p90=q["p90"])
     mc = dict(fc.summary)
     mc["analytical_time_to_train_days"] = fc.analytical_wall_s / rel.DAY
+    mc["gpu_hours_lost"] = {k: v * n for k, v in fc.summary["hours_lost"].items()}
     out["monte_carlo"] = mc
+    # ETTR from the same Monte Carlo as the time to train: productive time over the mean
+    # wall time. Restarts, lost work, checkpoints and waits for nodes count against it;
+    # fail-slow steps are slow but productive (Kokolis et al.'s definition, which Meta's
+    # "more than 90 %" uses), so they stretch the time to train, not the ETTR.
+    out["ettr"] = _ettr(fc)
     out["timeline"] = sample_timeline(fc.spec, modes, units, run.scenario.seed)
+    need = fm.spares_for(SPARE_COVERAGE)
+    out["nodes_in_repair_mean"] = fm.nodes_in_repair()
+    out["recommended_spares"] = need
+    if spares < need:
+        # What the recommended spares would buy, from the same Monte Carlo (fewer trials).
+        alt = forecast_run(day, replace(inputs, hot_spares=need, trials=200))
+        alt_days = alt.summary["time_to_train_days"]
+        out["with_recommended_spares"] = {
+            "hot_spares": need, "time_to_train_days": alt_days,
+            "ettr": _ettr(alt),
+            "spare_wait_hours": alt.summary["spare_wait_hours"]}
     return out
+
+
+def _ettr(fc: RunForecast) -> float:
+    """Productive (failure-free plus fail-slow) time over the mean wall time of ``fc``."""
+    slow_s = float(fc.summary["hours_lost"]["fail_slow"]) * rel.HOUR
+    return (fc.spec.work_s + slow_s) / (float(fc.summary["time_to_train_days"]["mean"]) * rel.DAY)
 
 
 def sample_timeline(spec: RunSpec, modes: list[Any], units: rel.FleetUnits,

@@ -49,6 +49,7 @@ from clusterwright.plan.cluster import (
 from clusterwright.plan.context import PlanRun, Progress, no_progress
 from clusterwright.plan.decisions import decisions_for
 from clusterwright.plan.design import DesignedCluster, design_candidate
+from clusterwright.plan.energy import energy_risks, energy_view
 from clusterwright.plan.finetune import size_finetune
 from clusterwright.plan.inference import latency_curves, size_inference
 from clusterwright.plan.reliability import reliability_view
@@ -176,8 +177,13 @@ def plan_scenario(scenario: Scenario, cat: Catalog, *, progress: Progress | None
                 f"the TCO prices racks from its own plan at the {d.cooling}-cooling rack "
                 f"limit ({tco_racks} racks); this design has {len(d.fab.racks)} racks at "
                 f"{d.power.racks.limit_kw:g} kW")
+    energy_out = None
+    if d is not None:
+        with run.timed("energy"):
+            energy_out = energy_view(run, chosen, d)
     facts = design_facts(scenario, chosen, d, rel_out)
     risks = [r.as_dict() for r in assess_risks(facts)]
+    risks += [r.as_dict() for r in energy_risks(energy_out)]
     risks += [r.as_dict() for r in spares_plan(
         run, chosen, d.tco.capex.servers_usd if d is not None and d.tco is not None else None)]
     rec = recommendation_view(scenario, chosen, choice.feasible, choice.binding,
@@ -198,7 +204,7 @@ def plan_scenario(scenario: Scenario, cat: Catalog, *, progress: Progress | None
             # The architect's decisions as validated (defaults filled), so a blueprint says
             # what it was asked for as well as what it chose.
             **{k: getattr(scenario, k).model_dump(mode="json")
-               for k in ("cluster", "fabric", "prices", "cloud")},
+               for k in ("cluster", "fabric", "prices", "cloud", "storage", "energy")},
         },
         feasible=choice.feasible,
         binding_constraints=[v.as_dict() for v in choice.binding],
@@ -217,7 +223,9 @@ def plan_scenario(scenario: Scenario, cat: Catalog, *, progress: Progress | None
         risks=risks,
         decisions=[x.as_dict() for x in decisions + chosen.decisions],
         bom=bom_view(d) if d is not None else [],
-        sources=sources_view(d, chosen, cat, tco_out),
+        storage=d.storage.as_dict() if d is not None and d.storage is not None else None,
+        energy=energy_out,
+        sources=sources_view(d, chosen, cat, tco_out, energy_out),
         timings_s=dict(run.timings),
         notes=run.notes,
         clusterwright_version=__version__,

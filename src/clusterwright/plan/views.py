@@ -87,10 +87,12 @@ def bom_view(d: DesignedCluster) -> list[dict[str, Any]]:
 
 
 def sources_view(d: DesignedCluster | None, cand: Candidate, cat: Catalog,
-                 tco: dict[str, Any] | None) -> list[dict[str, Any]]:
+                 tco: dict[str, Any] | None, energy: dict[str, Any] | None = None
+                 ) -> list[dict[str, Any]]:
     """Every catalog entry a number of the blueprint comes from, with its source and price
     source: the GPU, server, NICs, switches, optics and cables on the BOM, the cloud offers
-    priced, the models and software stacks of the workloads, and the TCO's assumptions."""
+    priced, the models and software stacks of the workloads, the storage system, the grid
+    region of the carbon figures, and the TCO's assumptions."""
     keys: list[tuple[str, str]] = [("gpus", cand.gpu)]
     if cand.server:
         keys.append(("servers", cand.server))
@@ -109,6 +111,10 @@ def sources_view(d: DesignedCluster | None, cand: Candidate, cat: Catalog,
             keys.append(("stacks", w["stack"]))
     for o in ((tco or {}).get("pricing") or {}).get("considered") or []:
         keys.append(("clouds", o["offer"]))
+    if d is not None and d.storage is not None:
+        keys.append(("storage_systems", d.storage.system.id))
+    if energy and isinstance(energy.get("grid"), dict):
+        keys.append(("grid_regions", str(energy["grid"].get("region"))))
     out: list[dict[str, Any]] = []
     seen: set[tuple[str, str]] = set()
     for kind, entry in keys:
@@ -237,8 +243,25 @@ def design_facts(sc: Scenario, cand: Candidate, d: DesignedCluster | None,
         else None,
         finetune_misses_window=misses,
         estimated_prices=len(d.tco.estimates) if d.tco is not None else 0,
+        **_reliability_facts(rel_out),
         **_pfc_facts(s.pfc),
     )
+
+
+def _reliability_facts(rel_out: dict[str, Any] | None) -> dict[str, Any]:
+    """The reliability numbers the risks are judged on (None when there is no training job)."""
+    if not rel_out:
+        return {}
+    mc = rel_out.get("monte_carlo") or {}
+    alt = rel_out.get("with_recommended_spares") or {}
+    return {
+        "rate_basis": rel_out.get("rate_basis", ""),
+        "hot_spares": rel_out.get("hot_spares"),
+        "spare_wait_hours": (mc.get("spare_wait_hours") or {}).get("mean"),
+        "recommended_spares": rel_out.get("recommended_spares"),
+        "ettr": rel_out.get("ettr"),
+        "ettr_with_recommended_spares": alt.get("ettr"),
+    }
 
 
 def _pfc_facts(pfc: dict[str, Any] | None) -> dict[str, Any]:

@@ -180,7 +180,8 @@ def reprice(bp: Mapping[str, Any], w: WhatIf) -> Repriced:
         servers_typical_kw=_need(br, "servers_typical", "power"),
         servers_idle_kw=_need(br, "servers_idle", "power"),
         network_nameplate_kw=_need(br, "network_nameplate", "power"),
-        network_typical_kw=_need(br, "network_typical", "power"))
+        network_typical_kw=_need(br, "network_typical", "power"),
+        storage_kw=_num(br.get("storage")) or 0.0)  # blueprint 1.3: the storage tier
     energy_kwh = annual_energy_kwh(average_it_kw(power, u), pue)
     ob = t.get("opex_breakdown_usd") or {}
     opex = tco.annual_opex(

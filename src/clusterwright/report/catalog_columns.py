@@ -18,16 +18,35 @@ KINDS: dict[str, tuple[str, ...]] = {
     "stacks": ("stacks",),
     "engines": ("serving_engines",),
     "failures": ("failure_modes",),
+    "storage": ("storage_systems",),
+    "grids": ("grid_regions",),
 }
 
 # Columns of the human table per kind: (header, function of entry).
 COLUMNS: dict[str, list[tuple[str, Any]]] = {
+    "grid_regions": [
+        ("id", lambda e: e.id),
+        ("name", lambda e: e.name),
+        ("gCO2e/kWh by year", lambda e: ", ".join(f"{y}: {v:g}"
+                                                 for y, v in sorted(e.gco2_per_kwh.items()))),
+    ],
+    "storage_systems": [
+        ("id", lambda e: e.id),
+        ("kind", lambda e: e.kind),
+        ("read GB/s", lambda e: f"{e.read_gbps:g}"),
+        ("write GB/s", lambda e: f"{e.write_gbps:g}"),
+        ("TB", lambda e: f"{e.capacity_tb:g}"),
+        ("ports", lambda e: f"{e.ports} x {e.port_gbps:g}G"),
+        ("W", lambda e: f"{e.power_w:g}"),
+        ("price $", lambda e: f"{e.price_usd:,.0f}" if e.price_usd else "-"),
+    ],
     "failure_modes": [
         ("id", lambda e: e.id),
         ("category", lambda e: e.category),
         ("per", lambda e: str(e.unit)),
         ("rate /1e6 unit-h", lambda e: f"{e.rate_per_million_unit_hours:.4g}"),
         ("repair", lambda e: "yes" if e.needs_repair else "no"),
+        ("fleet", lambda e: e.fleet or "-"),
     ],
     "gpus": [
         ("id", lambda e: e.id),

@@ -290,3 +290,29 @@ def rack_power(racks: Sequence[Mapping[str, Any]], limit_kw: float | None) -> st
                                                  f"{len(rows)} racks (names in the table)"}},
             margin={"l": 60, "r": 20, "t": 30, "b": 40 + (7 * longest if shown else 0)})
     return emit(fig, "fig-rack-power", height)
+
+
+def power_trace(trace: Mapping[str, Any]) -> str | None:
+    """The IT power of a synchronous training job against time (MW, a step trace): a few
+    steps (computing high, communicating low) and one failure's restart dip, with the
+    average and any grid ramp limit as lines."""
+    t, mw = trace.get("t_s"), trace.get("mw")
+    if not isinstance(t, Sequence) or not isinstance(mw, Sequence) or isinstance(t, str) \
+            or isinstance(mw, str):
+        return None
+    pts = [(num(a), num(b)) for a, b in zip(t, mw, strict=False)]
+    xs = [a for a, b in pts if a is not None and b is not None]
+    ys = [b for a, b in pts if a is not None and b is not None]
+    if len(xs) < 2:
+        return None
+    fig = _figure()
+    fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line={"shape": "hv", "color": COLORS[0]},
+                             name="IT power", hovertemplate="%{x:.3g} s: %{y:.3g} MW"
+                             "<extra></extra>"))
+    avg = num(trace.get("average_mw"))
+    if avg is not None:
+        fig.add_hline(y=avg, line_dash="dot", line_color=COLORS[2],
+                      annotation_text=f"average {fmt(avg)} MW", annotation_position="top left")
+    _layout(fig, 300, xaxis_title="seconds", yaxis_title="MW (IT, before PUE)",
+            showlegend=False)
+    return emit(fig, "fig-power-trace", 300)

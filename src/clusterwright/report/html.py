@@ -101,6 +101,8 @@ def render_html(blueprint: Mapping[str, Any]) -> str:
         "s7": _cost(bp),
         "s8": _reliability(bp, training),
         "s9": _power(bp, racks, limit_kw),
+        "storage": _storage(bp),
+        "energy": _energy(bp),
         "s10": _risks(bp),
         "footer": _footer(bp),
     }
@@ -408,8 +410,160 @@ def _reliability(bp: Mapping[str, Any], training: list[Mapping[str, Any]]) -> di
                  fmt(w.get("deadline_days"))]
                 for w in training if num(w.get("time_to_train_days_p50")) is not None]
     return {"timeline": Markup(tl) if tl else None, "ttt": Markup(ttt) if ttt else None,
-            "facts": facts, "causes": [[k, fmt(v)] for k, v in causes[:10]],
-            "ttt_rows": ttt_rows}
+            "facts": facts + _fleet_facts(rel), "causes": [[k, fmt(v)] for k, v in causes[:10]],
+            "ttt_rows": ttt_rows, **_failure_model(rel)}
+
+
+def _fleet_facts(rel: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Spares, the repair queue and the Monte Carlo's hours lost by cause."""
+    mc, fm = mapping(rel.get("monte_carlo")), mapping(rel.get("failure_model"))
+    rec = mapping(rel.get("with_recommended_spares"))
+    lost = mapping(mc.get("hours_lost"))
+    facts = [
+        ("failure rates from", "; ".join(str(f) for f in fm.get("fleets") or [])
+         if isinstance(fm.get("fleets"), list) else DASH),
+        ("hot spares (scenario)", fmt(rel.get("hot_spares"))),
+        ("expected wait for a repaired node per failure",
+         duration(rel.get("expected_spare_wait_s_per_failure"))),
+        ("nodes in repair, mean", fmt(rel.get("nodes_in_repair_mean"))),
+        ("recommended hot spares", fmt(rel.get("recommended_spares"))),
+        ("with the recommended spares: time to train p50 / p90",
+         f"{unit(get(rec, 'time_to_train_days', 'p50'), 'days')} / "
+         f"{unit(get(rec, 'time_to_train_days', 'p90'), 'days')}" if rec else DASH),
+        ("with the recommended spares: ETTR", pct(rec.get("ettr")) if rec else DASH),
+        ("hours lost per run (Monte Carlo mean)",
+         ", ".join(f"{str(k).replace('_', ' ')} {fmt(v)} h" for k, v in lost.items()
+                   if num(v) is not None) or DASH),
+    ]
+    return [(k, v) for k, v in facts if v not in (DASH, "")]
+
+
+def _failure_model(rel: Mapping[str, Any]) -> dict[str, Any]:
+    """The failure model's node losses (node, rack, power domain, leaf switch), lemons and
+    fail-slow stragglers, and every assumption it used with its source."""
+    fm = mapping(rel.get("failure_model"))
+    losses = [[text(x.get("kind")), fmt(x.get("probability_per_failure")),
+               fmt(x.get("nodes")), unit(x.get("repair_hours"), "h"),
+               f"{pct(x.get('reset_share'), 0)} in {unit(x.get('reset_hours'), 'h')}"
+               if num(x.get("reset_share")) else DASH]
+              for x in records(fm.get("node_losses"))]
+    lem, slow, lay = mapping(fm.get("lemons")), mapping(fm.get("fail_slow")), mapping(
+        fm.get("layout"))
+    extra = [
+        ("layout (failure domains)",
+         f"{fmt(lay.get('nodes_per_rack'))} nodes per rack, {fmt(lay.get('nodes_per_row'))} "
+         f"per row, {fmt(lay.get('nodes_per_leaf'))} per leaf ({text(lay.get('basis'))})"
+         if lay else DASH),
+        ("lemon nodes",
+         f"{pct(lem.get('fraction'))} of nodes fail {fmt(lem.get('rate_multiplier'))}× as "
+         f"often; {fmt(lem.get('expected_in_job'))} expected in this job" if lem else DASH),
+        ("fail-slow stragglers",
+         f"{fmt(slow.get('episodes_per_hour'))} episodes per hour of "
+         f"{unit(slow.get('mean_hours'), 'h')} at {fmt(slow.get('slowdown'))}× step time: "
+         f"run stretched "
+         f"{fmt(slow.get('expected_stretch'))}×" if slow else DASH),
+    ]
+    assumptions = [[text(a.get("name")), fmt(a.get("value")), text(a.get("unit")),
+                    text(a.get("source"))] for a in records(rel.get("failure_assumptions"))]
+    return {"losses": losses, "model_facts": [(k, v) for k, v in extra if v != DASH],
+            "assumptions": assumptions}
+
+
+def _storage(bp: Mapping[str, Any]) -> dict[str, Any]:
+    """The storage tier: system and units, what sized it, the checkpoint it writes."""
+    st = mapping(bp.get("storage"))
+    if not st:
+        return {"facts": [], "binding": [], "alternatives": [], "why": "", "notes": []}
+    need, ck = mapping(st.get("need")), mapping(st.get("checkpoint"))
+    by = mapping(st.get("units_by_need"))
+    ck_bytes = num(ck.get("bytes"))
+    ck_tb = ck_bytes / 1e12 if ck_bytes is not None else None
+    facts = [
+        ("system", f"{fmt(st.get('units'))} × {text(st.get('system'))} ({text(st.get('name'))})"),
+        ("units needed by read / write / capacity",
+         " / ".join(fmt(by.get(k)) for k in ("read", "write", "capacity")) if by else DASH),
+        ("read: needed / delivered", f"{unit(need.get('read_gbps'), 'GB/s')} / "
+                                     f"{unit(st.get('read_gbps'), 'GB/s')}"),
+        ("write: needed / delivered", f"{unit(need.get('write_gbps'), 'GB/s')} / "
+                                      f"{unit(st.get('write_gbps'), 'GB/s')}"),
+        ("capacity: needed / delivered", f"{unit(need.get('capacity_tb'), 'TB')} / "
+                                         f"{unit(st.get('capacity_tb'), 'TB')}"),
+        ("ports", f"{fmt(st.get('ports'))} × {fmt(st.get('port_gbps'))} Gb/s"),
+        ("power", unit(st.get("power_kw"), "kW")),
+        ("price", usd(st.get("price_usd"))),
+        ("checkpoint", f"{unit(ck_tb, 'TB')} "
+                       f"{text(ck.get('mode'))}: stalls {duration(ck.get('stall_s'))}, "
+                       f"persisted in {duration(ck.get('persist_s'))}, restored in "
+                       f"{duration(ck.get('restore_s'))}, every "
+                       f"{duration(ck.get('interval_s'))}" if ck else DASH),
+        ("model load (serving)", duration(st.get("model_load_s"))),
+    ]
+    binding = [[text(b.get("constraint")), unit(b.get("needed"), str(b.get("unit") or "")),
+                unit(b.get("available"), str(b.get("unit") or "")), text(b.get("message"))]
+               for b in records(st.get("binding"))]
+    alts = [[text(a.get("option")), text(a.get("why_not"))]
+            for a in records(st.get("alternatives"))]
+    return {"facts": [(k, v) for k, v in facts if DASH not in (v, v.strip(" /"))],
+            "binding": binding, "alternatives": alts, "why": str(st.get("why") or ""),
+            "notes": [str(n) for n in st.get("notes") or [] if n is not None]
+            if isinstance(st.get("notes"), list) else []}
+
+
+def _energy(bp: Mapping[str, Any]) -> dict[str, Any]:
+    """Energy and carbon per run, per million served tokens and per year; the power trace of
+    the largest synchronous job and what smooths it."""
+    en = mapping(bp.get("energy"))
+    if not en:
+        return {"facts": [], "runs": [], "serving": [], "trace": None, "trace_facts": [],
+                "mitigations": [], "grid_source": ""}
+    g, yr = mapping(en.get("grid")), mapping(en.get("per_year"))
+    facts = [
+        ("grid", f"{text(g.get('name'))}, {text(g.get('year'))}: "
+                 f"{fmt(g.get('gco2_per_kwh'))} gCO2e/kWh (location-based)" if g else DASH),
+        ("renewable share contracted (market-based)", pct(g.get("renewable_share"), 0)),
+        ("PUE", fmt(en.get("pue"))),
+        ("facility energy per year (at the cost model's utilization)",
+         energy_kwh(yr.get("facility_kwh"))),
+        ("operational CO2e per year, location / market based",
+         f"{unit(yr.get('location_based_t'), 't')} / {unit(yr.get('market_based_t'), 't')}"),
+        ("embodied CO2e per year (hardware amortized)", unit(yr.get("embodied_t"), "t")),
+    ]
+    runs = []
+    for r in records(en.get("runs")):
+        e, c, mc = mapping(r.get("energy")), mapping(r.get("carbon")), mapping(
+            r.get("model_card_convention"))
+        runs.append([text(r.get("workload")), fmt(r.get("gpu_hours")),
+                     energy_kwh(e.get("it_kwh")), energy_kwh(e.get("facility_kwh")),
+                     unit(c.get("location_based_t"), "t"), unit(c.get("market_based_t"), "t"),
+                     unit(c.get("embodied_t"), "t"),
+                     f"{energy_kwh(mc.get('kwh'))}, {unit(mc.get('location_based_t'), 't')}"
+                     if mc else DASH])
+    serving = [[text(s.get("workload")), unit(s.get("kwh_per_million_tokens"), "kWh"),
+                unit(s.get("gco2_per_million_tokens"), "g"), text(s.get("basis"))]
+               for s in records(en.get("serving"))]
+    tr = mapping(en.get("power_trace"))
+    fig = figures.power_trace(tr) if tr else None
+    trace_facts = [
+        ("workload", text(tr.get("workload"))),
+        ("computing / waiting draw", f"{power_mw(tr.get('high_mw'))} / "
+                                     f"{power_mw(tr.get('low_mw'))}"),
+        ("swing every step", f"{power_mw(tr.get('swing_mw'))}, low for "
+                             f"{duration(tr.get('low_s_per_step'))} of a "
+                             f"{duration(tr.get('step_s'))} step"),
+        ("restart dip", duration(tr.get("restart_s"))),
+        ("ramp", f"{fmt(tr.get('ramp_mw_per_s'))} MW/s"
+                 + (f" against a limit of {fmt(tr.get('ramp_limit_mw_per_s'))} MW/s"
+                    if num(tr.get("ramp_limit_mw_per_s")) is not None else "")
+                 + (" (exceeds it)" if tr.get("exceeds_ramp_limit") is True else "")),
+    ] if tr else []
+    mit = [[text(m.get("name")), power_mw(m.get("swing_mw")), usd(m.get("capex_usd")),
+            usd(m.get("annual_usd")), text(m.get("note"))]
+           for m in records(tr.get("mitigations"))]
+    return {"facts": [(k, v) for k, v in facts if v not in (DASH, f"{DASH} / {DASH}")],
+            "runs": runs, "serving": serving, "trace": Markup(fig) if fig else None,
+            "trace_facts": [(k, v) for k, v in trace_facts if not v.startswith(DASH)],
+            "mitigations": mit, "basis": str(tr.get("basis") or ""),
+            "grid_source": str(g.get("source") or "")}
 
 
 def _power(bp: Mapping[str, Any], racks: list[Mapping[str, Any]],
@@ -457,7 +611,9 @@ def _footer(bp: Mapping[str, Any]) -> dict[str, Any]:
                 notes.append(str(n))
     sources = [f"{label}: {v}" for label, v in (
         ("Failure rates", get(bp, "reliability", "rate_basis")),
-        ("Energy", get(bp, "power", "annual_energy_basis"))) if isinstance(v, str)]
+        ("Energy", get(bp, "power", "annual_energy_basis")),
+        ("Storage", get(bp, "storage", "source")),
+        ("Grid carbon intensity", get(bp, "energy", "grid", "source"))) if isinstance(v, str)]
     basis = get(bp, "recommendation", "cost_basis")
     timings = [(str(k), duration(v)) for k, v in mapping(bp.get("timings_s")).items()
                if num(v) is not None]

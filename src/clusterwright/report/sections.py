@@ -16,6 +16,7 @@ from clusterwright.report.drawings import protocol_name
 from clusterwright.report.fmt import (
     DASH,
     duration,
+    energy_kwh,
     fmt,
     get,
     mapping,
@@ -165,6 +166,7 @@ def headline(bp: Mapping[str, Any], training: list[Mapping[str, Any]],
         ("cost per used GPU-hour", usd(rec.get("cost_per_gpu_hour_usd"))),
     ]
     return {
+        "footprint": footprint(bp),
         "feasible": bp.get("feasible"), "what": what, "network": net,
         "basis": str(rec.get("cost_basis") or ""),
         "deployment": text(rec.get("deployment")),
@@ -174,6 +176,25 @@ def headline(bp: Mapping[str, Any], training: list[Mapping[str, Any]],
         "perf": [_training_line(w) for w in training] + [_serving_line(w) for w in inference],
         "binding": binding, "risks": risks,
     }
+
+
+def footprint(bp: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Energy and carbon in three lines: per year, per training run, the grid they assume."""
+    en = mapping(bp.get("energy"))
+    if not en:
+        return []
+    yr, g = mapping(en.get("per_year")), mapping(en.get("grid"))
+    runs = records(en.get("runs"))
+    lines = [
+        ("energy per year", energy_kwh(yr.get("facility_kwh"))),
+        ("CO2e per year (operational + embodied)",
+         unit(yr.get("total_location_based_t"), "t")),
+        *((f"CO2e of {text(r.get('workload'))}",
+           unit(get(r, "carbon", "total_location_based_t"), "t")) for r in runs[:2]),
+        ("grid", f"{text(g.get('name'))} {text(g.get('year'))}, "
+                 f"{fmt(g.get('gco2_per_kwh'))} gCO2e/kWh" if g else DASH),
+    ]
+    return [(k, v) for k, v in lines if v != DASH]
 
 
 def bom(bp: Mapping[str, Any], refs: Refs) -> dict[str, Any]:

@@ -10,6 +10,26 @@ failures takes a node out for ``repair_s``: with ``spares`` hot spares the job t
 always at hand. These are the semantics of ``model.reliability.expected_wall_time_s``, so the
 mean agrees with the analytical model (exactly in expectation without spares or with none).
 
+A real fleet adds four things, each optional (``model/reliability`` has their formulas and the
+catalog their sources):
+
+- **node losses** (``losses``): a failure may take one node (repaired in ``repair_s``, or reset
+  in ``reset_s`` for a share), a whole rack, a power domain or a leaf switch's hosts; the job
+  takes as many spares as nodes were lost, waiting for the first to come back from repair
+  when the pool is short (an M/G/inf repair queue: every failed node is repaired at once);
+- **lemon nodes**: each trial draws its job's lemons L ~ Binomial(nodes, p); the node-attached
+  share of the rate is scaled by (n - L + kL) / (n (1 - p + kp)), so the mean over trials is
+  the fleet's published rate and the tail is heavier;
+- **fail-slow stragglers**: episodes arrive at ``fail_slow_per_hour`` during compute, last an
+  exponential ``fail_slow_mean_s`` and slow the step ``fail_slow_slowdown`` times while one is
+  active; a trial's compute is stretched by (s - 1) x the busy time (the compound-Poisson sum
+  of durations times the M/G/inf overlap factor (1 - e^-x) / x, x = rate x mean duration), so
+  its mean is ``model.reliability.fail_slow_stretch``. The checkpoints follow the stretched
+  compute;
+- **GPU-hours lost**, per trial: restarts, waits for nodes, fail-slow time, and checkpoint
+  writes plus recomputed work (the remainder of the wall time over the work). ETTR counts
+  fail-slow time as productive (slow steps still train), as its definition does.
+
 Vectorised over trials: every loop step advances each unfinished trial by one phase (a run
 until the next failure or the end, or one restart attempt), so the loop runs about twice the
 number of failures of the unluckiest trial, not once per checkpoint.
@@ -22,7 +42,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from clusterwright.errors import InputError
-from clusterwright.model.reliability import DAY, expected_wall_time_s, percentiles
+from clusterwright.model.reliability import (
+    DAY,
+    NodeLoss,
+    expected_wall_time_s,
+    lemon_rate_scale,
+    percentiles,
+)
 from clusterwright.sim.engine import check_seed
 
 # Trials of one Monte Carlo: the loop is vectorised over them (100,000 trials of a few
@@ -47,6 +73,22 @@ class RunSpec:
     repair_fraction: float = 0.0  # share of failures that take a node out for repair
     repair_s: float = 0.0  # time a failed node is out
     spares: int | None = None  # hot spares; None = a replacement is always at hand
+    # What a failure takes out; empty: one node for repair_s with probability repair_fraction.
+    losses: tuple[NodeLoss, ...] = ()
+    nodes: int = 0  # nodes of the job (lemons are drawn among them); 0: no lemon model
+    lemon_fraction: float = 0.0
+    lemon_multiplier: float = 1.0
+    lemon_share: float = 0.0  # share of the rate on node-attached causes
+    fail_slow_per_hour: float = 0.0  # fail-slow episodes per hour of compute, whole job
+    fail_slow_mean_s: float = 0.0
+    fail_slow_slowdown: float = 1.0
+
+    def node_losses(self) -> tuple[NodeLoss, ...]:
+        if self.losses:
+            return self.losses
+        if self.repair_fraction > 0:
+            return (NodeLoss("node", self.repair_fraction, 1, self.repair_s),)
+        return ()
 
     def check(self) -> None:
         for name in ("work_s", "interval_s", "mtbf_s"):
@@ -61,6 +103,23 @@ class RunSpec:
             raise InputError(f"repair_fraction: must be in [0, 1], got {self.repair_fraction}")
         if self.spares is not None and self.spares < 0:
             raise InputError(f"spares: must be zero or more, got {self.spares}")
+        total = sum(x.probability for x in self.losses)
+        if self.losses and not total <= 1.0 + 1e-9:
+            raise InputError(f"losses: probabilities add up to {total:g}, more than 1")
+        for x in self.losses:
+            if x.nodes < 1 or not x.repair_s >= 0 or not x.reset_s >= 0:
+                raise InputError(f"losses: {x.kind}: needs at least one node and repair times "
+                                 "of zero or more")
+        for name in ("lemon_fraction", "lemon_share"):
+            v = getattr(self, name)
+            if not 0.0 <= v < 1.0 + (name == "lemon_share"):
+                raise InputError(f"{name}: must be a fraction, got {v}")
+        if self.lemon_multiplier < 1.0 or self.fail_slow_slowdown < 1.0:
+            raise InputError("lemon_multiplier and fail_slow_slowdown: must be at least 1")
+        for name in ("nodes", "fail_slow_per_hour", "fail_slow_mean_s"):
+            v = getattr(self, name)
+            if not v >= 0 or not np.isfinite(v):
+                raise InputError(f"{name}: must be zero or positive, got {v}")
 
 
 @dataclass(frozen=True)
@@ -72,6 +131,11 @@ class RunResult:
     spare_wait_s: np.ndarray  # time spent waiting for a node, s
     work_s: float
     seed: int
+    restart_time_s: np.ndarray | None = None  # time in restarts (attempts included), s
+    fail_slow_s: np.ndarray | None = None  # compute added by fail-slow episodes, s
+    lemons: np.ndarray | None = None  # lemon nodes the job drew
+    checkpoint_s: float = 0.0  # one write
+    interval_s: float = 0.0
 
     @property
     def trials(self) -> int:
@@ -79,7 +143,11 @@ class RunResult:
 
     @property
     def ettr(self) -> np.ndarray:
-        return self.work_s / self.wall_s
+        """Productive time over wall time, as Kokolis et al. (HPCA 2025) define ETTR: steps
+        slowed by a fail-slow still make progress, so they count as productive (they stretch
+        the time to train, not the ETTR); restarts, waits, checkpoints and lost work do not."""
+        slow = self.fail_slow_s if self.fail_slow_s is not None else 0.0
+        return (self.work_s + slow) / self.wall_s
 
     def summary(self) -> dict[str, object]:
         """Distribution of time to train (days), interruptions and ETTR."""
@@ -90,7 +158,24 @@ class RunResult:
             "interruptions": percentiles(self.interruptions),
             "ettr": percentiles(self.ettr),
             "spare_wait_hours": percentiles(self.spare_wait_s / 3600.0),
+            "hours_lost": self.hours_lost(),
+            **({"lemon_nodes": percentiles(self.lemons)} if self.lemons is not None else {}),
         }
+
+    def hours_lost(self) -> dict[str, float]:
+        """Mean wall hours per run beyond the failure-free work, by cause (multiply by the
+        job's GPUs for GPU-hours): restarts, waits for nodes, fail-slow episodes, checkpoint
+        writes (those that completed) and recomputed work (the rest)."""
+        n = self.wall_s.size
+        zero = np.zeros(n)
+        restart = self.restart_time_s if self.restart_time_s is not None else zero
+        slow = self.fail_slow_s if self.fail_slow_s is not None else zero
+        writes = (np.ceil((self.work_s + slow) / self.interval_s - 1e-9) * self.checkpoint_s
+                  if self.interval_s > 0 else zero)
+        rework = self.wall_s - self.work_s - restart - self.spare_wait_s - slow - writes
+        return {k: float(np.mean(v)) / 3600.0 for k, v in (
+            ("restarts", restart), ("spare_wait", self.spare_wait_s), ("fail_slow", slow),
+            ("checkpoints", writes), ("lost_work", np.maximum(rework, 0.0)))}
 
 
 def simulate_run(
@@ -128,43 +213,72 @@ def simulate_run(
     tau, delta, seg = spec.interval_s, spec.checkpoint_s, spec.interval_s + spec.checkpoint_s
     t = np.zeros(trials)
     work = np.full(trials, float(spec.work_s))
+    # Each trial's MTBF: the node-attached share scaled by the lemons it drew.
+    mtbf = np.full(trials, float(spec.mtbf_s))
+    lemons = None
+    if spec.nodes and spec.lemon_fraction > 0 and spec.lemon_share > 0:
+        lemons = rng.binomial(spec.nodes, spec.lemon_fraction, trials).astype(float)
+        scale = lemon_rate_scale(lemons, spec.nodes, spec.lemon_fraction, spec.lemon_multiplier)
+        mtbf = spec.mtbf_s / (1.0 - spec.lemon_share + spec.lemon_share * scale)
+    # Fail-slow episodes stretch each trial's compute (see the module docstring).
+    slow = np.zeros(trials)
+    if spec.fail_slow_per_hour > 0 and spec.fail_slow_mean_s > 0 and spec.fail_slow_slowdown > 1:
+        x = spec.fail_slow_per_hour * spec.fail_slow_mean_s / 3600.0
+        episodes = rng.poisson(spec.fail_slow_per_hour * spec.work_s / 3600.0, trials)
+        busy = np.where(episodes > 0, rng.gamma(np.maximum(episodes, 1), spec.fail_slow_mean_s),
+                        0.0)
+        slow = (spec.fail_slow_slowdown - 1.0) * busy * (-np.expm1(-x) / x)
+        work += slow
     fails = np.zeros(trials, dtype=np.int64)
     waited = np.zeros(trials)
+    restart_time = np.zeros(trials)
     restarting = np.zeros(trials, dtype=bool)
     active = np.ones(trials, dtype=bool)
     # Return times of the spare pool: a spare is free when its time is <= now.
     pool = np.zeros((trials, spec.spares or 0))
+    losses = spec.node_losses()
+    edges = np.cumsum([x.probability for x in losses])
+
+    def take_nodes(hw: np.ndarray, loss: NodeLoss) -> None:
+        now = t[hw]
+        back = np.full(hw.size, loss.repair_s)
+        if loss.reset_share > 0:
+            back = np.where(rng.random(hw.size) < loss.reset_share, loss.reset_s, back)
+        # The failed nodes go to repair and join the pool when fixed; the job takes the
+        # nodes that are (or become) free first, waiting for the last it needs.
+        m = loss.nodes
+        cand = np.concatenate([pool[hw], np.repeat((now + back)[:, None], m, axis=1)], axis=1)
+        cand.sort(axis=1)
+        wait = np.maximum(cand[:, m - 1] - now, 0.0)
+        pool[hw] = cand[:, m:]
+        t[hw] += wait
+        waited[hw] += wait
 
     def fail(idx: np.ndarray) -> None:
         fails[idx] += 1
         restarting[idx] = True
-        if spec.spares is None or spec.repair_fraction == 0.0 or idx.size == 0:
+        if spec.spares is None or not losses or idx.size == 0:
             return
-        hw = idx[rng.random(idx.size) < spec.repair_fraction]
-        if hw.size == 0:
-            return
-        now = t[hw]
-        # The failed node goes to repair and joins the pool when fixed; the job takes the
-        # node that is (or becomes) free first, waiting for it if need be.
-        cand = np.concatenate([pool[hw], (now + spec.repair_s)[:, None]], axis=1)
-        cand.sort(axis=1)
-        wait = np.maximum(cand[:, 0] - now, 0.0)
-        pool[hw] = cand[:, 1:]
-        t[hw] += wait
-        waited[hw] += wait
+        kind = np.searchsorted(edges, rng.random(idx.size), side="right")
+        for k, loss in enumerate(losses):
+            hw = idx[kind == k]
+            if hw.size:
+                take_nodes(hw, loss)
 
     for _ in range(max_steps):
         idx = np.flatnonzero(active)
         if idx.size == 0:
             break
-        gap = rng.exponential(spec.mtbf_s, idx.size)
+        gap = rng.exponential(1.0, idx.size) * mtbf[idx]
         rs = restarting[idx]
         # Restart attempts: finish it, or fail during it and start over.
         r_idx, r_gap = idx[rs], gap[rs]
         ok = r_gap >= spec.restart_s
         t[r_idx[ok]] += spec.restart_s
+        restart_time[r_idx[ok]] += spec.restart_s
         restarting[r_idx[ok]] = False
         t[r_idx[~ok]] += r_gap[~ok]
+        restart_time[r_idx[~ok]] += r_gap[~ok]
         fail(r_idx[~ok])
         # Runs: finish every remaining segment, or fail after k whole segments.
         c_idx, c_gap = idx[~rs], gap[~rs]
@@ -183,4 +297,5 @@ def simulate_run(
             f"interval plus write ({seg:g} s) is too long for an MTBF of {spec.mtbf_s:g} s"
         )
     return RunResult(wall_s=t, interruptions=fails, spare_wait_s=waited,
-                     work_s=float(spec.work_s), seed=seed)
+                     work_s=float(spec.work_s), seed=seed, restart_time_s=restart_time,
+                     fail_slow_s=slow, lemons=lemons, checkpoint_s=delta, interval_s=tau)

@@ -88,6 +88,9 @@ class FabricRequest(BaseModel):
     oob_switch: StrictStr | None = None
     # GB/s; None = catalog assumption
     storage_read_gbps_per_gpu: Annotated[NonNegativeFloat, Field(le=MAX_STORAGE_GBPS)] | None = None
+    # GB/s of the designed storage tier (design/storage_plan.py), read or write whichever is
+    # larger; sizes the storage targets and frontend uplinks instead of the per-GPU figures.
+    storage_tier_gbps: Annotated[NonNegativeFloat, Field(le=1e7)] | None = None
     # EVPN tenants on the frontend; each gets VLAN 100 + n, which must stay within 802.1Q's 4094
     tenants: Annotated[int, INTEGER, Field(ge=1, le=3994)] = 4
     rack_kw: Annotated[PositiveFloat, Field(le=MAX_RACK_KW)] = 40.0

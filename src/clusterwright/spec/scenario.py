@@ -35,6 +35,7 @@ from clusterwright.spec.numbers import (
 from clusterwright.spec.parallel import Recompute
 from clusterwright.spec.pricing import CloudPolicy, Prices
 from clusterwright.spec.scenario_fabric import FabricSection
+from clusterwright.spec.scenario_storage import EnergySection, StorageSection
 from clusterwright.spec.sites import MAX_SITES, MultisitePolicy, SiteSpec, check_sites
 from clusterwright.spec.yamlio import (
     LoadedYaml,
@@ -380,6 +381,12 @@ class Scenario(_Strict):
     cloud: CloudPolicy = Field(default_factory=CloudPolicy)
     """Which cloud offer prices the rental comparison: a provider or offer, and a term (default:
     the cheapest matching offer on demand)."""
+    storage: StorageSection = Field(default_factory=StorageSection)
+    """The storage tier: system and size, checkpoint mode and copies, training data (default:
+    the cheapest catalog system that meets the workloads, asynchronous checkpoints)."""
+    energy: EnergySection = Field(default_factory=EnergySection)
+    """Where the power comes from: grid region and year, contracted renewable share (default:
+    the world average grid, no renewables)."""
     sites: list[SiteSpec] = Field(default_factory=list, max_length=MAX_SITES)
     """Sites a training job may span (power and WAN link each); two or more split each
     training workload over them (docs/accelerators.md)."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from clusterwright.validation.accelerators_table import accelerators_table
+from clusterwright.validation.carbon_table import carbon_table
 from clusterwright.validation.collective_curves_table import collective_curves_table
 from clusterwright.validation.collectives_table import collectives_table
 from clusterwright.validation.fabric_table import fabric_table
@@ -15,6 +16,7 @@ from clusterwright.validation.reliability_table import reliability_table
 from clusterwright.validation.rows import TableResult
 from clusterwright.validation.serving_accelerators_table import serving_accelerators_table
 from clusterwright.validation.serving_table import serving_table
+from clusterwright.validation.storage_table import storage_table
 from clusterwright.validation.training_table import memory_table, training_table
 
 TABLES: dict[str, Callable[[], TableResult]] = {
@@ -26,6 +28,8 @@ TABLES: dict[str, Callable[[], TableResult]] = {
     "serving": serving_table,
     "power": power_table,
     "reliability": reliability_table,
+    "storage": storage_table,
+    "carbon": carbon_table,
     "accelerators": accelerators_table,
     "multisite": multisite_table,
     "serving_accelerators": serving_accelerators_table,

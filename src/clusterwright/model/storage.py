@@ -1,0 +1,222 @@
+"""Storage for AI training and serving: what the GPUs read and write, and how fast a storage
+tier moves it. Pure functions; bytes, seconds, GB/s (10^9 B/s) where a name says ``gbps``.
+
+- **Training data** (MLPerf Storage's model of it): an accelerator consumes ``batch`` samples
+  of ``sample_bytes`` every ``compute_s`` of emulated compute; it is busy a share AU of the time
+  when storage keeps up, so it reads AU x batch x sample_bytes / compute_s. MLPerf Storage
+  v1.0 scores a system by how many accelerators it keeps at or above the workload's AU
+  threshold (90 % for 3D U-Net and ResNet-50, 70 % for CosmoFlow). LLM pre-training reads
+  tokens: tokens/s per GPU x bytes per token id.
+- **Checkpoints**: a synchronous checkpoint stalls training for size / write bandwidth; an
+  asynchronous one (PyTorch DCP async_save, Megatron async save, CheckFreq, Gemini) stalls
+  only for the device-to-host snapshot of each GPU's shard and persists in the background,
+  which must finish within the checkpoint interval (else the interval stretches to it: a
+  binding constraint). Restore reads the checkpoint back on restart.
+- **Serving**: a replica loads its weights from shared storage when the pool scales up.
+
+Sources: MLPerf Storage v1.0 rules and DLIO workload configurations (github.com/mlcommons/
+storage, configs/dlio/workload/*_{a100,h100}.yaml: batch_size, computation_time,
+record_length_bytes, metric.au); MLPerf Storage v2.0 rules (Submission_guidelines.md, Table 2,
+checkpoint sizes); Mohan et al., CheckFreq (FAST'21).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from clusterwright.errors import InputError
+
+GB = 1e9
+
+
+def _positive(name: str, value: float) -> None:
+    if not value > 0 or math.isinf(value):
+        raise InputError(f"{name}: must be a positive number, got {value}")
+
+
+def _non_negative(name: str, value: float) -> None:
+    if not value >= 0 or math.isinf(value):
+        raise InputError(f"{name}: must be zero or a positive number, got {value}")
+
+
+# --------------------------------------------------------------------------- training data
+
+
+@dataclass(frozen=True)
+class DataWorkload:
+    """An MLPerf Storage training workload on one emulated accelerator."""
+
+    name: str
+    accelerator: str  # a100, h100
+    batch: int  # samples per step
+    sample_bytes: float  # record_length_bytes
+    compute_s: float  # emulated compute per step (computation_time)
+    au: float  # accelerator-utilization threshold the benchmark scores against
+
+    @property
+    def full_rate_gbps(self) -> float:
+        """GB/s one accelerator reads when it never waits (AU = 1)."""
+        return self.batch * self.sample_bytes / self.compute_s / GB
+
+    @property
+    def gbps_at_threshold(self) -> float:
+        """GB/s one accelerator reads at the AU threshold (the least a passing system gives)."""
+        return self.au * self.full_rate_gbps
+
+    @property
+    def samples_per_s_at_threshold(self) -> float:
+        return self.au * self.batch / self.compute_s
+
+
+# MLPerf Storage v1.0 workload definitions (mlcommons/storage configs/dlio/workload/, the rules'
+# Table 1 for the AU thresholds): 3D U-Net 7 x 146,600,628 B per step, ResNet-50 400 x
+# 114,660.07 B (TFRecord), CosmoFlow 1 x 2,828,486 B; computation_time per step as configured.
+MLPERF_WORKLOADS: dict[tuple[str, str], DataWorkload] = {
+    (w.name, w.accelerator): w for w in (
+        DataWorkload("unet3d", "h100", 7, 146_600_628, 0.323, 0.90),
+        DataWorkload("unet3d", "a100", 7, 146_600_628, 0.636, 0.90),
+        DataWorkload("resnet50", "h100", 400, 114_660.07, 0.224, 0.90),
+        DataWorkload("resnet50", "a100", 400, 114_660.07, 0.435, 0.90),
+        DataWorkload("cosmoflow", "h100", 1, 2_828_486, 0.00350, 0.70),
+        DataWorkload("cosmoflow", "a100", 1, 2_828_486, 0.00551, 0.70),
+    )
+}
+
+
+def accelerators_supported(read_gbps: float, workload: DataWorkload) -> int:
+    """Accelerators a storage system reading ``read_gbps`` keeps at the workload's AU
+    threshold: floor(read / per-accelerator demand at the threshold)."""
+    _non_negative("read bandwidth", read_gbps)
+    return math.floor(read_gbps / workload.gbps_at_threshold + 1e-9)
+
+
+def token_read_gbps(gpus: int, tokens_per_s: float, bytes_per_token: float) -> float:
+    """GB/s the whole job reads for LLM training: tokens/s x bytes per stored token id (each
+    token read once; ``tokens_per_s`` is the job's, not per GPU)."""
+    _positive("gpus", gpus)
+    _non_negative("tokens per second", tokens_per_s)
+    _positive("bytes per token", bytes_per_token)
+    return tokens_per_s * bytes_per_token / GB
+
+
+# --------------------------------------------------------------------------- checkpoints
+
+
+@dataclass(frozen=True)
+class CheckpointIo:
+    """How one checkpoint moves through a storage tier (seconds)."""
+
+    mode: str  # async or sync
+    bytes: float
+    stall_s: float  # training stops this long per checkpoint
+    persist_s: float  # until the checkpoint is durable on shared storage
+    restore_s: float  # reading it back on restart
+    write_gbps: float  # the write rate used
+    read_gbps: float  # the read rate used
+
+    @property
+    def extra_lost_work_s(self) -> float:
+        """Mean extra work lost per failure because the newest checkpoint was still persisting
+        (async): a failure during the persist rolls back one more interval, which happens with
+        probability persist / interval and costs an interval: about ``persist_s`` (while the
+        persist fits the interval). Zero for a synchronous checkpoint."""
+        return self.persist_s if self.mode == "async" else 0.0
+
+
+def checkpoint_io(size_bytes: float, gpus: int, write_gbps: float, read_gbps: float,
+                  mode: str = "async", host_copy_gbps_per_gpu: float = 25.0,
+                  client_write_gbps_per_gpu: float | None = None,
+                  client_read_gbps_per_gpu: float | None = None) -> CheckpointIo:
+    """Stall, persist and restore of a sharded checkpoint of ``size_bytes`` written by
+    ``gpus`` GPUs to a tier of ``write_gbps``/``read_gbps`` (GB/s), each GPU's client capped at
+    ``client_*_gbps_per_gpu`` when given. ``async``: the stall is the device-to-host copy of one
+    shard at ``host_copy_gbps_per_gpu``; ``sync``: the stall is the whole write."""
+    _positive("checkpoint bytes", size_bytes)
+    _positive("gpus", gpus)
+    _positive("write bandwidth", write_gbps)
+    _positive("read bandwidth", read_gbps)
+    if mode not in ("async", "sync"):
+        raise InputError(f"checkpoint mode: {mode!r} is not one of async, sync")
+    w = write_gbps if client_write_gbps_per_gpu is None else min(
+        write_gbps, gpus * client_write_gbps_per_gpu)
+    r = read_gbps if client_read_gbps_per_gpu is None else min(
+        read_gbps, gpus * client_read_gbps_per_gpu)
+    persist = size_bytes / (w * GB)
+    restore = size_bytes / (r * GB)
+    if mode == "async":
+        _positive("host copy bandwidth", host_copy_gbps_per_gpu)
+        stall = size_bytes / gpus / (host_copy_gbps_per_gpu * GB)
+    else:
+        stall = persist
+    return CheckpointIo(mode, size_bytes, stall, persist, restore, w, r)
+
+
+# --------------------------------------------------------------------------- sizing
+
+
+@dataclass(frozen=True)
+class TierNeed:
+    """What a storage tier must sustain (GB/s, bytes)."""
+
+    read_gbps: float
+    write_gbps: float
+    capacity_bytes: float
+
+
+def units_needed(need: TierNeed, read_gbps: float, write_gbps: float, capacity_tb: float
+                 ) -> dict[str, int]:
+    """Whole units of a building block each need asks for (read, write, capacity)."""
+    for name, v in (("read", read_gbps), ("write", write_gbps), ("capacity", capacity_tb)):
+        _positive(f"unit {name}", v)
+    return {
+        "read": math.ceil(need.read_gbps / read_gbps - 1e-9),
+        "write": math.ceil(need.write_gbps / write_gbps - 1e-9),
+        "capacity": math.ceil(need.capacity_bytes / (capacity_tb * 1e12) - 1e-9),
+    }
+
+
+def async_write_need_gbps(size_bytes: float, mtbf_s: float, overhead: float) -> float:
+    """The write rate that keeps asynchronous checkpointing at ``overhead`` of the run. The
+    snapshot stall is negligible, so the interval is as short as the persist P allows and each
+    failure loses about tau/2 + P of work (the checkpoint being persisted is not yet durable):
+    at tau = P the loss is 1.5 P / M, so P = overhead x M / 1.5, GB/s = size / P."""
+    _positive("checkpoint bytes", size_bytes)
+    _positive("MTBF", mtbf_s)
+    if not 0.0 < overhead < 1.0:
+        raise InputError(f"checkpoint overhead: must be in (0, 1), got {overhead}")
+    return size_bytes / (overhead * mtbf_s / 1.5) / GB
+
+
+def async_overhead(persist_s: float, stall_s: float, interval_s: float, mtbf_s: float) -> float:
+    """Share of the run an asynchronous checkpoint costs: stall / tau + (tau / 2 + P) / M."""
+    _positive("interval", interval_s)
+    _positive("MTBF", mtbf_s)
+    return stall_s / interval_s + (interval_s / 2.0 + persist_s) / mtbf_s
+
+
+def sync_overhead(write_s: float, mtbf_s: float) -> float:
+    """Share of the run a synchronous checkpoint costs at Young's interval: sqrt(2 delta / M)."""
+    _non_negative("write time", write_s)
+    _positive("MTBF", mtbf_s)
+    return math.sqrt(2.0 * write_s / mtbf_s)
+
+
+def sync_write_need_gbps(size_bytes: float, mtbf_s: float, overhead: float) -> float:
+    """The write rate that keeps synchronous checkpointing at ``overhead`` of the run at
+    Young's interval: overhead ~ delta/tau + tau/2M = sqrt(2 delta / M) at tau = sqrt(2 delta M),
+    so delta = overhead^2 M / 2, GB/s = size / delta."""
+    _positive("checkpoint bytes", size_bytes)
+    _positive("MTBF", mtbf_s)
+    if not 0.0 < overhead < 1.0:
+        raise InputError(f"checkpoint overhead: must be in (0, 1), got {overhead}")
+    delta = overhead * overhead * mtbf_s / 2.0
+    return size_bytes / delta / GB
+
+
+def model_load_s(weights_bytes: float, replicas: int, read_gbps: float) -> float:
+    """Seconds to load ``replicas`` replicas' weights at once from a tier reading ``read_gbps``."""
+    _non_negative("weights", weights_bytes)
+    _non_negative("replicas", replicas)
+    _positive("read bandwidth", read_gbps)
+    return weights_bytes * replicas / (read_gbps * GB)

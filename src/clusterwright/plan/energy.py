@@ -1,0 +1,220 @@
+"""Energy and carbon of a plan, and the request behind ``ops carbon``: energy per training run
+and per million served tokens, per year, location- and market-based carbon on the scenario's
+grid, embodied carbon, and the power trace of the largest synchronous training job with what
+softening it costs (``model/energy.py`` has the formulas, ``catalog/data/energy.yaml`` the grid
+intensities and hardware carbon).
+
+Power per component comes from the designed cluster: the servers' sustained training draw
+(power plan: maximum x ``server_typical_power_fraction``, measured on H100 training nodes), the
+network's typical draw and the storage tier, each shared by GPU count; the facility adds PUE.
+The model-card convention (GPU-hours x TDP x PUE) is reported beside it, because that is how
+published footprints are counted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from clusterwright.catalog.registry import Catalog
+from clusterwright.catalog.schema import GridRegion, Server
+from clusterwright.design.blueprint import Candidate, Risk
+from clusterwright.errors import ClusterwrightError, InputError
+from clusterwright.model import energy as en
+from clusterwright.plan.context import PlanRun
+from clusterwright.plan.design import DesignedCluster
+
+DEFAULT_REGION = "world"
+
+
+@dataclass(frozen=True)
+class Grid:
+    region: GridRegion
+    year: int
+    gco2_per_kwh: float
+    renewable_share: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"region": self.region.id, "name": self.region.name, "year": self.year,
+                "gco2_per_kwh": self.gco2_per_kwh, "renewable_share": self.renewable_share,
+                "source": self.region.source}
+
+
+def grid(cat: Catalog, region: str | None, year: int | None, renewable_share: float = 0.0
+         ) -> Grid:
+    """The grid of ``region`` (default the world average) in ``year`` (default its latest).
+    InputError naming ``region`` or ``year``."""
+    rid = region or DEFAULT_REGION
+    try:
+        g: GridRegion = cat.get("grid_regions", rid)
+    except ClusterwrightError as exc:
+        raise InputError(f"region: {exc}", field="region") from None
+    try:
+        y, v = g.intensity(year)
+    except KeyError:
+        years = ", ".join(sorted(g.gco2_per_kwh))
+        raise InputError(f"year: the catalog has {rid} in {years}, not {year}",
+                         field="year") from None
+    if not 0.0 <= renewable_share <= 1.0:
+        raise InputError(f"renewable_share: must be in [0, 1], got {renewable_share}",
+                         field="renewable_share")
+    return Grid(g, y, v, renewable_share)
+
+
+def per_gpu_kw(cat: Catalog, server: Server) -> float:
+    """One GPU's share of its server's sustained training draw, kW."""
+    return server.max_power_kw * cat.assumption("server_typical_power_fraction") / server.gpus
+
+
+def embodied(cat: Catalog, gpu_hours: float, server: Server) -> float:
+    """Embodied tonnes CO2e charged to ``gpu_hours`` on ``server`` hardware."""
+    return en.embodied_t(gpu_hours, server.gpus / max(server.hosts, 1),
+                         cat.assumption("embodied_server_kgco2e"),
+                         cat.assumption("embodied_gpu_kgco2e"),
+                         cat.assumption("embodied_lifetime_years"),
+                         cat.assumption("cluster_utilization"))
+
+
+def footprint(cat: Catalog, g: Grid, gpu_hours: float, server: Server, pue: float,
+              network_kw_per_gpu: float = 0.0, storage_kw_per_gpu: float = 0.0
+              ) -> dict[str, Any]:
+    """Energy and carbon of ``gpu_hours`` of work on ``server``: the full-system energy (servers,
+    network, storage, PUE), the model-card convention and the carbon of each."""
+    hours_per_gpu = gpu_hours  # GPU-hours: each component's per-GPU draw x GPU-hours
+    e = en.energy(hours_per_gpu, per_gpu_kw(cat, server), network_kw_per_gpu,
+                  storage_kw_per_gpu, pue)
+    gpu = cat.gpu(server.gpu)
+    card = en.model_card_kwh(gpu_hours, gpu.tdp_w, pue)
+    emb = embodied(cat, gpu_hours, server)
+    c = en.carbon(e.facility_kwh, g.gco2_per_kwh, g.renewable_share, emb)
+    cc = en.carbon(card, g.gco2_per_kwh, g.renewable_share)
+    return {"gpu_hours": gpu_hours, "energy": e.as_dict(), "carbon": c.as_dict(),
+            "model_card_convention": {
+                "kwh": card, "location_based_t": cc.location_t, "market_based_t": cc.market_t,
+                "basis": f"GPU-hours x {gpu.tdp_w:g} W TDP x PUE {pue:g}"}}
+
+
+def energy_view(run: PlanRun, cand: Candidate, d: DesignedCluster) -> dict[str, Any] | None:
+    """The blueprint's ``energy`` section: per training run, per million served tokens, per
+    year, and the power trace of the largest training job."""
+    cat, sc = run.cat, run.scenario
+    e = sc.energy
+    g = grid(cat, e.region, e.year, e.renewable_share)
+    server = d.fab.server
+    pp = d.power
+    gpus = max(cand.gpus or 1, 1)
+    pue = pp.pue
+    net_kw_gpu = pp.power.network_typical_kw / gpus
+    sto_kw_gpu = pp.power.storage_kw / gpus
+    out: dict[str, Any] = {"grid": g.as_dict(), "pue": pue, "runs": [], "serving": []}
+    for r in cand.detail.get("workloads", []):
+        if r["kind"] == "training" and r.get("gpu_hours"):
+            f = footprint(cat, g, float(r["gpu_hours"]), server, pue, net_kw_gpu, sto_kw_gpu)
+            f.update(workload=r["name"], days=r.get("time_to_train_days"))
+            out["runs"].append(f)
+        elif r["kind"] == "inference" and r.get("tokens_per_s_per_gpu"):
+            kw = float(r["gpus"]) * (per_gpu_kw(cat, server) + net_kw_gpu + sto_kw_gpu)
+            tps = float(r["tokens_per_s_per_gpu"]) * float(r["gpus"])
+            kwh_m = en.kwh_per_million_tokens(kw, tps, pue)
+            out["serving"].append({
+                "workload": r["name"], "kwh_per_million_tokens": kwh_m,
+                "gco2_per_million_tokens": kwh_m * g.gco2_per_kwh,
+                "basis": "at peak load, servers at their sustained training draw (the measured "
+                         "fraction is from training; serving usually draws less)"})
+    # A year of the whole cluster at the TCO's utilisation-weighted draw.
+    annual_kwh = (d.tco.annual_energy_kwh if d.tco is not None
+                  else pp.power.typical_kw * 8760.0 * pp.pue)
+    life = cat.assumption("embodied_lifetime_years")
+    emb_year = (cat.assumption("embodied_server_kgco2e") * (cand.nodes or 0) * server.hosts
+                + cat.assumption("embodied_gpu_kgco2e") * gpus) / life / 1e3
+    cy = en.carbon(annual_kwh, g.gco2_per_kwh, g.renewable_share, emb_year)
+    out["per_year"] = {"facility_kwh": annual_kwh, **cy.as_dict()}
+    trace = training_trace(run, cand, d)
+    if trace is not None:
+        out["power_trace"] = trace
+    return out
+
+
+def training_trace(run: PlanRun, cand: Candidate, d: DesignedCluster
+                   ) -> dict[str, Any] | None:
+    """The power trace of the largest training job and three ways to soften it."""
+    cat = run.cat
+    rows = [r for r in cand.detail.get("workloads", []) if r["kind"] == "training"
+            and r.get("step_time_s")]
+    if not rows:
+        return None
+    r = max(rows, key=lambda x: x["gpus"])
+    pp = d.power
+    share = r["gpus"] / max(cand.gpus or 1, 1)
+    high = pp.power.typical_kw * share / 1e3
+    low = pp.power.idle_kw * share / 1e3
+    b = r.get("breakdown") or {}
+    waiting = sum(float(b.get(k) or 0.0) for k in (
+        "tp_comm_s", "pp_comm_s", "pp_bubble_s", "dp_comm_exposed_s", "cp_comm_s",
+        "ep_comm_s"))
+    ck = r.get("checkpoint") or {}
+    restart = float(ck.get("restart_s") or 0.0)
+    tr = en.power_trace(high, low, float(r["step_time_s"]), waiting,
+                        cat.assumption("training_power_ramp_s"), restart,
+                        run.scenario.energy.ramp_limit_mw_per_s)
+    usd_kwh = run.scenario.constraints.electricity_usd_per_kwh
+    job_usd_h = (cand.cost_per_gpu_hour_usd or 0.0) * r["gpus"]
+    mits = en.mitigations(tr, 8760.0 * cat.assumption("cluster_utilization"), usd_kwh,
+                          cat.assumption("battery_usd_per_kwh"),
+                          cat.assumption("power_cap_fraction"), job_usd_h)
+    out: dict[str, Any] = {"workload": r["name"], **tr.as_dict(),
+                           "basis": "computing at the sustained training draw, waiting "
+                           "(exposed communication, pipeline bubble) at idle; one failure's "
+                           "restart dip after the steps; IT side (PUE not applied)"}
+    out["mitigations"] = [{"name": m.name, "swing_mw": m.swing_mw, "capex_usd": m.capex_usd,
+                           "annual_usd": m.annual_usd, "note": m.note} for m in mits]
+    return out
+
+
+# --------------------------------------------------------------------------- ops carbon
+
+
+@dataclass(frozen=True)
+class CarbonRequest:
+    """``ops carbon``: ``gpu_hours`` of work on ``server`` in ``region``."""
+
+    gpu_hours: float
+    server: str = "dgx-h100"
+    region: str | None = None
+    year: int | None = None
+    renewable_share: float = 0.0
+    pue: float | None = None
+    tokens_per_s_per_gpu: float | None = None
+
+
+def carbon_report(cat: Catalog, req: CarbonRequest) -> dict[str, Any]:
+    """Energy and carbon of the work (``ops carbon``'s JSON)."""
+    try:
+        server = cat.server(req.server)
+    except ClusterwrightError as exc:
+        raise InputError(f"server: {exc}", field="server") from None
+    g = grid(cat, req.region, req.year, req.renewable_share)
+    pue = req.pue if req.pue is not None else cat.assumption(
+        "pue_liquid" if server.cooling == "liquid" else "pue_air")
+    out = footprint(cat, g, req.gpu_hours, server, pue)
+    out.update(server=server.id, gpu=server.gpu, grid=g.as_dict(), pue=pue,
+               per_gpu_kw=per_gpu_kw(cat, server))
+    if req.tokens_per_s_per_gpu is not None:
+        kwh_m = en.kwh_per_million_tokens(per_gpu_kw(cat, server), req.tokens_per_s_per_gpu,
+                                          pue)
+        out["serving"] = {"kwh_per_million_tokens": kwh_m,
+                          "gco2_per_million_tokens": kwh_m * g.gco2_per_kwh}
+    return out
+
+
+def energy_risks(energy: dict[str, Any] | None) -> list[Risk]:
+    """A high risk when the training power trace ramps faster than the grid allows."""
+    tr = (energy or {}).get("power_trace") or {}
+    if not tr.get("exceeds_ramp_limit"):
+        return []
+    return [Risk(
+        "high", "power", "Power ramps faster than the grid allows",
+        f"{tr['workload']} swings {tr['swing_mw']:.3g} MW within {tr['ramp_s']:g} s "
+        f"({tr['ramp_mw_per_s']:.3g} MW/s) against the utility's {tr['ramp_limit_mw_per_s']:g} "
+        "MW/s (energy.ramp_limit_mw_per_s); the power trace's mitigations say what a battery, a "
+        "dummy load or a power cap cost")]

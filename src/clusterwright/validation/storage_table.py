@@ -1,0 +1,83 @@
+"""Storage validation table (``validation/storage.csv``).
+
+- ``accelerators_from_throughput`` (development, consistency): every MLPerf Storage v1.0 Closed
+  training result. The accelerators its measured sample rate keeps at the workload's AU
+  threshold, floor(samples/s / (AU x batch / compute time)), against the accelerators the
+  submitter reported. It checks the encoding of MLPerf's workloads (``model/storage.py``:
+  sample sizes, emulated compute time, thresholds) that the storage planner sizes data reads
+  with; the storage system does not enter.
+- ``accelerators_from_datasheet`` (held out): the DDN AI400X2T results predicted from the
+  catalog's read rate alone (110 GB/s, DDN's figure), as the planner sizes a tier.
+- ``checkpoint_gib`` (held out): published checkpoint sizes (MLPerf Storage v2.0 Llama 3
+  checkpoint workloads, BLOOM-176B, OPT-175B) against weights + mixed-precision Adam state
+  (``model/reliability.checkpoint_bytes``, 14 B/param).
+
+Development or held out is decided per source, never by the error: rows whose prediction uses
+the row's own measurement are consistency rows (dev); rows predicted from the catalog or the
+model alone are held out.
+"""
+
+from __future__ import annotations
+
+import math
+
+from clusterwright.catalog.registry import Catalog, load_catalog
+from clusterwright.errors import InputError
+from clusterwright.model import reliability as rel
+from clusterwright.model import storage as st
+from clusterwright.model.params import total_params
+from clusterwright.validation.rows import Row, TableResult, read_csv
+
+FILE = "storage.csv"
+GIB = 2.0**30
+
+
+def _num(r: dict[str, str], col: str) -> float:
+    try:
+        return float(r[col])
+    except ValueError as e:
+        raise InputError(f"{FILE} row {r['id']}: {col} {r[col]!r} is not a number") from e
+
+
+def _workload(r: dict[str, str]) -> st.DataWorkload:
+    key = (r["workload"], r["accelerator"])
+    if key not in st.MLPERF_WORKLOADS:
+        raise InputError(f"{FILE} row {r['id']}: no MLPerf workload {key}")
+    return st.MLPERF_WORKLOADS[key]
+
+
+def predict(cat: Catalog, r: dict[str, str]) -> tuple[float, str]:
+    q = r["quantity"]
+    if q == "accelerators_from_throughput":
+        wl = _workload(r)
+        sps = _num(r, "throughput_samples_per_s")
+        n = math.floor(sps / wl.samples_per_s_at_threshold + 1e-9)
+        implied = sps / (_num(r, "value") * wl.batch / wl.compute_s)
+        return float(n), (f"{sps:,.0f} samples/s / {wl.samples_per_s_at_threshold:.2f} per "
+                          f"accelerator at AU {wl.au:g}; the submission ran at AU "
+                          f"{implied:.3f} (from its rate)")
+    if q == "accelerators_from_datasheet":
+        wl = _workload(r)
+        gbps = _num(r, "system_read_gbps")
+        n = st.accelerators_supported(gbps, wl)
+        return float(n), (f"{gbps:g} GB/s / {wl.gbps_at_threshold:.3f} GB/s per accelerator at "
+                          f"AU {wl.au:g}")
+    if q == "checkpoint_gib":
+        arch = cat.model(r["model"])
+        p = float(total_params(arch))
+        b = rel.checkpoint_bytes(p, "bf16", "adam")
+        return b / GIB, f"{p / 1e9:.2f}B params x 14 B (bf16 + fp32 master + 2 moments)"
+    raise InputError(f"{FILE} row {r['id']}: unknown quantity {q!r}")
+
+
+def storage_table(cat: Catalog | None = None) -> TableResult:
+    """Predict every row of ``validation/storage.csv``."""
+    cat = cat or load_catalog(env={})
+    rows = []
+    for r in read_csv(FILE):
+        value, detail = predict(cat, r)
+        rows.append(Row(id=r["id"], quantity=r["quantity"], measured=_num(r, "value"),
+                        predicted=value, unit=r["unit"], source=r["source"],
+                        set=r["set"] or "dev", detail=detail, group=r["quantity"],
+                        tags=(("workload", r["workload"] or "checkpoint"),)))
+    return TableResult(name="storage", file=FILE, rows=rows, tolerance=0.10)

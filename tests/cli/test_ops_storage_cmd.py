@@ -1,0 +1,51 @@
+"""``clusterwright ops storage``: the tier, its checkpoint times, bad input exits 2."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from clusterwright.cli.main import app
+
+
+def cw(*args: str) -> object:
+    return CliRunner().invoke(app, ["ops", "storage", *args])
+
+
+def test_json_tier_and_checkpoint() -> None:
+    r = cw("--gpus", "16384", "--model", "llama-3.1-405b", "--json")
+    assert r.exit_code == 0, r.output  # type: ignore[attr-defined]
+    d = json.loads(r.stdout)  # type: ignore[attr-defined]
+    assert d["units"] >= 1 and d["read_gbps"] > 0 and d["feasible"]
+    assert d["checkpoint"]["mode"] == "async" and d["checkpoint"]["persist_s"] > 0
+    assert d["job_mtbf_hours"] == pytest.approx(2.99, abs=0.05)
+
+
+def test_mlperf_workload_reports_the_accelerators_fed() -> None:
+    r = cw("--gpus", "64", "--mlperf-workload", "unet3d", "--system", "ddn-ai400x2t", "--json")
+    d = json.loads(r.stdout)  # type: ignore[attr-defined]
+    assert d["units"] == 2 and d["mlperf_workload"]["accelerators_supported"] == 76
+
+
+def test_a_fixed_tier_too_small_is_reported_not_refused() -> None:
+    r = cw("--gpus", "16384", "--model", "llama-3.1-405b", "--system", "ddn-ai400x2t",
+           "--units", "1", "--checkpoint", "sync")
+    assert r.exit_code == 0  # type: ignore[attr-defined]
+    assert "binding" in r.stdout  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(("args", "flag"), [
+    (("--gpus", "8", "--system", "nope"), "--system"),
+    (("--gpus", "8", "--units", "2"), "--units"),
+    (("--gpus", "8", "--checkpoint", "lazy"), "--checkpoint"),
+    (("--gpus", "8", "--mlperf-workload", "bert"), "--mlperf-workload"),
+    (("--gpus", "8", "--dataset-tb", "-1"), "--dataset-tb"),
+    (("--gpus", "0",), "--gpus"),
+    (("--gpus", "8", "--model", "no-such-model"), "--model"),
+])
+def test_bad_input_exits_2_naming_the_flag(args: tuple[str, ...], flag: str) -> None:
+    r = cw(*args)
+    assert r.exit_code == 2, r.output  # type: ignore[attr-defined]
+    assert flag in r.output  # type: ignore[attr-defined]

@@ -1,0 +1,58 @@
+"""Storage formulas: MLPerf Storage's per-accelerator demand, checkpoint stall, persist and
+restore, the write rate a checkpoint budget asks for."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from clusterwright.errors import InputError
+from clusterwright.model import storage as st
+
+
+def test_unet3d_h100_reads_what_mlperf_storage_configures() -> None:
+    wl = st.MLPERF_WORKLOADS[("unet3d", "h100")]
+    # 7 x 146,600,628 B every 0.323 s = 3.18 GB/s at AU 1; the 90 % threshold: 2.86 GB/s.
+    assert wl.full_rate_gbps == pytest.approx(7 * 146_600_628 / 0.323 / 1e9)
+    assert wl.gbps_at_threshold == pytest.approx(0.9 * wl.full_rate_gbps)
+    # DDN's 110 GB/s keeps 38 such accelerators at 90 %.
+    assert st.accelerators_supported(110, wl) == 38
+    cosmo = st.MLPERF_WORKLOADS[("cosmoflow", "a100")]
+    assert cosmo.au == 0.70
+
+
+def test_async_checkpoint_stalls_only_for_the_snapshot() -> None:
+    io = st.checkpoint_io(1e12, 1000, write_gbps=10, read_gbps=20, mode="async",
+                          host_copy_gbps_per_gpu=25)
+    assert io.stall_s == pytest.approx(1e12 / 1000 / 25e9)
+    assert io.persist_s == pytest.approx(100.0) and io.restore_s == pytest.approx(50.0)
+    assert io.extra_lost_work_s == io.persist_s
+    sync = st.checkpoint_io(1e12, 1000, 10, 20, mode="sync")
+    assert sync.stall_s == sync.persist_s == pytest.approx(100.0)
+    assert sync.extra_lost_work_s == 0.0
+    # The clients cap the rate: 4 GPUs at 1 GB/s each write 4 GB/s whatever the tier does.
+    capped = st.checkpoint_io(1e12, 4, 100, 100, "sync", client_write_gbps_per_gpu=1.0)
+    assert capped.write_gbps == 4.0
+    with pytest.raises(InputError, match="checkpoint mode"):
+        st.checkpoint_io(1e12, 8, 1, 1, mode="lazy")
+
+
+def test_the_write_rate_keeps_checkpointing_within_its_budget() -> None:
+    size, m, b = 5.68e12, 3 * 3600.0, 0.02
+    w = st.sync_write_need_gbps(size, m, b)
+    delta = size / (w * 1e9)
+    assert st.sync_overhead(delta, m) == pytest.approx(b)
+    a = st.async_write_need_gbps(size, m, b)
+    persist = size / (a * 1e9)
+    # At tau = P: stall/tau is negligible, (P/2 + P)/M is the budget.
+    assert st.async_overhead(persist, 0.0, persist, m) == pytest.approx(b)
+    # Asynchronous checkpoints ask ~60x less bandwidth of the tier at Llama 3's scale.
+    assert w / a > 50
+
+
+def test_units_needed_and_loads() -> None:
+    need = st.TierNeed(read_gbps=100, write_gbps=10, capacity_bytes=300e12)
+    assert st.units_needed(need, 110, 55, 295) == {"read": 1, "write": 1, "capacity": 2}
+    assert st.model_load_s(140e9, 2, 10) == pytest.approx(28.0)
+    assert math.isclose(st.token_read_gbps(1024, 1.1e6, 4), 1.1e6 * 4 / 1e9)
