@@ -13,30 +13,6 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
 
 
-# Under pytest-xdist (`-n auto --dist loadgroup`, the README's test command) a test module
-# runs on one worker, so its module-scoped fixtures (a plan, a validate run, a browser) are
-# built once, not once per worker. Tests that start real components run on one worker per
-# kind: FRR/lldpd labs share the host's network namespaces and FRR's run directory, Chromium
-# instances compete for the same two cores, and two local Ray instances would both claim
-# Ray's default ports. The modules below are many independent slow cases with cheap fixtures:
-# their tests spread over the workers.
-_SERIAL_GROUPS = ("netlab", "browser")
-_SPREAD = {"tests/fuzz/test_files.py", "tests/fuzz/test_cli_flags.py",
-           "tests/fuzz/test_scenario_fields.py"}
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        module = item.nodeid.split("::", 1)[0]
-        group = next((g for g in _SERIAL_GROUPS if item.get_closest_marker(g)), None)
-        if group is None and "ray" in item.nodeid.lower():
-            group = "ray"
-        if group is None and module not in _SPREAD:
-            group = module
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
-
-
 @pytest.fixture(scope="session")
 def catalog() -> Catalog:
     return load_catalog(env={})
