@@ -24,11 +24,7 @@ import math
 from dataclasses import dataclass
 
 from clusterwright.errors import InputError
-
-
-def _non_negative(name: str, value: float) -> None:
-    if not value >= 0 or math.isinf(value):
-        raise InputError(f"{name}: must be zero or a positive number, got {value}")
+from clusterwright.model.checks import non_negative as _non_negative
 
 
 def _pue(pue: float) -> None:

@@ -30,6 +30,8 @@ from numpy.typing import ArrayLike
 
 from clusterwright.catalog.schema import FailureMode, FailureUnit
 from clusterwright.errors import InputError
+from clusterwright.model.checks import non_negative as _non_negative
+from clusterwright.model.checks import positive as _positive
 from clusterwright.model.memory import optimizer_bytes_per_param
 from clusterwright.model.precision import Precision, bytes_per
 from clusterwright.spec.parallel import Optimizer
@@ -39,14 +41,6 @@ DAY = 86400.0
 GB = 1e9
 
 
-def _positive(name: str, value: float) -> None:
-    if not value > 0 or math.isinf(value):
-        raise InputError(f"{name}: must be a positive number, got {value}")
-
-
-def _non_negative(name: str, value: float) -> None:
-    if not value >= 0 or math.isinf(value):
-        raise InputError(f"{name}: must be zero or a positive number, got {value}")
 
 
 # --------------------------------------------------------------------------- fleet size

@@ -26,18 +26,12 @@ import math
 from dataclasses import dataclass
 
 from clusterwright.errors import InputError
+from clusterwright.model.checks import non_negative as _non_negative
+from clusterwright.model.checks import positive as _positive
 
 GB = 1e9
 
 
-def _positive(name: str, value: float) -> None:
-    if not value > 0 or math.isinf(value):
-        raise InputError(f"{name}: must be a positive number, got {value}")
-
-
-def _non_negative(name: str, value: float) -> None:
-    if not value >= 0 or math.isinf(value):
-        raise InputError(f"{name}: must be zero or a positive number, got {value}")
 
 
 # --------------------------------------------------------------------------- training data
