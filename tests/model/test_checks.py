@@ -10,13 +10,13 @@ from clusterwright.model.checks import non_negative, positive
 
 @pytest.mark.parametrize("bad", [0.0, -1.0, math.nan, math.inf])
 def test_positive_refuses_naming_the_quantity(bad: float) -> None:
-    with pytest.raises(InputError, match="^size_gb: must be a positive number"):
+    with pytest.raises(InputError, match=r"^size_gb: must be a positive number"):
         positive("size_gb", bad)
 
 
 @pytest.mark.parametrize("bad", [-1e-9, math.nan, math.inf, -math.inf])
 def test_non_negative_refuses_naming_the_quantity(bad: float) -> None:
-    with pytest.raises(InputError, match="^share: must be zero or a positive number"):
+    with pytest.raises(InputError, match=r"^share: must be zero or a positive number"):
         non_negative("share", bad)
 
 
