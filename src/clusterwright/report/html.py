@@ -498,6 +498,18 @@ def _storage(bp: Mapping[str, Any]) -> dict[str, Any]:
                        f"{duration(ck.get('interval_s'))}" if ck else DASH),
         ("model load (serving)", duration(st.get("model_load_s"))),
     ]
+    dr, ls = mapping(st.get("data_read_per_unit")), mapping(st.get("local_staging"))
+    if dr:
+        unchecked = list(dr.get("not_checked") or [])
+        facts.append(("training data files per unit",
+                      f"{unit(dr.get('gbps'), 'GB/s')}, {text(dr.get('bound'))}-bound"
+                      + (f" (no {' / '.join(map(str, unchecked))} rate: an upper bound)"
+                         if unchecked else "")))
+    if ls:
+        facts.append(("local NVMe staging",
+                      f"{text(ls.get('system'))} in {fmt(ls.get('servers'))} servers: a shard "
+                      f"stages in {duration(ls.get('stage_s'))} (stall without it "
+                      f"{duration(ls.get('shared_stall_s'))})"))
     binding = [[text(b.get("constraint")), unit(b.get("needed"), str(b.get("unit") or "")),
                 unit(b.get("available"), str(b.get("unit") or "")), text(b.get("message"))]
                for b in records(st.get("binding"))]
