@@ -36,7 +36,24 @@ def test_a_fixed_tier_too_small_is_reported_not_refused() -> None:
     assert "binding" in r.stdout  # type: ignore[attr-defined]
 
 
+def test_local_nvme_staging_and_small_files_in_json() -> None:
+    r = cw("--gpus", "1024", "--model", "llama-3.1-70b", "--checkpoint", "sync",
+           "--local-nvme", "dgx-8x3.84tb-u2-gen4", "--json")
+    assert r.exit_code == 0, r.output  # type: ignore[attr-defined]
+    d = json.loads(r.stdout)  # type: ignore[attr-defined]
+    ls = d["local_staging"]
+    assert ls["servers"] == 128 and ls["stage_s"] < ls["shared_stall_s"]
+    r = cw("--gpus", "64", "--mlperf-workload", "cosmoflow", "--system",
+           "aws-s3-standard-prefix", "--json")
+    d = json.loads(r.stdout)  # type: ignore[attr-defined]
+    assert d["data_read_per_unit"]["bound"] == "requests"
+    assert d["units"] == d["units_by_need"]["read"] > 1
+
+
 @pytest.mark.parametrize(("args", "flag"), [
+    (("--gpus", "8", "--local-nvme", "minio-nvme-node"), "--local-nvme"),
+    (("--gpus", "8", "--local-nvme", "nope"), "--local-nvme"),
+    (("--gpus", "8", "--system", "dgx-8x3.84tb-u2-gen4"), "--system"),
     (("--gpus", "8", "--system", "nope"), "--system"),
     (("--gpus", "8", "--units", "2"), "--units"),
     (("--gpus", "8", "--checkpoint", "lazy"), "--checkpoint"),

@@ -56,3 +56,40 @@ def test_units_needed_and_loads() -> None:
     assert st.units_needed(need, 110, 55, 295) == {"read": 1, "write": 1, "capacity": 2}
     assert st.model_load_s(140e9, 2, 10) == pytest.approx(28.0)
     assert math.isclose(st.token_read_gbps(1024, 1.1e6, 4), 1.1e6 * 4 / 1e9)
+
+
+def test_mlperf_files_and_requests_follow_the_dlio_configs() -> None:
+    rn = st.MLPERF_WORKLOADS[("resnet50", "h100")]
+    cf = st.MLPERF_WORKLOADS[("cosmoflow", "a100")]
+    un = st.MLPERF_WORKLOADS[("unet3d", "h100")]
+    # ResNet-50: 1,251 samples per TFRecord file, read in 256 KiB buffers; CosmoFlow one
+    # 2.8 MB sample per file; 3D U-Net npz files read whole.
+    assert rn.file_bytes == pytest.approx(1251 * 114_660.07)
+    assert rn.read_request_bytes == 262_144 and cf.read_request_bytes == 262_144
+    assert cf.file_bytes == 2_828_486
+    assert un.read_request_bytes == un.file_bytes == 146_600_628
+
+
+def test_large_files_are_bandwidth_bound() -> None:
+    c = st.read_ceiling(110.0, 146.6e6, None, read_iops=3e6, file_opens_per_s=50_000)
+    assert c.bound == "bandwidth" and c.gbps == 110.0 and c.unknown == ()
+
+
+def test_small_requests_are_iops_bound_and_small_files_metadata_bound() -> None:
+    # 5,500 GET/s x 256 KiB = 1.44 GB/s, far below 92 GB/s of bandwidth.
+    c = st.read_ceiling(92.0, 2.83e6, 262_144, read_iops=5500, file_opens_per_s=None)
+    assert c.bound == "requests" and c.gbps == pytest.approx(5500 * 262_144 / 1e9)
+    assert c.unknown == ("metadata",)
+    # 20,000 opens/s of 2.83 MB files = 56.6 GB/s < 110 GB/s.
+    m = st.read_ceiling(110.0, 2.83e6, None, read_iops=None, file_opens_per_s=20_000)
+    assert m.bound == "metadata" and m.gbps == pytest.approx(56.6)
+    assert m.files_per_s == pytest.approx(20_000)
+    # A request never carries more than its file.
+    assert st.read_ceiling(10.0, 4096, 1 << 20, read_iops=1000).request_bytes == 4096
+
+
+def test_read_ceiling_rejects_bad_rates() -> None:
+    with pytest.raises(InputError):
+        st.read_ceiling(10.0, 0.0)
+    with pytest.raises(InputError):
+        st.read_ceiling(10.0, 1e6, None, read_iops=-1)

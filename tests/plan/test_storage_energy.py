@@ -80,3 +80,35 @@ def test_a_fixed_tier_too_slow_for_the_interval_binds_with_its_numbers() -> None
     assert b["needed"] > b["available"] and b["unit"] and b["message"]
     assert bp.feasible is False
     assert any(v["constraint"] == "storage" for v in bp.binding_constraints)
+
+
+def test_local_nvme_and_small_files_from_the_scenario() -> None:
+    text = TEXT.replace('system: "ddn-ai400x2t"',
+                        'system: "ddn-ai400x2t"\n  local_nvme: "dgx-8x3.84tb-u2-gen4"\n'
+                        '  data_file_mb: 2.83')
+    st = _plan(text).storage
+    assert st is not None
+    # The training job's 1,024 GPUs write the checkpoint: 128 DGX H100 servers (spares idle).
+    assert st["local_staging"]["system"] == "dgx-8x3.84tb-u2-gen4"
+    assert st["local_staging"]["servers"] == 128
+    assert st["local_staging"]["stage_s"] < st["checkpoint"]["stall_s"]
+    assert st["data_read_per_unit"]["not_checked"] == ["requests", "metadata"]
+
+
+@pytest.mark.parametrize(("insert", "field"), [
+    ('  local_nvme: "minio-nvme-node"', "storage.local_nvme"),
+    ('  local_nvme: "no-such-drive"', "storage.local_nvme"),
+    ("  data_request_kb: 262.144", "storage.data_request_kb"),
+    ("  data_file_mb: -1", "storage.data_file_mb"),
+])
+def test_bad_storage_choices_exit_2_naming_the_field_and_line(
+        insert: str, field: str, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from clusterwright.cli.main import app
+
+    path = tmp_path / "s.yaml"
+    path.write_text(TEXT.replace('system: "ddn-ai400x2t"', 'system: "ddn-ai400x2t"\n' + insert))
+    r = CliRunner().invoke(app, ["check", str(path)])
+    assert r.exit_code == 2, r.output
+    assert field in r.output and "line 31" in r.output

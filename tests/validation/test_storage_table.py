@@ -31,8 +31,20 @@ def test_held_out_rows_are_reported(table: TableResult) -> None:
                 "mlps20_ckpt_llama3_70b", "mlps20_ckpt_llama3_405b",
                 "bloom176b_checkpoint_with_optimizer"):
         assert abs(held[rid].error) < 0.10, rid
-    # Small-sample workloads are client-bound, not bandwidth-bound: bandwidth alone
-    # over-predicts (documented); OPT kept less optimizer state than 14 B/param.
-    assert held["mlps10_ddn_ai400x2t_datasheet_cosmoflow_h100"].error > 0.5
+    # Small-file CosmoFlow on the DDN appliance stays over-predicted: the catalog gives no
+    # sourced IOPS or file-open rate for it, so only bandwidth is checked, and the detail says
+    # so (documented); OPT kept less optimizer state than 14 B/param.
+    cf = held["mlps10_ddn_ai400x2t_datasheet_cosmoflow_h100"]
+    assert cf.error > 0.5 and "no requests/metadata rate" in cf.detail
     assert held["opt175b_checkpoint"].error > 0.3
     assert all(len(r.source) > 30 for r in table.rows)
+
+
+def test_local_drives_are_predicted_from_their_datasheets(table: TableResult) -> None:
+    micron = [r for r in table.held_out_rows if r.id.startswith("mlps10_micron_")]
+    # Every Micron v1.0 result (17) predicted from its drive's listed 1 MiB read rate and
+    # 4 KiB IOPS (catalog local-nvme entries); IOPS never binds at DLIO's request sizes.
+    assert len(micron) == 17
+    assert all("micron-" in r.detail and "bandwidth-bound" in r.detail for r in micron)
+    # ResNet-50 (large TFRecord files) lands within 10 % on all three drives.
+    assert all(abs(r.error) < 0.10 for r in micron if "resnet50" in r.id)

@@ -92,6 +92,21 @@ def _storage_energy_refs(scenario: Scenario, cat: Catalog, doc: LoadedYaml | Non
     elif s.units is not None:
         raise ScenarioError(f"{_where(doc, ('storage', 'units'))}: needs storage.system (units "
                             "of which storage system)")
+    if s.system is not None and cat.get("storage_systems", s.system).kind == "local-nvme":
+        raise ScenarioError(f"{_where(doc, ('storage', 'system'))}: {s.system} is the NVMe "
+                            "inside each GPU server, not a shared tier; give it as "
+                            "storage.local_nvme")
+    if s.local_nvme is not None:
+        try:
+            loc = cat.get("storage_systems", s.local_nvme)
+        except UnknownIdError as exc:
+            raise ScenarioError(f"{_where(doc, ('storage', 'local_nvme'))}: {exc}") from None
+        if loc.kind != "local-nvme":
+            raise ScenarioError(f"{_where(doc, ('storage', 'local_nvme'))}: {loc.id} is of "
+                                f"kind {loc.kind}, not local-nvme (NVMe inside the GPU servers)")
+    if s.data_request_kb is not None and s.data_file_mb is None:
+        raise ScenarioError(f"{_where(doc, ('storage', 'data_request_kb'))}: needs "
+                            "storage.data_file_mb (requests of which files)")
     e = scenario.energy
     if "grid_regions" not in cat.entries:
         return

@@ -565,15 +565,21 @@ class StorageSystem(CatalogEntry):
     (``design/storage_plan.py``): a parallel-file-system appliance, an object-store node or a
     cloud file system's unit of capacity. Bandwidths are GB/s (decimal) per unit, as its
     datasheet or a published benchmark gives them; ``read_gbps`` and ``write_gbps`` are what the
-    unit sustains for large sequential I/O from many clients."""
+    unit sustains for large sequential I/O from many clients. ``read_iops`` (small random reads,
+    4 KiB unless the source says otherwise) and ``file_opens_per_s`` (open-read-close of a file,
+    the metadata cost of one small file) bound small-file workloads
+    (``model/storage.read_ceiling``); None where no source gives them, and the planner says so.
+    Kind ``local-nvme`` is the data drives inside one GPU server: not a shared tier (never chosen
+    as one), a checkpoint staging area and read cache per server; ``cloud`` kinds have no
+    rack units or ports of their own."""
 
-    kind: Literal["parallel-fs", "object", "nas", "cloud-fs"]
+    kind: Literal["parallel-fs", "object", "nas", "cloud-fs", "cloud-object", "local-nvme"]
     vendor: StrictStr
     read_gbps: PositiveFloat
     write_gbps: PositiveFloat
     capacity_tb: PositiveFloat  # usable, decimal TB
-    ports: PositiveInt  # network ports per unit
-    port_gbps: PositiveFloat  # Gb/s per port
+    ports: NonNegativeInt  # network ports per unit (0: in the server, or a cloud service)
+    port_gbps: NonNegativeFloat  # Gb/s per port (0 with no ports)
     rack_units: NonNegativeInt  # 0 for a cloud service
     power_w: NonNegativeFloat  # per unit, under load
     price_usd: PositiveFloat | None = None  # per unit (on premises); None: not priced
@@ -582,6 +588,14 @@ class StorageSystem(CatalogEntry):
     min_units: PositiveInt = 1  # the fewest a redundant deployment runs on
     max_units: PositiveInt | None = None  # the most one deployment scales to
     embodied_kgco2e: NonNegativeFloat | None = None  # per unit, where a source gives it
+    read_iops: PositiveFloat | None = None  # per unit, small random reads
+    file_opens_per_s: PositiveFloat | None = None  # per unit, open-read-close of small files
+
+    @model_validator(mode="after")
+    def _ports_for_appliances(self) -> StorageSystem:
+        if self.ports == 0 and self.kind in ("parallel-fs", "object", "nas"):
+            raise ValueError(f"ports: an on-premises {self.kind} unit needs at least one port")
+        return self
 
 
 # --------------------------------------------------------------------------- energy

@@ -14,7 +14,7 @@ from clusterwright.cli.common import console, fail, run_command, state, user_err
 from clusterwright.errors import ClusterwrightError
 
 FLAGS = {"gpus": "--gpus", "server": "--server", "system": "--system", "units": "--units",
-         "mlperf_workload": "--mlperf-workload"}
+         "mlperf_workload": "--mlperf-workload", "local_nvme": "--local-nvme"}
 
 
 def _model(cat: Any, ref: str | None, flag: str) -> ModelArch | None:
@@ -51,6 +51,23 @@ def _render(d: dict[str, Any]) -> None:
         console.print(t)
     if d.get("model_load_s") is not None:
         console.print(f"  one replica's weights load in {d['model_load_s']:,.1f} s")
+    r = d.get("data_read_per_unit")
+    if r:
+        unchecked = (f" (no {' or '.join(r['not_checked'])} rate in the catalog: an upper bound)"
+                     if r["not_checked"] else "")
+        console.print(f"  data files of {r['file_bytes'] / 1e6:,.3g} MB in "
+                      f"{r['request_bytes'] / 1e3:,.4g} kB requests: {r['gbps']:,.1f} GB/s per "
+                      f"unit, {r['bound']}-bound{unchecked}")
+    ls = d.get("local_staging")
+    if ls:
+        shared = ("" if ls["shared_stall_s"] is None
+                  else f" (the stall without it: {ls['shared_stall_s']:,.1f} s)")
+        console.print(f"  local NVMe {ls['system']} in {ls['servers']:,} servers: a checkpoint "
+                      f"shard of {ls['shard_bytes'] / 1e9:,.1f} GB stages in "
+                      f"{ls['stage_s']:,.1f} s{shared}; "
+                      + ("fits" if ls["fits"] else "[red]does not fit[/]")
+                      + " with the kept copies; dataset "
+                      + ("cached locally" if ls["dataset_cached"] else "not cached locally"))
     m = d.get("mlperf_workload")
     if m:
         console.print(f"  MLPerf Storage {m['name']} ({m['accelerator']}): "
@@ -84,6 +101,9 @@ def storage(
     system: str | None = typer.Option(
         None, "--system", help="Storage system catalog id (default: the cheapest that fits)."),
     units: int | None = typer.Option(None, "--units", help="Fixed units of --system."),
+    local_nvme: str | None = typer.Option(
+        None, "--local-nvme",
+        help="Local NVMe in each server (catalog id, kind local-nvme): checkpoint staging."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """The storage tier a cluster needs: units, bandwidth, capacity, ports, power, price, and
@@ -91,7 +111,8 @@ def storage(
     from clusterwright.plan.storage import OpsStorageRequest, storage_report
 
     lim.nonempty(("--server", server), ("--system", system), ("--model", model),
-                 ("--serve-model", serve_model), ("--mlperf-workload", mlperf_workload))
+                 ("--serve-model", serve_model), ("--mlperf-workload", mlperf_workload),
+                 ("--local-nvme", local_nvme))
     lim.within(("--gpus", gpus, lim.GPUS), ("--data-gbps-per-gpu", data_gbps_per_gpu,
                                             lim.DATA_GBPS_PER_GPU),
                ("--dataset-tb", dataset_tb, lim.DATASET_TB),
@@ -110,7 +131,7 @@ def storage(
         data_read_gbps_per_gpu=data_gbps_per_gpu, dataset_tb=dataset_tb,
         serve_model=_model(cat, serve_model, "--serve-model"), serve_precision=serve_precision,
         checkpoint="sync" if checkpoint == "sync" else "async", checkpoint_copies=copies,
-        system=system, units=units, mlperf_workload=mlperf_workload)
+        system=system, units=units, mlperf_workload=mlperf_workload, local_nvme=local_nvme)
 
     def payload() -> dict[str, Any]:
         with user_errors(FLAGS, name_flags=True):

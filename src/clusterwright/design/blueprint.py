@@ -478,6 +478,8 @@ class Blueprint:
     # A training job split across the scenario's sites (plan/multisite), when it has two or
     # more; absent from blueprint.json otherwise.
     multisite: dict[str, Any] | None = None
+    # The vector index tier of a retrieval workload (plan/rag), when the scenario has rag:.
+    rag: dict[str, Any] | None = None
     # The designed fabric of the recommendation, for the exporters (BOM, cabling, configs);
     # not part of blueprint.json.
     fabric_design: Fabric | None = field(default=None, repr=False, compare=False)
@@ -492,11 +494,11 @@ class Blueprint:
     ADDED: ClassVar[dict[str, Any]] = {"decisions": [], "bom": [], "sources": [],
                                        "storage": None, "energy": None}
     # Keys present only when the scenario asks for them (after the contract keys).
-    OPTIONAL: ClassVar[tuple[str, ...]] = ("multisite",)
+    OPTIONAL: ClassVar[tuple[str, ...]] = ("multisite", "rag")
 
     def to_dict(self) -> dict[str, Any]:
         """The blueprint.json object, keys in contract order, then ``multisite`` when the
-        scenario spans sites."""
+        scenario spans sites and ``rag`` when it has a retrieval workload."""
         out = {k: getattr(self, k) for k in self.KEYS}
         out.update({k: getattr(self, k) for k in self.OPTIONAL if getattr(self, k) is not None})
         return out

@@ -11,6 +11,14 @@ Sizing (``model/storage.py`` has the formulas):
   failure during a persist loses one more interval (cost about 1.5 persist / M);
 - capacity: the dataset, ``checkpoint_copies_retained`` checkpoints and the served weights.
 
+Reads of small files are sized at what a unit delivers to them, not its bandwidth: the least
+of bandwidth, read IOPS x request bytes and file opens/s x file bytes (``model/storage.
+read_ceiling``); a rate the catalog entry does not give is not checked, and the plan says the
+small-file regime is then an upper bound. Local NVMe in the GPU servers (kind ``local-nvme``)
+is never the shared tier; given as ``local_nvme`` it is reported as checkpoint staging (the
+stall of writing each server's shard locally, drained to the tier in the background) and as a
+read cache (whether the dataset fits the servers' drives).
+
 Units = the largest of the three, at least one. Each GPU's client is capped at its server's
 frontend NICs. The system is the request's, else the cheapest catalog system with a price
 that meets every need (ties: catalog order). A tier fixed by the request (``system`` and
@@ -53,6 +61,12 @@ class StorageRequest(BaseModel):
     checkpoint_copies: Annotated[int, Field(ge=1, le=1000)] | None = None
     system: StrictStr | None = None  # catalog storage system; None: the cheapest that fits
     units: Annotated[int, Field(gt=0, le=MAX_UNITS)] | None = None  # fixed size; None: sized
+    # The shape of the training data reads: one file's bytes and one read request's bytes
+    # (None: large sequential files, sized by bandwidth alone).
+    data_file_bytes: Annotated[float, Field(gt=0, le=1e15, allow_inf_nan=False)] | None = None
+    data_request_bytes: Annotated[float, Field(gt=0, le=1e15, allow_inf_nan=False)] | None = None
+    local_nvme: StrictStr | None = None  # catalog local-nvme entry in each GPU server
+    servers: Annotated[int, Field(gt=0, le=10_000_000)] | None = None  # GPU servers (staging)
 
 
 @dataclass(frozen=True)
@@ -71,6 +85,27 @@ class Binding:
 
 
 @dataclass(frozen=True)
+class LocalStaging:
+    """The GPU servers' own NVMe as checkpoint staging and read cache (seconds, bytes)."""
+
+    system: StorageSystem  # the local-nvme entry (one unit per server)
+    servers: int
+    shard_bytes: float  # one server's share of the checkpoint
+    stage_s: float  # writing that share to the local drives
+    shared_stall_s: float | None  # the checkpoint's stall without staging
+    fits: bool  # a shard fits the drives with the retained copies
+    dataset_cached: bool  # the dataset fits one server's drives (epochs after the first local)
+
+    def as_dict(self) -> dict[str, Any]:
+        s = self.system
+        return {"system": s.id, "servers": self.servers, "write_gbps_per_server": s.write_gbps,
+                "read_gbps_per_server": s.read_gbps, "capacity_tb_per_server": s.capacity_tb,
+                "shard_bytes": self.shard_bytes, "stage_s": self.stage_s,
+                "shared_stall_s": self.shared_stall_s, "fits": self.fits,
+                "dataset_cached": self.dataset_cached, "source": s.source}
+
+
+@dataclass(frozen=True)
 class StoragePlan:
     """The designed tier and how checkpoints, data and weights move through it."""
 
@@ -85,6 +120,8 @@ class StoragePlan:
     why: str = ""
     model_load_s: float | None = None  # one replica's weights at the tier's read rate
     notes: tuple[str, ...] = field(default=())
+    data_read: st.ReadCeiling | None = None  # per unit, for the request's data files
+    staging: LocalStaging | None = None
 
     @property
     def read_gbps(self) -> float:
@@ -133,6 +170,8 @@ class StoragePlan:
                 "interval_s": self.interval_s, "write_gbps": ck.write_gbps,
                 "read_gbps": ck.read_gbps, "extra_lost_work_s": ck.extra_lost_work_s},
             "model_load_s": self.model_load_s,
+            "data_read_per_unit": None if self.data_read is None else self.data_read.as_dict(),
+            "local_staging": None if self.staging is None else self.staging.as_dict(),
             "binding": [b.as_dict() for b in self.binding],
             "feasible": self.feasible, "why": self.why,
             "alternatives": [{"option": a, "why_not": w} for a, w in self.alternatives],
@@ -170,7 +209,13 @@ def _evaluate(cat: Catalog, req: StorageRequest, sys: StorageSystem) -> StorageP
             write_need = st.sync_write_need_gbps(size, req.mtbf_s, budget)
     need = st.TierNeed(read_gbps=req.data_read_gbps, write_gbps=write_need,
                        capacity_bytes=req.dataset_bytes + copies * size + req.model_bytes)
-    by_need = st.units_needed(need, sys.read_gbps, sys.write_gbps, sys.capacity_tb)
+    ceiling = None
+    data_gbps = sys.read_gbps  # what one unit delivers to the training data
+    if req.data_file_bytes is not None:
+        ceiling = st.read_ceiling(sys.read_gbps, req.data_file_bytes, req.data_request_bytes,
+                                  sys.read_iops, sys.file_opens_per_s)
+        data_gbps = ceiling.gbps
+    by_need = st.units_needed(need, data_gbps, sys.write_gbps, sys.capacity_tb)
     units = req.units if req.units is not None else max(sys.min_units, *by_need.values())
     notes: list[str] = []
     if req.units is None and sys.max_units is not None and units > sys.max_units:
@@ -196,11 +241,13 @@ def _evaluate(cat: Catalog, req: StorageRequest, sys: StorageSystem) -> StorageP
                 f"{interval:,.0f} s and cost {100 * overhead:.1f} % of the run against the "
                 f"{100 * budget:g} % budget; {size / (write_need * st.GB):,.0f} s "
                 f"({write_need:,.1f} GB/s, {need_units} x {sys.id}) would meet it"))
-    if units * sys.read_gbps < need.read_gbps * (1 - 1e-9):
+    if units * data_gbps < need.read_gbps * (1 - 1e-9):
+        bound = "" if ceiling is None or ceiling.bound == "bandwidth" else (
+            f" of these files ({ceiling.bound}-bound)")
         binding.append(Binding(
-            "data_read", need.read_gbps, units * sys.read_gbps, "GB/s",
+            "data_read", need.read_gbps, units * data_gbps, "GB/s",
             f"training reads {need.read_gbps:,.1f} GB/s; {units} x {sys.id} read "
-            f"{units * sys.read_gbps:,.1f} GB/s"))
+            f"{units * data_gbps:,.1f} GB/s{bound}"))
     if units * sys.capacity_tb * 1e12 < need.capacity_bytes * (1 - 1e-9):
         binding.append(Binding(
             "capacity", need.capacity_bytes / 1e12, units * sys.capacity_tb, "TB",
@@ -212,8 +259,41 @@ def _evaluate(cat: Catalog, req: StorageRequest, sys: StorageSystem) -> StorageP
     if overhead is not None:
         notes.append(f"checkpointing costs {100 * overhead:.2f} % of the run "
                      f"(budget {100 * budget:g} %, checkpoint_sync_overhead)")
+    if ceiling is not None and ceiling.bound != "bandwidth":
+        notes.append(f"the training data's {ceiling.file_bytes / 1e6:,.3g} MB files are "
+                     f"{ceiling.bound}-bound on {sys.id}: {ceiling.gbps:,.1f} of "
+                     f"{sys.read_gbps:,.1f} GB/s per unit")
+    if ceiling is not None and ceiling.unknown:
+        notes.append(f"{sys.id} gives no {' or '.join(_RATE_NAMES[u] for u in ceiling.unknown)}"
+                     f" rate: small-file reads are sized by the rates it gives (an upper "
+                     f"bound, not validated for this system)")
     return StoragePlan(sys, units, by_need, need, ck, interval, tuple(binding),
-                       model_load_s=load, notes=tuple(notes))
+                       model_load_s=load, notes=tuple(notes), data_read=ceiling)
+
+
+_RATE_NAMES = {"requests": "read IOPS", "metadata": "file-open"}
+
+
+def _staging(cat: Catalog, req: StorageRequest, plan: StoragePlan) -> LocalStaging | None:
+    """The servers' local NVMe as checkpoint staging and read cache (None without one)."""
+    if req.local_nvme is None:
+        return None
+    try:
+        loc = cat.get("storage_systems", req.local_nvme)
+    except ClusterwrightError as exc:
+        raise InputError(f"local_nvme: {exc}", field="local_nvme") from None
+    if loc.kind != "local-nvme":
+        raise InputError(f"local_nvme: {loc.id} is of kind {loc.kind}, not local-nvme (NVMe "
+                         "inside the GPU servers)", field="local_nvme")
+    servers = req.servers or 1
+    copies = req.checkpoint_copies or round(cat.assumption("checkpoint_copies_retained"))
+    shard = req.checkpoint_bytes / servers
+    ck = plan.checkpoint
+    return LocalStaging(
+        loc, servers, shard, shard / (loc.write_gbps * st.GB),
+        ck.stall_s if ck is not None else None,
+        fits=copies * shard <= loc.capacity_tb * 1e12,
+        dataset_cached=0 < req.dataset_bytes <= loc.capacity_tb * 1e12)
 
 
 def _why(plan: StoragePlan, fixed: bool) -> str:
@@ -245,8 +325,13 @@ def plan_storage(req: StorageRequest, cat: Catalog) -> StoragePlan:
             systems = [cat.get("storage_systems", req.system)]
         except ClusterwrightError as exc:
             raise InputError(f"system: {exc}", field="system") from None
+        if systems[0].kind == "local-nvme":
+            raise InputError(f"system: {req.system} is the NVMe inside each GPU server, not a "
+                             "shared tier; give it as local_nvme (checkpoint staging)",
+                             field="system")
     else:
-        systems = [s for s in cat.all("storage_systems") if s.price_usd is not None]
+        systems = [s for s in cat.all("storage_systems")
+                   if s.price_usd is not None and s.kind != "local-nvme"]
         if not systems:
             raise InputError("system: no storage system in the catalog has a price; name one",
                              field="system")
@@ -256,6 +341,7 @@ def plan_storage(req: StorageRequest, cat: Catalog) -> StoragePlan:
         return (len(p.binding), p.price_usd if p.price_usd is not None else math.inf)
 
     best = min(plans, key=rank)
+    staging = _staging(cat, req, best)
     alts = tuple(
         (f"{p.units} x {p.system.id}",
          "; ".join(b.message for b in p.binding) if p.binding else
@@ -264,4 +350,4 @@ def plan_storage(req: StorageRequest, cat: Catalog) -> StoragePlan:
     return StoragePlan(best.system, best.units, best.units_by_need, best.need, best.checkpoint,
                        best.interval_s, best.binding, alts, _why(best, req.units is not None),
                        best.model_load_s,
-                       best.notes)
+                       best.notes, best.data_read, staging)

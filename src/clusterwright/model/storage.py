@@ -13,6 +13,13 @@ tier moves it. Pure functions; bytes, seconds, GB/s (10^9 B/s) where a name says
   which must finish within the checkpoint interval (else the interval stretches to it: a
   binding constraint). Restore reads the checkpoint back on restart.
 - **Serving**: a replica loads its weights from shared storage when the pool scales up.
+- **Small files** (``read_ceiling``): a tier delivers a workload at most its bandwidth, its
+  request rate x the bytes a request carries, and its file-open rate x the bytes of a file: the
+  first resource to saturate binds (a roofline over the three). Large files (3D U-Net's
+  147 MB samples) are bandwidth-bound; one small file per sample (CosmoFlow's 2.8 MB) adds a
+  metadata open per 2.8 MB. Requests are the reader's transfer size: TensorFlow's
+  TFRecordDataset reads 256 KiB buffers (DLIO passes its ``transfer_size`` default, 262,144 B);
+  PyTorch/NumPy ``np.load`` of an npz reads the whole file.
 
 Sources: MLPerf Storage v1.0 rules and DLIO workload configurations (github.com/mlcommons/
 storage, configs/dlio/workload/*_{a100,h100}.yaml: batch_size, computation_time,
@@ -47,6 +54,19 @@ class DataWorkload:
     sample_bytes: float  # record_length_bytes
     compute_s: float  # emulated compute per step (computation_time)
     au: float  # accelerator-utilization threshold the benchmark scores against
+    samples_per_file: int = 1  # num_samples_per_file
+    request_bytes: float | None = None  # bytes one read request carries; None: the whole file
+
+    @property
+    def file_bytes(self) -> float:
+        """Bytes of one dataset file."""
+        return self.samples_per_file * self.sample_bytes
+
+    @property
+    def read_request_bytes(self) -> float:
+        """Bytes one read request carries (never more than the file)."""
+        r = self.request_bytes
+        return self.file_bytes if r is None else min(r, self.file_bytes)
 
     @property
     def full_rate_gbps(self) -> float:
@@ -64,16 +84,23 @@ class DataWorkload:
 
 
 # MLPerf Storage v1.0 workload definitions (mlcommons/storage configs/dlio/workload/, the rules'
-# Table 1 for the AU thresholds): 3D U-Net 7 x 146,600,628 B per step, ResNet-50 400 x
-# 114,660.07 B (TFRecord), CosmoFlow 1 x 2,828,486 B; computation_time per step as configured.
+# Table 1 for the AU thresholds): 3D U-Net 7 x 146,600,628 B per step (npz, one sample per
+# file, read whole), ResNet-50 400 x 114,660.07 B (TFRecord, 1,251 samples per file),
+# CosmoFlow 1 x 2,828,486 B (TFRecord, one sample per file); computation_time per step as
+# configured. TFRecord requests: TFRECORD_REQUEST_BYTES.
+TFRECORD_REQUEST_BYTES = 262_144  # DLIO reader transfer_size default = tf.data 256 KiB buffer
 MLPERF_WORKLOADS: dict[tuple[str, str], DataWorkload] = {
     (w.name, w.accelerator): w for w in (
         DataWorkload("unet3d", "h100", 7, 146_600_628, 0.323, 0.90),
         DataWorkload("unet3d", "a100", 7, 146_600_628, 0.636, 0.90),
-        DataWorkload("resnet50", "h100", 400, 114_660.07, 0.224, 0.90),
-        DataWorkload("resnet50", "a100", 400, 114_660.07, 0.435, 0.90),
-        DataWorkload("cosmoflow", "h100", 1, 2_828_486, 0.00350, 0.70),
-        DataWorkload("cosmoflow", "a100", 1, 2_828_486, 0.00551, 0.70),
+        DataWorkload("resnet50", "h100", 400, 114_660.07, 0.224, 0.90, 1251,
+                     TFRECORD_REQUEST_BYTES),
+        DataWorkload("resnet50", "a100", 400, 114_660.07, 0.435, 0.90, 1251,
+                     TFRECORD_REQUEST_BYTES),
+        DataWorkload("cosmoflow", "h100", 1, 2_828_486, 0.00350, 0.70, 1,
+                     TFRECORD_REQUEST_BYTES),
+        DataWorkload("cosmoflow", "a100", 1, 2_828_486, 0.00551, 0.70, 1,
+                     TFRECORD_REQUEST_BYTES),
     )
 }
 
@@ -83,6 +110,58 @@ def accelerators_supported(read_gbps: float, workload: DataWorkload) -> int:
     threshold: floor(read / per-accelerator demand at the threshold)."""
     _non_negative("read bandwidth", read_gbps)
     return math.floor(read_gbps / workload.gbps_at_threshold + 1e-9)
+
+
+@dataclass(frozen=True)
+class ReadCeiling:
+    """What a storage tier delivers to a workload of ``file_bytes`` files read in
+    ``request_bytes`` requests (GB/s), and which resource binds."""
+
+    gbps: float  # min of the ceilings
+    bound: str  # bandwidth, requests or metadata
+    ceilings: dict[str, float]  # GB/s each resource allows (only the ones the system gives)
+    unknown: tuple[str, ...]  # resources the system gives no rate for (not checked)
+    file_bytes: float
+    request_bytes: float
+
+    @property
+    def files_per_s(self) -> float:
+        return self.gbps * GB / self.file_bytes
+
+    def as_dict(self) -> dict[str, object]:
+        return {"gbps": self.gbps, "bound": self.bound, "ceilings_gbps": dict(self.ceilings),
+                "not_checked": list(self.unknown), "file_bytes": self.file_bytes,
+                "request_bytes": self.request_bytes, "files_per_s": self.files_per_s}
+
+
+def read_ceiling(read_gbps: float, file_bytes: float, request_bytes: float | None = None,
+                 read_iops: float | None = None, file_opens_per_s: float | None = None
+                 ) -> ReadCeiling:
+    """The read rate (GB/s) a tier of ``read_gbps`` bandwidth, ``read_iops`` read requests/s
+    and ``file_opens_per_s`` file opens/s delivers to files of ``file_bytes`` read in
+    ``request_bytes`` requests (None: one request per file):
+    min(bandwidth, IOPS x request bytes, opens/s x file bytes), a roofline over the
+    resources that serve a read (Williams et al., CACM 2009, applied to storage: whichever
+    saturates first binds). A rate the system does not give is not checked and is listed in
+    ``unknown``, so the result is then an upper bound."""
+    _positive("read bandwidth", read_gbps)
+    _positive("file bytes", file_bytes)
+    req = file_bytes if request_bytes is None else min(request_bytes, file_bytes)
+    _positive("request bytes", req)
+    ceilings = {"bandwidth": read_gbps}
+    unknown: list[str] = []
+    if read_iops is None:
+        unknown.append("requests")
+    else:
+        _positive("read IOPS", read_iops)
+        ceilings["requests"] = read_iops * req / GB
+    if file_opens_per_s is None:
+        unknown.append("metadata")
+    else:
+        _positive("file opens per second", file_opens_per_s)
+        ceilings["metadata"] = file_opens_per_s * file_bytes / GB
+    bound = min(ceilings, key=lambda k: ceilings[k])
+    return ReadCeiling(ceilings[bound], bound, ceilings, tuple(unknown), file_bytes, req)
 
 
 def token_read_gbps(gpus: int, tokens_per_s: float, bytes_per_token: float) -> float:

@@ -26,6 +26,7 @@ from clusterwright.plan.pricing import (
     price_cloud_only,
     tco_request,
 )
+from clusterwright.plan.rag import RagPlan, plan_rag
 from clusterwright.plan.storage import design_storage
 from clusterwright.spec.fabric import MAX_NODES as FABRIC_MAX_NODES
 
@@ -39,6 +40,7 @@ class DesignedCluster:
     cloud: CloudChoice | None = None  # the pricing policy's offer for the GPU
     cloud_basis: str = ""  # how the cloud rental was counted (term, offer, hours)
     storage: StoragePlan | None = None  # the storage tier (design/storage_plan)
+    rag: RagPlan | None = None  # the vector index tier of the scenario's rag: (plan/rag)
 
 
 def rack_violations(run: PlanRun, server: Server) -> tuple[list[Violation], float, str]:
@@ -101,6 +103,25 @@ def design_candidate(run: PlanRun, cand: Candidate) -> DesignedCluster | None:
         "storage", f"{storage.units} x {storage.system.id}", storage.why,
         alternatives=tuple(Alternative(o, w) for o, w in storage.alternatives)))
     storage_kw = storage.power_kw if on_prem else 0.0
+    storage_usd = storage.price_usd
+    rag = None
+    if sc.rag is not None:
+        with run.timed("rag"):
+            rag = plan_rag(cat, sc.rag, cand.gpu, cand.gpus or 1)
+        cand.decisions.append(Decision("rag", f"{rag.servers} x vector-index server", rag.why))
+        if not on_prem:
+            run.notes.append("rag: the vector-index servers are priced as bought (the "
+                             "blueprint's rag); the cloud rental does not include them")
+        else:
+            # The index servers draw and cost with the storage tier: the power plan and the
+            # TCO carry them as storage (their own figures are in the blueprint's rag).
+            storage_kw += rag.power_kw
+            if storage_usd is not None:
+                storage_usd += rag.price_usd
+            else:
+                run.notes.append("the vector-index servers are not in the TCO: the storage "
+                                 "tier has no catalog price, so the TCO estimates storage "
+                                 "per GB/s")
     try:
         with run.timed("fabric"):
             fab = plan_fabric(fabric_request(
@@ -131,16 +152,15 @@ def design_candidate(run: PlanRun, cand: Candidate) -> DesignedCluster | None:
                 run, cand, choice, years=c.years,
                 electricity_usd_per_kwh=c.electricity_usd_per_kwh, pue=c.pue,
                 cooling=cooling, rack_kw=rack_kw, training_gpu_hours=train_hours,
-                storage_usd=storage.price_usd if storage.price_usd is not None else None,
-                storage_kw=storage_kw), cat, fab=fab)
+                storage_usd=storage_usd, storage_kw=storage_kw), cat, fab=fab)
     except InputError as exc:
         if c.deployment == "cloud" and price_cloud_only(run, cand, choice):
             run.notes.append(f"{server.id} has no catalog price: {cand.gpu} is priced as "
                              "cloud rental only")
-            return DesignedCluster(fab, pp, None, cooling, choice, storage=storage)
+            return DesignedCluster(fab, pp, None, cooling, choice, storage=storage, rag=rag)
         cand.violations.append(violation("gpus", None, None, "",
                                          f"{cand.gpu}: cannot be priced ({exc})"))
         return None
     price_candidate(run, cand, tp, choice)
     return DesignedCluster(fab, pp, tp, cooling, choice,
-                           cand.detail.get("cloud_cost_basis", ""), storage)
+                           cand.detail.get("cloud_cost_basis", ""), storage, rag)

@@ -205,6 +205,7 @@ def plan_scenario(scenario: Scenario, cat: Catalog, *, progress: Progress | None
             # what it was asked for as well as what it chose.
             **{k: getattr(scenario, k).model_dump(mode="json")
                for k in ("cluster", "fabric", "prices", "cloud", "storage", "energy")},
+            **({"rag": scenario.rag.model_dump(mode="json")} if scenario.rag else {}),
         },
         feasible=choice.feasible,
         binding_constraints=[v.as_dict() for v in choice.binding],
@@ -231,6 +232,7 @@ def plan_scenario(scenario: Scenario, cat: Catalog, *, progress: Progress | None
         clusterwright_version=__version__,
         fabric_design=d.fab if d is not None else None,
         multisite=multisite,
+        rag=d.rag.as_dict() if d is not None and d.rag is not None else None,
     )
 
 

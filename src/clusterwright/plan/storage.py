@@ -84,12 +84,22 @@ def storage_request(run: PlanRun, cand: Candidate, server: Server) -> StorageReq
             arch = run.models[r["name"]]
             served[arch.id] = max(served.get(arch.id, 0.0),
                                   float(total_params(arch)) * bytes_per(r["precision"]))
+    gpus = cand.gpus or 1
     return StorageRequest(
-        gpus=cand.gpus or 1, client_gbps_per_gpu=client_gbps_per_gpu(cat, server.id),
+        gpus=gpus, client_gbps_per_gpu=client_gbps_per_gpu(cat, server.id),
         checkpoint_bytes=ck_bytes, checkpoint_gpus=ck_gpus, mtbf_s=mtbf,
         checkpoint_mode=s.checkpoint, data_read_gbps=data, dataset_bytes=dataset,
         model_bytes=sum(served.values()), checkpoint_copies=s.checkpoint_copies,
-        system=s.system, units=s.units)
+        system=s.system, units=s.units,
+        data_file_bytes=None if s.data_file_mb is None else s.data_file_mb * 1e6,
+        data_request_bytes=None if s.data_request_kb is None else s.data_request_kb * 1e3,
+        local_nvme=s.local_nvme, servers=servers_of(ck_gpus or gpus, server))
+
+
+def servers_of(gpus: int, server: Server) -> int:
+    """GPU servers (hosts) that ``gpus`` GPUs fill: each holds its own local NVMe."""
+    per_host = server.gpus // max(server.hosts, 1)
+    return max(1, math.ceil(gpus / per_host))
 
 
 def design_storage(run: PlanRun, cand: Candidate, server: Server) -> StoragePlan:
@@ -122,6 +132,7 @@ class OpsStorageRequest:
     system: str | None = None
     units: int | None = None
     mlperf_workload: str | None = None  # unet3d, resnet50, cosmoflow: the data rate from it
+    local_nvme: str | None = None  # catalog local-nvme entry in each server (staging)
 
 
 def storage_report(cat: Catalog, req: OpsStorageRequest) -> dict[str, Any]:
@@ -150,7 +161,10 @@ def storage_report(cat: Catalog, req: OpsStorageRequest) -> dict[str, Any]:
         gpus=req.gpus, client_gbps_per_gpu=client_gbps_per_gpu(cat, server.id),
         checkpoint_bytes=ck_bytes, mtbf_s=mtbf, checkpoint_mode=req.checkpoint,
         data_read_gbps=data, dataset_bytes=req.dataset_tb * 1e12, model_bytes=weights,
-        checkpoint_copies=req.checkpoint_copies, system=req.system, units=req.units), cat)
+        checkpoint_copies=req.checkpoint_copies, system=req.system, units=req.units,
+        data_file_bytes=None if wl is None else wl.file_bytes,
+        data_request_bytes=None if wl is None else wl.request_bytes,
+        local_nvme=req.local_nvme, servers=servers_of(req.gpus, server)), cat)
     out = plan.as_dict()
     out.update(gpus=req.gpus, server=server.id, job_mtbf_hours=None if mtbf is None
                else mtbf / rel.HOUR)
@@ -158,5 +172,7 @@ def storage_report(cat: Catalog, req: OpsStorageRequest) -> dict[str, Any]:
         out["mlperf_workload"] = {
             "name": wl.name, "accelerator": wl.accelerator, "au_threshold": wl.au,
             "gbps_per_accelerator_at_threshold": wl.gbps_at_threshold,
-            "accelerators_supported": st.accelerators_supported(plan.read_gbps, wl)}
+            "accelerators_supported": st.accelerators_supported(
+                plan.units * (plan.data_read.gbps if plan.data_read else plan.system.read_gbps),
+                wl)}
     return out

@@ -36,9 +36,12 @@ COLUMNS: dict[str, list[tuple[str, Any]]] = {
         ("read GB/s", lambda e: f"{e.read_gbps:g}"),
         ("write GB/s", lambda e: f"{e.write_gbps:g}"),
         ("TB", lambda e: f"{e.capacity_tb:g}"),
-        ("ports", lambda e: f"{e.ports} x {e.port_gbps:g}G"),
+        ("ports", lambda e: f"{e.ports} x {e.port_gbps:g}G" if e.ports else "-"),
+        ("read IOPS", lambda e: f"{e.read_iops:,.0f}" if e.read_iops else "-"),
+        ("opens/s", lambda e: f"{e.file_opens_per_s:,.0f}" if e.file_opens_per_s else "-"),
         ("W", lambda e: f"{e.power_w:g}"),
-        ("price $", lambda e: f"{e.price_usd:,.0f}" if e.price_usd else "-"),
+        ("price $", lambda e: f"{e.price_usd:,.0f}" if e.price_usd else
+         (f"{e.usd_per_month:,.0f}/mo" if e.usd_per_month else "-")),
     ],
     "failure_modes": [
         ("id", lambda e: e.id),

@@ -473,7 +473,8 @@ def _storage(bp: Mapping[str, Any]) -> dict[str, Any]:
     """The storage tier: system and units, what sized it, the checkpoint it writes."""
     st = mapping(bp.get("storage"))
     if not st:
-        return {"facts": [], "binding": [], "alternatives": [], "why": "", "notes": []}
+        return {"facts": _rag_facts(bp), "binding": [], "alternatives": [], "why": "",
+                "notes": []}
     need, ck = mapping(st.get("need")), mapping(st.get("checkpoint"))
     by = mapping(st.get("units_by_need"))
     ck_bytes = num(ck.get("bytes"))
@@ -498,6 +499,19 @@ def _storage(bp: Mapping[str, Any]) -> dict[str, Any]:
                        f"{duration(ck.get('interval_s'))}" if ck else DASH),
         ("model load (serving)", duration(st.get("model_load_s"))),
     ]
+    dr, ls = mapping(st.get("data_read_per_unit")), mapping(st.get("local_staging"))
+    if dr:
+        unchecked = list(dr.get("not_checked") or [])
+        facts.append(("training data files per unit",
+                      f"{unit(dr.get('gbps'), 'GB/s')}, {text(dr.get('bound'))}-bound"
+                      + (f" (no {' / '.join(map(str, unchecked))} rate: an upper bound)"
+                         if unchecked else "")))
+    if ls:
+        facts.append(("local NVMe staging",
+                      f"{text(ls.get('system'))} in {fmt(ls.get('servers'))} servers: a shard "
+                      f"stages in {duration(ls.get('stage_s'))} (stall without it "
+                      f"{duration(ls.get('shared_stall_s'))})"))
+    facts += _rag_facts(bp)
     binding = [[text(b.get("constraint")), unit(b.get("needed"), str(b.get("unit") or "")),
                 unit(b.get("available"), str(b.get("unit") or "")), text(b.get("message"))]
                for b in records(st.get("binding"))]
@@ -507,6 +521,30 @@ def _storage(bp: Mapping[str, Any]) -> dict[str, Any]:
             "binding": binding, "alternatives": alts, "why": str(st.get("why") or ""),
             "notes": [str(n) for n in st.get("notes") or [] if n is not None]
             if isinstance(st.get("notes"), list) else []}
+
+
+def _rag_facts(bp: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The vector index tier of a retrieval workload (plan/rag), when the scenario has one."""
+    rag = mapping(bp.get("rag"))
+    if not rag:
+        return []
+    mem, emb = mapping(rag.get("memory_gb")), mapping(rag.get("embedding"))
+    facts = [
+        ("vector index (RAG)", f"{fmt(rag.get('servers'))} × vector-index server: "
+                               f"{fmt(rag.get('replicas'))} replica(s) of a "
+                               f"{text(rag.get('index'))} index of {fmt(rag.get('vectors'))} "
+                               f"{fmt(rag.get('dim'))}-d vectors"),
+        ("vector index memory per replica (low–high of the published formulas)",
+         f"{unit(mem.get('low'), 'GB')} – {unit(mem.get('high'), 'GB')}"),
+        ("vector index power / price", f"{unit(rag.get('power_kw'), 'kW')} / "
+                                       f"{usd(rag.get('price_usd'))} (in the storage figures)"),
+        ("vector queries", f"{fmt(rag.get('qps'))}/s: {text(rag.get('qps_note'))}"),
+    ]
+    if emb:
+        facts.append(("embedding the corpus", f"{fmt(emb.get('hours'))} h on "
+                                              f"{fmt(emb.get('gpus'))} × {text(emb.get('gpu'))} "
+                                              "(a lower bound)"))
+    return facts
 
 
 def _energy(bp: Mapping[str, Any]) -> dict[str, Any]:

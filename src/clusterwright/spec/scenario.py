@@ -35,6 +35,7 @@ from clusterwright.spec.numbers import (
 from clusterwright.spec.parallel import Recompute
 from clusterwright.spec.pricing import CloudPolicy, Prices
 from clusterwright.spec.scenario_fabric import FabricSection
+from clusterwright.spec.scenario_rag import RagSection
 from clusterwright.spec.scenario_storage import EnergySection, StorageSection
 from clusterwright.spec.sites import MAX_SITES, MultisitePolicy, SiteSpec, check_sites
 from clusterwright.spec.yamlio import (
@@ -387,6 +388,9 @@ class Scenario(_Strict):
     energy: EnergySection = Field(default_factory=EnergySection)
     """Where the power comes from: grid region and year, contracted renewable share (default:
     the world average grid, no renewables)."""
+    rag: RagSection | None = None
+    """A retrieval workload: its vector index is sized next to the cluster (servers, power,
+    price) from the corpus, embedding dimension and index type. Unset: none."""
     sites: list[SiteSpec] = Field(default_factory=list, max_length=MAX_SITES)
     """Sites a training job may span (power and WAN link each); two or more split each
     training workload over them (docs/accelerators.md)."""

@@ -43,6 +43,17 @@ class StorageSection(BaseModel):
     dataset_tb: Annotated[NonNegativeFloat, Field(le=1e9)] | None = None
     """The training dataset's size on the tier, TB. Unset: the training tokens at 2 or 4 bytes
     each."""
+    data_file_mb: Annotated[PositiveFloat, Field(le=1e9)] | None = None
+    """Size of one training data file, MB (small files make reads IOPS- or metadata-bound:
+    the tier is sized at what it delivers to them). Unset: large sequential files, sized by
+    bandwidth."""
+    data_request_kb: Annotated[PositiveFloat, Field(le=1e9)] | None = None
+    """Bytes one read request of the data loader carries, kB (TensorFlow TFRecord: 262.144).
+    Unset: one request per file. Needs data_file_mb."""
+    local_nvme: Id | None = None
+    """The GPU servers' own NVMe (catalog id of kind local-nvme, e.g. dgx-8x3.84tb-u2-gen4):
+    the plan reports it as checkpoint staging (the stall of writing each server's shard
+    locally) and as a read cache. Unset: not considered."""
 
 
 class EnergySection(BaseModel):

@@ -6,8 +6,11 @@
   submitter reported. It checks the encoding of MLPerf's workloads (``model/storage.py``:
   sample sizes, emulated compute time, thresholds) that the storage planner sizes data reads
   with; the storage system does not enter.
-- ``accelerators_from_datasheet`` (held out): the DDN AI400X2T results predicted from the
-  catalog's read rate alone (110 GB/s, DDN's figure), as the planner sizes a tier.
+- ``accelerators_from_datasheet`` (held out): the DDN AI400X2T results and the Micron
+  single-drive results predicted from the catalog entry named in ``system`` alone, as the
+  planner sizes a tier: its read bandwidth, and where the entry gives them its read IOPS and
+  file-open rate against the workload's request and file sizes (``model/storage.
+  read_ceiling``).
 - ``checkpoint_gib`` (held out): published checkpoint sizes (MLPerf Storage v2.0 Llama 3
   checkpoint workloads, BLOOM-176B, OPT-175B) against weights + mixed-precision Adam state
   (``model/reliability.checkpoint_bytes``, 14 B/param).
@@ -58,10 +61,13 @@ def predict(cat: Catalog, r: dict[str, str]) -> tuple[float, str]:
                           f"{implied:.3f} (from its rate)")
     if q == "accelerators_from_datasheet":
         wl = _workload(r)
-        gbps = _num(r, "system_read_gbps")
-        n = st.accelerators_supported(gbps, wl)
-        return float(n), (f"{gbps:g} GB/s / {wl.gbps_at_threshold:.3f} GB/s per accelerator at "
-                          f"AU {wl.au:g}")
+        sys = cat.get("storage_systems", r["system"])
+        c = st.read_ceiling(sys.read_gbps, wl.file_bytes, wl.request_bytes, sys.read_iops,
+                            sys.file_opens_per_s)
+        n = st.accelerators_supported(c.gbps, wl)
+        unchecked = f"; no {'/'.join(c.unknown)} rate" if c.unknown else ""
+        return float(n), (f"{sys.id}: {c.gbps:g} GB/s ({c.bound}-bound{unchecked}) / "
+                          f"{wl.gbps_at_threshold:.3f} GB/s per accelerator at AU {wl.au:g}")
     if q == "checkpoint_gib":
         arch = cat.model(r["model"])
         p = float(total_params(arch))
