@@ -15,6 +15,7 @@ from clusterwright.model.layouts import Layouts
 from clusterwright.model.train_job import Job
 from clusterwright.model.training import estimate, micro_batches
 from clusterwright.plan.layouts import (
+    compute_floor_s,
     enumerate_layouts,
     gpu_counts,
     pareto_front,
@@ -162,8 +163,11 @@ def test_gpu_count_ladder_is_ascending_whole_servers(limit: int, unit: int) -> N
 
 def test_smallest_for_deadline_is_the_first_ladder_count_that_meets_it(llama8: Job) -> None:
     tokens, deadline = 1e12, 10.0
-    s = smallest_for_deadline(llama8, tokens, deadline)
-    assert s is not None
+    found = smallest_for_deadline(llama8, tokens, deadline)
+    assert found is not None
+    s, res = found
+    assert res.gpus == s.gpus and res.best is not None
+    assert res.best.step_time_s == s.best.step_time_s
     assert s.time_to_train_days is not None and s.time_to_train_days <= deadline
     ladder = gpu_counts(131072, 8)
     assert s.gpus in ladder
@@ -180,6 +184,39 @@ def test_smallest_for_deadline_is_the_first_ladder_count_that_meets_it(llama8: J
 
 def test_smallest_for_deadline_is_none_when_no_count_is_enough(llama8: Job) -> None:
     assert smallest_for_deadline(llama8, 1e12, 1.0, limit=64) is None
+
+
+@pytest.mark.parametrize("gpus", [8, 64, 512])
+def test_compute_floor_is_below_every_estimate(llama8: Job, gpus: int) -> None:
+    # The deadline search skips counts on this floor: it must never exceed what the step
+    # model predicts for the best layout, or a count that meets the deadline would be missed.
+    res = plan(llama8, gpus)
+    assert res.best is not None
+    tokens = 1e9
+    compute = tokens / (res.best.tokens_per_step / res.best.step_time_s)
+    floor = compute_floor_s(llama8, tokens, gpus)
+    assert 0.3 * compute < floor < compute
+
+
+def test_deadline_search_skips_counts_below_the_floor(llama8: Job,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    import clusterwright.plan.layouts as layouts
+
+    planned: list[int] = []
+    real = layouts.plan
+
+    def counting(job: Job, gpus: int, top_n: int = 5) -> layouts.PlanResult:
+        planned.append(gpus)
+        return real(job, gpus, top_n)
+
+    monkeypatch.setattr(layouts, "plan", counting)
+    tokens, deadline = 1e12, 10.0
+    found = smallest_for_deadline(llama8, tokens, deadline)
+    assert found is not None
+    floor_days = [compute_floor_s(llama8, tokens, n) / 86400 for n in planned]
+    assert all(d <= deadline for d in floor_days)
+    skipped = [n for n in gpu_counts(131072, 8) if n < found[0].gpus and n not in planned]
+    assert skipped  # the floor spared some plans
 
 
 def test_pareto_front_trades_more_gpus_for_strictly_less_time(llama8: Job) -> None:

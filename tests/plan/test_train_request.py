@@ -4,6 +4,7 @@ field paths."""
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import pytest
 
@@ -87,3 +88,28 @@ def test_plan_with_nothing_that_fits_is_infeasible_for_memory(catalog: Catalog) 
         plan_training(catalog, TrainPlanRequest(catalog.model("llama-3.1-405b"), "h100-sxm",
                                                 gpus=8, fidelity="analytical"))
     assert (err.value.field, err.value.reason) == ("gpus", "memory")
+
+
+def test_deadline_on_a_tpu_pod_climbs_its_slice_shapes(catalog: Catalog) -> None:
+    # A pod is not the smallest unit one job gets: the search tries the slices the pod forms
+    # (4x4x4 = 64 chips and up), so a deadline that a part of a pod meets does not buy all of
+    # it, and the chosen count is a slice whose shape the plan names.
+    arch = catalog.model("llama-3.1-70b")
+    srv = next(s for s in catalog.all("servers") if s.gpu == "tpu-v5p" and s.torus)
+    assert srv.torus is not None
+    sizes = {math.prod(sh) for sh in srv.torus.slices}
+    p = plan_training(catalog, TrainPlanRequest(arch, "tpu-v5p", tokens=1e12, deadline_days=30,
+                                                fidelity="analytical")).as_dict()
+    chips = p["best"]["gpus"]
+    assert chips < srv.nvlink_domain_gpus and chips in sizes
+    assert math.prod(int(d) for d in p["slice"].split("x")) == chips
+    assert p["time_to_train_days"] <= 30
+
+
+def test_choose_reports_the_front_for_the_chosen_type_only(catalog: Catalog) -> None:
+    p = plan_training(catalog, TrainPlanRequest(
+        catalog.model("llama-3.1-8b"), "choose", tokens=1e11, deadline_days=20,
+        fidelity="analytical")).as_dict()
+    assert p["pareto"] and p["top"] and p["by_gpu"]
+    assert p["best"]["gpu"] in {r["gpu"] for r in p["by_gpu"]}
+    assert all("_finish" not in k for k in p)

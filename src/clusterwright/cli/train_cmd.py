@@ -322,7 +322,8 @@ def plan_cmd(
 def _render_plan(d: dict[str, Any]) -> None:
     b = d["best"]
     console.print(
-        f"[bold]best for {d['model']}[/] (global batch {d['global_batch']} x {d['seq_len']}):"
+        f"[bold]best for {d['model']}[/] (global batch {d['global_batch']} x {d['seq_len']})"
+        + (f" on a {d['slice']} slice" if d.get("slice") else "") + ":"
     )
     _render_estimate(b)
     if d.get("time_to_train_days") is not None:

@@ -104,6 +104,11 @@ class Job:
     def expert_imbalance(self) -> float:
         return self.opts.expert_imbalance
 
+    @property
+    def peak_flops(self) -> float:
+        """The fastest rate any of the job's GEMMs or attention runs at, FLOP/s per GPU."""
+        return max(self.compute.peak, self.compute.peak16)
+
     @functools.cached_property
     def compute(self) -> ComputeJob:
         dtype = training_dtype(self.precision)

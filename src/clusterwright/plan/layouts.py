@@ -15,10 +15,11 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from clusterwright.catalog.schema import Torus
 from clusterwright.design.train import (
     MICRO_BATCHES,
     RC_FRACTIONS,
@@ -26,8 +27,10 @@ from clusterwright.design.train import (
     layout_result,
     recompute_choices,
 )
+from clusterwright.model.flops import training_flops_per_token
 from clusterwright.model.layouts import Layouts
 from clusterwright.model.recompute import FULL
+from clusterwright.model.torus import TorusNet
 from clusterwright.model.train_job import Job
 from clusterwright.model.training import estimate
 
@@ -215,16 +218,71 @@ def pareto_front(job: Job, counts: list[int], tokens: float | None,
     return front
 
 
+# Share of the peak-rate bound a step may come within: the bound counts every model FLOP at
+# the GEMM peak; the step model times attention against the 16-bit peak scaled by a per-GPU
+# attention factor (e.g. GB300's 1.35x, catalog), so keep a margin before pruning on it.
+BOUND_MARGIN = 0.8
+
+
+def compute_floor_s(job: Job, tokens: float, gpus: int) -> float:
+    """Seconds ``gpus`` GPUs need at least to train ``tokens`` tokens: the model FLOPs
+    (causal attention, the fewest any layout does) at the GEMM precision's peak rate, scaled
+    by ``BOUND_MARGIN``. No layout's estimate is faster, so a count whose floor misses a
+    deadline need not be planned."""
+    per_token = float(training_flops_per_token(job.arch, job.seq_len, causal=True))
+    return BOUND_MARGIN * tokens * per_token / (gpus * job.peak_flops)
+
+
 def smallest_for_deadline(
     job: Job, tokens: float, deadline_days: float, limit: int = 131072,
-    wall: WallTime = _steady,
-) -> SizedPlan | None:
-    """Fewest GPUs (on the ladder) whose best layout trains ``tokens`` within the deadline."""
-    for n in gpu_counts(limit, job.net.domain_gpus if job.net.domain_gpus > 1 else 8):
-        res = plan(job, n, top_n=1)
+    wall: WallTime = _steady, counts: list[int] | None = None,
+    job_at: Callable[[int], Job] | None = None,
+) -> tuple[SizedPlan, PlanResult] | None:
+    """Fewest GPUs (on the ladder ``counts``, by default whole scale-up domains from
+    ``gpu_counts``) whose best layout trains ``tokens`` within the deadline, with that count's
+    whole plan. ``job_at(n)`` gives the job on ``n`` GPUs where it depends on the count (a
+    TPU slice's torus). Counts whose compute floor (``compute_floor_s``) already misses the
+    deadline are skipped without planning."""
+    ladder = counts if counts is not None else gpu_counts(
+        limit, job.net.domain_gpus if job.net.domain_gpus > 1 else 8)
+    for n in ladder:
+        jn = job_at(n) if job_at is not None else job
+        if wall(n, compute_floor_s(jn, tokens, n)) > deadline_days * 86400.0:
+            continue
+        res = plan(jn, n)
         if res.best is None:
             continue
         s = sized(res.best, n, tokens, wall)
         if s.time_to_train_days is not None and s.time_to_train_days <= deadline_days:
-            return s
+            return s, res
     return None
+
+
+def slice_ladder(job: Job, torus: Torus | None, limit: int = 131072
+                 ) -> tuple[list[int] | None, Callable[[int], Job] | None]:
+    """Chip counts a deadline search tries on a TPU pod, and the job on each: the slice shapes
+    the pod forms (its catalog ``slices``, smallest first), then doublings of the largest
+    joined over the data-centre network. A pod is not the smallest unit a job gets. (None,
+    None) off a pod: whole scale-up domains, as ``gpu_counts`` climbs them."""
+    if torus is None or not torus.slices or job.net.torus is None:
+        return None, None
+    by_chips: dict[int, tuple[int, ...]] = {}
+    for sh in sorted((tuple(x) for x in torus.slices), key=lambda x: (math.prod(x), x)):
+        by_chips.setdefault(math.prod(sh), sh)
+    largest = max(by_chips)
+    counts = sorted(by_chips)
+    k = 2
+    while largest * k <= limit:
+        counts.append(largest * k)
+        k *= 2
+    old = job.net.torus
+
+    def job_at(n: int) -> Job:
+        shape = by_chips.get(n, by_chips[largest])
+        # Each axis closes through the OCS when it spans whole 4-chip cube sides (as
+        # train_request's --slice reads a shape).
+        net = replace(job.net, domain_gpus=math.prod(shape), torus=TorusNet(
+            shape, old.wraparound and all(d % 4 == 0 for d in shape), old.link_bw, old.hop_s))
+        return replace(job, net=net)
+
+    return counts, job_at

@@ -36,10 +36,11 @@ from clusterwright.model.recompute import FULL, NONE, SELECTIVE, parse_recompute
 from clusterwright.model.train_job import Job
 from clusterwright.model.training import BREAKDOWN_FIELDS
 from clusterwright.plan.layouts import (
-    SizedPlan,
+    PlanResult,
     pareto_front,
     plan,
     sized,
+    slice_ladder,
     smallest_for_deadline,
 )
 from clusterwright.plan.pricing import cloud_price
@@ -48,6 +49,8 @@ from clusterwright.sim.network import ROUTINGS
 from clusterwright.sim.training import MAX_SIM_GPUS
 
 FIDELITIES = ("analytical", "sim")
+# Largest cluster the deadline search climbs to (gpu_counts' default limit).
+MAX_DEADLINE_GPUS = 131072
 GB = 1e9
 
 
@@ -418,6 +421,8 @@ class TrainPlan:
                 "usd_per_gpu_hour", "price_offer", "pricing", "meets_deadline")
         out: dict[str, Any] = {"model": self.model, "global_batch": self.global_batch,
                                "seq_len": self.seq_len, **{k: self.chosen.get(k) for k in keys}}
+        if self.chosen.get("slice"):
+            out["slice"] = self.chosen["slice"]  # the TPU slice shape the deadline search chose
         if self.by_gpu is not None:
             out["by_gpu"] = self.by_gpu
         out["fidelity"] = self.fidelity
@@ -437,22 +442,29 @@ def _plan_one(cat: Catalog, req: TrainPlanRequest, g: Gpu, global_batch: int) ->
     srv = cat.server(req.server) if req.server else server_for(cat, g)
     wall = production_wall(cat, arch, g.id, srv)
     gpus, tokens = req.gpus, req.tokens
-    target: SizedPlan | None = None
+    res: PlanResult | None = None
     if req.deadline_days is not None and tokens is not None and gpus is None:
-        target = smallest_for_deadline(job, tokens, req.deadline_days, wall=wall)
-        if target is None:
+        counts, job_at = _slice_ladder(cat, job, req)
+        found = smallest_for_deadline(job, tokens, req.deadline_days, wall=wall,
+                                      counts=counts, job_at=job_at)
+        if found is None:
             out["meets_deadline"] = False
             return out
-        gpus = target.gpus
+        gpus, res = found[0].gpus, found[1]
+        if job_at is not None:
+            job = job_at(gpus)
+            out["slice"] = "x".join(str(d) for d in job.net.torus.dims) if job.net.torus else None
     assert gpus is not None
-    res = plan(job, gpus)
+    if res is None:
+        res = plan(job, gpus)
     out.update(candidates_evaluated=res.candidates_evaluated, rejected=res.rejected)
     if res.best is None:
         out["best"] = None
         return out
     best = sized(res.best, gpus, tokens, wall)
     out["best"] = layout_payload(cat, job, res.best)
-    out["top"] = [layout_payload(cat, job, r) for r in res.top]
+    # The other layouts and the GPUs-vs-time front are only reported for the chosen type
+    # (``_finish``): with --gpu choose, two dozen types would each plan five more counts.
     out["_recheck"] = (job, res.top)
     out["time_to_train_days"] = best.time_to_train_days
     out["gpu_hours"] = best.gpu_hours
@@ -471,8 +483,26 @@ def _plan_one(cat: Catalog, req: TrainPlanRequest, g: Gpu, global_batch: int) ->
         if best.gpu_hours is not None:
             out["cost_usd"] = best.gpu_hours * price[0]
     ladder = sorted({max(job.net.domain_gpus, gpus // k) for k in (8, 4, 2, 1)} | {gpus})
-    out["pareto"] = [p.as_dict() for p in pareto_front(job, ladder, tokens, wall)]
+    out["_finish"] = (job, ladder, tokens, wall)
     return out
+
+
+def _finish(cat: Catalog, r: dict[str, Any]) -> None:
+    """The chosen type's other leading layouts and its GPUs-vs-time front (in place)."""
+    job, top = r["_recheck"]
+    _, ladder, tokens, wall = r.pop("_finish")
+    r["top"] = [layout_payload(cat, job, x) for x in top]
+    r["pareto"] = [p.as_dict() for p in pareto_front(job, ladder, tokens, wall)]
+
+
+def _slice_ladder(cat: Catalog, job: Job, req: TrainPlanRequest
+                  ) -> tuple[list[int] | None, Callable[[int], Job] | None]:
+    """The deadline search's chip counts and job per count on a TPU pod (``slice_ladder``);
+    (None, None) when the user fixed the shape with ``--slice`` or off a pod."""
+    if req.slice is not None:
+        return None, None
+    srv = cat.server(req.server) if req.server else server_for(cat, job.gpu)
+    return slice_ladder(job, srv.torus if srv is not None else None, MAX_DEADLINE_GPUS)
 
 
 def _on_slice(cat: Catalog, job: Job, req: TrainPlanRequest) -> Job:
@@ -612,6 +642,7 @@ def plan_training(cat: Catalog, req: TrainPlanRequest) -> TrainPlan:
         chosen = min(priced, key=lambda r: float(r["cost_usd"]))
     else:
         chosen = min(feasible, key=lambda r: float(r["best"]["step_time_s"]) * r["best"]["gpus"])
+    _finish(cat, chosen)
     if req.fidelity == "sim":
         _recheck(cat, chosen, req.server, req.routing, req.recheck, req.recheck_budget_s)
     by_gpu = None

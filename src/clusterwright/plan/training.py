@@ -32,6 +32,7 @@ from clusterwright.plan.layouts import (
     pareto_front,
     plan,
     sized,
+    slice_ladder,
     smallest_for_deadline,
 )
 from clusterwright.spec.scenario import (
@@ -138,7 +139,12 @@ def size_training(run: PlanRun, w: TrainingWorkload, gpu: Gpu,
                                     "GB", f"the fixed layout on {n:,} {gpu.id}", w.name)]
     elif n is None:
         assert w.deadline_days is not None  # the scenario requires one of the two
-        s = smallest_for_deadline(job, w.tokens, w.deadline_days, wall=wall)
+        counts, job_at = slice_ladder(job, server.torus)
+        found = smallest_for_deadline(job, w.tokens, w.deadline_days, wall=wall,
+                                      counts=counts, job_at=job_at)
+        if found is not None and job_at is not None:
+            job = job_at(found[0].gpus)
+        s = found[0] if found is not None else None
         if s is None:
             unit = job.net.domain_gpus if job.net.domain_gpus > 1 else 8
             front = pareto_front(job, gpu_counts(131072, unit), w.tokens, wall)
