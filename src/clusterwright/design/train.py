@@ -370,8 +370,9 @@ def confidence(cat: Catalog, job: Job, layout: dict[str, object], gpus: int,
                                       "scale": reg.scale, "gpus": gpus}}
     if not table:
         out.update(validated=False, band=None, step_time_range_s=None, matched=[],
-                   notes=[f"unvalidated: no published run of stack {reg.stack} is in "
-                          "validation/training.csv; treat this estimate as a guess"])
+                   notes=[f"unvalidated: stack {reg.stack} has fewer than three published "
+                          "runs in validation/training.csv and accelerators.csv, so no error "
+                          "band; treat this estimate as a guess"])
         return out
     by_key = {(r.precision, r.family): r for r in table}
     matched = []
