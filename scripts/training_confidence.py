@@ -59,7 +59,7 @@ def _p90(values: list[float]) -> float:
 def collect() -> dict[str, list[dict[str, Any]]]:
     """The two kinds' entries, from the current model and table."""
     cat = load_catalog(env={})
-    groups: dict[tuple[str, str, str], list[tuple[float, int, str, str]]] = defaultdict(list)
+    groups: dict[tuple[str, str, str], list[tuple[float, int, str, str, str]]] = defaultdict(list)
     seen: dict[tuple[str, str], list[tuple[float, dict[str, str]]]] = defaultdict(list)
     # The accelerators table's rows (TPU, GB300) give their stacks' bands the same way.
     rows = [*read_csv("training.csv"), *read_csv("accelerators.csv")]
@@ -72,7 +72,7 @@ def collect() -> dict[str, list[dict[str, Any]]]:
             err = meas / p.value - 1.0  # throughput sense: positive = predicted faster
         stack, prec = tags["stack"], tags["precision"]
         fams = tags["family"].split("+")
-        item = (err, int(r["n_gpus"]), r["set"], r["model"])
+        item = (err, int(r["n_gpus"]), r["set"], r["model"], tags["gpu"])
         for pr in (prec, "any"):
             groups[(stack, pr, "any")].append(item)
             for f in fams:
@@ -96,6 +96,7 @@ def collect() -> dict[str, list[dict[str, Any]]]:
             "bias": _q(sum(errs) / len(errs)),
             "min_gpus": min(gpus), "max_gpus": max(gpus),
             "models": sorted({i[3] for i in items}),
+            "accelerators": sorted({i[4] for i in items}),
             "source": "validation/training.csv (clusterwright validate --table training), "
                       "scripts/training_confidence.py",
         })

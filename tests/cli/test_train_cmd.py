@@ -925,10 +925,18 @@ def test_estimate_carries_an_error_band_and_the_mfu_record(est_7b: dict[str, Any
 
 
 def test_a_stack_without_validation_says_so() -> None:
-    d = estimate("--model", "llama-2-7b", "--gpu", "mi300x", "--gpus", "8")
+    d = estimate("--model", "llama-2-7b", "--gpu", "gaudi3", "--gpus", "8")
     assert d["confidence"]["validated"] is False
     assert d["confidence"]["band"] is None
     assert "unvalidated" in d["confidence"]["notes"][0]
+
+
+def test_a_gpu_without_runs_on_a_validated_stack_says_so() -> None:
+    """MI300X shares its stack with MI325X, whose runs give the band; MI300X has none."""
+    d = estimate("--model", "llama-2-7b", "--gpu", "mi300x", "--gpus", "8")
+    c = d["confidence"]
+    assert c["validated"] is False and c["band"] is not None
+    assert c["notes"][0].startswith("unvalidated on mi300x") and "mi325x" in c["notes"][0]
 
 
 def test_plan_rechecks_its_leading_layouts_on_the_simulated_fabric() -> None:

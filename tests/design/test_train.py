@@ -168,10 +168,22 @@ def test_confidence_is_the_closest_validated_regimes_band(catalog: Catalog, llam
 
 
 def test_confidence_of_an_unvalidated_stack_says_so(catalog: Catalog) -> None:
-    job = job_for(catalog, catalog.model("llama-3-8b"), "mi300x", 4096, 64)
+    job = job_for(catalog, catalog.model("llama-3-8b"), "trn2", 4096, 64)
     c = confidence(catalog, job, {"tp": 1, "pp": 1}, 8, 1.0)
     assert c["validated"] is False and c["band"] is None
     assert "unvalidated" in c["notes"][0]
+
+
+def test_confidence_on_a_gpu_its_stack_never_ran_on_is_not_validated(catalog: Catalog) -> None:
+    """GH200 shares the H100 stack, whose runs are on H100 and H200: the band is theirs, the
+    estimate is not called validated and says on which GPUs the band was measured."""
+    job = job_for(catalog, catalog.model("llama-3-8b"), "gh200", 4096, 64)
+    c = confidence(catalog, job, {"tp": 1, "pp": 1}, 8, 1.0)
+    assert c["validated"] is False and c["band"] is not None
+    assert c["notes"][0].startswith("unvalidated on gh200") and "h100-sxm" in c["notes"][0]
+    h100 = confidence(catalog, job_for(catalog, catalog.model("llama-3-8b"), "h100-sxm", 4096, 64),
+                      {"tp": 1, "pp": 1}, 8, 1.0)
+    assert not any(n.startswith("unvalidated") for n in h100["notes"])
 
 
 def test_mfu_record_is_the_highest_published_for_the_gpu_and_precision(

@@ -47,3 +47,11 @@ def test_multisite_section_lists_sites_split_and_wan_needed_per_target() -> None
     assert rows["DiLoCo (chosen)"][3:7] == ["97.7 %", "81.7 Gb/s", "174 Gb/s", "954 Gb/s"]
     # a target latency alone rules out reads as such, not as a number
     assert rows["Streaming DiLoCo"][6] == "unreachable"
+
+
+def test_a_gpu_its_stack_never_ran_on_is_flagged_as_such() -> None:
+    conf = {"validated": False, "band": 0.14, "rows": 4,
+            "notes": ["unvalidated on mi300x: no published run on it; the band is stack "
+                      "x's on mi325x"]}
+    line = _training_line({**BASE, "confidence": conf})
+    assert line["warn"] == "no published run on this GPU"

@@ -319,6 +319,9 @@ class TrainingRegime(CatalogEntry):
     min_gpus: PositiveInt
     max_gpus: PositiveInt
     models: list[StrictStr]
+    # GPUs with a published run in the regime: an estimate on a GPU of the stack that is not
+    # among them is reported unvalidated (the stack's band measured other silicon).
+    accelerators: list[EntryId] = Field(default_factory=list)
 
 
 class MfuRecord(CatalogEntry):

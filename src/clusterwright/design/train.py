@@ -360,8 +360,10 @@ def confidence(cat: Catalog, job: Job, layout: dict[str, object], gpus: int,
     """The error band of an estimate: for each parallelism family the layout uses, the
     validation error of the closest validated regime (same stack; same precision class and
     family, else the stack's whole precision class, else the whole stack), the widest of
-    them kept. Says so when nothing of the stack was validated, or the scale is beyond the
-    largest validated run of the regime (more than twice its GPUs). Band: the regime's 90th
+    them kept. Says so when nothing of the stack was validated, when no run of the regime was
+    on this GPU (the band is then the stack's on its other GPUs, and the estimate is not
+    validated), or the scale is beyond the largest validated run of the regime (more than
+    twice its GPUs). Band: the regime's 90th
     percentile |error|, as a fraction and as a step-time range (seconds)."""
     reg = regime_of(job, layout, gpus)
     table = [r for r in cat.all("training_regimes") if r.stack == reg.stack]
@@ -370,8 +372,9 @@ def confidence(cat: Catalog, job: Job, layout: dict[str, object], gpus: int,
                                       "scale": reg.scale, "gpus": gpus}}
     if not table:
         out.update(validated=False, band=None, step_time_range_s=None, matched=[],
-                   notes=[f"unvalidated: no published run of stack {reg.stack} is in "
-                          "validation/training.csv; treat this estimate as a guess"])
+                   notes=[f"unvalidated: stack {reg.stack} has fewer than three published "
+                          "runs in validation/training.csv and accelerators.csv, so no error "
+                          "band; treat this estimate as a guess"])
         return out
     by_key = {(r.precision, r.family): r for r in table}
     matched = []
@@ -394,6 +397,13 @@ def confidence(cat: Catalog, job: Job, layout: dict[str, object], gpus: int,
         notes.append(f"beyond validated scale: the largest validated run of this regime used "
                      f"{biggest:,} GPUs")
     exact = all(r.family != "any" and r.precision == reg.precision for r in matched)
+    measured_on = sorted({g for r in matched for g in r.accelerators})
+    if measured_on and reg.gpu not in measured_on:
+        # The stack's band was measured on other silicon (a sibling part): kept, but the
+        # estimate is not called validated and says so first.
+        notes.insert(0, f"unvalidated on {reg.gpu}: no published run on it; the band is stack "
+                        f"{reg.stack}'s on {', '.join(measured_on)}")
+        exact = False
     out.update(
         validated=exact and gpus <= 2 * biggest,
         band=worst.band, mape=worst.mape, bias=worst.bias, rows=worst.rows,

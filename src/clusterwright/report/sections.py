@@ -106,7 +106,11 @@ def _training_line(w: Mapping[str, Any]) -> dict[str, str]:
                 f"precision in validation/training.csv (highest {top}): optimistic until a "
                 "measurement confirms it")
     if conf and not conf.get("validated"):
-        warn = "; ".join(x for x in (warn, "layout family not validated on this stack") if x)
+        notes = [str(n) for n in conf.get("notes") or []]
+        why_not = ("no published run on this GPU" if any(n.startswith("unvalidated on ")
+                                                          for n in notes)
+                   else "layout family not validated on this stack")
+        warn = "; ".join(x for x in (warn, why_not) if x)
     return {"name": text(w.get("name")), "warn": warn,
             "value": unit(days, "days"), "range": rng, "why": why, "mc": mc,
             "target": f"deadline {fmt(dl)} days" if dl is not None else "no deadline",
