@@ -44,6 +44,10 @@ from clusterwright.sim.fluid import (
 )
 
 CCS: tuple[str, ...] = ("dcqcn", "none")
+# Reductions called without ndarray's Python-level wrappers (a microsecond a call here).
+add_reduce = np.add.reduce
+min_reduce = np.minimum.reduce
+count_nonzero = np.count_nonzero
 # Steps of random draws made at once (uniforms of one block: BLOCK x k x flows).
 BLOCK = 256
 
@@ -78,7 +82,6 @@ def simulate_star(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig) -> Flu
     size = flows.size.astype(float)
     line = flows.line_rate.astype(float)
     goal = size * (1 - 1e-9)
-    line_dt_max = float(line.max()) * dt
     # PFC: the shared buffer (the egress's switch) or static thresholds per uplink.
     sb = cfg.shared
     pfc_floor = _pfc_floor(links, sb, np.arange(n))
@@ -113,12 +116,16 @@ def simulate_star(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig) -> Flu
     sent = np.zeros(n)
     q = np.zeros(n)  # bytes of each flow queued at the egress (the uplinks never queue)
     qtot = 0.0
-    rdt = rate * dt
-    xdt = rdt
+    dt_live = np.full(n, dt)  # dt, 0 once a flow has sent its last byte
+    dt_send = dt_live  # and 0 while its uplink is paused
+    xdt = rate * dt_send
     s_rate = float(xdt.sum())
     done_at = np.full(n, np.nan)
     n_done = 0
     check_at = 0  # no flow can send its last byte before this step
+    sending = np.ones(n, dtype=bool)
+    n_wait = 0  # flows that sent every byte, not yet delivered
+    g_keep, g_check = 1.0, 0.0
     paused = np.zeros(n, dtype=bool)
     any_paused = False
     pause_steps = np.zeros(n)
@@ -138,8 +145,7 @@ def simulate_star(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig) -> Flu
     # The uniforms simulate_fluid draws (k x n a step), BLOCK steps at a time, negated:
     # u < P(CNP) = -expm1(log P(none)) is expm1(log P(none)) < -u.
     nu = np.zeros((0, k, n))
-    nu_max = np.zeros((0, n))
-    blk0 = 0
+    blk0 = 0  # the step of nu[0]
     ideal = cfg.expect_s if cfg.expect_s is not None else \
         float(size.sum()) / float(links.cap.max()) + float(rtt.max(initial=0.0))
     sample_every = max(1, round(SAMPLE_S / dt), int(ideal / dt / SAMPLES))
@@ -147,15 +153,60 @@ def simulate_star(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig) -> Flu
     sample_t: list[float] = []
     fair = np.zeros(n)
     fair_for = -1
+    last_mark = -(10**9)  # the last step that marked
     step = 0
     t = 0.0
     while n_done < n:
         if step >= MAX_STEPS:
             raise ValueError(f"the fluid run needs more than {MAX_STEPS:,} steps of "
                              f"{dt * 1e6:g} us; fewer bytes or a coarser step")
+        # Quiet stretch: no mark on its way back, no cut pending, nothing paused, no flow
+        # near its end, the next rate-timer event ahead: rates stay put, so while the queue
+        # stays at or below Kmin (no marks) and under every PFC threshold the steps to the
+        # event are arithmetic (``_jump``).
+        if last_mark + c_lag < step and not flags_left and not any_paused:
+            span = min(check_at - 1, min_timer - 1, MAX_STEPS) - step
+            if span >= 2:
+                lim = min(kmin, pfc_floor if pfc else np.inf)
+                qs: list[float] = []
+                qt, gk = qtot, g_keep
+                while len(qs) < span:
+                    h = qt + s_rate
+                    qn = h - cdt if h > cdt else 0.0
+                    # A waiting flow delivers its last byte: that step is not skipped.
+                    gn = gk * (1.0 - cdt / h) if h > cdt else 0.0
+                    if qn > lim or (n_wait and gn <= g_check):
+                        break
+                    qs.append(qn)
+                    qt, gk = qn, gn
+                kk = len(qs)
+                if kk >= 2:
+                    q = _jump(q, xdt, qtot, s_rate, cdt, qs)
+                    sent += kk * xdt
+                    qtot, g_keep = qt, gk
+                    q_sum += sum(qs)
+                    q_max = max(q_max, max(qs))
+                    sent_b += kk * s_rate
+                    for s_ in range(step, step + min(kk, hist_n)):
+                        hist[s_ % hist_n] = None
+                    if n_seen:
+                        decay_due += kk
+                    # Rate samples: no flow starts or stops sending in the stretch, no rate
+                    # moves, so each is the same.
+                    first_sample = -(-step // sample_every) * sample_every
+                    for s_ in range(first_sample, step + kk, sample_every) \
+                            if count_nonzero(sending) else ():
+                        fair, fair_for = _sample(links, flows, sending, rate, line,
+                                                 fair, fair_for, n_done, spread)
+                        sample_t.append(t + (s_ - step) * dt)
+                    for _ in range(kk):
+                        t += dt
+                    step += kk
+                    continue
         # Senders: at their rates, unless one may send its last bytes (then as
         # simulate_fluid does it).
-        if step + 1 >= check_at:
+        exact = step + 1 >= check_at
+        if exact:
             x = np.minimum(rate, (size - sent) * inv_dt)
             if any_paused:
                 x[paused] = 0.0
@@ -175,38 +226,63 @@ def simulate_star(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig) -> Flu
         if held > cdt:
             f = cdt / held
             if p > 0.0 and dcqcn:
-                dep = q * f
-                q -= dep
-                lam = dep * (p * log_per_byte)
-            else:
-                q *= 1.0 - f
+                lam = q * (f * p * log_per_byte)  # the departures, q f, times p / packet
+            q *= 1.0 - f
+            g_keep *= 1.0 - f
         else:
             q.fill(0.0)
+            g_keep = 0.0
         qtot = queue
-        if step >= check_at:
-            # Delivered = sent - queued (an uplink holds nothing).
-            fin = np.flatnonzero((sent - q >= goal) & np.isnan(done_at))
+        if exact:
+            # Flows that sent their last byte stop sending (simulate_fluid sends them
+            # rounding residues of 1e-12 bytes) and wait for their bytes to be delivered.
+            fresh = np.flatnonzero(sending & (size - sent <= 1e-9 * size))
+            if len(fresh):
+                sending[fresh] = False
+                dt_live[fresh] = 0.0
+                n_wait += len(fresh)
+                g_keep, g_check = 1.0, np.inf
+                dt_send = np.where(paused, 0.0, dt_live) if any_paused else dt_live
+                xdt = rate * dt_send
+                s_rate = float(add_reduce(xdt))
+            # Until a rate-timer event raises a rate, flow i sends at most rate x dt a step:
+            # no flow can send its last byte in fewer steps than its bytes left / that.
+            left = (size - sent) / np.maximum(rate * dt, 1e-300)
+            least = float(left[sending].min(initial=np.inf))
+            check_at = step + max(1, int(min(least, 1e9)))
+        if n_wait and g_keep <= g_check:
+            # Delivered = sent - queued (an uplink holds nothing). A waiting flow's bytes
+            # queued shrink by the egress's keep factor 1 - f each step, the same for all:
+            # g_keep is its product since the last check, and the flow nearest its goal is
+            # done once g_keep <= (sent - goal) / queued; checked with the arrays from then.
+            wait = ~sending & np.isnan(done_at)
+            fin = np.flatnonzero(wait & (sent - q >= goal))
             if len(fin):
                 done_at[fin] = t + dt
                 n_done += len(fin)
-            left = size - sent
-            least = float(left[np.isnan(done_at)].min(initial=0.0))
-            # A flow sends at most line rate x dt a step: none can finish in fewer steps.
-            check_at = step + max(1, int(least / line_dt_max))
+                n_wait -= len(fin)
+                wait[fin] = False
+            with np.errstate(divide="ignore"):
+                ratio = (sent[wait] - goal[wait]) / q[wait]
+            g_keep = 1.0
+            g_check = float(ratio.max(initial=0.0)) * (1 + 1e-9) if n_wait else 0.0
         q_sum += queue
         if queue > q_max:
             q_max = queue
         hist[step % hist_n] = lam
+        if lam is not None:
+            last_mark = step
         if p > 0.0:
             marked_b += s_dt * p
         sent_b += s_dt
         # PFC on the egress's bytes by ingress (simulate_fluid's ``_pfc``).
+        changed = pause_moved = False  # whether what the senders send a step moves
         if pfc and (any_paused or queue > pfc_floor):
             if sb is None:
                 new = np.where(paused, q > xon, q > xoff)
             else:
-                used = qtot - n * reserve if float(q.min()) >= reserve else \
-                    float(np.maximum(q - reserve, 0.0).sum())
+                used = qtot - n * reserve if float(min_reduce(q)) >= reserve else \
+                    float(add_reduce(np.maximum(q - reserve, 0.0)))
                 thresh = max(base - used, 0.0) * k_thr
                 if thresh > 0.0:
                     new = q >= reserve + thresh
@@ -214,34 +290,33 @@ def simulate_star(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig) -> Flu
                         new |= paused & (q > reserve + max(thresh - offset, 0.0))
                 else:
                     new = ~paused | (q > reserve)
-            was = any_paused
+            pause_moved = any_paused
             paused = new
-            any_paused = bool(paused.any())
-            if any_paused or was:
-                xdt = np.where(paused, 0.0, rdt) if any_paused else rdt
-                s_rate = float(xdt.sum())
+            any_paused = count_nonzero(paused) > 0
+            pause_moved = pause_moved or any_paused
+            changed = changed or pause_moved
         if any_paused:
             pause_steps += paused
         # Reaction points (``_CcState.dcqcn_step``), one CNP delay later.
-        changed = False
         if dcqcn:
             m = step + 1
             j = step - blk0
             if j >= len(nu):
+                # simulate_fluid draws k x n uniforms every step: skip those of the steps
+                # jumped over since the last block (one 64-bit draw a uniform).
+                rng.bit_generator.advance((step - blk0 - len(nu)) * k * n)
                 nu = -rng.random((BLOCK, k, n))
-                nu_max = nu.max(axis=1) if k > 1 else nu[:, 0]
                 blk0, j = step, 0
             back = hist[(step - c_lag) % hist_n] if step >= c_lag else None
             n_got = 0
             if back is not None:
-                e1 = np.expm1(back)
-                got = e1 < nu_max[j]
-                n_got = int(np.count_nonzero(got))
+                # CNPs in each of the step's alpha intervals.
+                nflag = add_reduce(np.expm1(back) < nu[j], 0, np.uint8)
+                got = nflag > 0
+                n_got = count_nonzero(got)
             fast = dec_steps == 1 and n_seen == n and not flags_left
             if n_got:
                 cnps += n_got
-                nflag = np.add.reduce((e1 < nu[j]).view(np.uint8), axis=0,
-                                      dtype=np.uint8) if k > 1 else got.view(np.uint8)
                 if n_seen == n:
                     alpha *= decay ** (decay_due + 1)
                     alpha += gain.take(nflag)
@@ -263,11 +338,11 @@ def simulate_star(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig) -> Flu
                         np.copyto(target, rate, where=got)
                     else:
                         np.copyto(target, rate, where=got & (stage != 0))
+                    # rate (1 - alpha / 2), at least the minimum (no rate is below it).
                     cut = alpha * -0.5
                     cut += 1.0
-                    cut *= rate
-                    np.maximum(cut, d.min_rate, out=cut)
-                    np.copyto(rate, cut, where=got)
+                    np.multiply(rate, cut, out=rate, where=got)
+                    np.maximum(rate, d.min_rate, out=rate)
                     np.copyto(stage, 0, where=got)
                     np.copyto(next_timer, m + timer_steps, where=got)
                     min_timer = min(min_timer, m + timer_steps)
@@ -316,24 +391,16 @@ def simulate_star(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig) -> Flu
                 next_timer[i] += timer_steps
                 min_timer = int(next_timer.min())
                 changed = True
+                check_at = min(check_at, step + 1)  # rates went up: bound it again
         if changed:
-            rdt = rate * dt
-            xdt = np.where(paused, 0.0, rdt) if any_paused else rdt
-            s_rate = float(xdt.sum())
-        if step % sample_every == 0:
-            active = sent < size
-            n_act = int(np.count_nonzero(active))
-            if n_act:
-                if fair_for != n_done + n_act * (n + 1):
-                    fair = fair_shares(links, flows, active)
-                    fair_for = n_done + n_act * (n + 1)
-                if n_act == n:
-                    spread.append(float(np.abs(rate / fair - 1).max()))
-                else:
-                    a_ = active & (fair > 0)
-                    spread.append(float(np.abs(np.minimum(rate[a_], line[a_]) / fair[a_]
-                                               - 1).max()) if a_.any() else 0.0)
-                sample_t.append(t)
+            if pause_moved:
+                dt_send = np.where(paused, 0.0, dt_live) if any_paused else dt_live
+            xdt = rate * dt_send
+            s_rate = float(add_reduce(xdt))
+        if step % sample_every == 0 and count_nonzero(sending):
+            fair, fair_for = _sample(links, flows, sending, rate, line, fair, fair_for, n_done,
+                                     spread)
+            sample_t.append(t)
         t += dt
         step += 1
     if decay_due:
@@ -351,3 +418,44 @@ def simulate_star(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig) -> Flu
         marked_fraction=marked_b / sent_b if sent_b > 0 else 0.0, cnps=cnps,
         rate_spread=np.asarray(spread), sample_times=np.asarray(sample_t), steps=step,
         dt=dt)
+
+
+def _sample(links: FluidLinks, flows: FluidFlows, active: np.ndarray, rate: np.ndarray,
+            line: np.ndarray, fair: np.ndarray, fair_for: int, n_done: int,
+            spread: list[float]) -> tuple[np.ndarray, int]:
+    """Append the sending flows' largest |rate / max-min share - 1| to ``spread``
+    (``simulate_fluid``'s samples); the shares are recomputed when the sending set moved."""
+    n = len(rate)
+    n_act = int(np.count_nonzero(active))
+    if line.min() == line.max():
+        # One line rate: the active flows share the egress evenly (progressive filling on
+        # the star), and no rate is above the line rate.
+        share = min(float(line[0]), float(links.cap[-1]) / n_act)
+        r = rate if n_act == n else rate[active]
+        spread.append(max(float(r.max()) / share - 1, 1 - float(r.min()) / share))
+        return fair, fair_for
+    key = n_done + n_act * (n + 1)
+    if fair_for != key:
+        fair, fair_for = fair_shares(links, flows, active), key
+    a_ = active & (fair > 0)
+    spread.append(float(np.abs(np.minimum(rate[a_], line[a_]) / fair[a_] - 1).max())
+                  if a_.any() else 0.0)
+    return fair, fair_for
+
+
+def _jump(q: np.ndarray, xdt: np.ndarray, qtot: float, s_rate: float, cdt: float,
+          qs: list[float]) -> np.ndarray:
+    """Each flow's bytes at the egress after ``len(qs)`` steps without marks or pauses: every
+    step adds ``xdt`` and the egress serves ``cdt`` FIFO, keeping the share 1 - cdt / held of
+    what it held (nothing once it drained); ``qs``: the queue after each step from ``qtot``.
+    Linear in q and xdt: q_K = q_0 prod(c) + xdt sum_j prod_{l >= j} c_l."""
+    keep = []
+    before = qtot
+    for qn in qs:
+        h = before + s_rate
+        keep.append(1.0 - cdt / h if h > cdt else 0.0)
+        before = qn
+    c = np.asarray(keep)
+    tail = np.cumprod(c[::-1])[::-1]  # prod_{l >= j} c_l
+    out: np.ndarray = q * tail[0] + xdt * float(tail.sum())
+    return out
