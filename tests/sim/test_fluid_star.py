@@ -65,3 +65,37 @@ def test_star_kernel_refuses_what_it_does_not_model() -> None:
     flows.group_start[:] = 1e-6
     with pytest.raises(ValueError, match="starts every flow at 0"):
         simulate_star(links, flows, FluidConfig())
+
+
+def test_arrival_order_serves_the_oldest_bytes_first() -> None:
+    # Two senders at line rate, 100 KB and 1 MB, no congestion control, no PFC. First in,
+    # first out: the small flow's bytes arrived in its first 100 KB / C and are all served
+    # by 2 x 100 KB / C. Served in proportion to the bytes queued, its share shrinks as the
+    # big flow's grows, and it is done only when the queue empties, at (1.1 MB) / C.
+    cap = GBPS * 1e9 / 8
+    links, flows, _ = star(2, 1e6, GBPS)
+    flows.size[0] = 1e5
+    cfg = FluidConfig(cc="none", pfc=False)
+    fifo = simulate_star(links, flows, cfg, order="arrival")
+    share = simulate_star(links, flows, cfg)
+    assert fifo.fct_s[0] == pytest.approx(2e5 / cap, abs=cfg.dt)
+    assert share.fct_s[0] == pytest.approx(1.1e6 / cap, abs=cfg.dt)
+    # The total queue and the last completion do not depend on the order.
+    assert fifo.end_s == pytest.approx(share.end_s)
+    np.testing.assert_allclose(fifo.queue_mean_bytes, share.queue_mean_bytes, rtol=1e-9)
+
+
+@pytest.mark.parametrize("order", ["share", "arrival"])
+def test_queue_trace_averages_to_the_mean_queue(order: str) -> None:
+    trace: list[float] = []
+    r = star_incast(16, WIRE / 4, order=order, queue_trace=trace, seed=1)
+    assert len(trace) == r.steps
+    assert np.mean(trace) == pytest.approx(r.queue_mean_bytes[16], rel=1e-9)
+    assert max(trace) == pytest.approx(r.queue_max_bytes[16])
+
+
+def test_arrival_order_needs_the_star_kernel() -> None:
+    with pytest.raises(ValueError, match="order"):
+        star_incast(4, 1e5, order="arrival", general=True)
+    with pytest.raises(ValueError, match="order"):
+        star_incast(4, 1e5, order="lifo")

@@ -28,6 +28,8 @@ the others). Units: bytes, seconds, bytes/s.
 
 from __future__ import annotations
 
+from collections import deque
+
 import numpy as np
 
 from clusterwright.sim.fluid import (
@@ -44,6 +46,7 @@ from clusterwright.sim.fluid import (
 )
 
 CCS: tuple[str, ...] = ("dcqcn", "none")
+ORDERS: tuple[str, ...] = ("share", "arrival")
 # Reductions called without ndarray's Python-level wrappers (a microsecond a call here).
 add_reduce = np.add.reduce
 min_reduce = np.minimum.reduce
@@ -53,10 +56,22 @@ ZERO = np.int64(0)
 BLOCK = 256
 
 
-def simulate_star(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig) -> FluidResult:
+def simulate_star(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
+                  order: str = "share", queue_trace: list[float] | None = None
+                  ) -> FluidResult:
     """Run ``flows`` (flow i: link i, then the last link) to completion on ``links`` as
     ``simulate_fluid`` would (module docstring). Every flow must start at 0, alone in its
-    group, with its first link at its line rate and not stuck."""
+    group, with its first link at its line rate and not stuck.
+
+    ``order``: how the egress serves what it holds. ``share`` (simulate_fluid's): each flow
+    in proportion to its bytes queued. ``arrival`` (an experiment, no counterpart in
+    simulate_fluid): first in, first out by the step the bytes arrived in, as a switch's
+    packet FIFO does, so a mark reaches a flow for bytes it sent one queueing delay ago
+    (docs/netsim.md, "Validation against a packet-level simulator").
+    ``queue_trace``: if given, the egress's queue (bytes) after every step is appended."""
+    if order not in ORDERS:
+        raise ValueError(f"order: one of {', '.join(ORDERS)}, not {order!r}")
+    arrival = order == "arrival"
     n = len(flows)
     e = n  # the shared egress
     if cfg.cc not in CCS:
@@ -155,6 +170,8 @@ def simulate_star(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig) -> Flu
     fair = np.zeros(n)
     fair_for = -1
     last_mark = -(10**9)  # the last step that marked
+    # order "arrival": what arrived, step by step, not yet served ([bytes per flow, total]).
+    fifo: deque[list] = deque()
     step = 0
     t = 0.0
     while n_done < n:
@@ -165,7 +182,7 @@ def simulate_star(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig) -> Flu
         # near its end, the next rate-timer event ahead: rates stay put, so while the queue
         # stays at or below Kmin (no marks) and under every PFC threshold the steps to the
         # event are arithmetic (``_jump``).
-        if last_mark + c_lag < step and not flags_left and not any_paused:
+        if last_mark + c_lag < step and not flags_left and not any_paused and not arrival:
             span = min(check_at - 1, min_timer - 1, MAX_STEPS) - step
             if span >= 2:
                 lim = min(kmin, pfc_floor if pfc else np.inf)
@@ -186,6 +203,8 @@ def simulate_star(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig) -> Flu
                     sent += kk * xdt
                     qtot, g_keep = qt, gk
                     q_sum += sum(qs)
+                    if queue_trace is not None:
+                        queue_trace.extend(qs)
                     q_max = max(q_max, max(qs))
                     sent_b += kk * s_rate
                     for s_ in range(step, step + min(kk, hist_n)):
@@ -224,7 +243,20 @@ def simulate_star(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig) -> Flu
         p = 0.0 if queue <= kmin else (1.0 if queue > kmax else
                                        min((queue - kmin) * slope, pmax))
         lam = None
-        if held > cdt:
+        if arrival:
+            if s_dt > 0.0:
+                fifo.append([sx.copy(), s_dt])
+            if held > cdt:
+                dep = _serve_fifo(fifo, cdt, n)
+                q -= dep
+                np.maximum(q, 0.0, out=q)  # rounding
+                if p > 0.0 and dcqcn:
+                    lam = dep * (p * log_per_byte)
+            else:
+                q.fill(0.0)
+                fifo.clear()
+            g_keep = 0.0  # waiting flows are checked every step
+        elif held > cdt:
             f = cdt / held
             if p > 0.0 and dcqcn:
                 lam = q * (f * p * log_per_byte)  # the departures, q f, times p / packet
@@ -268,6 +300,8 @@ def simulate_star(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig) -> Flu
             g_keep = 1.0
             g_check = float(ratio.max(initial=0.0)) * (1 + 1e-9) if n_wait else 0.0
         q_sum += queue
+        if queue_trace is not None:
+            queue_trace.append(queue)
         if queue > q_max:
             q_max = queue
         hist[step % hist_n] = lam
@@ -444,6 +478,26 @@ def _sample(links: FluidLinks, flows: FluidFlows, active: np.ndarray, rate: np.n
     spread.append(float(np.abs(np.minimum(rate[a_], line[a_]) / fair[a_] - 1).max())
                   if a_.any() else 0.0)
     return fair, fair_for
+
+
+def _serve_fifo(fifo: deque[list], cdt: float, n: int) -> np.ndarray:
+    """Serve ``cdt`` bytes from the oldest arrivals on (the last one in part): bytes per
+    flow."""
+    dep = np.zeros(n)
+    budget = cdt
+    while budget > 0.0 and fifo:
+        head = fifo[0]
+        if head[1] <= budget * (1 + 1e-12):
+            dep += head[0]
+            budget -= head[1]
+            fifo.popleft()
+        else:
+            part = head[0] * (budget / head[1])
+            dep += part
+            head[0] = head[0] - part
+            head[1] -= budget
+            budget = 0.0
+    return dep
 
 
 def _jump(q: np.ndarray, xdt: np.ndarray, qtot: float, s_rate: float, cdt: float,
