@@ -169,6 +169,7 @@ def simulate_star(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
     sample_t: list[float] = []
     fair = np.zeros(n)
     fair_for = -1
+    one_line = bool(line.min() == line.max())
     last_mark = -(10**9)  # the last step that marked
     # order "arrival": what arrived, step by step, not yet served ([bytes per flow, total]).
     fifo: deque[list] = deque()
@@ -214,11 +215,12 @@ def simulate_star(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
                     # Rate samples: no flow starts or stops sending in the stretch, no rate
                     # moves, so each is the same.
                     first_sample = -(-step // sample_every) * sample_every
-                    for s_ in range(first_sample, step + kk, sample_every) \
-                            if count_nonzero(sending) else ():
+                    at = range(first_sample, step + kk, sample_every)
+                    if len(at) and count_nonzero(sending):
                         fair, fair_for = _sample(links, flows, sending, rate, line,
-                                                 fair, fair_for, n_done, spread)
-                        sample_t.append(t + (s_ - step) * dt)
+                                                 fair, fair_for, n_done, spread, one_line)
+                        spread.extend(spread[-1:] * (len(at) - 1))
+                        sample_t.extend(t + (s_ - step) * dt for s_ in at)
                     for _ in range(kk):
                         t += dt
                     step += kk
@@ -295,8 +297,8 @@ def simulate_star(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
                 n_done += len(fin)
                 n_wait -= len(fin)
                 wait[fin] = False
-            with np.errstate(divide="ignore"):
-                ratio = (sent[wait] - goal[wait]) / q[wait]
+            # Every flow still waiting has bytes queued (q = 0 would have made it done).
+            ratio = (sent[wait] - goal[wait]) / np.maximum(q[wait], 1e-300)
             g_keep = 1.0
             g_check = float(ratio.max(initial=0.0)) * (1 + 1e-9) if n_wait else 0.0
         q_sum += queue
@@ -436,7 +438,7 @@ def simulate_star(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
             s_rate = float(add_reduce(xdt))
         if step % sample_every == 0 and count_nonzero(sending):
             fair, fair_for = _sample(links, flows, sending, rate, line, fair, fair_for, n_done,
-                                     spread)
+                                     spread, one_line)
             sample_t.append(t)
         t += dt
         step += 1
@@ -459,12 +461,13 @@ def simulate_star(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
 
 def _sample(links: FluidLinks, flows: FluidFlows, active: np.ndarray, rate: np.ndarray,
             line: np.ndarray, fair: np.ndarray, fair_for: int, n_done: int,
-            spread: list[float]) -> tuple[np.ndarray, int]:
+            spread: list[float], one_line: bool) -> tuple[np.ndarray, int]:
     """Append the sending flows' largest |rate / max-min share - 1| to ``spread``
-    (``simulate_fluid``'s samples); the shares are recomputed when the sending set moved."""
+    (``simulate_fluid``'s samples); the shares are recomputed when the sending set moved.
+    ``one_line``: every flow has the same line rate."""
     n = len(rate)
     n_act = int(np.count_nonzero(active))
-    if line.min() == line.max():
+    if one_line:
         # One line rate: the active flows share the egress evenly (progressive filling on
         # the star), and no rate is above the line rate.
         share = min(float(line[0]), float(links.cap[-1]) / n_act)
