@@ -29,6 +29,7 @@ the others). Units: bytes, seconds, bytes/s.
 from __future__ import annotations
 
 from collections import deque
+from typing import Any
 
 import numpy as np
 
@@ -157,7 +158,8 @@ def simulate_star(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
     hist_n = int(lag.max(initial=1)) + 2
     # log P(no CNP) per alpha interval of each flow's departures, by step (None: no mark).
     hist: list[np.ndarray | None] = [None] * hist_n
-    rng = np.random.default_rng(cfg.seed)
+    bits = np.random.PCG64(cfg.seed)  # default_rng(seed)'s generator, which can skip ahead
+    rng = np.random.Generator(bits)
     # The uniforms simulate_fluid draws (k x n a step), BLOCK steps at a time, negated:
     # u < P(CNP) = -expm1(log P(none)) is expm1(log P(none)) < -u.
     nu = np.zeros((0, k, n))
@@ -172,7 +174,7 @@ def simulate_star(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
     one_line = bool(line.min() == line.max())
     last_mark = -(10**9)  # the last step that marked
     # order "arrival": what arrived, step by step, not yet served ([bytes per flow, total]).
-    fifo: deque[list] = deque()
+    fifo: deque[list[Any]] = deque()
     step = 0
     t = 0.0
     while n_done < n:
@@ -329,7 +331,7 @@ def simulate_star(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
                     new = ~paused | (q > reserve)
             pause_moved = any_paused
             paused = new
-            any_paused = count_nonzero(paused) > 0
+            any_paused = bool(count_nonzero(paused) > 0)
             pause_moved = pause_moved or any_paused
             changed = changed or pause_moved
         if any_paused:
@@ -341,7 +343,7 @@ def simulate_star(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
             if j >= len(nu):
                 # simulate_fluid draws k x n uniforms every step: skip those of the steps
                 # jumped over since the last block (one 64-bit draw a uniform).
-                rng.bit_generator.advance((step - blk0 - len(nu)) * k * n)
+                bits.advance((step - blk0 - len(nu)) * k * n)
                 nu = -rng.random((BLOCK, k, n))
                 blk0, j = step, 0
             back = hist[(step - c_lag) % hist_n] if step >= c_lag else None
@@ -350,7 +352,7 @@ def simulate_star(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
                 # CNPs in each of the step's alpha intervals.
                 nflag = add_reduce(np.expm1(back) < nu[j], 0, np.uint8)
                 got = nflag > 0
-                n_got = count_nonzero(got)
+                n_got = int(count_nonzero(got))
             fast = dec_steps == 1 and n_seen == n and not flags_left
             if n_got:
                 cnps += n_got
@@ -483,7 +485,7 @@ def _sample(links: FluidLinks, flows: FluidFlows, active: np.ndarray, rate: np.n
     return fair, fair_for
 
 
-def _serve_fifo(fifo: deque[list], cdt: float, n: int) -> np.ndarray:
+def _serve_fifo(fifo: deque[list[Any]], cdt: float, n: int) -> np.ndarray:
     """Serve ``cdt`` bytes from the oldest arrivals on (the last one in part): bytes per
     flow."""
     dep = np.zeros(n)
