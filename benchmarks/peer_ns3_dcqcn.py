@@ -14,17 +14,25 @@ rate 100 Mb/s, CLAMP_TARGET_RATE off; ECN RED at the switch egress, Kmin 400 KB,
   program with a generated topology, flow file and configuration. Build it yourself outside
   this repository and point ``HPCC_NS3`` (or ``--ns3``) at its ``simulation`` directory;
   without it this script says so and exits 0 (nothing of it is in the repository).
-- Fluid: ``clusterwright.sim.incast.star_incast`` (``sim/fluid.py``: per-flow DCQCN
-  reaction points, fluid FIFO queue, RED marking, PFC), with ns-3's 48 bytes of headers per
-  1,000-byte packet added to the bytes on the wire; mean of ``--seeds`` seeds (the CNP
-  draws are seeded). The mean-field ``dcqcn-fluid`` model is shown too.
+- Fluid: ``clusterwright.sim.incast.star_incast`` (the model of ``sim/fluid.py``: per-flow
+  DCQCN reaction points, fluid queue, RED marking, PFC; run by its single-bottleneck kernel
+  ``sim/fluid_star.py``, which gives ``simulate_fluid``'s results draw for draw), with
+  ns-3's 48 bytes of headers per 1,000-byte packet added to the bytes on the wire; mean of
+  ``--seeds`` seeds (the CNP draws are seeded). Shown too: the same run with the egress
+  serving in arrival order (``order="arrival"``, an experiment) and the mean-field
+  ``dcqcn-fluid`` model.
 
 Compared: incast completion (last flow's completion), mean queue at the receiver's switch
 port over the incast, Jain's index of the per-flow throughputs, wall time and CPU time
 (ns-3: the child process, one run; fluid: this process, one run). Targets (issue 18): within 10 % on
 completion and mean queue, >= 100x the packet-level simulator's speed.
 
-    python benchmarks/peer_ns3_dcqcn.py [--senders 8,16,32,64,128] [--seeds 5] [--dt-us 1]
+    python benchmarks/peer_ns3_dcqcn.py [--senders 8,16,32,64,128] [--seeds 5] [--dt-us 4]
+    python benchmarks/peer_ns3_dcqcn.py --trajectory 128 [--times-ms 0.5,1,2,4,6,8,10,12]
+
+``--trajectory N``: the mean queue over [0, T] for several T, ns-3 against both fluid
+service orders. ns-3 writes its queue histogram only every 100 ms of simulated time, so for
+each T its flows start T before such a dump (one ns-3 run per T, RngRun 1).
 """
 
 from __future__ import annotations
@@ -136,13 +144,14 @@ def _ns3_queue_mean(path: Path, port: int, end: float) -> float:
     return float((cnt * kb * 1000).sum() / samples)
 
 
-def run_fluid(n: int, cc: str, seeds: int, dt: float) -> dict[str, float]:
+def run_fluid(n: int, cc: str, seeds: int, dt: float, order: str = "share"
+              ) -> dict[str, float]:
     wire = SIZE * (PAYLOAD + HEADER) / PAYLOAD
     ends, qs, jains, walls, cpus = [], [], [], [], []
     for seed in range(seeds):
         t0, c0 = time.perf_counter(), time.process_time()
         r = star_incast(n, wire, cc=cc, link_gbps=GBPS, delay_s=DELAY_S,
-                        buffer_bytes=BUFFER_MB * 2**20, dt=dt, seed=seed)
+                        buffer_bytes=BUFFER_MB * 2**20, dt=dt, seed=seed, order=order)
         walls.append(time.perf_counter() - t0)
         cpus.append(time.process_time() - c0)
         ends.append(r.end_s)
@@ -152,6 +161,78 @@ def run_fluid(n: int, cc: str, seeds: int, dt: float) -> dict[str, float]:
             "qmean": float(np.mean(qs)), "q_sd": float(np.std(qs)),
             "jain": float(np.mean(jains)), "wall": float(np.mean(walls)),
             "cpu": float(np.mean(cpus))}
+
+
+DUMP_NS = 2_100_000_000  # an ns-3 queue-histogram dump (every 100 ms from 2.0 s)
+
+
+def ns3_queue_to(n: int, t_s: float, seed: int = 1) -> float:
+    """ns-3's mean queue at the receiver's port over the first ``t_s`` of the incast: its
+    flows start ``t_s`` before a histogram dump (the queue is empty before they start)."""
+    files = ns3_config(n)
+    start = DUMP_NS - round(t_s * 1e9)
+    files["flow.txt"] = "\n".join(
+        [str(n)] + [f"{h} {n + 1} 3 100 {SIZE} {start / 1e9:.9f}" for h in range(1, n + 1)]
+    ) + "\n"
+    files["config.txt"] = files["config.txt"].replace(
+        f"QLEN_MON_END {START_NS + 100_000_000}", f"QLEN_MON_END {DUMP_NS + 100}")
+    with tempfile.TemporaryDirectory(prefix="ns3-incast-") as tmp:
+        for name, text in files.items():
+            Path(tmp, name).write_text(text, encoding="utf-8")
+        env = dict(os.environ, LD_LIBRARY_PATH=str(NS3 / "build"),
+                   NS_GLOBAL_VALUE=f"RngRun={seed}")
+        subprocess.run([str(NS3 / "build" / "scratch" / "third"), "config.txt"], cwd=tmp,
+                       env=env, check=True, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+        lines = Path(tmp, "qlen.txt").read_text(encoding="utf-8").splitlines()
+    block = lines[lines.index(f"time: {DUMP_NS}") + 1:]
+    for line in block:
+        parts = line.split()
+        if parts[0] == "time:":
+            break
+        if parts[0] == "0" and parts[1] == str(n + 1):
+            cnt = np.asarray([int(v) for v in parts[2:]], dtype=float)
+            kb = np.arange(len(cnt)) + 0.5
+            kb[0] = 0.0
+            return float((cnt * kb * 1000).sum() / (t_s / 100e-9))
+    return 0.0
+
+
+def fluid_queue_to(n: int, times_s: list[float], order: str, seeds: int, dt: float
+                   ) -> list[float]:
+    """The fluid's mean queue over [0, T] for each T (mean of ``seeds`` seeds)."""
+    wire = SIZE * (PAYLOAD + HEADER) / PAYLOAD
+    out = np.zeros(len(times_s))
+    for seed in range(seeds):
+        trace: list[float] = []
+        star_incast(n, wire, link_gbps=GBPS, delay_s=DELAY_S, buffer_bytes=BUFFER_MB * 2**20,
+                    dt=dt, seed=seed, order=order, queue_trace=trace)
+        cum = np.cumsum(trace)
+        for i, t_s in enumerate(times_s):
+            k = round(t_s / dt)
+            out[i] += (cum[min(k, len(cum)) - 1]) / k / seeds
+    return out.tolist()
+
+
+def trajectory(n: int, times_ms: list[float], seeds: int, dt: float) -> int:
+    times = [t * 1e-3 for t in times_ms]
+    ns = [ns3_queue_to(n, t) for t in times]
+    share = fluid_queue_to(n, times, "share", seeds, dt)
+    arrival = fluid_queue_to(n, times, "arrival", seeds, dt)
+    rows = [[f"{t:g}", f"{a / 1e3:,.0f}", f"{b / 1e3:,.0f}", f"{b / a - 1:+.1%}",
+             f"{c / 1e3:,.0f}", f"{c / a - 1:+.1%}"]
+            for t, a, b, c in zip(times_ms, ns, share, arrival, strict=True)]
+    lines = [f"# DCQCN incast of {n} senders: mean queue over [0, T], ns-3 against the fluid",
+             "", *machine_lines(),
+             f"- ns-3: one run per T (RngRun 1); fluid: dt {dt * 1e6:g} us, mean of {seeds} "
+             "seeds; scenario as in peer_ns3_dcqcn.md", "",
+             "Mean bytes queued at the receiver's switch port from the incast's start to T "
+             "(KB). `share`: the fluid's egress serves each flow in proportion to its bytes "
+             "queued (simulate_fluid); `arrival`: first in, first out.", "",
+             *table(["T ms", "ns-3 KB", "fluid share KB", "error", "fluid arrival KB",
+                     "error"], rows)]
+    write(f"peer_ns3_dcqcn_trajectory_{n}.md", lines)
+    return 0
 
 
 def ns3_commit() -> str:
@@ -170,6 +251,9 @@ def main() -> int:
     ap.add_argument("--ns3-seeds", type=int, default=3)
     ap.add_argument("--dt-us", type=float, default=4.0)
     ap.add_argument("--ns3", default=str(NS3))
+    ap.add_argument("--trajectory", type=int, default=0,
+                    help="senders: the mean queue over [0, T] for each of --times-ms")
+    ap.add_argument("--times-ms", default="0.5,1,2,3,4,5,6,7,8,9,10,11,12")
     args = ap.parse_args()
     NS3 = Path(args.ns3)
     if not (NS3 / "build" / "scratch" / "third").exists():
@@ -177,11 +261,15 @@ def main() -> int:
               "--ns3 to its simulation/ directory)")
         return 0
     dt = args.dt_us * 1e-6
-    rows, rows_mf, errs = [], [], []
+    if args.trajectory:
+        return trajectory(args.trajectory, [float(v) for v in args.times_ms.split(",")],
+                          args.seeds, dt)
+    rows, rows_mf, rows_ar, errs = [], [], [], []
     for n in [int(v) for v in args.senders.split(",")]:
         ns = run_ns3(n, args.ns3_seeds)
         fl = run_fluid(n, "dcqcn", args.seeds, dt)
         mf = run_fluid(n, "dcqcn-fluid", 1, dt)
+        ar = run_fluid(n, "dcqcn", args.seeds, dt, order="arrival")
         e_end = fl["end"] / ns["end"] - 1
         e_q = fl["qmean"] / ns["qmean"] - 1
         errs.append((abs(e_end), abs(e_q)))
@@ -196,6 +284,9 @@ def main() -> int:
             f"{ns['cpu'] / fl['cpu']:.0f}x"])
         rows_mf.append([str(n), f"{mf['end'] * 1e3:.3f}", f"{mf['end'] / ns['end'] - 1:+.1%}",
                         f"{mf['qmean'] / 1e3:,.0f}", f"{mf['qmean'] / ns['qmean'] - 1:+.1%}"])
+        rows_ar.append([str(n), f"{ar['end'] * 1e3:.3f}", f"{ar['end'] / ns['end'] - 1:+.1%}",
+                        f"{ar['qmean'] / 1e3:,.0f}", f"{ar['qmean'] / ns['qmean'] - 1:+.1%}",
+                        f"{ar['cpu'] * 1e3:.0f}"])
         print(rows[-1], flush=True)
     worst_end = max(e[0] for e in errs)
     worst_q = max(e[1] for e in errs)
@@ -216,6 +307,11 @@ def main() -> int:
                      "fluid wall / CPU ms", "speedup wall / CPU"], rows), "",
              f"Worst error: completion {worst_end:.1%}, mean queue {worst_q:.1%} "
              "(target: within 10 %).", "",
+             "The same runs with the egress serving first in, first out by arrival "
+             "(`order=\"arrival\"`, an experiment; the main table's fluid serves each flow "
+             "in proportion to its bytes queued, as `simulate_fluid` does):", "",
+             *table(["N", "completion ms", "error vs ns-3", "mean queue KB", "error vs ns-3",
+                     "CPU ms"], rows_ar), "",
              "The mean-field DCQCN model (`--cc dcqcn-fluid`, Zhu et al. CoNEXT 2016) on the "
              "same runs, for contrast: it has no synchronised cuts, so the link never idles.",
              "", *table(["N", "completion ms", "error vs ns-3", "mean queue KB",

@@ -628,11 +628,11 @@ class _CcState:
         d = self.cfg.dcqcn
         self.n += 1
         n = self.n
-        k = self.k_alpha
-        if k == 1:
-            nflag = (rng.random(len(mark_log)) < -np.expm1(mark_log)).astype(np.int64)
-        else:
-            nflag = rng.binomial(k, -np.expm1(mark_log * (1.0 / k)))
+        # Which of the step's k alpha intervals had a CNP: one uniform per interval and flow
+        # (k x n per step, always drawn, so that ``sim/fluid_star.py`` can draw the same
+        # stream in blocks); u < P(a CNP in the interval) = 1 - exp(log P(none) / k).
+        u = rng.random((self.k_alpha, len(mark_log)))
+        nflag = np.count_nonzero(u < -np.expm1(mark_log * (1.0 / self.k_alpha)), axis=0)
         got = nflag > 0
         n_got = int(np.count_nonzero(got))
         # Alpha: (1 - g) each alpha interval, + g in one with a CNP; the flagged intervals

@@ -20,6 +20,8 @@ from clusterwright.sim.fluid import (
     SharedBuffer,
     simulate_fluid,
 )
+from clusterwright.sim.fluid_star import CCS as STAR_CCS
+from clusterwright.sim.fluid_star import simulate_star
 
 # NVIDIA's shared-buffer alpha as the HPCC simulator sets it: a port may take 1/2^3 of what
 # is free.
@@ -55,11 +57,22 @@ def star(senders: int, size_bytes: float, link_gbps: float = 100.0, delay_s: flo
 
 def star_incast(senders: int, size_bytes: float, cc: str = "dcqcn", link_gbps: float = 100.0,
                 delay_s: float = 1e-6, buffer_bytes: float = 32 * 2**20, pfc: bool = True,
-                dt: float = 4e-6, seed: int = 0, dcqcn: Dcqcn | None = None) -> FluidResult:
+                dt: float = 4e-6, seed: int = 0, dcqcn: Dcqcn | None = None,
+                general: bool = False, order: str = "share",
+                queue_trace: list[float] | None = None) -> FluidResult:
     """Run an N-to-1 incast on one switch (``star``) under ``cc``; the receiver's queue is
-    link ``senders`` of the result."""
+    link ``senders`` of the result. DCQCN and no control run in the single-bottleneck
+    kernel (``sim/fluid_star.py``: same model and random stream, 3-9x faster) unless
+    ``general``; the other controls in ``simulate_fluid``. ``order``: the egress's service
+    order in the kernel (``simulate_star``; ``arrival`` is an experiment); ``queue_trace``
+    collects the receiver's queue after every step (kernel only)."""
     d = dcqcn or Dcqcn.mellanox(link_gbps)
     links, flows, buf = star(senders, size_bytes, link_gbps, delay_s, buffer_bytes, d)
-    return simulate_fluid(links, flows, FluidConfig(cc=cc, dcqcn=d, dt=dt, pfc=pfc,
-                                                    shared=buf, seed=seed,
-                                                    timely=Timely.for_link(link_gbps)))
+    cfg = FluidConfig(cc=cc, dcqcn=d, dt=dt, pfc=pfc, shared=buf, seed=seed,
+                      timely=Timely.for_link(link_gbps))
+    if cc in STAR_CCS and not general:
+        return simulate_star(links, flows, cfg, order, queue_trace)
+    if order != "share" or queue_trace is not None:
+        raise ValueError(f"order, queue_trace: need the single-bottleneck kernel (cc "
+                         f"{' or '.join(STAR_CCS)}, not general)")
+    return simulate_fluid(links, flows, cfg)

@@ -1,0 +1,101 @@
+"""The single-bottleneck fluid run (sim/fluid_star.py) against the general one (sim/fluid.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from clusterwright.model.congestion import Dcqcn
+from clusterwright.sim.fluid import FluidConfig, simulate_fluid
+from clusterwright.sim.fluid_star import simulate_star
+from clusterwright.sim.incast import star, star_incast
+
+GBPS = 100
+WIRE = 1_048_000  # 1 MB of payload with 48 bytes of headers per 1,000-byte packet
+
+
+def _same(a: object, b: object) -> None:
+    """Two fluid results agree: same steps and CNPs (the same random decisions), the rest
+    to rounding."""
+    assert a.steps == b.steps  # type: ignore[attr-defined]
+    assert a.cnps == b.cnps  # type: ignore[attr-defined]
+    for key in ("end_s", "marked_fraction"):
+        assert getattr(a, key) == pytest.approx(getattr(b, key), rel=1e-9, abs=1e-15)
+    for key in ("fct_s", "queue_mean_bytes", "queue_max_bytes", "pause_s", "rate_spread",
+                "sample_times"):
+        np.testing.assert_allclose(getattr(a, key), getattr(b, key), rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize(("senders", "cc", "buffer_mb"), [
+    (8, "dcqcn", 32), (24, "dcqcn", 32), (24, "dcqcn", 4), (16, "none", 4), (16, "none", 32)])
+def test_star_kernel_reproduces_the_general_fluid_run(senders: int, cc: str,
+                                                      buffer_mb: int) -> None:
+    # Same seed, same stream of uniforms: every CNP, cut and pause must coincide. The 4 MB
+    # buffer makes PFC pause the senders.
+    kw = {"cc": cc, "buffer_bytes": buffer_mb * 2**20, "seed": 3}
+    fast = star_incast(senders, WIRE / 4, **kw)  # type: ignore[arg-type]
+    slow = star_incast(senders, WIRE / 4, general=True, **kw)  # type: ignore[arg-type]
+    _same(fast, slow)
+    if buffer_mb == 4:
+        assert fast.pause_s.sum() > 0
+
+
+def test_star_kernel_reproduces_one_microsecond_steps() -> None:
+    # dt = 1 us: one alpha interval a step, a decrease every fourth step.
+    fast = star_incast(12, WIRE / 4, dt=1e-6, seed=5)
+    slow = star_incast(12, WIRE / 4, dt=1e-6, seed=5, general=True)
+    _same(fast, slow)
+
+
+def test_star_kernel_reproduces_clamped_target_and_static_pfc() -> None:
+    links, flows, _ = star(10, WIRE / 4, GBPS)
+    links.xoff[:10] = 60e3
+    links.xon[:10] = 40e3
+    cfg = FluidConfig(cc="dcqcn", dcqcn=Dcqcn.mellanox(GBPS).with_(clamp_target=True),
+                      seed=2)
+    fast = simulate_star(links, flows, cfg)
+    _same(fast, simulate_fluid(links, flows, cfg))
+    assert fast.pause_s.sum() > 0
+
+
+def test_star_kernel_refuses_what_it_does_not_model() -> None:
+    links, flows, _ = star(4, 1e5, GBPS)
+    with pytest.raises(ValueError, match="cc"):
+        simulate_star(links, flows, FluidConfig(cc="timely"))
+    flows.group_start[:] = 1e-6
+    with pytest.raises(ValueError, match="starts every flow at 0"):
+        simulate_star(links, flows, FluidConfig())
+
+
+def test_arrival_order_serves_the_oldest_bytes_first() -> None:
+    # Two senders at line rate, 100 KB and 1 MB, no congestion control, no PFC. First in,
+    # first out: the small flow's bytes arrived in its first 100 KB / C and are all served
+    # by 2 x 100 KB / C. Served in proportion to the bytes queued, its share shrinks as the
+    # big flow's grows, and it is done only when the queue empties, at (1.1 MB) / C.
+    cap = GBPS * 1e9 / 8
+    links, flows, _ = star(2, 1e6, GBPS)
+    flows.size[0] = 1e5
+    cfg = FluidConfig(cc="none", pfc=False)
+    fifo = simulate_star(links, flows, cfg, order="arrival")
+    share = simulate_star(links, flows, cfg)
+    assert fifo.fct_s[0] == pytest.approx(2e5 / cap, abs=cfg.dt)
+    assert share.fct_s[0] == pytest.approx(1.1e6 / cap, abs=cfg.dt)
+    # The total queue and the last completion do not depend on the order.
+    assert fifo.end_s == pytest.approx(share.end_s)
+    np.testing.assert_allclose(fifo.queue_mean_bytes, share.queue_mean_bytes, rtol=1e-9)
+
+
+@pytest.mark.parametrize("order", ["share", "arrival"])
+def test_queue_trace_averages_to_the_mean_queue(order: str) -> None:
+    trace: list[float] = []
+    r = star_incast(16, WIRE / 4, order=order, queue_trace=trace, seed=1)
+    assert len(trace) == r.steps
+    assert np.mean(trace) == pytest.approx(r.queue_mean_bytes[16], rel=1e-9)
+    assert max(trace) == pytest.approx(r.queue_max_bytes[16])
+
+
+def test_arrival_order_needs_the_star_kernel() -> None:
+    with pytest.raises(ValueError, match="order"):
+        star_incast(4, 1e5, order="arrival", general=True)
+    with pytest.raises(ValueError, match="order"):
+        star_incast(4, 1e5, order="lifo")
