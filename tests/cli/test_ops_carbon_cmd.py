@@ -36,3 +36,25 @@ def test_bad_input_exits_2_naming_the_flag(args: tuple[str, ...], flag: str) -> 
     r = cw(*args)
     assert r.exit_code == 2, r.output  # type: ignore[attr-defined]
     assert flag in r.output  # type: ignore[attr-defined]
+
+
+def test_serving_energy_uses_the_decode_power_and_says_it_is_an_estimate() -> None:
+    base = ("--gpu-hours", "10", "--tokens-per-s-per-gpu", "1000", "--json")
+    decode = json.loads(cw(*base).stdout)["serving"]  # type: ignore[attr-defined]
+    prefill = json.loads(cw(*base, "--prefill-time-share", "1").stdout)[  # type: ignore[attr-defined]
+        "serving"]
+    assert decode["estimate"] is True and decode["decode_gpu_power_fraction"] == 0.31
+    assert "estimate" in decode["basis"] and "decode_gpu_power_fraction" in decode["basis"]
+    # Decode draws less than the training draw; all-prefill draws exactly the training draw.
+    assert decode["kw_per_gpu"] < decode["training_kw_per_gpu"]
+    assert prefill["kw_per_gpu"] == pytest.approx(prefill["training_kw_per_gpu"])
+    # kWh per million tokens = kW x PUE / (tokens/s x 3600) x 1e6.
+    d = json.loads(cw(*base).stdout)  # type: ignore[attr-defined]
+    assert decode["kwh_per_million_tokens"] == pytest.approx(
+        decode["kw_per_gpu"] * d["pue"] / 3600.0 * 1e3)
+
+
+def test_bad_prefill_time_share_exits_2_naming_the_flag() -> None:
+    r = cw("--gpu-hours", "10", "--tokens-per-s-per-gpu", "1000", "--prefill-time-share", "2")
+    assert r.exit_code == 2, r.output  # type: ignore[attr-defined]
+    assert "--prefill-time-share" in r.output  # type: ignore[attr-defined]

@@ -55,3 +55,28 @@ def test_power_trace_swings_between_computing_and_waiting() -> None:
     assert mits["power cap"].swing_mw == pytest.approx(10 * 0.9 - 4)
     # The dummy load burns the low phases: 6 MW x 20 % x 8,760 h.
     assert mits["dummy load"].annual_usd == pytest.approx(6e3 * 0.2 * 8760 * 0.1)
+
+
+def test_decode_draws_less_than_prefill_which_draws_the_training_power() -> None:
+    # DGX H100: 10.2 kW x 0.76 sustained, 8 x 700 W GPUs, decode GPUs at 0.31 x TDP.
+    sustained = 10.2 * 0.76
+    decode = en.serving_server_kw(sustained, 8, 700.0, 0.31, prefill_share=0.0)
+    assert decode == pytest.approx(sustained - 8 * 0.7 * 0.69)
+    assert en.serving_server_kw(sustained, 8, 700.0, 0.31, prefill_share=1.0) == sustained
+    half = en.serving_server_kw(sustained, 8, 700.0, 0.31, prefill_share=0.5)
+    assert half == pytest.approx((sustained + decode) / 2)
+    # Never below zero, even when the GPUs' TDP exceeds the server's sustained draw.
+    assert en.serving_server_kw(1.0, 8, 700.0, 0.0) == 0.0
+
+
+@pytest.mark.parametrize(("kwargs", "field"), [
+    ({"decode_fraction": 1.5}, "decode power fraction"),
+    ({"prefill_share": -0.1}, "prefill time share"),
+    ({"gpus": 0}, "GPUs per server"),
+])
+def test_serving_power_rejects_bad_input_naming_it(kwargs: dict[str, float], field: str
+                                                   ) -> None:
+    args: dict[str, float] = {"sustained_kw": 7.0, "gpus": 8, "tdp_w": 700.0,
+                              "decode_fraction": 0.31, **kwargs}
+    with pytest.raises(InputError, match=field):
+        en.serving_server_kw(**args)  # type: ignore[arg-type]

@@ -150,6 +150,7 @@ CHECKPOINT_COPIES = Bound(1, 1_000, why="checkpoints kept")
 DATASET_TB = Bound(0, 1e9, why="TB")
 DATA_GBPS_PER_GPU = Bound(0, 1_000.0, why="GB/s per GPU")
 RENEWABLE_SHARE = Bound(0, 1.0, why="a fraction")
+PREFILL_SHARE = Bound(0, 1.0, why="a fraction of the serving time")
 GRID_YEAR = Bound(2000, 2100)
 
 # --- vector indexes (ops vector; bounds of model/vector_index.py, Milvus's documented ranges) ---

@@ -10,7 +10,7 @@ from clusterwright.cli import limits as lim
 from clusterwright.cli.common import console, run_command, state, user_errors
 
 FLAGS = {"server": "--server", "region": "--region", "year": "--year",
-         "renewable_share": "--renewable-share"}
+         "renewable_share": "--renewable-share", "prefill time share": "--prefill-time-share"}
 
 
 def _render(d: dict[str, Any]) -> None:
@@ -29,7 +29,9 @@ def _render(d: dict[str, Any]) -> None:
     s = d.get("serving")
     if s:
         console.print(f"  serving: {s['kwh_per_million_tokens']:,.3f} kWh and "
-                      f"{s['gco2_per_million_tokens']:,.0f} gCO2e per million tokens")
+                      f"{s['gco2_per_million_tokens']:,.0f} gCO2e per million tokens "
+                      f"({s['kw_per_gpu']:.3f} kW per GPU)")
+        console.print(f"    {s['basis']}")
 
 
 def carbon(
@@ -45,6 +47,9 @@ def carbon(
                                      "the cooling's catalog PUE)."),
     tokens_per_s_per_gpu: float | None = typer.Option(
         None, "--tokens-per-s-per-gpu", help="Also energy per million served tokens."),
+    prefill_time_share: float = typer.Option(
+        0.0, "--prefill-time-share", help="Share of serving time in prefill, 0..1 (prefill "
+        "draws the training power, decode less; default 0: decode only)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Energy (full system and the model-card convention), location- and market-based carbon
@@ -55,12 +60,14 @@ def carbon(
     lim.within(("--gpu-hours", gpu_hours, lim.GPU_HOURS), ("--year", year, lim.GRID_YEAR),
                ("--renewable-share", renewable_share, lim.RENEWABLE_SHARE),
                ("--pue", pue, lim.PUE), ("--tokens-per-s-per-gpu", tokens_per_s_per_gpu,
-                                         lim.TOKENS_PER_S))
+                                         lim.TOKENS_PER_S),
+               ("--prefill-time-share", prefill_time_share, lim.PREFILL_SHARE))
     with user_errors():
         cat = state(ctx).catalog()
     req = CarbonRequest(gpu_hours=gpu_hours, server=server, region=region, year=year,
                         renewable_share=renewable_share, pue=pue,
-                        tokens_per_s_per_gpu=tokens_per_s_per_gpu)
+                        tokens_per_s_per_gpu=tokens_per_s_per_gpu,
+                        prefill_time_share=prefill_time_share)
 
     def payload() -> dict[str, Any]:
         with user_errors(FLAGS, name_flags=True):

@@ -8,7 +8,9 @@ Power per component comes from the designed cluster: the servers' sustained trai
 (power plan: maximum x ``server_typical_power_fraction``, measured on H100 training nodes), the
 network's typical draw and the storage tier, each shared by GPU count; the facility adds PUE.
 The model-card convention (GPU-hours x TDP x PUE) is reported beside it, because that is how
-published footprints are counted.
+published footprints are counted. Serving draws less than training: prefill at the sustained
+training draw, memory-bound decode with the GPUs at ``decode_gpu_power_fraction`` of TDP (an
+estimate from H200 decode measurements), weighted by the time in each phase.
 """
 
 from __future__ import annotations
@@ -66,6 +68,58 @@ def per_gpu_kw(cat: Catalog, server: Server) -> float:
     return server.max_power_kw * cat.assumption("server_typical_power_fraction") / server.gpus
 
 
+def serving_per_gpu_kw(cat: Catalog, server: Server, prefill_time_share: float = 0.0) -> float:
+    """One GPU's share of its server's draw while serving, kW: prefill at the sustained
+    training draw, decode with the GPUs at ``decode_gpu_power_fraction`` of TDP
+    (``model/energy.serving_server_kw``), weighted by the time share in prefill."""
+    sustained = server.max_power_kw * cat.assumption("server_typical_power_fraction")
+    kw = en.serving_server_kw(sustained, server.gpus, cat.gpu(server.gpu).tdp_w,
+                              cat.assumption("decode_gpu_power_fraction"), prefill_time_share)
+    return kw / server.gpus
+
+
+PREFILL_SHARE_FROM = ("peak QPS per replica x one request's prefill time from the serving "
+                      "engine's step model")
+
+
+def prefill_share(run: PlanRun, row: dict[str, Any]) -> float | None:
+    """The share of a serving replica's time spent in prefill at peak load: QPS per replica x
+    the engine step model's time to prefill one request's prompt alone (in chunks of the
+    engine's token budget), at most 1. None when the replica cannot be rebuilt. Prefill
+    chunks share iterations with decode tokens in a continuous-batching engine, so this is
+    the prefill work expressed as time, an estimate."""
+    from clusterwright.plan import serving_replica
+
+    try:
+        rep = serving_replica.replica(
+            run.cat, run.models[row["name"]], row["gpu"], tp=int(row["tp"]),
+            precision=row["precision"], kv_precision=row["kv_precision"],
+            ep=int(row.get("ep") or 1))
+    except (ClusterwrightError, KeyError, ValueError):
+        return None
+    budget = max(1, rep.engine.max_num_batched_tokens)
+    left, prefill_s = int(row["input_len"]), 0.0
+    while left > 0:
+        chunk = min(left, budget)
+        prefill_s += rep.model.step_s(chunk, 0, int(row["input_len"]) - left)
+        left -= chunk
+    return min(1.0, float(row.get("qps_per_replica") or 0.0) * prefill_s)
+
+
+def serving_power_basis(cat: Catalog, server: Server, share: float, gpu_kw: float,
+                        share_from: str) -> dict[str, Any]:
+    """What a per-token energy figure assumed about the serving draw, for the output."""
+    frac = cat.assumption("decode_gpu_power_fraction")
+    return {
+        "kw_per_gpu": gpu_kw, "prefill_time_share": share, "decode_gpu_power_fraction": frac,
+        "training_kw_per_gpu": per_gpu_kw(cat, server), "estimate": True,
+        "basis": (f"estimate: at peak load; prefill ({100 * share:.0f} % of the time, "
+                  f"{share_from}) at the servers' sustained training draw, decode with "
+                  f"the GPUs at {frac:g} x TDP (decode_gpu_power_fraction, H200 decode "
+                  "measurements, arXiv 2605.11999); not validated against a measured energy "
+                  "per token")}
+
+
 def embodied(cat: Catalog, gpu_hours: float, server: Server) -> float:
     """Embodied tonnes CO2e charged to ``gpu_hours`` on ``server`` hardware."""
     return en.embodied_t(gpu_hours, server.gpus / max(server.hosts, 1),
@@ -113,14 +167,18 @@ def energy_view(run: PlanRun, cand: Candidate, d: DesignedCluster) -> dict[str, 
             f.update(workload=r["name"], days=r.get("time_to_train_days"))
             out["runs"].append(f)
         elif r["kind"] == "inference" and r.get("tokens_per_s_per_gpu"):
-            kw = float(r["gpus"]) * (per_gpu_kw(cat, server) + net_kw_gpu + sto_kw_gpu)
+            share = prefill_share(run, r)
+            gpu_kw = serving_per_gpu_kw(cat, server, share or 0.0)
+            kw = float(r["gpus"]) * (gpu_kw + net_kw_gpu + sto_kw_gpu)
             tps = float(r["tokens_per_s_per_gpu"]) * float(r["gpus"])
             kwh_m = en.kwh_per_million_tokens(kw, tps, pue)
             out["serving"].append({
                 "workload": r["name"], "kwh_per_million_tokens": kwh_m,
                 "gco2_per_million_tokens": kwh_m * g.gco2_per_kwh,
-                "basis": "at peak load, servers at their sustained training draw (the measured "
-                         "fraction is from training; serving usually draws less)"})
+                **serving_power_basis(
+                    cat, server, share or 0.0, gpu_kw,
+                    PREFILL_SHARE_FROM if share is not None else
+                    "the replica could not be rebuilt: decode only, so this errs low")})
     # A year of the whole cluster at the TCO's utilisation-weighted draw.
     annual_kwh = (d.tco.annual_energy_kwh if d.tco is not None
                   else pp.power.typical_kw * 8760.0 * pp.pue)
@@ -185,6 +243,7 @@ class CarbonRequest:
     renewable_share: float = 0.0
     pue: float | None = None
     tokens_per_s_per_gpu: float | None = None
+    prefill_time_share: float = 0.0  # share of serving time in prefill, for per-token energy
 
 
 def carbon_report(cat: Catalog, req: CarbonRequest) -> dict[str, Any]:
@@ -200,10 +259,12 @@ def carbon_report(cat: Catalog, req: CarbonRequest) -> dict[str, Any]:
     out.update(server=server.id, gpu=server.gpu, grid=g.as_dict(), pue=pue,
                per_gpu_kw=per_gpu_kw(cat, server))
     if req.tokens_per_s_per_gpu is not None:
-        kwh_m = en.kwh_per_million_tokens(per_gpu_kw(cat, server), req.tokens_per_s_per_gpu,
-                                          pue)
+        gpu_kw = serving_per_gpu_kw(cat, server, req.prefill_time_share)
+        kwh_m = en.kwh_per_million_tokens(gpu_kw, req.tokens_per_s_per_gpu, pue)
         out["serving"] = {"kwh_per_million_tokens": kwh_m,
-                          "gco2_per_million_tokens": kwh_m * g.gco2_per_kwh}
+                          "gco2_per_million_tokens": kwh_m * g.gco2_per_kwh,
+                          **serving_power_basis(cat, server, req.prefill_time_share, gpu_kw,
+                                                "--prefill-time-share")}
     return out
 
 
