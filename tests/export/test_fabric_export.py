@@ -100,6 +100,7 @@ GOLDEN: dict[str, tuple[str, ...]] = {
         "frr/spine-001.conf",
         *_COMMON,
         "containerlab/fabric.clab.yml",
+        "qos/leaf-su001-r1.nvue",
     ),
     "ib-h100x4": _COMMON,  # an InfiniBand backend has no FRR leaves/spines and no lab
 }

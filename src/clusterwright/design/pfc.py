@@ -14,13 +14,14 @@ flow control and has no PFC headroom.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from clusterwright.catalog.registry import Catalog
 from clusterwright.design.fabric_model import Fabric
 from clusterwright.model.pfc import (
     SPECTRUM,
+    Headroom,
     lanes_of,
     mlx5_lossless_buffer_bytes,
     mlx5_xoff_bytes,
@@ -71,6 +72,9 @@ class PfcPlan:
     port_headroom: dict[tuple[str, str], int]  # ("a:port->b:port", end "a"/"b") -> bytes
     switches: tuple[SwitchHeadroom, ...]
     note: str
+    # (speed Gb/s, cable m) -> a switch port's xoff, xon and size for that cable, as
+    # ``port_headroom`` counts them (the switch QoS export writes these numbers)
+    switch_port: dict[tuple[float, float], Headroom] = field(default_factory=dict)
 
     @property
     def worst(self) -> SwitchHeadroom | None:
@@ -128,16 +132,15 @@ def pfc_plan(fab: Fabric, cat: Catalog, mtu: int = 9216,
                        "PFC headroom" if fab.backend.protocol == "infiniband"
                        else "no backend fabric")
     by = fab.by_name
-    cache: dict[tuple[float, float, int], tuple[int, int]] = {}
+    cache: dict[tuple[float, float], Headroom] = {}
     nic_cache: dict[tuple[float, float], tuple[int, int]] = {}
 
     def switch_end(speed: float, length: float) -> tuple[int, int]:
-        key = (speed, length, lanes_of(speed))
-        hit = cache.get(key)
-        if hit is None:
-            h = sonic_mellanox_headroom(speed, length, mtu, lanes=key[2], asic=SPECTRUM)
-            hit = cache[key] = (h.size, h.xoff)
-        return hit
+        h = cache.get((speed, length))
+        if h is None:
+            h = cache[(speed, length)] = sonic_mellanox_headroom(
+                speed, length, mtu, lanes=lanes_of(speed), asic=SPECTRUM)
+        return h.size, h.xoff
 
     def nic_end(speed: float, length: float) -> tuple[int, int]:
         key = (speed, length)
@@ -180,7 +183,7 @@ def pfc_plan(fab: Fabric, cat: Catalog, mtu: int = 9216,
     plan = PfcPlan("ethernet", mtu, lossless_priorities, port_types, per_port,
                    tuple(switches), "")
     return PfcPlan(plan.protocol, mtu, lossless_priorities, port_types, per_port,
-                   tuple(switches), _note(plan, sw.id, sw.buffer_source))
+                   tuple(switches), _note(plan, sw.id, sw.buffer_source), cache)
 
 
 def _note(plan: PfcPlan, part: str, source: str | None) -> str:

@@ -1,5 +1,6 @@
-"""Fabric artifacts: cabling plan, BOM, FRR configs, Slurm and Kueue topology, containerlab,
-NetBox import set. Rendered with Jinja2 from the designed ``Fabric``; nothing is recomputed.
+"""Fabric artifacts: cabling plan, BOM, FRR configs, lossless QoS (NVUE) per RoCE backend
+switch (``export/qos.py``), Slurm and Kueue topology, containerlab, NetBox import set.
+Rendered with Jinja2 from the designed ``Fabric``; nothing is recomputed.
 
 ``write_fabric`` renders everything into a temporary directory next to the target and moves it
 into place only when every file is written, so a failure leaves nothing half-written and an
@@ -29,6 +30,7 @@ from clusterwright.design.bom import BomLine, summary
 from clusterwright.design.fabric import Fabric, Link
 from clusterwright.errors import InputError
 from clusterwright.export.hostlist import compress
+from clusterwright.export.qos import qos_views, render_qos
 from clusterwright.ownership import remove_stale_temp_dirs, temp_prefix
 
 LABEL_PREFIX = "clusterwright.io"
@@ -493,6 +495,8 @@ def _render_all(fab: Fabric, root: Path) -> list[str]:
     views = switch_views(fab)
     for v in views:
         emit(f"frr/{v.name}.conf", [render_frr(fab, v, env)])
+    for q in qos_views(fab):
+        emit(f"qos/{q.name}.nvue", [render_qos(q, env, ver)])
     if views:
         emit("frr/daemons", [env.get_template("daemons.j2").render()])
         backend_views = [v for v in views if v.role in ("leaf", "spine", "core")]
