@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 DecisionArea = Literal["gpu", "server", "cluster_size", "spares", "protocol", "switch", "tiers",
                        "su", "oversubscription", "parallelism", "replicas", "pricing",
-                       "storage"]
+                       "storage", "rag"]
 
 
 @dataclass(frozen=True)

@@ -58,11 +58,11 @@ def predict(cat: Catalog, r: dict[str, str]) -> tuple[float, str]:
         return c.location_t, (f"{kwh / 1e3:,.0f} MWh ({hours:,.0f} GPU-h x {tdp:g} W x PUE "
                               f"{pue:g}) x {g.gco2_per_kwh:g} g/kWh ({g.region.id} {g.year})")
     if q == "system_t":
-        w, g, pue = _num(r, "power_w"), _num(r, "gco2_per_kwh"), _num(r, "pue")
+        w, gco2, pue = _num(r, "power_w"), _num(r, "gco2_per_kwh"), _num(r, "pue")
         e = en.energy(hours, w / 1e3, pue=pue)
-        c = en.carbon(e.facility_kwh, g)
+        c = en.carbon(e.facility_kwh, gco2)
         return c.location_t, (f"{e.facility_kwh / 1e3:,.1f} MWh ({hours:,.0f} device-h x {w:g} W "
-                              f"x PUE {pue:g}) x {g:g} g/kWh (stated)")
+                              f"x PUE {pue:g}) x {gco2:g} g/kWh (stated)")
     server = cat.server(r["server"])
     if q == "embodied_t":
         t = embodied(cat, hours, server)
