@@ -404,3 +404,27 @@ def test_no_family_moves_more_traffic_than_the_step_has_time_for(catalog: Catalo
         waits = est.link_wait_s > 0
         assert waits.any() and not waits.all()
         assert np.all(est.link_wait_s >= 0)
+
+
+def test_fp8_gemm_speedup_scales_only_the_fp8_linear_gemms(catalog: Catalog) -> None:
+    """A GPU's measured sustained FP8 GEMM factor divides the FP8 linear layers' GEMM time;
+    attention, casts and elementwise work keep their rates, and a BF16 job ignores it."""
+    from clusterwright.catalog.stacks import Stack
+    from clusterwright.model.train_compute import compute_job, layer_times
+    from clusterwright.model.xp import ScalarOps
+
+    stack: Stack = catalog.stack("megatron-core-blackwell-2025")
+    arch = gpt(32, 4096, 32)
+
+    def times(fp8: bool, x: float):  # type: ignore[no-untyped-def]
+        cj = compute_job(arch, 4096, stack, 5e15 if fp8 else 2.5e15, 2.5e15, 8e12, fp8,
+                         "current" if fp8 else "delayed", False, 1.0, fp8_gemm_speedup=x)
+        return layer_times(ScalarOps, cj, 8192.0, 1.0, 1.0, 0.0, 0.0, 8.0, False)
+
+    base, fast = times(True, 1.0), times(True, 1.25)
+    assert fast.attn_f == base.attn_f and fast.attn_b == base.attn_b
+    assert all(f == pytest.approx(b / 1.25) for f, b in zip(fast.gemm_tp_f, base.gemm_tp_f,
+                                                                 strict=True))
+    assert fast.fwd < base.fwd
+    b16, b16x = times(False, 1.0), times(False, 1.25)
+    assert b16x.fwd == b16.fwd and b16x.bwd == b16.bwd

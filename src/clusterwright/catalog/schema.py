@@ -154,11 +154,16 @@ class Gpu(CatalogEntry):
     system_names: list[StrictStr] = Field(default_factory=list)
     # A superchip's CPU memory behind its coherent link (GH200, GB200, GB300): the offload tier.
     host_memory: HostMemory | None = None
-    # Attention-kernel throughput over the part its stack's attention efficiency was fitted
-    # on (forward, backward): Blackwell Ultra's doubled softmax-exponent (SFU) rate speeds the
-    # FlashAttention loop, not the GEMMs. 1.0 where no such difference is published.
+    # BF16 attention-kernel throughput over the part its stack's attention efficiency was
+    # fitted on, or a sibling of that die (forward, backward): Blackwell Ultra's doubled
+    # softmax-exponent (SFU) rate speeds the FlashAttention loop. 1.0 where no such
+    # difference is published.
     attention_fwd_speedup: PositiveFloat = 1.0
     attention_bwd_speedup: PositiveFloat = 1.0
+    # Sustained FP8 tensor-core GEMM throughput over what the datasheet peak and the stack's
+    # curve give, where a published GEMM benchmark shows the part beating a sibling with the
+    # same datasheet peak (GB300 over GB200). 1.0 where no such measurement is published.
+    fp8_gemm_speedup: PositiveFloat = 1.0
     price_usd: PositiveFloat | None = None
     price_source: StrictStr | None = None
 

@@ -91,14 +91,18 @@ class ComputeJob:
     flash: bool
     dropout: bool
     expert_imbalance: float
+    fp8_gemm_speedup: float = 1.0  # the GPU's sustained FP8 GEMM rate over the curve's
 
 
 def compute_job(arch: ModelArch, seq_len: int, stack: Stack, peak: float, peak16: float,
                 hbm_bytes_s: float, fp8: bool, recipe: str, dropout: bool,
                 expert_imbalance: float,
-                attention_speedup: tuple[float, float] = (1.0, 1.0)) -> ComputeJob:
+                attention_speedup: tuple[float, float] = (1.0, 1.0),
+                fp8_gemm_speedup: float = 1.0) -> ComputeJob:
     """``attention_speedup``: the GPU's (forward, backward) attention-kernel throughput over
-    the part the stack's attention efficiencies were fitted on (catalog ``Gpu``)."""
+    the part the stack's attention efficiencies were fitted on (catalog ``Gpu``);
+    ``fp8_gemm_speedup``: its sustained FP8 GEMM throughput over what its datasheet peak and
+    the stack's curve give (catalog ``Gpu``; applied to the FP8 linear layers only)."""
     fwd_x, bwd_x = attention_speedup
     return ComputeJob(
         arch=arch, seq_len=float(seq_len), peak=peak, peak16=peak16,
@@ -108,6 +112,7 @@ def compute_job(arch: ModelArch, seq_len: int, stack: Stack, peak: float, peak16
         attention_bwd_efficiency=(stack.attention_bwd_efficiency
                                   or stack.attention_efficiency) * bwd_x,
         flash=stack.flash_attention, dropout=dropout, expert_imbalance=expert_imbalance,
+        fp8_gemm_speedup=fp8_gemm_speedup if fp8 else 1.0,
     )
 
 
@@ -118,7 +123,7 @@ def _linear(ops: Ops, c: ComputeJob, tokens: Num, k_in: Num, n_out: Num, m: Num,
     a step (Transformer Engine caches the FP8 weights after the first)."""
     flops = 2.0 * tokens * k_in * n_out
     if c.fp8:
-        t = gemm_s(ops, flops, c.peak, c.curves.xs8, c.curves.ys8)
+        t = gemm_s(ops, flops, c.peak, c.curves.xs8, c.curves.ys8) / c.fp8_gemm_speedup
         cast = c.fp8_cast_bytes * (tokens * k_in + k_in * n_out * w_share / m) / c.hbm
         return t, cast
     return gemm_s(ops, flops, c.peak, c.curves.xs16, c.curves.ys16), 0.0 * flops
