@@ -135,6 +135,35 @@ def test_missing_worker_counts_are_sized_and_said() -> None:
     assert st.tpot_s > 0
 
 
+def test_a_sweep_without_worker_counts_is_sized_once_for_its_top_concurrency() -> None:
+    # One benchmark sweep runs one deployment (every config_id of the file keeps its workers
+    # across client counts): rows that differ only in concurrency get the workers sized for
+    # the highest, not each its own.
+    cat = load_catalog()
+    base = pick(**DISAGG)
+    base.update(prefill_num_workers="", decode_num_workers="",
+                silicon_data_source="run 7; silicon_concurrency=4; image x")
+    high = dict(base, id="high", silicon_data_source="run 7; silicon_concurrency=512; image x")
+    other = dict(base, id="other", silicon_data_source="run 8; silicon_concurrency=4; image x")
+    low, top, alone = ss.mark_sweeps([base, high, other])
+    assert low["_sweep_clients"] == top["_sweep_clients"] == "512"
+    assert alone["_sweep_clients"] == "4"  # another run: its own sweep
+    lo, hi, al = (ss.resolve(cat, r) for r in (low, top, alone))
+    assert lo.clients == 4 and hi.clients == 512
+
+    def workers(cfg: ss.RowConfig) -> tuple[int, int]:
+        assert cfg.dep.prefill is not None and cfg.dep.decode is not None
+        pw, dw = cfg.dep.prefill.workers, cfg.dep.decode.workers
+        assert pw is not None and dw is not None
+        return pw, dw
+
+    assert workers(lo) == workers(hi)
+    assert sum(workers(al)) < sum(workers(lo))  # 4 clients alone need fewer workers
+    assert "highest concurrency (512 clients)" in " ".join(lo.dep.notes)
+    recorded = pick(**DISAGG)
+    assert "_sweep_clients" not in ss.mark_sweeps([recorded])[0]
+
+
 def test_concurrency_prefers_the_source_then_the_batch_columns() -> None:
     r = pick(**AGG)
     r["silicon_data_source"] = "x; silicon_concurrency=48; y"

@@ -22,7 +22,7 @@ import math
 import re
 import statistics
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,7 @@ from clusterwright.plan.serving_deployment import (
     DeploymentError,
     Role,
     kv_format_for,
+    size_workers,
     steady,
 )
 from clusterwright.sim.serving_steady import SteadyState
@@ -97,7 +98,7 @@ def _rows(p: Path, reader: csv.DictReader[str]) -> list[dict[str, str]]:
         r = dict(r)
         r["_line"] = str(i)
         rows.append(r)
-    return complete_from_twins(rows)
+    return mark_sweeps(complete_from_twins(rows))
 
 
 # A disaggregated role's columns, copied from a twin row that records them.
@@ -143,6 +144,50 @@ def complete_from_twins(rows: list[dict[str, str]]) -> list[dict[str, str]]:
         for c in ROLE_COLUMNS:
             r[c] = twin.get(c, "")
         r["_twin"] = f"{twin['id']} (line {twin['_line']})"
+        out.append(r)
+    return out
+
+
+def _open_workers(r: dict[str, str]) -> bool:
+    """A disaggregated row that does not record both roles' worker counts."""
+    return ((r.get("mode") or "").strip() == "disagg"
+            and not ((r.get("prefill_num_workers") or "").strip()
+                     and (r.get("decode_num_workers") or "").strip()))
+
+
+def _sweep_key(r: dict[str, str]) -> tuple[str, ...]:
+    """Everything that identifies a benchmark run but its client count: the source without
+    its ``silicon_concurrency`` and every deployment and workload column."""
+    src = re.sub(r"silicon_concurrency=\d+;?\s*", "", r.get("silicon_data_source") or "")
+    return (src.strip(), *((r.get(c) or "").strip() for c in COLUMNS
+                           if c not in ("id", "silicon_data_source", "silicon_ttft_ms",
+                                        "silicon_tpot_ms")))
+
+
+def mark_sweeps(rows: list[dict[str, str]]) -> list[dict[str, str]]:
+    """Disaggregated rows without worker counts, marked with their sweep's highest client
+    count (``_sweep_clients``).
+
+    A benchmark sweeps the client count over one deployment: every configuration of the
+    file that records its worker counts (``config_id`` in the source) keeps the same workers
+    at every concurrency it was measured at. Rows that differ only in their client count are
+    one sweep, so their unrecorded workers are sized once, for the sweep's highest
+    concurrency (``resolve``), not anew for each row."""
+    top: dict[tuple[str, ...], int] = {}
+    for r in rows:
+        if _open_workers(r) and not r.get("_twin"):
+            c = concurrency(r)
+            if c is not None:
+                k = _sweep_key(r)
+                top[k] = max(top.get(k, 0), c)
+    if not top:
+        return rows
+    out = []
+    for r in rows:
+        c = top.get(_sweep_key(r)) if _open_workers(r) and not r.get("_twin") else None
+        if c is not None:
+            r = dict(r)
+            r["_sweep_clients"] = str(c)
         out.append(r)
     return out
 
@@ -357,13 +402,20 @@ def resolve(cat: Catalog, r: dict[str, str],
     if r.get("_twin"):
         twin = f"the same measurement as {r['_twin']}, which records the deployment: read as that"
         notes = (twin, *notes)
-    if pw is None or dw is None:
-        notes += ("worker counts not recorded",)
     mi, mo, lens = mean_lengths(r, isl, osl)
-    if lens:
-        notes += (lens,)
     dep = Deployment(arch, gpu, engine, dense, moe, kv_fmt, prefill=Role(pre, pw),
                      decode=Role(dec, dw), notes=notes)
+    if pw is None or dw is None:
+        sweep = int(r.get("_sweep_clients") or c)
+        try:
+            pw, dw, _ = size_workers(cat, dep, max(sweep, c), mi, mo)
+        except DeploymentError as exc:
+            raise NotCoveredError(str(exc)) from None
+        notes += (f"worker counts not recorded: {pw} prefill and {dw} decode worker(s), "
+                  f"sized once for the sweep's highest concurrency ({max(sweep, c)} clients)",)
+        dep = replace(dep, prefill=Role(pre, pw), decode=Role(dec, dw), notes=notes)
+    if lens:
+        dep = replace(dep, notes=(*dep.notes, lens))
     return RowConfig(dep, c, mi, mo, not lens)
 
 
