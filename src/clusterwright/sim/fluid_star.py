@@ -131,7 +131,10 @@ def simulate_star(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
     eff = rate.copy() if packets else rate
     next_pkt = np.zeros(n)
     pkt_b = float(cfg.packet_bytes)
-    dep_pkts = np.zeros(n)  # packets: each flow's departures so far, in packets
+    # packets: each flow's departures so far, in packets. Flows that start together reach
+    # the egress's FIFO interleaved, one packet of each in turn: flow i's packets sit i / n
+    # of a packet out of phase with flow 0's.
+    dep_pkts = np.arange(n) / max(n, 1)
     alpha = np.ones(n)
     stage = np.zeros(n, dtype=np.int64)
     seen = np.zeros(n, dtype=bool)
