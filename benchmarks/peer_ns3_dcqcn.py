@@ -18,9 +18,10 @@ rate 100 Mb/s, CLAMP_TARGET_RATE off; ECN RED at the switch egress, Kmin 400 KB,
   DCQCN reaction points, fluid queue, RED marking, PFC; run by its single-bottleneck kernel
   ``sim/fluid_star.py``, which gives ``simulate_fluid``'s results draw for draw), with
   ns-3's 48 bytes of headers per 1,000-byte packet added to the bytes on the wire; mean of
-  ``--seeds`` seeds (the CNP draws are seeded). Shown too: the same run with the egress
-  serving in arrival order (``order="arrival"``, an experiment) and the mean-field
-  ``dcqcn-fluid`` model.
+  ``--seeds`` seeds (the CNP draws are seeded). Shown too: the packet model (an experiment:
+  ``order="arrival", packets=True`` at 1-us steps, first-in-first-out service, whole-packet
+  marks and ns-3's packet pacing of rate changes; docs/netsim.md), arrival order alone, and
+  the mean-field ``dcqcn-fluid`` model.
 
 Compared: incast completion (last flow's completion), mean queue at the receiver's switch
 port over the incast, Jain's index of the per-flow throughputs, wall time and CPU time
@@ -29,9 +30,11 @@ completion and mean queue, >= 100x the packet-level simulator's speed.
 
     python benchmarks/peer_ns3_dcqcn.py [--senders 8,16,32,64,128] [--seeds 5] [--dt-us 4]
     python benchmarks/peer_ns3_dcqcn.py --trajectory 128 [--times-ms 0.5,1,2,4,6,8,10,12]
+    python benchmarks/peer_ns3_dcqcn.py --runs 8 --senders 16,32
 
-``--trajectory N``: the mean queue over [0, T] for several T, ns-3 against both fluid
-service orders. ns-3 writes its queue histogram only every 100 ms of simulated time, so for
+``--trajectory N``: the mean queue over [0, T] for several T, ns-3 against the default
+fluid and the packet model. ``--runs K``: K runs of each tool per sender count, listed.
+ns-3 writes its queue histogram only every 100 ms of simulated time, so for
 each T its flows start T before such a dump (one ns-3 run per T, RngRun 1).
 """
 
@@ -59,6 +62,7 @@ HEADER = 48  # ns-3 HPCC: bytes of headers per data packet (its fct.txt standalo
 SIZE = 1_000_000
 BUFFER_MB = 32
 START_NS = 2_000_000_000
+DT_PACKETS = 1e-6  # the packet model's step: a packet gap and the loop delay in whole us
 
 
 def ns3_config(n: int) -> dict[str, str]:
@@ -144,14 +148,17 @@ def _ns3_queue_mean(path: Path, port: int, end: float) -> float:
     return float((cnt * kb * 1000).sum() / samples)
 
 
-def run_fluid(n: int, cc: str, seeds: int, dt: float, order: str = "share"
-              ) -> dict[str, float]:
+def run_fluid(n: int, cc: str, seeds: int, dt: float, order: str = "share",
+              packets: bool = False) -> dict[str, float]:
+    """Mean over ``seeds`` fluid runs: the packet model (``order="arrival"``,
+    ``packets=True``) or, for contrast, the proportional and plain arrival-order fluids."""
     wire = SIZE * (PAYLOAD + HEADER) / PAYLOAD
     ends, qs, jains, walls, cpus = [], [], [], [], []
     for seed in range(seeds):
         t0, c0 = time.perf_counter(), time.process_time()
         r = star_incast(n, wire, cc=cc, link_gbps=GBPS, delay_s=DELAY_S,
-                        buffer_bytes=BUFFER_MB * 2**20, dt=dt, seed=seed, order=order)
+                        buffer_bytes=BUFFER_MB * 2**20, dt=dt, seed=seed, order=order,
+                        **({"packets": True, "packet_bytes": PAYLOAD + HEADER} if packets else {}))
         walls.append(time.perf_counter() - t0)
         cpus.append(time.process_time() - c0)
         ends.append(r.end_s)
@@ -198,15 +205,16 @@ def ns3_queue_to(n: int, t_s: float, seed: int = 1) -> float:
     return 0.0
 
 
-def fluid_queue_to(n: int, times_s: list[float], order: str, seeds: int, dt: float
-                   ) -> list[float]:
+def fluid_queue_to(n: int, times_s: list[float], order: str, seeds: int, dt: float,
+                   packets: bool = False) -> list[float]:
     """The fluid's mean queue over [0, T] for each T (mean of ``seeds`` seeds)."""
     wire = SIZE * (PAYLOAD + HEADER) / PAYLOAD
     out = np.zeros(len(times_s))
     for seed in range(seeds):
         trace: list[float] = []
         star_incast(n, wire, link_gbps=GBPS, delay_s=DELAY_S, buffer_bytes=BUFFER_MB * 2**20,
-                    dt=dt, seed=seed, order=order, queue_trace=trace)
+                    dt=dt, seed=seed, order=order, queue_trace=trace,
+                    **({"packets": True, "packet_bytes": PAYLOAD + HEADER} if packets else {}))
         cum = np.cumsum(trace)
         for i, t_s in enumerate(times_s):
             k = round(t_s / dt)
@@ -218,20 +226,48 @@ def trajectory(n: int, times_ms: list[float], seeds: int, dt: float) -> int:
     times = [t * 1e-3 for t in times_ms]
     ns = [ns3_queue_to(n, t) for t in times]
     share = fluid_queue_to(n, times, "share", seeds, dt)
-    arrival = fluid_queue_to(n, times, "arrival", seeds, dt)
+    arrival = fluid_queue_to(n, times, "arrival", seeds, DT_PACKETS, packets=True)
     rows = [[f"{t:g}", f"{a / 1e3:,.0f}", f"{b / 1e3:,.0f}", f"{b / a - 1:+.1%}",
              f"{c / 1e3:,.0f}", f"{c / a - 1:+.1%}"]
             for t, a, b, c in zip(times_ms, ns, share, arrival, strict=True)]
     lines = [f"# DCQCN incast of {n} senders: mean queue over [0, T], ns-3 against the fluid",
              "", *machine_lines(),
-             f"- ns-3: one run per T (RngRun 1); fluid: dt {dt * 1e6:g} us, mean of {seeds} "
-             "seeds; scenario as in peer_ns3_dcqcn.md", "",
+             f"- ns-3: one run per T (RngRun 1); fluid: mean of {seeds} seeds; scenario as in "
+             "peer_ns3_dcqcn.md", "",
              "Mean bytes queued at the receiver's switch port from the incast's start to T "
              "(KB). `share`: the fluid's egress serves each flow in proportion to its bytes "
-             "queued (simulate_fluid); `arrival`: first in, first out.", "",
-             *table(["T ms", "ns-3 KB", "fluid share KB", "error", "fluid arrival KB",
+             f"queued (simulate_fluid, dt {dt * 1e6:g} us); `packets`: first in, first "
+             f"out, senders and marks in whole packets (`order=\"arrival\", packets=True`, dt "
+             f"{DT_PACKETS * 1e6:g} us).", "",
+             *table(["T ms", "ns-3 KB", "fluid share KB", "error", "fluid packets KB",
                      "error"], rows)]
     write(f"peer_ns3_dcqcn_trajectory_{n}.md", lines)
+    return 0
+
+
+def runs(senders: list[int], count: int) -> int:
+    """Per run: ns-3 (RngRun 1..count) and the packet model (seeds 0..count-1)."""
+    rows = []
+    wire = SIZE * (PAYLOAD + HEADER) / PAYLOAD
+    for n in senders:
+        for i in range(count):
+            ns = _run_ns3(n, i + 1)
+            r = star_incast(n, wire, link_gbps=GBPS, delay_s=DELAY_S,
+                            buffer_bytes=BUFFER_MB * 2**20, dt=DT_PACKETS, seed=i,
+                            order="arrival", packets=True, packet_bytes=PAYLOAD + HEADER)
+            rows.append([str(n), str(i + 1), f"{ns['end'] * 1e3:.3f}",
+                         f"{ns['qmean'] / 1e3:,.0f}", str(i), f"{r.end_s * 1e3:.3f}",
+                         f"{r.queue_mean_bytes[n] / 1e3:,.0f}"])
+    lines = ["# DCQCN incast: ns-3 and the fluid packet model, run by run", "",
+             *machine_lines(),
+             f"- fluid: `star_incast(order=\"arrival\", packets=True, packet_bytes="
+             f"{PAYLOAD + HEADER})`, dt {DT_PACKETS * 1e6:g} us; scenario as in "
+             "peer_ns3_dcqcn.md", "",
+             "Completion (ms) and mean queue (KB) of each run: ns-3 by RngRun (its ECN "
+             "draws), the fluid by seed (its CNP draws).", "",
+             *table(["N", "ns-3 RngRun", "completion", "mean queue", "fluid seed",
+                     "completion", "mean queue"], rows)]
+    write("peer_ns3_dcqcn_runs.md", lines)
     return 0
 
 
@@ -248,11 +284,14 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--senders", default="8,16,32,64,128")
     ap.add_argument("--seeds", type=int, default=5)
-    ap.add_argument("--ns3-seeds", type=int, default=3)
+    ap.add_argument("--ns3-seeds", type=int, default=5)
     ap.add_argument("--dt-us", type=float, default=4.0)
     ap.add_argument("--ns3", default=str(NS3))
     ap.add_argument("--trajectory", type=int, default=0,
                     help="senders: the mean queue over [0, T] for each of --times-ms")
+    ap.add_argument("--runs", type=int, default=0,
+                    help="this many runs per sender count, each listed (ns-3 and the "
+                         "packet model)")
     ap.add_argument("--times-ms", default="0.5,1,2,3,4,5,6,7,8,9,10,11,12")
     args = ap.parse_args()
     NS3 = Path(args.ns3)
@@ -261,15 +300,25 @@ def main() -> int:
               "--ns3 to its simulation/ directory)")
         return 0
     dt = args.dt_us * 1e-6
+    if args.runs:
+        return runs([int(v) for v in args.senders.split(",")], args.runs)
     if args.trajectory:
         return trajectory(args.trajectory, [float(v) for v in args.times_ms.split(",")],
                           args.seeds, dt)
-    rows, rows_mf, rows_ar, errs = [], [], [], []
+    rows, rows_mf, rows_ar, rows_pk, errs, errs_pk = [], [], [], [], [], []
     for n in [int(v) for v in args.senders.split(",")]:
         ns = run_ns3(n, args.ns3_seeds)
         fl = run_fluid(n, "dcqcn", args.seeds, dt)
         mf = run_fluid(n, "dcqcn-fluid", 1, dt)
         ar = run_fluid(n, "dcqcn", args.seeds, dt, order="arrival")
+        pk = run_fluid(n, "dcqcn", args.seeds, DT_PACKETS, order="arrival", packets=True)
+        e_pk = (pk["end"] / ns["end"] - 1, pk["qmean"] / ns["qmean"] - 1)
+        errs_pk.append((abs(e_pk[0]), abs(e_pk[1])))
+        rows_pk.append([str(n), f"{pk['end'] * 1e3:.3f} ± {pk['end_sd'] * 1e3:.3f}",
+                        f"{e_pk[0]:+.1%}",
+                        f"{pk['qmean'] / 1e3:,.0f} ± {pk['q_sd'] / 1e3:,.0f}", f"{e_pk[1]:+.1%}",
+                        f"{pk['jain']:.3f}", f"{pk['cpu'] * 1e3:.0f}",
+                        f"{ns['cpu'] / pk['cpu']:.0f}x"])
         e_end = fl["end"] / ns["end"] - 1
         e_q = fl["qmean"] / ns["qmean"] - 1
         errs.append((abs(e_end), abs(e_q)))
@@ -307,11 +356,21 @@ def main() -> int:
                      "fluid wall / CPU ms", "speedup wall / CPU"], rows), "",
              f"Worst error: completion {worst_end:.1%}, mean queue {worst_q:.1%} "
              "(target: within 10 %).", "",
-             "The same runs with the egress serving first in, first out by arrival "
-             "(`order=\"arrival\"`, an experiment; the main table's fluid serves each flow "
-             "in proportion to its bytes queued, as `simulate_fluid` does):", "",
+             "The packet model (an experiment): the egress serves first in, first out, "
+             "marks whole packets, and senders pace whole packets, a new rate waiting out "
+             "the old rate's gap (`star_incast(order=\"arrival\", packets=True, "
+             f"packet_bytes={PAYLOAD + HEADER})`, docs/netsim.md); dt "
+             f"{DT_PACKETS * 1e6:g} us, the same {args.seeds} seeds (± standard deviation); "
+             "speedup: ns-3's CPU time over the fluid's:", "",
              *table(["N", "completion ms", "error vs ns-3", "mean queue KB", "error vs ns-3",
-                     "CPU ms"], rows_ar), "",
+                     "Jain", "CPU ms", "speedup"], rows_pk), "",
+             f"Worst error of the packet model: completion {max(e[0] for e in errs_pk):.1%}, "
+             f"mean queue {max(e[1] for e in errs_pk):.1%}. Per run at 16 and 32 senders "
+             "(at 16 both tools land in one of two outcomes): peer_ns3_dcqcn_runs.md.", "",
+             "Served first in, first out by arrival (`order=\"arrival\"`) without packets, "
+             f"dt {args.dt_us:g} us:",
+             "", *table(["N", "completion ms", "error vs ns-3", "mean queue KB",
+                         "error vs ns-3", "CPU ms"], rows_ar), "",
              "The mean-field DCQCN model (`--cc dcqcn-fluid`, Zhu et al. CoNEXT 2016) on the "
              "same runs, for contrast: it has no synchronised cuts, so the link never idles.",
              "", *table(["N", "completion ms", "error vs ns-3", "mean queue KB",

@@ -7,7 +7,7 @@ import pytest
 
 from clusterwright.model.congestion import Dcqcn
 from clusterwright.sim.fluid import FluidConfig, simulate_fluid
-from clusterwright.sim.fluid_star import simulate_star
+from clusterwright.sim.fluid_star import _pace, _packet_marks, simulate_star
 from clusterwright.sim.incast import star, star_incast
 
 GBPS = 100
@@ -99,3 +99,58 @@ def test_arrival_order_needs_the_star_kernel() -> None:
         star_incast(4, 1e5, order="arrival", general=True)
     with pytest.raises(ValueError, match="order"):
         star_incast(4, 1e5, order="lifo")
+
+
+def test_a_new_rate_waits_for_the_next_packet() -> None:
+    # HPCC's rdma-hw.cc times a QP's next packet at its rate when the last one went; a DCQCN
+    # increase does not move it. Flow 0 at 100 Mb/s sent a packet at 0: its next (1,048 B)
+    # is due at 83.84 us, so the raise to 50 Gb/s at 10 us waits until then. Flow 1, at
+    # 50 Gb/s, sends a packet every 0.17 us: a cut takes effect at once.
+    pkt = 1048.0
+    rate = np.array([50e9 / 8, 25e9 / 8])
+    eff = np.array([0.1e9 / 8, 50e9 / 8])
+    next_pkt = np.array([pkt / (0.1e9 / 8), 10e-6])
+    assert _pace(eff, rate, next_pkt, 11e-6, None, pkt)
+    assert eff.tolist() == [0.1e9 / 8, 25e9 / 8]
+    assert next_pkt[1] == 11e-6  # fallen behind the step: due again at its end
+    assert not _pace(eff, rate, next_pkt, 83e-6, None, pkt)
+    assert eff[0] == 0.1e9 / 8 and next_pkt[1] == 83e-6
+    # Due by 84 us: the packet goes at the new rate, the next one a 50-Gb/s gap later.
+    # Flow 1, paused, keeps its sending rate: its packet waits for the resume.
+    paused = np.array([False, True])
+    rate[1] = 10e9 / 8
+    assert _pace(eff, rate, next_pkt, 84e-6, paused, pkt)
+    assert eff.tolist() == [rate[0], 25e9 / 8]
+    assert next_pkt[0] == pytest.approx(pkt / (0.1e9 / 8) + pkt / rate[0])
+    assert next_pkt[1] == 83e-6
+
+
+def test_marks_fall_on_whole_packets() -> None:
+    # ns-3 marks each departing packet with probability p (switch-mmu.cc ShouldSendCN); a
+    # flow's packets are where its departures cross a multiple of the packet size.
+    dep_pkts = np.array([0.0, 0.9, 1.5])
+    dep = np.array([500.0, 200.0, 2000.0])  # bytes leaving this step, 1,000-byte packets
+    lam = _packet_marks(dep, dep_pkts, 1000.0, 1.0, 1)
+    # p = 1: no packet of flow 0 left (0 -> 0.5), so no CNP; flows 1 and 2 get one for sure.
+    assert lam[0] == 0.0
+    assert np.isneginf(lam[1:]).all()
+    np.testing.assert_allclose(dep_pkts, [0.5, 1.1, 3.5])
+    # p = 0.5: flow 2's next 2,000 B cross 2 packet boundaries (3.5 -> 5.5): P(no CNP) =
+    # 0.5^2, spread over the step's 4 alpha intervals.
+    lam = _packet_marks(dep, dep_pkts, 1000.0, 0.5, 4)
+    assert lam[2] == pytest.approx(2 * np.log(0.5) / 4)
+    assert lam[0] == pytest.approx(np.log(0.5) / 4)  # 0.5 -> 1.0: one packet
+    assert lam[1] == 0.0  # 1.1 -> 1.3
+
+
+@pytest.mark.parametrize("buffer_mb", [4, 32])
+def test_packets_change_nothing_when_no_rate_moves(buffer_mb: int) -> None:
+    # Without congestion control no rate moves and nothing is marked: pacing a rate that
+    # never changes is the fluid itself, PFC pauses included.
+    kw = {"cc": "none", "buffer_bytes": buffer_mb * 2**20, "order": "arrival",
+          "dt": 1e-6}
+    a = star_incast(16, WIRE / 4, **kw)  # type: ignore[arg-type]
+    b = star_incast(16, WIRE / 4, packets=True, packet_bytes=1048, **kw)  # type: ignore[arg-type]
+    assert a.end_s == pytest.approx(b.end_s, rel=1e-9)
+    np.testing.assert_allclose(a.queue_mean_bytes, b.queue_mean_bytes, rtol=1e-9)
+    np.testing.assert_allclose(a.pause_s, b.pause_s, rtol=1e-9, atol=1e-12)

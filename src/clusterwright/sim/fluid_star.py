@@ -58,8 +58,8 @@ BLOCK = 256
 
 
 def simulate_star(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
-                  order: str = "share", queue_trace: list[float] | None = None
-                  ) -> FluidResult:
+                  order: str = "share", queue_trace: list[float] | None = None,
+                  packets: bool = False) -> FluidResult:
     """Run ``flows`` (flow i: link i, then the last link) to completion on ``links`` as
     ``simulate_fluid`` would (module docstring). Every flow must start at 0, alone in its
     group, with its first link at its line rate and not stuck.
@@ -69,7 +69,22 @@ def simulate_star(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
     simulate_fluid): first in, first out by the step the bytes arrived in, as a switch's
     packet FIFO does, so a mark reaches a flow for bytes it sent one queueing delay ago
     (docs/netsim.md, "Validation against a packet-level simulator").
-    ``queue_trace``: if given, the egress's queue (bytes) after every step is appended."""
+    ``queue_trace``: if given, the egress's queue (bytes) after every step is appended.
+    ``packets`` (an experiment, no counterpart in simulate_fluid): senders and marks move in
+    whole packets of ``cfg.packet_bytes``, as in the HPCC simulator:
+
+    - a sender's new rate takes effect only once the packet gap of its old rate has run out
+      (``rdma-hw.cc``: ``m_nextAvail = now + size / m_rate`` when a packet goes; the Mlx
+      decrease and increase events assign ``m_rate`` directly, not through ``ChangeRate``,
+      which would move ``m_nextAvail``). A flow at the 100-Mb/s minimum waits up to 84 us
+      to speed up;
+    - the egress marks each departing packet with probability p (``switch-mmu.cc``
+      ``ShouldSendCN``, at dequeue), and the receiver returns a CNP with the ACK of each
+      marked packet (``ReceiveUdp``; an ACK per packet): a flow's packets are where its
+      departures cross a multiple of the packet size, so a flow gets no CNP in an interval
+      in which none of its packets left, and always one when p = 1 and one did. (The
+      default draws a CNP per byte, Poisson: at p = 1 a flow with 1.5 packets leaving in an
+      interval misses its CNP 22 % of the time, and flows desynchronise.)"""
     if order not in ORDERS:
         raise ValueError(f"order: one of {', '.join(ORDERS)}, not {order!r}")
     arrival = order == "arrival"
@@ -111,6 +126,15 @@ def simulate_star(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
     # Reaction points (``_CcState``): per-flow arrays, scalar schedule bounds.
     rate = line.copy()
     target = line.copy()
+    # packets: the rate each flow sends at (its rate when its last packet went) and when its
+    # next packet is due; otherwise eff is rate itself.
+    eff = rate.copy() if packets else rate
+    next_pkt = np.zeros(n)
+    pkt_b = float(cfg.packet_bytes)
+    # packets: each flow's departures so far, in packets. Flows that start together reach
+    # the egress's FIFO interleaved, one packet of each in turn: flow i's packets sit i / n
+    # of a packet out of phase with flow 0's.
+    dep_pkts = np.arange(n) / max(n, 1)
     alpha = np.ones(n)
     stage = np.zeros(n, dtype=np.int64)
     seen = np.zeros(n, dtype=bool)
@@ -135,7 +159,7 @@ def simulate_star(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
     qtot = 0.0
     dt_live = np.full(n, dt)  # dt, 0 once a flow has sent its last byte
     dt_send = dt_live  # and 0 while its uplink is paused
-    xdt = rate * dt_send
+    xdt = eff * dt_send
     s_rate = float(xdt.sum())
     done_at = np.full(n, np.nan)
     n_done = 0
@@ -151,7 +175,12 @@ def simulate_star(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
     cnps = 0
     rtt = flows.rtt
     lag = np.maximum(1, np.round(rtt / dt).astype(np.int64))
-    cnp_lag = np.maximum(1, np.round(CNP_LAG * rtt / dt).astype(np.int64))
+    # A CNP reaches its sender CNP_LAG round trips after its packet left the egress. With
+    # ``packets``, the sender's new rate reaches the egress one hop later, as the uplink's
+    # propagation (which this kernel does not hold bytes for) would delay it: the loop from
+    # a mark back to the egress is the whole round trip.
+    cnp_lag = lag if packets else \
+        np.maximum(1, np.round(CNP_LAG * rtt / dt).astype(np.int64))
     if np.any(cnp_lag != cnp_lag[0]):
         raise ValueError("flows: a single-bottleneck run needs one round trip for all")
     c_lag = int(cnp_lag[0])
@@ -185,7 +214,8 @@ def simulate_star(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
         # near its end, the next rate-timer event ahead: rates stay put, so while the queue
         # stays at or below Kmin (no marks) and under every PFC threshold the steps to the
         # event are arithmetic (``_jump``).
-        if last_mark + c_lag < step and not flags_left and not any_paused and not arrival:
+        if last_mark + c_lag < step and not flags_left and not any_paused and not arrival \
+                and not packets:
             span = min(check_at - 1, min_timer - 1, MAX_STEPS) - step
             if span >= 2:
                 lim = min(kmin, pfc_floor if pfc else np.inf)
@@ -231,7 +261,7 @@ def simulate_star(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
         # simulate_fluid does it).
         exact = step + 1 >= check_at
         if exact:
-            x = np.minimum(rate, (size - sent) * inv_dt)
+            x = np.minimum(eff, (size - sent) * inv_dt)
             if any_paused:
                 x[paused] = 0.0
             sx = x * dt
@@ -254,19 +284,30 @@ def simulate_star(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
                 dep = _serve_fifo(fifo, cdt, n)
                 q -= dep
                 np.maximum(q, 0.0, out=q)  # rounding
+                if packets and not (p > 0.0 and dcqcn):
+                    dep_pkts += dep / pkt_b
                 if p > 0.0 and dcqcn:
-                    lam = dep * (p * log_per_byte)
+                    lam = dep * (p * log_per_byte) if not packets else \
+                        _packet_marks(dep, dep_pkts, pkt_b, p, k)
             else:
+                if packets:
+                    dep_pkts += q / pkt_b
                 q.fill(0.0)
                 fifo.clear()
             g_keep = 0.0  # waiting flows are checked every step
         elif held > cdt:
             f = cdt / held
             if p > 0.0 and dcqcn:
-                lam = q * (f * p * log_per_byte)  # the departures, q f, times p / packet
+                # the departures, q f, times p / packet
+                lam = q * (f * p * log_per_byte) if not packets else \
+                    _packet_marks(q * f, dep_pkts, pkt_b, p, k)
+            elif packets:
+                dep_pkts += q * (f / pkt_b)
             q *= 1.0 - f
             g_keep *= 1.0 - f
         else:
+            if packets:
+                dep_pkts += q / pkt_b
             q.fill(0.0)
             g_keep = 0.0
         qtot = queue
@@ -280,11 +321,11 @@ def simulate_star(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
                 n_wait += len(fresh)
                 g_keep, g_check = 1.0, np.inf
                 dt_send = np.where(paused, 0.0, dt_live) if any_paused else dt_live
-                xdt = rate * dt_send
+                xdt = eff * dt_send
                 s_rate = float(add_reduce(xdt))
             # Until a rate-timer event raises a rate, flow i sends at most rate x dt a step:
             # no flow can send its last byte in fewer steps than its bytes left / that.
-            left = (size - sent) / np.maximum(rate * dt, 1e-300)
+            left = (size - sent) / np.maximum(np.maximum(rate, eff) * dt, 1e-300)
             least = float(left[sending].min(initial=np.inf))
             check_at = step + max(1, int(min(least, 1e9)))
         if n_wait and g_keep <= g_check:
@@ -433,10 +474,19 @@ def simulate_star(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
                 min_timer = int(next_timer.min())
                 changed = True
                 check_at = min(check_at, step + 1)  # rates went up: bound it again
+        # packets: a flow's packet due in the next step goes at the rate in force from this
+        # step's end (after its cuts and increases), which the flow then sends at; its next
+        # packet is due a packet time at that rate later (the phase kept, unless the flow
+        # falls behind: several packets a step, or a resume). A paused flow's packet waits
+        # for the resume.
+        if packets and _pace(eff, rate, next_pkt, t + 2 * dt,
+                             paused if any_paused else None, pkt_b):
+            changed = True
+            check_at = min(check_at, step + 1)
         if changed:
             if pause_moved:
                 dt_send = np.where(paused, 0.0, dt_live) if any_paused else dt_live
-            xdt = rate * dt_send
+            xdt = eff * dt_send
             s_rate = float(add_reduce(xdt))
         if step % sample_every == 0 and count_nonzero(sending):
             fair, fair_for = _sample(links, flows, sending, rate, line, fair, fair_for, n_done,
@@ -483,6 +533,40 @@ def _sample(links: FluidLinks, flows: FluidFlows, active: np.ndarray, rate: np.n
     spread.append(float(np.abs(np.minimum(rate[a_], line[a_]) / fair[a_] - 1).max())
                   if a_.any() else 0.0)
     return fair, fair_for
+
+
+def _pace(eff: np.ndarray, rate: np.ndarray, next_pkt: np.ndarray, until: float,
+          paused: np.ndarray | None, pkt: float) -> bool:
+    """The senders' packet pacing (``simulate_star``'s ``packets``): each flow whose next
+    packet is due by ``until`` (and not paused) sends it at its current ``rate``, which
+    becomes its sending rate ``eff``, and its next packet is due ``pkt`` / rate later (at
+    ``until`` if that is sooner: several packets a step, or a resume). Moves ``eff`` and
+    ``next_pkt`` in place; whether a sending rate moved."""
+    due = next_pkt <= until
+    if paused is not None:
+        due &= ~paused
+    moved = due & (eff != rate)
+    any_moved = bool(moved.any())
+    if any_moved:
+        np.copyto(eff, rate, where=moved)
+    nxt = next_pkt + pkt / rate
+    np.copyto(next_pkt, np.where(nxt > until, nxt, until), where=due)
+    return any_moved
+
+
+def _packet_marks(dep: np.ndarray, dep_pkts: np.ndarray, pkt: float, p: float, k: int
+                  ) -> np.ndarray:
+    """log P(no CNP) per alpha interval of each flow when ``dep`` bytes of it leave the
+    egress at marking probability ``p`` and each departing packet is marked independently:
+    the packets are the multiples of ``pkt`` its departures cross (``dep_pkts``, its
+    departures so far in packets, is moved on); (1 - p)^packets over the step's ``k``
+    intervals."""
+    before = np.floor(dep_pkts)
+    dep_pkts += dep / pkt
+    count = np.floor(dep_pkts) - before
+    out: np.ndarray = np.where(count > 0, -np.inf, 0.0) if p >= 1.0 else \
+        count * (float(np.log1p(-p)) / k)
+    return out
 
 
 def _serve_fifo(fifo: deque[list[Any]], cdt: float, n: int) -> np.ndarray:

@@ -59,20 +59,23 @@ def star_incast(senders: int, size_bytes: float, cc: str = "dcqcn", link_gbps: f
                 delay_s: float = 1e-6, buffer_bytes: float = 32 * 2**20, pfc: bool = True,
                 dt: float = 4e-6, seed: int = 0, dcqcn: Dcqcn | None = None,
                 general: bool = False, order: str = "share",
-                queue_trace: list[float] | None = None) -> FluidResult:
+                queue_trace: list[float] | None = None, packets: bool = False,
+                packet_bytes: float = 1000.0) -> FluidResult:
     """Run an N-to-1 incast on one switch (``star``) under ``cc``; the receiver's queue is
     link ``senders`` of the result. DCQCN and no control run in the single-bottleneck
     kernel (``sim/fluid_star.py``: same model and random stream, 3-9x faster) unless
     ``general``; the other controls in ``simulate_fluid``. ``order``: the egress's service
     order in the kernel (``simulate_star``; ``arrival`` is an experiment); ``queue_trace``
-    collects the receiver's queue after every step (kernel only)."""
+    collects the receiver's queue after every step (kernel only); ``packets``: a new rate
+    waits out the old rate's packet gap (``simulate_star``, kernel only); ``packet_bytes``:
+    a packet on the wire (ECN marks and pacing are per packet)."""
     d = dcqcn or Dcqcn.mellanox(link_gbps)
     links, flows, buf = star(senders, size_bytes, link_gbps, delay_s, buffer_bytes, d)
     cfg = FluidConfig(cc=cc, dcqcn=d, dt=dt, pfc=pfc, shared=buf, seed=seed,
-                      timely=Timely.for_link(link_gbps))
+                      timely=Timely.for_link(link_gbps), packet_bytes=packet_bytes)
     if cc in STAR_CCS and not general:
-        return simulate_star(links, flows, cfg, order, queue_trace)
-    if order != "share" or queue_trace is not None:
-        raise ValueError(f"order, queue_trace: need the single-bottleneck kernel (cc "
+        return simulate_star(links, flows, cfg, order, queue_trace, packets)
+    if order != "share" or queue_trace is not None or packets:
+        raise ValueError(f"order, queue_trace, packets: need the single-bottleneck kernel (cc "
                          f"{' or '.join(STAR_CCS)}, not general)")
     return simulate_fluid(links, flows, cfg)
