@@ -152,25 +152,32 @@ def qos_views(fab: Fabric) -> list[QosView]:
     profiles: dict[str, dict[tuple[float, float], PfcProfile]] = defaultdict(dict)
     # (logical port number, port): the numbers follow the swpN[sM] order and sort faster
     ports: dict[str, list[tuple[int, QosPort]]] = defaultdict(list)
+    # A large fabric has 10^5-10^6 switch ports but few distinct (speed, length) pairs: their
+    # profile name and length text are formatted once.
+    names: dict[tuple[float, float], tuple[str, str]] = {}
+
+    def add(name: str, port: str, idx: int, peer: str, key: tuple[float, float]) -> None:
+        prof = profiles[name].get(key)
+        if prof is None:
+            h = plan.switch_port[key]
+            prof = profiles[name][key] = PfcProfile(
+                name=_profile_name(*key), speed_gbps=key[0], cable_m=key[1],
+                cable_length_m=max(1, math.ceil(key[1] - 1e-9)),
+                port_buffer=h.size, xoff_threshold=h.size - h.xoff,
+                xon_threshold=plan.mtu, headroom=h)
+        text = names.get(key)
+        if text is None:
+            text = names[key] = (prof.name, f"{key[1]:g}")
+        ports[name].append((idx, QosPort(port, text[0], peer, text[1])))
+
     for lk in fab.links:
         if lk.network != "backend":
             continue
         key = (lk.speed_gbps, lk.length_m)
-        h = plan.switch_port[key]
-        for name, port, idx, peer, peer_port in ((lk.a, lk.a_port, lk.a_idx, lk.b, lk.b_port),
-                                                 (lk.b, lk.b_port, lk.b_idx, lk.a, lk.a_port)):
-            v = views.get(name)
-            if v is None:
-                continue
-            prof = profiles[name].get(key)
-            if prof is None:
-                prof = profiles[name][key] = PfcProfile(
-                    name=_profile_name(*key), speed_gbps=lk.speed_gbps, cable_m=lk.length_m,
-                    cable_length_m=max(1, math.ceil(lk.length_m - 1e-9)),
-                    port_buffer=h.size, xoff_threshold=h.size - h.xoff,
-                    xon_threshold=plan.mtu, headroom=h)
-            ports[name].append((idx, QosPort(port, prof.name, f"{peer} {peer_port}",
-                                             f"{lk.length_m:g}")))
+        if lk.a in views:
+            add(lk.a, lk.a_port, lk.a_idx, f"{lk.b} {lk.b_port}", key)
+        if lk.b in views:
+            add(lk.b, lk.b_port, lk.b_idx, f"{lk.a} {lk.a_port}", key)
     out = []
     for name in sorted(views):
         v = views[name]
