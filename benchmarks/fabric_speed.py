@@ -5,9 +5,10 @@ Measures, on this machine, for dgx-h100 (8 x 400G rails per node) on
     1,024 to 100,000 GPUs (12,500 nodes), and
   - qm9700 (Quantum-2 NDR, radix 64) up to 65,536 GPUs (its three-tier maximum, 64^3/4):
   (a) wall time per stage of ``plan_fabric``, the stages it runs in order:
-      design (``design_fabric``), place + media (``place``, ``choose_media``),
+      design (``design_fabric``), place + media + PFC (``place``, ``choose_media``,
+      ``pfc_plan``),
       addressing + BOM (``assign``, ``bill_of_materials``); then export (``write_fabric``: every
-      file ``fabric design --out`` writes: cabling.csv, BOM, IP plan, racks, FRR configs,
+      file ``fabric design --out`` writes: cabling.csv, BOM, IP plan, racks, FRR and QoS configs,
       containerlab, Slurm, Kueue, NetBox);
   (b) links in the design, files and MB written;
   (c) how wall time grows with GPU count: the exponent k of a least-squares fit of
@@ -40,6 +41,7 @@ from clusterwright.catalog.registry import Catalog, load_catalog
 from clusterwright.design.addressing import assign
 from clusterwright.design.bom import bill_of_materials
 from clusterwright.design.fabric import Fabric, design_fabric
+from clusterwright.design.pfc import pfc_plan
 from clusterwright.design.physical import choose_media, place
 from clusterwright.export.fabric import write_fabric
 from clusterwright.spec.fabric import FabricRequest
@@ -50,7 +52,7 @@ CASES: list[tuple[str, list[int]]] = [
     ("sn5600", [1024, 4096, 16384, 32768, 65536, 100000]),
     ("qm9700", [1024, 4096, 16384, 32768, 65536]),
 ]
-STAGES = ("design", "place+media", "addressing+BOM", "export")
+STAGES = ("design", "place+media+PFC", "addressing+BOM", "export")
 TARGET_GPUS = 100000
 TARGET_S = 30.0
 SLOW_STAGE_S = 10.0  # a stage slower than this at the largest size gets profiled
@@ -85,6 +87,9 @@ def run_stages(cat: Catalog, req: FabricRequest, out: Path) -> tuple[list[float]
     t0 = time.perf_counter()
     place(fab, cat)
     choose_media(fab, cat)
+    # PFC headroom from the placed cables: plan_fabric's step that the export's per-switch
+    # QoS files (export/qos.py) read
+    fab.pfc = pfc_plan(fab, cat, req.mtu, req.lossless_priorities)
     times.append(time.perf_counter() - t0)
 
     t0 = time.perf_counter()
