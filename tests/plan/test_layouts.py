@@ -10,8 +10,9 @@ import pytest
 
 from clusterwright.catalog.registry import Catalog
 from clusterwright.catalog.schema import ModelArch
-from clusterwright.design.train import job_for
+from clusterwright.design.train import MICRO_BATCHES, RC_FRACTIONS, job_for, recompute_choices
 from clusterwright.model.layouts import Layouts
+from clusterwright.model.recompute import FULL
 from clusterwright.model.train_job import Job
 from clusterwright.model.training import estimate, micro_batches
 from clusterwright.plan.layouts import (
@@ -113,6 +114,76 @@ def test_tp_rejections_count_only_factorizations_of_the_gpu_count(gpt3: Job) -> 
         if gpus % (t * c * p) == 0
     )
     assert 0 < rejected["tp crosses the NVLink domain"] <= factorizations
+
+
+def _layouts_one_by_one(job: Job, gpus: int) -> np.ndarray:
+    """The planner's candidates in its loop order, built one tuple at a time (the reference
+    the repeated-block enumeration must reproduce row for row)."""
+    a, f = job.arch, job.stack.features
+    pow2 = [1 << k for k in range(12)]
+    tps = [t for t in pow2 if t <= min(gpus, 64) and a.heads % t == 0 and a.n_kv_heads % t == 0]
+    cps = [c for c in pow2 if c <= 64 and (job.seq_len % (2 * c) == 0 or c == 1)]
+    cps = cps if f.context_parallel else [1]
+    eps = [1] if not a.is_moe else [x for x in pow2 if x <= a.experts and a.experts % x == 0]
+    pps = [p for p in range(1, gpus + 1) if gpus % p == 0 and p <= a.layers]
+    vs = (1, 2, 3, 4, 6, 8) if f.interleaved else (1,)
+    zeros = [0] + ([1, 2] if f.distributed_optimizer else []) + ([3] if f.zero3 else [])
+    dom = job.net.domain_gpus
+    rows = []
+    for t, c, p in itertools.product(tps, cps, pps):
+        if gpus % (t * c * p) or t > dom:
+            continue
+        d = gpus // (t * c * p)
+        if job.global_batch % d:
+            continue
+        shards = [0] + ([dom // t] if f.hsdp and d * c > dom // t > 1 else [])
+        for ep in eps:
+            if (t * d * c) % ep:
+                continue
+            for b in MICRO_BATCHES:
+                if (job.global_batch // d) % b:
+                    continue
+                m = job.global_batch // d // b
+                for v in vs:
+                    if v > 1 and (p == 1 or p * v > a.layers or m % p):
+                        continue
+                    if p > 1 and m < p:
+                        break
+                    for z in zeros:
+                        if z == 3 and p > 1 and not f.zero3_with_pp:
+                            continue
+                        for sh in (shards if z == 3 else [0]):
+                            for rc in recompute_choices(job):
+                                for fr in (RC_FRACTIONS if rc == FULL else (1.0,)):
+                                    for sp in (0, 1) if t > 1 else (0,):
+                                        rows.append((t, p, d, c, ep, b, v, z, rc, sp, sh, fr))
+    return np.array(rows, dtype=float)
+
+
+@pytest.mark.parametrize(("model", "gpus"), [("llama70", 256), ("mixtral", 64)])
+def test_enumeration_matches_the_candidates_one_by_one(request: pytest.FixtureRequest,
+                                                        model: str, gpus: int) -> None:
+    job = request.getfixturevalue(model)
+    lay, _ = enumerate_layouts(job, gpus)
+    got = np.column_stack([lay.tp, lay.pp, lay.dp, lay.cp, lay.ep, lay.micro_batch,
+                           lay.interleave, lay.zero, lay.recompute, lay.sp, lay.shard,
+                           lay.rc_frac])
+    want = _layouts_one_by_one(job, gpus)
+    assert len(want) > 1000
+    assert np.array_equal(got, want)
+
+
+def test_plan_times_only_fitting_layouts_with_the_same_ranking(llama70: Job) -> None:
+    # plan() screens memory before timing; its top must be the full estimate's, tie order kept.
+    lay, _ = enumerate_layouts(llama70, 64)
+    est = estimate(llama70, lay)
+    fits = llama70.fits(est.memory_parts)
+    order = np.argsort(np.where(fits, est.step_time_s, np.inf), kind="stable")[:10]
+    res = plan(llama70, 64, top_n=10)
+    assert [r.step_time_s for r in res.top] == [float(est.step_time_s[i]) for i in order]
+    assert [r.layout["tp"] for r in res.top] == [int(lay.tp[i]) for i in order]
+    assert [r.memory["total"] for r in res.top] == [float(est.memory_parts["total"][i])
+                                                      for i in order]
 
 
 def test_plan_picks_the_fastest_layout_that_fits(llama70: Job) -> None:

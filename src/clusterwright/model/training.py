@@ -128,13 +128,15 @@ def gemm_efficiency(stack: Stack, flops: ArrayLike) -> F:
     return np.asarray(np.interp(np.log10(f), xs, ys))
 
 
-def estimate(job: Job, lay: Layouts, ops: Ops | None = None) -> StepEstimate:
+def estimate(job: Job, lay: Layouts, ops: Ops | None = None,
+             mem: dict[str, Any] | None = None) -> StepEstimate:
     """Step time, breakdown, FLOPs and per-GPU memory for every layout in ``lay``. One layout
-    runs on Python floats (no numpy overhead) and comes back as one-element arrays."""
+    runs on Python floats (no numpy overhead) and comes back as one-element arrays. ``mem``:
+    ``memory(job, lay)`` when the caller has it already (arrays, one entry per layout)."""
     if ops is None and len(lay) == 1 and np.ndim(lay.tp):
         est = _step(job, lay.scalar(0), ScalarOps)
         return _as_arrays(est)
-    return _step(job, lay, ops or ArrayOps)
+    return _step(job, lay, ops or ArrayOps, mem)
 
 
 def _as_arrays(est: StepEstimate) -> StepEstimate:
@@ -186,7 +188,8 @@ def _when(ops: Ops, cond: Any, value: Callable[[], Any]) -> Any:
     return 0.0
 
 
-def _step(job: Job, lay: Layouts, ops: Ops) -> StepEstimate:
+def _step(job: Job, lay: Layouts, ops: Ops, mem: dict[str, Any] | None = None
+          ) -> StepEstimate:
     a, st, net, o, K = job.arch, job.stack, job.net, job.opts, job.constants
     cj = job.compute
     t, p, d, c, e = lay.tp, lay.pp, lay.dp, lay.cp, lay.ep
@@ -482,7 +485,8 @@ def _step(job: Job, lay: Layouts, ops: Ops) -> StepEstimate:
     hw_per_token = ops.where(full, K.hw_flops_full,
                            ops.where(ops.floor(rc) % 2.0 > 0, K.hw_flops_selective,
                                    K.flops_per_token))
-    mem = memory(job, lay, m, ops)
+    if mem is None:
+        mem = memory(job, lay, m, ops)
     return StepEstimate(
         compute, tp_comm, pp_comm, bubble, dp_exposed, cp_comm, ep_comm, optimizer, straggler,
         link_wait, other, step, ops.full(step, model_flops), tokens * hw_per_token,

@@ -32,7 +32,7 @@ from clusterwright.model.layouts import Layouts
 from clusterwright.model.recompute import FULL
 from clusterwright.model.torus import TorusNet
 from clusterwright.model.train_job import Job
-from clusterwright.model.training import estimate
+from clusterwright.model.training import estimate, memory
 
 
 def _divisors(n: int) -> list[int]:
@@ -80,7 +80,26 @@ def enumerate_layouts(job: Job, gpus: int) -> tuple[Layouts, dict[str, int]]:
     interleaves = (1, 2, 3, 4, 6, 8) if f.interleaved and job.opts.schedule != "dualpipe" else (1,)
     zeros = [0] + ([1, 2] if f.distributed_optimizer else []) + ([3] if f.zero3 else [])
     rcs = recompute_choices(job)
-    rows: list[tuple[float, ...]] = []
+    # The outer choices (tp, pp, dp, cp, ep, micro-batch, interleave) are few; the choices
+    # inside them (ZeRO stage, shard, recompute, its share, SP) repeat the same block for
+    # every outer row with the same key, so that block is built once and repeated with numpy,
+    # in the loops' order.
+    blocks: dict[tuple[bool, tuple[int, ...], bool], np.ndarray] = {}
+
+    def block(zero3: bool, shards: tuple[int, ...], tp_split: bool) -> np.ndarray:
+        key = (zero3, shards, tp_split)
+        if key not in blocks:
+            inner = [(zero, rc, int(sp), shard, frac)
+                     for zero in zeros if zero != 3 or zero3
+                     for shard in (shards if zero == 3 else (0,))
+                     for rc in rcs
+                     for frac in (RC_FRACTIONS if rc == FULL else (1.0,))
+                     for sp in ((False, True) if tp_split else (False,))]
+            blocks[key] = np.array(inner, dtype=float).reshape(-1, 5)
+        return blocks[key]
+
+    outer: list[tuple[float, ...]] = []
+    inners: list[np.ndarray] = []
     for t, c, p in itertools.product(tps, cps, pps):
         if gpus % (t * c * p):
             continue  # not a factorization of the GPU count: not a candidate at all
@@ -93,9 +112,9 @@ def enumerate_layouts(job: Job, gpus: int) -> tuple[Layouts, dict[str, int]]:
             continue
         per_dp = job.global_batch // d
         # ZeRO-3 shards over the whole data-parallel group, or (hybrid) inside a server.
-        shards = [0]
-        if f.hsdp and d * c > domain // t > 1:
-            shards.append(domain // t)
+        shards = (0, domain // t) if f.hsdp and d * c > domain // t > 1 else (0,)
+        # FSDP/ZeRO-3 with pipelining only where the framework has it.
+        inner = block(p == 1 or f.zero3_with_pp, shards, t > 1)
         for ep in eps:
             if (t * d * c) % ep:
                 reject("ep does not divide tp*dp*cp")
@@ -110,19 +129,18 @@ def enumerate_layouts(job: Job, gpus: int) -> tuple[Layouts, dict[str, int]]:
                     if p > 1 and m < p:
                         reject("fewer micro-batches than pipeline stages")
                         break
-                    for zero in zeros:
-                        if zero == 3 and p > 1 and not f.zero3_with_pp:
-                            continue  # FSDP/ZeRO-3 with pipelining: not in this framework
-                        for shard in (shards if zero == 3 else [0]):
-                            for rc in rcs:
-                                for frac in (RC_FRACTIONS if rc == FULL else (1.0,)):
-                                    for sp in (False, True) if t > 1 else (False,):
-                                        rows.append((t, p, d, c, ep, b, v, zero, rc, int(sp),
-                                                     shard, frac))
-    if not rows:
+                    outer.append((t, p, d, c, ep, b, v))
+                    inners.append(inner)
+    if not outer:
         return Layouts.of(), rejected
-    arr = np.array(rows, dtype=float)
-    lay = Layouts(*(arr[:, i] for i in range(arr.shape[1])))
+    counts = np.array([len(x) for x in inners])
+    head = np.repeat(np.array(outer, dtype=float), counts, axis=0)
+    tail = np.concatenate(inners) if inners else np.empty((0, 5))
+    if len(head) == 0:
+        return Layouts.of(), rejected
+    t_, p_, d_, c_, ep_, b_, v_ = head.T
+    zero, rc, sp, shard, frac = tail.T
+    lay = Layouts(t_, p_, d_, c_, ep_, b_, v_, zero, rc, sp, shard, frac)
     return lay, rejected
 
 
@@ -133,15 +151,23 @@ def plan(job: Job, gpus: int, top_n: int = 5) -> PlanResult:
         return PlanResult(
             None, [], [], 0, rejected, gpus, ["no layout divides this model, batch and GPU count"]
         )
-    est = estimate(job, lay)
-    fits = job.fits(est.memory_parts)
+    # Memory first: most layouts of a large model on a small GPU do not fit, and the memory
+    # model is a small part of the step model's cost, so only the layouts that fit are timed.
+    mem = memory(job, lay)
+    fits = job.fits(mem)
     n_over = int((~fits).sum())
     if n_over:
         rejected["does not fit in memory"] = rejected.get("does not fit in memory", 0) + n_over
-    order = np.argsort(np.where(fits, est.step_time_s, np.inf), kind="stable")
-    ok = order[: int(fits.sum())]
-    top = [layout_result(job, lay, est, int(i)) for i in ok[:top_n]]
-    return PlanResult(top[0] if top else None, top, [], len(lay), rejected, gpus)
+    idx = np.flatnonzero(fits)
+    if idx.size == 0:
+        return PlanResult(None, [], [], len(lay), rejected, gpus)
+    ok, ok_mem = lay, mem
+    if n_over:
+        ok, ok_mem = lay.take(idx), {k: v[idx] if np.ndim(v) else v for k, v in mem.items()}
+    est = estimate(job, ok, mem=ok_mem)
+    order = np.argsort(est.step_time_s, kind="stable")
+    top = [layout_result(job, ok, est, int(i)) for i in order[:top_n]]
+    return PlanResult(top[0], top, [], len(lay), rejected, gpus)
 
 
 # --------------------------------------------------------------------------- time to train
