@@ -93,3 +93,19 @@ def test_read_ceiling_rejects_bad_rates() -> None:
         st.read_ceiling(10.0, 0.0)
     with pytest.raises(InputError):
         st.read_ceiling(10.0, 1e6, None, read_iops=-1)
+
+
+def test_clients_network_caps_what_reaches_the_accelerators() -> None:
+    # One host with one 400 Gb/s port pulls at most 50 GB/s, whatever the tier behind it.
+    assert st.client_network_gbps(1, 400) == pytest.approx(50.0)
+    tier = st.read_ceiling(390.0, 146_600_628)
+    assert st.supplied_gbps(tier, st.client_network_gbps(1, 400)) == (50.0, "client-network")
+    # Ten such hosts pull 500 GB/s: the tier's 390 GB/s binds again.
+    assert st.supplied_gbps(tier, st.client_network_gbps(10, 400)) == (390.0, "bandwidth")
+    assert st.supplied_gbps(tier) == (390.0, "bandwidth")
+    wl = st.MLPERF_WORKLOADS[("unet3d", "h100")]
+    assert st.accelerators_supported(50.0, wl) == 17  # 50 / 2.859 GB/s per H100 at AU 0.9
+    with pytest.raises(InputError):
+        st.client_network_gbps(0, 400)
+    with pytest.raises(InputError):
+        st.client_network_gbps(4, 0)

@@ -25,19 +25,37 @@ def test_registered_and_the_workload_model_reproduces_mlperf(table: TableResult)
 def test_held_out_rows_are_reported(table: TableResult) -> None:
     held = {r.id: r for r in table.held_out_rows}
     # Bandwidth-bound 3D U-Net from DDN's datasheet read rate lands within 10 %; checkpoint
-    # sizes of the MLPerf Storage v2.0 Llama 3 workloads and BLOOM within 3 %.
+    # sizes of the MLPerf Storage v2.0 Llama 3 workloads, BLOOM and OPT within 5 % (OPT at
+    # 10 B/param: its paper keeps no fp32 master copy).
     for rid in ("mlps10_ddn_ai400x2t_datasheet_unet3d_h100",
                 "mlps10_ddn_ai400x2t_datasheet_unet3d_a100", "mlps20_ckpt_llama3_8b",
                 "mlps20_ckpt_llama3_70b", "mlps20_ckpt_llama3_405b",
-                "bloom176b_checkpoint_with_optimizer"):
+                "bloom176b_checkpoint_with_optimizer", "opt175b_checkpoint"):
         assert abs(held[rid].error) < 0.10, rid
+    assert "no fp32 master" in held["opt175b_checkpoint"].detail
     # Small-file CosmoFlow on the DDN appliance stays over-predicted: the catalog gives no
-    # sourced IOPS or file-open rate for it, so only bandwidth is checked, and the detail says
-    # so (documented); OPT kept less optimizer state than 14 B/param.
+    # sourced IOPS or file-open rate for it, and the clients' network (16 x 100 Gb/s) is not
+    # what binds either; the per-file cost on the clients is not modelled (documented).
     cf = held["mlps10_ddn_ai400x2t_datasheet_cosmoflow_h100"]
     assert cf.error > 0.5 and "no requests/metadata rate" in cf.detail
-    assert held["opt175b_checkpoint"].error > 0.3
+    assert "(bandwidth)" in cf.detail and "clients 16 x 100 Gb/s" in cf.detail
     assert all(len(r.source) > 30 for r in table.rows)
+
+
+def test_single_clients_cap_what_a_fast_tier_delivers(table: TableResult) -> None:
+    held = {r.id: r for r in table.held_out_rows}
+    iei = [r for r in table.held_out_rows if r.id.startswith("mlps10_ieit_")]
+    assert len(iei) == 12
+    # One AMD host with one 400 Gb/s port pulls 50 GB/s of the three nodes' 390 GB/s: 3D U-Net
+    # is client-network-bound and lands within 10 %; ten or twelve hosts are storage-bound.
+    for rid in ("mlps10_ieit_as13000_3nodes_amdhost_1host_unet3d_h100",
+                "mlps10_ieit_as13000_3nodes_amdhost_1host_unet3d_a100"):
+        assert "(client-network)" in held[rid].detail and abs(held[rid].error) < 0.10, rid
+    for rid in ("mlps10_ieit_as13000_3nodes_amdhost_10hosts_unet3d_h100",
+                "mlps10_ieit_as13000_3nodes_amdhost_12hosts_unet3d_a100"):
+        assert "(bandwidth)" in held[rid].detail and abs(held[rid].error) < 0.10, rid
+    # CosmoFlow is far below both ceilings on every host (reported as is, over 100 %).
+    assert all(r.error > 1.0 for r in iei if "cosmoflow" in r.id)
 
 
 def test_local_drives_are_predicted_from_their_datasheets(table: TableResult) -> None:

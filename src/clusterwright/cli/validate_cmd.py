@@ -201,13 +201,14 @@ def validate(
             _print_groups(r)
         else:
             _print_rows(r)
-        subset = "dev" if r.dev_rows else "held-out"
+        subsets = [s for s, rows in (("dev", r.dev_rows), ("held-out", r.held_out_rows)) if rows]
         for key in _keys(r):
             if key == "group":
                 continue
-            parts = ", ".join(f"{k} {100 * m:.1f}% ({n})"
-                              for k, (n, m, _) in sorted(r.mape_by(key, subset).items()))
-            console.print(f"  {subset} MAPE by {key}: {parts}")
+            for subset in subsets:
+                parts = ", ".join(f"{k} {100 * m:.1f}% ({n})"
+                                  for k, (n, m, _) in sorted(r.mape_by(key, subset).items()))
+                console.print(f"  {subset} MAPE by {key}: {parts}")
         held = (
             f"; held-out {len(r.held_out_rows)} rows, MAPE {100 * r.held_out_mape:.1f}%"
             if r.held_out_mape is not None

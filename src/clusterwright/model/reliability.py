@@ -315,24 +315,29 @@ def node_losses(repair_fraction: float, network_share: float, *, job_nodes: int,
 
 
 def checkpoint_bytes_per_param(
-    weights: Precision | str = "bf16", optimizer: Optimizer = "adam"
+    weights: Precision | str = "bf16", optimizer: Optimizer = "adam", fp32_master: bool = True
 ) -> float:
     """Bytes per parameter of a restartable checkpoint: weights + optimizer state.
 
     Mixed-precision Adam: 2 (bf16 weights) + 4 (fp32 master) + 8 (two fp32 moments) = 14;
     the gradients (2 more in memory, ZeRO's 16 B/param) are not saved (ZeRO, SC20, section
-    3.1, K = 12). Observed: BLOOM-176B 2.3 TB = 13.1 B/param; OPT-175B 1.6 TB = 9.1 B/param
-    (operations.md 1.4).
+    3.1, K = 12). ``fp32_master=False`` is training that updates the 16-bit weights in place
+    and keeps only the moments in fp32 (fairseq/metaseq ``--memory-efficient-fp16``; OPT-175B:
+    "Adam state in FP32 ... while the model weights remained in FP16", Zhang et al., arXiv
+    2205.01068, section 2.3): 2 + 8 = 10. Observed: BLOOM-176B 2.3 TB = 13.1 B/param;
+    OPT-175B 1.6 TB = 9.1 B/param (operations.md 1.4).
     """
-    return bytes_per(weights) + optimizer_bytes_per_param(optimizer, weights)
+    master = 0.0 if fp32_master or Precision(weights) == Precision.fp32 else 4.0
+    return bytes_per(weights) + optimizer_bytes_per_param(optimizer, weights) - master
 
 
 def checkpoint_bytes(
-    params: float, weights: Precision | str = "bf16", optimizer: Optimizer = "adam"
+    params: float, weights: Precision | str = "bf16", optimizer: Optimizer = "adam",
+    fp32_master: bool = True,
 ) -> float:
     """Size of a full checkpoint, bytes."""
     _positive("params", params)
-    return params * checkpoint_bytes_per_param(weights, optimizer)
+    return params * checkpoint_bytes_per_param(weights, optimizer, fp32_master)
 
 
 def shard_bytes(total_bytes: float, shards: int) -> float:

@@ -13,6 +13,8 @@ tier moves it. Pure functions; bytes, seconds, GB/s (10^9 B/s) where a name says
   which must finish within the checkpoint interval (else the interval stretches to it: a
   binding constraint). Restore reads the checkpoint back on restart.
 - **Serving**: a replica loads its weights from shared storage when the pool scales up.
+- **Clients** (``client_network_gbps``): the hosts that run the data loaders pull at most
+  their storage NICs' line rate; the smaller of that and the tier's ceiling reaches the GPUs.
 - **Small files** (``read_ceiling``): a tier delivers a workload at most its bandwidth, its
   request rate x the bytes a request carries, and its file-open rate x the bytes of a file: the
   first resource to saturate binds (a roofline over the three). Large files (3D U-Net's
@@ -162,6 +164,26 @@ def read_ceiling(read_gbps: float, file_bytes: float, request_bytes: float | Non
         ceilings["metadata"] = file_opens_per_s * file_bytes / GB
     bound = min(ceilings, key=lambda k: ceilings[k])
     return ReadCeiling(ceilings[bound], bound, ceilings, tuple(unknown), file_bytes, req)
+
+
+def client_network_gbps(clients: int, nic_gbit_s_per_client: float) -> float:
+    """GB/s the hosts that run the data loaders can pull over their storage NICs: clients x
+    line rate / 8 (a ceiling: protocol overhead and the host's own limits come off it). In an
+    MLPerf Storage submission the clients are the benchmark hosts of the system description
+    (``benchmark_hosts`` and their ``nic_ports``); in a cluster, the GPU servers' storage
+    NICs."""
+    _positive("clients", clients)
+    _positive("client NIC rate", nic_gbit_s_per_client)
+    return clients * nic_gbit_s_per_client / 8.0
+
+
+def supplied_gbps(ceiling: ReadCeiling, client_gbps: float | None = None) -> tuple[float, str]:
+    """What reaches the accelerators: the storage tier's ``read_ceiling`` or, when smaller,
+    the clients' network (``client_network_gbps``); with the resource that binds
+    (bandwidth, requests, metadata or client-network)."""
+    if client_gbps is not None and client_gbps < ceiling.gbps:
+        return client_gbps, "client-network"
+    return ceiling.gbps, ceiling.bound
 
 
 def token_read_gbps(gpus: int, tokens_per_s: float, bytes_per_token: float) -> float:
