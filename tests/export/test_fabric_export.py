@@ -41,7 +41,7 @@ from clusterwright.catalog.registry import Catalog
 from clusterwright.design.bom import plan_fabric
 from clusterwright.design.fabric import Fabric
 from clusterwright.errors import InputError
-from clusterwright.export.fabric import write_fabric
+from clusterwright.export.fabric import csv_lines, table_chunks, write_fabric
 from clusterwright.spec.fabric import FabricRequest
 from tests.export.test_hostlist import expand
 
@@ -803,3 +803,23 @@ def test_output_directory_gets_the_umask_permissions(small_fab: Fabric, tmp_path
         os.umask(old)
     assert out.stat().st_mode & 0o777 == 0o755
     assert (out / "frr").stat().st_mode & 0o777 == 0o755
+
+
+def test_csv_lines_quote_only_the_cells_that_need_it_as_rfc_4180_reads_them() -> None:
+    rows = [["a", 1, None, 2.5], ["x,y", 'say "hi"', "two\nlines", "ok"], ["", "", "", ""]]
+    lines = list(csv_lines(rows))
+    assert lines[0] == "a,1,,2.5"
+    assert lines[1] == '"x,y","say ""hi""","two\nlines",ok'
+    assert lines[2] == ",,,"
+    text = "".join(table_chunks(["c1", "c2", "c3", "c4"], lines))
+    back = list(csv.reader(text.splitlines(keepends=True)))
+    assert back == [["c1", "c2", "c3", "c4"], ["a", "1", "", "2.5"],
+                    ["x,y", 'say "hi"', "two\nlines", "ok"], ["", "", "", ""]]
+
+
+@pytest.mark.parametrize("n", [0, 1, 3, 4, 9])
+def test_table_chunks_write_every_line_once_across_batches(n: int) -> None:
+    lines = [f"r{i},{i}" for i in range(n)]
+    text = "".join(table_chunks(["name", "i"], lines, batch=4))
+    assert text == "name,i\n" + "".join(line + "\n" for line in lines)
+
