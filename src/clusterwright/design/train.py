@@ -22,6 +22,7 @@ from clusterwright.catalog.stacks import Stack
 from clusterwright.errors import InputError
 from clusterwright.model.collectives import Interconnect, interconnect
 from clusterwright.model.layouts import Layouts
+from clusterwright.model.lora import Lora
 from clusterwright.model.precision import Precision, training_dtype
 from clusterwright.model.recompute import (
     FULL,
@@ -127,8 +128,10 @@ def job_for(
     stack_id: str | None = None,
     dropout: bool = False,
     options: dict[str, Any] | None = None,
+    lora: Lora | None = None,
 ) -> Job:
-    """A Job from catalog ids. Raises UnknownIdError / InputError for bad ids or dtypes."""
+    """A Job from catalog ids (``lora``: LoRA fine-tuning, base weights frozen). Raises
+    UnknownIdError / InputError for bad ids or dtypes."""
     gpu = cat.gpu(gpu_id)
     stack = cat.stack(stack_id) if stack_id else cat.stack_for_gpu(gpu.id)
     if stack_id and gpu.id not in stack.gpus:
@@ -164,6 +167,7 @@ def job_for(
         reserve_bytes=cat.assumption("training_reserve_gb") * 1e9,
         opts=opts,
         gpu_speed_cv=cat.assumption("gpu_speed_cv"),
+        lora=lora,
     )
 
 
