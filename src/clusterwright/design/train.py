@@ -342,8 +342,13 @@ class Regime:
 
 def regime_of(job: Job, layout: dict[str, object], gpus: int) -> Regime:
     """The regime of ``layout`` (a layout dict as ``LayoutResult.layout``) on ``gpus``: the
-    families are zero3, moe-ep (any MoE model), cp and ptd-p (TP or PP, or nothing else)."""
+    families are zero3, moe-ep (any MoE model), cp and ptd-p (TP or PP, or nothing else);
+    lora (LoRA fine-tuning) whatever the layout."""
     prec = "fp8" if job.precision in (Precision.fp8, Precision.fp4) else "bf16"
+    if job.lora is not None:
+        # LoRA fine-tuning is its own regime: its step (no weight gradients, thin adapter
+        # GEMMs, a larger attention share) errs differently from pre-training's.
+        return Regime(job.stack.id, job.gpu.id, prec, ("lora",), gpus)
     fams = []
     if int(str(layout.get("zero", 0))) >= 3:
         fams.append("zero3")
