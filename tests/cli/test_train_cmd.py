@@ -964,3 +964,32 @@ def test_plan_flags_an_mfu_above_the_highest_published() -> None:
         assert any("above the highest published" in n for n in d["notes"])
     else:
         assert not any("above the highest published" in n for n in d["notes"])
+
+
+LORA_70B = ("--model", "llama-2-70b", "--gpu", "h100-sxm", "--gpus", "8", "--tp", "4",
+            "--seq-len", "8192", "--global-batch", "8", "--micro-batch", "1", "--precision",
+            "fp8", "--sequence-parallel")
+
+
+def test_lora_rank_estimates_fine_tuning_faster_than_full_training() -> None:
+    args = ("--model", "llama-2-13b", *LORA_70B[2:], "--zero", "1")
+    full = estimate(*args)
+    lora = estimate(*args, "--lora-rank", "16")
+    assert full["finetune"] is None
+    assert lora["finetune"] == {"method": "lora", "rank": 16, "targets": ["qkv", "proj"]}
+    assert lora["step_time_s"] < 0.9 * full["step_time_s"]  # 13B at 8,192: attention-heavy
+    assert lora["memory_gb"]["optimizer"] < 0.01 * full["memory_gb"]["optimizer"]
+    assert lora["confidence"]["regime"]["family"] == "lora"
+    mlp = estimate(*args, "--lora-rank", "16", "--lora-targets", "all")
+    assert mlp["finetune"]["targets"] == ["qkv", "proj", "fc1", "fc2"]
+    assert mlp["step_time_s"] > lora["step_time_s"]
+
+
+@pytest.mark.parametrize(("flags", "named"), [
+    (("--lora-rank", "0"), "--lora-rank"),
+    (("--lora-rank", "16", "--lora-targets", "attention,q_proj"), "--lora-targets"),
+    (("--lora-targets", "mlp"), "--lora-targets"),
+])
+def test_bad_lora_flags_exit_2_naming_the_flag(flags: tuple[str, ...], named: str) -> None:
+    err = user_error(cw("train", "estimate", *LORA_70B, *flags, "--json"))
+    assert named in err

@@ -89,11 +89,14 @@ def test_vectorized_over_sequence_lengths(catalog: Catalog) -> None:
     assert np.all(np.diff(out) > 0)
 
 
-def test_lora_costs_two_thirds_of_full_finetune(catalog: Catalog) -> None:
+def test_lora_costs_two_thirds_of_full_finetune_in_the_gemms(catalog: Catalog) -> None:
     m = catalog.model("llama-3.1-8b")
-    assert float(finetune_flops_per_token(m, 4096, "lora") / finetune_flops_per_token(m, 4096)) == (
-        pytest.approx(2 / 3)
-    )
+    ratio = float(finetune_flops_per_token(m, 4096, "lora") / finetune_flops_per_token(m, 4096))
+    # GEMMs 2/3 (no weight gradients); the attention core keeps its 2x backward, so the
+    # whole step lands a little above 2/3 at 4,096 tokens, and the adapters add under 1 %.
+    assert 2 / 3 < ratio < 0.75
+    short = float(finetune_flops_per_token(m, 16, "lora") / finetune_flops_per_token(m, 16))
+    assert short == pytest.approx(2 / 3, rel=0.01)
 
 
 def test_utilization_is_flops_over_time_gpus_peak() -> None:

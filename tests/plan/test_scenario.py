@@ -162,13 +162,33 @@ constraints: {gpus: ["h100-sxm"]}
     assert ft["free_gpu_hours_in_window"] == free
     assert ft["fits_window"] is True and ft["extra_gpus"] == 0
     assert ft["runs_on"] == "inference pool at night"
-    # LoRA: 2x forward = 4 N FLOPs per token (model.flops), at the planner's MFU.
+    # LoRA: about 2x forward (model.flops), at the MFU of the LoRA step's best layout.
     assert ft["gpu_hours"] == pytest.approx(
         ft["flops"] / (ft["mfu"] * catalog.gpu("h100-sxm").peak_tflops["bf16"] * 1e12) / 3600,
         rel=1e-9)
     # The cluster is the inference pool, in whole servers.
     assert bp.recommendation["gpus"] == 8 * math.ceil(chat["gpus"] / 8)
     assert chat["curve"] and all(p["qps"] > 0 for p in chat["curve"])
+
+
+def test_lora_fine_tune_is_sized_with_the_lora_step_model(catalog: Catalog) -> None:
+    def ft(method: str, targets: str = "[attention]") -> dict[str, object]:
+        bp = planned(catalog, f"""
+name: ft
+workloads:
+  - {{kind: finetune, name: ft, model: "llama-3.1-8b", tokens: 1.0e9, method: {method},
+     lora_rank: 16, lora_targets: {targets}, gpus: 8}}
+constraints: {{gpus: ["h100-sxm"]}}
+""")
+        return bp.workloads[0]
+
+    full, attn, every = ft("full"), ft("lora"), ft("lora", "[all]")
+    assert full["lora"] is None
+    assert attn["lora"] == {"method": "lora", "rank": 16, "targets": ["qkv", "proj"]}
+    assert every["lora"]["targets"] == ["qkv", "proj", "fc1", "fc2"]  # type: ignore[index]
+    # Frozen base weights: fewer FLOPs and no weight gradients, so fewer GPU-hours.
+    assert attn["gpu_hours"] < 0.85 * full["gpu_hours"]  # type: ignore[operator]
+    assert attn["gpu_hours"] < every["gpu_hours"]  # type: ignore[operator]
 
 
 def test_fine_tune_that_misses_its_window_gets_dedicated_gpus(catalog: Catalog) -> None:

@@ -556,3 +556,34 @@ def test_thousands_of_workloads_are_refused_before_any_is_validated() -> None:
         loads_scenario(text, "m.yaml")
     assert str(exc.value) == ("m.yaml: workloads (line 2): 50,000 workloads; a scenario holds "
                               "at most 100")
+
+
+LORA_SCENARIO = """\
+name: ft
+workloads:
+  - kind: "finetune"
+    name: "ft"
+    model: "llama-3.1-8b"
+    tokens: 1.0e9
+    lora_rank: {rank}
+    lora_targets: {targets}
+"""
+
+
+def test_lora_targets_default_to_attention_and_accept_groups_and_modules() -> None:
+    sc, _ = loads_scenario(LORA_SCENARIO.format(rank=8, targets="[mlp, qkv]"), "ft.yaml")
+    assert sc.workloads[0].lora_targets == ("mlp", "qkv")  # type: ignore[union-attr]
+    sc, _ = loads_scenario(LORA_SCENARIO.format(rank=8, targets="[all]").replace(
+        "    lora_targets: [all]\n", ""), "ft.yaml")
+    assert sc.workloads[0].lora_targets == ("attention",)  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(("rank", "targets", "where"), [
+    (0, "[attention]", "workloads[0].lora_rank (line 7)"),
+    (16, "[attention, q_proj]", "workloads[0].lora_targets[1] (line 8)"),
+    (16, "[]", "workloads[0].lora_targets (line 8)"),
+])
+def test_bad_lora_fields_name_the_field_and_line(rank: int, targets: str, where: str) -> None:
+    with pytest.raises(ScenarioError) as exc:
+        loads_scenario(LORA_SCENARIO.format(rank=rank, targets=targets), "ft.yaml")
+    assert where in str(exc.value)

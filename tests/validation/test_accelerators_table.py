@@ -17,11 +17,20 @@ def acc():  # type: ignore[no-untyped-def]
 # Accelerators whose rows miss the issue's 15 % target, held to where they are now, with why.
 # (GB300 met it once its catalog entry carried NVIDIA's measured BF16 attention ratios and
 # Azure's sustained FP8 GEMM ratio over GB200; nothing was fitted on its held-out rows.)
-KNOWN_MISSES: dict[str, float] = {}
+KNOWN_MISSES: dict[str, float] = {
+    # MLPerf Llama 2 70B LoRA: AMD's recipe on one node (4 submitters) is within 15 %
+    # (test below); MangoBoost's 2- and 4-node context-parallel runs are 19 % and 35 % slower
+    # than predicted (their multi-node scaling, 1.84x and 2.8x, is below the model's).
+    "mi300x": 0.19,
+    # Krai's Isambard-AI runs are 25-27 % slower than predicted at every node count: 23 %
+    # slower per GPU than NVIDIA's own DGX H100 run of the same benchmark, which the model
+    # (same silicon) puts within 11 %; not modelled (see docs/accelerators.md, Limits).
+    "gh200": 0.27,
+}
 
 
 # No published training run with its configuration found (see docs/accelerators.md, Limits).
-BLOCKED = {"trn2", "trn3", "mi300x", "gaudi3", "gh200"}
+BLOCKED = {"trn2", "trn3", "gaudi3"}
 
 
 def test_every_validated_accelerator_has_three_rows_within_15_percent(acc) -> None:  # type: ignore[no-untyped-def]
@@ -100,5 +109,25 @@ def test_mi325x_rows_are_held_out_on_the_cdna3_rocm7_stack(acc) -> None:  # type
     assert all(abs(r.error) <= 0.15 for r in rows), [(r.id, round(r.error, 3)) for r in rows]
     cat = load_catalog(env={})
     assert {cat.stack_for_gpu(g).id for g in ("mi300x", "mi325x")} == {"megatron-rocm7-cdna3-2026"}
-    regimes = [r for r in cat.all("training_regimes") if r.stack == "megatron-rocm7-cdna3-2026"]
+    regimes = [r for r in cat.all("training_regimes") if r.stack == "megatron-rocm7-cdna3-2026"
+               and r.family != "lora"]
     assert regimes and all(r.accelerators == ["mi325x"] and r.dev_rows == 0 for r in regimes)
+
+
+def test_lora_rows_are_held_out_and_mi300x_amd_recipe_within_15_percent(acc) -> None:  # type: ignore[no-untyped-def]
+    """MLPerf Llama 2 70B LoRA (frozen FP8 base, rank-16 attention adapters): nothing was fitted
+    on a fine-tuning run, so every row is held out; MI300X and GH200 on their family's default
+    stack. AMD's one-node recipe on MI300X (AMD, Dell, Oracle; v5.0 and v5.1) meets 15 %."""
+    lora = [r for r in acc.rows if "llama2_70b_lora" in r.id]
+    assert len(lora) >= 13 and all(r.set == "held-out" for r in lora)
+    assert all(r.tag("family") == "lora" for r in lora)
+    one_node = [r for r in lora if r.tag("gpu") == "mi300x" and "_8_" in r.id]
+    assert len(one_node) >= 4 and mape(one_node) <= 0.15, [(r.id, round(r.error, 3))
+                                                            for r in one_node]
+    assert {r.group for r in one_node} == {"megatron-rocm7-cdna3-2026"}
+    gh = [r for r in lora if r.tag("gpu") == "gh200"]
+    assert len(gh) >= 3 and {r.group for r in gh} == {"megatron-core-h100-2025"}
+    # The same recipe on MI325X and MI355X (no recompute) lands within 5 %.
+    for gpu in ("mi325x", "mi355x"):
+        rows = [r for r in lora if r.tag("gpu") == gpu]
+        assert rows and all(abs(r.error) <= 0.05 for r in rows), gpu

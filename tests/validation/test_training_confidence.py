@@ -40,10 +40,12 @@ def test_bands_cover_every_calibrated_stack_and_are_consistent(catalog: Catalog)
         assert r.rows >= 3 and r.min_gpus <= r.max_gpus
         assert 0 <= r.mape <= r.band * 1.5 + 1e-9 or r.rows < 5  # p90 is near the tail
         assert abs(r.bias) <= r.mape + 1e-9
-    # Each stack's whole-stack regime holds at least as many rows as any of its parts.
+    # Each stack's whole-stack regime holds at least as many rows as any of its parts; LoRA
+    # fine-tuning rows form their own regime and never band a pre-training estimate.
     whole = {r.stack: r for r in regimes if r.precision == "any" and r.family == "any"}
     for r in regimes:
-        assert r.rows <= whole[r.stack].rows
+        if r.family != "lora":
+            assert r.rows <= whole[r.stack].rows
     records = catalog.all("mfu_records")
     assert {(m.gpu, m.precision) for m in records} >= {("a100-80gb-sxm", "bf16"),
                                                        ("h100-sxm", "bf16"), ("h100-sxm", "fp8")}

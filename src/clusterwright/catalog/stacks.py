@@ -299,7 +299,7 @@ class ServingEngine(CatalogEntry):
 
 
 PrecisionClass = Literal["bf16", "fp8"]
-Family = Literal["ptd-p", "zero3", "moe-ep", "cp"]
+Family = Literal["ptd-p", "zero3", "moe-ep", "cp", "lora"]
 
 
 class TrainingRegime(CatalogEntry):

@@ -11,6 +11,7 @@ from rich.table import Table
 from clusterwright.catalog.references import resolve
 from clusterwright.cli.common import console, emit_json, gb, state, user_errors
 from clusterwright.model.flops import finetune_flops_per_token, training_flops
+from clusterwright.model.lora import Lora
 from clusterwright.model.memory import kv_cache_bytes_per_token
 from clusterwright.model.params import active_params, total_params
 from clusterwright.model.precision import bytes_per, default_kv_precision
@@ -46,7 +47,8 @@ def check(
             epochs = w.epochs if isinstance(w, FinetuneWorkload) else 1.0
             row["tokens"] = w.tokens * epochs
             if isinstance(w, FinetuneWorkload):
-                per_token = finetune_flops_per_token(arch, w.seq_len, w.method)
+                lora = Lora.of(w.lora_rank, w.lora_targets) if w.method == "lora" else None
+                per_token = finetune_flops_per_token(arch, w.seq_len, w.method, lora)
                 row["training_flops"] = float(per_token) * w.tokens * epochs
                 row["method"] = w.method
             else:

@@ -18,6 +18,7 @@ from clusterwright.cli.common import (
     user_errors,
 )
 from clusterwright.errors import ClusterwrightError
+from clusterwright.model.lora import Lora
 from clusterwright.model.precision import Precision
 from clusterwright.report.fmt import usd
 
@@ -57,6 +58,22 @@ P2P_OVERLAP_OPT = typer.Option(None, "--p2p-overlap/--no-p2p-overlap",
                                help="Pipeline sends hidden in the steady state.")
 OFFLOAD_OPT = typer.Option(None, "--offload", help="none, or optimizer: Adam state in the "
                            "superchip's CPU memory (gh200, gb200, gb300).")
+LORA_RANK_OPT = typer.Option(None, "--lora-rank", help="LoRA fine-tuning: adapter rank (base "
+                             "weights frozen, FP8 with --precision fp8). Default: full training.")
+LORA_TARGETS_OPT = typer.Option("attention", "--lora-targets", help="With --lora-rank: adapted "
+                                "layers, comma-separated: qkv, proj, fc1, fc2, attention, mlp, "
+                                "all.")
+
+
+def _lora(rank: int | None, targets: str) -> Lora | None:
+    """The adapters the flags ask for (None without --lora-rank); bad values exit 2 naming
+    the flag."""
+    if rank is None:
+        if targets != "attention":
+            fail("--lora-targets: needs --lora-rank")
+        return None
+    with user_errors(name_flags=True):
+        return Lora.of(rank, targets.split(","))
 
 
 def _as_flag(name: str, value: str | None) -> str:
@@ -162,6 +179,8 @@ def estimate_cmd(
     param_overlap: bool | None = PARAM_OVERLAP_OPT,
     p2p_overlap: bool | None = P2P_OVERLAP_OPT,
     offload: str | None = OFFLOAD_OPT,
+    lora_rank: int | None = LORA_RANK_OPT,
+    lora_targets: str = LORA_TARGETS_OPT,
     dispatch_fp8: bool | None = typer.Option(
         None, "--dispatch-fp8/--no-dispatch-fp8", help="MoE dispatch in FP8 (DeepEP)."),
     expert_imbalance: float | None = typer.Option(
@@ -208,7 +227,7 @@ def estimate_cmd(
         global_batch=global_batch, seq_len=seq_len, recompute=recompute,
         recompute_share=recompute_share, sequence_parallel=sequence_parallel,
         precision=precision, server=server, stack=stack, fidelity=fidelity, routing=routing,
-        seed=seed,
+        seed=seed, lora=_lora(lora_rank, lora_targets),
         options=_options(schedule=schedule, ep_overlap=ep_overlap, ep_dispatcher=ep_dispatcher,
                          cp_comm=cp_comm, fp8_recipe=fp8_recipe, tp_overlap=tp_overlap,
                          grad_overlap=grad_overlap, param_overlap=param_overlap,
@@ -260,6 +279,8 @@ def plan_cmd(
     param_overlap: bool | None = PARAM_OVERLAP_OPT,
     p2p_overlap: bool | None = P2P_OVERLAP_OPT,
     offload: str | None = OFFLOAD_OPT,
+    lora_rank: int | None = LORA_RANK_OPT,
+    lora_targets: str = LORA_TARGETS_OPT,
     slice_shape: str | None = typer.Option(
         None, "--slice", help="TPU slice shape, e.g. 16x16x24 (a shape the pod forms)."),
     fidelity: str = typer.Option(
@@ -305,7 +326,7 @@ def plan_cmd(
         model=_arch(cat, model), gpu=gpu, gpus=gpus, seq_len=seq_len, global_batch=global_batch,
         tokens=tokens, deadline_days=deadline_days, precision=precision, server=server,
         stack=stack, fidelity=fidelity, recheck=recheck, recheck_budget_s=recheck_budget_s,
-        routing=routing, slice=slice_shape,
+        routing=routing, slice=slice_shape, lora=_lora(lora_rank, lora_targets),
         options=_options(schedule=schedule, ep_overlap=ep_overlap, ep_dispatcher=ep_dispatcher,
                          cp_comm=cp_comm, fp8_recipe=fp8_recipe, tp_overlap=tp_overlap,
                          grad_overlap=grad_overlap, param_overlap=param_overlap,

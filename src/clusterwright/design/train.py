@@ -22,6 +22,7 @@ from clusterwright.catalog.stacks import Stack
 from clusterwright.errors import InputError
 from clusterwright.model.collectives import Interconnect, interconnect
 from clusterwright.model.layouts import Layouts
+from clusterwright.model.lora import Lora
 from clusterwright.model.precision import Precision, training_dtype
 from clusterwright.model.recompute import (
     FULL,
@@ -127,8 +128,10 @@ def job_for(
     stack_id: str | None = None,
     dropout: bool = False,
     options: dict[str, Any] | None = None,
+    lora: Lora | None = None,
 ) -> Job:
-    """A Job from catalog ids. Raises UnknownIdError / InputError for bad ids or dtypes."""
+    """A Job from catalog ids (``lora``: LoRA fine-tuning, base weights frozen). Raises
+    UnknownIdError / InputError for bad ids or dtypes."""
     gpu = cat.gpu(gpu_id)
     stack = cat.stack(stack_id) if stack_id else cat.stack_for_gpu(gpu.id)
     if stack_id and gpu.id not in stack.gpus:
@@ -164,6 +167,7 @@ def job_for(
         reserve_bytes=cat.assumption("training_reserve_gb") * 1e9,
         opts=opts,
         gpu_speed_cv=cat.assumption("gpu_speed_cv"),
+        lora=lora,
     )
 
 
@@ -338,8 +342,13 @@ class Regime:
 
 def regime_of(job: Job, layout: dict[str, object], gpus: int) -> Regime:
     """The regime of ``layout`` (a layout dict as ``LayoutResult.layout``) on ``gpus``: the
-    families are zero3, moe-ep (any MoE model), cp and ptd-p (TP or PP, or nothing else)."""
+    families are zero3, moe-ep (any MoE model), cp and ptd-p (TP or PP, or nothing else);
+    lora (LoRA fine-tuning) whatever the layout."""
     prec = "fp8" if job.precision in (Precision.fp8, Precision.fp4) else "bf16"
+    if job.lora is not None:
+        # LoRA fine-tuning is its own regime: its step (no weight gradients, thin adapter
+        # GEMMs, a larger attention share) errs differently from pre-training's.
+        return Regime(job.stack.id, job.gpu.id, prec, ("lora",), gpus)
     fams = []
     if int(str(layout.get("zero", 0))) >= 3:
         fams.append("zero3")

@@ -13,6 +13,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from clusterwright.catalog.schema import ModelArch
+from clusterwright.model.lora import Lora, adapter_flops_per_token
 from clusterwright.model.params import matmul_params
 
 Recompute = Literal["none", "selective", "full"]
@@ -55,24 +56,36 @@ def training_flops_per_token(
     recompute: Recompute = "none",
     hardware: bool = False,
     causal: bool = False,
+    lora: Lora | None = None,
 ) -> np.ndarray:
     """Training FLOPs per token: 3x forward (model FLOPs, for MFU).
 
     With ``hardware=True`` recomputation is counted (HFU): full recompute runs the layers'
     forward again (about 4x forward); selective recompute reruns only the attention core
     (Korthikanti et al. 2022, section 5).
+
+    With ``lora`` the base weights are frozen (``model/lora``): forward (base and adapters),
+    the data gradient of every base GEMM (1x its forward, no weight gradient), the attention
+    core's backward (2x its forward, as in full training) and the adapters' backward (2x
+    theirs): 2 fwd + attention + 3 adapters, about 2/3 of full training.
     """
     fwd = forward_flops_per_token(arch, seq_len, causal)
-    total = 3.0 * fwd
+    s = np.asarray(seq_len, dtype=float)
+    attn = attention_flops_per_token(arch, (s + 1.0) / 2.0 if causal else s)
+    if lora is None:
+        total = 3.0 * fwd
+        adapters = 0.0
+    else:
+        adapters = adapter_flops_per_token(arch, lora)
+        total = 2.0 * fwd + attn + 3.0 * adapters
     if hardware:
         if recompute == "full":
             # Megatron checkpoints the transformer layers; the LM head is not rerun
             # (the V term of SC21 eq. 3 is the same with and without recompute).
-            total = total + fwd - 2.0 * arch.vocab * arch.hidden
+            total = total + fwd + adapters - 2.0 * arch.vocab * arch.hidden
         elif recompute == "selective":
-            s = np.asarray(seq_len, dtype=float)
-            total = total + attention_flops_per_token(arch, (s + 1.0) / 2.0 if causal else s)
-    return total
+            total = total + attn
+    return np.asarray(total)
 
 
 def training_flops(
@@ -126,11 +139,12 @@ def utilization(
 
 
 def finetune_flops_per_token(
-    arch: ModelArch, seq_len: ArrayLike, method: Literal["full", "lora"] = "full"
+    arch: ModelArch, seq_len: ArrayLike, method: Literal["full", "lora"] = "full",
+    lora: Lora | None = None,
 ) -> np.ndarray:
-    """Fine-tuning FLOPs per token. Full fine-tuning costs as pre-training (3x forward).
-    LoRA freezes the base weights, so backward computes activation gradients but no weight
-    gradients for them: about 2x forward (Hu et al., LoRA, ICLR 2022, section 4.2 reports
-    the matching throughput gain); the adapters' own FLOPs are negligible at small rank."""
-    fwd = forward_flops_per_token(arch, seq_len)
-    return (3.0 if method == "full" else 2.0) * fwd
+    """Fine-tuning model FLOPs per token. Full fine-tuning costs as pre-training (3x
+    forward); LoRA (``lora``, default rank 16 on the attention projections) about 2x forward
+    plus the attention core's backward and the adapters (``training_flops_per_token``)."""
+    if method == "full":
+        return training_flops_per_token(arch, seq_len)
+    return training_flops_per_token(arch, seq_len, lora=lora or Lora.of(16))

@@ -3,8 +3,11 @@
 Training: model states by precision and ZeRO stage (Rajbhandari et al., "ZeRO", SC20),
 activations per layer with tensor/sequence parallelism and recomputation (Korthikanti et al.,
 "Reducing Activation Recomputation in Large Transformer Models", arXiv 2205.05198, 2022),
-pipeline in-flight micro-batches (same paper, section 4.2.3). Inference: weights, KV cache
-(GQA and MLA aware) and the engine's reserve. All functions are pure.
+pipeline in-flight micro-batches (same paper, section 4.2.3). LoRA fine-tuning (``model/lora``):
+frozen base weights (no gradients, no optimizer state, FP8 in an FP8 job), the adapters'
+states, and no saved inputs for frozen linear layers that only a weight gradient reads.
+Inference: weights, KV cache (GQA and MLA aware) and the engine's reserve. All functions are
+pure.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from numpy.typing import ArrayLike
 
 from clusterwright.catalog.schema import Activation, ModelArch
 from clusterwright.model.layouts import Layouts, in_flight, stage_layers
+from clusterwright.model.lora import Lora, adapter_params, adapter_shapes
 from clusterwright.model.params import param_counts
 from clusterwright.model.precision import Precision, bytes_per
 from clusterwright.model.recompute import FULL, parse_recompute
@@ -147,12 +151,16 @@ def activation_bytes_per_layer_array(
     moe_layer: bool = False,
     ops: Ops = ArrayOps,
     fp8: bool = False,
+    lora: Lora | None = None,
 ) -> Any:
     """``activation_bytes_per_layer`` over arrays of layouts (or floats with
     ``ops=ScalarOps``); ``recompute`` holds codes (see ``recompute_code``: 0 none, 2 full, else
     module bits) and ``sequence_parallel`` booleans. With ``fp8`` the inputs the linear layers
     keep for their backward are their FP8 copies (Transformer Engine saves the casted input:
-    1 byte per element instead of 2)."""
+    1 byte per element instead of 2). With ``lora`` a frozen linear layer without an adapter
+    keeps no input (only its weight gradient would read it; Transformer Engine saves the input
+    only for a weight that requires a gradient), except the attention output, which
+    FlashAttention's backward reads; each adapter keeps its r-wide intermediate."""
     if ops is ArrayOps:
         s = np.asarray(seq_len, dtype=float) / np.asarray(cp, dtype=float)
         b = np.asarray(micro_batch, dtype=float)
@@ -174,9 +182,16 @@ def activation_bytes_per_layer_array(
 
     mask = 1.0 if dropout else 0.0
     lin_in = 1.0 if fp8 else ACT_BYTES  # bytes per element of a saved linear-layer input
+
+    def keeps(module: str) -> float:
+        # Whether the input of a linear layer is saved: always when it trains, with LoRA
+        # only when it has an adapter.
+        return 1.0 if lora is None or lora.has(module) else 0.0
+
     # Outside the TP region: the two norm outputs (attention and MLP inputs, dropped by
     # layernorm recompute), the two residual inputs, two dropout masks.
-    replicated = ((2.0 * lin_in * (1.0 - has(32))) + 2.0 + 2.0 + 2.0 * mask) * sbh
+    norm_outs = keeps("qkv") + keeps("fc1")
+    replicated = ((norm_outs * lin_in * (1.0 - has(32))) + 2.0 + 2.0 + 2.0 * mask) * sbh
     if arch.is_mla:
         assert arch.qk_nope_head_dim and arch.qk_rope_head_dim and arch.v_head_dim
         assert arch.kv_lora_rank is not None
@@ -192,6 +207,9 @@ def activation_bytes_per_layer_array(
         dkv = arch.n_kv_heads * arch.d_head
         qkv = ACT_BYTES * s * b * (dqk + 2 * dkv)
     context = lin_in * s * b * dv  # attention output = input of the output projection
+    if lora is not None and not lora.has("proj"):
+        # Frozen projection: FlashAttention's backward still reads the 16-bit output.
+        context = (ACT_BYTES if flash_attention else 0.0) * s * b * dv
     if flash_attention:
         # FlashAttention keeps only the fp32 log-sum-exp per row and recomputes scores.
         core = 4.0 * a * s * b
@@ -205,13 +223,13 @@ def activation_bytes_per_layer_array(
     # GELU: fc1 output and activation output (2 + 2 bytes per element). SwiGLU (Megatron's
     # fused bias-swiglu): fc1 output of width 2f and the gated product of width f (4 + 2).
     fc1_out = 4.0 if gated else 2.0
-    act_out = lin_in  # the activation's output is FC2's input
+    act_out = lin_in * keeps("fc2")  # the activation's output is FC2's input
 
     if moe_layer:
         f_e = arch.expert_ffn_hidden or arch.ffn_hidden
         tok = s * arch.top_k * b
         # moe recompute keeps only the layer input; moe_act drops the activation outputs.
-        routed = (1.0 - has(8)) * (tok * h * lin_in
+        routed = (1.0 - has(8)) * (tok * h * lin_in * keeps("fc1")
                                    + tok * f_e * (fc1_out + act_out * (1.0 - has(16))))
         shared = (1.0 - has(8)) * s * b * f_e * arch.shared_experts * (fc1_out + act_out)
         router = 4.0 * s * b * arch.experts  # fp32 router logits
@@ -220,6 +238,11 @@ def activation_bytes_per_layer_array(
         ffn = (1.0 - has(4)) * s * b * arch.ffn_hidden * (fc1_out + act_out)
 
     kept = replicated / sp_div + (attention + ffn) / t
+    if lora is not None:
+        # x A of each adapter (r wide, 16-bit), which B's weight gradient reads.
+        n_ad = sum(sh.copies * (arch.top_k / arch.experts if sh.routed else 1.0)
+                   for sh in adapter_shapes(arch, lora, moe_layer))
+        kept = kept + ACT_BYTES * s * b * lora.rank * n_ad
     # Full recompute keeps only each layer's input (2 s b h, split by SP).
     return ops.where(rc == 2, ACT_BYTES * sbh / sp_div, kept)
 
@@ -327,6 +350,8 @@ def layout_memory(
     prefetch: int = 1,
     dualpipe: bool = False,
     ops: Ops = ArrayOps,
+    lora: Lora | None = None,
+    frozen: Precision | str | None = None,
 ) -> TrainingMemory:
     """Per-GPU training memory (bytes) of every layout in ``lay``: the larger of the first
     pipeline rank (embedding, the most in-flight activations) and the last (LM head, fp32
@@ -340,7 +365,9 @@ def layout_memory(
     ``rc_frac`` of the layers drop theirs. DualPipe keeps two model chunks (a stage and its
     mirror) per rank with p + 1 micro-batches in flight (DeepSeek-V3 report, Table 2).
     ``weights`` is the storage dtype (16-bit for FP8 training) and ``fp8`` saves FP8 copies of
-    the linear layers' inputs.
+    the linear layers' inputs. With ``lora`` the base weights are frozen, stored as ``frozen``
+    (default ``weights``) without gradients or optimizer state, and the adapters (16-bit
+    ``weights``, sharded like the layer they adapt) carry the gradients and Adam's state.
     """
     c = param_counts(arch)
     L = float(arch.layers)
@@ -355,19 +382,30 @@ def layout_memory(
                                                   dp_ranks), dp_ranks)
     copies = 2.0 if dualpipe else 1.0
 
-    def states(dense: Any, expert: Any) -> tuple[Any, Any, Any]:
-        return state_bytes_array(dense, expert, t, dp_ranks, 1.0, e, lay.zero, weights, grads,
-                                 optimizer, z3_group, ops)
+    base_w = weights if lora is None or frozen is None else frozen
+    ad_dense, ad_expert = adapter_params(arch, lora) if lora is not None else (0.0, 0.0)
+
+    def states(dense: Any, expert: Any, layers: Any = 0.0) -> tuple[Any, Any, Any]:
+        if lora is None:
+            return state_bytes_array(dense, expert, t, dp_ranks, 1.0, e, lay.zero, weights,
+                                     grads, optimizer, z3_group, ops)
+        # Frozen base: its weights only. Adapters of ``layers`` layers: every state.
+        w, _, _ = state_bytes_array(dense, expert, t, dp_ranks, 1.0, e, lay.zero, base_w,
+                                    grads, optimizer, z3_group, ops)
+        aw, ag, ao = state_bytes_array(ad_dense / L * layers, ad_expert / L * layers, t,
+                                       dp_ranks, 1.0, e, lay.zero, weights, grads, optimizer,
+                                       z3_group, ops)
+        return w + aw, ag, ao
 
     # ZeRO-3/FSDP holds the gathered layer it computes with and the ones it prefetches.
-    layer_w = (layer_dense / t + layer_expert / e) * bytes_per(weights)
+    layer_w = (layer_dense / t + layer_expert / e) * bytes_per(base_w)
     gathered = ops.where((lay.zero >= 3) & (z3_group > 1), (1.0 + max(prefetch, 0)) * layer_w,
                          0.0)
 
     def act(recompute: Any, moe: bool) -> Any:
         return activation_bytes_per_layer_array(
             arch, seq_len, lay.micro_batch, t, lay.sp, recompute, flash_attention, dropout, cp,
-            moe, ops, fp8)
+            moe, ops, fp8, lora)
 
     def per_layer(recompute: Any) -> Any:
         a = act(recompute, False) * (1.0 - moe_frac)
@@ -390,7 +428,7 @@ def layout_memory(
         else:
             # Megatron keeps a copy of a tied embedding on the last stage for the LM head.
             embed = float(arch.vocab * arch.hidden)
-        w, g, o = states(layer_dense * Ls + embed, layer_expert * Ls)
+        w, g, o = states(layer_dense * Ls + embed, layer_expert * Ls, Ls)
         we, ge, oe = states(embed, 0.0)
         inflight = (ops.where(p == 1, 1.0, p + 1.0) if dualpipe
                     else in_flight(p, v, micro_batches, first, ops))

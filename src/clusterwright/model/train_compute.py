@@ -14,6 +14,15 @@ Recomputation re-runs what it names in backward: the whole layer (``full``), or 
 (``core_attn`` = Megatron's selective recompute, ``mlp``, ``moe`` experts, ``moe_act``,
 ``layernorm``), coded as bits (see ``model/recompute``). All times in seconds; arguments
 broadcast (numpy arrays or floats, see ``model/xp``).
+
+LoRA fine-tuning (``model/lora``): the frozen base GEMMs run forward and their data gradient
+only (backward 1x forward, no weight-gradient GEMM); the backward casts only the output
+gradients (no transposed input for a weight gradient); frozen FP8 weights are stored in FP8
+(Transformer Engine FP8 parameters), so a step moves 2 bytes per weight element (the FP8
+transpose the data gradient reads) instead of a 16-bit cast. Each adapter is two thin 16-bit
+GEMMs (x A, then B), memory-bound at small rank (``adapters_s``), run forward and twice
+backward (data and weight gradients); column-parallel layers split B's output over tensor
+parallelism, row-parallel ones A's input. The LM head is frozen too.
 """
 
 from __future__ import annotations
@@ -22,6 +31,7 @@ from dataclasses import dataclass
 
 from clusterwright.catalog.schema import Activation, ModelArch
 from clusterwright.catalog.stacks import Stack
+from clusterwright.model.lora import Lora, adapter_shapes
 from clusterwright.model.recompute import FULL
 from clusterwright.model.xp import Num, Ops
 
@@ -29,6 +39,9 @@ from clusterwright.model.xp import Num, Ops
 # row-wise and a transposed copy: read 2 B of bf16, write 1 + 1 B; current scaling first reads
 # the tensor once more for its amax; MXFP8 writes two block-scaled copies plus their scales).
 FP8_CAST_BYTES = {"delayed": 4.0, "current": 6.0, "blockwise": 4.0, "mx": 4.25}
+# A frozen weight kept in FP8: the data gradient reads its transposed FP8 copy, made once per
+# step (read 1 B, write 1 B); there is no 16-bit master to cast from.
+FROZEN_FP8_WEIGHT_BYTES = 2.0
 
 
 def bit(ops: Ops, code: Num, b: int) -> Num:
@@ -92,13 +105,14 @@ class ComputeJob:
     dropout: bool
     expert_imbalance: float
     fp8_gemm_speedup: float = 1.0  # the GPU's sustained FP8 GEMM rate over the curve's
+    lora: Lora | None = None  # LoRA fine-tuning: frozen base weights, rank-r adapters
 
 
 def compute_job(arch: ModelArch, seq_len: int, stack: Stack, peak: float, peak16: float,
                 hbm_bytes_s: float, fp8: bool, recipe: str, dropout: bool,
                 expert_imbalance: float,
                 attention_speedup: tuple[float, float] = (1.0, 1.0),
-                fp8_gemm_speedup: float = 1.0) -> ComputeJob:
+                fp8_gemm_speedup: float = 1.0, lora: Lora | None = None) -> ComputeJob:
     """``attention_speedup``: the GPU's (forward, backward) attention-kernel throughput over
     the part the stack's attention efficiencies were fitted on (catalog ``Gpu``);
     ``fp8_gemm_speedup``: its sustained FP8 GEMM throughput over what its datasheet peak and
@@ -112,7 +126,7 @@ def compute_job(arch: ModelArch, seq_len: int, stack: Stack, peak: float, peak16
         attention_bwd_efficiency=(stack.attention_bwd_efficiency
                                   or stack.attention_efficiency) * bwd_x,
         flash=stack.flash_attention, dropout=dropout, expert_imbalance=expert_imbalance,
-        fp8_gemm_speedup=fp8_gemm_speedup if fp8 else 1.0,
+        fp8_gemm_speedup=fp8_gemm_speedup if fp8 else 1.0, lora=lora,
     )
 
 
@@ -124,9 +138,49 @@ def _linear(ops: Ops, c: ComputeJob, tokens: Num, k_in: Num, n_out: Num, m: Num,
     flops = 2.0 * tokens * k_in * n_out
     if c.fp8:
         t = gemm_s(ops, flops, c.peak, c.curves.xs8, c.curves.ys8) / c.fp8_gemm_speedup
-        cast = c.fp8_cast_bytes * (tokens * k_in + k_in * n_out * w_share / m) / c.hbm
+        w_bytes = FROZEN_FP8_WEIGHT_BYTES if c.lora is not None else c.fp8_cast_bytes
+        cast = (c.fp8_cast_bytes * tokens * k_in + w_bytes * k_in * n_out * w_share / m) / c.hbm
         return t, cast
     return gemm_s(ops, flops, c.peak, c.curves.xs16, c.curves.ys16), 0.0 * flops
+
+
+def adapters_s(ops: Ops, c: ComputeJob, tok: Num, t: Num, ep: Num, moe: bool
+               ) -> tuple[Num, Num]:
+    """(forward, backward) time of one layer's LoRA adapters for ``tok`` tokens per GPU.
+
+    Per adapted linear layer, x A (k_in -> r) then B (r -> n_out), 16-bit, TP splitting B's
+    output (column-parallel) or A's input (row-parallel). At rank r these GEMMs are thin:
+    x A does 2 r FLOPs per 2-byte element of x it reads, far below any GPU's ridge point, so
+    each runs at the slower of the stack's GEMM curve and reading (writing) its wide operand
+    at HBM speed (the roofline: Williams, Waterman, Patterson, CACM 2009). The adapter's
+    output is added into the base layer's (read both, write one: 6 bytes per element).
+    Backward runs each GEMM twice (data and weight gradients, each reading the wide operand
+    again) and adds A's data gradient into the base layer's input gradient. Routed experts'
+    adapters see the tokens their experts get (``tok`` k ep / (t E) each, ``E / ep`` local
+    experts)."""
+    zero = 0.0 * tok
+    if c.lora is None:
+        return zero, zero
+    r = float(c.lora.rank)
+    fwd, bwd = zero, zero
+    for s in adapter_shapes(c.arch, c.lora, moe):
+        k_in = s.k_in if s.column else s.k_in / t
+        n_out = s.n_out / t if s.column else s.n_out
+        if s.routed:
+            a = c.arch
+            tok_e = tok / t * a.top_k * ep / a.experts
+            copies = a.experts / ep * c.expert_imbalance
+        else:
+            tok_e, copies = tok, s.copies
+        down = ops.maximum(gemm_s(ops, 2.0 * tok_e * k_in * r, c.peak16, c.curves.xs16,
+                                  c.curves.ys16), 2.0 * tok_e * k_in / c.hbm)
+        up = ops.maximum(gemm_s(ops, 2.0 * tok_e * r * n_out, c.peak16, c.curves.xs16,
+                                c.curves.ys16), 2.0 * tok_e * n_out / c.hbm)
+        add_out = 6.0 * tok_e * n_out / c.hbm
+        add_in = 6.0 * tok_e * k_in / c.hbm
+        fwd = fwd + copies * (down + up + add_out)
+        bwd = bwd + copies * (2.0 * (down + up) + add_in)
+    return fwd, bwd
 
 
 def layer_times(ops: Ops, c: ComputeJob, tok: Num, t: Num, ep: Num, sp: Num, rc: Num, m: Num,
@@ -235,12 +289,20 @@ def layer_times(ops: Ops, c: ComputeJob, tok: Num, t: Num, ep: Num, sp: Num, rc:
 
     gemm_f = qkv + proj + mlp_gemm
     cast_f = qkv_c + proj_c + mlp_cast
-    fwd = gemm_f + cast_f + attn_f + elem_f
-    # Backward: data- and weight-gradient GEMMs (2x), casts of the output gradients (the
-    # same element counts as the forward's inputs and outputs), attention backward,
-    # elementwise gradients (2x).
-    wgrad = gemm_f
-    bwd = 2.0 * gemm_f + 2.0 * cast_f + attn_b + 2.0 * elem_f
+    if c.lora is None:
+        fwd = gemm_f + cast_f + attn_f + elem_f
+        # Backward: data- and weight-gradient GEMMs (2x), casts of the output gradients (the
+        # same element counts as the forward's inputs and outputs), attention backward,
+        # elementwise gradients (2x).
+        wgrad = gemm_f
+        bwd = 2.0 * gemm_f + 2.0 * cast_f + attn_b + 2.0 * elem_f
+    else:
+        # LoRA: frozen base GEMMs take their data gradient only (1x) and cast only their
+        # output gradients; the adapters run forward, then data and weight gradients.
+        ad_f, ad_b = adapters_s(ops, c, tok, t, ep, moe)
+        fwd = gemm_f + cast_f + attn_f + elem_f + ad_f
+        wgrad = 0.5 * ad_b  # the adapters' weight-gradient GEMMs
+        bwd = gemm_f + cast_f + attn_b + 2.0 * elem_f + ad_b
 
     # --- recomputation ------------------------------------------------------------------------
     full = rc == FULL
@@ -263,4 +325,6 @@ def head_times(ops: Ops, c: ComputeJob, tok: Num, t: Num) -> tuple[Num, Num]:
     logits = gemm_s(ops, 2.0 * tok * h * V / t, c.peak16, c.curves.xs16, c.curves.ys16)
     loss = tok * V / t * 4.0 * 3.0 / c.hbm
     fwd = logits + loss
-    return fwd, 2.0 * logits + 2.0 * loss
+    # A frozen head (LoRA) computes the gradient of its input only.
+    grads = 1.0 if c.lora is not None else 2.0
+    return fwd, grads * logits + 2.0 * loss

@@ -1,6 +1,7 @@
 """What a training-step estimate holds fixed across layouts: the ``Job`` (model, data shape,
-GPU, stack, interconnect, precision) and the framework ``Options`` it runs with, plus the
-per-job constants every layout reuses (parameters per layer, FLOPs per token)."""
+GPU, stack, interconnect, precision, and for LoRA fine-tuning its adapters) and the framework
+``Options`` it runs with, plus the per-job constants every layout reuses (parameters per
+layer, trainable parameters, FLOPs per token)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from clusterwright.catalog.schema import Dtype, Gpu, ModelArch
 from clusterwright.catalog.stacks import Stack
 from clusterwright.model.collectives import Interconnect
 from clusterwright.model.flops import training_flops_per_token
+from clusterwright.model.lora import Lora, adapter_params
 from clusterwright.model.params import param_counts
 from clusterwright.model.precision import Precision, training_dtype
 from clusterwright.model.train_compute import ComputeJob, compute_job
@@ -86,6 +88,9 @@ class Job:
     # Spread of per-GPU speed (catalog assumption gpu_speed_cv): the step waits for the
     # slowest of N GPUs, sigma sqrt(2 ln N) behind the median.
     gpu_speed_cv: float = 0.0
+    # LoRA fine-tuning (model/lora): base weights frozen (stored in FP8 when the job computes
+    # in FP8), only the adapters trained. None: every weight trained.
+    lora: Lora | None = None
 
     @property
     def host_capacity_bytes(self) -> float:
@@ -124,6 +129,7 @@ class Job:
             # Measured for FP8 (not FP4) GEMMs: FP4 runs keep the datasheet ratio.
             fp8_gemm_speedup=(self.gpu.fp8_gemm_speedup if self.precision == Precision.fp8
                               else 1.0),
+            lora=self.lora,
         )
 
     @functools.cached_property
@@ -143,6 +149,11 @@ class _JobConstants:
     flops_per_token: float
     hw_flops_full: float
     hw_flops_selective: float
+    # Trained parameters (all of them, or the LoRA adapters): gradients, optimizer, DP traffic.
+    train_dense: float
+    train_expert: float
+    train_layer_dense: float  # per layer (ZeRO-3 reduce-scatters each layer's gradients)
+    train_layer_expert: float
 
     @staticmethod
     def of(job: Job) -> _JobConstants:
@@ -151,14 +162,24 @@ class _JobConstants:
         L = float(a.layers)
         moe_frac = (L - a.dense_layers) / L if a.is_moe else 0.0
         s = job.seq_len
+        lo = job.lora
+        layer_dense = float(pc.attention + pc.dense_mlp + pc.shared_experts + pc.router
+                            + pc.norms) / L
+        dense_params, expert_params = float(pc.total - pc.experts), float(pc.experts)
+        train_dense, train_expert = (adapter_params(a, lo) if lo is not None
+                                     else (dense_params, expert_params))
         return _JobConstants(
-            dense_params=float(pc.total - pc.experts),
-            expert_params=float(pc.experts),
-            layer_dense=float(pc.attention + pc.dense_mlp + pc.shared_experts + pc.router
-                              + pc.norms) / L,
+            dense_params=dense_params,
+            expert_params=expert_params,
+            layer_dense=layer_dense,
             layer_expert=float(pc.experts) / L,
             moe_frac=moe_frac,
-            flops_per_token=float(training_flops_per_token(a, s)),
-            hw_flops_full=float(training_flops_per_token(a, s, "full", hardware=True)),
-            hw_flops_selective=float(training_flops_per_token(a, s, "selective", hardware=True)),
+            flops_per_token=float(training_flops_per_token(a, s, lora=lo)),
+            hw_flops_full=float(training_flops_per_token(a, s, "full", hardware=True, lora=lo)),
+            hw_flops_selective=float(training_flops_per_token(a, s, "selective", hardware=True,
+                                                              lora=lo)),
+            train_dense=train_dense,
+            train_expert=train_expert,
+            train_layer_dense=(train_dense / L if lo is not None else layer_dense),
+            train_layer_expert=train_expert / L,
         )

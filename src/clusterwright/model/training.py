@@ -22,7 +22,11 @@ al. 2022; Zhao et al. 2023; Rajbhandari et al. 2020):
   them (``overlap.prefetched_layers``), on a sharding group (hybrid sharding) or with ZeRO++'s
   quantized and node-local collectives;
 - every collective costs what NCCL's own model says at its size and rank count
-  (``model/collectives``), so latency grows with the group and small messages are slow.
+  (``model/collectives``), so latency grows with the group and small messages are slow;
+- LoRA fine-tuning (``Job.lora``): the layers' compute as ``model/train_compute`` says
+  (no weight gradients for frozen weights); gradients, their reduction, the parameter
+  all-gather and the optimizer cover the adapters only (``_JobConstants.train_*``); ZeRO-3
+  still gathers the frozen weights (in FP8 when the job computes in FP8).
 
 What each overlap hides is derived, not assumed: ``StepEstimate.comm_s`` holds the total time
 of each family of collectives, so hidden = 1 - exposed / total can be printed. The breakdown
@@ -343,8 +347,11 @@ def _step(job: Job, lay: Layouts, ops: Ops, mem: dict[str, Any] | None = None
     shard = ops.where(lay.shard > 0, ops.minimum(lay.shard, dp_ranks), dp_ranks)
     w_b = bytes_per(Precision.bf16 if job.precision in (Precision.fp8, Precision.fp4)
                     else job.precision)
+    # Frozen LoRA base weights are gathered as stored (FP8 in an FP8 job).
+    gather_b = bytes_per(frozen_weight_precision(job)) if job.lora is not None else w_b
     grad_b = bytes_per(job.grad_precision)
     layer_params = K.layer_dense / t + K.layer_expert / e
+    layer_trained = K.train_layer_dense / t + K.train_layer_expert / e
     # ZeRO++: qwZ gathers int8 weights; hpZ gathers the backward copy inside the node; qgZ
     # reduces gradients in int4 (Wang et al., ZeRO++, arXiv 2306.10209, section 3).
     node_group = ops.minimum(shard, ops.maximum(1.0, net.domain_gpus / t))
@@ -353,11 +360,13 @@ def _step(job: Job, lay: Layouts, ops: Ops, mem: dict[str, Any] | None = None
     # moving 1/k of the layer and each paying the ring's latency across the whole group.
     k = float(st.features.zero3_collectives_per_layer)
     piece = layer_params / k / st.features.zero3_busbw_fraction
-    ag_f = _when(ops, is_z3, lambda: k * allgather_s(piece * w_b * (1.0 - 0.5 * zpp), shard, t,
-                                                     net, ops))
+    piece_g = layer_trained / k / st.features.zero3_busbw_fraction
+    ag_f = _when(ops, is_z3, lambda: k * allgather_s(piece * gather_b * (1.0 - 0.5 * zpp), shard,
+                                                     t, net, ops))
     ag_b = _when(ops, is_z3, lambda: k * allgather_s(
-        piece * w_b * (1.0 - 0.5 * zpp), ops.where(zpp > 0, node_group, shard), t, net, ops))
-    rs_b = _when(ops, is_z3, lambda: k * reducescatter_s(piece * grad_b * (1.0 - 0.75 * zpp),
+        piece * gather_b * (1.0 - 0.5 * zpp), ops.where(zpp > 0, node_group, shard), t, net,
+        ops))
+    rs_b = _when(ops, is_z3, lambda: k * reducescatter_s(piece_g * grad_b * (1.0 - 0.75 * zpp),
                                                          shard, t, net, ops))
     ag_f = ag_f * job.dp_comm_factor
     ag_b = ag_b * job.dp_comm_factor
@@ -385,8 +394,9 @@ def _step(job: Job, lay: Layouts, ops: Ops, mem: dict[str, Any] | None = None
     bubble = ops.where(pipelined, bubble, 0.0)
 
     # --- data parallelism: gradient buckets, parameter gathers ------------------------------
-    dense_local = K.dense_params / p / t
-    expert_local = K.expert_params / p / e  # whole experts (expert TP 1) over ep GPUs
+    # Trained parameters: every weight, or the LoRA adapters.
+    dense_local = K.train_dense / p / t
+    expert_local = K.train_expert / p / e  # whole experts (expert TP 1) over ep GPUs
     edp = ops.maximum(t * dp_ranks / e, 1.0)  # GPUs holding the same experts
     local = dense_local + expert_local
     bucket = ops.maximum(o.bucket_params, 1.0e6 * dp_ranks)
@@ -495,6 +505,14 @@ def _step(job: Job, lay: Layouts, ops: Ops, mem: dict[str, Any] | None = None
     )
 
 
+def frozen_weight_precision(job: Job) -> Precision:
+    """How LoRA's frozen base weights are stored: FP8 in an FP8 job (Transformer Engine FP8
+    parameters; an FP4 job keeps FP8 weights too), else the job's 16-bit storage dtype."""
+    if job.precision in (Precision.fp8, Precision.fp4):
+        return Precision.fp8
+    return job.precision
+
+
 def memory(job: Job, lay: Layouts, m: Any = None, ops: Ops = ArrayOps) -> dict[str, Any]:
     """Per-GPU memory (bytes) of the pipeline rank that needs the most, by part: the one
     training-memory model (``memory.layout_memory``) with the job's dtypes and options."""
@@ -505,6 +523,7 @@ def memory(job: Job, lay: Layouts, m: Any = None, ops: Ops = ArrayOps) -> dict[s
         job.arch, lay, job.seq_len, m, storage, job.grad_precision, "adam",
         job.stack.flash_attention, job.dropout, job.precision in (Precision.fp8, Precision.fp4),
         job.reserve_bytes, job.opts.prefetch, job.opts.schedule == "dualpipe", ops,
+        lora=job.lora, frozen=frozen_weight_precision(job),
     )
     out = {
         "weights": mem.weights,

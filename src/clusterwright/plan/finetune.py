@@ -1,5 +1,6 @@
-"""A scenario's fine-tuning workloads: GPU-hours at the training planner's achieved MFU, on the
-inference pool's free GPUs inside the window when there is a pool."""
+"""A scenario's fine-tuning workloads: GPU-hours at the achieved MFU of the training planner's
+best layout (for LoRA, the step model with frozen base weights and the workload's adapters),
+on the inference pool's free GPUs inside the window when there is a pool."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from clusterwright.design.blueprint import (
 from clusterwright.design.train import job_for
 from clusterwright.errors import InputError
 from clusterwright.model.flops import finetune_flops_per_token
+from clusterwright.model.lora import Lora
 from clusterwright.model.precision import training_dtype
 from clusterwright.plan.context import PlanRun
 from clusterwright.plan.layouts import plan
@@ -22,6 +24,11 @@ from clusterwright.spec.scenario import (
     FinetuneWorkload,
     Window,
 )
+
+
+def lora_of(w: FinetuneWorkload) -> Lora | None:
+    """The adapters a LoRA workload trains (None for full fine-tuning)."""
+    return Lora.of(w.lora_rank, w.lora_targets) if w.method == "lora" else None
 
 
 def window_hours(win: Window) -> list[int]:
@@ -35,9 +42,12 @@ def size_finetune(run: PlanRun, w: FinetuneWorkload, gpu: Gpu, server: Server,
     """GPU-hours at the training planner's achieved FLOP/s; on the inference pool's free
     GPUs inside the window when there is a pool, else on dedicated GPUs."""
     arch = run.models[w.name]
+    # LoRA: the step model with frozen base weights and the adapters (model/lora), so the
+    # achieved rate below is fine-tuning's own, not pre-training's.
+    lora = lora_of(w)
     try:
         job = job_for(run.cat, arch, gpu.id, w.seq_len, global_batch(w), w.precision,
-                      server_id=server.id)
+                      server_id=server.id, lora=lora)
     except InputError as exc:
         return None, [violation("gpus", None, None, "", f"{gpu.id} cannot fine-tune ({exc})",
                                 w.name)]
@@ -51,11 +61,12 @@ def size_finetune(run: PlanRun, w: FinetuneWorkload, gpu: Gpu, server: Server,
         return None, [memory_violation(job, w.name, server.gpus * 16)]
     peak = gpu.peak_tflops[training_dtype(job.precision)] * 1e12
     mfu = best.metrics(gpu, peak / 1e12)["mfu"]
-    flops = float(finetune_flops_per_token(arch, w.seq_len, w.method)) * w.tokens * w.epochs
+    flops = float(finetune_flops_per_token(arch, w.seq_len, w.method, lora)) * w.tokens * w.epochs
     gpu_hours = flops / (mfu * peak) / 3600.0
     row: dict[str, Any] = {
         "name": w.name, "kind": "finetune", "model": arch.id, "gpu": gpu.id,
         "method": w.method, "flops": flops, "mfu": mfu, "gpu_hours": gpu_hours,
+        "lora": lora.as_dict() if lora is not None else None,
         "window": ({"start_hour": w.window.start_hour, "end_hour": w.window.end_hour}
                    if w.window else None),
         "extra_gpus": 0,

@@ -255,7 +255,8 @@ def compute_floor_s(job: Job, tokens: float, gpus: int) -> float:
     (causal attention, the fewest any layout does) at the GEMM precision's peak rate, scaled
     by ``BOUND_MARGIN``. No layout's estimate is faster, so a count whose floor misses a
     deadline need not be planned."""
-    per_token = float(training_flops_per_token(job.arch, job.seq_len, causal=True))
+    per_token = float(training_flops_per_token(job.arch, job.seq_len, causal=True,
+                                               lora=job.lora))
     return BOUND_MARGIN * tokens * per_token / (gpus * job.peak_flops)
 
 

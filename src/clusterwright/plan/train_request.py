@@ -31,6 +31,7 @@ from clusterwright.design.train import (
 )
 from clusterwright.design.train_goodput import production_time, production_wall
 from clusterwright.errors import InfeasibleError, InputError, UnknownIdError
+from clusterwright.model.lora import Lora
 from clusterwright.model.precision import Precision, training_dtype
 from clusterwright.model.recompute import FULL, NONE, SELECTIVE, parse_recompute
 from clusterwright.model.train_job import Job
@@ -56,11 +57,11 @@ GB = 1e9
 
 def _job(cat: Catalog, arch: ModelArch, gpu: Gpu, seq_len: int, global_batch: int,
          precision: Precision, server: str | None, stack: str | None,
-         options: Mapping[str, Any]) -> Job:
+         options: Mapping[str, Any], lora: Lora | None = None) -> Job:
     """``job_for``, with an unknown stack or server id blamed on its field."""
     try:
         return job_for(cat, arch, gpu.id, seq_len, global_batch, precision, server_id=server,
-                       stack_id=stack, options=dict(options))
+                       stack_id=stack, options=dict(options), lora=lora)
     except UnknownIdError as exc:
         if exc.kind in ("stack", "server"):
             raise InputError(f"{exc.kind}: {exc}", field=exc.kind) from exc
@@ -105,6 +106,7 @@ def layout_payload(cat: Catalog, job: Job, r: LayoutResult) -> dict[str, Any]:
         "options": asdict(job.opts),
         "precision": job.precision.value,
         "seq_len": job.seq_len,
+        "finetune": job.lora.as_dict() if job.lora is not None else None,
     }
 
 
@@ -159,6 +161,7 @@ class TrainEstimateRequest:
     fidelity: str = "analytical"
     routing: str = "ecmp"
     seed: int = 0
+    lora: Lora | None = None  # LoRA fine-tuning (frozen base weights); None: every weight trained
 
 
 @dataclass(frozen=True)
@@ -285,7 +288,7 @@ def estimate_training(cat: Catalog, req: TrainEstimateRequest) -> TrainEstimate:
     g = _gpu(cat, req.gpu)
     rc, dp, gbatch = _request_checks(req, arch)
     job = _job(cat, arch, g, req.seq_len, gbatch, req.precision, req.server, req.stack,
-               req.options)
+               req.options, req.lora)
     _stack_checks(req, job)
     fixed: dict[str, Any] = {
         "tp": req.tp, "pp": req.pp, "dp": dp, "cp": req.cp, "ep": req.ep,
@@ -401,6 +404,7 @@ class TrainPlanRequest:
     # A TPU slice shape ("16x16x24"): the job's ICI torus is that slice (None: the pod's
     # largest); it must be a shape the pod forms.
     slice: str | None = None
+    lora: Lora | None = None  # LoRA fine-tuning (frozen base weights); None: every weight trained
 
 
 @dataclass(frozen=True)
@@ -434,7 +438,7 @@ def _plan_one(cat: Catalog, req: TrainPlanRequest, g: Gpu, global_batch: int) ->
     """The plan on one GPU type, as contract keys (plus ``_recheck``: what to re-simulate)."""
     arch = req.model
     job = _job(cat, arch, g, req.seq_len, global_batch, req.precision, req.server, req.stack,
-               req.options)
+               req.options, req.lora)
     if req.slice is not None:
         job = _on_slice(cat, job, req)
     out: dict[str, Any] = {"gpu": g.id, "stack": job.stack.id}

@@ -297,6 +297,10 @@ class InferenceWorkload(_Strict):
         return data
 
 
+# Linear layers LoRA may adapt (model/lora: LORA_MODULES and LORA_GROUPS).
+LoraTarget = Literal["qkv", "proj", "fc1", "fc2", "attention", "mlp", "all"]
+
+
 class FinetuneWorkload(_Strict):
     kind: Literal["finetune"]
     """finetune: full or LoRA fine-tuning, in a window on the inference GPUs or on its own."""
@@ -312,6 +316,10 @@ class FinetuneWorkload(_Strict):
     """full (every weight trained) or lora (low-rank adapters)."""
     lora_rank: Annotated[int, INTEGER, Field(gt=0, le=MAX_LORA_RANK)] = 16
     """Rank of the LoRA adapters."""
+    lora_targets: Annotated[tuple[LoraTarget, ...], Field(min_length=1, max_length=7)] = (
+        "attention",)
+    """Linear layers that get LoRA adapters: qkv, proj, fc1, fc2, or the groups attention (qkv
+    and proj), mlp (fc1 and fc2), all. The base weights stay frozen (FP8 with precision fp8)."""
     seq_len: SeqTokens = 4096
     """Sequence length, tokens."""
     precision: TrainPrecision = "bf16"

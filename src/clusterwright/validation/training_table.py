@@ -10,6 +10,7 @@ from clusterwright.design.train import estimate_layout, job_for, regime_of
 from clusterwright.errors import ClusterwrightError, InputError
 from clusterwright.model.flops import megatron_iteration_flops
 from clusterwright.model.layouts import stage_layers
+from clusterwright.model.lora import Lora
 from clusterwright.model.memory import training_memory
 from clusterwright.model.precision import training_dtype
 from clusterwright.model.recompute import parse_recompute
@@ -114,6 +115,9 @@ def train_job(cat: Catalog, r: dict[str, str]) -> Job:
             options[key] = _flag(r[col])
     if r.get("expert_imbalance"):
         options["expert_imbalance"] = float(r["expert_imbalance"])
+    # LoRA fine-tuning rows (MLPerf Training llama2_70b_lora): rank and targets.
+    lora = (Lora.of(int(r["lora_rank"]), (r.get("lora_targets") or "attention").split("+"))
+            if r.get("lora_rank") else None)
     return job_for(
         cat,
         arch,
@@ -122,9 +126,11 @@ def train_job(cat: Catalog, r: dict[str, str]) -> Job:
         int(r["global_batch"]),
         r["precision"],
         r.get("grad_precision") or None,
+        server_id=r.get("server") or None,
         stack_id=r.get("stack") or None,
         dropout=r.get("dropout") == "yes",
         options=options,
+        lora=lora,
     )
 
 
