@@ -931,6 +931,16 @@ def test_a_stack_without_validation_says_so() -> None:
     assert "unvalidated" in d["confidence"]["notes"][0]
 
 
+def test_gaudi3_bands_lora_only_from_its_lora_rows() -> None:
+    """Gaudi 3's published runs are LoRA fine-tuning (Optimum Habana CI baselines): a LoRA
+    estimate gets their band, pre-training stays unvalidated (above)."""
+    d = estimate("--model", "llama-2-7b", "--gpu", "gaudi3", "--gpus", "8",
+                 "--lora-rank", "8", "--lora-targets", "attention")
+    c = d["confidence"]
+    assert c["regime"]["family"] == "lora" and c["band"] is not None
+    assert c["matched"] == ["gaudi-2024.any.lora"]
+
+
 def test_a_gpu_without_runs_on_a_validated_stack_says_so() -> None:
     """MI300X shares its stack with MI325X, whose runs give the band; MI300X has none."""
     d = estimate("--model", "llama-2-7b", "--gpu", "mi300x", "--gpus", "8")

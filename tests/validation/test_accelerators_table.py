@@ -26,11 +26,16 @@ KNOWN_MISSES: dict[str, float] = {
     # slower per GPU than NVIDIA's own DGX H100 run of the same benchmark, which the model
     # (same silicon) puts within 11 %; not modelled (see docs/accelerators.md, Limits).
     "gh200": 0.27,
+    # Optimum Habana's CI baselines (the only Gaudi 3 training runs found with their
+    # configuration): HF Trainer fine-tuning with per-step logging, unfused attention and
+    # DeepSpeed ZeRO-1/2 without overlap, 1.9-2.7x slower than the prior stack predicts; the
+    # FP8 LoRA run (logging every 40 steps, fwd/bwd pipelining) -18 %. Nothing fitted on them.
+    "gaudi3": 0.50,
 }
 
 
 # No published training run with its configuration found (see docs/accelerators.md, Limits).
-BLOCKED = {"trn2", "trn3", "gaudi3"}
+BLOCKED = {"trn2", "trn3"}
 
 
 def test_every_validated_accelerator_has_three_rows_within_15_percent(acc) -> None:  # type: ignore[no-untyped-def]
@@ -131,3 +136,12 @@ def test_lora_rows_are_held_out_and_mi300x_amd_recipe_within_15_percent(acc) -> 
     for gpu in ("mi325x", "mi355x"):
         rows = [r for r in lora if r.tag("gpu") == gpu]
         assert rows and all(abs(r.error) <= 0.05 for r in rows), gpu
+
+
+def test_gaudi3_rows_are_held_out_on_the_prior_stack(acc) -> None:  # type: ignore[no-untyped-def]
+    """Gaudi 3's rows (Optimum Habana CI baselines) check the unfitted gaudi-2024 prior: all
+    held out, all predicted faster than measured (see docs/accelerators.md, Limits)."""
+    rows = [r for r in acc.rows if r.tag("gpu") == "gaudi3"]
+    assert len(rows) >= 3
+    assert {(r.group, r.set) for r in rows} == {("gaudi-2024", "held-out")}
+    assert all(r.error < 0 for r in rows), [(r.id, round(r.error, 3)) for r in rows]

@@ -400,6 +400,15 @@ def confidence(cat: Catalog, job: Job, layout: dict[str, object], gpus: int,
                     notes.append(f"no validated {reg.precision} {fam} run on {reg.stack}: "
                                  f"band of its {fam} rows of every precision")
                 break
+    if not matched:
+        # The stack's published runs are all of other families (Gaudi 3: LoRA fine-tuning
+        # only), so none bands this regime.
+        fams = ", ".join(sorted({r.family for r in table}))
+        out.update(validated=False, band=None, step_time_range_s=None, matched=[],
+                   notes=[f"unvalidated: no published run of this regime on stack {reg.stack} "
+                          f"(its validated runs are of the {fams} family only), so no error "
+                          "band; treat this estimate as a guess"])
+        return out
     worst = max(matched, key=lambda r: r.band)
     biggest = max(r.max_gpus for r in matched)
     if gpus > 2 * biggest:
