@@ -23,6 +23,7 @@ from clusterwright.catalog.schema import GridRegion, Server
 from clusterwright.design.blueprint import Candidate, Risk
 from clusterwright.errors import ClusterwrightError, InputError
 from clusterwright.model import energy as en
+from clusterwright.model.serving_power import PowerParams
 from clusterwright.plan.context import PlanRun
 from clusterwright.plan.design import DesignedCluster
 
@@ -61,6 +62,16 @@ def grid(cat: Catalog, region: str | None, year: int | None, renewable_share: fl
         raise InputError(f"renewable_share: must be in [0, 1], got {renewable_share}",
                          field="renewable_share")
     return Grid(g, y, v, renewable_share)
+
+
+def power_params(cat: Catalog, gpu_id: str) -> PowerParams:
+    """The serving power model's constants for ``gpu_id``: its measured idle power (else
+    ``gpu_idle_power_fraction`` x TDP), TDP and the fitted floor and weight (``model/serving_power``)."""
+    g = cat.gpu(gpu_id)
+    idle = (g.idle_power_w if g.idle_power_w is not None
+            else cat.assumption("gpu_idle_power_fraction") * g.tdp_w)
+    return PowerParams(idle, g.tdp_w, cat.assumption("serving_power_active_floor"),
+                       cat.assumption("serving_power_tensor_weight"))
 
 
 def per_gpu_kw(cat: Catalog, server: Server) -> float:
