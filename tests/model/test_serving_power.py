@@ -3,6 +3,8 @@ below TDP, and a development row of the ML.ENERGY table is reproduced."""
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from clusterwright.catalog.registry import load_catalog
@@ -31,7 +33,7 @@ def _llama8b_h100():  # type: ignore[no-untyped-def]
 def test_power_rises_with_the_batch_and_stays_at_or_below_tdp() -> None:
     step, p = _llama8b_h100()
     watts = [serving_power(step, p, b, 100, 400).power_w for b in (1, 8, 64, 256, 1024)]
-    assert all(b >= a - 1e-9 for a, b in zip(watts, watts[1:], strict=False)), watts
+    assert all(b >= a - 1e-9 for a, b in itertools.pairwise(watts)), watts
     assert watts[-1] > watts[0]
     assert all(p.idle_w < w <= p.tdp_w for w in watts)
 

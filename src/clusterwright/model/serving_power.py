@@ -131,7 +131,7 @@ def serving_power(step: StepWork, p: PowerParams, batch: float, input_len: float
     t_sum = e_sum = tensor = hbm = prefill_t = 0.0
     times: list[tuple[float, float]] = []
     for share, pre, dec, kv in mix:
-        t = step.step_s(int(round(pre)), int(round(dec)), int(round(kv)))
+        t = step.step_s(round(pre), round(dec), round(kv))
         ts, hs = step.work_s(pre, dec, kv)
         w = gpu_power_w(p, t, ts, hs)
         t_sum += share * t

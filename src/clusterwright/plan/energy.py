@@ -68,7 +68,8 @@ def grid(cat: Catalog, region: str | None, year: int | None, renewable_share: fl
 
 def power_params(cat: Catalog, gpu_id: str) -> PowerParams:
     """The serving power model's constants for ``gpu_id``: its measured idle power (else
-    ``gpu_idle_power_fraction`` x TDP), TDP and the fitted floor and weight (``model/serving_power``)."""
+    ``gpu_idle_power_fraction`` x TDP), TDP and the fitted floor and weight
+    (``model/serving_power``)."""
     g = cat.gpu(gpu_id)
     idle = (g.idle_power_w if g.idle_power_w is not None
             else cat.assumption("gpu_idle_power_fraction") * g.tdp_w)
