@@ -57,26 +57,24 @@ def test_power_trace_swings_between_computing_and_waiting() -> None:
     assert mits["dummy load"].annual_usd == pytest.approx(6e3 * 0.2 * 8760 * 0.1)
 
 
-def test_decode_draws_less_than_prefill_which_draws_the_training_power() -> None:
-    # DGX H100: 10.2 kW x 0.76 sustained, 8 x 700 W GPUs, decode GPUs at 0.31 x TDP.
+def test_serving_swaps_the_gpus_training_draw_for_their_serving_power() -> None:
+    # DGX H100: 10.2 kW x 0.76 sustained, 8 x 700 W GPUs, serving GPUs at 473 W.
     sustained = 10.2 * 0.76
-    decode = en.serving_server_kw(sustained, 8, 700.0, 0.31, prefill_share=0.0)
-    assert decode == pytest.approx(sustained - 8 * 0.7 * 0.69)
-    assert en.serving_server_kw(sustained, 8, 700.0, 0.31, prefill_share=1.0) == sustained
-    half = en.serving_server_kw(sustained, 8, 700.0, 0.31, prefill_share=0.5)
-    assert half == pytest.approx((sustained + decode) / 2)
-    # Never below zero, even when the GPUs' TDP exceeds the server's sustained draw.
+    serving = en.serving_server_kw(sustained, 8, 700.0, 473.0)
+    assert serving == pytest.approx(sustained - 8 * (700.0 - 473.0) / 1e3)
+    # GPUs at TDP: the training draw; never below zero.
+    assert en.serving_server_kw(sustained, 8, 700.0, 700.0) == sustained
     assert en.serving_server_kw(1.0, 8, 700.0, 0.0) == 0.0
 
 
 @pytest.mark.parametrize(("kwargs", "field"), [
-    ({"decode_fraction": 1.5}, "decode power fraction"),
-    ({"prefill_share": -0.1}, "prefill time share"),
+    ({"gpu_w": 800.0}, "GPU serving power"),
+    ({"gpu_w": -1.0}, "GPU serving power"),
     ({"gpus": 0}, "GPUs per server"),
 ])
 def test_serving_power_rejects_bad_input_naming_it(kwargs: dict[str, float], field: str
                                                    ) -> None:
     args: dict[str, float] = {"sustained_kw": 7.0, "gpus": 8, "tdp_w": 700.0,
-                              "decode_fraction": 0.31, **kwargs}
+                              "gpu_w": 473.0, **kwargs}
     with pytest.raises(InputError, match=field):
         en.serving_server_kw(**args)  # type: ignore[arg-type]

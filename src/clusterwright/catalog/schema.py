@@ -146,6 +146,10 @@ class Gpu(CatalogEntry):
     memory_bandwidth_gbps: PositiveFloat  # GB/s
     peak_tflops: dict[Dtype, PositiveFloat]  # dense
     tdp_w: PositiveFloat
+    # Measured board power of an idle GPU (W), with its source: the floor of the serving
+    # power model (model/serving_power.py). None: gpu_idle_power_fraction x TDP.
+    idle_power_w: PositiveFloat | None = None
+    idle_power_source: StrictStr | None = None
     scale_up: ScaleUpLink
     pcie_gen: PositiveInt
     mig_profiles: list[MigProfile] = Field(default_factory=list)
@@ -171,6 +175,12 @@ class Gpu(CatalogEntry):
     def _price_cited(self) -> Gpu:
         if self.price_usd is not None and not self.price_source:
             raise ValueError("price_usd needs a price_source (price list or report, with date)")
+        if self.idle_power_w is not None:
+            if not self.idle_power_source:
+                raise ValueError("idle_power_w needs an idle_power_source (measurement, date)")
+            if self.idle_power_w >= self.tdp_w:
+                raise ValueError(f"idle_power_w {self.idle_power_w} is not below tdp_w "
+                                 f"{self.tdp_w}")
         return self
 
     @property

@@ -151,6 +151,7 @@ DATASET_TB = Bound(0, 1e9, why="TB")
 DATA_GBPS_PER_GPU = Bound(0, 1_000.0, why="GB/s per GPU")
 RENEWABLE_SHARE = Bound(0, 1.0, why="a fraction")
 PREFILL_SHARE = Bound(0, 1.0, why="a fraction of the serving time")
+TENSOR_BUSY = Bound(0, 1.0, why="a fraction of the step time")
 GRID_YEAR = Bound(2000, 2100)
 
 # --- vector indexes (ops vector; bounds of model/vector_index.py, Milvus's documented ranges) ---

@@ -7,10 +7,10 @@ from typing import Any
 import typer
 
 from clusterwright.cli import limits as lim
-from clusterwright.cli.common import console, run_command, state, user_errors
+from clusterwright.cli.common import console, err_console, run_command, state, user_errors
 
 FLAGS = {"server": "--server", "region": "--region", "year": "--year",
-         "renewable_share": "--renewable-share", "prefill time share": "--prefill-time-share"}
+         "renewable_share": "--renewable-share", "tensor_busy": "--tensor-busy"}
 
 
 def _render(d: dict[str, Any]) -> None:
@@ -47,9 +47,13 @@ def carbon(
                                      "the cooling's catalog PUE)."),
     tokens_per_s_per_gpu: float | None = typer.Option(
         None, "--tokens-per-s-per-gpu", help="Also energy per million served tokens."),
-    prefill_time_share: float = typer.Option(
-        0.0, "--prefill-time-share", help="Share of serving time in prefill, 0..1 (prefill "
-        "draws the training power, decode less; default 0: decode only)."),
+    tensor_busy: float = typer.Option(
+        0.0, "--tensor-busy", help="Share of the serving step the tensor cores are busy at "
+        "their peak, 0..1 (the serving power model; default 0: memory-bound decode at small "
+        "batches, the model's floor). `plan` derives it from the workload."),
+    prefill_time_share: float | None = typer.Option(
+        None, "--prefill-time-share", help="Deprecated and ignored: serving power now comes "
+        "from the serving power model (use --tensor-busy).", hidden=False),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Energy (full system and the model-card convention), location- and market-based carbon
@@ -61,13 +65,19 @@ def carbon(
                ("--renewable-share", renewable_share, lim.RENEWABLE_SHARE),
                ("--pue", pue, lim.PUE), ("--tokens-per-s-per-gpu", tokens_per_s_per_gpu,
                                          lim.TOKENS_PER_S),
-               ("--prefill-time-share", prefill_time_share, lim.PREFILL_SHARE))
+               ("--prefill-time-share", prefill_time_share, lim.PREFILL_SHARE),
+               ("--tensor-busy", tensor_busy, lim.TENSOR_BUSY))
+    if prefill_time_share is not None:
+        err_console.print("note: --prefill-time-share is deprecated and ignored: prefill and "
+                          "decode power both come from the serving power model now (pass "
+                          "--tensor-busy for a busier GPU)")
     with user_errors():
         cat = state(ctx).catalog()
     req = CarbonRequest(gpu_hours=gpu_hours, server=server, region=region, year=year,
                         renewable_share=renewable_share, pue=pue,
                         tokens_per_s_per_gpu=tokens_per_s_per_gpu,
-                        prefill_time_share=prefill_time_share)
+                        tensor_busy=tensor_busy,
+                        prefill_time_share=prefill_time_share or 0.0)
 
     def payload() -> dict[str, Any]:
         with user_errors(FLAGS, name_flags=True):

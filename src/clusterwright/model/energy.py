@@ -6,8 +6,9 @@ functions; kWh, kW, MW, seconds, tonnes CO2e where a name says ``t``.
   A model card's figure is a convention instead: GPU-hours x the GPU's TDP x PUE (Meta's
   Llama cards: "peak power capacity per GPU device ... adjusted for power usage efficiency";
   BLOOM's "dynamic" energy: GPU-hours x TDP, no PUE). Both are computed, never mixed.
-- **Serving**: prefill at the sustained training draw, memory-bound decode with the GPUs at a
-  measured fraction of TDP (``serving_server_kw``), weighted by the time in each phase.
+- **Serving**: the server's sustained draw with its GPUs at the serving power model's board
+  power (``model/serving_power``: idle + (TDP - idle) x activity of the modelled
+  iterations, prefill and decode alike) instead of TDP (``serving_server_kw``).
 - **Carbon**: location-based = energy x the grid's average intensity; market-based = the part
   not covered by contracted renewables x the same intensity (GHG Protocol Scope 2 Guidance,
   2015: the residual mix is approximated by the grid average). Embodied: the hardware's
@@ -99,24 +100,20 @@ def kwh_per_million_tokens(kw: float, tokens_per_s: float, pue: float = 1.0) -> 
     return kw * pue / (tokens_per_s * 3600.0) * 1e6
 
 
-def serving_server_kw(sustained_kw: float, gpus: int, tdp_w: float, decode_fraction: float,
-                      prefill_share: float = 0.0) -> float:
-    """A server's draw while serving, kW: prefill at the sustained training draw (compute-bound
-    like a training step), decode with each GPU at ``decode_fraction`` of its TDP instead of
-    near TDP, time-weighted by ``prefill_share`` (the share of serving time in prefill).
+def serving_server_kw(sustained_kw: float, gpus: int, tdp_w: float, gpu_w: float) -> float:
+    """A server's draw while serving, kW: its sustained training draw with each GPU at
+    ``gpu_w`` (the serving power model, ``model/serving_power``) instead of at TDP.
 
-    decode draw = sustained - GPUs x TDP x (1 - decode_fraction): the training draw counts the
-    GPUs near TDP, so this removes at most what memory-bound decode does not draw (an estimate;
-    host CPUs, NICs and fans are kept at their training share). Decode GPU power: Ma et al.,
-    arXiv 2605.11999 (H200 decode 137-300 W of 700 W)."""
+    serving draw = sustained - GPUs x (TDP - gpu_w): the training draw counts the GPUs at
+    TDP, so this swaps their draw and keeps the host's share (CPUs, NICs, fans) at its
+    training level (an estimate: the host is not measured while serving)."""
     _non_negative("sustained power", sustained_kw)
     _non_negative("TDP", tdp_w)
-    _share("decode power fraction", decode_fraction)
-    _share("prefill time share", prefill_share)
+    if not 0.0 <= gpu_w <= tdp_w:
+        raise InputError(f"GPU serving power: must be in [0, TDP {tdp_w} W], got {gpu_w}")
     if gpus < 1:
         raise InputError(f"GPUs per server: must be at least 1, got {gpus}")
-    decode_kw = max(0.0, sustained_kw - gpus * tdp_w / 1e3 * (1.0 - decode_fraction))
-    return prefill_share * sustained_kw + (1.0 - prefill_share) * decode_kw
+    return max(0.0, sustained_kw - gpus * (tdp_w - gpu_w) / 1e3)
 
 
 # --------------------------------------------------------------------------- carbon

@@ -287,6 +287,25 @@ class StepModel:
             comm += c.a2a_calls * (c.a2a_lat + tokens * c.a2a_bytes_per_token * c.a2a_coef)
         return (linear + attn + comm + c.fixed) * self.pp
 
+    def work_s(self, prefill_tokens: float, decode_seqs: float, kv_tokens: float,
+               prefill_pairs: float | None = None) -> tuple[float, float]:
+        """(tensor-core seconds, HBM seconds) of one iteration on one GPU: the FLOPs and
+        bytes ``step_s`` times, at the datasheet peak and bandwidth instead of the stack's
+        efficiencies (the busy fractions of ``model/serving_power``)."""
+        p, d = float(prefill_tokens), float(decode_seqs)
+        tokens = p + d
+        if tokens <= 0:
+            return 0.0, 0.0
+        c = self._consts
+        w_bytes = (c.dense_weight_bytes if c.moe_top_k == 0 else
+                   _moe_weight_bytes(c, tokens))
+        pairs = p * p / 2.0 if prefill_pairs is None else float(prefill_pairs)
+        peak16 = self.gpu.peak_tflops.get(Dtype.bf16, c.peak / 1e12) * 1e12
+        tensor = (c.flops_per_token * tokens / c.peak
+                  + c.attn_flops_per_pair * (float(kv_tokens) + pairs) / peak16)
+        nbytes = w_bytes + c.kv_read_bytes_per_token * float(kv_tokens)
+        return tensor * self.pp, nbytes / (self.gpu.memory_bandwidth_gbps * 1e9) * self.pp
+
     @functools.cached_property
     def _consts(self) -> _StepConsts:
         a, g, st, net = self.arch, self.gpu, self.stack, self.net

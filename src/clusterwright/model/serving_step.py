@@ -272,6 +272,41 @@ class DeploymentStep:
             e.layer_overhead_s * layers)
         return float((dense + experts + attn + comm + fixed) * par.pp)
 
+    def work_s(self, prefill_tokens: float, decode_seqs: float, kv_tokens: float,
+               prefill_pairs: float | None = None) -> tuple[float, float]:
+        """(tensor-core seconds, HBM seconds) of one iteration on one GPU: its FLOPs at the
+        datasheet peaks and its bytes at the datasheet bandwidth, the same FLOPs and bytes
+        ``step_s`` times at the engine's efficiencies. The busy fractions of the GPU's
+        power model (``model/serving_power``) are these over the step time."""
+        p, d = float(prefill_tokens), float(decode_seqs)
+        n = p + d
+        if n <= 0:
+            return 0.0, 0.0
+        k = self._k  # type: ignore[attr-defined]
+        a, par = self.arch, self.par
+        out_tokens = d + (1.0 if p > 0 else 0.0)
+        tensor = (k["dense_flops_per_token"] * n + k["head_flops_per_token"] * out_tokens) \
+            / k["peak_dense"]
+        nbytes = k["dense_bytes"] + k["head_bytes"]
+        if a.is_moe and k["moe_layers"] > 0:
+            tokens_all = n * (par.adp if par.adp > 1 else 1)
+            copies = tokens_all * a.top_k / par.moe_ep
+            tensor += copies * k["expert_flops_per_copy"] * k["moe_layers"] / k["peak_moe"]
+            touched = _busiest_touched(k["local_experts"], par.moe_ep, a.top_k, a.experts,
+                                       tokens_all)
+            nbytes += touched * k["expert_bytes"] * k["moe_layers"]
+        pairs = p * p / 2.0 if prefill_pairs is None else float(prefill_pairs)
+        kv = float(kv_tokens)
+        if k["full_share"] < 1.0:
+            w, f = k["window"], k["full_share"]
+            pairs = f * pairs + (1.0 - f) * min(pairs, p * w)
+            kv = f * kv + (1.0 - f) * min(kv, d * w)
+        tensor += (k["prefill_attn_flops_per_pair"] * pairs
+                   + k["decode_attn_flops_per_kv"] * kv) / k["peak16"]
+        nbytes += k["kv_bytes_read_per_token"] * kv
+        hbm = self.gpu.memory_bandwidth_gbps * 1e9
+        return tensor * par.pp, nbytes / hbm * par.pp
+
     AR_GRID = 0.02  # decades of message size between tabulated all-reduce times
 
     def _allreduce(self, nbytes: float) -> float:

@@ -8,9 +8,10 @@ Power per component comes from the designed cluster: the servers' sustained trai
 (power plan: maximum x ``server_typical_power_fraction``, measured on H100 training nodes), the
 network's typical draw and the storage tier, each shared by GPU count; the facility adds PUE.
 The model-card convention (GPU-hours x TDP x PUE) is reported beside it, because that is how
-published footprints are counted. Serving draws less than training: prefill at the sustained
-training draw, memory-bound decode with the GPUs at ``decode_gpu_power_fraction`` of TDP (an
-estimate from H200 decode measurements), weighted by the time in each phase.
+published footprints are counted. Serving: the servers' sustained draw with the GPUs at the
+serving power model's board power (``model/serving_power``: idle + (TDP - idle) x
+min(1, a + b x tensor busy), fitted on ML.ENERGY's measured vLLM power) at the replica's
+steady state at peak load, prefill and decode iterations alike.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from clusterwright.catalog.schema import GridRegion, Server
 from clusterwright.design.blueprint import Candidate, Risk
 from clusterwright.errors import ClusterwrightError, InputError
 from clusterwright.model import energy as en
+from clusterwright.model import serving_power as sp
+from clusterwright.model.serving_power import PowerParams, ServingPower, serving_power
 from clusterwright.plan.context import PlanRun
 from clusterwright.plan.design import DesignedCluster
 
@@ -63,31 +66,39 @@ def grid(cat: Catalog, region: str | None, year: int | None, renewable_share: fl
     return Grid(g, y, v, renewable_share)
 
 
+def power_params(cat: Catalog, gpu_id: str) -> PowerParams:
+    """The serving power model's constants for ``gpu_id``: its measured idle power (else
+    ``gpu_idle_power_fraction`` x TDP), TDP and the fitted floor and weight
+    (``model/serving_power``)."""
+    g = cat.gpu(gpu_id)
+    idle = (g.idle_power_w if g.idle_power_w is not None
+            else cat.assumption("gpu_idle_power_fraction") * g.tdp_w)
+    return PowerParams(idle, g.tdp_w, cat.assumption("serving_power_active_floor"),
+                       cat.assumption("serving_power_tensor_weight"))
+
+
 def per_gpu_kw(cat: Catalog, server: Server) -> float:
     """One GPU's share of its server's sustained training draw, kW."""
     return server.max_power_kw * cat.assumption("server_typical_power_fraction") / server.gpus
 
 
-def serving_per_gpu_kw(cat: Catalog, server: Server, prefill_time_share: float = 0.0) -> float:
-    """One GPU's share of its server's draw while serving, kW: prefill at the sustained
-    training draw, decode with the GPUs at ``decode_gpu_power_fraction`` of TDP
-    (``model/energy.serving_server_kw``), weighted by the time share in prefill."""
+def serving_per_gpu_kw(cat: Catalog, server: Server, gpu_w: float) -> float:
+    """One GPU's share of its server's draw while serving, kW: the sustained training draw
+    with the GPUs at ``gpu_w`` (the serving power model) instead of TDP
+    (``model/energy.serving_server_kw``)."""
     sustained = server.max_power_kw * cat.assumption("server_typical_power_fraction")
-    kw = en.serving_server_kw(sustained, server.gpus, cat.gpu(server.gpu).tdp_w,
-                              cat.assumption("decode_gpu_power_fraction"), prefill_time_share)
+    kw = en.serving_server_kw(sustained, server.gpus, cat.gpu(server.gpu).tdp_w, gpu_w)
     return kw / server.gpus
 
 
-PREFILL_SHARE_FROM = ("peak QPS per replica x one request's prefill time from the serving "
-                      "engine's step model")
+STEADY_ITERATIONS = 40  # fixed-point steps for the batch a replica runs at its peak QPS
 
 
-def prefill_share(run: PlanRun, row: dict[str, Any]) -> float | None:
-    """The share of a serving replica's time spent in prefill at peak load: QPS per replica x
-    the engine step model's time to prefill one request's prompt alone (in chunks of the
-    engine's token budget), at most 1. None when the replica cannot be rebuilt. Prefill
-    chunks share iterations with decode tokens in a continuous-batching engine, so this is
-    the prefill work expressed as time, an estimate."""
+def serving_point(run: PlanRun, row: dict[str, Any]) -> ServingPower | None:
+    """The steady state of one replica of a planned inference workload at its peak QPS:
+    the batch B that Little's law gives (B = QPS per replica x output tokens x mean
+    iteration time, at most the engine's max_num_seqs), with the serving power model's
+    board power per GPU. None when the replica cannot be rebuilt."""
     from clusterwright.plan import serving_replica
 
     try:
@@ -95,29 +106,41 @@ def prefill_share(run: PlanRun, row: dict[str, Any]) -> float | None:
             run.cat, run.models[row["name"]], row["gpu"], tp=int(row["tp"]),
             precision=row["precision"], kv_precision=row["kv_precision"],
             ep=int(row.get("ep") or 1))
+        p = power_params(run.cat, row["gpu"])
+        i, o = float(row["input_len"]), float(row["output_len"])
+        qps = float(row.get("qps_per_replica") or 0.0)
+        cap = float(max(rep.engine.max_num_seqs, 1))
+        b = 1.0
+        pt = serving_power(rep.model, p, b, i, o)
+        for _ in range(STEADY_ITERATIONS):
+            nb = min(cap, max(1.0, qps * o * pt.mean_itl_s))
+            if abs(nb - b) < 1e-3 * b:
+                break
+            b = 0.5 * (b + nb)  # damped: the step time grows with the batch
+            pt = serving_power(rep.model, p, b, i, o)
+        return pt
     except (ClusterwrightError, KeyError, ValueError):
         return None
-    budget = max(1, rep.engine.max_num_batched_tokens)
-    left, prefill_s = int(row["input_len"]), 0.0
-    while left > 0:
-        chunk = min(left, budget)
-        prefill_s += rep.model.step_s(chunk, 0, int(row["input_len"]) - left)
-        left -= chunk
-    return min(1.0, float(row.get("qps_per_replica") or 0.0) * prefill_s)
 
 
-def serving_power_basis(cat: Catalog, server: Server, share: float, gpu_kw: float,
-                        share_from: str) -> dict[str, Any]:
+def serving_power_basis(cat: Catalog, server: Server, gpu_kw: float, gpu_w: float,
+                        how: str) -> dict[str, Any]:
     """What a per-token energy figure assumed about the serving draw, for the output."""
-    frac = cat.assumption("decode_gpu_power_fraction")
+    p = power_params(cat, server.gpu)
     return {
-        "kw_per_gpu": gpu_kw, "prefill_time_share": share, "decode_gpu_power_fraction": frac,
+        "kw_per_gpu": gpu_kw, "gpu_power_w": gpu_w, "gpu_idle_w": p.idle_w,
+        # Kept for the JSON contract: the GPUs' serving board power over TDP (no longer a
+        # catalog constant; prefill and decode share the power model).
+        "decode_gpu_power_fraction": gpu_w / p.tdp_w,
+        "gpu_tdp_w": p.tdp_w, "serving_power_active_floor": p.active_floor,
+        "serving_power_tensor_weight": p.tensor_weight,
         "training_kw_per_gpu": per_gpu_kw(cat, server), "estimate": True,
-        "basis": (f"estimate: at peak load; prefill ({100 * share:.0f} % of the time, "
-                  f"{share_from}) at the servers' sustained training draw, decode with "
-                  f"the GPUs at {frac:g} x TDP (decode_gpu_power_fraction, H200 decode "
-                  "measurements, arXiv 2605.11999); not validated against a measured energy "
-                  "per token")}
+        "basis": (f"GPU board power {gpu_w:.0f} W = idle {p.idle_w:g} W + (TDP {p.tdp_w:g} W - "
+                  f"idle) x min(1, {p.active_floor:g} + {p.tensor_weight:g} x tensor busy) "
+                  f"({how}); fitted on ML.ENERGY H100 vLLM measurements (validate --table "
+                  "serving-energy: power within about 10-16 % held out, energy per token "
+                  "within about 30-40 % because of the latency model); the host's share at "
+                  "its training draw")}
 
 
 def embodied(cat: Catalog, gpu_hours: float, server: Server) -> float:
@@ -167,18 +190,26 @@ def energy_view(run: PlanRun, cand: Candidate, d: DesignedCluster) -> dict[str, 
             f.update(workload=r["name"], days=r.get("time_to_train_days"))
             out["runs"].append(f)
         elif r["kind"] == "inference" and r.get("tokens_per_s_per_gpu"):
-            share = prefill_share(run, r)
-            gpu_kw = serving_per_gpu_kw(cat, server, share or 0.0)
+            pt = serving_point(run, r)
+            p = power_params(cat, r["gpu"])
+            gpu_w = pt.power_w if pt is not None else p.idle_w + (
+                p.tdp_w - p.idle_w) * p.active_floor
+            gpu_kw = serving_per_gpu_kw(cat, server, gpu_w)
             kw = float(r["gpus"]) * (gpu_kw + net_kw_gpu + sto_kw_gpu)
             tps = float(r["tokens_per_s_per_gpu"]) * float(r["gpus"])
             kwh_m = en.kwh_per_million_tokens(kw, tps, pue)
+            how = (f"at peak load: batch {pt.tokens_per_s * pt.mean_itl_s:.0f} per replica, "
+                   f"tensor cores {100 * pt.tensor_busy:.0f} % busy, prompt-carrying "
+                   f"iterations {100 * pt.prefill_time_share:.0f} % of the time"
+                   if pt is not None else
+                   "the replica could not be rebuilt: the active floor only, so this errs low")
             out["serving"].append({
                 "workload": r["name"], "kwh_per_million_tokens": kwh_m,
                 "gco2_per_million_tokens": kwh_m * g.gco2_per_kwh,
-                **serving_power_basis(
-                    cat, server, share or 0.0, gpu_kw,
-                    PREFILL_SHARE_FROM if share is not None else
-                    "the replica could not be rebuilt: decode only, so this errs low")})
+                "prefill_time_share": pt.prefill_time_share if pt is not None else None,
+                "batch_per_replica": pt.tokens_per_s * pt.mean_itl_s if pt is not None
+                else None,
+                **serving_power_basis(cat, server, gpu_kw, gpu_w, how)})
     # A year of the whole cluster at the TCO's utilisation-weighted draw.
     annual_kwh = (d.tco.annual_energy_kwh if d.tco is not None
                   else pp.power.typical_kw * 8760.0 * pp.pue)
@@ -243,7 +274,10 @@ class CarbonRequest:
     renewable_share: float = 0.0
     pue: float | None = None
     tokens_per_s_per_gpu: float | None = None
-    prefill_time_share: float = 0.0  # share of serving time in prefill, for per-token energy
+    # Tensor-core busy share of the serving GPUs (model/serving_power); 0: the active floor,
+    # memory-bound decode at small batches.
+    tensor_busy: float = 0.0
+    prefill_time_share: float = 0.0  # deprecated, ignored: echoed in the output only
 
 
 def carbon_report(cat: Catalog, req: CarbonRequest) -> dict[str, Any]:
@@ -259,12 +293,21 @@ def carbon_report(cat: Catalog, req: CarbonRequest) -> dict[str, Any]:
     out.update(server=server.id, gpu=server.gpu, grid=g.as_dict(), pue=pue,
                per_gpu_kw=per_gpu_kw(cat, server))
     if req.tokens_per_s_per_gpu is not None:
-        gpu_kw = serving_per_gpu_kw(cat, server, req.prefill_time_share)
+        if not 0.0 <= req.tensor_busy <= 1.0:
+            raise InputError(f"tensor_busy: must be in [0, 1], got {req.tensor_busy}",
+                             field="tensor_busy")
+        p = power_params(cat, server.gpu)
+        gpu_w = p.idle_w + (p.tdp_w - p.idle_w) * sp.activity(
+            req.tensor_busy, p.active_floor, p.tensor_weight)
+        gpu_kw = serving_per_gpu_kw(cat, server, gpu_w)
         kwh_m = en.kwh_per_million_tokens(gpu_kw, req.tokens_per_s_per_gpu, pue)
         out["serving"] = {"kwh_per_million_tokens": kwh_m,
                           "gco2_per_million_tokens": kwh_m * g.gco2_per_kwh,
-                          **serving_power_basis(cat, server, req.prefill_time_share, gpu_kw,
-                                                "--prefill-time-share")}
+                          "tensor_busy": req.tensor_busy,
+                          "prefill_time_share": req.prefill_time_share,
+                          **serving_power_basis(cat, server, gpu_kw, gpu_w,
+                                                f"tensor cores {100 * req.tensor_busy:.0f} % "
+                                                "busy, --tensor-busy")}
     return out
 
 

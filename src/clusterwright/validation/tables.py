@@ -15,6 +15,7 @@ from clusterwright.validation.power_table import power_table
 from clusterwright.validation.reliability_table import reliability_table
 from clusterwright.validation.rows import TableResult
 from clusterwright.validation.serving_accelerators_table import serving_accelerators_table
+from clusterwright.validation.serving_energy_table import serving_energy_table
 from clusterwright.validation.serving_table import serving_table
 from clusterwright.validation.storage_table import storage_table
 from clusterwright.validation.training_table import memory_table, training_table
@@ -33,4 +34,5 @@ TABLES: dict[str, Callable[[], TableResult]] = {
     "accelerators": accelerators_table,
     "multisite": multisite_table,
     "serving_accelerators": serving_accelerators_table,
+    "serving_energy": serving_energy_table,
 }
