@@ -144,6 +144,19 @@ class ServingParallel:
 # --------------------------------------------------------------------------- step
 
 
+def _attended(k: dict[str, float], p: float, d: float, kv_tokens: float,
+              prefill_pairs: float | None) -> tuple[float, float]:
+    """(query-key pairs the prefill tokens attend, KV tokens the decode sequences read) of
+    one iteration; banded (sliding-window) layers see at most their window."""
+    pairs = p * p / 2.0 if prefill_pairs is None else float(prefill_pairs)
+    kv = float(kv_tokens)
+    if k["full_share"] < 1.0:
+        w, f = k["window"], k["full_share"]
+        pairs = f * pairs + (1.0 - f) * min(pairs, p * w)
+        kv = f * kv + (1.0 - f) * min(kv, d * w)
+    return pairs, kv
+
+
 @dataclass(frozen=True)
 class DeploymentStep:
     """Iteration time of one data-parallel rank of a deployment (the simulator's
@@ -257,12 +270,7 @@ class DeploymentStep:
             eff = e.moe_gemm_scale * self._gemm_eff(per_expert_gemm / 3.0)
             experts = max(flops_e / (k["peak_moe"] * eff), bytes_e / k["hbm_moe"])
         # Attention: prefill pairs at the attention kernels' rate, decode KV read.
-        pairs = p * p / 2.0 if prefill_pairs is None else float(prefill_pairs)
-        kv = float(kv_tokens)
-        if k["full_share"] < 1.0:
-            w, f = k["window"], k["full_share"]
-            pairs = f * pairs + (1.0 - f) * min(pairs, p * w)
-            kv = f * kv + (1.0 - f) * min(kv, d * w)
+        pairs, kv = _attended(k, p, d, kv_tokens, prefill_pairs)
         attn = ((k["prefill_attn_flops_per_pair"] * pairs + k["decode_attn_flops_per_kv"] * kv)
                 / (k["peak16"] * e.attention_efficiency)
                 + k["kv_bytes_read_per_token"] * kv / k["hbm"])
@@ -295,12 +303,7 @@ class DeploymentStep:
             touched = _busiest_touched(k["local_experts"], par.moe_ep, a.top_k, a.experts,
                                        tokens_all)
             nbytes += touched * k["expert_bytes"] * k["moe_layers"]
-        pairs = p * p / 2.0 if prefill_pairs is None else float(prefill_pairs)
-        kv = float(kv_tokens)
-        if k["full_share"] < 1.0:
-            w, f = k["window"], k["full_share"]
-            pairs = f * pairs + (1.0 - f) * min(pairs, p * w)
-            kv = f * kv + (1.0 - f) * min(kv, d * w)
+        pairs, kv = _attended(k, p, d, kv_tokens, prefill_pairs)
         tensor += (k["prefill_attn_flops_per_pair"] * pairs
                    + k["decode_attn_flops_per_kv"] * kv) / k["peak16"]
         nbytes += k["kv_bytes_read_per_token"] * kv
