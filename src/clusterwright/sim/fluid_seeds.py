@@ -114,6 +114,7 @@ def simulate_star_seeds(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
     xdt = rate * dt_send  # bytes each flow sends a step
     s_rate = add_reduce(xdt, 1).tolist()
     sending = np.ones(shape, dtype=bool)
+    n_sending = [n] * n_s
     waiting = np.zeros(shape, dtype=bool)  # sent every byte, not all delivered
     done_at = np.full(shape, np.nan)
     n_done = [0] * n_s
@@ -124,7 +125,7 @@ def simulate_star_seeds(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
     paused = np.zeros(shape, dtype=bool)
     any_paused = False
     pause_steps = np.zeros(shape)
-    cnps = np.zeros(n_s, dtype=np.int64)
+    cnps = [0] * n_s
     # Each step's queue, bytes sent and marking probability, per seed (summed at the end).
     log: list[tuple[list[float], list[float], list[float]]] = []
     rtt = flows.rtt
@@ -208,6 +209,7 @@ def simulate_star_seeds(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
             fresh = left <= last_tol
             if count_nonzero(fresh):
                 sending &= ~fresh
+                n_sending = add_reduce(sending, 1).tolist()
                 waiting |= fresh
                 sent = np.where(fresh, size - left, sent)
                 left[fresh] = np.inf
@@ -283,10 +285,11 @@ def simulate_star_seeds(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
                 # CNPs in each of the step's alpha intervals.
                 nflag = add_reduce(back[:, None, :] < nu[:, step % BLOCK], 1, np.uint8)
                 got = nflag > 0
-                if not count_nonzero(got):
+                n_got = add_reduce(got, 1).tolist()
+                if not max(n_got):
                     nflag = None
             if nflag is not None:
-                cnps += add_reduce(got, 1)
+                cnps = [a + b for a, b in zip(cnps, n_got, strict=True)]
                 # Whether every flow is due every step (before this step's first CNPs).
                 fast = dec_steps == 1 and all_seen and not flags_left
                 dd = decay ** (decay_due + 1)
@@ -305,9 +308,19 @@ def simulate_star_seeds(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
                         next_dec[first] = m + dec_steps
                         min_dec = min(min_dec, m + dec_steps)
                 if fast:
-                    # Every flow is due every step: this step's CNPs cut now.
-                    _cut(got, rate, target, alpha, stage, next_timer, m + timer_steps,
-                         d.min_rate, d.clamp_target)
+                    # Every flow is due every step: this step's CNPs cut now (``_cut``,
+                    # inline).
+                    if d.clamp_target:
+                        np.copyto(target, rate, where=got)
+                    else:
+                        np.copyto(target, rate, where=got & (stage != 0))
+                    cut = alpha * -0.5
+                    cut += 1.0
+                    cut *= rate
+                    np.maximum(cut, d.min_rate, out=cut)
+                    np.copyto(rate, cut, where=got)
+                    np.copyto(stage, 0, where=got)
+                    np.copyto(next_timer, m + timer_steps, where=got)
                     min_timer = min(min_timer, m + timer_steps)
                     changed = True
                 else:
@@ -356,8 +369,8 @@ def simulate_star_seeds(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
             xdt = rate * dt_send
             s_rate = add_reduce(xdt, 1).tolist()
         if step % sample_every == 0:
-            _samples(links, flows, sending, rate, line, live, one_line, share_cap, fair,
-                     fair_for, n_done, spread, sample_t, t)
+            _samples(links, flows, sending, n_sending, rate, line, live, one_line, share_cap,
+                     fair, fair_for, n_done, spread, sample_t, t)
         t += dt
         step += 1
         for r in ended:
@@ -365,7 +378,7 @@ def simulate_star_seeds(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
             live[r] = False
             n_live -= 1
             end_step[r] = step
-            end_cnps[r] = int(cnps[r])
+            end_cnps[r] = cnps[r]
             end_pause[r] = pause_steps[r] * dt
             next_timer[r] = BIG
             min_timer = int(next_timer.min())
@@ -411,13 +424,13 @@ def _cut(c: np.ndarray, rate: np.ndarray, target: np.ndarray, alpha: np.ndarray,
     np.copyto(next_timer, timer_at, where=c)
 
 
-def _samples(links: FluidLinks, flows: FluidFlows, sending: np.ndarray, rate: np.ndarray,
-             line: np.ndarray, live: list[bool], one_line: bool, share_cap: float,
+def _samples(links: FluidLinks, flows: FluidFlows, sending: np.ndarray, n_act: list[int],
+             rate: np.ndarray, line: np.ndarray, live: list[bool], one_line: bool,
+             share_cap: float,
              fair: list[np.ndarray], fair_for: list[int], n_done: list[int],
              spread: list[list[float]], sample_t: list[list[float]], t: float) -> None:
     """Each live seed with a flow sending: its largest |rate / max-min share - 1| over its
-    sending flows (``simulate_star``'s samples)."""
-    n_act = add_reduce(sending, 1).tolist()
+    sending flows (``simulate_star``'s samples); ``n_act``: each seed's flows sending."""
     n = sending.shape[1]
     if one_line:
         if min(n_act) == n:
