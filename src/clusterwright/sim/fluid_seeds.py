@@ -195,11 +195,12 @@ def simulate_star_seeds(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
                 per_q.append(0.0)
         log.append((queue, s_dt, p))
         if dcqcn and max(p) > 0.0:
-            lam = q * np.array(per_q)[:, None]
+            # One product for both: log P(no CNP) and the bytes kept.
+            lam, q = q * np.array([per_q, keep])[:, :, None]
             hist[step % hist_n] = np.expm1(lam, out=lam)
         else:
             hist[step % hist_n] = None
-        q = q * np.array(keep)[:, None]
+            q = q * np.array(keep)[:, None]
         qtot = queue
         if n_wait:
             g_keep = [a * b for a, b in zip(g_keep, keep, strict=True)]
