@@ -85,7 +85,7 @@ def simulate_star_seeds(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
     # Reaction points, seeds x flows (``_CcState``); the schedule bounds over all seeds.
     rate = line.copy()
     target = line.copy()
-    alpha = np.ones(shape)
+    half = np.full(shape, 0.5)  # 1 - alpha / 2, the factor of a cut
     stage = np.zeros(shape, dtype=np.int64)
     seen = np.zeros(shape, dtype=bool)
     all_seen = False
@@ -98,7 +98,7 @@ def simulate_star_seeds(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
     dec_steps = max(1, round(d.decrease_interval_s / dt))
     timer_steps = max(1, round(d.increase_timer_s / dt))
     decay = (1 - d.g) ** k
-    gain = 1 - (1 - d.g) ** np.arange(k + 1)
+    half_gain = (1 - (1 - d.g) ** np.arange(k + 1)) / 2
     decay_due = 0  # steps of alpha decay not yet applied (the same for every seed)
     # log P(no CNP) in one alpha interval per marked byte departing.
     log_per_byte = -1 / cfg.packet_bytes / k
@@ -293,17 +293,19 @@ def simulate_star_seeds(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
                 cnps = [a + b for a, b in zip(cnps, n_got, strict=True)]
                 # Whether every flow is due every step (before this step's first CNPs).
                 fast = dec_steps == 1 and all_seen and not flags_left
+                # alpha' = alpha d + gain_j is half' = half d + (1 - d) - gain_j / 2.
                 dd = decay ** (decay_due + 1)
+                gh = (1.0 - dd) - half_gain
                 if all_seen:
-                    alpha *= dd
-                    alpha += gain.take(nflag)
+                    half *= dd
+                    half += gh.take(nflag)
                 else:
-                    alpha = np.where(seen, alpha * dd + gain.take(nflag), alpha)
+                    half = np.where(seen, half * dd + gh.take(nflag), half)
                 decay_due = 0
                 if not all_seen:
                     first = got & ~seen
                     if count_nonzero(first):
-                        alpha[first] = 1.0
+                        half[first] = 0.5
                         seen |= first
                         all_seen = bool(seen.all())
                         next_dec[first] = m + dec_steps
@@ -315,9 +317,7 @@ def simulate_star_seeds(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
                         np.copyto(target, rate, where=got)
                     else:
                         np.copyto(target, rate, where=got & (stage != 0))
-                    cut = alpha * -0.5
-                    cut += 1.0
-                    cut *= rate
+                    cut = rate * half
                     np.maximum(cut, d.min_rate, out=cut)
                     np.copyto(rate, cut, where=got)
                     np.copyto(stage, 0, where=got)
@@ -331,7 +331,8 @@ def simulate_star_seeds(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
                 decay_due += 1  # (only seen flows decay: applied where seen)
             if flags_left and m >= min_dec:
                 if decay_due:
-                    alpha = np.where(seen, alpha * decay ** decay_due, alpha)
+                    dd = decay ** decay_due
+                    half = np.where(seen, half * dd + (1.0 - dd), half)
                     decay_due = 0
                 # Each seen flow's decrease comes every ``dec_steps`` (simulate_fluid moves
                 # it on even when nothing is flagged); here it is moved on only now.
@@ -343,7 +344,7 @@ def simulate_star_seeds(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
                 due = seen & (next_dec == m)
                 c = due & dec_flag
                 if count_nonzero(c):
-                    _cut(c, rate, target, alpha, stage, next_timer, m + timer_steps,
+                    _cut(c, rate, target, half, stage, next_timer, m + timer_steps,
                          d.min_rate, d.clamp_target)
                     min_timer = min(min_timer, m + timer_steps)
                     changed = True
@@ -405,20 +406,17 @@ def simulate_star_seeds(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
     return out
 
 
-def _cut(c: np.ndarray, rate: np.ndarray, target: np.ndarray, alpha: np.ndarray,
+def _cut(c: np.ndarray, rate: np.ndarray, target: np.ndarray, half: np.ndarray,
          stage: np.ndarray, next_timer: np.ndarray, timer_at: int, min_rate: float,
          clamp_target: bool) -> None:
     """DCQCN's rate decrease of the flows ``c`` (in place): the target becomes the rate
     (unless no increase came since the last cut, CLAMP_TARGET_RATE off), the rate
-    rate (1 - alpha / 2), at least ``min_rate``; the rate timer restarts."""
+    rate x ``half`` (1 - alpha / 2), at least ``min_rate``; the rate timer restarts."""
     if clamp_target:
         np.copyto(target, rate, where=c)
     else:
         np.copyto(target, rate, where=c & (stage != 0))
-    # (A full product and a masked copy: ``multiply(where=)`` costs four times as much.)
-    cut = alpha * -0.5
-    cut += 1.0
-    cut *= rate
+    cut = rate * half
     np.maximum(cut, min_rate, out=cut)
     np.copyto(rate, cut, where=c)
     np.copyto(stage, 0, where=c)
