@@ -86,7 +86,13 @@ def simulate_star_seeds(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
     rate = line.copy()
     target = line.copy()
     half = np.full(shape, 0.5)  # 1 - alpha / 2, the factor of a cut
+    # The rate timer: when each flow's next increase is due, and its stage (increases since
+    # its last cut). A cut restarts the timer but leaves ``stage`` and ``ev_next`` (when the
+    # timer was due after the flow's last increase) alone: the flow had an increase since
+    # its last cut iff ev_next == next_timer, and its stage counts from 0 again at its next
+    # increase unless that increase is due at ev_next (one copy a cut fewer).
     stage = np.zeros(shape, dtype=np.int64)
+    ev_next = np.full(shape, -1, dtype=np.int64)
     seen = np.zeros(shape, dtype=bool)
     all_seen = False
     dec_flag = np.zeros(shape, dtype=bool)
@@ -298,9 +304,9 @@ def simulate_star_seeds(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
                 gh = (1.0 - dd) - half_gain
                 if all_seen:
                     half *= dd
-                    half += gh.take(nflag)
+                    half += gh.take(nflag, mode="clip")
                 else:
-                    half = np.where(seen, half * dd + gh.take(nflag), half)
+                    half = np.where(seen, half * dd + gh.take(nflag, mode="clip"), half)
                 decay_due = 0
                 if not all_seen:
                     first = got & ~seen
@@ -316,11 +322,10 @@ def simulate_star_seeds(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
                     if d.clamp_target:
                         np.copyto(target, rate, where=got)
                     else:
-                        np.copyto(target, rate, where=got & (stage != 0))
+                        np.copyto(target, rate, where=got & (ev_next == next_timer))
                     cut = rate * half
                     np.maximum(cut, d.min_rate, out=cut)
                     np.copyto(rate, cut, where=got)
-                    np.copyto(stage, 0, where=got)
                     np.copyto(next_timer, m + timer_steps, where=got)
                     min_timer = min(min_timer, m + timer_steps)
                     changed = True
@@ -344,7 +349,7 @@ def simulate_star_seeds(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
                 due = seen & (next_dec == m)
                 c = due & dec_flag
                 if count_nonzero(c):
-                    _cut(c, rate, target, half, stage, next_timer, m + timer_steps,
+                    _cut(c, rate, target, half, ev_next, next_timer, m + timer_steps,
                          d.min_rate, d.clamp_target)
                     min_timer = min(min_timer, m + timer_steps)
                     changed = True
@@ -354,14 +359,15 @@ def simulate_star_seeds(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
                 min_dec = int(next_dec[seen].min())
             if m >= min_timer:
                 i = np.flatnonzero(next_timer <= m)
-                st = stage.flat[i]
+                st = np.where(ev_next.flat[i] == m, stage.flat[i], 0)
                 inc = np.where(st < d.fast_recovery, 0.0,
                                np.where(st == d.fast_recovery, d.rate_ai, d.rate_hai))
                 tg = np.minimum(target.flat[i] + inc, line.flat[i])
                 target.flat[i] = tg
                 rate.flat[i] = (rate.flat[i] + tg) / 2
                 stage.flat[i] = st + 1
-                next_timer.flat[i] += timer_steps
+                ev_next.flat[i] = m + timer_steps
+                next_timer.flat[i] = m + timer_steps
                 min_timer = int(next_timer.min())
                 changed = True
                 check_at = min(check_at, step + 1)  # rates went up: bound it again
@@ -407,19 +413,19 @@ def simulate_star_seeds(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
 
 
 def _cut(c: np.ndarray, rate: np.ndarray, target: np.ndarray, half: np.ndarray,
-         stage: np.ndarray, next_timer: np.ndarray, timer_at: int, min_rate: float,
+         ev_next: np.ndarray, next_timer: np.ndarray, timer_at: int, min_rate: float,
          clamp_target: bool) -> None:
     """DCQCN's rate decrease of the flows ``c`` (in place): the target becomes the rate
     (unless no increase came since the last cut, CLAMP_TARGET_RATE off), the rate
-    rate x ``half`` (1 - alpha / 2), at least ``min_rate``; the rate timer restarts."""
+    rate x ``half`` (1 - alpha / 2), at least ``min_rate``; the rate timer restarts
+    (``simulate_star_seeds``'s timer state)."""
     if clamp_target:
         np.copyto(target, rate, where=c)
     else:
-        np.copyto(target, rate, where=c & (stage != 0))
+        np.copyto(target, rate, where=c & (ev_next == next_timer))
     cut = rate * half
     np.maximum(cut, min_rate, out=cut)
     np.copyto(rate, cut, where=c)
-    np.copyto(stage, 0, where=c)
     np.copyto(next_timer, timer_at, where=c)
 
 
