@@ -130,7 +130,7 @@ def simulate_star_seeds(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
     g_check = [0.0] * n_s
     paused = np.zeros(shape, dtype=bool)
     any_paused = False
-    pause_steps = np.zeros(shape)
+    paused_log: list[tuple[int, np.ndarray]] = []  # (step, paused) of every step with one
     cnps = [0] * n_s
     # Each step's queue, bytes sent and marking probability, per seed (summed at the end).
     log: list[tuple[list[float], list[float], list[float]]] = []
@@ -264,16 +264,19 @@ def simulate_star_seeds(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
                 over = np.maximum(q - reserve, 0.0)
                 thr = [max(base - u, 0.0) * k_thr for u in add_reduce(over, 1).tolist()]
                 # Pause at the threshold; resume at the resume offset below it.
-                new = over >= np.array(thr)[:, None]
                 if any_paused:
-                    new = np.where(paused, over > np.array([max(x - offset, 0.0)
-                                                            for x in thr])[:, None], new)
+                    # (> the resume level is >= the next float above it.)
+                    new = over >= np.where(paused, np.nextafter(np.array(
+                        [max(x - offset, 0.0) for x in thr]), np.inf)[:, None],
+                        np.array(thr)[:, None])
+                else:
+                    new = over >= np.array(thr)[:, None]
             pause_moved = any_paused
             paused = new
             any_paused = bool(count_nonzero(paused))
             pause_moved = pause_moved or any_paused
             if any_paused:
-                pause_steps += paused
+                paused_log.append((step, paused))
         changed = pause_moved
         # Reaction points (``_CcState.dcqcn_step``), one CNP delay later.
         if dcqcn:
@@ -387,10 +390,14 @@ def simulate_star_seeds(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
             n_live -= 1
             end_step[r] = step
             end_cnps[r] = cnps[r]
-            end_pause[r] = pause_steps[r] * dt
             next_timer[r] = BIG
             min_timer = int(next_timer.min())
     queues, sends, probs = (np.asarray(v) for v in zip(*log, strict=True))
+    if paused_log:
+        at = np.asarray([s_ for s_, _ in paused_log])
+        held_back = np.asarray([v for _, v in paused_log])
+        for r in rows:
+            end_pause[r] = add_reduce(held_back[at < end_step[r], r], 0) * dt
     out = []
     for r in rows:
         span = end_step[r]
