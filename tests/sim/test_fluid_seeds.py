@@ -86,3 +86,14 @@ def test_other_controls_run_once_per_seed() -> None:
     runs = star_incast_seeds(4, 1e5, [0, 1], cc="timely")
     assert [r.end_s for r in runs] == [star_incast(4, 1e5, cc="timely", seed=s).end_s
                                        for s in (0, 1)]
+
+
+def test_each_seed_reproduces_senders_of_two_line_rates() -> None:
+    # Half the senders on 50 Gb/s NICs: the rate samples compare against max-min shares.
+    links, flows, buf = star(8, WIRE / 4, GBPS)
+    flows.line_rate[:4] = flows.line_rate[:4] / 2
+    cfg = FluidConfig(cc="dcqcn", dcqcn=Dcqcn.mellanox(GBPS), shared=buf)
+    batch = simulate_star_seeds(links, flows, cfg, [1, 2])
+    for s, r in zip([1, 2], batch, strict=True):
+        _same(r, simulate_fluid(links, flows, replace(cfg, seed=s)))
+        assert len(r.rate_spread) > 10

@@ -160,6 +160,10 @@ def simulate_star_seeds(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
     share_cap = float(links.cap[e])
     fair = [np.zeros(n) for _ in rows]
     fair_for = [-1] * n_s
+    # One line rate: each sample's rates, flows sending, counts and live seeds, turned into
+    # spreads at the end.
+    samples: list[tuple[float, np.ndarray, np.ndarray, list[int], list[bool]]] = []
+    sending_now = sending.copy()  # (a copy made when ``sending`` changes)
     end_step = [0] * n_s  # the steps each seed ran
     end_cnps = [0] * n_s
     end_pause = [np.zeros(n) for _ in rows]
@@ -217,6 +221,7 @@ def simulate_star_seeds(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
             if count_nonzero(fresh):
                 sending &= ~fresh
                 n_sending = add_reduce(sending, 1).tolist()
+                sending_now = sending.copy()
                 waiting |= fresh
                 sent = np.where(fresh, size - left, sent)
                 left[fresh] = np.inf
@@ -380,8 +385,11 @@ def simulate_star_seeds(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
             xdt = rate * dt_send
             s_rate = add_reduce(xdt, 1).tolist()
         if step % sample_every == 0:
-            _samples(links, flows, sending, n_sending, rate, line, live, one_line, share_cap,
-                     fair, fair_for, n_done, spread, sample_t, t)
+            if one_line:
+                samples.append((t, rate.copy(), sending_now, n_sending, live.copy()))
+            else:
+                _samples(links, flows, sending, n_sending, rate, line, live, fair, fair_for,
+                         n_done, spread, sample_t, t)
         t += dt
         step += 1
         for r in ended:
@@ -393,6 +401,8 @@ def simulate_star_seeds(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
             next_timer[r] = BIG
             min_timer = int(next_timer.min())
     queues, sends, probs = (np.asarray(v) for v in zip(*log, strict=True))
+    if samples:
+        _spreads(samples, float(flows.line_rate[0]), share_cap, spread, sample_t)
     if paused_log:
         at = np.asarray([s_ for s_, _ in paused_log])
         held_back = np.asarray([v for _, v in paused_log])
@@ -437,30 +447,37 @@ def _cut(c: np.ndarray, rate: np.ndarray, target: np.ndarray, half: np.ndarray,
 
 
 def _samples(links: FluidLinks, flows: FluidFlows, sending: np.ndarray, n_act: list[int],
-             rate: np.ndarray, line: np.ndarray, live: list[bool], one_line: bool,
-             share_cap: float,
-             fair: list[np.ndarray], fair_for: list[int], n_done: list[int],
-             spread: list[list[float]], sample_t: list[list[float]], t: float) -> None:
+             rate: np.ndarray, line: np.ndarray, live: list[bool], fair: list[np.ndarray],
+             fair_for: list[int], n_done: list[int], spread: list[list[float]],
+             sample_t: list[list[float]], t: float) -> None:
     """Each live seed with a flow sending: its largest |rate / max-min share - 1| over its
-    sending flows (``simulate_star``'s samples); ``n_act``: each seed's flows sending."""
-    n = sending.shape[1]
-    if one_line:
-        if min(n_act) == n:
-            hi, lo = max_reduce(rate, 1).tolist(), min_reduce(rate, 1).tolist()
-        else:
-            hi = max_reduce(np.where(sending, rate, -np.inf), 1).tolist()
-            lo = min_reduce(np.where(sending, rate, np.inf), 1).tolist()
-        for r, a in enumerate(n_act):
-            if live[r] and a:
-                share = min(float(line[r, 0]), share_cap / a)
-                spread[r].append(max(hi[r] / share - 1, 1 - lo[r] / share))
-                sample_t[r].append(t)
-        return
+    sending flows (``simulate_star``'s samples), flows of several line rates; ``n_act``:
+    each seed's flows sending."""
     for r, a in enumerate(n_act):
         if live[r] and a:
             fair[r], fair_for[r] = _sample(links, flows, sending[r], rate[r], line[r],
                                            fair[r], fair_for[r], n_done[r], spread[r], False)
             sample_t[r].append(t)
+
+
+def _spreads(samples: list[tuple[float, np.ndarray, np.ndarray, list[int], list[bool]]],
+             line: float, cap: float, spread: list[list[float]],
+             sample_t: list[list[float]]) -> None:
+    """``_samples`` for flows of one line rate, all samples at once: the sending flows share
+    the egress evenly (progressive filling on the star), none above the line rate. Each
+    sample: (time, rates, flows sending, their count per seed, seeds live)."""
+    ts = np.asarray([v[0] for v in samples])
+    rates = np.asarray([v[1] for v in samples])
+    on = np.asarray([v[2] for v in samples])
+    n_act = np.asarray([v[3] for v in samples])
+    live = np.asarray([v[4] for v in samples])
+    hi = max_reduce(np.where(on, rates, -np.inf), 2)
+    lo = min_reduce(np.where(on, rates, np.inf), 2)
+    for r in range(rates.shape[1]):
+        ok = live[:, r] & (n_act[:, r] > 0)
+        share = np.minimum(line, cap / np.maximum(n_act[ok, r], 1))
+        spread[r] = np.maximum(hi[ok, r] / share - 1, 1 - lo[ok, r] / share).tolist()
+        sample_t[r] = ts[ok].tolist()
 
 
 __all__ = ["CCS", "simulate_star_seeds"]
