@@ -106,6 +106,7 @@ def simulate_star_seeds(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
     decay = (1 - d.g) ** k
     half_gain = (1 - (1 - d.g) ** np.arange(k + 1)) / 2
     decay_due = 0  # steps of alpha decay not yet applied (the same for every seed)
+    gh_of = [_half_step(decay ** (i + 1), half_gain) for i in range(4)]
     # log P(no CNP) in one alpha interval per marked byte departing.
     log_per_byte = -1 / cfg.packet_bytes / k
     # The network; per-seed scalars are lists (a few seeds: faster than numpy).
@@ -308,8 +309,8 @@ def simulate_star_seeds(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
                 # Whether every flow is due every step (before this step's first CNPs).
                 fast = dec_steps == 1 and all_seen and not flags_left
                 # alpha' = alpha d + gain_j is half' = half d + (1 - d) - gain_j / 2.
-                dd = decay ** (decay_due + 1)
-                gh = (1.0 - dd) - half_gain
+                dd, gh = gh_of[decay_due] if decay_due < len(gh_of) else \
+                    _half_step(decay ** (decay_due + 1), half_gain)
                 if all_seen:
                     half *= dd
                     half += gh.take(nflag, mode="clip")
@@ -423,10 +424,17 @@ def simulate_star_seeds(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
             end_s=float(np.max(done_at[r])) if n else 0.0, fct_s=done_at[r].copy(),
             start_s=np.zeros(n), queue_mean_bytes=q_mean, queue_max_bytes=q_mx,
             pause_s=pause,
-            marked_fraction=float(xs @ probs[:span, r]) / sent_b if sent_b > 0 else 0.0,
+            # (a sum of products, not ``@``: BLAS would leave its threads spinning)
+            marked_fraction=float(add_reduce(xs * probs[:span, r])) / sent_b if sent_b > 0
+            else 0.0,
             cnps=end_cnps[r], rate_spread=np.asarray(spread[r]),
             sample_times=np.asarray(sample_t[r]), steps=span, dt=dt))
     return out
+
+
+def _half_step(dd: float, half_gain: np.ndarray) -> tuple[float, np.ndarray]:
+    """alpha' = alpha dd + gain_j as half = 1 - alpha / 2: half' = half dd + gh_j; (dd, gh)."""
+    return dd, (1.0 - dd) - half_gain
 
 
 def _cut(c: np.ndarray, rate: np.ndarray, target: np.ndarray, half: np.ndarray,
