@@ -405,10 +405,10 @@ def simulate_star_seeds(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
     if samples:
         _spreads(samples, float(flows.line_rate[0]), share_cap, spread, sample_t)
     if paused_log:
-        at = np.asarray([s_ for s_, _ in paused_log])
+        when = np.asarray([s_ for s_, _ in paused_log])
         held_back = np.asarray([v for _, v in paused_log])
         for r in rows:
-            end_pause[r] = add_reduce(held_back[at < end_step[r], r], 0) * dt
+            end_pause[r] = add_reduce(held_back[when < end_step[r], r], 0) * dt
     out = []
     for r in rows:
         span = end_step[r]
