@@ -9,16 +9,19 @@ NVIDIA's DCQCN reaction point. ``tests/sim/test_fluid_seeds.py`` checks that eac
 ``simulate_fluid``'s completion, queue, pauses and CNPs.
 
 Why: a step of the single-seed kernel is some 30 numpy calls of 1-2 us whatever the flow
-count, so an incast of 128 flows (2,800 steps of 4 us) costs about 150 ms a seed. A
+count, so an incast of 128 flows (2,800 steps of 4 us) costs 100-150 ms a seed. A
 validation runs several seeds of one scenario (``benchmarks/peer_ns3_dcqcn.py``: five).
-Here the state is an array of seeds x flows and the per-seed scalars (queue, marking
-probability, PFC threshold) arrays of seeds, so a numpy call does the work of all seeds:
-five seeds cost about 1.5x one. Seeds step together; a seed that is done is left inert (its
-flows send nothing, its timers are off) and its result taken at its last step.
+Here the state is an array of seeds x flows and the per-seed scalars (queue, FIFO share,
+marking probability, PFC threshold) short lists, so a numpy call does the work of all seeds:
+five seeds cost about twice one (what grows is the element work and the uniforms). Seeds
+step together; a seed that is done is left inert (its flows send nothing, its timers are
+off) and its result taken at its last step.
 
 Work skipped, as in ``simulate_star``: the CNP comparisons while no mark is on its way back
 (alpha's decay is then applied lazily as one power), the PFC thresholds while no flow's
-bytes can reach one, completion checks until some flow could have sent its last byte.
+bytes can reach one, completion checks until some flow could have sent its last byte. Calls
+saved: alpha kept as the cut factor 1 - alpha / 2, a cut leaving the timer stage to the next
+increase, pause and resume in one comparison, samples, queues and pauses summed at the end.
 Units: bytes, seconds, bytes/s.
 """
 
