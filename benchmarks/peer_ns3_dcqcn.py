@@ -14,11 +14,12 @@ rate 100 Mb/s, CLAMP_TARGET_RATE off; ECN RED at the switch egress, Kmin 400 KB,
   program with a generated topology, flow file and configuration. Build it yourself outside
   this repository and point ``HPCC_NS3`` (or ``--ns3``) at its ``simulation`` directory;
   without it this script says so and exits 0 (nothing of it is in the repository).
-- Fluid: ``clusterwright.sim.incast.star_incast`` (the model of ``sim/fluid.py``: per-flow
-  DCQCN reaction points, fluid queue, RED marking, PFC; run by its single-bottleneck kernel
-  ``sim/fluid_star.py``, which gives ``simulate_fluid``'s results draw for draw), with
-  ns-3's 48 bytes of headers per 1,000-byte packet added to the bytes on the wire; mean of
-  ``--seeds`` seeds (the CNP draws are seeded). Shown too: the packet model (an experiment:
+- Fluid: ``clusterwright.sim.incast.star_incast_seeds`` (the model of ``sim/fluid.py``:
+  per-flow DCQCN reaction points, fluid queue, RED marking, PFC; all ``--seeds`` seeds (the
+  CNP draws are seeded) in one pass of the single-bottleneck kernel ``sim/fluid_seeds.py``,
+  which gives ``simulate_fluid``'s results draw for draw; its time split evenly over the
+  seeds), with ns-3's 48 bytes of headers per 1,000-byte packet added to the bytes on the
+  wire; the mean of the seeds. Shown too: the packet model (an experiment:
   ``order="arrival", packets=True`` at 1-us steps, first-in-first-out service, whole-packet
   marks and ns-3's packet pacing of rate changes; docs/netsim.md), arrival order alone, and
   the mean-field ``dcqcn-fluid`` model.
@@ -29,6 +30,7 @@ port over the incast, Jain's index of the per-flow throughputs, wall time and CP
 completion and mean queue, >= 100x the packet-level simulator's speed.
 
     python benchmarks/peer_ns3_dcqcn.py [--senders 8,16,32,64,128] [--seeds 5] [--dt-us 4]
+        [--repeat 3]
     python benchmarks/peer_ns3_dcqcn.py --trajectory 128 [--times-ms 0.5,1,2,4,6,8,10,12]
     python benchmarks/peer_ns3_dcqcn.py --runs 8 --senders 16,32
 
@@ -52,7 +54,7 @@ from pathlib import Path
 import numpy as np
 from _bench import machine_lines, table, write
 
-from clusterwright.sim.incast import star_incast
+from clusterwright.sim.incast import star_incast, star_incast_seeds
 
 NS3 = Path(os.environ.get("HPCC_NS3", "/work/peers/hpcc/simulation"))
 GBPS = 100
@@ -149,18 +151,35 @@ def _ns3_queue_mean(path: Path, port: int, end: float) -> float:
 
 
 def run_fluid(n: int, cc: str, seeds: int, dt: float, order: str = "share",
-              packets: bool = False) -> dict[str, float]:
-    """Mean over ``seeds`` fluid runs: the packet model (``order="arrival"``,
-    ``packets=True``) or, for contrast, the proportional and plain arrival-order fluids."""
+              packets: bool = False, repeat: int = 1) -> dict[str, float]:
+    """Mean over ``seeds`` fluid runs: the default (all seeds in one call, its time split
+    evenly; the median time of ``repeat`` calls), the packet model (``order="arrival"``,
+    ``packets=True``) or, for contrast, the plain arrival-order fluid (one call a seed)."""
     wire = SIZE * (PAYLOAD + HEADER) / PAYLOAD
     ends, qs, jains, walls, cpus = [], [], [], [], []
-    for seed in range(seeds):
-        t0, c0 = time.perf_counter(), time.process_time()
-        r = star_incast(n, wire, cc=cc, link_gbps=GBPS, delay_s=DELAY_S,
-                        buffer_bytes=BUFFER_MB * 2**20, dt=dt, seed=seed, order=order,
-                        **({"packets": True, "packet_bytes": PAYLOAD + HEADER} if packets else {}))
-        walls.append(time.perf_counter() - t0)
-        cpus.append(time.process_time() - c0)
+    if order == "share" and not packets:
+        # The default: every seed in one call (``star_incast_seeds``); time per seed.
+        calls = []
+        for _ in range(repeat):
+            t0, c0 = time.perf_counter(), time.process_time()
+            results = star_incast_seeds(n, wire, range(seeds), cc=cc, link_gbps=GBPS,
+                                        delay_s=DELAY_S, buffer_bytes=BUFFER_MB * 2**20,
+                                        dt=dt)
+            calls.append((time.perf_counter() - t0, time.process_time() - c0))
+        wall, cpu = (float(np.median(v)) for v in zip(*calls, strict=True))
+        walls = [wall / seeds] * seeds
+        cpus = [cpu / seeds] * seeds
+    else:
+        results = []
+        for seed in range(seeds):
+            t0, c0 = time.perf_counter(), time.process_time()
+            results.append(star_incast(
+                n, wire, cc=cc, link_gbps=GBPS, delay_s=DELAY_S,
+                buffer_bytes=BUFFER_MB * 2**20, dt=dt, seed=seed, order=order,
+                **({"packets": True, "packet_bytes": PAYLOAD + HEADER} if packets else {})))
+            walls.append(time.perf_counter() - t0)
+            cpus.append(time.process_time() - c0)
+    for r in results:
         ends.append(r.end_s)
         qs.append(float(r.queue_mean_bytes[n]))
         jains.append(r.jain_fairness(np.full(n, float(SIZE))))
@@ -286,6 +305,8 @@ def main() -> int:
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--ns3-seeds", type=int, default=5)
     ap.add_argument("--dt-us", type=float, default=4.0)
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="calls of the default fluid timed; the median is reported")
     ap.add_argument("--ns3", default=str(NS3))
     ap.add_argument("--trajectory", type=int, default=0,
                     help="senders: the mean queue over [0, T] for each of --times-ms")
@@ -308,7 +329,7 @@ def main() -> int:
     rows, rows_mf, rows_ar, rows_pk, errs, errs_pk = [], [], [], [], [], []
     for n in [int(v) for v in args.senders.split(",")]:
         ns = run_ns3(n, args.ns3_seeds)
-        fl = run_fluid(n, "dcqcn", args.seeds, dt)
+        fl = run_fluid(n, "dcqcn", args.seeds, dt, repeat=args.repeat)
         mf = run_fluid(n, "dcqcn-fluid", 1, dt)
         ar = run_fluid(n, "dcqcn", args.seeds, dt, order="arrival")
         pk = run_fluid(n, "dcqcn", args.seeds, DT_PACKETS, order="arrival", packets=True)
@@ -344,7 +365,8 @@ def main() -> int:
              f"- packet level: HPCC ns-3 (alibaba-edu/High-Precision-Congestion-Control) "
              f"commit {ns3_commit()}, `scratch/third`, CC_MODE 1 (DCQCN)",
              f"- ns-3: mean of {args.ns3_seeds} runs (RngRun 1..{args.ns3_seeds}, its ECN "
-             "marking draws); fluid: `clusterwright.sim.incast.star_incast`, dt "
+             "marking draws); fluid: `clusterwright.sim.incast.star_incast_seeds` (all seeds "
+             f"in one call, its time split evenly: the median of {args.repeat} calls), dt "
              f"{args.dt_us:g} us, mean of {args.seeds} seeds (± standard deviation)", "",
              "N senders x 1 MB to one receiver, 100 Gb/s links, 1 us propagation; NVIDIA "
              "DCQCN settings as the HPCC simulator's run.py scales them (script docstring). "

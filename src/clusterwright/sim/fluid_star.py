@@ -88,20 +88,9 @@ def simulate_star(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
     if order not in ORDERS:
         raise ValueError(f"order: one of {', '.join(ORDERS)}, not {order!r}")
     arrival = order == "arrival"
+    check_star(links, flows, cfg)
     n = len(flows)
     e = n  # the shared egress
-    if cfg.cc not in CCS:
-        raise ValueError(f"cc: the single-bottleneck run supports {', '.join(CCS)}, not "
-                         f"{cfg.cc!r}")
-    if len(links.cap) != n + 1 or not np.array_equal(
-            flows.entry_link, np.ravel(np.c_[np.arange(n), np.full(n, e)])):
-        raise ValueError("flows: flow i must cross link i, then the last link")
-    if cfg.until_s is not None or links.stuck.any() or np.any(flows.group_start != 0) \
-            or any(flows.group_after) or np.any(flows.group_latency != 0) \
-            or not np.array_equal(flows.group, np.arange(n)) \
-            or np.any(links.cap[:n] < flows.line_rate):
-        raise ValueError("flows: a single-bottleneck run starts every flow at 0, alone in "
-                         "its group, on an uplink at least at its line rate, nothing stuck")
     dt = cfg.dt
     d = cfg.dcqcn
     dcqcn = cfg.cc == "dcqcn"
@@ -509,6 +498,25 @@ def simulate_star(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
         marked_fraction=marked_b / sent_b if sent_b > 0 else 0.0, cnps=cnps,
         rate_spread=np.asarray(spread), sample_times=np.asarray(sample_t), steps=step,
         dt=dt)
+
+
+def check_star(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig) -> None:
+    """Raise ValueError unless ``flows`` and ``cfg`` are a single-bottleneck problem: flow i
+    crosses link i, then the last link, every flow starts at 0 alone in its group on an
+    uplink at least at its line rate, nothing stuck, ``cfg.cc`` one of ``CCS``."""
+    n = len(flows)
+    if cfg.cc not in CCS:
+        raise ValueError(f"cc: the single-bottleneck run supports {', '.join(CCS)}, not "
+                         f"{cfg.cc!r}")
+    if len(links.cap) != n + 1 or not np.array_equal(
+            flows.entry_link, np.ravel(np.c_[np.arange(n), np.full(n, n)])):
+        raise ValueError("flows: flow i must cross link i, then the last link")
+    if cfg.until_s is not None or links.stuck.any() or np.any(flows.group_start != 0) \
+            or any(flows.group_after) or np.any(flows.group_latency != 0) \
+            or not np.array_equal(flows.group, np.arange(n)) \
+            or np.any(links.cap[:n] < flows.line_rate):
+        raise ValueError("flows: a single-bottleneck run starts every flow at 0, alone in "
+                         "its group, on an uplink at least at its line rate, nothing stuck")
 
 
 def _sample(links: FluidLinks, flows: FluidFlows, active: np.ndarray, rate: np.ndarray,

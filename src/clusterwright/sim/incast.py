@@ -9,6 +9,9 @@ thresholds); PFC with the shared-buffer dynamic thresholds of the HPCC simulator
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import replace
+
 import numpy as np
 
 from clusterwright.model.congestion import Dcqcn, Timely
@@ -20,6 +23,7 @@ from clusterwright.sim.fluid import (
     SharedBuffer,
     simulate_fluid,
 )
+from clusterwright.sim.fluid_seeds import simulate_star_seeds
 from clusterwright.sim.fluid_star import CCS as STAR_CCS
 from clusterwright.sim.fluid_star import simulate_star
 
@@ -79,3 +83,21 @@ def star_incast(senders: int, size_bytes: float, cc: str = "dcqcn", link_gbps: f
         raise ValueError(f"order, queue_trace, packets: need the single-bottleneck kernel (cc "
                          f"{' or '.join(STAR_CCS)}, not general)")
     return simulate_fluid(links, flows, cfg)
+
+
+def star_incast_seeds(senders: int, size_bytes: float, seeds: Sequence[int], cc: str = "dcqcn",
+                      link_gbps: float = 100.0, delay_s: float = 1e-6,
+                      buffer_bytes: float = 32 * 2**20, pfc: bool = True, dt: float = 4e-6,
+                      dcqcn: Dcqcn | None = None, general: bool = False,
+                      packet_bytes: float = 1000.0) -> list[FluidResult]:
+    """``star_incast`` once per seed of ``seeds`` (the default service order), the results in
+    that order, each the same as ``star_incast(..., seed=s)``'s to rounding. DCQCN and no
+    control run all seeds in one pass of ``sim/fluid_seeds.py`` (five seeds cost about 1.5x
+    one) unless ``general``; the other controls run ``simulate_fluid`` once per seed."""
+    d = dcqcn or Dcqcn.mellanox(link_gbps)
+    links, flows, buf = star(senders, size_bytes, link_gbps, delay_s, buffer_bytes, d)
+    cfg = FluidConfig(cc=cc, dcqcn=d, dt=dt, pfc=pfc, shared=buf,
+                      timely=Timely.for_link(link_gbps), packet_bytes=packet_bytes)
+    if cc in STAR_CCS and not general:
+        return simulate_star_seeds(links, flows, cfg, seeds)
+    return [simulate_fluid(links, flows, replace(cfg, seed=s)) for s in seeds]
