@@ -66,3 +66,13 @@ def test_bad_input_exits_2_naming_the_flag(args: tuple[str, ...], flag: str) -> 
     r = cw(*args)
     assert r.exit_code == 2, r.output  # type: ignore[attr-defined]
     assert flag in r.output  # type: ignore[attr-defined]
+
+
+def test_cosmoflow_says_the_hosts_per_file_cost_is_not_modelled() -> None:
+    r = cw("--gpus", "256", "--mlperf-workload", "cosmoflow", "--json")
+    notes = json.loads(r.stdout)["notes"]  # type: ignore[attr-defined]
+    host = [n for n in notes if "per-file cost" in n]
+    assert len(host) == 1 and "32 client servers" in host[0] and "56-1,084 GB/s" in host[0]
+    r = cw("--gpus", "256", "--mlperf-workload", "unet3d", "--json")
+    notes = json.loads(r.stdout)["notes"]  # type: ignore[attr-defined]
+    assert not any("per-file cost" in n for n in notes)

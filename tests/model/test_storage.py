@@ -109,3 +109,13 @@ def test_clients_network_caps_what_reaches_the_accelerators() -> None:
         st.client_network_gbps(0, 400)
     with pytest.raises(InputError):
         st.client_network_gbps(4, 0)
+
+
+def test_client_file_rate_scales_with_hosts_and_the_sample_size() -> None:
+    wl = st.MLPERF_WORKLOADS[("cosmoflow", "h100")]
+    lo, hi = st.client_file_rate_gbps(10, wl)
+    assert lo == pytest.approx(10 * 619 * 2_828_486 / 1e9)
+    assert hi == pytest.approx(10 * 11_971 * 2_828_486 / 1e9)
+    assert st.client_file_rate_gbps(20, wl)[0] == pytest.approx(2 * lo)
+    with pytest.raises(InputError):
+        st.client_file_rate_gbps(0, wl)

@@ -107,6 +107,25 @@ MLPERF_WORKLOADS: dict[tuple[str, str], DataWorkload] = {
 }
 
 
+# Samples per second one benchmark host's data loaders moved in MLPerf Storage v1.0 CosmoFlow
+# runs, slowest and fastest host read (mlcommons/storage_results_v1.0 results/*/summary.json
+# over each system description's benchmark hosts: DDN 619-785 per host, IEIT 4,830-6,529,
+# MangoBoost 4,240-5,092, YanRong up to 11,971; docs/storage.md). A per-file cost on the host
+# (open, 256 KiB reads, TFRecord parse, close) binds every such run, and no source gives it
+# for a given host, so it is reported as a range, not modelled.
+COSMOFLOW_HOST_SAMPLES_PER_S = (619.0, 11_971.0)
+
+
+def client_file_rate_gbps(hosts: int, workload: DataWorkload,
+                          samples_per_s: tuple[float, float] = COSMOFLOW_HOST_SAMPLES_PER_S
+                          ) -> tuple[float, float]:
+    """(low, high) GB/s that ``hosts`` benchmark hosts' data loaders moved for one-file-per-
+    sample ``workload`` reads in published runs: hosts x samples/s x sample bytes."""
+    _positive("hosts", hosts)
+    per = workload.sample_bytes / 1e9
+    return hosts * samples_per_s[0] * per, hosts * samples_per_s[1] * per
+
+
 def accelerators_supported(read_gbps: float, workload: DataWorkload) -> int:
     """Accelerators a storage system reading ``read_gbps`` keeps at the workload's AU
     threshold: floor(read / per-accelerator demand at the threshold)."""
