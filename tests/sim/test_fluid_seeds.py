@@ -5,28 +5,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import numpy as np
 import pytest
 
 from clusterwright.model.congestion import Dcqcn
-from clusterwright.sim.fluid import FluidConfig, FluidResult, simulate_fluid
+from clusterwright.sim.fluid import FluidConfig, simulate_fluid
 from clusterwright.sim.fluid_seeds import simulate_star_seeds
 from clusterwright.sim.incast import star, star_incast, star_incast_seeds
-
-GBPS = 100
-WIRE = 1_048_000  # 1 MB of payload with 48 bytes of headers per 1,000-byte packet
-
-
-def _same(a: FluidResult, b: FluidResult) -> None:
-    """Two fluid results agree: same steps and CNPs (the same random decisions), the rest
-    to rounding."""
-    assert a.steps == b.steps
-    assert a.cnps == b.cnps
-    for key in ("end_s", "marked_fraction"):
-        assert getattr(a, key) == pytest.approx(getattr(b, key), rel=1e-9, abs=1e-15)
-    for key in ("fct_s", "queue_mean_bytes", "queue_max_bytes", "pause_s", "rate_spread",
-                "sample_times"):
-        np.testing.assert_allclose(getattr(a, key), getattr(b, key), rtol=1e-9, atol=1e-9)
+from tests.sim.fluid_helpers import GBPS, WIRE, assert_same_run
 
 
 @pytest.mark.parametrize(("senders", "cc", "buffer_mb"), [
@@ -39,7 +24,7 @@ def test_each_seed_reproduces_the_general_fluid_run(senders: int, cc: str,
     batch = star_incast_seeds(senders, WIRE / 4, seeds, **kw)  # type: ignore[arg-type]
     assert len(batch) == len(seeds)
     for s, r in zip(seeds, batch, strict=True):
-        _same(r, star_incast(senders, WIRE / 4, seed=s, general=True,
+        assert_same_run(r, star_incast(senders, WIRE / 4, seed=s, general=True,
                              **kw))  # type: ignore[arg-type]
     if buffer_mb == 4:
         assert all(r.pause_s.sum() > 0 for r in batch)
@@ -51,7 +36,7 @@ def test_each_seed_reproduces_one_microsecond_steps() -> None:
     # dt = 1 us: one alpha interval a step, a decrease every fourth step (the flagged path).
     batch = star_incast_seeds(12, WIRE / 4, [5, 1], dt=1e-6)
     for s, r in zip([5, 1], batch, strict=True):
-        _same(r, star_incast(12, WIRE / 4, dt=1e-6, seed=s, general=True))
+        assert_same_run(r, star_incast(12, WIRE / 4, dt=1e-6, seed=s, general=True))
 
 
 def test_each_seed_reproduces_clamped_target_and_static_pfc() -> None:
@@ -61,7 +46,7 @@ def test_each_seed_reproduces_clamped_target_and_static_pfc() -> None:
     cfg = FluidConfig(cc="dcqcn", dcqcn=Dcqcn.mellanox(GBPS).with_(clamp_target=True))
     batch = simulate_star_seeds(links, flows, cfg, [2, 4])
     for s, r in zip([2, 4], batch, strict=True):
-        _same(r, simulate_fluid(links, flows, replace(cfg, seed=s)))
+        assert_same_run(r, simulate_fluid(links, flows, replace(cfg, seed=s)))
         assert r.pause_s.sum() > 0
 
 
@@ -71,7 +56,7 @@ def test_seeds_in_one_pass_match_the_single_seed_kernel_under_pfc() -> None:
     seeds = [0, 1, 2]
     batch = star_incast_seeds(48, WIRE / 2, seeds, buffer_bytes=8 * 2**20)
     for s, r in zip(seeds, batch, strict=True):
-        _same(r, star_incast(48, WIRE / 2, seed=s, buffer_bytes=8 * 2**20))
+        assert_same_run(r, star_incast(48, WIRE / 2, seed=s, buffer_bytes=8 * 2**20))
         assert r.pause_s.sum() > 0
 
 
@@ -95,5 +80,5 @@ def test_each_seed_reproduces_senders_of_two_line_rates() -> None:
     cfg = FluidConfig(cc="dcqcn", dcqcn=Dcqcn.mellanox(GBPS), shared=buf)
     batch = simulate_star_seeds(links, flows, cfg, [1, 2])
     for s, r in zip([1, 2], batch, strict=True):
-        _same(r, simulate_fluid(links, flows, replace(cfg, seed=s)))
+        assert_same_run(r, simulate_fluid(links, flows, replace(cfg, seed=s)))
         assert len(r.rate_spread) > 10

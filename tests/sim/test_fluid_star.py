@@ -9,21 +9,7 @@ from clusterwright.model.congestion import Dcqcn
 from clusterwright.sim.fluid import FluidConfig, simulate_fluid
 from clusterwright.sim.fluid_star import _pace, _packet_marks, simulate_star
 from clusterwright.sim.incast import star, star_incast
-
-GBPS = 100
-WIRE = 1_048_000  # 1 MB of payload with 48 bytes of headers per 1,000-byte packet
-
-
-def _same(a: object, b: object) -> None:
-    """Two fluid results agree: same steps and CNPs (the same random decisions), the rest
-    to rounding."""
-    assert a.steps == b.steps  # type: ignore[attr-defined]
-    assert a.cnps == b.cnps  # type: ignore[attr-defined]
-    for key in ("end_s", "marked_fraction"):
-        assert getattr(a, key) == pytest.approx(getattr(b, key), rel=1e-9, abs=1e-15)
-    for key in ("fct_s", "queue_mean_bytes", "queue_max_bytes", "pause_s", "rate_spread",
-                "sample_times"):
-        np.testing.assert_allclose(getattr(a, key), getattr(b, key), rtol=1e-9, atol=1e-9)
+from tests.sim.fluid_helpers import GBPS, WIRE, assert_same_run
 
 
 @pytest.mark.parametrize(("senders", "cc", "buffer_mb"), [
@@ -35,7 +21,7 @@ def test_star_kernel_reproduces_the_general_fluid_run(senders: int, cc: str,
     kw = {"cc": cc, "buffer_bytes": buffer_mb * 2**20, "seed": 3}
     fast = star_incast(senders, WIRE / 4, **kw)  # type: ignore[arg-type]
     slow = star_incast(senders, WIRE / 4, general=True, **kw)  # type: ignore[arg-type]
-    _same(fast, slow)
+    assert_same_run(fast, slow)
     if buffer_mb == 4:
         assert fast.pause_s.sum() > 0
 
@@ -44,7 +30,7 @@ def test_star_kernel_reproduces_one_microsecond_steps() -> None:
     # dt = 1 us: one alpha interval a step, a decrease every fourth step.
     fast = star_incast(12, WIRE / 4, dt=1e-6, seed=5)
     slow = star_incast(12, WIRE / 4, dt=1e-6, seed=5, general=True)
-    _same(fast, slow)
+    assert_same_run(fast, slow)
 
 
 def test_star_kernel_reproduces_clamped_target_and_static_pfc() -> None:
@@ -54,7 +40,7 @@ def test_star_kernel_reproduces_clamped_target_and_static_pfc() -> None:
     cfg = FluidConfig(cc="dcqcn", dcqcn=Dcqcn.mellanox(GBPS).with_(clamp_target=True),
                       seed=2)
     fast = simulate_star(links, flows, cfg)
-    _same(fast, simulate_fluid(links, flows, cfg))
+    assert_same_run(fast, simulate_fluid(links, flows, cfg))
     assert fast.pause_s.sum() > 0
 
 
