@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from clusterwright.catalog.registry import load_catalog
+from clusterwright.catalog.schema import Dtype
 from clusterwright.cli.main import app
 from clusterwright.errors import InputError
 from clusterwright.validation import serving_silicon as ss
@@ -95,12 +96,54 @@ def test_bad_values_name_the_column_and_the_line(column: str, value: str,
 def test_inconsistent_moe_layouts_name_the_column() -> None:
     cat = load_catalog()
     r = pick(**MOE)
-    r.update(tp_size="4", attention_dp_size="2", moe_tp_size="1", moe_ep_size="4", _line="9")
-    with pytest.raises(InputError, match="line 9: attention_dp_size: tp 4 x attention-DP 2"):
+    r.update(tp_size="4", attention_dp_size="3", moe_tp_size="1", moe_ep_size="8", _line="9")
+    with pytest.raises(InputError, match="line 9: attention_dp_size: tp 4 x attention-DP 3"):
         ss.resolve(cat, r)
     r.update(tp_size="1", attention_dp_size="512", moe_tp_size="1", moe_ep_size="512")
     with pytest.raises(InputError, match="moe_ep_size: 512 exceeds the 256 experts"):
         ss.resolve(cat, r)
+
+
+def test_moe_columns_naming_another_gpu_count_are_not_covered_with_the_reason() -> None:
+    # AIConfigurator 0.12.0's silicon sample holds such rows (a Qwen3-235B vLLM run recorded
+    # tp 1 with moe_tp 2): attention-DP divides the MoE group, but which count ran is not said
+    r = pick(**MOE)
+    r.update(tp_size="2", attention_dp_size="1", moe_tp_size="4", moe_ep_size="1")
+    with pytest.raises(ss.NotCoveredError, match="tp 2 x attention-DP 1 = 2 GPUs for "
+                       "attention, but moe_tp 4 x moe_ep 1 = 4 for the MoE layers"):
+        ss.resolve(load_catalog(), r)
+
+
+@pytest.mark.parametrize(("backend", "build"), [
+    ("sglang", "nightly-dev"), ("sglang", "nightly-dev-20260216-d3bae71e"),
+    ("sglang", "glm5-hopper"), ("trtllm", "gpt-oss-dev"), ("vllm", "main")])
+def test_a_development_build_is_read_with_the_newest_family_and_said(backend: str,
+                                                                     build: str) -> None:
+    cat = load_catalog()
+    r = pick(**(MOE if backend == "sglang" else AGG))
+    r.update(backend=backend, backend_version=build)
+    cfg = ss.resolve(cat, r)
+    assert cfg.dep.engine.id == cat.serving_engine(backend).id
+    assert f"backend_version {build!r} is a development build" in cfg.dep.notes[0]
+    released = ss.resolve(cat, pick(**(MOE if backend == "sglang" else AGG)))
+    assert not any("development build" in n for n in released.dep.notes)
+
+
+@pytest.mark.parametrize(("mode", "name", "compute", "nbytes"), [
+    ("int4_wo", "int4_wo", Dtype.bf16, 0.515625), ("bfloat16", "bf16", Dtype.bf16, 2.0),
+    ("sq", "sq", Dtype.int8, 1.0), ("w4afp8", "w4afp8", Dtype.fp8, 0.515625),
+    ("w4a16_mxfp4", "w4a16_mxfp4", Dtype.bf16, 0.53125)])
+def test_aiconfigurator_quant_modes_are_read(mode: str, name: str, compute: Dtype,
+                                             nbytes: float) -> None:
+    cat = load_catalog()
+    r = pick(**AGG)
+    r.update(gemm_quant_mode=mode, moe_quant_mode=mode,
+             precision="int4" if "4" in mode else r["precision"])
+    cfg = ss.resolve(cat, r)
+    assert (cfg.dep.dense.name, cfg.dep.dense.compute, cfg.dep.dense.bytes_per_weight) == (
+        name, compute, nbytes)
+    st, _ = ss.predict(cat, cfg)
+    assert st.tpot_s > 0
 
 
 def test_a_disaggregated_row_needs_both_roles() -> None:

@@ -62,12 +62,24 @@ class WeightFormat:
 # Bytes per weight with their scales: FP8 per-tensor (or 128 x 128 blocks: 1/16,384 of a
 # byte, negligible); NVFP4: 4 bits + one FP8 scale per 16 values; MXFP4: + one E8M0 scale
 # per 32 (OCP Microscaling v1.0; NVIDIA Blackwell NVFP4 blog, 2025); INT4 AWQ/GPTQ: + an FP16
-# scale per 128.
+# scale per 128. The second group are NVIDIA AIConfigurator's quant-mode names, which measured
+# serving tables in its format carry (aiconfigurator-core 0.12.0 sdk/common.py GEMMQuantMode
+# and MoEQuantMode: bytes per weight and the compute lane of each): weight-only modes
+# (`*_wo`, `w4a16_*`) dequantize into the 16-bit lane, `sq` is SmoothQuant W8A8 on the INT8
+# tensor cores, `w4afp8` and `w4a8_mxfp4_mxfp8*` multiply 4-bit weights in the FP8 lane.
 FORMATS = {
     "bf16": (Dtype.bf16, 2.0), "fp16": (Dtype.bf16, 2.0), "fp8": (Dtype.fp8, 1.0),
     "fp8_block": (Dtype.fp8, 1.0), "nvfp4": (Dtype.fp4, 0.5625), "mxfp4": (Dtype.fp4, 0.53125),
     "int4": (Dtype.bf16, 0.515625), "fp4": (Dtype.fp4, 0.5625),
+    "int8_wo": (Dtype.bf16, 1.0), "int4_wo": (Dtype.bf16, 0.515625),
+    "fp8_static": (Dtype.fp8, 1.0), "fp8_ootb": (Dtype.fp8, 1.0), "sq": (Dtype.int8, 1.0),
+    "nvfp4_wo": (Dtype.bf16, 0.5625), "w4a16_nvfp4": (Dtype.bf16, 0.5625),
+    "w4afp8": (Dtype.fp8, 0.515625), "w4a16_mxfp4": (Dtype.bf16, 0.53125),
+    "w4a16_mxfp4_cutlass": (Dtype.bf16, 0.53125), "w4a8_mxfp4_mxfp8": (Dtype.fp8, 0.53125),
+    "w4a8_mxfp4_mxfp8_trtllm": (Dtype.fp8, 0.53125),
 }
+# AIConfigurator's spellings of the 16-bit formats.
+FORMAT_ALIASES = {"bfloat16": "bf16", "float16": "fp16"}
 
 
 def weight_format(mode: str, gpu: Gpu, field: str = "quant_mode") -> WeightFormat:
@@ -75,13 +87,15 @@ def weight_format(mode: str, gpu: Gpu, field: str = "quant_mode") -> WeightForma
     runs weight-only (dequantized to 16-bit in the GEMM: Marlin-style kernels), and INT4 is
     weight-only everywhere; FP8 needs FP8 tensor cores."""
     key = (mode or "bf16").lower()
+    key = FORMAT_ALIASES.get(key, key)
     if key not in FORMATS:
         raise InputError(f"{field}: {mode!r} is not one of {', '.join(FORMATS)}", field=field)
     dtype, nbytes = FORMATS[key]
     if dtype == Dtype.fp4 and Dtype.fp4 not in gpu.peak_tflops:
         dtype = Dtype.bf16
-    if dtype == Dtype.fp8 and Dtype.fp8 not in gpu.peak_tflops:
-        raise InputError(f"{field}: {gpu.id} has no FP8 tensor cores for {mode}", field=field)
+    if dtype in (Dtype.fp8, Dtype.int8) and dtype not in gpu.peak_tflops:
+        raise InputError(f"{field}: {gpu.id} has no {dtype.value.upper()} tensor cores for "
+                         f"{mode}", field=field)
     return WeightFormat(key, dtype, nbytes)
 
 

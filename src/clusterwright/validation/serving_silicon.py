@@ -28,6 +28,7 @@ from typing import Any
 
 from clusterwright.catalog.registry import Catalog, load_catalog
 from clusterwright.catalog.schema import Gpu, ModelArch
+from clusterwright.catalog.stacks import ServingEngine
 from clusterwright.errors import InputError
 from clusterwright.model.serving_step import ServingParallel, weight_format
 from clusterwright.plan.serving_deployment import (
@@ -54,7 +55,12 @@ COLUMNS = (
     "silicon_ttft_ms", "silicon_tpot_ms",
 )
 BACKENDS = ("trtllm", "vllm", "sglang")
-PRECISIONS = ("", "bf16", "fp16", "fp8", "fp4", "int4")
+# The precision column, and the weight format a row without quant-mode columns is read in
+# (INT8/INT4 without a stated mode: weight-only, AIConfigurator's int8_wo / int4_wo).
+PRECISION_DEFAULT_FORMAT = {"": "bf16", "bf16": "bf16", "fp16": "fp16", "fp8": "fp8",
+                            "fp4": "nvfp4", "nvfp4": "nvfp4", "mxfp4": "mxfp4",
+                            "int8": "int8_wo", "int4": "int4"}
+PRECISIONS = tuple(PRECISION_DEFAULT_FORMAT)
 MODES = ("agg", "disagg")
 # A measurement table is read whole; 60x the shipped 3,130-row file.
 MAX_DATA_BYTES = 64 << 20
@@ -263,11 +269,17 @@ def _parallel(r: dict[str, str], prefix: str, arch: ModelArch) -> tuple[ServingP
     if mep > arch.experts:
         raise _bad(r, prefix + "moe_ep_size",
                    f"{mep} exceeds the {arch.experts} experts of {arch.id}")
-    if mtp * mep != tp * adp:
+    if (mtp * mep) % adp:
         raise _bad(r, prefix + "attention_dp_size",
                    f"tp {tp} x attention-DP {adp} = {tp * adp} GPUs, but the MoE layers use "
                    f"moe_tp {mtp} x moe_ep {mep} = {mtp * mep}: attention-DP must divide the "
                    "MoE group's GPUs")
+    if mtp * mep != tp * adp:
+        # Attention-DP divides the MoE group, but the columns name two GPU counts: the row
+        # does not say which one ran, so it is not guessed.
+        raise NotCoveredError(f"{prefix}tp {tp} x attention-DP {adp} = {tp * adp} GPUs for "
+                              f"attention, but moe_tp {mtp} x moe_ep {mep} = {mtp * mep} for "
+                              "the MoE layers: the row's layout columns disagree")
     note = ""
     if adp == 1 and arch.heads % tp:
         # Attention cannot be split tp ways over these heads: engines run it data-parallel
@@ -340,6 +352,28 @@ def _workers(r: dict[str, str], arch: ModelArch, par: ServingParallel,
                              f"{k} replicas, one simulated with {per_worker} clients")
 
 
+# A build label rather than a release number: nightly and development builds, and branch
+# builds named for a model or a GPU generation (AIConfigurator 0.12.0's silicon sample names
+# SGLang `nightly-dev-20260216-d3bae71e` and `glm5-hopper`, TensorRT-LLM `gpt-oss-dev`).
+_DEV_BUILD = re.compile(r"(^|[-_.])(nightly|dev|main|hopper|blackwell)([-_.]|\d|$)", re.I)
+
+
+def _engine(cat: Catalog, r: dict[str, str], backend: str,
+            version: str) -> tuple[ServingEngine, str]:
+    """The catalog engine that covers the row's version, and a note when the row names a
+    development build (read with the backend's newest catalogued family, which such a build
+    is closest to). A release number no entry covers is an error."""
+    try:
+        return cat.serving_engine(backend, version), ""
+    except InputError:
+        if not _DEV_BUILD.search(version):
+            raise _bad(r, "backend_version", f"{version!r}: no {backend} engine in the "
+                       "catalog covers this version") from None
+    engine = cat.serving_engine(backend)
+    return engine, (f"backend_version {version!r} is a development build: read with "
+                    f"{engine.name}, not validated on that build")
+
+
 def resolve(cat: Catalog, r: dict[str, str],
             lookup: tuple[dict[str, ModelArch], dict[str, Gpu]] | None = None) -> RowConfig:
     """The row's deployment. InputError for malformed values; NotCoveredError for what the
@@ -348,11 +382,7 @@ def resolve(cat: Catalog, r: dict[str, str],
     if backend not in BACKENDS:
         raise _bad(r, "backend", f"{r.get('backend')!r} is not one of {', '.join(BACKENDS)}")
     version = (r.get("backend_version") or "").strip()
-    try:
-        engine = cat.serving_engine(backend, version)
-    except InputError:
-        raise _bad(r, "backend_version", f"{version!r}: no {backend} engine in the catalog "
-                   "covers this version") from None
+    engine, build_note = _engine(cat, r, backend, version)
     mode = (r.get("mode") or "").strip()
     if mode not in MODES:
         raise _bad(r, "mode", f"{mode!r} is not agg or disagg")
@@ -377,8 +407,7 @@ def resolve(cat: Catalog, r: dict[str, str],
     gpu = gpus.get((r.get("system") or "").strip().lower())
     if gpu is None:
         raise NotCoveredError(f"system {r.get('system')!r} is not in the catalog")
-    gemm = (r.get("gemm_quant_mode") or "").strip().lower() or (
-        "nvfp4" if prec == "fp4" else prec or "bf16")
+    gemm = (r.get("gemm_quant_mode") or "").strip().lower() or PRECISION_DEFAULT_FORMAT[prec]
     moe_mode = (r.get("moe_quant_mode") or "").strip().lower() or gemm
     dense = weight_format(gemm, gpu, "gemm_quant_mode")
     moe = weight_format(moe_mode, gpu, "moe_quant_mode")
@@ -391,14 +420,14 @@ def resolve(cat: Catalog, r: dict[str, str],
         par, note = _parallel(r, "", arch)
         par, c, more = _workers(r, arch, par, c)
         mi, mo, lens = mean_lengths(r, isl, osl)
-        notes = tuple(n for n in (note, more, lens) if n)
+        notes = tuple(n for n in (build_note, note, more, lens) if n)
         dep = Deployment(arch, gpu, engine, dense, moe, kv_fmt, agg=Role(par, 1), notes=notes)
         return RowConfig(dep, c, mi, mo, not lens)
     pre, n1 = _parallel(r, "prefill_", arch)
     dec, n2 = _parallel(r, "decode_", arch)
     pw = _int(r, "prefill_num_workers", None, low=1)
     dw = _int(r, "decode_num_workers", None, low=1)
-    notes = tuple(n for n in (n1, n2) if n)
+    notes = tuple(n for n in (build_note, n1, n2) if n)
     if r.get("_twin"):
         twin = f"the same measurement as {r['_twin']}, which records the deployment: read as that"
         notes = (twin, *notes)
