@@ -41,8 +41,13 @@ def test_fp4_weights_run_weight_only_on_a_gpu_without_fp4(cat: Catalog) -> None:
 def test_unknown_or_unsupported_formats_name_the_field(cat: Catalog) -> None:
     with pytest.raises(InputError, match="gemm_quant_mode: 'fp3'"):
         weight_format("fp3", cat.gpu("h100-sxm"), "gemm_quant_mode")
-    with pytest.raises(InputError, match="no FP8 tensor cores"):
-        weight_format("fp8", cat.gpu("a100-80gb-sxm"), "moe_quant_mode")
+
+
+def test_fp8_weights_run_weight_only_on_a_gpu_without_fp8(cat: Catalog) -> None:
+    # vLLM's Marlin W8A16 on Ampere
+    a100 = weight_format("fp8", cat.gpu("a100-80gb-sxm"), "moe_quant_mode")
+    assert (a100.compute, a100.bytes_per_weight) == (Dtype.bf16, 1.0)
+    assert weight_format("fp8", cat.gpu("h100-sxm")).compute == Dtype.fp8
 
 
 def test_layout_checks_name_the_field(cat: Catalog) -> None:

@@ -83,17 +83,19 @@ FORMAT_ALIASES = {"bfloat16": "bf16", "float16": "fp16"}
 
 
 def weight_format(mode: str, gpu: Gpu, field: str = "quant_mode") -> WeightFormat:
-    """The format of ``mode`` on ``gpu``. A 4-bit format on a GPU without FP4 tensor cores
-    runs weight-only (dequantized to 16-bit in the GEMM: Marlin-style kernels), and INT4 is
-    weight-only everywhere; FP8 needs FP8 tensor cores."""
+    """The format of ``mode`` on ``gpu``. A 4- or 8-bit float format on a GPU without such
+    tensor cores runs weight-only (dequantized to 16-bit in the GEMM: Marlin kernels), INT4
+    is weight-only everywhere; SmoothQuant needs INT8 tensor cores."""
     key = (mode or "bf16").lower()
     key = FORMAT_ALIASES.get(key, key)
     if key not in FORMATS:
         raise InputError(f"{field}: {mode!r} is not one of {', '.join(FORMATS)}", field=field)
     dtype, nbytes = FORMATS[key]
-    if dtype == Dtype.fp4 and Dtype.fp4 not in gpu.peak_tflops:
+    if dtype in (Dtype.fp4, Dtype.fp8) and dtype not in gpu.peak_tflops:
+        # vLLM docs, FP8 W8A8: "Ampere GPUs are supported for W8A16 (weight-only FP8)
+        # utilizing Marlin kernels"; 4-bit formats likewise (Marlin NVFP4/MXFP4)
         dtype = Dtype.bf16
-    if dtype in (Dtype.fp8, Dtype.int8) and dtype not in gpu.peak_tflops:
+    if dtype == Dtype.int8 and dtype not in gpu.peak_tflops:
         raise InputError(f"{field}: {gpu.id} has no {dtype.value.upper()} tensor cores for "
                          f"{mode}", field=field)
     return WeightFormat(key, dtype, nbytes)
