@@ -149,9 +149,10 @@ def test_management_and_100g_parts_exist(catalog: Catalog) -> None:
 
 def test_gpu_specs_are_physically_sane(catalog: Catalog) -> None:
     for g in catalog.all("gpus"):
-        # dense 16-bit peak and bandwidth within the range of every shipping accelerator
-        assert 100 <= g.peak_tflops.get("bf16", g.peak_tflops.get("fp16", 0)) <= 5000, g.id
-        assert 500 <= g.memory_bandwidth_gbps <= 10000, g.id
+        # dense 16-bit peak and bandwidth within the range of every shipping accelerator (the
+        # low end: Arc Pro B60, 98 TFLOP/s BF16; L4, 300 GB/s GDDR6)
+        assert 90 <= g.peak_tflops.get("bf16", g.peak_tflops.get("fp16", 0)) <= 5000, g.id
+        assert 250 <= g.memory_bandwidth_gbps <= 10000, g.id
         assert 16 <= g.memory_gb <= 300, g.id  # TPU v5e carries 16 GB
         # fp8 (where present) is twice bf16 dense on NVIDIA Hopper/Blackwell and AMD CDNA3/4
         # (TPU v5p runs FP8 at its BF16 rate; Trainium3's MXFP8 is 3.75x its BF16)
@@ -470,6 +471,43 @@ def test_serving_silicon_names_map_to_the_expected_entries(catalog: Catalog) -> 
         assert systems.get(name) == [gid], name
 
 
+# Every system NVIDIA AIConfigurator ships a systems/<name>.yaml for, and the catalog GPU its
+# measurements belong to.
+AICONFIGURATOR_SYSTEMS = {
+    "a100_sxm": "a100-80gb-sxm", "a100_pcie": "a100-80gb-pcie", "a30": "a30", "l4": "l4",
+    "l40s": "l40s", "h100_pcie": "h100-pcie", "h100_sxm": "h100-sxm", "h200_sxm": "h200-sxm",
+    "b200_sxm": "b200", "b300_sxm": "b300-sxm", "gb200": "gb200", "gb300": "gb300",
+    "rtx_pro_6000_server": "rtx-pro-6000-server", "b60": "arc-pro-b60",
+}
+
+
+@pytest.mark.parametrize("system", sorted(AICONFIGURATOR_SYSTEMS))
+def test_each_aiconfigurator_system_resolves_to_one_gpu(catalog: Catalog, system: str) -> None:
+    """A serving row naming any AIConfigurator system finds exactly one catalog GPU, and a
+    stack covers it (the serving model needs one for the GPU's interconnect)."""
+    claims = _claims(catalog, "gpus", "system_names")
+    assert claims.get(system) == [AICONFIGURATOR_SYSTEMS[system]], (system, claims.get(system))
+    assert catalog.stack_for_gpu(AICONFIGURATOR_SYSTEMS[system]).gpus
+
+
+def test_pcie_inference_cards_have_no_nvlink_and_their_datasheet_rates(catalog: Catalog) -> None:
+    """A30, L4, RTX PRO 6000 Server Edition and Arc Pro B60: dense datasheet rates (half the
+    printed sparse figure on NVIDIA sheets), FP8 only where the tensor cores have it, and a
+    PCIe scale-up link in an 8-GPU PCIe server."""
+    dense = {  # bf16, fp8 (None: no FP8 tensor path), memory GB/s, TDP W
+        "a30": (165, None, 933, 165), "l4": (121, 242.5, 300, 72),
+        "rtx-pro-6000-server": (503.8, 1007.6, 1792, 600), "arc-pro-b60": (98.3, None, 456, 200),
+    }
+    for gid, (bf16, fp8, bw, tdp) in dense.items():
+        g = catalog.gpu(gid)
+        assert (g.form_factor, g.scale_up.kind) == ("pcie", "pcie"), gid
+        assert g.peak_tflops["bf16"] == pytest.approx(bf16), gid
+        assert g.peak_tflops.get("fp8") == (None if fp8 is None else pytest.approx(fp8)), gid
+        assert (g.memory_bandwidth_gbps, g.tdp_w) == (bw, tdp), gid
+        (srv,) = [s for s in catalog.all("servers") if s.gpu == gid]
+        assert (srv.gpus, srv.nvlink_domain_gpus) == (8, 8), gid
+
+
 def test_r1_has_the_deepseek_v3_shape(catalog: Catalog) -> None:
     v3, r1 = catalog.model("deepseek-v3"), catalog.model("deepseek-r1")
     skip = {"id", "name", "source", "hf_ids"}
@@ -477,11 +515,12 @@ def test_r1_has_the_deepseek_v3_shape(catalog: Catalog) -> None:
 
 
 def test_blackwell_gpus_have_fp4_and_older_parts_do_not(catalog: Catalog) -> None:
-    for gid in ("b200", "gb200", "b300-sxm", "gb300"):
+    for gid in ("b200", "gb200", "b300-sxm", "gb300", "rtx-pro-6000-server"):
         g = catalog.gpu(gid)
         # FP4 (NVFP4 / MXFP4) runs at least twice FP8 (2x on Blackwell, ~3x on Blackwell Ultra)
         assert g.peak_tflops["fp4"] >= 2 * g.peak_tflops["fp8"], gid
-    for gid in ("a100-80gb-sxm", "h100-sxm", "h200-sxm", "l40s", "mi300x", "mi325x", "gaudi3"):
+    for gid in ("a100-80gb-sxm", "a30", "h100-sxm", "h200-sxm", "l40s", "l4", "mi300x", "mi325x",
+                "gaudi3", "arc-pro-b60"):
         assert "fp4" not in catalog.gpu(gid).peak_tflops, gid
 
 
