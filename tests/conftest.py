@@ -1,8 +1,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
+import typer.main
+import typer.testing
 
 from clusterwright.catalog.registry import Catalog, load_catalog
 from clusterwright.catalog.schema import ModelArch
@@ -11,6 +14,25 @@ from clusterwright.model.train_job import Job
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
+
+
+# typer's CliRunner.invoke(app, ...) rebuilds the click command tree from the Typer app on
+# every call (signatures, type hints of every command: 0.1-0.25 s a call here), which was
+# most of an in-process invocation's time and of the fuzz suite's. The tree is fixed at
+# import, so the tests build it once per app and reuse it; each invocation still parses
+# its arguments and runs its command afresh, as a `clusterwright` process does.
+_COMMANDS: dict[int, tuple[typer.Typer, Any]] = {}
+
+
+def _cached_command(app: typer.Typer) -> Any:
+    hit = _COMMANDS.get(id(app))
+    if hit is None or hit[0] is not app:
+        hit = _COMMANDS[id(app)] = (app, typer.main.get_command(app))
+    return hit[1]
+
+
+if hasattr(typer.testing, "_get_command"):  # typer's private name; without it, just slower
+    typer.testing._get_command = _cached_command
 
 
 @pytest.fixture(scope="session")
