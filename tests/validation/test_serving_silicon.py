@@ -326,19 +326,23 @@ def test_cli_json_on_a_small_file(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def shipped_result() -> ss.SiliconResult:
-    """The shipped table predicted once (the default catalog), for the command and the
-    engines' regimes: both read it whole (~10 s a prediction)."""
-    return ss.serving_silicon(cat=load_catalog())
+    """The shipped table predicted once with the packaged catalog, for the commands and the
+    engines' regimes that read it whole (~10 s a prediction)."""
+    return ss.serving_silicon(cat=load_catalog(env={}))
 
 
 def _shipped_once(shipped: ss.SiliconResult) -> Any:
-    """``serving_silicon`` that answers the shipped table with ``shipped``; any other file is
-    predicted as before."""
+    """``serving_silicon`` that answers what ``shipped`` was computed from (the shipped file,
+    the packaged catalog: ``load_catalog`` returns that very object when no user catalog is
+    set) with ``shipped``; anything else is predicted as before."""
     real = ss.serving_silicon
+    packaged = load_catalog(env={})
 
     def serving_silicon(path: str | Path | None = None,
                         cat: Any = None) -> ss.SiliconResult:
-        return shipped if path is None else real(path, cat)
+        if path is None and (cat if cat is not None else load_catalog()) is packaged:
+            return shipped
+        return real(path, cat)
 
     return serving_silicon
 
@@ -359,6 +363,23 @@ def test_the_shipped_table(shipped_result: ss.SiliconResult,
     ok = all(q["ttft_mape"] <= ss.TARGET and q["tpot_mape"] <= ss.TARGET for q in held)
     assert res.exit_code == (0 if ok else 1)
     assert all(x["skipped"] for x in p["rows"] if x["pred_ttft_ms"] is None)
+
+
+def test_validate_json_has_the_memory_table(shipped_result: ss.SiliconResult,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """``validate --json`` without --table: every table, and the serving-silicon summary
+    (here, not in tests/cli/test_validate_cmd.py, to share the shipped table's prediction)."""
+    monkeypatch.setattr("clusterwright.cli.validate_cmd.serving_silicon",
+                        _shipped_once(shipped_result))
+    r = cw("validate", "--json")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    tables = out["tables"]
+    assert "memory" in tables
+    for name, t in tables.items():
+        assert t["rows"] == len(t["per_row"]) > 0, name
+    # Without --table the serving-silicon summary comes along, and never fails the command.
+    assert out["serving_silicon"]["total"] == 3130
 
 
 @pytest.mark.slow
