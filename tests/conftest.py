@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,21 @@ def _cached_command(app: typer.Typer) -> Any:
 
 if hasattr(typer.testing, "_get_command"):  # typer's private name; without it, just slower
     typer.testing._get_command = _cached_command
+
+
+HEAVY_MARKS = ("slow", "browser", "netlab")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Files with a slow, browser or netlab test first, then the rest; within each, files with
+    more tests first (xdist's own order); tests keep their order within a file. pytest-xdist
+    hands out whole files in this order (``--no-loadscope-reorder``), so the long few-test
+    files start early and the two workers end on small files together."""
+    count = Counter(item.path for item in items)
+    heavy = {item.path for item in items
+             if any(item.get_closest_marker(m) for m in HEAVY_MARKS)}
+    first = {path: i for i, path in enumerate(dict.fromkeys(item.path for item in items))}
+    items.sort(key=lambda item: (item.path not in heavy, -count[item.path], first[item.path]))
 
 
 @pytest.fixture(scope="session")
