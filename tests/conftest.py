@@ -1,8 +1,12 @@
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
+import typer.main
+import typer.testing
 
 from clusterwright.catalog.registry import Catalog, load_catalog
 from clusterwright.catalog.schema import ModelArch
@@ -11,6 +15,40 @@ from clusterwright.model.train_job import Job
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
+
+
+# typer's CliRunner.invoke(app, ...) rebuilds the click command tree from the Typer app on
+# every call (signatures, type hints of every command: 0.1-0.25 s a call here), which was
+# most of an in-process invocation's time and of the fuzz suite's. The tree is fixed at
+# import, so the tests build it once per app and reuse it; each invocation still parses
+# its arguments and runs its command afresh, as a `clusterwright` process does.
+_COMMANDS: dict[int, tuple[typer.Typer, Any]] = {}
+
+
+def _cached_command(app: typer.Typer) -> Any:
+    hit = _COMMANDS.get(id(app))
+    if hit is None or hit[0] is not app:
+        hit = _COMMANDS[id(app)] = (app, typer.main.get_command(app))
+    return hit[1]
+
+
+if hasattr(typer.testing, "_get_command"):  # typer's private name; without it, just slower
+    typer.testing._get_command = _cached_command
+
+
+HEAVY_MARKS = ("slow", "browser", "netlab")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Files with a slow, browser or netlab test first, then the rest; within each, files with
+    more tests first (xdist's own order); tests keep their order within a file. pytest-xdist
+    hands out whole files in this order (``--no-loadscope-reorder``), so the long few-test
+    files start early and the two workers end on small files together."""
+    count = Counter(item.path for item in items)
+    heavy = {item.path for item in items
+             if any(item.get_closest_marker(m) for m in HEAVY_MARKS)}
+    first = {path: i for i, path in enumerate(dict.fromkeys(item.path for item in items))}
+    items.sort(key=lambda item: (item.path not in heavy, -count[item.path], first[item.path]))
 
 
 @pytest.fixture(scope="session")

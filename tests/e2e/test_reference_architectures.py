@@ -5,14 +5,16 @@ radix, the parallel-layout arithmetic (GPUs = dp x tp x pp x cp; replicas x tp),
 server sizes and power (racks x kW per rack >= the servers' nameplate), and what the scenario
 itself fixes (Meta's published Llama 3 layout).
 
-tests/test_examples.py pins the same examples to their checked-in blueprints (regressions);
-this file says whether those blueprints are right. Sources of the numbers below:
+The same plans are pinned to the checked-in blueprints here too (regressions:
+``test_example_blueprint_is_reproduced``), so each example is planned once per test process;
+the rest of this file says whether those blueprints are right. Sources of the numbers below:
 /work/shared/reference/network.md section 1.2 (DGX SuperPOD H100 and B200 RAs), and the
 Llama 3 paper (Grattafiori et al., arXiv 2407.21783, Table 4) for the 405B layout.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter
 from functools import cache
@@ -22,7 +24,7 @@ from typing import Any
 import pytest
 
 from clusterwright.catalog.registry import Catalog, load_catalog
-from clusterwright.design.blueprint import Blueprint
+from clusterwright.design.blueprint import SCHEMA_VERSION, Blueprint
 from clusterwright.design.bom import plan_fabric, summary
 from clusterwright.plan.scenario import plan_scenario
 from clusterwright.spec.fabric import FabricRequest
@@ -159,6 +161,71 @@ def test_fabric_tiers_follow_the_fat_tree_arithmetic(name: str) -> None:
     if fab["tiers"] <= 1:
         assert fab["spine_switches"] == 0 and fab["core_switches"] == 0
         assert links["leaf-spine"] == 0 and links["spine-core"] == 0
+
+
+# --------------------------------------------------------------------------- the blueprints
+
+# Planned again, each example gives its checked-in examples/<name>/blueprint.json: the same
+# decisions (GPU, server, nodes, switches per tier, layouts, replicas, feasibility) and the same
+# numbers within 0.1 %. A model or catalog change that moves them fails here; regenerate with
+# `clusterwright plan examples/<name>/scenario.yaml --out DIR` and copy DIR/blueprint.json
+# after checking the change is intended.
+REL = 1e-3
+
+
+def decisions(d: dict[str, Any]) -> dict[str, Any]:
+    r, fab = d["recommendation"], d["fabric"] or {}
+    out: dict[str, Any] = {
+        "feasible": d["feasible"],
+        "binding": [b["constraint"] for b in d["binding_constraints"]],
+        "choice": {k: r[k] for k in ("gpu", "server", "nodes", "gpus", "deployment")},
+        "alternatives": [(a["gpu"], a["feasible"]) for a in d["alternatives"]],
+        "fabric": {k: fab.get(k) for k in ("tiers", "switch", "leaf_switches",
+                                           "spine_switches", "core_switches", "links_by_tier")},
+        "racks": len(d["racks"]),
+        "risks": [(x["severity"], x["area"]) for x in d["risks"]],
+    }
+    for w in d["workloads"]:
+        keys = {"training": ("gpu", "gpus", "layout"),
+                "inference": ("gpu", "tp", "ep", "replicas", "gpus", "diurnal_gpus"),
+                "finetune": ("gpu", "gpus", "fits_window", "extra_gpus", "runs_on")}[w["kind"]]
+        out[w["name"]] = {k: w.get(k) for k in keys}
+    return out
+
+
+def numbers(d: dict[str, Any]) -> dict[str, float]:
+    r = d["recommendation"]
+    out = {f"recommendation.{k}": r[k] for k in (
+        "total_cost_usd", "capex_usd", "annual_opex_usd", "cloud_annual_cost_usd",
+        "breakeven_months")}
+    if d["power"]:
+        out["power.it_power_kw_typical"] = d["power"]["it_power_kw_typical"]
+        out["power.densest_rack_kw"] = d["power"]["densest_rack_kw"]
+    if d["reliability"]:
+        out["reliability.ettr"] = d["reliability"]["ettr"]
+        out["reliability.interruptions_per_day"] = d["reliability"][
+            "expected_interruptions_per_day"]
+    for w in d["workloads"]:
+        keys = {"training": ("step_time_s", "mfu", "time_to_train_days",
+                             "time_to_train_days_p50", "time_to_train_days_p90"),
+                "inference": ("qps_per_replica", "ttft_p99_s", "tpot_p99_s",
+                              "cost_per_million_tokens_usd"),
+                "finetune": ("gpu_hours", "hours")}[w["kind"]]
+        out |= {f"{w['name']}.{k}": w[k] for k in keys}
+    return {k: v for k, v in out.items() if v is not None}
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_example_blueprint_is_reproduced(name: str) -> None:
+    folder = ROOT / "examples" / name
+    shipped = json.loads((folder / "blueprint.json").read_text())
+    assert shipped["schema_version"] == SCHEMA_VERSION
+    fresh = json.loads(json.dumps(planned(name)[1]))
+    assert decisions(fresh) == decisions(shipped)
+    want, got = numbers(shipped), numbers(fresh)
+    assert set(got) == set(want)
+    off = {k: (got[k], want[k]) for k in want if got[k] != pytest.approx(want[k], rel=REL)}
+    assert not off, f"numbers moved more than {REL:.1%}: {off}"
 
 
 # --------------------------------------------------------------------------- one example each

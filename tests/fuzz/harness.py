@@ -2,20 +2,23 @@
 
 Every case must end within ``CASE_TIMEOUT_S`` with exit 0 or 2 (HTTP 2xx-4xx on the web), no
 traceback, and, on exit 2, a message. A case that is accepted must print finite, physically
-possible numbers. Cases that read files or could allocate run in a subprocess under a
-1 GiB address-space limit (``RLIMIT_AS``); the rest run in-process (milliseconds each), under
-an alarm.
+possible numbers. Cases that read files or could allocate run in a process of their own under
+a 1 GiB address-space limit (``RLIMIT_AS``), forked from a process that has the CLI imported
+(``zygote.py``); the rest run in-process (milliseconds each), under an alarm.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import math
 import os
-import resource
+import select
 import signal
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -93,26 +96,99 @@ def invoke(args: Sequence[str], timeout_s: float = CASE_TIMEOUT_S,
     return Outcome(list(args), r.exit_code, r.stdout, r.stderr, wall, exc)
 
 
-def _limits() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE_BYTES, ADDRESS_SPACE_BYTES))
+class _Zygote:
+    """One ``zygote.py`` process: it has imported the CLI and forks a child for each case."""
+
+    START_TIMEOUT_S = 120.0  # the interpreter and the CLI's imports on a loaded machine
+
+    def __init__(self) -> None:
+        # its own stderr: why it died, if it does (closed in close())
+        self.log = tempfile.TemporaryFile()  # noqa: SIM115
+        env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", "from tests.fuzz.zygote import serve; serve()"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, cwd=REPO, env=env)
+        if self._reply(self.START_TIMEOUT_S) != b"ready":
+            raise RuntimeError(f"the fuzz zygote did not start: {self._log()}")
+
+    def _log(self) -> str:
+        self.log.seek(0)
+        return self.log.read().decode("utf-8", "replace")[-3000:]
+
+    def _reply(self, timeout_s: float) -> bytes:
+        assert self.proc.stdout is not None
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout_s)
+        if not ready:
+            self.close()
+            raise RuntimeError(f"the fuzz zygote gave no answer in {timeout_s:.0f} s")
+        return self.proc.stdout.readline().strip()
+
+    def case(self, request: dict[str, Any]) -> dict[str, Any]:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(request).encode() + b"\n")
+        self.proc.stdin.flush()
+        line = self._reply(float(request["timeout"]) + 60.0)
+        if not line:
+            raise RuntimeError(f"the fuzz zygote died: {self._log()}")
+        reply: dict[str, Any] = json.loads(line)
+        return reply
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+        self.log.close()
+
+
+_idle: list[_Zygote] = []  # one per case running at once (test_files runs two)
+_idle_lock = threading.Lock()
+
+
+@atexit.register
+def _close_zygotes() -> None:
+    with _idle_lock:
+        while _idle:
+            _idle.pop().close()
 
 
 def run(args: Sequence[str], timeout_s: float = CASE_TIMEOUT_S, stdin: bytes | None = None,
         cwd: Path | None = None, env: dict[str, str] | None = None) -> Outcome:
-    """Run the CLI in a subprocess under a 1 GiB address-space limit and a wall-clock limit."""
-    full_env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
-                **(env or {})}
-    t0 = time.perf_counter()
-    try:
-        p = subprocess.run([*CLI, *args], input=stdin, capture_output=True, timeout=timeout_s,
-                           preexec_fn=_limits, cwd=cwd or REPO, env=full_env, check=False)
-    except subprocess.TimeoutExpired as exc:
-        out = (exc.stdout or b"").decode("utf-8", "replace")
-        err = (exc.stderr or b"").decode("utf-8", "replace")
-        return Outcome(list(args), -1, out, err, time.perf_counter() - t0,
+    """Run the CLI in a process of its own under a 1 GiB address-space limit and a wall-clock
+    limit: ``python -m clusterwright`` as a child forked after the imports (``zygote.py``)."""
+    with _idle_lock:
+        zygote = _idle.pop() if _idle else None
+    if zygote is None:
+        zygote = _Zygote()
+    with tempfile.TemporaryDirectory(prefix="cw-fuzz-") as d:
+        out, err, inp = Path(d, "stdout"), Path(d, "stderr"), Path(d, "stdin")
+        out.touch()
+        err.touch()
+        if stdin is not None:
+            inp.write_bytes(stdin)
+        request = {"args": list(args), "cwd": str(cwd or REPO), "env": env or {},
+                   "stdin": str(inp) if stdin is not None else None, "stdout": str(out),
+                   "stderr": str(err), "limit": ADDRESS_SPACE_BYTES, "timeout": timeout_s}
+        t0 = time.perf_counter()
+        try:
+            reply = zygote.case(request)
+        except BaseException:
+            zygote.close()
+            raise
+        wall = time.perf_counter() - t0
+        with _idle_lock:
+            _idle.append(zygote)
+        stdout = out.read_bytes().decode("utf-8", "replace")
+        stderr = err.read_bytes().decode("utf-8", "replace")
+    if reply["timed_out"]:
+        return Outcome(list(args), -1, stdout, stderr, wall,
                        CaseTimeoutError(f"still running after {timeout_s:.0f} s"))
-    return Outcome(list(args), p.returncode, p.stdout.decode("utf-8", "replace"),
-                   p.stderr.decode("utf-8", "replace"), time.perf_counter() - t0)
+    return Outcome(list(args), int(reply["returncode"]), stdout, stderr, wall)
 
 
 def problems(o: Outcome, must_refuse: bool = False) -> list[str]:

@@ -120,10 +120,15 @@ def test_a_count_published_as_zero_is_exact_only_when_predicted_zero() -> None:
     assert row(8, 6).error == pytest.approx(-0.25)
 
 
-def test_validate_cli_prints_the_fabric_table_and_includes_it_by_default() -> None:
+def test_validate_cli_prints_the_fabric_table_and_includes_it_by_default(
+        table: TableResult, monkeypatch: pytest.MonkeyPatch) -> None:
     runner = CliRunner()
     env = {"CLUSTERWRIGHT_CATALOG": None}
     assert "fabric" in TABLES
+    assert TABLES["fabric"] is fabric_table
+    # The command prints the table the fixture computed (the default catalog, as env gives
+    # the command) instead of planning the sixteen designs twice more.
+    monkeypatch.setitem(TABLES, "fabric", lambda: table)
     r = runner.invoke(app, ["validate", "--table", "fabric", "--json"], env=env)
     assert r.exit_code == 0, r.output
     t = json.loads(r.stdout)["tables"]["fabric"]

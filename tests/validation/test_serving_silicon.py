@@ -367,6 +367,29 @@ def test_cli_json_on_a_small_file(tmp_path: Path) -> None:
     assert p["total"] == 2 and p["covered"] == 2
 
 
+@pytest.fixture(scope="module")
+def shipped_result() -> ss.SiliconResult:
+    """The shipped table predicted once with the packaged catalog, for the commands and the
+    engines' regimes that read it whole (~10 s a prediction)."""
+    return ss.serving_silicon(cat=load_catalog(env={}))
+
+
+def _shipped_once(shipped: ss.SiliconResult) -> Any:
+    """``serving_silicon`` that answers what ``shipped`` was computed from (the shipped file,
+    the packaged catalog: ``load_catalog`` returns that very object when no user catalog is
+    set) with ``shipped``; anything else is predicted as before."""
+    real = ss.serving_silicon
+    packaged = load_catalog(env={})
+
+    def serving_silicon(path: str | Path | None = None,
+                        cat: Any = None) -> ss.SiliconResult:
+        if path is None and (cat if cat is not None else load_catalog()) is packaged:
+            return shipped
+        return real(path, cat)
+
+    return serving_silicon
+
+
 @pytest.mark.slow
 def test_aiconfigurator_0_12_rows_held_out_are_read_whole() -> None:
     # The 2,091 rows AIConfigurator 0.12.0's silicon sample adds to the shipped file (newer
@@ -387,9 +410,13 @@ def test_aiconfigurator_0_12_rows_held_out_are_read_whole() -> None:
     assert all("layout columns disagree" in x for x in reasons)
 
 
-def test_the_shipped_table() -> None:
+@pytest.mark.slow
+def test_the_shipped_table(shipped_result: ss.SiliconResult,
+                           monkeypatch: pytest.MonkeyPatch) -> None:
     """Coverage at least 95 %; the exit code says whether every partition of 10+ rows is
     within 20 % on both metrics."""
+    monkeypatch.setattr("clusterwright.cli.validate_cmd.serving_silicon",
+                        _shipped_once(shipped_result))
     res = cw("validate", "--table", "serving-silicon", "--json")
     assert res.exit_code in (0, 1), res.output
     p = json.loads(res.stdout)
@@ -401,10 +428,29 @@ def test_the_shipped_table() -> None:
     assert all(x["skipped"] for x in p["rows"] if x["pred_ttft_ms"] is None)
 
 
+def test_validate_json_has_the_memory_table(shipped_result: ss.SiliconResult,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """``validate --json`` without --table: every table, and the serving-silicon summary
+    (here, not in tests/cli/test_validate_cmd.py, to share the shipped table's prediction)."""
+    monkeypatch.setattr("clusterwright.cli.validate_cmd.serving_silicon",
+                        _shipped_once(shipped_result))
+    r = cw("validate", "--json")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    tables = out["tables"]
+    assert "memory" in tables
+    for name, t in tables.items():
+        assert t["rows"] == len(t["per_row"]) > 0, name
+    # Without --table the serving-silicon summary comes along, and never fails the command.
+    assert out["serving_silicon"]["total"] == 3130
+
+
 @pytest.mark.slow
-def test_engine_regimes_in_the_catalog_match_the_model() -> None:
+def test_engine_regimes_in_the_catalog_match_the_model(
+        shipped_result: ss.SiliconResult, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each engine's ``validated`` list is what the model scores now
     (``scripts/calibrate_serving_engines.py --regimes --write`` regenerates it)."""
+    monkeypatch.setattr(ss, "serving_silicon", _shipped_once(shipped_result))
     import importlib.util
     import sys
 
