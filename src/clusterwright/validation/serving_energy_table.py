@@ -25,7 +25,7 @@ from pathlib import Path
 from clusterwright.catalog.registry import Catalog, load_catalog
 from clusterwright.model.serving_power import ServingPower, serving_power
 from clusterwright.plan.energy import power_params
-from clusterwright.plan.serving_deployment import Role, step_model
+from clusterwright.plan.serving_deployment import Role, kv_capacity, step_model
 from clusterwright.plan.serving_engine import deployment, layout
 from clusterwright.validation.rows import (
     CsvRow,
@@ -80,6 +80,9 @@ def predict_row(cat: Catalog, r: Mapping[str, str]) -> Predicted:
     dep = deployment(cat, arch, gpu, engine, precision=prec, moe_quant=moe_quant,
                      agg=Role(par))
     step = step_model(cat, dep, par)
+    if kv_capacity(cat, dep, par, int(isl), int(osl)) < isl + 1:
+        raise NotCoveredError(f"the weights leave no room for one request's KV cache on tp {tp} "
+                              f"{gpu.id} ({prec} weights)")
     pt = serving_power(step, power_params(cat, gpu.id), batch, isl, osl)
     detail = (f"batch {batch:.0f}, {isl:.0f}+{osl:.0f} tokens, tp {tp} ep {ep}, {prec}"
               f"{'/' + moe_quant if moe_quant else ''}; tensor {100 * pt.tensor_busy:.0f} %, "
