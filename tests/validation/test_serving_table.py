@@ -103,6 +103,7 @@ def test_a_serving_row_the_model_cannot_predict_is_not_covered(
     ({"mode": "offline"}, "mode 'offline' is not one of"),
     ({"input_len": "1k"}, "input_len '1k' is not an integer"),
     ({"engine_options": "gqa_kv_reuse=maybe"}, "engine_options 'gqa_kv_reuse=maybe'"),
+    ({"engine_options": "foo=1"}, "engine_options 'foo=1' is rejected (foo: Extra inputs"),
     ({"unit": "tok/s"}, "unit 'tok/s' is not a unit of ttft"),
 ])
 def test_a_malformed_serving_row_names_the_line_and_column(

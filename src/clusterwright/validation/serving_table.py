@@ -108,7 +108,9 @@ def predict(cat: Catalog, r: Mapping[str, str]) -> tuple[float, str]:
     try:
         sv = stack.serving.model_validate({**stack.serving.model_dump(), **options})
     except ValidationError as e:
-        raise bad(r, "engine_options", f"is rejected: {e}") from e
+        why = "; ".join(f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']}"
+                        for err in e.errors())
+        raise bad(r, "engine_options", f"{r['engine_options']!r} is rejected ({why})") from None
     cat.entries["stacks"][stack.id] = stack.model_copy(update={"serving": sv})
     try:
         value, detail = _predict(cat, r)
