@@ -129,6 +129,7 @@ def _small(tmp_path: Path, *rows: dict[str, str] | str) -> TableResult:
     ({"gpu": "mi300x"}, "megatron-core-h100-2025 is calibrated for"),
     ({"precision": "fp4"}, "fp4"),
     ({"tp": "", "pp": "4", "dp": ""}, "partial layout"),
+    ({"tp": "3", "dp": "1", "n_gpus": "3"}, "tp 3 does not divide the 32 attention heads"),
 ])
 def test_a_row_the_model_cannot_predict_is_not_covered_with_the_reason(
         tmp_path: Path, changes: dict[str, str], reason: str) -> None:

@@ -307,6 +307,9 @@ def _train_row(cat: Catalog, r: Mapping[str, str]) -> TrainPrediction:
         shard = int(str(lay["shard"]))
         if str(lay["recompute"]) == "full":
             fixed["rc_frac"] = float(str(lay["recompute_share"]))  # type: ignore[assignment]
+    if arch.heads % fixed["tp"]:
+        raise NotCoveredError(f"tp {fixed['tp']} does not divide the {arch.heads} attention "
+                              f"heads of {arch.id}")
     search: list[str] = []
     for key, value in (("interleave", interleave), ("zero", zero), ("micro_batch", micro_batch)):
         if value is not None:
