@@ -109,6 +109,13 @@ def rows(repo: Path) -> list[dict[str, object]]:
                            f"{path} (vLLM 0.11.1, Zeus/NVML GPU power)"),
             })
             assert tp in (1, n), f"{path}: tp {tp} on {n} GPUs"
+    # A task file may hold the same configuration measured twice (Qwen3-30B-A3B on 2 x H100):
+    # the second measurement gets its own id, in the file's order.
+    seen: dict[object, int] = {}
+    for r in out:
+        seen[r["id"]] = seen.get(r["id"], 0) + 1
+        if seen[r["id"]] > 1:
+            r["id"] = f"{r['id']}@run{seen[r['id']]}"
     return out
 
 

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 from typer.testing import CliRunner, Result
 
 from clusterwright.cli.main import app
+from clusterwright.validation.power_table import power_table
+from clusterwright.validation.tables import TABLES
+from tests.cli.helpers import json_ok, user_error
+from tests.validation import csvrows
 
 runner = CliRunner()
 
@@ -72,3 +77,34 @@ def test_unknown_table_exits_2_naming_the_flag_and_the_tables() -> None:
     assert "--table" in r.stderr
     assert "'nope'" in r.stderr
     assert "memory" in r.stderr
+
+
+def _power_file(tmp_path: Path, **changes: str) -> Path:
+    _, rows = csvrows.shipped("power.csv")
+    base = rows["dgx_b200_su_32_nodes"]
+    return csvrows.write(tmp_path / "p.csv", "power.csv", base, csvrows.like(base, **changes))
+
+
+def test_a_row_the_model_cannot_predict_is_reported_and_the_others_still_print(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    p = _power_file(tmp_path, server="hgx-h20")
+    monkeypatch.setitem(TABLES, "power", lambda: power_table(path=p))
+    out = json_ok(cw("validate", "--table", "power", "--json"))["tables"]["power"]
+    assert [x["id"] for x in out["per_row"]] == ["dgx_b200_su_32_nodes"]
+    assert out["not_covered_rows"] == 1
+    (nc,) = out["not_covered"]
+    assert nc["id"] == "dgx_b200_su_32_nodes_new" and nc["line"] == 3 and nc["set"] == "dev"
+    assert "unknown server id 'hgx-h20'" in nc["reason"]
+    r = cw("validate", "--table", "power")
+    assert r.exit_code == 0, r.output
+    assert "dgx_b200_su_32_nodes" in r.stdout
+    assert "not covered (1 rows" in r.stdout and "hgx-h20" in r.stdout
+    assert "power: 1 development rows" in r.stdout
+
+
+def test_a_malformed_row_exits_2_naming_the_line_and_column(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    p = _power_file(tmp_path, nodes="32 nodes")
+    monkeypatch.setitem(TABLES, "power", lambda: power_table(path=p))
+    err = user_error(cw("validate", "--table", "power", "--json"))
+    assert "p.csv line 3, row dgx_b200_su_32_nodes_new: nodes '32 nodes' is not an integer" in err

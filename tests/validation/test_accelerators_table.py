@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from clusterwright.errors import InputError
 from clusterwright.validation.accelerators_table import accelerators_table, coverage
 from clusterwright.validation.multisite_table import multisite_table
 from clusterwright.validation.rows import mape
+from tests.validation import csvrows
 
 
 @pytest.fixture(scope="module")
@@ -145,3 +149,23 @@ def test_gaudi3_rows_are_held_out_on_the_prior_stack(acc) -> None:  # type: igno
     assert len(rows) >= 3
     assert {(r.group, r.set) for r in rows} == {("gaudi-2024", "held-out")}
     assert all(r.error < 0 for r in rows), [(r.id, round(r.error, 3)) for r in rows]
+
+
+V6E = "trillium_llama3.1-8b_bf16_8"
+
+
+def test_a_new_accelerator_is_not_covered_and_the_other_rows_predict(tmp_path: Path) -> None:
+    _, rows = csvrows.shipped("accelerators.csv")
+    t = accelerators_table(csvrows.write(tmp_path / "a.csv", "accelerators.csv", V6E,
+                                         csvrows.like(rows[V6E], gpu="a10g")))
+    assert [r.id for r in t.rows] == [V6E]
+    (nc,) = t.not_covered
+    assert nc.line == 3 and "unknown GPU id 'a10g'" in nc.reason
+
+
+def test_a_malformed_accelerator_row_names_the_line_and_column(tmp_path: Path) -> None:
+    _, rows = csvrows.shipped("accelerators.csv")
+    with pytest.raises(InputError, match=r"a\.csv line 3, row .*: value '120 TFLOP/s' is not "
+                       "a number"):
+        accelerators_table(csvrows.write(tmp_path / "a.csv", "accelerators.csv", V6E,
+                                         csvrows.like(rows[V6E], value="120 TFLOP/s")))

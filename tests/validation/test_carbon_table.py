@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from clusterwright.errors import InputError
 from clusterwright.validation.carbon_table import carbon_table
 from clusterwright.validation.tables import TABLES
+from tests.validation import csvrows
 
 
 def test_published_footprints_are_reproduced() -> None:
@@ -48,3 +52,31 @@ def test_validate_prints_the_table_with_a_development_mape() -> None:
     r = CliRunner().invoke(app, ["validate", "--table", "carbon"])
     assert r.exit_code == 0, r.output
     assert "carbon: 10 development rows" in r.output
+
+
+CARD = "llama2_7b_location_t"
+
+
+@pytest.mark.parametrize("changes, reason", [
+    ({"gpu": "h20"}, "unknown GPU id 'h20'"),
+    ({"region": "norway"}, "norway"),
+    ({"year": "2031"}, "not 2031"),
+])
+def test_a_carbon_row_the_catalog_lacks_is_not_covered(
+        tmp_path: Path, changes: dict[str, str], reason: str) -> None:
+    _, rows = csvrows.shipped("carbon.csv")
+    t = carbon_table(path=csvrows.write(tmp_path / "c.csv", "carbon.csv", CARD,
+                                        csvrows.like(rows[CARD], **changes)))
+    assert [r.id for r in t.rows] == [CARD]
+    (nc,) = t.not_covered
+    assert nc.line == 3 and reason in nc.reason, nc.reason
+
+
+def test_a_malformed_carbon_row_names_the_line_and_column(tmp_path: Path) -> None:
+    _, rows = csvrows.shipped("carbon.csv")
+    for changes, message in (({"gpu_hours": "1.46M"}, "gpu_hours '1.46M' is not a number"),
+                             ({"year": "FY22"}, "year 'FY22' is not an integer")):
+        with pytest.raises(InputError) as exc:
+            carbon_table(path=csvrows.write(tmp_path / "c.csv", "carbon.csv", CARD,
+                                            csvrows.like(rows[CARD], **changes)))
+        assert f"c.csv line 3, row {CARD}_new: {message}" in str(exc.value)

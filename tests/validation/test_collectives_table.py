@@ -4,9 +4,12 @@ statistics within 5 %, per row."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
+from clusterwright.errors import InputError
 from clusterwright.validation.collectives_table import (
     BUSBW_TOLERANCE,
     ECMP_TOLERANCE,
@@ -14,6 +17,7 @@ from clusterwright.validation.collectives_table import (
 )
 from clusterwright.validation.rows import Row, TableResult, read_csv
 from clusterwright.validation.tables import TABLES
+from tests.validation import csvrows
 
 ECMP_PREFIXES = ("ecmp_mc_", "ecmp_8f_")
 
@@ -117,3 +121,28 @@ def test_table_is_registered_for_validate() -> None:
 def test_table_mape_within_its_tolerance(table: TableResult) -> None:
     print(f"MAPE {100 * table.mape:.2f}%, max |error| {100 * table.max_abs_error:.2f}%")
     assert table.mape <= table.tolerance
+
+
+RING = "h100_nvlink_ring_busbw"
+
+
+def test_rows_without_a_simulator_setup_are_not_covered_with_the_reason(tmp_path: Path) -> None:
+    _, rows = csvrows.shipped("collectives.csv")
+    new = csvrows.like(rows[RING], id="a100_nvlink_ring_busbw", system="HGX A100 8-GPU")
+    t = collectives_table(csvrows.write(tmp_path / "c.csv", "collectives.csv", RING, new,
+                                        "simai_const_nvlink_h100"))
+    assert [r.id for r in t.rows] == [RING]
+    anchor, constant = t.not_covered
+    assert (anchor.id, anchor.line) == ("a100_nvlink_ring_busbw", 3)
+    assert "no simulator setup" in anchor.reason
+    assert constant.line == 4 and "not a measurement" in constant.reason
+
+
+def test_a_malformed_collectives_row_names_the_line_and_column(tmp_path: Path) -> None:
+    _, rows = csvrows.shipped("collectives.csv")
+    for changes, message in (({"value": "~370"}, "value '~370' is not a number"),
+                             ({"kind": "busbw_curve"}, "kind 'busbw_curve' is not one of")):
+        with pytest.raises(InputError) as exc:
+            collectives_table(csvrows.write(tmp_path / "c.csv", "collectives.csv", RING,
+                                            csvrows.like(rows[RING], **changes)))
+        assert f"c.csv line 3, row {RING}_new: {message}" in str(exc.value)

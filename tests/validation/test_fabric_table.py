@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import csv
 import json
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from clusterwright.cli.main import app
+from clusterwright.errors import InputError
 from clusterwright.validation.fabric_table import CountRow, fabric_table
 from clusterwright.validation.rows import TableResult, data_dir
 from clusterwright.validation.tables import TABLES
+from tests.validation import csvrows
 
 QUANTITIES = {
     "leaf_switches",
@@ -137,3 +140,23 @@ def test_validate_cli_prints_the_fabric_table_and_includes_it_by_default(
     r = runner.invoke(app, ["validate", "--table", "fabric"], env=env)
     assert r.exit_code == 0, r.output
     assert f"fabric: {t['rows']} development rows, MAPE 0.00%" in r.stdout
+
+
+SU2 = "superpod_b200_2su"
+
+
+def test_a_server_the_catalog_lacks_is_not_covered(tmp_path: Path) -> None:
+    _, rows = csvrows.shipped("fabric.csv")
+    t = fabric_table(csvrows.write(tmp_path / "f.csv", "fabric.csv", SU2,
+                                   csvrows.like(rows[SU2], server_id="dgx-h20")))
+    assert {r.id.split(".")[0] for r in t.rows} == {SU2}
+    (nc,) = t.not_covered
+    assert nc.line == 3 and "dgx-h20" in nc.reason
+
+
+def test_a_malformed_count_names_the_line_and_column(tmp_path: Path) -> None:
+    _, rows = csvrows.shipped("fabric.csv")
+    with pytest.raises(InputError, match=r"f\.csv line 3, row .*: leaf 'sixteen' is not an "
+                       "integer"):
+        fabric_table(csvrows.write(tmp_path / "f.csv", "fabric.csv", SU2,
+                                   csvrows.like(rows[SU2], leaf="sixteen")))

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import csv
+from pathlib import Path
 
 import pytest
 
+from clusterwright.errors import InputError
 from clusterwright.validation.power_table import power_table
 from clusterwright.validation.rows import TableResult, data_dir
 from clusterwright.validation.tables import TABLES
+from tests.validation import csvrows
 
 
 @pytest.fixture(scope="module")
@@ -41,3 +44,41 @@ def test_every_row_cites_its_source() -> None:
     assert len(rows) >= 4
     for r in rows:
         assert len(r["source"]) > 20 and r["verify"] in {"V", "S", "M", "D"}
+
+
+SU = "dgx_b200_su_32_nodes"
+
+
+def test_a_server_the_catalog_lacks_is_not_covered(tmp_path: Path) -> None:
+    _, rows = csvrows.shipped("power.csv")
+    t = power_table(path=csvrows.write(tmp_path / "p.csv", "power.csv", SU,
+                                       csvrows.like(rows[SU], server="hgx-h20")))
+    assert [r.id for r in t.rows] == [SU]
+    (nc,) = t.not_covered
+    assert nc.line == 3 and "unknown server id 'hgx-h20'" in nc.reason
+
+
+def test_power_in_watts_is_compared_in_watts(tmp_path: Path) -> None:
+    _, rows = csvrows.shipped("power.csv")
+    row = rows["dgx_h100_typical_under_load"]
+    w = csvrows.like(row, unit="W", value="7500")
+    kw, in_w = power_table(path=csvrows.write(tmp_path / "p.csv", "power.csv", row, w)).rows
+    assert in_w.predicted == pytest.approx(1e3 * kw.predicted)
+    assert in_w.error == pytest.approx(kw.error)
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"nodes": "32 nodes"}, "nodes '32 nodes' is not an integer"),
+    ({"quantity": "rack_kw"}, "quantity 'rack_kw' is not one of"),
+    ({"value": "~458"}, "value '~458' is not a number"),
+    ({"set": "test"}, "set 'test' is not dev or held-out"),
+    ({"unit": "kWh"}, "unit 'kWh' is not a unit of servers_nameplate_kw (kW or another power "
+                      "unit)"),
+])
+def test_a_malformed_power_row_names_the_line_and_column(
+        tmp_path: Path, changes: dict[str, str], message: str) -> None:
+    _, rows = csvrows.shipped("power.csv")
+    with pytest.raises(InputError) as exc:
+        power_table(path=csvrows.write(tmp_path / "p.csv", "power.csv", SU,
+                                       csvrows.like(rows[SU], **changes)))
+    assert f"p.csv line 3, row {SU}_new: {message}" in str(exc.value)

@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import csv
 import json
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from clusterwright.catalog.registry import Catalog
 from clusterwright.cli.main import app
+from clusterwright.errors import InputError
 from clusterwright.validation.reliability_table import LLAMA3_FABRIC_LINKS, reliability_table
 from clusterwright.validation.rows import TableResult, data_dir
 from clusterwright.validation.tables import TABLES
 from tests.conftest import SHARED_DATA
+from tests.validation import csvrows
 
 
 @pytest.fixture(scope="module")
@@ -102,3 +105,30 @@ def test_validate_cli_runs_the_table() -> None:
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)["tables"]["reliability"]
     assert d["held_out_rows"] >= 3 and d["mape"] < 0.05
+
+
+MTTF = "kokolis_rsc_mttf_8gpus"
+
+
+@pytest.mark.parametrize("base, changes, reason", [
+    (MTTF, {"gpu": "h20"}, "unknown GPU id 'h20'"),
+    ("llama3_t5_faulty_gpu", {"failure_mode": "psu"}, "no failure mode 'psu'"),
+])
+def test_a_reliability_row_the_catalog_lacks_is_not_covered(
+        tmp_path: Path, base: str, changes: dict[str, str], reason: str) -> None:
+    _, rows = csvrows.shipped("reliability.csv")
+    t = reliability_table(path=csvrows.write(tmp_path / "r.csv", "reliability.csv", base,
+                                             csvrows.like(rows[base], **changes)))
+    assert [r.id for r in t.rows] == [base]
+    (nc,) = t.not_covered
+    assert nc.line == 3 and reason in nc.reason, nc.reason
+
+
+def test_a_malformed_reliability_row_names_the_line_and_column(tmp_path: Path) -> None:
+    _, rows = csvrows.shipped("reliability.csv")
+    for changes, message in (({"quantity": "mtbf_days"}, "quantity 'mtbf_days' is not one of"),
+                             ({"value": "~148"}, "value '~148' is not a number")):
+        with pytest.raises(InputError) as exc:
+            reliability_table(path=csvrows.write(tmp_path / "r.csv", "reliability.csv", MTTF,
+                                                 csvrows.like(rows[MTTF], **changes)))
+        assert f"r.csv line 3, row {MTTF}_new: {message}" in str(exc.value)

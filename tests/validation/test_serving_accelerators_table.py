@@ -4,14 +4,17 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
+from clusterwright.errors import InputError
 from clusterwright.validation.rows import mape
 from clusterwright.validation.serving_accelerators_table import (
     coverage,
     serving_accelerators_table,
 )
+from tests.validation import csvrows
 
 
 @pytest.fixture(scope="module")
@@ -62,3 +65,34 @@ def test_tpu_ttft_is_the_named_miss(tab) -> None:  # type: ignore[no-untyped-def
 def test_batch_latency_is_ttft_plus_decode_steps(tab) -> None:  # type: ignore[no-untyped-def]
     r = next(x for x in tab.rows if x.quantity == "batch_latency_s")
     assert "TTFT +" in r.detail and "x TPOT" in r.detail
+
+
+GAUDI = "intel_sw118_llama-31-8b_fp8_gaudi3_tp1_128_128_bs1536"
+
+
+@pytest.mark.parametrize("changes, reason", [
+    ({"gpu": "mi250x"}, "unknown GPU id 'mi250x'"),
+    ({"engine": "tgi"}, "engine: 'tgi' is not one of"),
+    ({"model": "gemma-2-27b"}, "unknown model id 'gemma-2-27b'"),
+])
+def test_a_serving_row_on_a_part_the_catalog_lacks_is_not_covered(
+        tmp_path: Path, changes: dict[str, str], reason: str) -> None:
+    _, rows = csvrows.shipped("serving_accelerators.csv")
+    t = serving_accelerators_table(path=csvrows.write(
+        tmp_path / "s.csv", "serving_accelerators.csv", GAUDI,
+        csvrows.like(rows[GAUDI], **changes)))
+    assert [r.id for r in t.rows] == [GAUDI]
+    (nc,) = t.not_covered
+    assert nc.line == 3 and nc.set == "held-out" and reason in nc.reason, nc.reason
+
+
+def test_a_malformed_serving_accelerators_row_names_the_line_and_column(tmp_path: Path) -> None:
+    _, rows = csvrows.shipped("serving_accelerators.csv")
+    for changes, message in (({"concurrency": "64 clients"},
+                              "concurrency '64 clients' is not an integer"),
+                             ({"metric": "e2e_ms"}, "metric 'e2e_ms' is not one of")):
+        with pytest.raises(InputError) as exc:
+            serving_accelerators_table(path=csvrows.write(
+                tmp_path / "s.csv", "serving_accelerators.csv", GAUDI,
+                csvrows.like(rows[GAUDI], **changes)))
+        assert f"s.csv line 3, row {GAUDI}_new: {message}" in str(exc.value)

@@ -4,11 +4,15 @@ only, and the held-out power stays within a stated bound."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from clusterwright.errors import InputError
 from clusterwright.validation.rows import mape
 from clusterwright.validation.serving_energy_table import serving_energy_table
 from clusterwright.validation.tables import TABLES
+from tests.validation import csvrows
 
 
 @pytest.fixture(scope="module")
@@ -37,3 +41,32 @@ def test_power_mape_dev_and_held_out(table) -> None:  # type: ignore[no-untyped-
 
 def test_table_within_its_tolerance(table) -> None:  # type: ignore[no-untyped-def]
     assert table.mape <= table.tolerance
+
+
+B200 = "Llama-3.1-8B-Instruct@lm-arena-chat@b200x1@seqs8"
+
+
+@pytest.mark.parametrize("changes, reason", [
+    ({"model": "gemma-3-27b"}, "unknown model id 'gemma-3-27b'"),
+    ({"gpu": "a10g"}, "unknown GPU id 'a10g'"),
+    ({"dp": "2"}, "attention data parallelism"),
+    ({"model": "llama-3.1-405b"}, "the weights leave no room"),  # was predicted, 25x off
+])
+def test_a_configuration_the_model_cannot_predict_is_not_covered(
+        tmp_path: Path, changes: dict[str, str], reason: str) -> None:
+    _, rows = csvrows.shipped("serving_energy.csv")
+    t = serving_energy_table(path=csvrows.write(tmp_path / "e.csv", "serving_energy.csv", B200,
+                                                csvrows.like(rows[B200], **changes)))
+    assert {r.id.split(":")[0] for r in t.rows} == {B200}
+    (nc,) = t.not_covered
+    assert nc.line == 3 and reason in nc.reason, nc.reason
+
+
+def test_a_malformed_energy_row_names_the_line_and_column(tmp_path: Path) -> None:
+    _, rows = csvrows.shipped("serving_energy.csv")
+    for changes, message in (({"avg_batch_size": "n/a"}, "avg_batch_size 'n/a' is not a number"),
+                             ({"precision": "nvfp4"}, "precision 'nvfp4' is not one of")):
+        with pytest.raises(InputError) as exc:
+            serving_energy_table(path=csvrows.write(tmp_path / "e.csv", "serving_energy.csv",
+                                                    B200, csvrows.like(rows[B200], **changes)))
+        assert f"e.csv line 3, row {B200}_new: {message}" in str(exc.value)

@@ -4,11 +4,14 @@ request-level simulator, held to the issue's targets."""
 from __future__ import annotations
 
 import csv
+from pathlib import Path
 
 import pytest
 
+from clusterwright.errors import InputError
 from clusterwright.validation.rows import TableResult, data_dir
 from clusterwright.validation.serving_table import serving_table
+from tests.validation import csvrows
 
 
 @pytest.fixture(scope="module")
@@ -75,3 +78,46 @@ def test_bad_engine_options_name_the_row() -> None:
         row = next(r for r in csv.DictReader(fh) if r["engine_options"])
     with pytest.raises(InputError, match=row["id"]):
         predict(load_catalog(), dict(row, engine_options="no_such_option=1"))
+
+
+PREFILL = "trtllm_a100_llama7b_bs1_prefill_128"
+
+
+@pytest.mark.parametrize("changes, reason", [
+    ({"gpu": "h20"}, "unknown GPU id 'h20'"),
+    ({"model": "falcon-180b"}, "falcon-180b"),
+    ({"tp": "16"}, "tp"),
+])
+def test_a_serving_row_the_model_cannot_predict_is_not_covered(
+        tmp_path: Path, changes: dict[str, str], reason: str) -> None:
+    _, rows = csvrows.shipped("serving.csv")
+    t = serving_table(path=csvrows.write(tmp_path / "s.csv", "serving.csv", PREFILL,
+                                         csvrows.like(rows[PREFILL], **changes)))
+    assert [r.id for r in t.rows] == [PREFILL]
+    (nc,) = t.not_covered
+    assert nc.line == 3 and reason in nc.reason, nc.reason
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"metric": "itl"}, "metric 'itl' is not one of ttft"),
+    ({"mode": "offline"}, "mode 'offline' is not one of"),
+    ({"input_len": "1k"}, "input_len '1k' is not an integer"),
+    ({"engine_options": "gqa_kv_reuse=maybe"}, "engine_options 'gqa_kv_reuse=maybe'"),
+    ({"engine_options": "foo=1"}, "engine_options 'foo=1' is rejected (foo: Extra inputs"),
+    ({"unit": "tok/s"}, "unit 'tok/s' is not a unit of ttft"),
+])
+def test_a_malformed_serving_row_names_the_line_and_column(
+        tmp_path: Path, changes: dict[str, str], message: str) -> None:
+    _, rows = csvrows.shipped("serving.csv")
+    with pytest.raises(InputError) as exc:
+        serving_table(path=csvrows.write(tmp_path / "s.csv", "serving.csv", PREFILL,
+                                         csvrows.like(rows[PREFILL], **changes)))
+    assert f"s.csv line 3, row {PREFILL}_new: {message}" in str(exc.value)
+
+
+def test_a_ttft_in_seconds_is_compared_in_seconds(tmp_path: Path) -> None:
+    _, rows = csvrows.shipped("serving.csv")
+    row = rows[PREFILL]
+    s = csvrows.like(row, unit="s", value=str(float(row["value"]) / 1e3))
+    ms, in_s = serving_table(path=csvrows.write(tmp_path / "s.csv", "serving.csv", row, s)).rows
+    assert in_s.predicted == pytest.approx(ms.predicted / 1e3)

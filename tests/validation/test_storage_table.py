@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from clusterwright.errors import InputError
 from clusterwright.validation.rows import TableResult
 from clusterwright.validation.storage_table import storage_table
 from clusterwright.validation.tables import TABLES
+from tests.validation import csvrows
 
 
 @pytest.fixture(scope="module")
@@ -66,3 +70,31 @@ def test_local_drives_are_predicted_from_their_datasheets(table: TableResult) ->
     assert all("micron-" in r.detail and "bandwidth-bound" in r.detail for r in micron)
     # ResNet-50 (large TFRecord files) lands within 10 % on all three drives.
     assert all(abs(r.error) < 0.10 for r in micron if "resnet50" in r.id)
+
+
+CKPT = "mlps20_ckpt_llama3_8b"
+THROUGHPUT = "mlps10_ddn_ai400x2t_24x14tib_nvme_8xndr200_16clients_cosmoflow_h100_64"
+
+
+@pytest.mark.parametrize("base, changes, reason", [
+    (CKPT, {"model": "falcon-180b"}, "unknown model id 'falcon-180b'"),
+    (THROUGHPUT, {"accelerator": "b200"}, "no MLPerf Storage workload 'cosmoflow' on 'b200'"),
+])
+def test_a_storage_row_the_model_cannot_predict_is_not_covered(
+        tmp_path: Path, base: str, changes: dict[str, str], reason: str) -> None:
+    _, rows = csvrows.shipped("storage.csv")
+    t = storage_table(path=csvrows.write(tmp_path / "s.csv", "storage.csv", base,
+                                         csvrows.like(rows[base], **changes)))
+    assert [r.id for r in t.rows] == [base]
+    (nc,) = t.not_covered
+    assert nc.line == 3 and reason in nc.reason, nc.reason
+
+
+def test_a_malformed_storage_row_names_the_line_and_column(tmp_path: Path) -> None:
+    _, rows = csvrows.shipped("storage.csv")
+    for changes, message in (({"fp32_master": "No"}, "fp32_master 'No' is not one of yes, no"),
+                             ({"unit": "GB/s"}, "unit 'GB/s' is not a unit of checkpoint_gib")):
+        with pytest.raises(InputError) as exc:
+            storage_table(path=csvrows.write(tmp_path / "s.csv", "storage.csv", CKPT,
+                                             csvrows.like(rows[CKPT], **changes)))
+        assert f"s.csv line 3, row {CKPT}_new: {message}" in str(exc.value)

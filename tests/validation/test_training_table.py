@@ -10,11 +10,14 @@ reported but never held to the target.
 from __future__ import annotations
 
 import csv
+from pathlib import Path
 
 import pytest
 
+from clusterwright.errors import InputError
 from clusterwright.validation.rows import TableResult, data_dir
 from clusterwright.validation.training_table import training_table
+from tests.validation import csvrows
 
 ROW_TARGET = 0.15
 MAPE_TARGET = 0.08
@@ -109,3 +112,75 @@ def test_dev_rows_are_predicted_with_layouts_that_fit_in_memory(table: TableResu
     for r in table.dev_rows:
         assert r.detail, r.id
         assert "does not fit" not in r.detail, f"{r.id}: {r.detail}"
+
+
+# Rows a new published measurement could bring, in a small file of training.csv's format.
+H100 = "nemo_25_11_h100-sxm_llama-3-8b_fp8-cs_8"
+
+
+def _small(tmp_path: Path, *rows: dict[str, str] | str) -> TableResult:
+    return training_table(path=csvrows.write(tmp_path / "t.csv", "training.csv", H100, *rows))
+
+
+@pytest.mark.parametrize("changes, reason", [
+    ({"gpu": "h20"}, "unknown GPU id 'h20'"),
+    ({"model": "falcon-180b"}, "unknown model id 'falcon-180b'"),
+    ({"stack": "megatron-core-h100-2027"}, "unknown stack id"),
+    ({"gpu": "mi300x"}, "megatron-core-h100-2025 is calibrated for"),
+    ({"precision": "fp4"}, "fp4"),
+    ({"tp": "", "pp": "4", "dp": ""}, "partial layout"),
+    ({"tp": "3", "dp": "1", "n_gpus": "3"}, "tp 3 does not divide the 32 attention heads"),
+])
+def test_a_row_the_model_cannot_predict_is_not_covered_with_the_reason(
+        tmp_path: Path, changes: dict[str, str], reason: str) -> None:
+    _, rows = csvrows.shipped("training.csv")
+    t = _small(tmp_path, csvrows.like(rows[H100], **changes))
+    assert [r.id for r in t.rows] == [H100]  # the other row still predicts
+    (nc,) = t.not_covered
+    assert nc.id == H100 + "_new" and nc.line == 3 and nc.set == "dev"
+    assert reason in nc.reason, nc.reason
+
+
+def test_an_empty_layout_is_searched_and_the_rows_metric_is_predicted(tmp_path: Path) -> None:
+    _, rows = csvrows.shipped("training.csv")
+    empty = {k: "" for k in ("tp", "pp", "dp", "cp", "ep", "interleave", "micro_batch",
+                             "recompute", "sequence_parallel", "zero")}
+    t = _small(tmp_path, csvrows.like(rows[H100], **empty))
+    assert not t.not_covered
+    given, searched = t.rows
+    assert searched.detail.startswith("plan: tp")
+    # tokens/s per GPU, not a training time: within a factor of the published layout's
+    assert 0.5 < searched.predicted / given.predicted < 2.0
+
+
+def test_a_time_in_another_unit_is_compared_in_that_unit(tmp_path: Path) -> None:
+    _, rows = csvrows.shipped("training.csv")
+    row = rows["korthikanti22_t5_22b_full"]
+    ms = csvrows.like(row, value=str(1000 * float(row["value"])), unit="ms")
+    t = training_table(path=csvrows.write(tmp_path / "t.csv", "training.csv", row, ms))
+    s, in_ms = t.rows
+    assert in_ms.unit == "ms"
+    assert in_ms.predicted == pytest.approx(1000 * s.predicted)
+    assert in_ms.error == pytest.approx(s.error)
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"value": "~137"}, "line 3, row {id}: value '~137' is not a number"),
+    ({"tp": "two"}, "line 3, row {id}: tp 'two' is not an integer"),
+    ({"metric": "samples_per_s"}, "metric 'samples_per_s' is not one of"),
+    ({"precision": "fp6"}, "precision 'fp6' is not one of"),
+    ({"set": "calibration"}, "set 'calibration' is not dev or held-out"),
+    ({"set": ""}, "set '' is not dev or held-out"),
+    ({"unit": "TFLOP/s"}, "unit 'TFLOP/s' is not a unit of tokens_per_s_per_gpu"),
+    ({"n_gpus": "16"}, "n_gpus 16 is not tp x pp x dp x cp = 8"),
+    ({"recompute": "attention_only"}, "recompute 'attention_only' is not a recompute mode"),
+    ({"id": H100}, f"id '{H100}' repeats line 2"),
+])
+def test_a_malformed_value_names_the_file_line_and_column(
+        tmp_path: Path, changes: dict[str, str], message: str) -> None:
+    _, rows = csvrows.shipped("training.csv")
+    bad = csvrows.like(rows[H100], **changes)
+    with pytest.raises(InputError) as exc:
+        _small(tmp_path, bad)
+    assert f"{tmp_path / 't.csv'} " in str(exc.value)
+    assert message.format(id=bad["id"]) in str(exc.value)

@@ -30,6 +30,10 @@ def _payload(r: TableResult) -> dict[str, Any]:
         "tolerance": r.tolerance,
         "held_out_rows": len(r.held_out_rows),
         "held_out_mape": r.held_out_mape,
+        # Well-formed rows the model cannot predict, with the reason; in no MAPE.
+        "not_covered_rows": len(r.not_covered),
+        "not_covered": [{"id": x.id, "line": x.line, "set": x.set, "reason": x.reason}
+                        for x in r.not_covered],
         "per_row": [
             {
                 "id": x.id,
@@ -99,6 +103,22 @@ def _print_groups(r: TableResult) -> None:
         t.add_row(name, rows[0].set, str(len(rows)), f"{100 * mape:.1f}%",
                   f"{100 * worst.error:+.1f}%", worst.id.split("@")[-1], rows[0].detail)
     console.print(t)
+
+
+NOT_COVERED_SHOWN = 20  # rows listed one by one; the rest are counted (all are in --json)
+
+
+def _print_not_covered(r: TableResult) -> None:
+    """Each row the model cannot predict, with its line in the CSV and the reason."""
+    if r.not_covered:
+        console.print(f"  not covered ({len(r.not_covered)} rows of {r.file}, in no MAPE):",
+                      markup=False, highlight=False)
+    for x in r.not_covered[:NOT_COVERED_SHOWN]:
+        console.print(f"    {x.id} (line {x.line}, {x.set}): {x.reason}", markup=False,
+                      highlight=False)
+    more = len(r.not_covered) - NOT_COVERED_SHOWN
+    if more > 0:
+        console.print(f"    ... and {more} more (see --json)")
 
 
 def _pct(x: float | None) -> str:
@@ -216,6 +236,7 @@ def validate(
             if r.held_out_mape is not None
             else ""
         )
+        _print_not_covered(r)
         if r.name == "accelerators":
             from clusterwright.validation.accelerators_table import coverage
 

@@ -28,32 +28,54 @@ predicts a measurement). No catalog number was set from any of these figures.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from pathlib import Path
+
 from clusterwright.catalog.registry import Catalog, load_catalog
-from clusterwright.errors import InputError
 from clusterwright.model import energy as en
 from clusterwright.plan.energy import embodied, grid, per_gpu_kw
-from clusterwright.validation.rows import Row, TableResult, read_csv
+from clusterwright.validation.rows import (
+    CsvRow,
+    Row,
+    TableResult,
+    choice,
+    integer,
+    number,
+    predict_each,
+    read_csv,
+    required,
+    text,
+    unit_scale,
+)
 
 FILE = "carbon.csv"
+# Quantity -> the unit it is predicted in (a row may give another energy or mass unit).
+QUANTITIES = {"card_location_t": "tCO2e", "card_kwh": "kWh", "embodied_t": "tCO2e",
+              "full_system_kwh": "kWh", "system_t": "tCO2e"}
 
 
-def _num(r: dict[str, str], col: str) -> float:
-    try:
-        return float(r[col])
-    except ValueError as e:
-        raise InputError(f"{FILE} row {r['id']}: {col} {r[col]!r} is not a number") from e
+def _num(r: Mapping[str, str], col: str) -> float:
+    return number(r, col, positive=True)
 
 
-def predict(cat: Catalog, r: dict[str, str]) -> tuple[float, str]:
-    q = r["quantity"]
+def predict(cat: Catalog, r: Mapping[str, str]) -> tuple[float, str]:
+    """(predicted value in the row's unit, detail) for one row."""
+    q = choice(r, "quantity", QUANTITIES)
+    scale = unit_scale(r, QUANTITIES[q], q)
+    value, detail = _predict(cat, r, q)
+    return value / scale, detail
+
+
+def _predict(cat: Catalog, r: Mapping[str, str], q: str) -> tuple[float, str]:
     hours = _num(r, "gpu_hours")
     if q in ("card_location_t", "card_kwh"):
-        tdp = cat.gpu(r["gpu"]).tdp_w
         pue = _num(r, "pue")
+        year = integer(r, "year", low=1) if q == "card_location_t" and text(r, "year") else None
+        tdp = cat.gpu(required(r, "gpu")).tdp_w
         kwh = en.model_card_kwh(hours, tdp, pue)
         if q == "card_kwh":
             return kwh, f"{hours:,.0f} GPU-h x {tdp:g} W x PUE {pue:g}"
-        g = grid(cat, r["region"], int(r["year"]))
+        g = grid(cat, text(r, "region") or None, year)
         c = en.carbon(kwh, g.gco2_per_kwh)
         return c.location_t, (f"{kwh / 1e3:,.0f} MWh ({hours:,.0f} GPU-h x {tdp:g} W x PUE "
                               f"{pue:g}) x {g.gco2_per_kwh:g} g/kWh ({g.region.id} {g.year})")
@@ -63,28 +85,32 @@ def predict(cat: Catalog, r: dict[str, str]) -> tuple[float, str]:
         c = en.carbon(e.facility_kwh, gco2)
         return c.location_t, (f"{e.facility_kwh / 1e3:,.1f} MWh ({hours:,.0f} device-h x {w:g} W "
                               f"x PUE {pue:g}) x {gco2:g} g/kWh (stated)")
-    server = cat.server(r["server"])
+    pue = _num(r, "pue") if q == "full_system_kwh" else 1.0
+    server = cat.server(required(r, "server"))
     if q == "embodied_t":
         t = embodied(cat, hours, server)
         return t, (f"{hours:,.0f} GPU-h x ({cat.assumption('embodied_server_kgco2e'):g} kg / "
                    f"{server.gpus} + {cat.assumption('embodied_gpu_kgco2e'):g} kg) / "
                    f"({cat.assumption('embodied_lifetime_years'):g} y x 8,760 h x "
                    f"{cat.assumption('cluster_utilization'):g})")
-    if q == "full_system_kwh":
-        kw = per_gpu_kw(cat, server)
-        e = en.energy(hours, kw, pue=_num(r, "pue"))
-        h = f"{hours:,.0f}" if hours >= 100 else f"{hours:.3g}"
-        return e.facility_kwh, f"{h} GPU-h x {kw:.4f} kW ({server.id} sustained / GPU)"
-    raise InputError(f"{FILE} row {r['id']}: unknown quantity {q!r}")
+    kw = per_gpu_kw(cat, server)  # full_system_kwh
+    e = en.energy(hours, kw, pue=pue)
+    h = f"{hours:,.0f}" if hours >= 100 else f"{hours:.3g}"
+    return e.facility_kwh, f"{h} GPU-h x {kw:.4f} kW ({server.id} sustained / GPU)"
 
 
-def carbon_table(cat: Catalog | None = None) -> TableResult:
-    """Predict every row of ``validation/carbon.csv``."""
+def carbon_table(cat: Catalog | None = None, path: str | Path = FILE) -> TableResult:
+    """Predict every row of ``validation/carbon.csv`` (``path``: another file in its format).
+    A row the model cannot predict (a GPU, server, grid region or year the catalog lacks) is
+    not covered, with the reason."""
     cat = cat or load_catalog(env={})
-    rows = []
-    for r in read_csv(FILE):
+
+    def one(r: CsvRow, set_: str) -> list[Row]:
         value, detail = predict(cat, r)
-        rows.append(Row(id=r["id"], quantity=r["quantity"], measured=_num(r, "value"),
-                        predicted=value, unit=r["unit"], source=r["source"],
-                        set=r["set"] or "dev", detail=detail, group=r["quantity"]))
-    return TableResult(name="carbon", file=FILE, rows=rows, tolerance=0.15)
+        return [Row(id=r["id"], quantity=r["quantity"], measured=_num(r, "value"),
+                    predicted=value, unit=r["unit"], source=r["source"], set=set_,
+                    detail=detail, group=r["quantity"])]
+
+    rows, not_covered = predict_each(read_csv(path), one)
+    return TableResult(name="carbon", file=str(path), rows=rows, tolerance=0.15,
+                       not_covered=not_covered)

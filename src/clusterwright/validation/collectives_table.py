@@ -27,8 +27,10 @@ the collective is run by ``NetworkSim``.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 
 import numpy as np
 
@@ -37,7 +39,20 @@ from clusterwright.design.train import net_for
 from clusterwright.errors import InputError
 from clusterwright.model.collectives import Interconnect
 from clusterwright.sim.fabric_net import FabricNet
-from clusterwright.validation.rows import Row, TableResult, read_csv
+from clusterwright.validation.rows import (
+    CsvRow,
+    NotCoveredError,
+    Row,
+    TableResult,
+    bad,
+    choice,
+    integer,
+    number,
+    optional_number,
+    predict_each,
+    read_csv,
+    unit_scale,
+)
 
 FILE = "collectives.csv"
 GIB = 2**30
@@ -131,99 +146,126 @@ def _describe(run: BusbwRun) -> str:
     )
 
 
-def _range(r: dict[str, str]) -> tuple[float, str]:
+def _range(r: Mapping[str, str]) -> tuple[float, str]:
     """The measured value: ``value``, or the middle of ``value_low``-``value_high``."""
-    if r["value"]:
-        return float(r["value"]), ""
-    try:
-        lo, hi = float(r["value_low"]), float(r["value_high"])
-    except ValueError as e:
-        raise InputError(f"{FILE} row {r['id']}: neither value nor value_low/high") from e
+    v = optional_number(r, "value", positive=True)
+    if v is not None:
+        return v, ""
+    lo, hi = optional_number(r, "value_low", positive=True), optional_number(
+        r, "value_high", positive=True)
+    if lo is None or hi is None:
+        raise bad(r, "value", "is empty and so is value_low or value_high (give a value or a "
+                  "range)")
+    if lo > hi:
+        raise bad(r, "value_low", f"{lo:g} is above value_high {hi:g}")
     return (lo + hi) / 2.0, f"measured range {lo:g}-{hi:g} (middle used)"
 
 
-def _within(pred: float, r: dict[str, str]) -> str:
-    if not r["value_low"]:
+def _within(pred: float, r: Mapping[str, str]) -> str:
+    lo, hi = optional_number(r, "value_low"), optional_number(r, "value_high")
+    if lo is None or hi is None:
         return ""
-    lo, hi = float(r["value_low"]), float(r["value_high"])
     return "; inside the range" if lo <= pred <= hi else "; OUTSIDE the range"
 
 
-def _simai(rows: dict[str, dict[str, str]], key: str, pred: float) -> str:
+def _simai(rows: Mapping[str, Mapping[str, str]], key: str, pred: float) -> str:
     """SimAI's analytical constant for the same quantity, for context (not a measurement)."""
     r = rows.get(key)
     if r is None:
         return ""
-    v = float(r["value"])
+    v = number(r, "value", positive=True)
     return f"; SimAI constant {v:g} GB/s: {100 * (pred - v) / v:+.1f}%"
 
 
-def _busbw_rows(rows: list[dict[str, str]]) -> list[Row]:
-    by_id = {r["id"]: r for r in rows}
-    out: list[Row] = []
+# Kinds of collectives.csv that are not measurements the simulator can predict, and why.
+NOT_PREDICTED = {
+    "model_constant": "another model's constant (SimAI), not a measurement: quoted in the "
+                      "detail of the matching busbw rows",
+    "observed_underperformance": "a misconfigured cluster, nothing to model",
+}
+ECMP_KINDS = ("ecmp_montecarlo", "ecmp_closed_form")
+KINDS = ("busbw_anchor", *ECMP_KINDS, *NOT_PREDICTED)
+# Metric -> the unit it is predicted in, and other names of that unit.
+METRICS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "busbw": ("GB/s", ()),
+    "busbw_per_nic": ("GB/s", ()),
+    "mean_max_path_load": ("flows", ("QPs",)),
+    "effective_bandwidth_fraction": ("fraction", ("fraction of ideal",)),
+    "idle_path_fraction": ("fraction", ()),
+}
+ANCHORS = ("h100_nvlink_ring_busbw", "h100_nvls_allreduce_busbw",
+           "h100_single_node_allreduce_476", "ndr400_per_nic_busbw",
+           "multinode_8x400g_allreduce_busbw", "two_node_tree_allreduce_busbw")
 
-    def row(r: dict[str, str], pred: float, detail: str, suffix: str = "",
-            set_: str = "dev") -> None:
-        measured, rng = _range(r)
+
+def _busbw_rows(r: Mapping[str, str], by_id: Mapping[str, Mapping[str, str]],
+                set_: str = "dev") -> list[Row]:
+    """The rows of one busbw anchor, each simulated with the setup the anchor was measured on
+    (the table knows each anchor's setup by its id)."""
+    out: list[Row] = []
+    metric = choice(r, "metric", ("busbw", "busbw_per_nic"))
+    scale = unit_scale(r, METRICS[metric][0], metric)
+    measured, rng = _range(r)
+
+    def row(r: Mapping[str, str], pred: float, detail: str, suffix: str = "",
+            set_: str = set_) -> None:
         parts = [p for p in (rng, detail) if p]
         out.append(
-            Row(r["id"] + suffix, r["metric"], measured, pred, r["unit"], r["source"], set_,
-                "; ".join(parts) + _within(pred, r))
+            Row(r["id"] + suffix, metric, measured, pred / scale, r["unit"], r["source"], set_,
+                "; ".join(parts) + _within(pred / scale, r))
         )
 
     one_node = list(range(8))
-    for r in rows:
-        if r["kind"] != "busbw_anchor":
-            continue
-        rid = r["id"]
-        if rid == "h100_nvlink_ring_busbw":
-            run = simulate_allreduce(1, one_node, "ring")
-            row(r, run.busbw_gbps, _describe(run) + _simai(by_id, "simai_const_nvlink_h100",
-                                                           run.busbw_gbps))
-        elif rid == "h100_nvls_allreduce_busbw":
-            run = simulate_allreduce(1, one_node, "nvls")
-            row(r, run.busbw_gbps, _describe(run) + _simai(by_id, "simai_const_nvls_h100",
-                                                           run.busbw_gbps))
-        elif rid == "h100_single_node_allreduce_476":
-            # Algorithm not stated: the simulator's NCCL-like choice (the closed form's fastest).
-            run = simulate_allreduce(1, one_node, "auto")
-            row(r, run.busbw_gbps, "algorithm auto; " + _describe(run))
-        elif rid == "ndr400_per_nic_busbw":
-            # A ring over one GPU per node: every ring edge crosses the network on one NIC,
-            # so the ring's busbw is the per-NIC busbw.
-            run = simulate_allreduce(4, [8 * i for i in range(4)], "ring")
-            row(r, run.busbw_gbps, "ring over GPU 0 of 4 nodes (one NIC each); " + _describe(run)
-                + _simai(by_id, "simai_const_nic_cx7", run.busbw_gbps))
-        elif rid == "multinode_8x400g_allreduce_busbw":
-            for nodes in MULTINODE_NODES:
-                ranks = list(range(8 * nodes))
-                run = simulate_allreduce(nodes, ranks, "ring")
-                alt = ", ".join(
-                    f"{a} {simulate_allreduce(nodes, ranks, a).busbw_gbps:.1f}"
-                    for a in ("tree", "hierarchical")
-                )
-                # The anchor is the ring bound min(NVLink ring, 8 x NIC); the simulator's tree
-                # and hierarchical (NVLink reduce-scatter/all-gather pipelined with the rails)
-                # are recorded for contrast.
-                row(r, run.busbw_gbps, _describe(run) + f"; simulated {alt} GB/s", f".{nodes}nodes")
-        elif rid == "two_node_tree_allreduce_busbw":
-            run = simulate_allreduce(2, list(range(16)), "tree")
-            ring = simulate_allreduce(2, list(range(16)), "ring").busbw_gbps
-            row(
-                r,
-                run.busbw_gbps,
-                _describe(run)
-                + f"; ring {ring:.1f}. Not reproduced: the simulated tree runs its in-server "
-                "part as an NVLink ring reduce-scatter + all-gather at the ring's ~370 GB/s, "
-                "which caps 16-rank busbw at 370 x (15/16)/(7/8) ~ 395 GB/s even though "
-                "the NICs carry about half a flat ring's bytes at 2 nodes; ~470 needs a faster "
-                "in-server phase than an NVLink ring (NCCL's NVLS-tree, NVLink SHARP inside "
-                "the server, presumably), which the simulator does not have (nvls is one "
-                "domain only)",
-                set_="held-out",
+    rid = r["id"]
+    if rid == "h100_nvlink_ring_busbw":
+        run = simulate_allreduce(1, one_node, "ring")
+        row(r, run.busbw_gbps, _describe(run) + _simai(by_id, "simai_const_nvlink_h100",
+                                                       run.busbw_gbps))
+    elif rid == "h100_nvls_allreduce_busbw":
+        run = simulate_allreduce(1, one_node, "nvls")
+        row(r, run.busbw_gbps, _describe(run) + _simai(by_id, "simai_const_nvls_h100",
+                                                       run.busbw_gbps))
+    elif rid == "h100_single_node_allreduce_476":
+        # Algorithm not stated: the simulator's NCCL-like choice (the closed form's fastest).
+        run = simulate_allreduce(1, one_node, "auto")
+        row(r, run.busbw_gbps, "algorithm auto; " + _describe(run))
+    elif rid == "ndr400_per_nic_busbw":
+        # A ring over one GPU per node: every ring edge crosses the network on one NIC,
+        # so the ring's busbw is the per-NIC busbw.
+        run = simulate_allreduce(4, [8 * i for i in range(4)], "ring")
+        row(r, run.busbw_gbps, "ring over GPU 0 of 4 nodes (one NIC each); " + _describe(run)
+            + _simai(by_id, "simai_const_nic_cx7", run.busbw_gbps))
+    elif rid == "multinode_8x400g_allreduce_busbw":
+        for nodes in MULTINODE_NODES:
+            ranks = list(range(8 * nodes))
+            run = simulate_allreduce(nodes, ranks, "ring")
+            alt = ", ".join(
+                f"{a} {simulate_allreduce(nodes, ranks, a).busbw_gbps:.1f}"
+                for a in ("tree", "hierarchical")
             )
-        else:
-            raise InputError(f"{FILE} row {rid}: no simulator setup for this busbw anchor")
+            # The anchor is the ring bound min(NVLink ring, 8 x NIC); the simulator's tree
+            # and hierarchical (NVLink reduce-scatter/all-gather pipelined with the rails)
+            # are recorded for contrast.
+            row(r, run.busbw_gbps, _describe(run) + f"; simulated {alt} GB/s", f".{nodes}nodes")
+    elif rid == "two_node_tree_allreduce_busbw":
+        run = simulate_allreduce(2, list(range(16)), "tree")
+        ring = simulate_allreduce(2, list(range(16)), "ring").busbw_gbps
+        row(
+            r,
+            run.busbw_gbps,
+            _describe(run)
+            + f"; ring {ring:.1f}. Not reproduced: the simulated tree runs its in-server "
+            "part as an NVLink ring reduce-scatter + all-gather at the ring's ~370 GB/s, "
+            "which caps 16-rank busbw at 370 x (15/16)/(7/8) ~ 395 GB/s even though "
+            "the NICs carry about half a flat ring's bytes at 2 nodes; ~470 needs a faster "
+            "in-server phase than an NVLink ring (NCCL's NVLS-tree, NVLink SHARP inside "
+            "the server, presumably), which the simulator does not have (nvls is one "
+            "domain only)",
+            set_="held-out",
+        )
+    else:
+        raise NotCoveredError(f"no simulator setup for busbw anchor {rid!r}: the table runs "
+                              f"the anchors it knows by id ({', '.join(ANCHORS)})")
     return out
 
 
@@ -293,49 +335,60 @@ def ecmp_stats(connections: int, paths: int, qps: int = 1, seeds: int = ECMP_SEE
 _QPS = re.compile(r"(\d+)\s*QPs? per connection")
 
 
-def _ecmp_rows(rows: list[dict[str, str]]) -> list[Row]:
-    out: list[Row] = []
-    cache_: dict[tuple[int, int, int], EcmpStats] = {}
-    for r in rows:
-        if r["kind"] not in ("ecmp_montecarlo", "ecmp_closed_form"):
-            continue
-        f, p = int(r["flows"]), int(r["paths"])
-        m = _QPS.search(r["note"])
-        qps = int(m.group(1)) if m else 1
-        if f % qps:
-            raise InputError(f"{FILE} row {r['id']}: {f} flows is not a multiple of {qps} QPs")
-        key = (f // qps, p, qps)
-        if key not in cache_:
-            cache_[key] = ecmp_stats(f // qps, p, qps)
-        st = cache_[key]
-        metric = r["metric"]
-        if metric == "mean_max_path_load":
-            pred = st.mean_max_load
-            how = f"mean over seeds of the busiest uplink's QPs (+- {st.sem_max_load:.2f} s.e.)"
-        elif metric == "effective_bandwidth_fraction":
-            pred = st.mean_effective_bw
-            how = (f"mean over seeds of ideal/simulated time (mean of ideal/max per seed); "
-                   f"(f/p) / mean max load would be {st.effective_bw_of_mean:.3f}")
-        elif metric == "idle_path_fraction":
-            pred = st.mean_idle_fraction
-            how = f"mean fraction of uplinks with no flow; (1-1/p)^f = {(1 - 1 / p) ** f:.4f}"
-        else:
-            raise InputError(f"{FILE} row {r['id']}: unknown metric {metric!r}")
-        conns = f"{f // qps} connections x {qps} QPs" if qps > 1 else f"{f} flows"
-        detail = (
-            f"sim ecmp, {conns} leaf to leaf over {p} spines ({ECMP_SWITCH}, 1 rail, "
-            f"{p} uplinks per leaf), one group, {st.seeds} seeds: {how}"
-        )
-        out.append(Row(r["id"], metric, float(r["value"]), pred, r["unit"], r["source"], "dev",
-                       detail))
-    return out
+def _ecmp_row(r: Mapping[str, str], cache_: dict[tuple[int, int, int], EcmpStats],
+              set_: str = "dev") -> Row:
+    """One ECMP statistic: the seed averages of its flows on its paths (simulated once per
+    flows, paths and QPs)."""
+    metric = choice(r, "metric", ("mean_max_path_load", "effective_bandwidth_fraction",
+                                  "idle_path_fraction"))
+    scale = unit_scale(r, METRICS[metric][0], metric, METRICS[metric][1])
+    measured = number(r, "value", positive=True)
+    f, p = integer(r, "flows", low=1), integer(r, "paths", low=1)
+    m = _QPS.search(r.get("note") or "")
+    qps = int(m.group(1)) if m else 1
+    if qps < 1 or f % qps:
+        raise bad(r, "flows", f"{f} is not a multiple of the note's {qps} QPs per connection")
+    key = (f // qps, p, qps)
+    if key not in cache_:
+        cache_[key] = ecmp_stats(f // qps, p, qps)
+    st = cache_[key]
+    if metric == "mean_max_path_load":
+        pred = st.mean_max_load
+        how = f"mean over seeds of the busiest uplink's QPs (+- {st.sem_max_load:.2f} s.e.)"
+    elif metric == "effective_bandwidth_fraction":
+        pred = st.mean_effective_bw
+        how = (f"mean over seeds of ideal/simulated time (mean of ideal/max per seed); "
+               f"(f/p) / mean max load would be {st.effective_bw_of_mean:.3f}")
+    else:
+        pred = st.mean_idle_fraction
+        how = f"mean fraction of uplinks with no flow; (1-1/p)^f = {(1 - 1 / p) ** f:.4f}"
+    conns = f"{f // qps} connections x {qps} QPs" if qps > 1 else f"{f} flows"
+    detail = (
+        f"sim ecmp, {conns} leaf to leaf over {p} spines ({ECMP_SWITCH}, 1 rail, "
+        f"{p} uplinks per leaf), one group, {st.seeds} seeds: {how}"
+    )
+    return Row(r["id"], metric, measured, pred / scale, r["unit"], r["source"], set_, detail)
 
 
-def collectives_table() -> TableResult:
+def collectives_table(path: str | Path = FILE) -> TableResult:
     """nccl-tests busbw anchors (H100 NVLink ring ~370, NVLS ~480, single node 476, NDR
     46-48 GB/s per NIC, 8x400G multi-node 360-380 at 4 and 16 nodes, two-node tree ~470
-    held out) and ECMP collision statistics, all predicted by the flow simulator."""
-    rows = read_csv(FILE)
-    return TableResult(
-        "collectives", FILE, _busbw_rows(rows) + _ecmp_rows(rows), tolerance=BUSBW_TOLERANCE
-    )
+    held out) and ECMP collision statistics, all predicted by the flow simulator. Rows that
+    are not measurements (another model's constants, a misconfigured cluster) and anchors
+    without a simulator setup are not covered, with the reason. ``path``: another file in
+    collectives.csv's format."""
+    rows = read_csv(path)
+    by_id = {r["id"]: r for r in rows}
+    cache_: dict[tuple[int, int, int], EcmpStats] = {}
+
+    def one(r: CsvRow, set_: str) -> list[Row]:
+        kind = choice(r, "kind", KINDS)
+        if kind == "busbw_anchor":
+            return _busbw_rows(r, by_id, set_)
+        if kind in ECMP_KINDS:
+            return [_ecmp_row(r, cache_, set_)]
+        raise NotCoveredError(f"kind {kind}: {NOT_PREDICTED[kind]}")
+
+    out, not_covered = predict_each(rows, one)
+    return TableResult("collectives", str(path), out, tolerance=BUSBW_TOLERANCE,
+                       not_covered=not_covered)

@@ -12,8 +12,19 @@ size. Counts are integers, so the table expects exact matches.
 
 from __future__ import annotations
 
-from clusterwright.errors import InputError
-from clusterwright.validation.rows import Row, TableResult, read_csv
+from collections.abc import Mapping
+from pathlib import Path
+
+from clusterwright.validation.rows import (
+    CsvRow,
+    Row,
+    TableResult,
+    bad,
+    optional_integer,
+    predict_each,
+    read_csv,
+    text,
+)
 
 FILE = "fabric.csv"
 # Quantity -> (CSV column, unit). Columns left empty in the CSV were not published.
@@ -39,25 +50,24 @@ class CountRow(Row):
         return super().error
 
 
-def _ratio(text: str, where: str) -> float:
-    """``"1:1"`` or ``"2"`` -> down:up as a number."""
+def _ratio(r: Mapping[str, str]) -> float:
+    """The row's ``oversubscription``, ``"1:1"`` or ``"2"``, as down:up (empty: 1)."""
+    t = text(r, "oversubscription")
     try:
-        if ":" in text:
-            down, up = text.split(":")
-            return float(down) / float(up)
-        return float(text or 1)
-    except ValueError as e:
-        raise InputError(f"{where}: oversubscription {text!r} is not 'down:up' (e.g. 1:1)") from e
+        if ":" in t:
+            down, up = t.split(":")
+            x = float(down) / float(up)
+        else:
+            x = float(t or 1)
+    except (ValueError, ZeroDivisionError):
+        x = float("nan")
+    if not 0.0 < x < float("inf"):
+        raise bad(r, "oversubscription", f"{t!r} is not 'down:up' (e.g. 1:1)")
+    return x
 
 
-def _int(r: dict[str, str], col: str) -> int | None:
-    text = r[col].strip()
-    if not text:
-        return None
-    try:
-        return int(text)
-    except ValueError as e:
-        raise InputError(f"{FILE} row {r['id']}: {col} {text!r} is not an integer") from e
+def _int(r: Mapping[str, str], col: str) -> int | None:
+    return optional_integer(r, col, low=0)
 
 
 def _count(value: object, what: str) -> int:
@@ -72,16 +82,16 @@ def _planned(r: dict[str, str]) -> tuple[dict[str, int], int, str]:
     from clusterwright.design.bom import plan_fabric, summary
     from clusterwright.spec.fabric import FabricRequest
 
-    nodes = _int(r, "nodes")
+    nodes = optional_integer(r, "nodes", low=1)
     if nodes is None:
-        raise InputError(f"{FILE} row {r['id']}: server_id needs nodes")
+        raise bad(r, "nodes", "is required with a server_id")
     req = FabricRequest(
-        server=r["server_id"],
+        server=text(r, "server_id"),
         nodes=nodes,
-        switch=r["switch_id"] or None,
-        oversubscription=_ratio(r["oversubscription"], f"{FILE} row {r['id']}"),
-        su_hosts=_int(r, "su_hosts"),
-        dual_plane=(_int(r, "planes") or 1) == 2,
+        switch=text(r, "switch_id") or None,
+        oversubscription=_ratio(r),
+        su_hosts=optional_integer(r, "su_hosts", low=1),
+        dual_plane=_planes(r) == 2,
     )
     s = summary(plan_fabric(req, load_catalog(env={})))
     links = s["links_by_tier"]
@@ -107,16 +117,18 @@ def _shaped(r: dict[str, str]) -> tuple[dict[str, int], int, str]:
     """Counts of a pure fat tree (or a server not in the catalog) through ``fabric_shape``."""
     from clusterwright.design.fabric_shape import fabric_shape
 
-    hosts, rails, radix = _int(r, "hosts"), _int(r, "rails"), _int(r, "radix")
+    cols = ("hosts", "rails", "radix")
+    hosts, rails, radix = (optional_integer(r, c, low=1) for c in cols)
     if hosts is None or rails is None or radix is None:
-        raise InputError(f"{FILE} row {r['id']}: without server_id, give hosts, rails and radix")
+        missing = next(c for c, v in zip(cols, (hosts, rails, radix), strict=True) if v is None)
+        raise bad(r, missing, "is required without a server_id (give hosts, rails and radix)")
     sh = fabric_shape(
         hosts=hosts,
         rails=rails,
         radix=radix,
-        planes=_int(r, "planes") or 1,
-        oversubscription=_ratio(r["oversubscription"], f"{FILE} row {r['id']}"),
-        su_hosts=_int(r, "su_hosts"),
+        planes=_planes(r),
+        oversubscription=_ratio(r),
+        su_hosts=optional_integer(r, "su_hosts", low=1),
     )
     counts = {
         "leaf_switches": sh.leaf_switches,
@@ -129,37 +141,42 @@ def _shaped(r: dict[str, str]) -> tuple[dict[str, int], int, str]:
     }
     detail = f"fabric_shape {rails} rails x{sh.planes} planes r{radix}: {sh.tiers} tiers"
     detail += f", {sh.pods} pods" if sh.tiers == 3 else f", SU {sh.su_hosts}"
-    if r["server"]:
+    if (r.get("server") or "").strip():
         detail += f"; {r['server'].split(' (')[0]} not in the catalog"
     return counts, sh.tiers, detail
 
 
-def fabric_table() -> TableResult:
+def _planes(r: Mapping[str, str]) -> int:
+    planes = optional_integer(r, "planes", low=1) or 1
+    if planes > 2:
+        raise bad(r, "planes", f"{planes} is not 1 or 2")
+    return planes
+
+
+def fabric_table(path: str | Path = FILE) -> TableResult:
     """Leaf/spine/core switch and cable counts of the DGX SuperPOD B200 (Table 3) and B300
     (Spectrum-X and XDR editions, Table 3) reference architectures and of the two- and
     three-tier fat-tree maxima at radix 64, 128 and 144 (Al-Fares et al. 2008: k^3/4 hosts on
-    5k^2/4 switches)."""
-    rows: list[Row] = []
-    for r in read_csv(FILE):
-        counts, tiers, detail = _planned(r) if r["server_id"] else _shaped(r)
-        published_tiers = _int(r, "tiers")
-        if published_tiers is not None and published_tiers != tiers:
-            detail += f" (published: {published_tiers} tiers)"
-        for quantity, (col, unit) in QUANTITIES.items():
-            measured = _int(r, col)
-            if measured is None:
-                continue
-            rows.append(
-                CountRow(
-                    f"{r['id']}.{quantity}",
-                    quantity,
-                    float(measured),
-                    float(counts[quantity]),
-                    unit,
-                    r["source"],
-                    "dev",
-                    detail,
-                )
-            )
+    5k^2/4 switches). ``path``: another file in fabric.csv's format. A design the catalog or
+    the fabric model cannot build (a server or switch it lacks, a size it cannot wire) is not
+    covered, with the reason."""
+    rows, not_covered = predict_each(read_csv(path), _design_rows)
     # Counts are exact: any mismatch is a modelling error, not noise.
-    return TableResult("fabric", FILE, rows, tolerance=1e-9)
+    return TableResult("fabric", str(path), rows, tolerance=1e-9, not_covered=not_covered)
+
+
+def _design_rows(r: CsvRow, set_: str) -> list[Row]:
+    """Every published count of one design, as one Row each."""
+    published = {q: _int(r, col) for q, (col, _) in QUANTITIES.items()}
+    published_tiers = optional_integer(r, "tiers", low=1)
+    counts, tiers, detail = _planned(r) if text(r, "server_id") else _shaped(r)
+    if published_tiers is not None and published_tiers != tiers:
+        detail += f" (published: {published_tiers} tiers)"
+    out: list[Row] = []
+    for quantity, (_, unit) in QUANTITIES.items():
+        measured = published[quantity]
+        if measured is None:
+            continue
+        out.append(CountRow(f"{r['id']}.{quantity}", quantity, float(measured),
+                            float(counts[quantity]), unit, r["source"], set_, detail))
+    return out

@@ -20,12 +20,26 @@ Their errors are reported as they are.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from pathlib import Path
+
 from clusterwright.catalog.registry import Catalog, load_catalog
 from clusterwright.catalog.schema import FailureMode
-from clusterwright.errors import InputError
 from clusterwright.model import reliability as rel
 from clusterwright.model.params import total_params
-from clusterwright.validation.rows import Row, TableResult, read_csv
+from clusterwright.validation.rows import (
+    CsvRow,
+    NotCoveredError,
+    Row,
+    TableResult,
+    choice,
+    integer,
+    number,
+    predict_each,
+    read_csv,
+    text,
+    unit_scale,
+)
 
 FILE = "reliability.csv"
 # The job's share of Meta's RoCE fabric in 400G-equivalent links (shared/reference/network.md
@@ -42,25 +56,32 @@ CATEGORY = {
 }
 
 
-def _num(r: dict[str, str], col: str) -> float:
-    try:
-        return float(r[col])
-    except ValueError as e:
-        raise InputError(f"{FILE} row {r['id']}: {col} {r[col]!r} is not a number") from e
+# Quantity -> the unit it is predicted in (a time may be in another time unit, a fraction in %).
+QUANTITIES = {
+    "interruptions": "interruptions", "interruptions_by_category": "interruptions",
+    "interruptions_gpu_category": "interruptions", "interruptions_total": "interruptions",
+    "interruptions_total_with_planned": "interruptions", "job_mtti_hours": "h",
+    "job_mttf_hours": "h", "node_failures_per_day": "nodes/day", "ettr_lower_bound": "fraction",
+}
 
 
-def _units(r: dict[str, str]) -> rel.FleetUnits:
-    n, per_host = int(_num(r, "n_gpus")), int(_num(r, "gpus_per_host"))
+def _num(r: Mapping[str, str], col: str) -> float:
+    return number(r, col, positive=True)
+
+
+def _units(r: Mapping[str, str]) -> rel.FleetUnits:
+    n, per_host = integer(r, "n_gpus", low=1), integer(r, "gpus_per_host", low=1)
     if r["id"].startswith("llama3_"):
         return rel.FleetUnits(gpus=n, hosts=n / per_host, links=LLAMA3_FABRIC_LINKS)
     return rel.fleet_units(n, per_host)
 
 
-def _ettr_row(cat: Catalog, r: dict[str, str], modes: list[FailureMode]) -> tuple[float, str]:
+def _ettr_row(cat: Catalog, r: Mapping[str, str], modes: list[FailureMode]
+              ) -> tuple[float, str]:
     units = _units(r)
     n = int(units.gpus)
     mtbf_s = rel.job_mtbf_hours(modes, units) * rel.HOUR
-    arch = cat.model(r["model"])
+    arch = cat.model(text(r, "model"))
     size = rel.checkpoint_bytes(total_params(arch), "bf16", "adam")
     cap = _num(r, "storage_gbps")
     write_s = rel.transfer_s(size, n, cat.assumption("storage_write_gbps_per_gpu"), cap)
@@ -89,13 +110,14 @@ def _ettr_row(cat: Catalog, r: dict[str, str], modes: list[FailureMode]) -> tupl
 
 
 def _predict(
-    cat: Catalog, r: dict[str, str], all_modes: list[FailureMode]
+    cat: Catalog, r: Mapping[str, str], all_modes: list[FailureMode]
 ) -> tuple[float, str]:
-    modes = rel.modes_for_gpu(all_modes, r["gpu"])
-    q = r["quantity"]
+    q = choice(r, "quantity", QUANTITIES)
+    gpu = cat.gpu(text(r, "gpu")).id
+    modes = rel.modes_for_gpu(all_modes, gpu)
     units = _units(r)
     fleet = "; ".join(rel.fleets(modes))
-    basis = (f" ({fleet} rates)" if any(r["gpu"] in m.gpus for m in all_modes)
+    basis = (f" ({fleet} rates)" if any(gpu in m.gpus for m in all_modes)
              else f" (H100-derived rates: {fleet})")
     if q in ("interruptions", "interruptions_by_category", "interruptions_total",
              "interruptions_total_with_planned", "interruptions_gpu_category"):
@@ -104,13 +126,19 @@ def _predict(
             modes, units, hours, include_planned=q == "interruptions_total_with_planned"
         )
         if q == "interruptions":
-            if r["failure_mode"] not in exp:
-                raise InputError(f"{FILE} row {r['id']}: no failure mode {r['failure_mode']!r}")
-            return exp[r["failure_mode"]], f"rate x units x {hours:.0f} h"
+            mode = text(r, "failure_mode")
+            if mode not in exp:
+                raise NotCoveredError(f"no failure mode {mode!r} in the catalog's {fleet} "
+                                      "rates")
+            return exp[mode], f"rate x units x {hours:.0f} h"
         if q in ("interruptions_by_category", "interruptions_gpu_category"):
+            category = text(r, "category")
+            if category not in CATEGORY:
+                raise NotCoveredError(f"category {category!r} is none of the catalog's "
+                                      f"({', '.join(CATEGORY)})")
             cats = rel.by_category(modes, exp)
-            value = cats.get(CATEGORY[r["category"]], 0.0)
-            return value, f"{CATEGORY[r['category']]} modes x {hours:.0f} h{basis}"
+            value = cats.get(CATEGORY[category], 0.0)
+            return value, f"{CATEGORY[category]} modes x {hours:.0f} h{basis}"
         return sum(exp.values()), f"all modes x {hours:.0f} h"
     if q == "job_mtti_hours":
         return rel.job_mtbf_hours(modes, units, include_planned=True), "planned included"
@@ -122,20 +150,25 @@ def _predict(
         repair = [m for m in modes if m.needs_repair]
         per_day = sum(rel.expected_interruptions(repair, units, 24.0).values())
         return per_day, f"needs_repair modes on {int(units.hosts)} hosts{basis}"
-    if q == "ettr_lower_bound":
-        return _ettr_row(cat, r, modes)
-    raise InputError(f"{FILE} row {r['id']}: unknown quantity {q!r}")
+    return _ettr_row(cat, r, modes)  # ettr_lower_bound
 
 
-def reliability_table(cat: Catalog | None = None) -> TableResult:
-    """Predict every row of ``validation/reliability.csv`` from the catalog's failure modes."""
+def reliability_table(cat: Catalog | None = None, path: str | Path = FILE) -> TableResult:
+    """Predict every row of ``validation/reliability.csv`` from the catalog's failure modes
+    (``path``: another file in its format). A row the model cannot predict (a GPU or model
+    the catalog lacks, a failure mode or category it has no rate for) is not covered, with
+    the reason."""
     cat = cat or load_catalog(env={})
     all_modes: list[FailureMode] = cat.all("failure_modes")
-    rows = []
-    for r in read_csv(FILE):
+
+    def one(r: CsvRow, set_: str) -> list[Row]:
+        q = choice(r, "quantity", QUANTITIES)
+        scale = unit_scale(r, QUANTITIES[q], q)
+        measured = _num(r, "value")
         value, detail = _predict(cat, r, all_modes)
-        rows.append(Row(
-            id=r["id"], quantity=r["quantity"], measured=_num(r, "value"), predicted=value,
-            unit=r["unit"], source=r["source"], set=r["set"] or "dev", detail=detail,
-        ))
-    return TableResult(name="reliability", file=FILE, rows=rows, tolerance=0.05)
+        return [Row(id=r["id"], quantity=q, measured=measured, predicted=value / scale,
+                    unit=r["unit"], source=r["source"], set=set_, detail=detail)]
+
+    rows, not_covered = predict_each(read_csv(path), one)
+    return TableResult(name="reliability", file=str(path), rows=rows, tolerance=0.05,
+                       not_covered=not_covered)

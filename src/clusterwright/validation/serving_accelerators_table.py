@@ -22,72 +22,95 @@ source ran with (they replace the engine entry's defaults for that row only).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from pathlib import Path
+
 from clusterwright.catalog.registry import Catalog, load_catalog
-from clusterwright.errors import ClusterwrightError, InputError
 from clusterwright.plan.serving_deployment import Role, steady
-from clusterwright.plan.serving_engine import deployment, engine_of, layout
-from clusterwright.validation.rows import Row, TableResult, read_csv
+from clusterwright.plan.serving_engine import PRECISION_FORMATS, deployment, engine_of, layout
+from clusterwright.validation.rows import (
+    CsvRow,
+    Row,
+    TableResult,
+    choice,
+    integer,
+    number,
+    optional_integer,
+    predict_each,
+    read_csv,
+    text,
+    unit_scale,
+)
 
 FILE = "serving_accelerators.csv"
 # Accelerators of issue 22 this table looks for (catalog ids); it reports which have rows.
 ACCELERATORS = ("tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu-v7", "trn2", "trn3", "mi300x", "mi325x",
                 "mi355x", "gaudi3", "gh200", "gb300")
+# Mode -> metric -> the unit it is predicted in (a time may be in another time unit).
+MODES: dict[str, dict[str, str]] = {
+    "closed_loop": {"ttft_ms": "ms", "tpot_ms": "ms", "output_throughput": "tok/s"},
+    "batch_latency": {"batch_latency_s": "s"},
+}
 
 
-def _int(r: dict[str, str], col: str) -> int:
-    try:
-        return int(r[col])
-    except ValueError:
-        raise InputError(f"{FILE} row {r['id']}: {col} {r[col]!r} is not an integer") from None
+def _int(r: Mapping[str, str], col: str) -> int:
+    return integer(r, col, low=1)
 
 
-def predict(cat: Catalog, r: dict[str, str]) -> tuple[float, str]:
+def predict(cat: Catalog, r: Mapping[str, str]) -> tuple[float, str]:
     """(predicted value in the row's unit, detail) for one row."""
-    arch = cat.model(r["model"])
-    gpu = cat.gpu(r["gpu"])
-    engine = engine_of(cat, r["engine"])
+    mode = choice(r, "mode", MODES)
+    metric = choice(r, "metric", MODES[mode])
+    scale = unit_scale(r, MODES[mode][metric], metric,
+                       ("tokens/s",) if metric == "output_throughput" else ())
+    precision = choice(r, "precision", PRECISION_FORMATS)
+    tp = _int(r, "tp")
+    clients, isl, osl = _int(r, "concurrency"), _int(r, "input_len"), _int(r, "output_len")
     flags: dict[str, int] = {}
-    if r.get("max_num_seqs"):
-        flags["max_batch"] = _int(r, "max_num_seqs")
-    if r.get("max_num_batched_tokens"):
-        flags["max_num_batched_tokens"] = _int(r, "max_num_batched_tokens")
+    seqs = optional_integer(r, "max_num_seqs", low=1)
+    if seqs is not None:
+        flags["max_batch"] = seqs
+    tokens = optional_integer(r, "max_num_batched_tokens", low=1)
+    if tokens is not None:
+        flags["max_num_batched_tokens"] = tokens
+    arch = cat.model(text(r, "model"))
+    gpu = cat.gpu(text(r, "gpu"))
+    engine = engine_of(cat, text(r, "engine"))
     if flags:
         engine = engine.model_copy(update=flags)
-    dep = deployment(cat, arch, gpu, engine, precision=r["precision"],
-                     agg=Role(layout(arch, tp=_int(r, "tp")), 1))
-    clients, isl, osl = _int(r, "concurrency"), _int(r, "input_len"), _int(r, "output_len")
+    dep = deployment(cat, arch, gpu, engine, precision=precision,
+                     agg=Role(layout(arch, tp=tp), 1))
     st, dep = steady(cat, dep, clients, isl, osl)
-    detail = (f"{engine.id} tp{_int(r, 'tp')} {dep.dense.name} weights, {dep.kv_format} KV, "
+    detail = (f"{engine.id} tp{tp} {dep.dense.name} weights, {dep.kv_format} KV, "
               f"{clients} clients: TTFT {st.ttft_s * 1e3:.0f} ms, TPOT {st.tpot_s * 1e3:.1f} ms")
-    metric = r["metric"]
     if metric == "ttft_ms":
-        return st.ttft_s * 1e3, detail
+        return st.ttft_s * 1e3 / scale, detail
     if metric == "tpot_ms":
-        return st.tpot_s * 1e3, detail
+        return st.tpot_s * 1e3 / scale, detail
     if metric == "output_throughput":
-        return st.requests_per_s * osl, detail
-    if metric == "batch_latency_s":
-        return st.ttft_s + (osl - 1) * st.tpot_s, detail + f"; TTFT + {osl - 1} x TPOT"
-    raise InputError(f"{FILE} row {r['id']}: metric {metric!r} is not ttft_ms, tpot_ms, "
-                     "output_throughput or batch_latency_s")
+        return st.requests_per_s * osl / scale, detail
+    return (st.ttft_s + (osl - 1) * st.tpot_s) / scale, detail + f"; TTFT + {osl - 1} x TPOT"
 
 
-def serving_accelerators_table(cat: Catalog | None = None) -> TableResult:
-    """Predict every row of ``validation/serving_accelerators.csv``."""
+def serving_accelerators_table(cat: Catalog | None = None,
+                               path: str | Path = FILE) -> TableResult:
+    """Predict every row of ``validation/serving_accelerators.csv`` (``path``: another file in
+    its format). A row the model cannot predict (a model, accelerator or engine the catalog
+    lacks, a layout that does not fit) is not covered, with the reason."""
     cat = cat or load_catalog(env={})
-    rows = []
-    for r in read_csv(FILE):
-        try:
-            value, detail = predict(cat, r)
-        except ClusterwrightError as exc:
-            raise InputError(f"{FILE} row {r['id']}: {exc}") from None
-        rows.append(Row(
-            id=r["id"], quantity=r["metric"], measured=float(r["value"]), predicted=value,
-            unit=r["unit"], source=r["source"], set=r["set"] or "held-out", detail=detail,
+
+    def one(r: CsvRow, set_: str) -> list[Row]:
+        value, detail = predict(cat, r)
+        return [Row(
+            id=r["id"], quantity=r["metric"], measured=number(r, "value", positive=True),
+            predicted=value, unit=r["unit"], source=r["source"], set=set_, detail=detail,
             group=r["gpu"], tags=(("gpu", r["gpu"]), ("engine", r["engine"]),
                                   ("metric", r["metric"])),
-        ))
-    return TableResult(name="serving_accelerators", file=FILE, rows=rows, tolerance=0.15)
+        )]
+
+    rows, not_covered = predict_each(read_csv(path), one, default_set="held-out")
+    return TableResult(name="serving_accelerators", file=str(path), rows=rows, tolerance=0.15,
+                       not_covered=not_covered)
 
 
 def coverage(table: TableResult) -> dict[str, int]:

@@ -41,7 +41,7 @@ from clusterwright.plan.serving_deployment import (
 )
 from clusterwright.sim.serving_steady import SteadyState
 from clusterwright.spec.yamlio import YamlError, read_text
-from clusterwright.validation.rows import data_dir
+from clusterwright.validation.rows import NotCoveredError, data_dir
 
 FILE = "serving_silicon.csv"
 COLUMNS = (
@@ -242,10 +242,6 @@ class RowConfig:
     isl: int  # mean prompt length the client sent
     osl: int  # mean output length
     equal_lengths: bool = True  # every request isl / osl (no random-length client)
-
-
-class NotCoveredError(Exception):
-    """A well-formed row the model cannot represent; the message is the reason."""
 
 
 def _lookup(cat: Catalog) -> tuple[dict[str, ModelArch], dict[str, Gpu]]:

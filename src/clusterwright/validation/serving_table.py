@@ -20,15 +20,29 @@ The KV cache is the serving memory plan's (``plan/serving.py``): nothing here is
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
+from pathlib import Path
 
 import numpy as np
 from pydantic import ValidationError
 
 from clusterwright.catalog.registry import Catalog, load_catalog
-from clusterwright.errors import InputError
 from clusterwright.plan.serving_replica import Replica, replica, serving_stack
 from clusterwright.sim.serving import ClusterConfig, Lengths, Workload, simulate
-from clusterwright.validation.rows import Row, TableResult, read_csv
+from clusterwright.validation.rows import (
+    CsvRow,
+    NotCoveredError,
+    Row,
+    TableResult,
+    bad,
+    choice,
+    number,
+    optional_integer,
+    predict_each,
+    read_csv,
+    text,
+    unit_scale,
+)
 
 FILE = "serving.csv"
 TRTLLM_MAX_SEQS = 2048  # trtllm-build --max_batch_size default
@@ -36,36 +50,67 @@ TRTLLM_MAX_TOKENS = 8192  # trtllm-build --max_num_tokens default
 REQUESTS = 600  # per max-throughput row (1/4 of that for 20k-token prompts)
 
 
-def _int(r: dict[str, str], col: str) -> int:
-    try:
-        return int(r[col] or 0)
-    except ValueError as e:
-        raise InputError(f"{FILE} row {r['id']}: {col} {r[col]!r} is not an integer") from e
+# Mode -> the metrics a row of that mode may give.
+MODES: dict[str, tuple[str, ...]] = {
+    "max_throughput": ("output_throughput",),
+    "fixed_batch": ("output_throughput",),
+    "single_prompt": ("ttft",),
+    "closed_loop": ("ttft", "itl", "output_throughput"),
+}
+PRECISIONS = ("bf16", "fp16", "fp8", "fp4", "int8", "int4")
+THROUGHPUT_UNITS = {"tok/s": False, "tokens/s": False, "tok/s/GPU": True, "tokens/s/GPU": True}
 
 
-def _engine_options(text: str) -> dict[str, object]:
+def _int(r: Mapping[str, str], col: str) -> int:
+    return optional_integer(r, col, low=0) or 0
+
+
+def _engine_options(r: Mapping[str, str]) -> dict[str, object]:
     """``key=value;...`` from the ``engine_options`` column: facts about the measured engine
     version (e.g. a kernel it lacked), applied to the stack's serving block for that row."""
     out: dict[str, object] = {}
-    for item in filter(None, (t.strip() for t in text.split(";"))):
-        key, _, value = item.partition("=")
+    for item in filter(None, (t.strip() for t in (r.get("engine_options") or "").split(";"))):
+        key, eq, value = item.partition("=")
         low = value.strip().lower()
-        out[key.strip()] = (low == "true") if low in ("true", "false") else float(value)
+        if not eq or not key.strip():
+            raise bad(r, "engine_options", f"{item!r} is not key=value")
+        if low in ("true", "false"):
+            out[key.strip()] = low == "true"
+            continue
+        try:
+            out[key.strip()] = float(value)
+        except ValueError:
+            raise bad(r, "engine_options", f"{item!r}: {value.strip()!r} is not true, false "
+                      "or a number") from None
     return out
 
 
-def predict(cat: Catalog, r: dict[str, str]) -> tuple[float, str]:
+def _per_gpu(r: Mapping[str, str], metric: str) -> tuple[bool, float]:
+    """Whether the row's throughput is per GPU, and the scale of its unit (time metrics: ms,
+    or another time unit)."""
+    if metric != "output_throughput":
+        return False, unit_scale(r, "ms", metric)
+    unit = text(r, "unit")
+    if unit not in THROUGHPUT_UNITS:
+        raise bad(r, "unit", f"{unit!r} is not a unit of output_throughput "
+                  f"({', '.join(THROUGHPUT_UNITS)})")
+    return THROUGHPUT_UNITS[unit], 1.0
+
+
+def predict(cat: Catalog, r: Mapping[str, str]) -> tuple[float, str]:
     """(predicted value in the row's unit, detail) for one row."""
-    options = _engine_options(r.get("engine_options") or "")
+    options = _engine_options(r)
     if not options:
         return _predict(cat, r)
-    stack = serving_stack(cat, r["gpu"])
+    stack = serving_stack(cat, text(r, "gpu"))
     if stack is None or stack.serving is None:
-        raise InputError(f"{FILE} row {r['id']}: no serving stack for {r['gpu']}")
+        raise NotCoveredError(f"no serving stack for {r['gpu']}")
     try:
         sv = stack.serving.model_validate({**stack.serving.model_dump(), **options})
     except ValidationError as e:
-        raise InputError(f"{FILE} row {r['id']}: engine_options: {e}") from e
+        why = "; ".join(f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']}"
+                        for err in e.errors())
+        raise bad(r, "engine_options", f"{r['engine_options']!r} is rejected ({why})") from None
     cat.entries["stacks"][stack.id] = stack.model_copy(update={"serving": sv})
     try:
         value, detail = _predict(cat, r)
@@ -74,20 +119,31 @@ def predict(cat: Catalog, r: dict[str, str]) -> tuple[float, str]:
     return value, f"{detail}; engine: {r['engine_options']}"
 
 
-def _predict(cat: Catalog, r: dict[str, str]) -> tuple[float, str]:
-    prec = r["precision"] or "bf16"
+def _predict(cat: Catalog, r: Mapping[str, str]) -> tuple[float, str]:
+    mode = choice(r, "mode", MODES)
+    metric = choice(r, "metric", MODES[mode])
+    per_gpu, scale = _per_gpu(r, metric)
+    prec = choice(r, "precision", PRECISIONS, default="bf16")
     kv = "fp8" if prec == "fp8" else "bf16"
     i, o, bs = _int(r, "input_len"), _int(r, "output_len"), _int(r, "batch")
-    mode = r["mode"]
+    if mode != "single_prompt" and (i < 1 or o < 1):
+        raise bad(r, "input_len" if i < 1 else "output_len", "must be at least 1")
+    if mode in ("fixed_batch", "closed_loop") and bs < 1:
+        raise bad(r, "batch", f"must be at least 1 for a {mode} row")
+    if mode == "single_prompt" and i < 1:
+        raise bad(r, "input_len", "must be at least 1")
     seqs = bs if mode == "fixed_batch" else TRTLLM_MAX_SEQS
-    rep = replica(cat, r["model"], r["gpu"], tp=_int(r, "tp") or 1,
+    rep = replica(cat, text(r, "model"), text(r, "gpu"), tp=_int(r, "tp") or 1,
                   precision="bf16" if prec == "fp16" else prec, kv_precision=kv,
                   max_num_seqs=seqs if mode == "fixed_batch" else None)
     if mode == "single_prompt":
         ttft = rep.model.step_s(i, 0, 0, i * i / 2.0)
-        return ttft * 1e3, f"one {i}-token prefill iteration: {ttft * 1e3:.1f} ms"
+        return ttft * 1e3 / scale, f"one {i}-token prefill iteration: {ttft * 1e3:.1f} ms"
     if mode == "closed_loop":
-        return _closed_loop(rep, r["metric"], i, o, bs)
+        value, detail = _closed_loop(rep, metric, i, o, bs)
+        if per_gpu:
+            return value / rep.gpus, detail + f"; per GPU of {rep.gpus}"
+        return value / scale, detail
     budget = max(TRTLLM_MAX_TOKENS, bs * i) if mode == "fixed_batch" else TRTLLM_MAX_TOKENS
     engine = dataclasses.replace(rep.engine, max_num_batched_tokens=budget)
     seqs = engine.max_num_seqs
@@ -100,7 +156,6 @@ def _predict(cat: Catalog, r: dict[str, str]) -> tuple[float, str]:
     detail = (f"{n} requests at once, {seqs} sequences, {budget} tokens/iteration, reserved KV "
               f"({rep.memory.kv_tokens:,} tokens); {rep.model.weights.value} weights, "
               f"{kv} KV")
-    per_gpu = r["unit"].endswith("/GPU")
     value = res.output_tokens_per_s / (rep.gpus if per_gpu else 1)
     return value, detail + (f"; per GPU of {rep.gpus}" if per_gpu and rep.gpus > 1 else "")
 
@@ -125,21 +180,21 @@ def _closed_loop(rep: Replica, metric: str, i: int, o: int, clients: int) -> tup
         return float(pr["ttft_s"][mid].mean()) * 1e3, detail + ": mean TTFT"
     if metric == "itl":
         return float(pr["tpot_s"][mid].mean()) * 1e3, detail + ": mean inter-token latency"
-    if metric == "output_throughput":
-        return clients * o / float(pr["e2e_s"][mid].mean()), detail + ": output tokens/s"
-    raise InputError(f"{FILE}: closed_loop metric {metric!r} is not ttft, itl or "
-                     "output_throughput")
+    return clients * o / float(pr["e2e_s"][mid].mean()), detail + ": output tokens/s"
 
 
-def serving_table(cat: Catalog | None = None) -> TableResult:
-    """Predict every row of ``validation/serving.csv``."""
+def serving_table(cat: Catalog | None = None, path: str | Path = FILE) -> TableResult:
+    """Predict every row of ``validation/serving.csv`` (``path``: another file in its
+    format). A row the model cannot predict (a model or GPU the catalog lacks, a GPU without
+    a serving calibration, a layout that does not fit) is not covered, with the reason."""
     cat = cat or load_catalog()
-    rows = []
-    for r in read_csv(FILE):
+
+    def one(r: CsvRow, set_: str) -> list[Row]:
         value, detail = predict(cat, r)
-        measured = float(r["value"])
-        rows.append(Row(
-            id=r["id"], quantity=r["metric"], measured=measured, predicted=value,
-            unit=r["unit"], source=r["source"], set=r["set"] or "dev", detail=detail,
-        ))
-    return TableResult(name="serving", file=FILE, rows=rows, tolerance=0.15)
+        return [Row(id=r["id"], quantity=r["metric"], measured=number(r, "value", positive=True),
+                    predicted=value, unit=r["unit"], source=r["source"], set=set_,
+                    detail=detail)]
+
+    rows, not_covered = predict_each(read_csv(path), one)
+    return TableResult(name="serving", file=str(path), rows=rows, tolerance=0.15,
+                       not_covered=not_covered)

@@ -26,34 +26,58 @@ model alone are held out.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from pathlib import Path
 
 from clusterwright.catalog.registry import Catalog, load_catalog
-from clusterwright.errors import InputError
 from clusterwright.model import reliability as rel
 from clusterwright.model import storage as st
 from clusterwright.model.params import total_params
-from clusterwright.validation.rows import Row, TableResult, read_csv
+from clusterwright.validation.rows import (
+    CsvRow,
+    NotCoveredError,
+    Row,
+    TableResult,
+    bad,
+    choice,
+    number,
+    optional_integer,
+    predict_each,
+    read_csv,
+    text,
+    unit_scale,
+)
 
 FILE = "storage.csv"
 GIB = 2.0**30
 
 
-def _num(r: dict[str, str], col: str) -> float:
-    try:
-        return float(r[col])
-    except ValueError as e:
-        raise InputError(f"{FILE} row {r['id']}: {col} {r[col]!r} is not a number") from e
+# Quantity -> the unit it is predicted in (a checkpoint may be in another byte unit).
+QUANTITIES = {"accelerators_from_throughput": "accelerators",
+              "accelerators_from_datasheet": "accelerators", "checkpoint_gib": "GiB"}
 
 
-def _workload(r: dict[str, str]) -> st.DataWorkload:
-    key = (r["workload"], r["accelerator"])
+def _num(r: Mapping[str, str], col: str) -> float:
+    return number(r, col, positive=True)
+
+
+def _workload(r: Mapping[str, str]) -> st.DataWorkload:
+    key = (text(r, "workload"), text(r, "accelerator"))
     if key not in st.MLPERF_WORKLOADS:
-        raise InputError(f"{FILE} row {r['id']}: no MLPerf workload {key}")
+        known = ", ".join(f"{w}/{a}" for w, a in st.MLPERF_WORKLOADS)
+        raise NotCoveredError(f"no MLPerf Storage workload {key[0]!r} on {key[1]!r} in the "
+                              f"storage model (it has {known})")
     return st.MLPERF_WORKLOADS[key]
 
 
-def predict(cat: Catalog, r: dict[str, str]) -> tuple[float, str]:
-    q = r["quantity"]
+def predict(cat: Catalog, r: Mapping[str, str]) -> tuple[float, str]:
+    q = choice(r, "quantity", QUANTITIES)
+    scale = unit_scale(r, QUANTITIES[q], q)
+    value, detail = _predict(cat, r, q)
+    return value / scale, detail
+
+
+def _predict(cat: Catalog, r: Mapping[str, str], q: str) -> tuple[float, str]:
     if q == "accelerators_from_throughput":
         wl = _workload(r)
         sps = _num(r, "throughput_samples_per_s")
@@ -63,15 +87,18 @@ def predict(cat: Catalog, r: dict[str, str]) -> tuple[float, str]:
                           f"accelerator at AU {wl.au:g}; the submission ran at AU "
                           f"{implied:.3f} (from its rate)")
     if q == "accelerators_from_datasheet":
+        units = optional_integer(r, "system_units", low=1) or 1
+        clients_n = optional_integer(r, "clients", low=1)
+        if clients_n is not None and not (r.get("client_nic_gbit_s") or "").strip():
+            raise bad(r, "client_nic_gbit_s", "is required with clients")
         wl = _workload(r)
-        sys = cat.get("storage_systems", r["system"])
-        units = int(_num(r, "system_units")) if r.get("system_units") else 1
+        sys = cat.get("storage_systems", text(r, "system"))
         c = st.read_ceiling(units * sys.read_gbps, wl.file_bytes, wl.request_bytes,
                             None if sys.read_iops is None else units * sys.read_iops,
                             None if sys.file_opens_per_s is None else units * sys.file_opens_per_s)
         client = None
-        if r.get("clients"):
-            client = st.client_network_gbps(int(_num(r, "clients")), _num(r, "client_nic_gbit_s"))
+        if clients_n is not None:
+            client = st.client_network_gbps(clients_n, _num(r, "client_nic_gbit_s"))
         gbps, bound = st.supplied_gbps(c, client)
         n = st.accelerators_supported(gbps, wl)
         unchecked = f"; no {'/'.join(c.unknown)} rate" if c.unknown else ""
@@ -81,25 +108,29 @@ def predict(cat: Catalog, r: dict[str, str]) -> tuple[float, str]:
         return float(n), (f"{tier}: {c.gbps:g} GB/s ({c.bound}-bound{unchecked}){clients}; "
                           f"{gbps:g} GB/s ({bound}) / {wl.gbps_at_threshold:.3f} GB/s per "
                           f"accelerator at AU {wl.au:g}")
-    if q == "checkpoint_gib":
-        arch = cat.model(r["model"])
-        p = float(total_params(arch))
-        master = r.get("fp32_master", "") != "no"
-        b = rel.checkpoint_bytes(p, "bf16", "adam", fp32_master=master)
-        layout = ("14 B (16-bit weights + fp32 master + 2 moments)" if master
-                  else "10 B (16-bit weights + 2 fp32 moments, no fp32 master)")
-        return b / GIB, f"{p / 1e9:.2f}B params x {layout}"
-    raise InputError(f"{FILE} row {r['id']}: unknown quantity {q!r}")
+    # checkpoint_gib
+    master = choice(r, "fp32_master", ("yes", "no"), default="yes") != "no"
+    arch = cat.model(text(r, "model"))
+    p = float(total_params(arch))
+    b = rel.checkpoint_bytes(p, "bf16", "adam", fp32_master=master)
+    layout = ("14 B (16-bit weights + fp32 master + 2 moments)" if master
+              else "10 B (16-bit weights + 2 fp32 moments, no fp32 master)")
+    return b / GIB, f"{p / 1e9:.2f}B params x {layout}"
 
 
-def storage_table(cat: Catalog | None = None) -> TableResult:
-    """Predict every row of ``validation/storage.csv``."""
+def storage_table(cat: Catalog | None = None, path: str | Path = FILE) -> TableResult:
+    """Predict every row of ``validation/storage.csv`` (``path``: another file in its format).
+    A row the model cannot predict (a storage system or model the catalog lacks, a workload
+    or accelerator the storage model does not encode) is not covered, with the reason."""
     cat = cat or load_catalog(env={})
-    rows = []
-    for r in read_csv(FILE):
+
+    def one(r: CsvRow, set_: str) -> list[Row]:
         value, detail = predict(cat, r)
-        rows.append(Row(id=r["id"], quantity=r["quantity"], measured=_num(r, "value"),
-                        predicted=value, unit=r["unit"], source=r["source"],
-                        set=r["set"] or "dev", detail=detail, group=r["quantity"],
-                        tags=(("workload", r["workload"] or "checkpoint"),)))
-    return TableResult(name="storage", file=FILE, rows=rows, tolerance=0.10)
+        return [Row(id=r["id"], quantity=r["quantity"], measured=_num(r, "value"),
+                    predicted=value, unit=r["unit"], source=r["source"], set=set_,
+                    detail=detail, group=r["quantity"],
+                    tags=(("workload", r["workload"] or "checkpoint"),))]
+
+    rows, not_covered = predict_each(read_csv(path), one)
+    return TableResult(name="storage", file=str(path), rows=rows, tolerance=0.10,
+                       not_covered=not_covered)

@@ -1,0 +1,45 @@
+"""Collective curves: rows a new nccl-tests log could bring (validation/collective_curves.csv's
+format) are predicted, not covered with the reason, or named as malformed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from clusterwright.errors import InputError
+from clusterwright.validation.collective_curves_table import collective_curves_table
+from tests.validation import csvrows
+
+AR = "xxr_h100_n1g8_cnode3-002_all_reduce@33554432"
+
+
+@pytest.mark.parametrize("changes, reason", [
+    ({"gpu": "h20"}, "unknown GPU id 'h20'"),
+    ({"server": "hgx-h20"}, "unknown server id 'hgx-h20'"),
+    ({"collective": "broadcast"}, "no broadcast"),
+    ({"gpus_per_node": "16"}, "16 GPUs per node, but dgx-h100 has 8"),
+])
+def test_a_curve_the_model_cannot_predict_is_not_covered(
+        tmp_path: Path, changes: dict[str, str], reason: str) -> None:
+    _, rows = csvrows.shipped("collective_curves.csv")
+    t = collective_curves_table(csvrows.write(tmp_path / "c.csv", "collective_curves.csv", AR,
+                                              csvrows.like(rows[AR], **changes)))
+    assert [r.id for r in t.rows] == [AR]
+    (nc,) = t.not_covered
+    assert nc.line == 3 and reason in nc.reason, nc.reason
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"time_us": "fast"}, "time_us 'fast' is not a number"),
+    ({"time_us": "", "busbw_gbps": ""}, "time_us is empty and so is busbw_gbps"),
+    ({"collective": "allreduce"}, "collective 'allreduce' is not one of"),
+    ({"set": "test"}, "set 'test' is not dev or held-out"),
+])
+def test_a_malformed_curve_row_names_the_line_and_column(
+        tmp_path: Path, changes: dict[str, str], message: str) -> None:
+    _, rows = csvrows.shipped("collective_curves.csv")
+    with pytest.raises(InputError) as exc:
+        collective_curves_table(csvrows.write(tmp_path / "c.csv", "collective_curves.csv", AR,
+                                              csvrows.like(rows[AR], **changes)))
+    assert f"c.csv line 3, row {AR}_new: {message}" in str(exc.value)
