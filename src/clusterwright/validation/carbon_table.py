@@ -38,14 +38,13 @@ from clusterwright.validation.rows import (
     CsvRow,
     Row,
     TableResult,
-    choice,
+    in_row_unit,
     integer,
     number,
     predict_each,
     read_csv,
     required,
     text,
-    unit_scale,
 )
 
 FILE = "carbon.csv"
@@ -60,10 +59,7 @@ def _num(r: Mapping[str, str], col: str) -> float:
 
 def predict(cat: Catalog, r: Mapping[str, str]) -> tuple[float, str]:
     """(predicted value in the row's unit, detail) for one row."""
-    q = choice(r, "quantity", QUANTITIES)
-    scale = unit_scale(r, QUANTITIES[q], q)
-    value, detail = _predict(cat, r, q)
-    return value / scale, detail
+    return in_row_unit(cat, r, QUANTITIES, _predict)
 
 
 def _predict(cat: Catalog, r: Mapping[str, str], q: str) -> tuple[float, str]:

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -301,6 +302,18 @@ UNIT_KINDS: dict[str, dict[str, float]] = {
     "bandwidth": {"GB/s": 1.0, "MB/s": 1e-3, "TB/s": 1e3, "Gb/s": 0.125, "Gbit/s": 0.125},
     "ratio": {"%": 1.0, "fraction": 100.0},
 }
+
+
+def in_row_unit(cat: Any, r: Mapping[str, str], quantities: Mapping[str, str],
+                predict: Callable[[Any, Mapping[str, str], str], tuple[float, str]]
+                ) -> tuple[float, str]:
+    """``predict(cat, r, quantity)`` (a value in the quantity's canonical unit, and a detail)
+    converted into the row's own unit: the table's ``quantities`` map each quantity to its
+    canonical unit."""
+    q = choice(r, "quantity", quantities)
+    scale = unit_scale(r, quantities[q], q)
+    value, detail = predict(cat, r, q)
+    return value / scale, detail
 
 
 def unit_scale(r: Mapping[str, str], canonical: str, what: str,

@@ -40,12 +40,12 @@ from clusterwright.validation.rows import (
     TableResult,
     bad,
     choice,
+    in_row_unit,
     number,
     optional_integer,
     predict_each,
     read_csv,
     text,
-    unit_scale,
 )
 
 FILE = "storage.csv"
@@ -71,10 +71,7 @@ def _workload(r: Mapping[str, str]) -> st.DataWorkload:
 
 
 def predict(cat: Catalog, r: Mapping[str, str]) -> tuple[float, str]:
-    q = choice(r, "quantity", QUANTITIES)
-    scale = unit_scale(r, QUANTITIES[q], q)
-    value, detail = _predict(cat, r, q)
-    return value / scale, detail
+    return in_row_unit(cat, r, QUANTITIES, _predict)
 
 
 def _predict(cat: Catalog, r: Mapping[str, str], q: str) -> tuple[float, str]:
