@@ -137,6 +137,40 @@ def test_disaggregated_prefill_saturates(cat: Catalog) -> None:
     assert heavy.ttft_s > 10 * light.ttft_s
 
 
+class _Affine:
+    """An iteration of ``fixed_s`` plus ``per_token_s`` a prompt token; decode at ``decode_s``."""
+
+    def __init__(self, fixed_s: float, per_token_s: float, decode_s: float) -> None:
+        self.fixed_s, self.per_token_s, self.decode_s = fixed_s, per_token_s, decode_s
+
+    def step_s(self, prefill_tokens: float, decode_seqs: float, kv_tokens: float,
+               prefill_pairs: float | None = None) -> float:
+        if prefill_tokens > 0:
+            return self.fixed_s + self.per_token_s * prefill_tokens
+        return self.decode_s if decode_seqs > 0 else 0.0
+
+
+def test_a_busy_prefill_rank_batches_the_prompts_that_gather() -> None:
+    """A 1,000-token prompt alone takes 50 ms (30 ms fixed + 20 us a token), so one at a
+    time a rank holds at most 20 prompts/s; batched eight at a time (8,192-token budget) it
+    holds 8 / 190 ms = 42. At ~30 prompts/s the rank runs back-to-back batches of the prompts
+    that gathered and a prompt waits about one and a half batches, not an unbounded queue."""
+    pre = Pool(step=_Affine(0.030, 20e-6, 0.0), ranks=1, budget=8192, chunked=False,
+               admission="reserve", kv_tokens=1e9)
+    dec = Pool(step=_Affine(0.0, 0.0, 0.010), ranks=1, budget=8192, chunked=False,
+               admission="reserve", kv_tokens=1e9)
+    # 300 clients each decoding 1,000 tokens at 10 ms: 30 requests/s if none waits.
+    st = disaggregated(pre, dec, 300, 1000, 1001, 0.0, 1e12)
+    assert st.requests_per_s == pytest.approx(30.0, rel=0.05)
+    j = 30.0 * 0.030 / (1.0 - 30.0 * 0.020)  # j = rate x t(j): 2.25 prompts a batch
+    t_j = 0.030 + 0.020 * j
+    assert st.ttft_s == pytest.approx(1.5 * t_j, rel=0.1)
+    # Beyond full batches (42 prompts/s) the rank is the bottleneck: clients queue there.
+    many = disaggregated(pre, dec, 1000, 1000, 1001, 0.0, 1e12)
+    assert many.requests_per_s <= 8 / (0.030 + 0.020 * 8) * 1.001
+    assert many.ttft_s > 10 * st.ttft_s
+
+
 def _one_to_one(cat: Catalog) -> tuple[Pool, Pool]:
     arch = cat.model("llama-3.1-8b")
     e = cat.serving_engine("trtllm")

@@ -251,16 +251,33 @@ def disaggregated(prefill: Pool, decode: Pool, clients: float, isl: int, osl: in
         util = rate / prefill.ranks * xfer
         return xfer + _mm1_wait(xfer, min(util, 0.999))
 
+    def t_batch(j: float) -> float:
+        return prefill.step.step_s(round(j * isl), 0, 0, j * isl * isl / 2.0)
+
     def prefill_at(rate: float) -> tuple[float, float, float]:
         """(wait + prefill seconds, utilisation, batch seconds) at ``rate`` prompts/s."""
         lam = rate / prefill.ranks
-        # Batch the prompts that gather while one batch runs (up to the budget).
-        j = min(float(prompts_max), max(1.0, lam * t1))
-        tj = prefill.step.step_s(round(j * isl), 0, 0, j * isl * isl / 2.0)
-        util = lam * tj / j
-        if util >= 1.0:
-            return math.inf, util, tj
-        return _mm1_wait(tj, util) + tj, util, tj
+        # One prompt at a time: an M/D/1 queue.
+        util1 = lam * t1
+        one = _mm1_wait(t1, util1) + t1 if util1 < 1.0 else math.inf
+        if util1 <= 0.5:
+            return one, util1, t1
+        # Or back to back, each batch the prompts that gathered while the previous one ran
+        # (up to the budget): j = lam t(j). Larger batches cost less per prompt, so this
+        # holds rates that one prompt at a time cannot, up to full batches. A prompt waits
+        # out the running batch (half of one, on average), or as batches fill the budget, a
+        # queue of full batches (M/D/1 at the batches' fill), then runs in the next. t(j) is
+        # close to affine in j: solved on the chord from one prompt to the budget, then one
+        # step on the step model.
+        full = lam * t_full / prompts_max
+        if full >= 1.0:
+            return one, full, t_full
+        slope = (t_full - t1) / max(prompts_max - 1, 1)
+        j = lam * (t1 - slope) / (1.0 - lam * slope) if lam * slope < 1.0 else prompts_max
+        j = min(float(prompts_max), max(1.0, lam * t_batch(min(float(prompts_max), max(1.0, j)))))
+        tj = t_batch(j)
+        batched = max(0.5 * tj, _mm1_wait(t_full, min(j / prompts_max, 0.999))) + tj
+        return min(one, batched), max(full, min(util1, 1.0)), tj
 
     def tpot_at(d: float) -> float:
         t = decode.step.step_s(0, max(1, round(d)), d * (isl + osl / 2.0))
