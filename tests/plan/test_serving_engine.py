@@ -7,7 +7,15 @@ import pytest
 
 from clusterwright.catalog.registry import Catalog, load_catalog
 from clusterwright.errors import InputError
-from clusterwright.plan.serving_deployment import DeploymentError, Role, kv_capacity, steady
+from clusterwright.plan.serving_deployment import (
+    PREFILL_TARGET_UTIL,
+    DeploymentError,
+    Role,
+    kv_capacity,
+    pool,
+    size_workers,
+    steady,
+)
 from clusterwright.plan.serving_engine import (
     deployment,
     engine_of,
@@ -100,6 +108,30 @@ def test_disaggregated_estimate_sizes_open_workers(cat: Catalog) -> None:
     assert d["deployment"]["decode"]["workers"] >= 1
     assert any("decode worker" in n for n in d["notes"])
     assert d["ttft_p99_s"] >= d["ttft_p50_s"] > 0
+
+
+def test_open_prefill_workers_are_sized_for_batched_prompts(cat: Catalog) -> None:
+    """Prefill workers left open are as few as keep each rank's batches (the prompts that
+    gather while the previous batch runs) at PREFILL_TARGET_UTIL of its token budget: fewer
+    than one prompt at a time would need, and one fewer would overfill the batches."""
+    arch = cat.model("deepseek-v3")
+    par = layout(arch, tp=1, adp=4)
+    dep = deployment(cat, arch, cat.gpu("b200"), engine_of(cat, "trtllm"), "fp4",
+                     prefill=Role(par, None), decode=Role(layout(arch, tp=1, adp=8), 2))
+    isl, osl, clients = 1024, 1024, 4096
+    pw, dw, note = size_workers(cat, dep, clients, isl, osl)
+    assert dw == 2 and "prefill worker" in note
+    pre = pool(cat, dep, par, 1, isl, osl, "prefill.")
+    dec = pool(cat, dep, dep.decode.par, dw, isl, osl, "decode.")
+    b = clients / dec.ranks
+    tpot = dec.step.step_s(0, round(b), b * (isl + osl / 2.0))
+    t1 = pre.step.step_s(isl, 0, 0, isl * isl / 2.0)
+    rate = clients / ((osl - 1) * tpot + t1)
+    one_at_a_time = -(-rate * t1 // (pre.ranks * PREFILL_TARGET_UTIL))
+    assert 2 <= pw < one_at_a_time
+    j = PREFILL_TARGET_UTIL * (pre.budget // isl)
+    per_rank = j / pre.step.step_s(round(j * isl), 0, 0, j * isl * isl / 2.0)
+    assert rate / (pw * pre.ranks) <= per_rank < rate / ((pw - 1) * pre.ranks)
 
 
 def test_the_disaggregation_check_compares_the_same_gpus(cat: Catalog) -> None:

@@ -219,7 +219,12 @@ def size_workers(cat: Catalog, dep: Deployment, clients: float, isl: int, osl: i
         tpot = dec.step.step_s(0, max(1, round(b)), b * (isl + osl / 2.0))
         t1 = pre.step.step_s(isl, 0, 0, isl * isl / 2.0)
         rate = clients / (max(osl - 1, 1) * tpot + t1)
-        pw = max(1, math.ceil(rate * t1 / (pre.ranks * PREFILL_TARGET_UTIL)))
+        # A rank batches the prompts that gather (``disaggregated``): at batches filling
+        # PREFILL_TARGET_UTIL of the budget it takes j / t(j) prompts a second.
+        j = max(1.0, PREFILL_TARGET_UTIL * max(1, pre.budget // isl))
+        tj = pre.step.step_s(round(j * isl), 0, 0, j * isl * isl / 2.0)
+        per_rank = max(j / tj, PREFILL_TARGET_UTIL / t1)
+        pw = max(1, math.ceil(rate / (pre.ranks * per_rank)))
         note.append(f"{pw} prefill worker(s)")
     return pw, dw, "sized " + " and ".join(note)
 
