@@ -17,8 +17,9 @@ first token + osl - 1), with the prefill queue an M/D/1 wait at the budget's uti
 iteration carries a prefill with the frequency that delivers ``r isl`` tokens; its time comes
 from the step model; TPOT is the mean iteration time a decoding sequence sees.
 
-Disaggregated serving: prefill workers (an M/D/1 queue each, prompts batched within the
-budget), the KV cache sent to a decode worker over the link, and decode workers at the batch
+Disaggregated serving: prefill workers (one prompt at a time, an M/D/1 queue; once prompts
+come faster than that, back-to-back batches of those that gathered, within the budget), the
+KV cache sent to a decode worker over the link, and decode workers at the batch
 the closed loop leaves them; the request rate solves C = rate x (TTFT + (osl - 1) TPOT).
 """
 
