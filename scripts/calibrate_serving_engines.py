@@ -27,6 +27,7 @@ over multiplicative grids, three rounds, deterministic. It prints the values to 
 the engine's entry. Run:
 
     python scripts/calibrate_serving_engines.py ENGINE_ID [--sample N] [--holdout COL=VAL]
+        [--params NAME,NAME]
     python scripts/calibrate_serving_engines.py --regimes [--write]
 
 ``--regimes`` predicts the whole table and prints (``--write``: writes into each entry's
@@ -142,14 +143,18 @@ def score(cat: Catalog, engine: ServingEngine, rows: list[Any]) -> float:
     return 0.5 * (capped(et) + capped(ep))
 
 
-def fit(cat: Catalog, base: ServingEngine, rows: list[Any]) -> tuple[ServingEngine, float]:
+def fit(cat: Catalog, base: ServingEngine, rows: list[Any],
+        names: set[str] | None = None) -> tuple[ServingEngine, float]:
+    """Coordinate descent over PARAMS (only ``names`` if given; the others keep the entry's
+    values)."""
+    params = [p for p in PARAMS if names is None or p[0] in names]
     # Start inside the bounds.
     cur = base.model_copy(update={n: min(hi, max(lo, float(getattr(base, n))))
-                                  for n, lo, hi in PARAMS})
+                                  for n, lo, hi in params})
     best = score(cat, cur, rows)
     print(f"start: {best:.4f}", flush=True)
     for rnd, factors in enumerate(FACTORS):
-        for name, lo, hi in PARAMS:
+        for name, lo, hi in params:
             x0 = float(getattr(cur, name))
             cands = {min(hi, max(lo, x0 * f)) for f in factors}
             if x0 == 0.0:
@@ -243,7 +248,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("engine")
     ap.add_argument("--sample", type=int, default=300)
     ap.add_argument("--holdout", default=None, help="COLUMN=VALUE rows left out of the fit")
+    ap.add_argument("--params", default=None,
+                    help="comma-separated constants to fit (default: all of PARAMS); the "
+                    "others keep the entry's values")
     a = ap.parse_args(argv)
+    names = None
+    if a.params:
+        names = {n.strip() for n in a.params.split(",") if n.strip()}
+        unknown = names - {p[0] for p in PARAMS}
+        if unknown:
+            print(f"--params: not fitted constants: {', '.join(sorted(unknown))}",
+                  file=sys.stderr)
+            return 2
     cat = load_catalog()
     try:
         base = cat.get("serving_engines", a.engine)
@@ -257,14 +273,16 @@ def main(argv: list[str] | None = None) -> int:
         col, val = a.holdout.split("=", 1)
         held = [(r, c) for r, c in every if r.get(col) == val]
         every = [(r, c) for r, c in every if r.get(col) != val]
+    # ``resolve`` sizes the workers a disaggregated row leaves open (and says so in a note):
+    # those rows are validated, not fitted.
     recorded = [(r, c) for r, c in every
-                if c.dep.agg is not None or (c.dep.prefill and c.dep.prefill.workers
-                                             and c.dep.decode and c.dep.decode.workers)]
+                if c.dep.agg is not None or not any(
+                    n.startswith("worker counts not recorded") for n in c.dep.notes)]
     fit_rows = sample(recorded, a.sample)
     print(f"{a.engine}: {len(every)} rows, {len(recorded)} fully recorded, fitting on "
           f"{len(fit_rows)}", flush=True)
     t0 = time.perf_counter()
-    eng, _ = fit(cat, base, fit_rows)
+    eng, _ = fit(cat, base, fit_rows, names)
     print(f"fitted in {time.perf_counter() - t0:.0f} s")
     for name, _, _ in PARAMS:
         print(f"    {name}: {getattr(eng, name):.4g}")
