@@ -18,13 +18,14 @@ from clusterwright.validation.collectives_table import (
 from clusterwright.validation.rows import Row, TableResult, read_csv
 from clusterwright.validation.tables import TABLES
 from tests.validation import csvrows
+from tests.validation.shared import shipped_table
 
 ECMP_PREFIXES = ("ecmp_mc_", "ecmp_8f_")
 
 
 @pytest.fixture(scope="module")
-def table() -> TableResult:
-    return collectives_table()
+def table(tmp_path_factory: pytest.TempPathFactory) -> TableResult:
+    return shipped_table("collectives", tmp_path_factory)
 
 
 def _show(r: Row) -> None:

@@ -20,6 +20,7 @@ from clusterwright.validation.fabric_table import CountRow, fabric_table
 from clusterwright.validation.rows import TableResult, data_dir
 from clusterwright.validation.tables import TABLES
 from tests.validation import csvrows
+from tests.validation.shared import shipped_table
 
 QUANTITIES = {
     "leaf_switches",
@@ -34,8 +35,8 @@ FAT_TREE_MAXIMA = [f"fattree_{t}tier_r{k}" for k in (64, 128, 144) for t in (2, 
 
 
 @pytest.fixture(scope="module")
-def table() -> TableResult:
-    return fabric_table()
+def table(tmp_path_factory: pytest.TempPathFactory) -> TableResult:
+    return shipped_table("fabric", tmp_path_factory)
 
 
 def _csv_rows() -> list[dict[str, str]]:

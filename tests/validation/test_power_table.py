@@ -12,11 +12,12 @@ from clusterwright.validation.power_table import power_table
 from clusterwright.validation.rows import TableResult, data_dir
 from clusterwright.validation.tables import TABLES
 from tests.validation import csvrows
+from tests.validation.shared import shipped_table
 
 
 @pytest.fixture(scope="module")
-def table() -> TableResult:
-    return power_table()
+def table(tmp_path_factory: pytest.TempPathFactory) -> TableResult:
+    return shipped_table("power", tmp_path_factory)
 
 
 def test_registered() -> None:

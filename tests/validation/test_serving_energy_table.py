@@ -13,11 +13,12 @@ from clusterwright.validation.rows import mape
 from clusterwright.validation.serving_energy_table import serving_energy_table
 from clusterwright.validation.tables import TABLES
 from tests.validation import csvrows
+from tests.validation.shared import shipped_table
 
 
 @pytest.fixture(scope="module")
-def table():  # type: ignore[no-untyped-def]
-    return serving_energy_table()
+def table(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    return shipped_table("serving_energy", tmp_path_factory)
 
 
 def test_registered_so_plain_validate_runs_it() -> None:

@@ -12,11 +12,12 @@ from clusterwright.errors import InputError
 from clusterwright.validation.rows import TableResult, data_dir
 from clusterwright.validation.serving_table import serving_table
 from tests.validation import csvrows
+from tests.validation.shared import shipped_table
 
 
 @pytest.fixture(scope="module")
-def table() -> TableResult:
-    return serving_table()
+def table(tmp_path_factory: pytest.TempPathFactory) -> TableResult:
+    return shipped_table("serving", tmp_path_factory)
 
 
 def _mape(table: TableResult, quantity: str) -> float:

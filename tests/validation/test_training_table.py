@@ -18,6 +18,7 @@ from clusterwright.errors import InputError
 from clusterwright.validation.rows import TableResult, data_dir
 from clusterwright.validation.training_table import training_table
 from tests.validation import csvrows
+from tests.validation.shared import shipped_table
 
 ROW_TARGET = 0.15
 MAPE_TARGET = 0.08
@@ -45,8 +46,8 @@ HELD_OUT = {
 
 
 @pytest.fixture(scope="module")
-def table() -> TableResult:
-    return training_table()
+def table(tmp_path_factory: pytest.TempPathFactory) -> TableResult:
+    return shipped_table("training", tmp_path_factory)
 
 
 def _print(rows: TableResult) -> None:

@@ -55,7 +55,9 @@ class Engine:
         self.now = 0.0
         self.rng = np.random.default_rng(seed)
         self.events = 0  # callbacks run
-        self._queue: list[Event] = []
+        # (time, seq, event): ordered by time, then by the order scheduled (seq is unique, so
+        # the event itself is never compared), as tuples compare in C.
+        self._queue: list[tuple[float, int, Event]] = []
         self._seq = itertools.count()
 
     def at(self, time: float, fn: Callable[..., Any], *args: Any) -> Event:
@@ -65,7 +67,7 @@ class Engine:
         if time < self.now - 1e-12:
             raise ValueError(f"cannot schedule at {time} s, before now ({self.now} s)")
         ev = Event(max(time, self.now), next(self._seq), fn, args)
-        heapq.heappush(self._queue, ev)
+        heapq.heappush(self._queue, (ev.time, ev.seq, ev))
         return ev
 
     def after(self, delay: float, fn: Callable[..., Any], *args: Any) -> Event:
@@ -73,14 +75,14 @@ class Engine:
         return self.at(self.now + max(0.0, delay), fn, *args)
 
     def pending(self) -> int:
-        return sum(1 for e in self._queue if not e.cancelled)
+        return sum(1 for _, _, e in self._queue if not e.cancelled)
 
     def run(self, until: float | None = None, max_events: int | None = None) -> None:
         """Run events in time order until the queue is empty, ``until`` (s) or
         ``max_events`` callbacks."""
         ran = 0
         while self._queue:
-            ev = self._queue[0]
+            ev = self._queue[0][2]
             if until is not None and ev.time > until:
                 self.now = until
                 return
