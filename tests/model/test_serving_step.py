@@ -95,6 +95,23 @@ def test_tensor_parallelism_adds_all_reduces(cat: Catalog) -> None:
     assert two._comm(64, 32, two._k) > 0.0  # type: ignore[attr-defined]
 
 
+def test_all_reduce_times_are_shared_by_step_models_on_one_network(cat: Catalog) -> None:
+    """Step models of one network and TP read one table of all-reduce times (a validation
+    table builds thousands of them): a second model gets the first one's values, and
+    another TP or engine (collective launch cost) gets its own."""
+    a = step(cat, "llama-3.1-8b", "h100-sxm", ServingParallel(tp=2))
+    t = a._allreduce(3.0e6)  # type: ignore[attr-defined]
+    b = step(cat, "llama-3.1-70b", "h100-sxm", ServingParallel(tp=2))
+    assert b._allreduce(3.0e6) == t  # type: ignore[attr-defined]
+    assert b._ar_memo is a._ar_memo  # type: ignore[attr-defined]
+    c = step(cat, "llama-3.1-8b", "h100-sxm", ServingParallel(tp=4))
+    d = step(cat, "llama-3.1-8b", "h100-sxm", ServingParallel(tp=2), engine="trtllm")
+    for other in (c, d):
+        other._allreduce(3.0e6)  # type: ignore[attr-defined]
+        assert other._ar_memo is not a._ar_memo  # type: ignore[attr-defined]
+    assert c._allreduce(3.0e6) > t  # type: ignore[attr-defined]
+
+
 def test_sliding_window_layers_cap_attention(cat: Catalog) -> None:
     """gpt-oss attends only its 128-token window on half its layers: long contexts cost
     about half of what full attention on every layer would."""

@@ -173,6 +173,11 @@ def _attended(k: dict[str, float], p: float, d: float, kv_tokens: float,
     return pairs, kv
 
 
+# All-reduce times tabulated per (network, TP): see ``DeploymentStep._allreduce``.
+_AR_TABLES: dict[tuple[str, int], dict[int, float]] = {}
+_AR_TABLES_MAX = 256
+
+
 @dataclass(frozen=True)
 class DeploymentStep:
     """Iteration time of one data-parallel rank of a deployment (the simulator's
@@ -332,7 +337,18 @@ class DeploymentStep:
         """The TP all-reduce of ``nbytes`` (seconds), interpolated between NCCL-model times
         tabulated every 0.02 decade of size (within 0.1 %; the tuner model is costly and a
         solver asks for thousands of sizes)."""
-        memo: dict[int, float] = self.__dict__.setdefault("_ar_memo", {})
+        memo = self.__dict__.get("_ar_memo")
+        if memo is None:
+            # Shared by every step model on the same network and TP (a table of thousands of
+            # rows builds a step model per row, mostly on a few networks): the values depend
+            # on nothing else.
+            key = (repr(self._net), self.par.tp)  # type: ignore[attr-defined]
+            memo = _AR_TABLES.get(key)
+            if memo is None:
+                if len(_AR_TABLES) >= _AR_TABLES_MAX:
+                    _AR_TABLES.clear()
+                memo = _AR_TABLES[key] = {}
+            object.__setattr__(self, "_ar_memo", memo)
         x = math.log10(max(nbytes, 1.0)) / self.AR_GRID
         i = math.floor(x)
         for j in (i, i + 1):
