@@ -11,7 +11,7 @@ from clusterwright.catalog.registry import Catalog, load_catalog
 from clusterwright.plan.serving_deployment import Role, pool
 from clusterwright.plan.serving_engine import deployment, layout
 from clusterwright.sim.serving import ClusterConfig, EngineConfig, Lengths, Workload, simulate
-from clusterwright.sim.serving_steady import Pool, aggregated, disaggregated
+from clusterwright.sim.serving_steady import Pool, aggregated, disaggregated, prefill_batch_s
 
 
 @pytest.fixture(scope="module")
@@ -169,6 +169,19 @@ def test_a_busy_prefill_rank_batches_the_prompts_that_gather() -> None:
     many = disaggregated(pre, dec, 1000, 1000, 1001, 0.0, 1e12)
     assert many.requests_per_s <= 8 / (0.030 + 0.020 * 8) * 1.001
     assert many.ttft_s > 10 * st.ttft_s
+
+
+def test_a_prompt_longer_than_a_chunked_budget_is_prefilled_in_chunks() -> None:
+    """With chunked prefill, an 8,000-token prompt on a 2,048-token budget (SGLang's 16,384
+    split over 8 attention-DP ranks) takes four iterations, each with its fixed cost; a
+    prompt that fits, or an engine that does not chunk, takes one."""
+    step = _Affine(0.010, 1e-6, 0.0)
+    chunked = Pool(step=step, ranks=1, budget=2048, chunked=True, admission="reserve",
+                   kv_tokens=1e9)
+    assert prefill_batch_s(chunked, 1, 8000) == pytest.approx(4 * 0.010 + 8000e-6)
+    assert prefill_batch_s(chunked, 2, 1000) == pytest.approx(0.010 + 2000e-6)
+    whole = replace(chunked, chunked=False)
+    assert prefill_batch_s(whole, 1, 8000) == pytest.approx(0.010 + 8000e-6)
 
 
 def _one_to_one(cat: Catalog) -> tuple[Pool, Pool]:

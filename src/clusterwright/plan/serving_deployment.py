@@ -33,7 +33,13 @@ from clusterwright.model.serving_step import (
     WeightFormat,
     kv_bytes_per_token,
 )
-from clusterwright.sim.serving_steady import Pool, SteadyState, aggregated, disaggregated
+from clusterwright.sim.serving_steady import (
+    Pool,
+    SteadyState,
+    aggregated,
+    disaggregated,
+    prefill_batch_s,
+)
 
 GB = 1e9
 # Used only to size worker counts a caller leaves open: a planner keeps prefill workers below
@@ -217,12 +223,12 @@ def size_workers(cat: Catalog, dep: Deployment, clients: float, isl: int, osl: i
         pre = pool(cat, dep, dep.prefill.par, 1, isl, osl, "prefill.", cache)
         b = clients / dec.ranks
         tpot = dec.step.step_s(0, max(1, round(b)), b * (isl + osl / 2.0))
-        t1 = pre.step.step_s(isl, 0, 0, isl * isl / 2.0)
+        t1 = prefill_batch_s(pre, 1.0, isl)
         rate = clients / (max(osl - 1, 1) * tpot + t1)
         # A rank batches the prompts that gather (``disaggregated``): at batches filling
         # PREFILL_TARGET_UTIL of the budget it takes j / t(j) prompts a second.
         j = max(1.0, PREFILL_TARGET_UTIL * max(1, pre.budget // isl))
-        tj = pre.step.step_s(round(j * isl), 0, 0, j * isl * isl / 2.0)
+        tj = prefill_batch_s(pre, j, isl)
         per_rank = max(j / tj, PREFILL_TARGET_UTIL / t1)
         pw = max(1, math.ceil(rate / (pre.ranks * per_rank)))
         note.append(f"{pw} prefill worker(s)")

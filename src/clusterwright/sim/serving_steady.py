@@ -80,6 +80,22 @@ def _mm1_wait(service: float, util: float) -> float:
     return service * util / (2.0 * (1.0 - util))
 
 
+def prefill_batch_s(pool: Pool, prompts: float, isl: int) -> float:
+    """Seconds for a prefill-only rank to prefill ``prompts`` prompts of ``isl`` tokens
+    together: one iteration, or with chunked prefill a prompt longer than the token budget in
+    budget-sized chunks, each attending to the chunks before it (SGLang's chunked-prefill
+    size split over attention-DP ranks leaves 2,048 tokens a rank on 8 ranks)."""
+    tokens = prompts * isl
+    if not pool.chunked or tokens <= pool.budget:
+        return pool.step.step_s(round(tokens), 0, 0, tokens * isl / 2.0)
+    b, done, t = float(pool.budget), 0.0, 0.0
+    while done < isl:
+        c = min(b, isl - done)
+        t += pool.step.step_s(round(c), 0, 0, c * (done + c / 2.0))
+        done += c
+    return t * prompts
+
+
 def lockstep(pool: Pool, clients: float, isl: int, osl: int) -> SteadyState:
     """Steady state of equal-length closed-loop clients on an engine that runs every waiting
     prompt's prefill before it decodes again (prefill priority, no mixed batches: SGLang's
@@ -238,8 +254,12 @@ def disaggregated(prefill: Pool, decode: Pool, clients: float, isl: int, osl: in
     if dec_cap < 1 or prefill.kv_tokens < isl:
         raise ValueError(f"one request of {isl} + {osl} tokens does not fit a worker's KV cache")
     prompts_max = max(1, math.floor(prefill.budget / isl))
-    t1 = prefill.step.step_s(isl, 0, 0, isl * isl / 2.0)
-    t_full = prefill.step.step_s(prompts_max * isl, 0, 0, prompts_max * isl * isl / 2.0)
+
+    def t_batch(j: float) -> float:
+        return prefill_batch_s(prefill, j, isl)
+
+    t1 = t_batch(1.0)
+    t_full = t_batch(float(prompts_max))
     xfer = kv_bytes_per_token * isl / link_bytes_per_s + link_latency_s
     # Prompts a second at full batches, and no more than the prefill ranks' links send
     rate_p_max = prefill.ranks * prompts_max / t_full
@@ -251,9 +271,6 @@ def disaggregated(prefill: Pool, decode: Pool, clients: float, isl: int, osl: in
         transfers share its link, one after another (M/D/1)."""
         util = rate / prefill.ranks * xfer
         return xfer + _mm1_wait(xfer, min(util, 0.999))
-
-    def t_batch(j: float) -> float:
-        return prefill.step.step_s(round(j * isl), 0, 0, j * isl * isl / 2.0)
 
     def prefill_at(rate: float) -> tuple[float, float, float]:
         """(wait + prefill seconds, utilisation, batch seconds) at ``rate`` prompts/s."""
@@ -297,7 +314,7 @@ def disaggregated(prefill: Pool, decode: Pool, clients: float, isl: int, osl: in
         burst = 0.0
         if k > 1.0:
             batch = min(k, float(prompts_max))
-            tb = prefill.step.step_s(round(batch * isl), 0, 0, batch * isl * isl / 2.0)
+            tb = t_batch(batch)
             burst = (math.ceil(k / prompts_max) + 1.0) / 2.0 * tb - t1
         ttft = (prefill.frontend_s + overhead_s + pre + max(burst, 0.0) + xfer_at(rate)
                 + (0.5 + decode.first_token_iterations) * tpot)
