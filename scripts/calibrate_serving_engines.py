@@ -273,11 +273,9 @@ def main(argv: list[str] | None = None) -> int:
         col, val = a.holdout.split("=", 1)
         held = [(r, c) for r, c in every if r.get(col) == val]
         every = [(r, c) for r, c in every if r.get(col) != val]
-    # ``resolve`` sizes the workers a disaggregated row leaves open (and says so in a note):
-    # those rows are validated, not fitted.
-    recorded = [(r, c) for r, c in every
-                if c.dep.agg is not None or not any(
-                    n.startswith("worker counts not recorded") for n in c.dep.notes)]
+    # ``resolve`` sizes the workers a disaggregated row leaves open: those rows are
+    # validated, not fitted (a row completed from its twin records them).
+    recorded = [(r, c) for r, c in every if not ss._open_workers(r)]
     fit_rows = sample(recorded, a.sample)
     print(f"{a.engine}: {len(every)} rows, {len(recorded)} fully recorded, fitting on "
           f"{len(fit_rows)}", flush=True)

@@ -254,12 +254,8 @@ def disaggregated(prefill: Pool, decode: Pool, clients: float, isl: int, osl: in
     if dec_cap < 1 or prefill.kv_tokens < isl:
         raise ValueError(f"one request of {isl} + {osl} tokens does not fit a worker's KV cache")
     prompts_max = max(1, math.floor(prefill.budget / isl))
-
-    def t_batch(j: float) -> float:
-        return prefill_batch_s(prefill, j, isl)
-
-    t1 = t_batch(1.0)
-    t_full = t_batch(float(prompts_max))
+    t1 = prefill_batch_s(prefill, 1.0, isl)
+    t_full = prefill_batch_s(prefill, float(prompts_max), isl)
     xfer = kv_bytes_per_token * isl / link_bytes_per_s + link_latency_s
     # Prompts a second at full batches, and no more than the prefill ranks' links send
     rate_p_max = prefill.ranks * prompts_max / t_full
@@ -291,9 +287,14 @@ def disaggregated(prefill: Pool, decode: Pool, clients: float, isl: int, osl: in
         if full >= 1.0:
             return one, full, t_full
         slope = (t_full - t1) / max(prompts_max - 1, 1)
-        j = lam * (t1 - slope) / (1.0 - lam * slope) if lam * slope < 1.0 else prompts_max
-        j = min(float(prompts_max), max(1.0, lam * t_batch(min(float(prompts_max), max(1.0, j)))))
-        tj = t_batch(j)
+        pm = float(prompts_max)
+
+        def within(x: float) -> float:
+            return min(pm, max(1.0, x))
+
+        j = within(lam * (t1 - slope) / (1.0 - lam * slope) if lam * slope < 1.0 else pm)
+        j = within(lam * prefill_batch_s(prefill, j, isl))
+        tj = prefill_batch_s(prefill, j, isl)
         batched = max(0.5 * tj, _mm1_wait(t_full, min(j / prompts_max, 0.999))) + tj
         return min(one, batched), max(full, min(util1, 1.0)), tj
 
@@ -314,7 +315,7 @@ def disaggregated(prefill: Pool, decode: Pool, clients: float, isl: int, osl: in
         burst = 0.0
         if k > 1.0:
             batch = min(k, float(prompts_max))
-            tb = t_batch(batch)
+            tb = prefill_batch_s(prefill, batch, isl)
             burst = (math.ceil(k / prompts_max) + 1.0) / 2.0 * tb - t1
         ttft = (prefill.frontend_s + overhead_s + pre + max(burst, 0.0) + xfer_at(rate)
                 + (0.5 + decode.first_token_iterations) * tpot)
