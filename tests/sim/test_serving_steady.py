@@ -11,7 +11,14 @@ from clusterwright.catalog.registry import Catalog, load_catalog
 from clusterwright.plan.serving_deployment import Role, pool
 from clusterwright.plan.serving_engine import deployment, layout
 from clusterwright.sim.serving import ClusterConfig, EngineConfig, Lengths, Workload, simulate
-from clusterwright.sim.serving_steady import Pool, aggregated, disaggregated, prefill_batch_s
+from clusterwright.sim.serving_steady import (
+    Pool,
+    aggregated,
+    disaggregated,
+    opening_wave_s,
+    prefill_batch_s,
+    with_opening_wave,
+)
 
 
 @pytest.fixture(scope="module")
@@ -251,3 +258,72 @@ def test_lockstep_waits_longer_than_desynchronised_clients(cat: Catalog) -> None
     # Every request waits through the cluster's whole prefill phase, first for its own token
     # and then for the rest of the cluster, where mixed batches would spread it thin.
     assert lock.ttft_s > loose.ttft_s
+
+
+def test_an_opening_wave_is_prefilled_first_come_first_served() -> None:
+    """Eight 1,000-token prompts at an idle rank with a 2,048-token budget, no chunking: two
+    whole prompts an iteration (30 ms + 20 us a token = 70 ms), four iterations, the mean
+    prompt done with the 2.5th; its first token two decode iterations later. Chunked, the
+    8,000 tokens go in 2,048-token chunks (the decodes of the first prompts take part of each
+    chunk's budget), prompt i done with chunk ceil((i + 1) 1,000 / chunk)."""
+    whole = Pool(step=_Affine(0.030, 20e-6, 0.010), ranks=1, budget=2048, chunked=False,
+                 admission="reserve", kv_tokens=1e9, frontend_s=0.005,
+                 first_token_iterations=2.0, prefill_first=True)
+    assert opening_wave_s(whole, 8, 1000, 100) == pytest.approx(
+        0.005 + 2.5 * 0.070 + 2 * 0.010)
+    chunked = replace(whole, chunked=True, prefill_first=False)
+    p = 2048 - 4  # four of the eight prompts decode, on average over the phase
+    iters = (8 * 1000 + 1000) / (2 * p) + 0.5
+    assert opening_wave_s(chunked, 8, 1000, 100) == pytest.approx(
+        0.005 + iters * (0.030 + 20e-6 * p) + 2 * 0.010)
+    # A wave the budget takes at once is one iteration.
+    assert opening_wave_s(chunked, 1, 1000, 100) == pytest.approx(
+        0.005 + 0.030 + 20e-6 * 1000 + 2 * 0.010)
+
+
+def test_a_benchmark_ttft_averages_its_opening_wave_into_the_rounds() -> None:
+    pool_ = Pool(step=_Affine(0.030, 20e-6, 0.010), ranks=1, budget=8192, chunked=True,
+                 admission="reserve", kv_tokens=1e9)
+    steady = aggregated(pool_, 64, 1000, 200)
+    wave = opening_wave_s(pool_, steady.admitted, 1000, 200)
+    bench = aggregated(pool_, 64, 1000, 200, rounds=10)
+    assert wave > 5 * steady.ttft_s
+    assert bench.ttft_s == pytest.approx((9 * steady.ttft_s + wave) / 10)
+    assert bench.tpot_s == steady.tpot_s and bench.requests_per_s == steady.requests_per_s
+    assert with_opening_wave(steady, wave, 0.0) is steady
+    assert with_opening_wave(steady, wave, 1.0).ttft_s == wave
+
+
+def test_a_disaggregated_opening_wave_fills_the_prefill_batches() -> None:
+    """64 prompts on two prefill ranks: 32 each, four full batches of eight (30 ms + 20 us a
+    token: 190 ms), the mean prompt done with the 2.5th; then its KV cache, queued behind
+    half its batch's on the rank's link (10 ms each)."""
+    pre = Pool(step=_Affine(0.030, 20e-6, 0.0), ranks=2, budget=8192, chunked=False,
+               admission="reserve", kv_tokens=1e9)
+    dec = Pool(step=_Affine(0.0, 0.0, 0.010), ranks=1, budget=8192, chunked=False,
+               admission="reserve", kv_tokens=1e9)
+    kv_per_token, link = 1e6, 1e11  # 1,000 tokens: 10 ms a transfer
+    steady = disaggregated(pre, dec, 64, 1000, 1001, kv_per_token, link)
+    bench = disaggregated(pre, dec, 64, 1000, 1001, kv_per_token, link, rounds=10)
+    wave = 2.5 * 0.190 + 4.5 * 0.010 + 0.5 * steady.tpot_s
+    assert bench.ttft_s == pytest.approx((9 * steady.ttft_s + wave) / 10, rel=1e-6)
+    assert bench.tpot_s == steady.tpot_s
+
+
+@pytest.mark.parametrize(("engine", "chunked"), [("vllm", True), ("trtllm", False)])
+def test_the_opening_wave_agrees_with_the_event_simulator(cat: Catalog, engine: str,
+                                                         chunked: bool) -> None:
+    """The request-level simulator starts every client at once: the mean TTFT of its first
+    round is the opening wave's, within 10 %."""
+    p = replace(agg_pool(cat, "llama-3.1-70b", "b200", engine, 4, "fp8", 2048, 256),
+                chunked=chunked)
+    clients = 64
+    ec = EngineConfig(kv_blocks=int(p.kv_tokens // 16), block_size=16,
+                      max_num_seqs=min(p.max_seqs, p.budget), max_num_batched_tokens=p.budget,
+                      chunked_prefill=p.chunked, admission=p.admission,
+                      prefill_first=p.prefill_first)
+    w = Workload(num_requests=clients, arrival="closed", concurrency=clients,
+                 input_len=Lengths("fixed", 2048), output_len=Lengths("fixed", 256))
+    r = simulate(ClusterConfig(engine=ec), w, p.step)
+    first = float(np.mean(r.per_request["ttft_s"][:clients]))
+    assert opening_wave_s(p, clients, 2048, 256) == pytest.approx(first, rel=0.1)

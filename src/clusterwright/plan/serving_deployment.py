@@ -198,7 +198,8 @@ def pool(cat: Catalog, dep: Deployment, par: ServingParallel, workers: int, isl:
                 context_wait_iterations=e.adp_context_wait_iterations if par.adp > 1 else 0.0,
                 spec_yield=dep.spec_yield(),
                 spec_cost=dep.speculative[2] if dep.speculative else 1.0,
-                lockstep=equal_lengths and e.prefill_priority)
+                lockstep=equal_lengths and e.prefill_priority,
+                prefill_first=e.prefill_priority)
 
 
 def size_workers(cat: Catalog, dep: Deployment, clients: float, isl: int, osl: int,
@@ -246,12 +247,14 @@ def kv_link_bytes_per_s(dep: Deployment, prefill: Pool, gpus: int) -> float:
 
 
 def steady(cat: Catalog, dep: Deployment, clients: float, isl: int, osl: int,
-           cache: PoolCache | None = None, equal_lengths: bool = True
+           cache: PoolCache | None = None, equal_lengths: bool = True, rounds: float = 0.0
            ) -> tuple[SteadyState, Deployment]:
     """Mean TTFT and TPOT of ``clients`` closed-loop clients sending ``isl``-token prompts
     for ``osl`` tokens each (every request those lengths, or with ``equal_lengths`` False,
     lengths drawn around those means), and the deployment as solved (worker counts sized
-    where open)."""
+    where open). ``rounds`` > 0: TTFT is the mean over a benchmark of that many requests per
+    client that starts every client at once on an idle deployment (its first round is a
+    wave of prompts); 0: the steady state alone."""
     if clients <= 0 or isl < 1 or osl < 1:
         raise InputError("clients, input and output lengths must be positive",
                          field="concurrency")
@@ -259,18 +262,19 @@ def steady(cat: Catalog, dep: Deployment, clients: float, isl: int, osl: int,
         if dep.agg is not None:
             p = pool(cat, dep, dep.agg.par, dep.agg.workers or 1, isl, osl, "", cache,
                      equal_lengths)
-            return aggregated(p, clients, isl, osl), dep
+            return aggregated(p, clients, isl, osl, rounds), dep
         assert dep.prefill is not None and dep.decode is not None
         pw, dw, note = size_workers(cat, dep, clients, isl, osl, cache)
         solved = replace(dep, prefill=Role(dep.prefill.par, pw), decode=Role(dep.decode.par, dw),
                          notes=dep.notes + ((note,) if note else ()))
-        pre = pool(cat, solved, dep.prefill.par, pw, isl, osl, "prefill.", cache)
-        dec = pool(cat, solved, dep.decode.par, dw, isl, osl, "decode.", cache)
+        pre = pool(cat, solved, dep.prefill.par, pw, isl, osl, "prefill.", cache,
+                   equal_lengths)
+        dec = pool(cat, solved, dep.decode.par, dw, isl, osl, "decode.", cache, equal_lengths)
         gpus = solved.gpus() or 0
         link = kv_link_bytes_per_s(solved, pre, gpus)
         kv_bytes = kv_bytes_per_token(dep.arch, dep.kv_format)
         return disaggregated(pre, dec, clients, isl, osl, kv_bytes, link,
-                             overhead_s=dep.engine.disagg_overhead_s), solved
+                             overhead_s=dep.engine.disagg_overhead_s, rounds=rounds), solved
     except ValueError as exc:
         raise DeploymentError(str(exc), field="concurrency") from None
 

@@ -26,7 +26,7 @@ the closed loop leaves them; the request rate solves C = rate x (TTFT + (osl - 1
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 
@@ -58,6 +58,8 @@ class Pool:
     # Equal-length closed-loop clients on an engine that prefills every waiting prompt before
     # it decodes (SGLang without mixed chunks): the clients move in lockstep (``lockstep``)
     lockstep: bool = False
+    # The engine runs waiting prompts before it decodes again (SGLang's prefill priority)
+    prefill_first: bool = False
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,46 @@ def prefill_batch_s(pool: Pool, prompts: float, isl: int) -> float:
         t += pool.step.step_s(round(c), 0, 0, c * (done + c / 2.0))
         done += c
     return t * prompts
+
+
+def opening_wave_s(pool: Pool, prompts: float, isl: int, osl: int) -> float:
+    """Mean TTFT (seconds) of ``prompts`` prompts that reach one idle rank at the same
+    instant: a closed-loop benchmark's first round, which starts every client at once.
+
+    The rank prefills them first come, first served, as fast as its token budget allows:
+    whole prompts per iteration without chunked prefill, budget-sized chunks with it. The
+    prompts it has finished decode in the same iterations (half of them on average over the
+    phase), unless the engine runs waiting prompts first. Prompt i's first token comes with
+    the iteration that completes it: on average half-way through the phase."""
+    a = max(float(prompts), 1.0)
+    B = float(pool.budget)
+    dec = 0.0 if pool.prefill_first else min(a / 2.0, float(pool.max_seqs))
+    kv_dec = dec * (isl + osl / 2.0)
+    if pool.chunked:
+        p = max(B - dec, 1.0)
+        tokens = a * isl
+        chunk = min(p, tokens)
+        # Prompt i completes in chunk ceil((i + 1) isl / p): the mean over the prompts.
+        iters = 1.0 if tokens <= p else (tokens + isl) / (2.0 * p) + 0.5
+        t = pool.step.step_s(round(chunk), round(dec), kv_dec, chunk * isl / 2.0)
+    else:
+        per_iter = max(1.0, math.floor(max(B - dec, 1.0) / isl))
+        batch = min(a, per_iter)
+        iters = (math.ceil(a / per_iter) + 1.0) / 2.0 if a > per_iter else 1.0
+        t = pool.step.step_s(round(batch * isl), round(dec), kv_dec, batch * isl * isl / 2.0)
+    t_dec = pool.step.step_s(0, round(a), a * (isl + osl / 2.0))
+    return pool.frontend_s + iters * t + (
+        pool.first_token_iterations + pool.context_wait_iterations) * t_dec
+
+
+def with_opening_wave(st: SteadyState, wave_s: float, rounds: float) -> SteadyState:
+    """``st`` with its TTFT the mean over a benchmark of ``rounds`` requests per client whose
+    first round is an opening wave of mean TTFT ``wave_s`` (0 rounds: the steady state)."""
+    if rounds <= 1.0:
+        return st if rounds <= 0.0 else replace(st, ttft_s=wave_s)
+    ttft = ((rounds - 1.0) * st.ttft_s + wave_s) / rounds
+    return replace(st, ttft_s=ttft, detail=st.detail + (
+        f"; first of {rounds:g} rounds an opening wave (TTFT {wave_s * 1e3:.0f} ms)"))
 
 
 def lockstep(pool: Pool, clients: float, isl: int, osl: int) -> SteadyState:
@@ -144,10 +186,21 @@ def lockstep(pool: Pool, clients: float, isl: int, osl: int) -> SteadyState:
                        min(t_full, first))
 
 
-def aggregated(pool: Pool, clients: float, isl: int, osl: int) -> SteadyState:
-    """Steady state of ``clients`` closed-loop clients spread evenly over ``pool``'s ranks."""
+def aggregated(pool: Pool, clients: float, isl: int, osl: int,
+               rounds: float = 0.0) -> SteadyState:
+    """Steady state of ``clients`` closed-loop clients spread evenly over ``pool``'s ranks;
+    with ``rounds`` > 0, TTFT is the mean over a benchmark of that many requests per client
+    that starts every client at once (``opening_wave_s``)."""
     if pool.lockstep:
+        # Clients in lockstep arrive together in every round: the first is no different.
         return lockstep(pool, clients, isl, osl)
+    st = _aggregated(pool, clients, isl, osl)
+    if rounds <= 0.0:
+        return st
+    return with_opening_wave(st, opening_wave_s(pool, st.admitted, isl, osl), rounds)
+
+
+def _aggregated(pool: Pool, clients: float, isl: int, osl: int) -> SteadyState:
     n = clients / pool.ranks
     per_req = isl + (osl if pool.admission == "reserve" else osl / 2.0)
     fits = math.floor(pool.kv_tokens / per_req)
@@ -240,14 +293,19 @@ def aggregated(pool: Pool, clients: float, isl: int, osl: int) -> SteadyState:
 
 def disaggregated(prefill: Pool, decode: Pool, clients: float, isl: int, osl: int,
                   kv_bytes_per_token: float, link_bytes_per_s: float,
-                  link_latency_s: float = 0.0, overhead_s: float = 0.0) -> SteadyState:
+                  link_latency_s: float = 0.0, overhead_s: float = 0.0,
+                  rounds: float = 0.0) -> SteadyState:
     """Steady state of ``clients`` closed-loop clients on separate prefill and decode pools.
 
     Solved on the decode batch ``d`` per decode rank: it sets TPOT, the completion rate
     (``d`` x ranks / (osl - 1) TPOT, Little's law on the decoding requests), the prefill
     ranks' load at that rate (prompts batched within the budget, an M/D/1 wait) and the
     clients that keeps busy, rate x (TTFT + (osl - 1) TPOT); ``d`` rises until that is
-    ``clients``. Clients beyond what the decode KV (or the prefill ranks) can serve wait."""
+    ``clients``. Clients beyond what the decode KV (or the prefill ranks) can serve wait.
+    With ``rounds`` > 0, TTFT is the mean over a benchmark of that many requests per client
+    that starts every client at once: in its first round each prefill rank takes its share
+    of the clients' prompts in full batches, and each batch's KV caches leave over the
+    rank's link one after another."""
     out1 = float(max(osl - 1, 0))
     per_req = isl + (osl if decode.admission == "reserve" else osl / 2.0)
     dec_cap = float(min(decode.max_seqs, math.floor(decode.kv_tokens / per_req)))
@@ -338,5 +396,14 @@ def disaggregated(prefill: Pool, decode: Pool, clients: float, isl: int, osl: in
               f"({t1 * 1e3:.1f} ms a prompt), KV transfer {xfer * 1e3:.2f} ms, decode "
               f"{decode.ranks} ranks at batch {d:.0f}"
               + (f", {waiting:.0f} clients waiting" if waiting > 0.5 else ""))
-    return SteadyState(ttft, tpot, rate, d, d, detail, slot_wait,
-                       ttft - slot_wait - t1 - prefill.frontend_s, t1)
+    st = SteadyState(ttft, tpot, rate, d, d, detail, slot_wait,
+                     ttft - slot_wait - t1 - prefill.frontend_s, t1)
+    if rounds <= 0.0:
+        return st
+    a = max(min(clients, dec_cap * decode.ranks) / prefill.ranks, 1.0)
+    batch = min(a, float(prompts_max))
+    batches = math.ceil(a / batch)
+    wave = (prefill.frontend_s + overhead_s
+            + (batches + 1.0) / 2.0 * prefill_batch_s(prefill, batch, isl)
+            + (batch + 1.0) / 2.0 * xfer + (0.5 + decode.first_token_iterations) * tpot)
+    return with_opening_wave(st, wave, rounds)

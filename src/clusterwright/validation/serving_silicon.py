@@ -242,6 +242,7 @@ class RowConfig:
     isl: int  # mean prompt length the client sent
     osl: int  # mean output length
     equal_lengths: bool = True  # every request isl / osl (no random-length client)
+    rounds: float = 0.0  # requests per client, all clients starting at once (0: steady state)
 
 
 def _lookup(cat: Catalog) -> tuple[dict[str, ModelArch], dict[str, Gpu]]:
@@ -295,6 +296,14 @@ def _parallel(r: dict[str, str], prefix: str, arch: ModelArch) -> tuple[ServingP
 # benchmark_serving.py, sample_random_requests). Its rows are recognised by their source:
 # the database dump of its workflow runs or its dated result files.
 INFERENCEMAX_RANGE_RATIO = 0.8
+# Its runs send ten prompts per client (`--num-prompts $((CONC * 10))`), every client's first
+# at the same instant (`--request-rate inf`: the client creates every request at once and its
+# `--max-concurrency` semaphore lets the first CONC through; InferenceX
+# utils/bench_serving/benchmark_serving.py, after `--num-warmups $((2 * CONC))` warm-up
+# requests it does not measure); Dynamo TensorRT-LLM's disaggregated sweeps send
+# concurrency x multi_round prompts, multi_round 10 (TensorRT-LLM
+# examples/disaggregated/slurm/benchmark/run_benchmark*.sh, submit.sh).
+INFERENCEMAX_ROUNDS = 10.0
 _INFERENCEMAX = re.compile(r"workflow_run_id=|^source_file=\d{4}-\d{2}-\d{2}\.csv")
 
 
@@ -418,7 +427,7 @@ def resolve(cat: Catalog, r: dict[str, str],
         mi, mo, lens = mean_lengths(r, isl, osl)
         notes = tuple(n for n in (build_note, note, more, lens) if n)
         dep = Deployment(arch, gpu, engine, dense, moe, kv_fmt, agg=Role(par, 1), notes=notes)
-        return RowConfig(dep, c, mi, mo, not lens)
+        return RowConfig(dep, c, mi, mo, not lens, INFERENCEMAX_ROUNDS if lens else 0.0)
     pre, n1 = _parallel(r, "prefill_", arch)
     dec, n2 = _parallel(r, "decode_", arch)
     pw = _int(r, "prefill_num_workers", None, low=1)
@@ -441,7 +450,7 @@ def resolve(cat: Catalog, r: dict[str, str],
         dep = replace(dep, prefill=Role(pre, pw), decode=Role(dec, dw), notes=notes)
     if lens:
         dep = replace(dep, notes=(*dep.notes, lens))
-    return RowConfig(dep, c, mi, mo, not lens)
+    return RowConfig(dep, c, mi, mo, not lens, INFERENCEMAX_ROUNDS if lens else 0.0)
 
 
 # --------------------------------------------------------------------------- prediction
@@ -452,7 +461,7 @@ def predict(cat: Catalog, cfg: RowConfig) -> tuple[SteadyState, str]:
     row was read (rules applied, worker counts sized)."""
     try:
         st, solved = steady(cat, cfg.dep, cfg.clients, cfg.isl, cfg.osl,
-                            equal_lengths=cfg.equal_lengths)
+                            equal_lengths=cfg.equal_lengths, rounds=cfg.rounds)
     except DeploymentError as exc:
         raise NotCoveredError(str(exc)) from None
     return st, "; ".join(solved.notes)
