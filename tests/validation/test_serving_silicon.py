@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -491,6 +492,8 @@ def test_an_inferencemax_row_is_read_at_its_clients_mean_lengths() -> None:
     cfg = ss.resolve(load_catalog(), r)
     assert (cfg.isl, cfg.osl, cfg.equal_lengths) == (922, 922, False)
     assert any(n.startswith("InferenceMAX client") for n in cfg.dep.notes)
+    # Ten prompts per client, the first round all at once: TTFT is the rounds' mean.
+    assert cfg.rounds == ss.INFERENCEMAX_ROUNDS == 10
 
 
 def test_a_row_of_another_collection_is_read_at_its_stated_lengths() -> None:
@@ -498,3 +501,23 @@ def test_a_row_of_another_collection_is_read_at_its_stated_lengths() -> None:
     assert r["silicon_data_source"].startswith("source_file=h100_sxm/")
     cfg = ss.resolve(load_catalog(), r)
     assert (cfg.isl, cfg.osl, cfg.equal_lengths) == (int(r["isl"]), int(r["osl"]), True)
+    assert cfg.rounds == 0.0 and not ss.unwarmed(r)
+
+
+def test_inferencemax_rows_before_its_warm_up_requests_are_reported_apart(
+        shipped_result: ss.SiliconResult) -> None:
+    """InferenceMAX's client warms the server up since 2026-01-21: rows measured earlier are
+    flagged, and the table reports them and the rest separately."""
+    base = pick(backend="sglang", mode="agg", system="b200_sxm", isl="1024", osl="1024")
+    src = base["silicon_data_source"]
+
+    def at(day: str) -> dict[str, str]:
+        return {**base, "silicon_data_source": re.sub(r"measured=[0-9-]+", f"measured={day}",
+                                                      src)}
+
+    assert "measured=" in src
+    assert ss.unwarmed(at("2025-11-10"))
+    assert not ss.unwarmed(at("2026-01-21")) and not ss.unwarmed(at("2026-04-03"))
+    p = shipped_result.payload()
+    assert p["unwarmed"]["n"] > 100 and p["warmed"]["n"] > 100
+    assert p["unwarmed"]["n"] + p["warmed"]["n"] == p["covered"]

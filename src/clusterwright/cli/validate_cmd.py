@@ -152,6 +152,13 @@ def _print_silicon(res: SiliconResult) -> None:
         console.print(f"  {read} rows read by a rule or with inferred worker counts (see --json);"
                       f" the {rec['n']} read as recorded: TTFT MAPE {_pct(rec['ttft_mape'])}, "
                       f"TPOT MAPE {_pct(rec['tpot_mape'])}")
+    cold, warm = p["unwarmed"], p["warmed"]
+    if cold["n"]:
+        console.print(f"  {cold['n']} InferenceMAX rows measured before its client sent warm-up "
+                      f"requests (cold kernels in the opening wave, not modelled): TTFT MAPE "
+                      f"{_pct(cold['ttft_mape'])}, TPOT MAPE {_pct(cold['tpot_mape'])}; the other "
+                      f"{warm['n']}: TTFT MAPE {_pct(warm['ttft_mape'])}, TPOT MAPE "
+                      f"{_pct(warm['tpot_mape'])}")
     noise = p.get("repeat_noise") or {}
     rep, inp = noise.get("repeats"), noise.get("model_inputs")
     if rep and inp and inp["measurements"]:
