@@ -258,8 +258,9 @@ def test_a_small_file_predicts_every_row(tmp_path: Path) -> None:
     # The contract, plus keys added beside it (never renamed or dropped)
     assert {"total", "covered", "ttft_mape", "tpot_mape", "partitions", "rows"} <= set(p)
     assert set(p) - {"total", "covered", "ttft_mape", "tpot_mape", "partitions", "rows"} == {
-        "recorded", "repeat_noise"}
+        "recorded", "repeat_noise", "unwarmed", "warmed"}
     assert p["recorded"]["n"] <= p["covered"]
+    assert p["unwarmed"]["n"] + p["warmed"]["n"] == p["covered"]
     assert p["total"] == p["covered"] == 4
     for x in p["rows"]:
         assert {"id", "ttft_ms", "tpot_ms", "pred_ttft_ms", "pred_tpot_ms", "skipped"} <= set(x)
