@@ -113,3 +113,41 @@ def test_speculative_decoding_shortens_tpot() -> None:
     assert 0.95 * 1.3 / s["speculative"]["tokens_per_step"] < ratio < 0.75
     bad = cw(*args, "--speculative", "3:1.7:1.3")
     assert bad.exit_code == 2 and "--speculative" in bad.stderr
+
+
+def test_a_benchmark_of_rounds_reports_its_opening_wave() -> None:
+    """A benchmark that starts 64 clients at once on an idle deployment measures a longer
+    mean TTFT than the steady state (its first round waits for the whole wave's prefill);
+    the more rounds, the nearer the steady state. TPOT and throughput are the steady
+    state's."""
+    args = (*BASE, "--model", "llama-3.1-70b", "--gpu", "b200", "--engine", "vllm", "--tp", "4",
+            "--precision", "fp8", "--concurrency", "64", "--steady-only", "--json")
+    st = json.loads(cw(*args).stdout)["steady_state"]
+    assert "benchmark" not in st
+    ten = json.loads(cw(*args, "--benchmark-rounds", "10").stdout)["steady_state"]
+    many = json.loads(cw(*args, "--benchmark-rounds", "1000").stdout)["steady_state"]
+    assert ten["benchmark"]["rounds"] == 10
+    assert ten["benchmark"]["ttft_mean_s"] > 1.2 * st["ttft_mean_s"]
+    assert st["ttft_mean_s"] < many["benchmark"]["ttft_mean_s"] < ten["benchmark"]["ttft_mean_s"]
+    assert ten["tpot_mean_s"] == st["tpot_mean_s"]
+    text = cw(*args[:-1], "--benchmark-rounds", "10")
+    assert text.exit_code == 0 and "opening wave" in text.stdout
+
+
+@pytest.mark.parametrize(("extra", "flag"), [
+    (("--benchmark-rounds", "0"), "--benchmark-rounds"),
+    (("--benchmark-rounds", "10", "--length-dist", "lognormal"), "--benchmark-rounds"),
+])
+def test_bad_benchmark_rounds_name_the_flag(extra: tuple[str, ...], flag: str) -> None:
+    r = cw(*BASE, "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "vllm",
+           "--concurrency", "8", "--steady-only", *extra)
+    assert r.exit_code == 2 and flag in r.stderr
+
+
+def test_benchmark_rounds_need_a_closed_loop() -> None:
+    r = cw(*BASE, "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "vllm",
+           "--qps", "2", "--num-requests", "100", "--benchmark-rounds", "10")
+    assert r.exit_code == 2 and "--benchmark-rounds" in r.stderr
+    r = cw(*BASE, "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--concurrency", "8",
+           "--benchmark-rounds", "10")
+    assert r.exit_code == 2 and "only with --engine" in r.stderr

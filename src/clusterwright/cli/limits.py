@@ -110,6 +110,7 @@ REQUESTS = Bound(1, MAX_REQUESTS, why="requests simulated")
 # --gpu choose on two cores
 PLAN_REQUESTS = Bound(1, 5_000, why="requests per capacity simulation")
 CONCURRENCY = Bound(1, MAX_REQUESTS, why="clients")
+BENCHMARK_ROUNDS = Bound(1, 10_000, why="requests per client in one benchmark run")
 REPLICAS = Bound(1, MAX_REPLICAS, why="replicas simulated; serve plan sizes larger fleets")
 LENGTH_CV = Bound(0, MAX_LENGTH_CV, low_open=True)
 NETSIM_QPS = Bound(1, MAX_QPS_PER_CONNECTION, why="NCCL_IB_QPS_PER_CONNECTION's maximum")

@@ -130,6 +130,10 @@ def estimate_cmd(
     no_sim: bool = typer.Option(
         False, "--steady-only", help="--engine, closed loop: only the steady-state solution "
         "(means, milliseconds), no request-level simulation."),
+    benchmark_rounds: int | None = typer.Option(
+        None, "--benchmark-rounds", help="--engine, closed loop: also the mean TTFT a "
+        "benchmark of N requests per client reports when it starts every client at once on an "
+        "idle deployment (InferenceMAX: 10), its first round an opening wave."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Simulate a workload on replicas of one model: TTFT, TPOT, end-to-end latency,
@@ -142,6 +146,7 @@ def estimate_cmd(
                ("--adp", adp, lim.PARALLEL), ("--moe-tp", moe_tp, lim.PARALLEL),
                ("--moe-ep", moe_ep, lim.PARALLEL), ("--qps", qps, lim.QPS),
                ("--concurrency", concurrency, lim.CONCURRENCY),
+               ("--benchmark-rounds", benchmark_rounds, lim.BENCHMARK_ROUNDS),
                ("--input-len", input_len, lim.SEQ_TOKENS),
                ("--output-len", output_len, lim.SEQ_TOKENS),
                ("--length-cv", length_cv, lim.LENGTH_CV),
@@ -156,7 +161,8 @@ def estimate_cmd(
         for flag, v in (("--adp", adp != 1), ("--moe-tp", moe_tp), ("--moe-ep", moe_ep),
                         ("--gemm-quant", gemm_quant), ("--moe-quant", moe_quant),
                         ("--prefill", prefill), ("--decode", decode),
-                        ("--steady-only", no_sim), ("--speculative", speculative)):
+                        ("--steady-only", no_sim), ("--speculative", speculative),
+                        ("--benchmark-rounds", benchmark_rounds)):
             if v:
                 fail(f"{flag}: only with --engine (a catalog serving engine)")
     else:
@@ -170,7 +176,7 @@ def estimate_cmd(
                          length_cv=length_cv, num_requests=num_requests, seed=seed,
                          replicas=replicas, ttft_slo=ttft_slo, tpot_slo=tpot_slo,
                          simulate_requests=not no_sim, as_json=as_json,
-                         speculative=speculative)
+                         speculative=speculative, benchmark_rounds=benchmark_rounds)
         return
 
     if (qps is None) == (concurrency is None):

@@ -93,7 +93,8 @@ def estimate_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str
                         length_dist: str, length_cv: float, num_requests: int, seed: int,
                         replicas: int, ttft_slo: float | None, tpot_slo: float | None,
                         simulate_requests: bool, as_json: bool,
-                        speculative: str | None = None) -> None:
+                        speculative: str | None = None,
+                        benchmark_rounds: int | None = None) -> None:
     from clusterwright.plan.serving_engine import (
         deployment,
         engine_of,
@@ -106,6 +107,9 @@ def estimate_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str
         fail("--prefill/--decode: a disaggregated deployment needs both roles")
     if not simulate_requests and concurrency is None:
         fail("--steady-only: the steady state is a closed loop; give --concurrency")
+    if benchmark_rounds is not None and (concurrency is None or length_dist != "fixed"):
+        fail("--benchmark-rounds: a benchmark's rounds are a closed loop of fixed lengths; "
+             "give --concurrency (and --length-dist fixed)")
     spec = parse_speculative(speculative) if speculative else None
     cat: Catalog = state(ctx).catalog()
     with engine_errors():
@@ -134,7 +138,8 @@ def estimate_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str
                              field="input_len")
         est = estimate_engine(cat, dep, w, input_len, output_len, simulate_requests,
                               ttft_slo if ttft_slo is not None else math.inf,
-                              tpot_slo if tpot_slo is not None else math.inf)
+                              tpot_slo if tpot_slo is not None else math.inf,
+                              benchmark_rounds)
     payload = est.as_dict()
     if as_json:
         emit_json(payload)
@@ -166,6 +171,12 @@ def render_estimate(d: dict[str, Any]) -> None:
             f"steady state: TTFT {_ms(st['ttft_mean_s'])}, TPOT {_ms(st['tpot_mean_s'])} "
             f"(means), {st['requests_per_s']:.2f} requests/s, "
             f"{st['throughput_tokens_per_s']:,.0f} output tokens/s; {st['detail']}")
+        b = st.get("benchmark")
+        if b is not None:
+            console.print(
+                f"a benchmark of {b['rounds']} requests per client, every client starting at "
+                f"once on an idle deployment, measures mean TTFT {_ms(b['ttft_mean_s'])} (its "
+                f"first round an opening wave)")
     if "ttft_p50_s" in d:
         t = Table(title="simulated", title_justify="left")
         for col in ("", "p50", "p99", "mean"):

@@ -203,6 +203,9 @@ class EngineEstimate:
     steady: SteadyState | None  # closed loop with fixed lengths
     result: ServingResult | None
     disaggregation: dict[str, Any] | None
+    # The same closed loop measured by a benchmark of ``rounds`` requests per client that
+    # starts every client at once on an idle deployment: (rounds, its mean TTFT in seconds)
+    benchmark: tuple[int, float] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """The contract keys of ``serve estimate`` first (from the simulation), then the
@@ -232,6 +235,9 @@ class EngineEstimate:
                 "ttft_parts_s": {"slot_wait": st.slot_wait_s, "queue_wait": st.queue_wait_s,
                                  "prefill": st.prefill_s},
             }
+            if self.benchmark is not None:
+                out["steady_state"]["benchmark"] = {"rounds": self.benchmark[0],
+                                                    "ttft_mean_s": self.benchmark[1]}
         d = self.dep
         out.update({
             "model": d.arch.id, "gpu": d.gpu.id, "engine": d.engine.id,
@@ -258,14 +264,21 @@ class EngineEstimate:
 
 def estimate_engine(cat: Catalog, dep: Deployment, w: Workload, isl: int, osl: int,
                     simulate_requests: bool = True, slo_ttft_s: float = math.inf,
-                    slo_tpot_s: float = math.inf) -> EngineEstimate:
+                    slo_tpot_s: float = math.inf, benchmark_rounds: int | None = None
+                    ) -> EngineEstimate:
     """Steady state (closed loop, fixed lengths) and simulation of ``w`` on ``dep``.
     Worker counts left open are sized for the closed loop's clients (or, open loop, for the
-    clients Little's law gives at the steady state's latency)."""
+    clients Little's law gives at the steady state's latency). ``benchmark_rounds``: also the
+    mean TTFT (seconds) a benchmark of that many requests per client measures when it starts
+    every client at once on an idle deployment (its first round an opening wave)."""
     st: SteadyState | None = None
+    bench: tuple[int, float] | None = None
     fixed = w.input_len.dist == "fixed" and w.output_len.dist == "fixed"
     if w.arrival == "closed" and fixed:
         st, dep = steady(cat, dep, w.concurrency, isl, osl)
+        if benchmark_rounds is not None:
+            b, _ = steady(cat, dep, w.concurrency, isl, osl, rounds=float(benchmark_rounds))
+            bench = (benchmark_rounds, b.ttft_s)
     elif dep.gpus() is None:
         # Open loop with open worker counts: size them for the clients the rate keeps busy.
         clients = max(1.0, w.qps * 10.0)
@@ -278,7 +291,7 @@ def estimate_engine(cat: Catalog, dep: Deployment, w: Workload, isl: int, osl: i
     dis = None
     if dep.agg is not None and w.arrival == "closed" and fixed and st is not None:
         dis = disaggregation_check(cat, dep, w.concurrency, isl, osl, st)
-    return EngineEstimate(dep, w, isl, osl, st, res, dis)
+    return EngineEstimate(dep, w, isl, osl, st, res, dis, bench)
 
 
 # ---------------------------------------------------------------------------- disaggregation
