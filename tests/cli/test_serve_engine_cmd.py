@@ -136,6 +136,14 @@ def test_a_benchmark_of_rounds_reports_its_opening_wave() -> None:
 
 @pytest.mark.parametrize(("extra", "flag"), [
     (("--benchmark-rounds", "0"), "--benchmark-rounds"),
+    (("--benchmark-rounds", "-3"), "--benchmark-rounds"),
+    (("--benchmark-rounds", "10001"), "--benchmark-rounds"),
+    (("--benchmark-rounds", "99999999999999999999999"), "--benchmark-rounds"),
+    (("--benchmark-rounds", "inf"), "--benchmark-rounds"),
+    (("--benchmark-rounds", "nan"), "--benchmark-rounds"),
+    (("--benchmark-rounds", "2.5"), "--benchmark-rounds"),
+    (("--benchmark-rounds", "ten"), "--benchmark-rounds"),
+    (("--benchmark-rounds", ""), "--benchmark-rounds"),
     (("--benchmark-rounds", "10", "--length-dist", "lognormal"), "--benchmark-rounds"),
 ])
 def test_bad_benchmark_rounds_name_the_flag(extra: tuple[str, ...], flag: str) -> None:
