@@ -275,9 +275,11 @@ def estimate_engine(cat: Catalog, dep: Deployment, w: Workload, isl: int, osl: i
     bench: tuple[int, float] | None = None
     fixed = w.input_len.dist == "fixed" and w.output_len.dist == "fixed"
     if w.arrival == "closed" and fixed:
-        st, dep = steady(cat, dep, w.concurrency, isl, osl)
+        cache: PoolCache = {}  # the benchmark's solve reuses the steady state's step models
+        st, dep = steady(cat, dep, w.concurrency, isl, osl, cache)
         if benchmark_rounds is not None:
-            b, _ = steady(cat, dep, w.concurrency, isl, osl, rounds=float(benchmark_rounds))
+            b, _ = steady(cat, dep, w.concurrency, isl, osl, cache,
+                          rounds=float(benchmark_rounds))
             bench = (benchmark_rounds, b.ttft_s)
     elif dep.gpus() is None:
         # Open loop with open worker counts: size them for the clients the rate keeps busy.
