@@ -296,7 +296,7 @@ def _twins() -> tuple[dict[str, str], dict[str, str]]:
 def test_a_row_repeating_a_recorded_run_takes_its_deployment(tmp_path: Path) -> None:
     bare, twin = _twins()
     alone = ss.read_rows(write(tmp_path / "a.csv", [bare]))[0]
-    assert not alone["decode_num_workers"] and "_twin" not in alone
+    assert "_twin" not in alone  # (InferenceMAX's configuration may still name its layout)
     both = ss.read_rows(write(tmp_path / "b.csv", [bare, twin]))
     got = both[0]
     for col in ss.ROLE_COLUMNS:
@@ -313,7 +313,7 @@ def test_a_different_measurement_is_no_twin(tmp_path: Path) -> None:
     bare, twin = _twins()
     twin["silicon_tpot_ms"] = str(float(twin["silicon_tpot_ms"]) * 1.0001)
     got = ss.read_rows(write(tmp_path / "a.csv", [bare, twin]))[0]
-    assert "_twin" not in got and not got["decode_num_workers"]
+    assert "_twin" not in got
 
 
 def test_repeat_noise_is_the_spread_of_repeated_configurations(tmp_path: Path) -> None:
@@ -522,3 +522,106 @@ def test_inferencemax_rows_before_its_warm_up_requests_are_reported_apart(
     p = shipped_result.payload()
     assert p["unwarmed"]["n"] > 100 and p["warmed"]["n"] > 100
     assert p["unwarmed"]["n"] + p["warmed"]["n"] == p["covered"]
+
+
+# --------------------------------------------------------------------------- InferenceMAX layouts
+
+
+def _layout(**kw: str) -> dict[str, str]:
+    e = {"config": "dsr1-fp4-gb200-dynamo-trt", "commit": "abc", "valid_from": "2026-01-01",
+         "valid_to": "2026-02-01", "system": "gb200", "backend": "trtllm",
+         "model_paths": "deepseek-ai/DeepSeek-R1", "precision": "fp4", "isl": "1024",
+         "osl": "1024", "concurrencies": "4 8 16", "prefill_workers": "2", "prefill_tp": "4",
+         "prefill_ep": "4", "prefill_dp_attn": "yes", "decode_workers": "3",
+         "decode_tp": "8", "decode_ep": "8", "decode_dp_attn": "no", "spec_decoding": "none",
+         "recipe": "recipes/x.yaml"}
+    e.update(kw)
+    return e
+
+
+def _open_row(**kw: str) -> dict[str, str]:
+    r = {c: "" for c in ss.COLUMNS}
+    r.update(id="r", backend="trtllm", model_path="deepseek-ai/DeepSeek-R1", system="gb200",
+             precision="fp4", mode="disagg", isl="1024", osl="1024", prefill_tp_size="4",
+             decode_tp_size="8", silicon_ttft_ms="100", silicon_tpot_ms="10",
+             silicon_data_source="source_file=2026-03-25.csv; model=DeepSeek-R1; "
+                                 "silicon_concurrency=8; measured=2026-01-15T00:00:00Z")
+    r.update(kw)
+    return r
+
+
+def test_a_row_without_workers_takes_the_benchmark_configuration_of_its_day() -> None:
+    got = ss.complete_from_layouts([_open_row()], [_layout()])[0]
+    assert (got["prefill_num_workers"], got["prefill_tp_size"],
+            got["prefill_attention_dp_size"], got["prefill_moe_ep_size"]) == ("2", "1", "4", "4")
+    assert (got["decode_num_workers"], got["decode_tp_size"], got["decode_attention_dp_size"],
+            got["decode_moe_tp_size"], got["decode_moe_ep_size"]) == ("3", "8", "1", "1", "8")
+    assert "dsr1-fp4-gb200-dynamo-trt" in got["_layout"] and "2026-01-15" in got["_layout"]
+    cfg = ss.resolve(load_catalog(), got)
+    assert cfg.dep.prefill is not None and cfg.dep.decode is not None
+    assert (cfg.dep.prefill.workers, cfg.dep.prefill.par.adp) == (2, 4)
+    assert (cfg.dep.decode.workers, cfg.dep.decode.par.tp) == (3, 8)
+    assert any("InferenceMAX" in n for n in cfg.dep.notes)
+
+
+@pytest.mark.parametrize("row, entry", [
+    ({"silicon_data_source": "source_file=2026-03-25.csv; silicon_concurrency=8; "
+                             "measured=2026-02-15T00:00:00Z"}, {}),  # after the entry
+    ({"silicon_data_source": "source_file=2026-03-25.csv; silicon_concurrency=32; "
+                             "measured=2026-01-15T00:00:00Z"}, {}),  # clients not in the list
+    ({"decode_tp_size": "16"}, {}),  # another decode TP
+    ({"precision": "fp8"}, {}),
+    ({"model_path": "openai/gpt-oss-120b"}, {}),
+    ({}, {"prefill_tp": "1", "prefill_dp_attn": "yes"}),  # a placeholder entry
+    ({"silicon_data_source": "db-dump; silicon_concurrency=8; "
+                             "measured=2026-01-15T00:00:00Z"}, {}),  # not an InferenceMAX row
+])
+def test_a_row_the_configuration_does_not_name_keeps_its_columns(
+        row: dict[str, str], entry: dict[str, str]) -> None:
+    r = _open_row(**row)
+    got = ss.complete_from_layouts([r], [_layout(**entry)])[0]
+    assert got == r
+
+
+def test_entries_that_disagree_leave_the_row_open() -> None:
+    r = _open_row()
+    two = [_layout(), _layout(decode_workers="4", spec_decoding="mtp")]
+    assert ss.complete_from_layouts([r], two)[0] == r
+    # The same deployment with and without MTP: the layout is known, the MTP is not
+    same = [_layout(), _layout(spec_decoding="mtp")]
+    got = ss.complete_from_layouts([r], same)[0]
+    assert got["decode_num_workers"] == "3" and "mtp" in got["_layout"]
+
+
+def test_recorded_rows_are_left_alone() -> None:
+    r = _open_row(prefill_num_workers="1", decode_num_workers="1")
+    assert ss.complete_from_layouts([r], [_layout()])[0] == r
+
+
+def test_the_shipped_layouts_agree_with_every_recorded_twin() -> None:
+    """The same runs recorded with their deployment in AIConfigurator's database (twins):
+    the layout read from InferenceMAX's configuration must be the recorded one."""
+    rows = shipped_rows()
+    for i, r in enumerate(rows):
+        r["_line"] = str(i + 2)
+    twins = [r for r in ss.complete_from_twins(rows) if r.get("_twin")]
+    by_id = {r["id"]: r for r in rows}
+    got = ss.complete_from_layouts([dict(by_id[t["id"]]) for t in twins])
+    checked = 0
+    for g, t in zip(got, twins, strict=True):
+        if not g.get("_layout"):
+            continue
+        checked += 1
+        for col in ss.ROLE_COLUMNS:
+            if "batch" not in col:
+                assert (g.get(col) or "") == (t.get(col) or ""), (t["id"], col)
+    assert checked >= 100
+
+
+def test_the_shipped_layouts_file_names_its_source() -> None:
+    table = ss.load_layouts()
+    assert len(table) > 100
+    for e in table:
+        assert re.fullmatch(r"[0-9a-f]{12}", e["commit"]) and e["valid_from"]
+        assert not e["valid_to"] or e["valid_from"] <= e["valid_to"]
+        assert e["prefill_dp_attn"] in ("yes", "no") and int(e["decode_workers"]) >= 1

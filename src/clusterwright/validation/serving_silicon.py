@@ -104,7 +104,7 @@ def _rows(p: Path, reader: csv.DictReader[str]) -> list[dict[str, str]]:
         r = dict(r)
         r["_line"] = str(i)
         rows.append(r)
-    return mark_sweeps(complete_from_twins(rows))
+    return mark_sweeps(complete_from_layouts(complete_from_twins(rows)))
 
 
 # A disaggregated role's columns, copied from a twin row that records them.
@@ -150,6 +150,92 @@ def complete_from_twins(rows: list[dict[str, str]]) -> list[dict[str, str]]:
         for c in ROLE_COLUMNS:
             r[c] = twin.get(c, "")
         r["_twin"] = f"{twin['id']} (line {twin['_line']})"
+        out.append(r)
+    return out
+
+
+LAYOUTS_FILE = "inferencemax_layouts.csv"
+
+
+def load_layouts(path: Path | None = None) -> list[dict[str, str]]:
+    """InferenceMAX's disaggregated deployments by date (``scripts/import_inferencemax_layouts.py``
+    writes the file from the benchmark's own configuration history)."""
+    p = path if path is not None else data_dir() / LAYOUTS_FILE
+    with p.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _layout_roles(e: dict[str, str]) -> dict[str, str]:
+    """A configuration entry as the file's role columns: attention data parallel over the
+    worker's GPUs (``dp-attn``) is tp 1 x attention-DP tp, as the file records such rows."""
+    out = {}
+    for role in ("prefill", "decode"):
+        tp, ep = int(e[f"{role}_tp"]), int(e[f"{role}_ep"])
+        dpa = e[f"{role}_dp_attn"] == "yes"
+        out.update({f"{role}_num_workers": e[f"{role}_workers"],
+                    f"{role}_tp_size": "1" if dpa else str(tp),
+                    f"{role}_pp_size": "1",
+                    f"{role}_attention_dp_size": str(tp) if dpa else "1",
+                    f"{role}_moe_tp_size": str(max(1, tp // max(ep, 1))),
+                    f"{role}_moe_ep_size": str(ep)})
+    return out
+
+
+def complete_from_layouts(rows: list[dict[str, str]],
+                          layouts: list[dict[str, str]] | None = None
+                          ) -> list[dict[str, str]]:
+    """InferenceMAX rows whose disaggregated deployment lacks worker counts, completed from
+    the benchmark's own configuration on the day they were measured.
+
+    A row matches an entry of ``inferencemax_layouts.csv`` on what it records: system,
+    engine, model, precision, input and output lengths, its client count among the entry's,
+    the measured date within the entry's validity, and the prefill and decode TP (the
+    file's TP columns hold the configuration's per-worker TP). Where every matching entry
+    gives the same deployment (worker counts, TP, EP, attention data parallelism), the row
+    takes it; where entries disagree, or none matches, the row is left as it was.
+    ``_layout`` names the entry for the row's note."""
+    if not any(_open_workers(r) and not r.get("_twin") for r in rows):
+        return rows
+    table = load_layouts() if layouts is None else layouts
+    index: dict[tuple[str, ...], list[dict[str, str]]] = {}
+    for e in table:
+        if any(e[f"{role}_dp_attn"] == "yes" and e[f"{role}_tp"] == "1"
+               for role in ("prefill", "decode")):
+            # Attention data parallel over one GPU: a placeholder (early SGLang entries
+            # keep the layout in the recipe they name), not a deployment.
+            continue
+        for m in e["model_paths"].lower().split():
+            index.setdefault((e["system"], e["backend"], m, e["precision"], e["isl"],
+                              e["osl"]), []).append(e)
+    out = []
+    for r in rows:
+        src = (r.get("silicon_data_source") or "").strip()
+        day = _MEASURED.search(src)
+        c = concurrency(r) if _open_workers(r) and not r.get("_twin") else None
+        if c is None or day is None or not _INFERENCEMAX.search(src):
+            out.append(r)
+            continue
+        key = tuple((r.get(k) or "").strip().lower() if k == "model_path" else
+                    (r.get(k) or "").strip() for k in ("system", "backend", "model_path",
+                                                       "precision", "isl", "osl"))
+        found = [e for e in index.get(key, [])
+                 if e["valid_from"] <= day.group(1) and (not e["valid_to"]
+                                                          or day.group(1) < e["valid_to"])
+                 and str(c) in e["concurrencies"].split()
+                 and e["prefill_tp"] == (r.get("prefill_tp_size") or "").strip()
+                 and e["decode_tp"] == (r.get("decode_tp_size") or "").strip()]
+        deployments = {tuple(sorted(_layout_roles(e).items())) for e in found}
+        if len(deployments) != 1:
+            out.append(r)
+            continue
+        e = found[0]
+        spec = sorted({x["spec_decoding"] for x in found})
+        r = {**r, **_layout_roles(e)}
+        r["_layout"] = (f"InferenceMAX's configuration {e['config']} on "
+                        f"{day.group(1)} (nvidia-master.yaml at {e['commit']}, "
+                        f"{e['recipe'] or 'no recipe named'})"
+                        + ("" if spec == ["none"] else
+                           f"; speculative decoding {' or '.join(spec)} there, not modelled"))
         out.append(r)
     return out
 
@@ -449,6 +535,8 @@ def resolve(cat: Catalog, r: dict[str, str],
     if r.get("_twin"):
         twin = f"the same measurement as {r['_twin']}, which records the deployment: read as that"
         notes = (twin, *notes)
+    if r.get("_layout"):
+        notes = (f"deployment not in the row: read from {r['_layout']}", *notes)
     mi, mo, lens = mean_lengths(r, isl, osl)
     dep = Deployment(arch, gpu, engine, dense, moe, kv_fmt, prefill=Role(pre, pw),
                      decode=Role(dec, dw), notes=notes)
