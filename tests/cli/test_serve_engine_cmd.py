@@ -159,3 +159,15 @@ def test_benchmark_rounds_need_a_closed_loop() -> None:
     r = cw(*BASE, "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--concurrency", "8",
            "--benchmark-rounds", "10")
     assert r.exit_code == 2 and "only with --engine" in r.stderr
+
+
+def test_expert_parallelism_beyond_the_experts_exits_2_and_within_them_runs_slots() -> None:
+    args = (*BASE, "--model", "deepseek-v3", "--gpu", "gb200", "--engine", "sglang",
+            "--precision", "fp8", "--concurrency", "64", "--steady-only")
+    r = cw(*args, "--adp", "512", "--moe-ep", "512")
+    assert r.exit_code == 2, r.output
+    assert "--moe-ep: 512 exceeds the 256 experts" in r.stderr.replace("\n", " ")
+    # EP 48 does not divide 256: six slots a GPU (EPLB's redundant copies), not an error
+    r = cw(*args, "--adp", "48", "--moe-ep", "48", "--json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["deployment"]["agg"]["expert_slots_per_gpu"] == 6

@@ -56,8 +56,8 @@ def test_layout_checks_name_the_field(cat: Catalog) -> None:
         ServingParallel(tp=48).check(ds, "prefill_")
     with pytest.raises(InputError, match="moe_ep"):
         ServingParallel(tp=8, adp=1, moe_tp=1, moe_ep=4).check(ds)  # 4 != 8 GPUs
-    with pytest.raises(InputError, match="does not divide the 256 experts"):
-        ServingParallel(tp=1, adp=12, moe_tp=1, moe_ep=12).check(ds)
+    with pytest.raises(InputError, match="moe_ep: 512 exceeds the 256 experts"):
+        ServingParallel(tp=1, adp=512, moe_tp=1, moe_ep=512).check(ds)
     with pytest.raises(InputError, match="dense model"):
         ServingParallel(tp=2, moe_ep=2).check(cat.model("llama-3.1-70b"))
     ServingParallel(tp=1, adp=8, moe_tp=1, moe_ep=8).check(ds)
@@ -156,3 +156,16 @@ def test_a_part_with_bf16_but_no_fp16_peak_runs_attention_at_bf16(cat: Catalog) 
     assert Dtype.fp16 not in g.peak_tflops and Dtype.bf16 in g.peak_tflops
     s = step(cat, "llama-3.1-8b", "tpu-v5e", ServingParallel(tp=4))
     assert s.step_s(1024, 0, 0) > 0 and s.step_s(0, 8, 8 * 1024) > 0
+
+
+def test_expert_parallelism_that_does_not_divide_the_experts_runs_redundant_slots(
+        cat: Catalog) -> None:
+    """EP 48 over DeepSeek's 256 experts: 6 slots a GPU (288 in all, 32 redundant), as the
+    engines' EPLB places them; a GPU holds and streams 6 experts, not 256 / 48."""
+    ds = cat.model("deepseek-v3")
+    p48 = ServingParallel(tp=1, adp=48, moe_tp=1, moe_ep=48)
+    p48.check(ds)
+    assert p48.expert_slots(ds) == 6
+    assert ServingParallel(tp=1, adp=32, moe_tp=1, moe_ep=32).expert_slots(ds) == 8
+    assert ServingParallel(tp=1, adp=24, moe_tp=1, moe_ep=24).expert_slots(ds) == 11
+    assert ServingParallel(tp=8).expert_slots(cat.model("llama-3.1-70b")) == 0

@@ -171,3 +171,18 @@ def test_plan_with_unreachable_slos_is_an_input_error(cat: Catalog) -> None:
     with pytest.raises(InputError, match="meets TTFT"):
         plan_engine(cat, arch, cat.gpu("h100-sxm"), engine_of(cat, "vllm"), 5.0, 1024, 256,
                     0.001, 0.001, requests=200)
+
+
+def test_a_gpu_holds_its_expert_slots_redundant_copies_included(cat: Catalog) -> None:
+    """EP 48 over 256 experts holds 6 experts a GPU (288 slots, EPLB's redundant copies),
+    EP 32 holds 8: weights per GPU differ by the 2 experts' bytes, no more."""
+    from clusterwright.model.params import param_counts
+    from clusterwright.plan.serving_deployment import weight_bytes
+    from clusterwright.plan.serving_engine import deployment, layout
+
+    ds = cat.model("deepseek-v3")
+    dep = deployment(cat, ds, cat.gpu("gb200"), engine_of(cat, "sglang"), "fp8",
+                     agg=Role(layout(ds, 1, 1, 48, 1, 48), 1))
+    p32, p48 = layout(ds, 1, 1, 32, 1, 32), layout(ds, 1, 1, 48, 1, 48)
+    per_expert = param_counts(ds).experts / ds.experts * dep.moe.bytes_per_weight
+    assert weight_bytes(dep, p32) - weight_bytes(dep, p48) == pytest.approx(2 * per_expert)

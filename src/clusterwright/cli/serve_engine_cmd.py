@@ -150,6 +150,8 @@ def estimate_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str
 def _roles_text(dep: dict[str, Any]) -> str:
     def one(r: dict[str, Any]) -> str:
         moe = f" moe tp {r['moe_tp']} ep {r['moe_ep']}" if r["moe_ep"] > 1 else ""
+        if moe:
+            moe += f" ({r['expert_slots_per_gpu']} expert slots a GPU)"
         return (f"{r['workers']} x (tp {r['tp']} x adp {r['adp']} x pp {r['pp']}{moe}, "
                 f"{r['gpus_per_worker']} GPUs)")
     if dep["mode"] == "agg":

@@ -152,9 +152,17 @@ class ServingParallel:
                 f"{prefix}moe_ep: moe_tp x moe_ep = {self.moe_tp} x {self.moe_ep} must equal "
                 f"tp x attention-DP = {self.tp} x {self.adp} (the MoE layers use every GPU of "
                 "the stage)", field=prefix + "moe_ep")
-        if self.moe_ep > arch.experts or arch.experts % self.moe_ep:
-            raise InputError(f"{prefix}moe_ep: {self.moe_ep} does not divide the "
-                             f"{arch.experts} experts of {arch.id}", field=prefix + "moe_ep")
+        if self.moe_ep > arch.experts:
+            raise InputError(f"{prefix}moe_ep: {self.moe_ep} exceeds the {arch.experts} "
+                             f"experts of {arch.id}", field=prefix + "moe_ep")
+
+    def expert_slots(self, arch: ModelArch) -> int:
+        """Experts one GPU of the MoE group holds: the experts over ``moe_ep``, rounded up.
+        Where ``moe_ep`` does not divide them, the engines fill every GPU's slots alike with
+        redundant copies of experts (SGLang's ``--ep-num-redundant-experts``, TensorRT-LLM's
+        EPLB slots: DeepSeek's 256 experts on EP 48 run in 288 slots, 6 a GPU), so a GPU
+        holds and streams that many."""
+        return -(-arch.experts // self.moe_ep) if arch.is_moe else 0
 
 
 # --------------------------------------------------------------------------- step
@@ -218,7 +226,7 @@ class DeploymentStep:
             per_expert = c.experts / max(moe_layers, 1.0) / a.experts  # one expert, one layer
             consts["expert_flops_per_copy"] = 2.0 * per_expert / par.moe_tp
             consts["expert_bytes"] = per_expert * self.moe_format.bytes_per_weight / par.moe_tp
-            consts["local_experts"] = a.experts // par.moe_ep
+            consts["local_experts"] = par.expert_slots(a)
         dqk, dv = attention_dims(a)
         if a.is_mla:
             assert a.kv_lora_rank is not None and a.qk_rope_head_dim is not None

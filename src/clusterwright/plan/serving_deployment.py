@@ -117,7 +117,10 @@ def weight_bytes(dep: Deployment, par: ServingParallel) -> float:
     c = param_counts(dep.arch)
     dense = c.attention + c.dense_mlp + c.shared_experts + c.router + c.norms
     w = (dense * dep.dense.bytes_per_weight + (c.embedding + c.output) * ACT_BYTES) / par.tp
-    w += c.experts * dep.moe.bytes_per_weight / (par.moe_tp * par.moe_ep)
+    if dep.arch.is_moe:
+        # Its expert slots (redundant copies where moe_ep does not divide the experts)
+        w += (c.experts / dep.arch.experts * par.expert_slots(dep.arch)
+              * dep.moe.bytes_per_weight / par.moe_tp)
     return w / par.pp
 
 

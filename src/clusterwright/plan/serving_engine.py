@@ -187,7 +187,8 @@ def _roles(dep: Deployment) -> dict[str, Any]:
     def one(r: Role) -> dict[str, Any]:
         p = r.par
         return {"workers": r.workers, "tp": p.tp, "pp": p.pp, "adp": p.adp, "moe_tp": p.moe_tp,
-                "moe_ep": p.moe_ep, "gpus_per_worker": p.gpus}
+                "moe_ep": p.moe_ep, "expert_slots_per_gpu": p.expert_slots(dep.arch),
+                "gpus_per_worker": p.gpus}
     if dep.agg is not None:
         return {"mode": "agg", "agg": one(dep.agg)}
     assert dep.prefill is not None and dep.decode is not None
