@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from clusterwright.catalog.registry import Catalog, load_catalog
@@ -186,3 +188,21 @@ def test_a_gpu_holds_its_expert_slots_redundant_copies_included(cat: Catalog) ->
     p32, p48 = layout(ds, 1, 1, 32, 1, 32), layout(ds, 1, 1, 48, 1, 48)
     per_expert = param_counts(ds).experts / ds.experts * dep.moe.bytes_per_weight
     assert weight_bytes(dep, p32) - weight_bytes(dep, p48) == pytest.approx(2 * per_expert)
+
+
+def test_a_roles_max_batch_caps_its_ranks(cat: Catalog) -> None:
+    from clusterwright.plan.serving_deployment import pool, steady
+    from clusterwright.plan.serving_engine import deployment, layout
+
+    ds = cat.model("deepseek-v3")
+    eng = engine_of(cat, "trtllm")
+    par = layout(ds, 8, 1, 1, 1, 8)
+    dep = deployment(cat, ds, cat.gpu("b200"), eng, "fp4",
+                     prefill=Role(par, 1), decode=Role(par, 2, max_batch=8))
+    assert pool(cat, dep, par, 2, 1024, 1024, max_batch=8).max_seqs == 8
+    assert pool(cat, dep, par, 2, 1024, 1024).max_seqs == eng.max_batch
+    capped, solved = steady(cat, dep, 48, 1024, 1024)
+    assert solved.decode is not None and solved.decode.max_batch == 8
+    assert capped.slot_wait_s > 0  # 2 workers x 8 hold 16 of 48 clients
+    free, _ = steady(cat, replace(dep, decode=Role(par, 2)), 48, 1024, 1024)
+    assert free.slot_wait_s == 0 and capped.ttft_s > free.ttft_s

@@ -625,3 +625,27 @@ def test_the_shipped_layouts_file_names_its_source() -> None:
         assert re.fullmatch(r"[0-9a-f]{12}", e["commit"]) and e["valid_from"]
         assert not e["valid_to"] or e["valid_from"] <= e["valid_to"]
         assert e["prefill_dp_attn"] in ("yes", "no") and int(e["decode_workers"]) >= 1
+
+
+def test_a_recipes_max_batch_binds_the_decode_ranks() -> None:
+    """``gen4_tep8_batch8``: four decode workers of 8 requests each serve 32 of 48 clients;
+    the other 16 wait for a slot, which the row's TTFT carries."""
+    recipe = "recipes/trtllm/gb200-fp4/1k1k/mtp/ctx1_gen4_tep8_batch8_eplb0_mtp3.yaml"
+    e = _layout(concurrencies="48", decode_workers="4", recipe=recipe)
+    src = ("source_file=2026-03-25.csv; model=DeepSeek-R1; silicon_concurrency=48; "
+           "measured=2026-01-15T00:00:00Z")
+    got = ss.complete_from_layouts([_open_row(silicon_data_source=src)], [e])[0]
+    assert got["_decode_max_batch"] == "8"
+    cat = load_catalog()
+    capped = ss.resolve(cat, got)
+    assert capped.dep.decode is not None and capped.dep.decode.max_batch == 8
+    free = ss.resolve(cat, {k: v for k, v in got.items() if k != "_decode_max_batch"})
+    st_capped, _ = ss.predict(cat, capped)
+    st_free, _ = ss.predict(cat, free)
+    assert st_capped.slot_wait_s > 0 and st_free.slot_wait_s == 0
+    assert st_capped.ttft_s > st_free.ttft_s
+    # A recipe that names no batch (SGLang's) leaves the engine's default
+    plain = ss.complete_from_layouts(
+        [_open_row(silicon_data_source=src)],
+        [_layout(concurrencies="48", recipe="recipes/b200-fp4/1k1k/stp/low-latency.yaml")])[0]
+    assert "_decode_max_batch" not in plain

@@ -57,6 +57,9 @@ class Role:
 
     par: ServingParallel
     workers: int | None = 1
+    # Requests one data-parallel rank batches at most (the engine's max batch size as the
+    # deployment sets it); None: the engine's default
+    max_batch: int | None = None
 
 
 @dataclass(frozen=True)
@@ -170,7 +173,7 @@ PoolCache = dict[tuple[ServingParallel, int, int], tuple[DeploymentStep, float]]
 
 def pool(cat: Catalog, dep: Deployment, par: ServingParallel, workers: int, isl: int,
          osl: int, field_prefix: str = "", cache: PoolCache | None = None,
-         equal_lengths: bool = True) -> Pool:
+         equal_lengths: bool = True, max_batch: int | None = None) -> Pool:
     """The ``workers`` x ``par.adp`` data-parallel ranks of one role, ready to solve.
     ``equal_lengths``: the clients send prompts of one length for outputs of one length (a
     closed-loop benchmark such as AIPerf with fixed lengths), which a prefill-priority engine
@@ -196,7 +199,7 @@ def pool(cat: Catalog, dep: Deployment, par: ServingParallel, workers: int, isl:
         budget = max(1, budget // par.adp)
     return Pool(step=step, ranks=par.adp * workers, budget=budget,
                 chunked=e.chunked_prefill, admission=e.admission, kv_tokens=kv,
-                max_seqs=e.max_batch, frontend_s=e.frontend_s, burst=e.arrival_burst,
+                max_seqs=max_batch or e.max_batch, frontend_s=e.frontend_s, burst=e.arrival_burst,
                 first_token_iterations=e.first_token_iterations,
                 context_wait_iterations=e.adp_context_wait_iterations if par.adp > 1 else 0.0,
                 spec_yield=dep.spec_yield(),
@@ -217,13 +220,15 @@ def size_workers(cat: Catalog, dep: Deployment, clients: float, isl: int, osl: i
         return pw, dw, ""
     note = []
     if dw is None:
-        one = pool(cat, dep, dep.decode.par, 1, isl, osl, "decode.", cache)
+        one = pool(cat, dep, dep.decode.par, 1, isl, osl, "decode.", cache,
+                   max_batch=dep.decode.max_batch)
         per_req = isl + (osl if one.admission == "reserve" else osl / 2.0)
         cap = min(one.max_seqs, math.floor(one.kv_tokens / per_req)) * one.ranks
         dw = max(1, math.ceil(clients / max(cap, 1)))
         note.append(f"{dw} decode worker(s)")
     if pw is None:
-        dec = pool(cat, dep, dep.decode.par, dw, isl, osl, "decode.", cache)
+        dec = pool(cat, dep, dep.decode.par, dw, isl, osl, "decode.", cache,
+                   max_batch=dep.decode.max_batch)
         pre = pool(cat, dep, dep.prefill.par, 1, isl, osl, "prefill.", cache)
         b = clients / dec.ranks
         tpot = dec.step.step_s(0, max(1, round(b)), b * (isl + osl / 2.0))
@@ -264,15 +269,17 @@ def steady(cat: Catalog, dep: Deployment, clients: float, isl: int, osl: int,
     try:
         if dep.agg is not None:
             p = pool(cat, dep, dep.agg.par, dep.agg.workers or 1, isl, osl, "", cache,
-                     equal_lengths)
+                     equal_lengths, dep.agg.max_batch)
             return aggregated(p, clients, isl, osl, rounds), dep
         assert dep.prefill is not None and dep.decode is not None
         pw, dw, note = size_workers(cat, dep, clients, isl, osl, cache)
-        solved = replace(dep, prefill=Role(dep.prefill.par, pw), decode=Role(dep.decode.par, dw),
+        solved = replace(dep, prefill=replace(dep.prefill, workers=pw),
+                         decode=replace(dep.decode, workers=dw),
                          notes=dep.notes + ((note,) if note else ()))
         pre = pool(cat, solved, dep.prefill.par, pw, isl, osl, "prefill.", cache,
-                   equal_lengths)
-        dec = pool(cat, solved, dep.decode.par, dw, isl, osl, "decode.", cache, equal_lengths)
+                   equal_lengths, dep.prefill.max_batch)
+        dec = pool(cat, solved, dep.decode.par, dw, isl, osl, "decode.", cache, equal_lengths,
+                   dep.decode.max_batch)
         gpus = solved.gpus() or 0
         link = kv_link_bytes_per_s(solved, pre, gpus)
         kv_bytes = kv_bytes_per_token(dep.arch, dep.kv_format)

@@ -181,6 +181,13 @@ def _layout_roles(e: dict[str, str]) -> dict[str, str]:
     return out
 
 
+# TensorRT-LLM recipes name the generation workers' max batch size, ``ctx1_gen4_tep8_batch8_
+# eplb0_mtp3.yaml``. It binds each attention-DP rank (each runs its own scheduler): the
+# configuration runs ``gen1_dep32_batch256`` at 8,192 clients = 32 x 256, ``gen4_tp8_batch32``
+# at 128 = 4 x 32.
+_RECIPE_BATCH = re.compile(r"_gen\d+_[a-z]+\d+_batch(\d+)_")
+
+
 def complete_from_layouts(rows: list[dict[str, str]],
                           layouts: list[dict[str, str]] | None = None
                           ) -> list[dict[str, str]]:
@@ -193,7 +200,8 @@ def complete_from_layouts(rows: list[dict[str, str]],
     file's TP columns hold the configuration's per-worker TP). Where every matching entry
     gives the same deployment (worker counts, TP, EP, attention data parallelism), the row
     takes it; where entries disagree, or none matches, the row is left as it was.
-    ``_layout`` names the entry for the row's note."""
+    ``_layout`` names the entry for the row's note; ``_decode_max_batch`` the generation
+    workers' max batch size where the entry's recipe names it."""
     if not any(_open_workers(r) and not r.get("_twin") for r in rows):
         return rows
     table = load_layouts() if layouts is None else layouts
@@ -231,6 +239,9 @@ def complete_from_layouts(rows: list[dict[str, str]],
         e = found[0]
         spec = sorted({x["spec_decoding"] for x in found})
         r = {**r, **_layout_roles(e)}
+        batch = _RECIPE_BATCH.search(e["recipe"])
+        if batch:
+            r["_decode_max_batch"] = batch.group(1)
         r["_layout"] = (f"InferenceMAX's configuration {e['config']} on "
                         f"{day.group(1)} (nvidia-master.yaml at {e['commit']}, "
                         f"{e['recipe'] or 'no recipe named'})"
@@ -540,6 +551,8 @@ def resolve(cat: Catalog, r: dict[str, str],
     mi, mo, lens = mean_lengths(r, isl, osl)
     dep = Deployment(arch, gpu, engine, dense, moe, kv_fmt, prefill=Role(pre, pw),
                      decode=Role(dec, dw), notes=notes)
+    if r.get("_decode_max_batch"):
+        dep = replace(dep, decode=replace(dep.decode, max_batch=int(r["_decode_max_batch"])))
     if pw is None or dw is None:
         sweep = int(r.get("_sweep_clients") or c)
         try:
