@@ -549,10 +549,10 @@ def resolve(cat: Catalog, r: dict[str, str],
     if r.get("_layout"):
         notes = (f"deployment not in the row: read from {r['_layout']}", *notes)
     mi, mo, lens = mean_lengths(r, isl, osl)
+    # The generation workers' max batch where the benchmark's recipe names it
+    mb = int(r["_decode_max_batch"]) if r.get("_decode_max_batch") else None
     dep = Deployment(arch, gpu, engine, dense, moe, kv_fmt, prefill=Role(pre, pw),
-                     decode=Role(dec, dw), notes=notes)
-    if r.get("_decode_max_batch"):
-        dep = replace(dep, decode=replace(dep.decode, max_batch=int(r["_decode_max_batch"])))
+                     decode=Role(dec, dw, mb), notes=notes)
     if pw is None or dw is None:
         sweep = int(r.get("_sweep_clients") or c)
         try:
@@ -561,7 +561,7 @@ def resolve(cat: Catalog, r: dict[str, str],
             raise NotCoveredError(str(exc)) from None
         notes += (f"worker counts not recorded: {pw} prefill and {dw} decode worker(s), "
                   f"sized once for the sweep's highest concurrency ({max(sweep, c)} clients)",)
-        dep = replace(dep, prefill=Role(pre, pw), decode=Role(dec, dw), notes=notes)
+        dep = replace(dep, prefill=Role(pre, pw), decode=Role(dec, dw, mb), notes=notes)
     if lens:
         dep = replace(dep, notes=(*dep.notes, lens))
     return RowConfig(dep, c, mi, mo, not lens, INFERENCEMAX_ROUNDS if lens else 0.0)
