@@ -171,3 +171,32 @@ def test_expert_parallelism_beyond_the_experts_exits_2_and_within_them_runs_slot
     r = cw(*args, "--adp", "48", "--moe-ep", "48", "--json")
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["deployment"]["agg"]["expert_slots_per_gpu"] == 6
+
+
+DISAGG_DS = ("--model", "deepseek-v3", "--gpu", "b200", "--engine", "trtllm", "--precision",
+             "fp4", "--prefill", "workers=1,tp=8", "--concurrency", "48", "--steady-only")
+
+
+@pytest.mark.parametrize("value, message", [
+    ("0", "max_batch=0 must be >= 1"), ("-8", "max_batch=-8 must be >= 1"),
+    ("x", "max_batch='x' is not an integer"), ("", "max_batch='' is not an integer"),
+    ("8.5", "max_batch='8.5' is not an integer"), ("inf", "max_batch='inf' is not an integer"),
+    ("100000000", "max_batch=100000000 is above 10,000,000"),
+    ("9" * 40, "is above 10,000,000"),
+])
+def test_a_roles_bad_max_batch_exits_2_naming_the_flag(value: str, message: str) -> None:
+    r = cw(*BASE, *DISAGG_DS, "--decode", f"workers=2,tp=8,moe_ep=8,max_batch={value}")
+    assert r.exit_code == 2, r.output
+    assert "--decode" in r.stderr and message in r.stderr.replace("\n", " ")
+    assert "Traceback" not in r.output
+
+
+def test_a_roles_max_batch_holds_clients_back() -> None:
+    """2 decode workers of at most 8 requests serve 16 of 48 clients; the rest wait."""
+    capped = cw(*BASE, *DISAGG_DS, "--decode", "workers=2,tp=8,moe_ep=8,max_batch=8", "--json")
+    free = cw(*BASE, *DISAGG_DS, "--decode", "workers=2,tp=8,moe_ep=8", "--json")
+    assert capped.exit_code == 0 and free.exit_code == 0, capped.output + free.output
+    c, f = json.loads(capped.stdout), json.loads(free.stdout)
+    assert c["deployment"]["decode"]["max_batch"] == 8
+    assert "clients waiting" in c["steady_state"]["detail"]
+    assert c["steady_state"]["ttft_mean_s"] > 3 * f["steady_state"]["ttft_mean_s"]

@@ -15,8 +15,9 @@ from clusterwright.catalog.registry import Catalog, resolve_model
 from clusterwright.cli.common import console, emit_json, fail, field_flag_message, state
 from clusterwright.errors import ClusterwrightError, InputError
 from clusterwright.plan.serving_deployment import Role
+from clusterwright.spec.scenario import MAX_BATCH
 
-ROLE_KEYS = ("workers", "tp", "pp", "adp", "moe_tp", "moe_ep")
+ROLE_KEYS = ("workers", "tp", "pp", "adp", "moe_tp", "moe_ep", "max_batch")
 # Serving field paths whose flag is not ``--`` + the field with dashes (serve_cmd uses it too).
 FIELD_FLAGS = {"qps_or_concurrency": "--qps/--concurrency",
                "request_len": "--input-len/--output-len", "ttft_p99_s": "--ttft-p99",
@@ -48,7 +49,9 @@ def engine_errors() -> Iterator[None]:
 
 
 def parse_role(flag: str, spec: str) -> dict[str, int | None]:
-    """``workers=2,tp=4,adp=1,moe_ep=4`` (``workers=auto``: sized for the load)."""
+    """``workers=2,tp=4,adp=1,moe_ep=4`` (``workers=auto``: sized for the load;
+    ``max_batch``: requests a data-parallel rank batches at most, the engine's max batch
+    size as the deployment sets it)."""
     out: dict[str, int | None] = {}
     for part in (p.strip() for p in spec.split(",") if p.strip()):
         key, eq, value = part.partition("=")
@@ -64,6 +67,8 @@ def parse_role(flag: str, spec: str) -> dict[str, int | None]:
             fail(f"{flag}: {key}={value!r} is not an integer")
         if n < 1:
             fail(f"{flag}: {key}={n} must be >= 1")
+        if key == "max_batch" and n > MAX_BATCH:
+            fail(f"{flag}: max_batch={n} is above {MAX_BATCH:,} requests")
         out[key] = n
     out.setdefault("workers", 1)
     return out
@@ -122,7 +127,7 @@ def estimate_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str
                 kv = parse_role(flag, text)
                 par = layout(arch, kv.get("tp") or 1, kv.get("pp") or 1, kv.get("adp") or 1,
                              kv.get("moe_tp"), kv.get("moe_ep"), flag[2:] + ".")
-                roles.append(Role(par, kv["workers"]))
+                roles.append(Role(par, kv["workers"], kv.get("max_batch")))
             dep = deployment(cat, arch, g, eng, precision, gemm_quant, moe_quant,
                              prefill=roles[0], decode=roles[1], speculative=spec)
         else:
@@ -153,7 +158,7 @@ def _roles_text(dep: dict[str, Any]) -> str:
         if moe:
             moe += f" ({r['expert_slots_per_gpu']} expert slots a GPU)"
         return (f"{r['workers']} x (tp {r['tp']} x adp {r['adp']} x pp {r['pp']}{moe}, "
-                f"{r['gpus_per_worker']} GPUs)")
+                f"{r['gpus_per_worker']} GPUs, batch <= {r['max_batch']} a rank)")
     if dep["mode"] == "agg":
         return "aggregated " + one(dep["agg"])
     return f"prefill {one(dep['prefill'])}, decode {one(dep['decode'])}"

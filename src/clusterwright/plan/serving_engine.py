@@ -188,7 +188,7 @@ def _roles(dep: Deployment) -> dict[str, Any]:
         p = r.par
         return {"workers": r.workers, "tp": p.tp, "pp": p.pp, "adp": p.adp, "moe_tp": p.moe_tp,
                 "moe_ep": p.moe_ep, "expert_slots_per_gpu": p.expert_slots(dep.arch),
-                "gpus_per_worker": p.gpus}
+                "max_batch": r.max_batch or dep.engine.max_batch, "gpus_per_worker": p.gpus}
     if dep.agg is not None:
         return {"mode": "agg", "agg": one(dep.agg)}
     assert dep.prefill is not None and dep.decode is not None
