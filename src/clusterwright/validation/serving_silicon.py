@@ -188,6 +188,50 @@ def _layout_roles(e: dict[str, str]) -> dict[str, str]:
 _RECIPE_BATCH = re.compile(r"_gen\d+_[a-z]+\d+_batch(\d+)_")
 
 
+def _layout_index(table: list[dict[str, str]]) -> dict[tuple[str, ...], list[dict[str, str]]]:
+    """The configuration's entries by what a row records of its run: system, engine, model
+    (each Hugging Face id the entry covers), precision, input and output lengths."""
+    index: dict[tuple[str, ...], list[dict[str, str]]] = {}
+    for e in table:
+        if any(e[f"{role}_dp_attn"] == "yes" and e[f"{role}_tp"] == "1"
+               for role in ("prefill", "decode")):
+            # Attention data parallel over one GPU: a placeholder (early SGLang entries
+            # keep the layout in the recipe they name), not a deployment.
+            continue
+        for m in e["model_paths"].lower().split():
+            index.setdefault((e["system"], e["backend"], m, e["precision"], e["isl"],
+                              e["osl"]), []).append(e)
+    return index
+
+
+def _layout_of(index: dict[tuple[str, ...], list[dict[str, str]]], r: dict[str, str],
+               clients: int, day: str) -> dict[str, str]:
+    """The row's role columns and notes from the configuration in force on ``day``, or {}
+    where no entry, or more than one deployment, matches."""
+    col = {k: (r.get(k) or "").strip() for k in (
+        "system", "backend", "model_path", "precision", "isl", "osl", "prefill_tp_size",
+        "decode_tp_size")}
+    found = [e for e in index.get((col["system"], col["backend"], col["model_path"].lower(),
+                                   col["precision"], col["isl"], col["osl"]), [])
+             if e["valid_from"] <= day and (not e["valid_to"] or day < e["valid_to"])
+             and str(clients) in e["concurrencies"].split()
+             and e["prefill_tp"] == col["prefill_tp_size"]
+             and e["decode_tp"] == col["decode_tp_size"]]
+    if len({tuple(sorted(_layout_roles(e).items())) for e in found}) != 1:
+        return {}
+    e = found[0]
+    out = _layout_roles(e)
+    batch = _RECIPE_BATCH.search(e["recipe"])
+    if batch:
+        out["_decode_max_batch"] = batch.group(1)
+    spec = sorted({x["spec_decoding"] for x in found})
+    out["_layout"] = (f"InferenceMAX's configuration {e['config']} on {day} (nvidia-master.yaml "
+                      f"at {e['commit']}, {e['recipe'] or 'no recipe named'})"
+                      + ("" if spec == ["none"] else
+                         f"; speculative decoding {' or '.join(spec)} there, not modelled"))
+    return out
+
+
 def complete_from_layouts(rows: list[dict[str, str]],
                           layouts: list[dict[str, str]] | None = None
                           ) -> list[dict[str, str]]:
@@ -204,50 +248,15 @@ def complete_from_layouts(rows: list[dict[str, str]],
     workers' max batch size where the entry's recipe names it."""
     if not any(_open_workers(r) and not r.get("_twin") for r in rows):
         return rows
-    table = load_layouts() if layouts is None else layouts
-    index: dict[tuple[str, ...], list[dict[str, str]]] = {}
-    for e in table:
-        if any(e[f"{role}_dp_attn"] == "yes" and e[f"{role}_tp"] == "1"
-               for role in ("prefill", "decode")):
-            # Attention data parallel over one GPU: a placeholder (early SGLang entries
-            # keep the layout in the recipe they name), not a deployment.
-            continue
-        for m in e["model_paths"].lower().split():
-            index.setdefault((e["system"], e["backend"], m, e["precision"], e["isl"],
-                              e["osl"]), []).append(e)
+    index = _layout_index(load_layouts() if layouts is None else layouts)
     out = []
     for r in rows:
         src = (r.get("silicon_data_source") or "").strip()
         day = _MEASURED.search(src)
         c = concurrency(r) if _open_workers(r) and not r.get("_twin") else None
-        if c is None or day is None or not _INFERENCEMAX.search(src):
-            out.append(r)
-            continue
-        key = tuple((r.get(k) or "").strip().lower() if k == "model_path" else
-                    (r.get(k) or "").strip() for k in ("system", "backend", "model_path",
-                                                       "precision", "isl", "osl"))
-        found = [e for e in index.get(key, [])
-                 if e["valid_from"] <= day.group(1) and (not e["valid_to"]
-                                                          or day.group(1) < e["valid_to"])
-                 and str(c) in e["concurrencies"].split()
-                 and e["prefill_tp"] == (r.get("prefill_tp_size") or "").strip()
-                 and e["decode_tp"] == (r.get("decode_tp_size") or "").strip()]
-        deployments = {tuple(sorted(_layout_roles(e).items())) for e in found}
-        if len(deployments) != 1:
-            out.append(r)
-            continue
-        e = found[0]
-        spec = sorted({x["spec_decoding"] for x in found})
-        r = {**r, **_layout_roles(e)}
-        batch = _RECIPE_BATCH.search(e["recipe"])
-        if batch:
-            r["_decode_max_batch"] = batch.group(1)
-        r["_layout"] = (f"InferenceMAX's configuration {e['config']} on "
-                        f"{day.group(1)} (nvidia-master.yaml at {e['commit']}, "
-                        f"{e['recipe'] or 'no recipe named'})"
-                        + ("" if spec == ["none"] else
-                           f"; speculative decoding {' or '.join(spec)} there, not modelled"))
-        out.append(r)
+        found = ({} if c is None or day is None or not _INFERENCEMAX.search(src)
+                 else _layout_of(index, r, c, day.group(1)))
+        out.append({**r, **found} if found else r)
     return out
 
 
