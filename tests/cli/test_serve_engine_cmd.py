@@ -200,3 +200,18 @@ def test_a_roles_max_batch_holds_clients_back() -> None:
     assert c["deployment"]["decode"]["max_batch"] == 8
     assert "clients waiting" in c["steady_state"]["detail"]
     assert c["steady_state"]["ttft_mean_s"] > 3 * f["steady_state"]["ttft_mean_s"]
+
+
+def test_the_request_level_simulation_keeps_a_roles_max_batch() -> None:
+    """The simulated requests meet the same slots as the steady state: 2 decode workers of
+    at most 8 requests for 48 clients queue the other 40."""
+    args = [a for a in DISAGG_DS if a != "--steady-only"]
+    capped = cw(*BASE, *args, "--num-requests", "150", "--decode",
+                "workers=2,tp=8,moe_ep=8,max_batch=8", "--json")
+    free = cw(*BASE, *args, "--num-requests", "150", "--decode", "workers=2,tp=8,moe_ep=8",
+              "--json")
+    assert capped.exit_code == 0 and free.exit_code == 0, capped.output + free.output
+    c, f = json.loads(capped.stdout), json.loads(free.stdout)
+    assert c["ttft_mean_s"] > 3 * f["ttft_mean_s"]
+    # and agrees with the steady state's wait within a third
+    assert c["ttft_mean_s"] == pytest.approx(c["steady_state"]["ttft_mean_s"], rel=0.35)

@@ -455,3 +455,16 @@ def test_lengths_at_the_spread_limit_stay_positive_integers() -> None:
     # -2.5e19 tokens/s); at the largest spread allowed every length is a sane count.
     x = Lengths("lognormal", 100, 100 * MAX_LENGTH_CV).sample(100_000, np.random.default_rng(0))
     assert x.min() >= 1 and x.max() <= 2**31 - 1
+
+
+def test_a_full_decode_replica_delays_the_first_token() -> None:
+    """Two requests, one decode seat: the second's KV arrives but its first token waits for
+    the first request to finish and free the seat."""
+    m = Linear()
+    pd = Disaggregation(prefill_replicas=1, decode_replicas=1, kv_bytes_per_token=1.0,
+                        link_bytes_per_s=1e12)
+    cl = ClusterConfig(EngineConfig(kv_blocks=1000, max_num_seqs=1), disaggregation=pd)
+    res = simulate(cl, Workload(arrival="trace"), m, requests=reqs((0.0, 100, 50),
+                                                                  (0.0, 100, 50)))
+    first, second = sorted(per(res, "ttft_s"))
+    assert second > first + 40 * m.step_s(0, 1, 0)  # behind the other's 49 decode steps

@@ -164,14 +164,17 @@ def simulate_deployment(cat: Catalog, dep: Deployment, w: Workload, isl: int, os
     """The request-level simulator on the deployment's step models: every data-parallel rank
     is a replica behind the router (attention-DP ranks take their own requests)."""
     if dep.agg is not None:
-        p = pool(cat, dep, dep.agg.par, dep.agg.workers or 1, isl, osl)
+        p = pool(cat, dep, dep.agg.par, dep.agg.workers or 1, isl, osl,
+                 max_batch=dep.agg.max_batch)
         cluster = ClusterConfig(engine=_engine_config(p, dep), replicas=p.ranks,
                                 router="least_outstanding")
         return simulate(cluster, w, p.step, slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s)
     assert dep.prefill is not None and dep.decode is not None
     assert dep.prefill.workers is not None and dep.decode.workers is not None
-    pre = pool(cat, dep, dep.prefill.par, dep.prefill.workers, isl, osl, "prefill.")
-    dec = pool(cat, dep, dep.decode.par, dep.decode.workers, isl, osl, "decode.")
+    pre = pool(cat, dep, dep.prefill.par, dep.prefill.workers, isl, osl, "prefill.",
+               max_batch=dep.prefill.max_batch)
+    dec = pool(cat, dep, dep.decode.par, dep.decode.workers, isl, osl, "decode.",
+               max_batch=dep.decode.max_batch)
     link = kv_link_bytes_per_s(dep, pre, dep.gpus() or 0)
     dis = Disaggregation(prefill_replicas=pre.ranks, decode_replicas=dec.ranks,
                          kv_bytes_per_token=kv_bytes_per_token(dep.arch, dep.kv_format),

@@ -230,11 +230,15 @@ class _Sim:
         if rep.waiting and not rep.busy:
             rep.busy = True
             self.eng.at(now, rep.schedule)
-        if self.first_s[r.i] != self.first_s[r.i]:
-            self.first_s[r.i] = now  # the first token reaches the client with the KV
         if r.g >= r.output:
+            if self.first_s[r.i] != self.first_s[r.i]:
+                self.first_s[r.i] = now  # a one-token request: its token comes with the KV
             self.finish(r)
             return
+        # The first token reaches the client when a decode replica admits the request: the
+        # engines hold a prompt's KV transfer (and its first token) until the decode side has
+        # a slot for it (SGLang's pre-allocation queue, Dynamo's decode-first hand-off), so a
+        # full decode batch delays the first token, not only the later ones.
         r.target = r.input + r.g - 1  # tokens whose KV is cached
         r.computed = r.target
         r.remote = True

@@ -332,6 +332,8 @@ class Replica:
                 break
             waiting.popleft()
             self.join(r, r.target)
+            if sim.first_s[r.i] != sim.first_s[r.i]:  # NaN: admitted from a prefill replica
+                sim.first_s[r.i] = self.eng.now
         n = len(decode)
         if (sim.fast_forward and n and not self.prefilling
                 and (not waiting or not self.can_admit(waiting[0]))):
