@@ -215,3 +215,40 @@ def test_the_request_level_simulation_keeps_a_roles_max_batch() -> None:
     assert c["ttft_mean_s"] > 3 * f["ttft_mean_s"]
     # and agrees with the steady state's wait within a third
     assert c["ttft_mean_s"] == pytest.approx(c["steady_state"]["ttft_mean_s"], rel=0.35)
+
+
+AGG_8B = ("--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "vllm",
+          "--concurrency", "64", "--steady-only")
+
+
+def test_max_num_seqs_with_an_engine_caps_the_aggregated_ranks() -> None:
+    capped = cw(*BASE, *AGG_8B, "--max-num-seqs", "8", "--json")
+    free = cw(*BASE, *AGG_8B, "--json")
+    assert capped.exit_code == 0 and free.exit_code == 0, capped.output + free.output
+    c, f = json.loads(capped.stdout), json.loads(free.stdout)
+    assert c["deployment"]["agg"]["max_batch"] == 8
+    assert f["deployment"]["agg"]["max_batch"] == 1024  # vLLM's max_num_seqs default
+    assert "8 admitted" in c["steady_state"]["detail"]
+    assert c["steady_state"]["ttft_mean_s"] > 10 * f["steady_state"]["ttft_mean_s"]
+
+
+@pytest.mark.parametrize("extra, message", [
+    (("--max-num-seqs", "0"), "--max-num-seqs: must be between 1 and 10,000,000"),
+    (("--max-num-seqs", "-3"), "--max-num-seqs: must be between 1 and 10,000,000"),
+    (("--max-num-seqs", "1" + "0" * 30), "--max-num-seqs: must be between 1 and 10,000,000"),
+    (("--max-num-seqs", "8", "--prefill", "workers=1,tp=1", "--decode", "workers=1,tp=1"),
+     "--max-num-seqs: with --prefill/--decode, give each role's max_batch= instead"),
+])
+def test_bad_max_num_seqs_with_an_engine_exits_2(extra: tuple[str, ...], message: str) -> None:
+    r = cw(*BASE, *AGG_8B, *extra)
+    assert r.exit_code == 2, r.output
+    assert message in r.stderr.replace("\n", " ")
+    assert "Traceback" not in r.output
+
+
+@pytest.mark.parametrize("value", ["x", "", "8.5", "nan"])
+def test_a_max_num_seqs_that_is_no_integer_exits_2(value: str) -> None:
+    r = cw(*BASE, *AGG_8B, "--max-num-seqs", value)
+    assert r.exit_code == 2, r.output
+    assert "--max-num-seqs" in r.output + r.stderr
+    assert "Traceback" not in r.output

@@ -98,7 +98,10 @@ def estimate_cmd(
     router: str = typer.Option(
         "round_robin", "--router", help="round_robin or least_outstanding."
     ),
-    max_num_seqs: int = typer.Option(256, "--max-num-seqs", help="Sequences per iteration."),
+    max_num_seqs: int | None = typer.Option(
+        None, "--max-num-seqs", help="Sequences per iteration (default 256). With --engine: "
+        "requests a data-parallel rank batches at most (the engine's max batch size; default "
+        "the engine's); disaggregated roles take max_batch= instead."),
     ttft_slo: float | None = typer.Option(
         None, "--ttft-slo", help="Seconds; requests within both SLOs count as goodput."
     ),
@@ -168,6 +171,8 @@ def estimate_cmd(
     else:
         if ep != 1:
             fail("--ep: with --engine, give --moe-ep (and --adp) instead")
+        if max_num_seqs is not None and (prefill is not None or decode is not None):
+            fail("--max-num-seqs: with --prefill/--decode, give each role's max_batch= instead")
         estimate_engine_cli(ctx, model=model, gpu=gpu, engine=engine, tp=tp, pp=pp, adp=adp,
                          moe_tp=moe_tp, moe_ep=moe_ep, precision=precision.value,
                          gemm_quant=gemm_quant, moe_quant=moe_quant, prefill=prefill,
@@ -176,8 +181,10 @@ def estimate_cmd(
                          length_cv=length_cv, num_requests=num_requests, seed=seed,
                          replicas=replicas, ttft_slo=ttft_slo, tpot_slo=tpot_slo,
                          simulate_requests=not no_sim, as_json=as_json,
-                         speculative=speculative, benchmark_rounds=benchmark_rounds)
+                         speculative=speculative, benchmark_rounds=benchmark_rounds,
+                         max_batch=max_num_seqs)
         return
+    max_num_seqs = 256 if max_num_seqs is None else max_num_seqs
 
     if (qps is None) == (concurrency is None):
         fail("--qps/--concurrency: give exactly one (open loop at a request rate, or a closed "

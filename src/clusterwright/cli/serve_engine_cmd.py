@@ -99,7 +99,8 @@ def estimate_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str
                         replicas: int, ttft_slo: float | None, tpot_slo: float | None,
                         simulate_requests: bool, as_json: bool,
                         speculative: str | None = None,
-                        benchmark_rounds: int | None = None) -> None:
+                        benchmark_rounds: int | None = None,
+                        max_batch: int | None = None) -> None:
     from clusterwright.plan.serving_engine import (
         deployment,
         engine_of,
@@ -133,7 +134,7 @@ def estimate_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str
         else:
             par = layout(arch, tp, pp, adp, moe_tp, moe_ep)
             dep = deployment(cat, arch, g, eng, precision, gemm_quant, moe_quant,
-                             agg=Role(par, replicas), speculative=spec)
+                             agg=Role(par, replicas, max_batch), speculative=spec)
         w = workload(input_len, output_len, qps=qps, concurrency=concurrency,
                      num_requests=num_requests, seed=seed, length_dist=length_dist,
                      length_cv=length_cv, max_context=arch.max_seq_len)
