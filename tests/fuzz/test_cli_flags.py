@@ -96,3 +96,28 @@ def test_any_value_on_any_option(data: st.DataObject, tmp_path_factory: pytest.T
     Path(tmp).mkdir(exist_ok=True)
     o = invoke(cmds.with_value(opt, value, tmp))
     assert not problems(o), o.describe()
+
+
+# The base invocation of ``serve estimate`` has no --engine, so the engine path's batch
+# limits (--max-num-seqs with --engine, a role's max_batch=) are fuzzed here on their own.
+_ENGINE_AGG = ["serve", "estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine",
+               "vllm", "--concurrency", "16", "--input-len", "512", "--output-len", "128",
+               "--steady-only", "--json"]
+_ENGINE_DISAGG = ["serve", "estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm",
+                  "--engine", "trtllm", "--concurrency", "16", "--input-len", "512",
+                  "--output-len", "128", "--steady-only", "--json", "--prefill",
+                  "workers=1,tp=1"]
+
+
+@pytest.mark.parametrize("where", ["--max-num-seqs", "max_batch="])
+def test_hostile_batch_limits_on_the_engine_path(where: str) -> None:
+    found = []
+    for value, must_refuse in NUMBER_VALUES:
+        must_refuse = must_refuse or value in INT_ONLY_REFUSED
+        if where == "--max-num-seqs":
+            args = [*_ENGINE_AGG, "--max-num-seqs", value]
+        else:
+            args = [*_ENGINE_DISAGG, "--decode", f"workers=1,tp=1,max_batch={value}"]
+        o = invoke(args)
+        found += [f"{o.describe()}\n  -> {p}" for p in problems(o, must_refuse)]
+    assert not found, "\n\n".join(found)
