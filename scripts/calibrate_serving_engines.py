@@ -188,7 +188,9 @@ def regimes(cat: Catalog) -> dict[str, list[dict[str, Any]]]:
     groups: dict[tuple[str, str, str], list[ss.RowResult]] = defaultdict(list)
     for x in res.covered:
         cfg = ss.resolve(cat, rows[x.id], lookup)
-        groups[(cfg.dep.engine.id, cfg.dep.gpu.id, x.mode)].append(x)
+        # The deployment's own mode: a run the file mislabels counts where it ran
+        mode = "agg" if cfg.dep.agg is not None else "disagg"
+        groups[(cfg.dep.engine.id, cfg.dep.gpu.id, mode)].append(x)
     out: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for (eng, gpu, mode), xs in sorted(groups.items()):
         out[eng].append({

@@ -598,6 +598,57 @@ def test_recorded_rows_are_left_alone() -> None:
     assert ss.complete_from_layouts([r], [_layout()])[0] == r
 
 
+def test_a_run_the_file_labels_aggregated_takes_the_deployment_of_its_gpus() -> None:
+    """AIConfigurator's dumps record GB200's early Dynamo runs as aggregated with all their
+    GPUs as TP: 36 = one 4-GPU context worker + four TEP8 generation workers."""
+    e = _layout(prefill_workers="1", decode_workers="4", decode_dp_attn="no",
+                concurrencies="4 8 16", prefill_max_batch="4", decode_max_batch="128")
+    row = _open_row(mode="agg", tp_size="36", attention_dp_size="1", prefill_tp_size="",
+                    decode_tp_size="")
+    got = ss.complete_from_layouts([row], [e])[0]
+    assert got["mode"] == "disagg" and got["_file_mode"] == "agg"
+    assert (got["prefill_num_workers"], got["decode_num_workers"]) == ("1", "4")
+    assert (got["_prefill_max_batch"], got["_decode_max_batch"]) == ("4", "128")
+    assert "as aggregated, with its 36 GPUs as TP" in got["_layout"]
+    cfg = ss.resolve(load_catalog(), got)
+    assert cfg.dep.prefill is not None and cfg.dep.decode is not None
+    assert (cfg.dep.prefill.max_batch, cfg.dep.decode.max_batch) == (4, 128)
+    assert cfg.dep.prefill.workers * cfg.dep.prefill.par.gpus + (
+        cfg.dep.decode.workers * cfg.dep.decode.par.gpus) == 36
+    # The table keeps the file's label as the row's partition
+    res = ss.predict_all([got])[0]
+    assert res.mode == "agg" and res.pred_ttft_ms is not None
+    # Other GPU counts, days or client counts: the row stays as the file records it
+    for other in (_open_row(mode="agg", tp_size="32", prefill_tp_size="", decode_tp_size=""),
+                  _open_row(mode="agg", tp_size="8", attention_dp_size="4",
+                            prefill_tp_size="", decode_tp_size=""),
+                  {**row, "silicon_data_source": row["silicon_data_source"].replace(
+                      "silicon_concurrency=8", "silicon_concurrency=32")}):
+        assert ss.complete_from_layouts([other], [e])[0] == other
+
+
+def test_a_disaggregated_row_with_its_gpus_in_both_tp_columns_takes_that_deployment() -> None:
+    e = _layout(prefill_workers="5", decode_workers="1", decode_tp="32", decode_ep="32",
+                decode_dp_attn="yes")
+    r = _open_row(prefill_tp_size="52", decode_tp_size="52")
+    got = ss.complete_from_layouts([r], [e])[0]
+    assert (got["prefill_num_workers"], got["decode_attention_dp_size"]) == ("5", "32")
+    assert got["_file_mode"] == "disagg" and "both roles' TP" in got["_layout"]
+    # Unequal TP columns are per-role values: no match on the total
+    odd = _open_row(prefill_tp_size="20", decode_tp_size="32")
+    assert ss.complete_from_layouts([odd], [e])[0] == odd
+
+
+def test_every_shipped_gb200_run_labelled_aggregated_reads_as_disaggregated() -> None:
+    """InferenceMAX ran GB200 only through Dynamo's disaggregated launchers until its
+    configuration listed aggregated GB200 runs; every such row must find its deployment."""
+    rows = [r for r in shipped_rows() if r["system"] == "gb200" and r["mode"] == "agg"
+            and "measured=2025" in r["silicon_data_source"]]
+    assert len(rows) >= 50
+    got = ss.complete_from_layouts(rows)
+    assert all(g["mode"] == "disagg" and "launch_gb200-nv.sh" in g["_layout"] for g in got)
+
+
 def test_the_shipped_layouts_agree_with_every_recorded_twin() -> None:
     """The same runs recorded with their deployment in AIConfigurator's database (twins):
     the layout read from InferenceMAX's configuration must be the recorded one."""
@@ -625,6 +676,9 @@ def test_the_shipped_layouts_file_names_its_source() -> None:
         assert re.fullmatch(r"[0-9a-f]{12}", e["commit"]) and e["valid_from"]
         assert not e["valid_to"] or e["valid_from"] <= e["valid_to"]
         assert e["prefill_dp_attn"] in ("yes", "no") and int(e["decode_workers"]) >= 1
+        assert e["file"] in (".github/configs/nvidia-master.yaml", "runners/launch_gb200-nv.sh")
+        for role in ("prefill", "decode"):
+            assert not e[f"{role}_max_batch"] or int(e[f"{role}_max_batch"]) >= 1
 
 
 def test_a_recipes_max_batch_binds_the_decode_ranks() -> None:

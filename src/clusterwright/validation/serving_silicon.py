@@ -204,10 +204,26 @@ def _layout_index(table: list[dict[str, str]]) -> dict[tuple[str, ...], list[dic
     return index
 
 
+def _gpus(e: dict[str, str]) -> int:
+    """The GPUs of a configuration entry's deployment: both roles' workers x their TP."""
+    return sum(int(e[f"{role}_workers"]) * int(e[f"{role}_tp"]) for role in ("prefill", "decode"))
+
+
+def _max_batch(e: dict[str, str], role: str) -> str:
+    """A role's max batch per attention-DP rank in a configuration entry: its column, else
+    (decode) the number its TensorRT-LLM recipe's name carries; "" where neither says."""
+    if e.get(f"{role}_max_batch"):
+        return e[f"{role}_max_batch"]
+    batch = _RECIPE_BATCH.search(e.get("recipe") or "") if role == "decode" else None
+    return batch.group(1) if batch else ""
+
+
 def _layout_of(index: dict[tuple[str, ...], list[dict[str, str]]], r: dict[str, str],
-               clients: int, day: str) -> dict[str, str]:
+               clients: int, day: str, gpus: int | None = None) -> dict[str, str]:
     """The row's role columns and notes from the configuration in force on ``day``, or {}
-    where no entry, or more than one deployment, matches."""
+    where no entry, or more than one deployment, matches. ``gpus``: match on the
+    deployment's GPU count instead of the row's prefill and decode TP (a disaggregated run
+    the file records as aggregated, ``complete_from_layouts``)."""
     col = {k: (r.get(k) or "").strip() for k in (
         "system", "backend", "model_path", "precision", "isl", "osl", "prefill_tp_size",
         "decode_tp_size")}
@@ -215,49 +231,86 @@ def _layout_of(index: dict[tuple[str, ...], list[dict[str, str]]], r: dict[str, 
                                    col["precision"], col["isl"], col["osl"]), [])
              if e["valid_from"] <= day and (not e["valid_to"] or day < e["valid_to"])
              and str(clients) in e["concurrencies"].split()
-             and e["prefill_tp"] == col["prefill_tp_size"]
-             and e["decode_tp"] == col["decode_tp_size"]]
+             and (_gpus(e) == gpus if gpus is not None else
+                  e["prefill_tp"] == col["prefill_tp_size"]
+                  and e["decode_tp"] == col["decode_tp_size"])]
     if len({tuple(sorted(_layout_roles(e).items())) for e in found}) != 1:
         return {}
     e = found[0]
     out = _layout_roles(e)
-    batch = _RECIPE_BATCH.search(e["recipe"])
-    if batch:
-        out["_decode_max_batch"] = batch.group(1)
+    for role in ("prefill", "decode"):
+        batches = {_max_batch(x, role) for x in found}
+        if len(batches) == 1 and "" not in batches:
+            out[f"_{role}_max_batch"] = batches.pop()
     spec = sorted({x["spec_decoding"] for x in found})
-    out["_layout"] = (f"InferenceMAX's configuration {e['config']} on {day} (nvidia-master.yaml "
-                      f"at {e['commit']}, {e['recipe'] or 'no recipe named'})"
+    out["_layout"] = (f"InferenceMAX's configuration {e['config']} on {day} "
+                      f"({Path(e.get('file') or 'nvidia-master.yaml').name} at {e['commit']}, "
+                      f"{e['recipe'] or 'no recipe named'})"
                       + ("" if spec == ["none"] else
                          f"; speculative decoding {' or '.join(spec)} there, not modelled"))
+    if gpus is not None:
+        mode = (r.get("mode") or "").strip()
+        out.update(mode="disagg", _file_mode=mode, _layout=out["_layout"] + (
+            f"; the file records this disaggregated run as aggregated, with its {gpus} GPUs "
+            "as TP" if mode == "agg" else
+            f"; the file records both roles' TP as the deployment's {gpus} GPUs"))
     return out
 
 
 def complete_from_layouts(rows: list[dict[str, str]],
                           layouts: list[dict[str, str]] | None = None
                           ) -> list[dict[str, str]]:
-    """InferenceMAX rows whose disaggregated deployment lacks worker counts, completed from
-    the benchmark's own configuration on the day they were measured.
+    """InferenceMAX rows whose disaggregated deployment the file does not record, completed
+    from the benchmark's own configuration on the day they were measured.
 
     A row matches an entry of ``inferencemax_layouts.csv`` on what it records: system,
     engine, model, precision, input and output lengths, its client count among the entry's,
-    the measured date within the entry's validity, and the prefill and decode TP (the
-    file's TP columns hold the configuration's per-worker TP). Where every matching entry
-    gives the same deployment (worker counts, TP, EP, attention data parallelism), the row
-    takes it; where entries disagree, or none matches, the row is left as it was.
-    ``_layout`` names the entry for the row's note; ``_decode_max_batch`` the generation
-    workers' max batch size where the entry's recipe names it."""
-    if not any(_open_workers(r) and not r.get("_twin") for r in rows):
+    the measured date within the entry's validity, and
+
+    - for a disaggregated row without worker counts, the prefill and decode TP (the file's
+      TP columns hold the configuration's per-worker TP);
+    - for a row the file labels aggregated, its GPUs (TP x attention-DP x PP) equal to the
+      entry's whole deployment. AIConfigurator's dumps record GB200's early Dynamo runs so:
+      ``tp_size`` 36 for one 4-GPU context worker and four TEP8 generation workers. No
+      aggregated run of InferenceMAX used 36 GPUs, and the row becomes that disaggregated
+      deployment (``_file_mode`` keeps the file's label for the table's partitions).
+
+    Where every matching entry gives the same deployment (worker counts, TP, EP, attention
+    data parallelism), the row takes it; where entries disagree, or none matches, the row is
+    left as it was. ``_layout`` names the entry for the row's note; ``_decode_max_batch``
+    and ``_prefill_max_batch`` the workers' max batch sizes where the entry gives them."""
+    if not any(_unrecorded(r) for r in rows):
         return rows
     index = _layout_index(load_layouts() if layouts is None else layouts)
     out = []
     for r in rows:
         src = (r.get("silicon_data_source") or "").strip()
         day = _MEASURED.search(src)
-        c = concurrency(r) if _open_workers(r) and not r.get("_twin") else None
-        found = ({} if c is None or day is None or not _INFERENCEMAX.search(src)
-                 else _layout_of(index, r, c, day.group(1)))
+        c = (concurrency(r) if _unrecorded(r) and day is not None and _INFERENCEMAX.search(src)
+             else None)
+        found: dict[str, str] = {}
+        if c is not None and day is not None:
+            if (r.get("mode") or "").strip() == "agg":
+                gpus = 1
+                for k in ("tp_size", "attention_dp_size", "pp_size"):
+                    gpus *= _int(r, k, 1) or 1
+                found = _layout_of(index, r, c, day.group(1), gpus)
+            else:
+                found = _layout_of(index, r, c, day.group(1))
+                both = (r.get("prefill_tp_size") or "").strip()
+                if not found and both == (r.get("decode_tp_size") or "").strip():
+                    found = _layout_of(index, r, c, day.group(1), _int(r, "prefill_tp_size"))
         out.append({**r, **found} if found else r)
     return out
+
+
+def _unrecorded(r: dict[str, str]) -> bool:
+    """A row whose disaggregated deployment the file may not record: disaggregated without
+    worker counts, or labelled aggregated (``complete_from_layouts``); not one a twin
+    completed."""
+    if r.get("_twin"):
+        return False
+    return _open_workers(r) or (r.get("mode") or "").strip() == "agg"
 
 
 def _open_workers(r: dict[str, str]) -> bool:
@@ -560,7 +613,8 @@ def resolve(cat: Catalog, r: dict[str, str],
     mi, mo, lens = mean_lengths(r, isl, osl)
     # The generation workers' max batch where the benchmark's recipe names it
     mb = int(r["_decode_max_batch"]) if r.get("_decode_max_batch") else None
-    dep = Deployment(arch, gpu, engine, dense, moe, kv_fmt, prefill=Role(pre, pw),
+    pb = int(r["_prefill_max_batch"]) if r.get("_prefill_max_batch") else None
+    dep = Deployment(arch, gpu, engine, dense, moe, kv_fmt, prefill=Role(pre, pw, pb),
                      decode=Role(dec, dw, mb), notes=notes)
     if pw is None or dw is None:
         sweep = int(r.get("_sweep_clients") or c)
@@ -570,7 +624,7 @@ def resolve(cat: Catalog, r: dict[str, str],
             raise NotCoveredError(str(exc)) from None
         notes += (f"worker counts not recorded: {pw} prefill and {dw} decode worker(s), "
                   f"sized once for the sweep's highest concurrency ({max(sweep, c)} clients)",)
-        dep = replace(dep, prefill=Role(pre, pw), decode=Role(dec, dw, mb), notes=notes)
+        dep = replace(dep, prefill=Role(pre, pw, pb), decode=Role(dec, dw, mb), notes=notes)
     if lens:
         dep = replace(dep, notes=(*dep.notes, lens))
     return RowConfig(dep, c, mi, mo, not lens, INFERENCEMAX_ROUNDS if lens else 0.0)
@@ -627,15 +681,21 @@ def predict_all(rows: Iterable[dict[str, str]], cat: Catalog | None = None) -> l
         try:
             cfg = resolve(cat, r, lookup)
             res, note = predict(cat, cfg)
-            out.append(RowResult(r["id"], line, r["system"], r["backend"], r["mode"],
+            out.append(RowResult(r["id"], line, r["system"], r["backend"], _file_mode(r),
                                  float(r["silicon_ttft_ms"]), float(r["silicon_tpot_ms"]),
                                  res.ttft_s * 1e3, res.tpot_s * 1e3, None, res.detail, note,
                                  unwarmed(r)))
         except NotCoveredError as exc:
-            out.append(RowResult(r["id"], line, r["system"], r["backend"], r["mode"],
+            out.append(RowResult(r["id"], line, r["system"], r["backend"], _file_mode(r),
                                  float(r["silicon_ttft_ms"]), float(r["silicon_tpot_ms"]),
                                  None, None, str(exc)))
     return out
+
+
+def _file_mode(r: dict[str, str]) -> str:
+    """The mode the file labels the row with (its partition in the table), which
+    ``complete_from_layouts`` may have corrected."""
+    return r.get("_file_mode") or r["mode"]
 
 
 def predict_rows(rows: list[dict[str, str]]) -> list[dict[str, Any]]:
