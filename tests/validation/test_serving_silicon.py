@@ -703,3 +703,18 @@ def test_a_recipes_max_batch_binds_the_decode_ranks() -> None:
         [_open_row(silicon_data_source=src)],
         [_layout(concurrencies="48", recipe="recipes/b200-fp4/1k1k/stp/low-latency.yaml")])[0]
     assert "_decode_max_batch" not in plain
+
+
+def test_a_client_fixed_at_512_against_a_capped_server_is_not_covered() -> None:
+    """gptoss_fp4_h100_docker.sh ran 512 clients against vLLM at --max-num-seqs=$CONC from
+    2025-11-21 to 2025-12-08: the row's 512 is not what the server ran at once."""
+    r = pick(system="h100_sxm", backend="vllm", model_path="openai/gpt-oss-120b")
+    src = ("source_file=2026-04-06.csv; model=GPT-OSS-120B; silicon_concurrency=512; "
+           "measured=2025-12-05T00:00:00.000Z; wip=False")
+    cat = load_catalog()
+    with pytest.raises(ss.NotCoveredError, match="--max-num-seqs=\\$CONC"):
+        ss.resolve(cat, {**r, "silicon_data_source": src})
+    for other in (src.replace("2025-12-05", "2025-12-09"),  # after the fix
+                  src.replace("concurrency=512", "concurrency=64"),  # the client at CONC
+                  src.replace("source_file=2026-04-06.csv", "db-dump")):  # not InferenceMAX
+        assert ss.resolve(cat, {**r, "silicon_data_source": other}).clients > 0

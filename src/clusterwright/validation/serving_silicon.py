@@ -471,6 +471,34 @@ INFERENCEMAX_WARMUP_SINCE = "2026-01-21"
 _MEASURED = re.compile(r"measured=(\d{4}-\d{2}-\d{2})")
 
 
+# A benchmark script that ran its client at a fixed count against a server capped at the
+# sweep's concurrency: InferenceMAX's `benchmarks/gptoss_fp4_h100_docker.sh` passed
+# `--max-concurrency 512` to the client and `--max-num-seqs=$CONC` to vLLM from d22bf9ca9
+# (2025-11-21) until 4e135fd3f ("fix h100 docker error", 2025-12-08 22:20 UTC, so runs of
+# that day may precede it). Its rows record the client's 512; the server's cap, the sweep's
+# CONC, is not recorded. Per script: (system, backend, model, first day, last day, clients).
+INFERENCEMAX_FIXED_CLIENTS = (
+    ("h100_sxm", "vllm", "openai/gpt-oss-120b", "2025-11-21", "2025-12-08", 512),
+)
+
+
+def uncapped_clients(r: dict[str, str], clients: int) -> str:
+    """Why the row's client count does not say how many requests its server ran at once
+    (``INFERENCEMAX_FIXED_CLIENTS``), or ""."""
+    src = (r.get("silicon_data_source") or "").strip()
+    day = _MEASURED.search(src)
+    if day is None or not _INFERENCEMAX.search(src):
+        return ""
+    key = tuple((r.get(k) or "").strip().lower() for k in ("system", "backend", "model_path"))
+    for system, backend, model, first, last, fixed in INFERENCEMAX_FIXED_CLIENTS:
+        if key == (system, backend, model) and clients == fixed and (
+                first <= day.group(1) <= last):
+            return (f"InferenceMAX's script ran its client at {fixed} clients against a server "
+                    "capped at the sweep's concurrency (--max-num-seqs=$CONC, "
+                    f"{first} to {last}), which the row does not record")
+    return ""
+
+
 def unwarmed(r: dict[str, str]) -> bool:
     """An InferenceMAX row measured before its client sent warm-up requests."""
     src = (r.get("silicon_data_source") or "").strip()
@@ -592,6 +620,8 @@ def resolve(cat: Catalog, r: dict[str, str],
     if c is None:
         raise NotCoveredError("no client concurrency: neither silicon_concurrency in the source "
                          "nor the batch columns")
+    if why := uncapped_clients(r, c):
+        raise NotCoveredError(why)
     kv_fmt = kv_format_for(engine, dense)
     if mode == "agg":
         par, note = _parallel(r, "", arch)
