@@ -718,3 +718,28 @@ def test_a_client_fixed_at_512_against_a_capped_server_is_not_covered() -> None:
                   src.replace("concurrency=512", "concurrency=64"),  # the client at CONC
                   src.replace("source_file=2026-04-06.csv", "db-dump")):  # not InferenceMAX
         assert ss.resolve(cat, {**r, "silicon_data_source": other}).clients > 0
+
+
+@pytest.mark.parametrize("cols, want", [
+    # InferenceMAX's `{tp: 8, ep: 8}` recorded as tp 64, moe_tp 8, moe_ep 8
+    ({"tp_size": "64", "attention_dp_size": "1", "moe_tp_size": "8", "moe_ep_size": "8"},
+     (8, 1, 1, 8)),
+    # `{tp: 8, ep: 8, dp-attn: true}` recorded as attention-DP 64
+    ({"tp_size": "1", "attention_dp_size": "64", "moe_tp_size": "8", "moe_ep_size": "8"},
+     (1, 8, 1, 8)),
+])
+def test_inferencemax_tp_times_ep_is_read_as_its_gpus(cols: dict[str, str],
+                                                      want: tuple[int, ...]) -> None:
+    r = pick(system="b200_sxm", backend="trtllm", mode="agg", model_path="deepseek-ai/DeepSeek-R1")
+    src = ("source_file=2026-04-06.csv; model=DeepSeek-R1; silicon_concurrency=16; "
+           "measured=2026-01-14T00:00:00.000Z; wip=False")
+    cat = load_catalog()
+    cfg = ss.resolve(cat, {**r, **cols, "silicon_data_source": src, "batch_size": "16"})
+    assert cfg.dep.agg is not None
+    par = cfg.dep.agg.par
+    assert (par.tp, par.adp, par.moe_tp, par.moe_ep) == want and par.gpus == 8
+    assert any("InferenceMAX's TP x EP" in n for n in cfg.dep.notes)
+    # AIConfigurator's own sweeps record a real MoE TP x EP grid: left as recorded
+    own = ss.resolve(cat, {**r, **cols, "batch_size": "16", "silicon_data_source":
+                           "source_file=b200_sxm/trtllm/1.2.0/x.csv; silicon_concurrency=16"})
+    assert own.dep.agg is not None and own.dep.agg.par.gpus == 64

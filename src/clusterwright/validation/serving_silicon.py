@@ -422,6 +422,17 @@ def _parallel(r: dict[str, str], prefix: str, arch: ModelArch) -> tuple[ServingP
     if mtp == 0 and mep == 0:
         mtp, mep = tp * adp, 1
     mtp, mep = mtp or 1, mep or 1
+    note = ""
+    if (not prefix and mtp > 1 and mep > 1 and mtp == mep and mtp * mep == tp * adp
+            and _INFERENCEMAX.search((r.get("silicon_data_source") or "").strip())):
+        # AIConfigurator's dumps of InferenceMAX's aggregated runs record TP x EP as the
+        # GPUs, TP as moe_tp and EP as moe_ep: the configuration's `{tp: 8, ep: 8}` is
+        # recorded tp 64 (or attention-DP 64), moe_tp 8, moe_ep 8. Its engines run EP over
+        # the TP ranks (TensorRT-LLM "EP=TP", SGLang --ep-size), so the run had mep GPUs.
+        was = f"tp {tp} x attention-DP {adp} = moe_tp {mtp} x moe_ep {mep}"
+        tp, adp, mtp = max(1, tp // mep), max(1, adp // mep), 1
+        note = (f"{was}: InferenceMAX's TP x EP, read as {mep} GPUs (tp {tp} x attention-DP "
+                f"{adp}, EP {mep})")
     if mep > arch.experts:
         raise _bad(r, prefix + "moe_ep_size",
                    f"{mep} exceeds the {arch.experts} experts of {arch.id}")
@@ -436,7 +447,6 @@ def _parallel(r: dict[str, str], prefix: str, arch: ModelArch) -> tuple[ServingP
         raise NotCoveredError(f"{prefix}tp {tp} x attention-DP {adp} = {tp * adp} GPUs for "
                               f"attention, but moe_tp {mtp} x moe_ep {mep} = {mtp * mep} for "
                               "the MoE layers: the row's layout columns disagree")
-    note = ""
     if adp == 1 and arch.heads % tp:
         # Attention cannot be split tp ways over these heads: engines run it data-parallel
         # over the group (TRT-LLM enable_attention_dp, SGLang --enable-dp-attention), which
