@@ -116,8 +116,11 @@ def errors(cat: Catalog, engine: ServingEngine, rows: list[tuple[dict[str, str],
     et, ep = [], []
     for r, cfg in rows:
         try:
+            # The candidate with the options the row's benchmark script set (batch waiting,
+            # token budget), as the row was read
+            eng, _ = ss.script_settings(r, engine)
             st, _ = ss.predict(cat, dataclasses.replace(
-                cfg, dep=dataclasses.replace(cfg.dep, engine=engine)))
+                cfg, dep=dataclasses.replace(cfg.dep, engine=eng)))
         except ss.NotCoveredError:
             continue
         et.append(st.ttft_s * 1e3 / float(r["silicon_ttft_ms"]) - 1.0)

@@ -743,3 +743,40 @@ def test_inferencemax_tp_times_ep_is_read_as_its_gpus(cols: dict[str, str],
     own = ss.resolve(cat, {**r, **cols, "batch_size": "16", "silicon_data_source":
                            "source_file=b200_sxm/trtllm/1.2.0/x.csv; silicon_concurrency=16"})
     assert own.dep.agg is not None and own.dep.agg.par.gpus == 64
+
+
+def test_a_script_s_engine_options_apply_to_the_runs_it_made() -> None:
+    """InferenceMAX's Llama 70B TensorRT-LLM scripts (2025-09-18 to 2025-10-29) ran
+    trtllm-serve with --max_num_tokens 16384, and at 1k/1k with TP below 8 with batch
+    waiting (20 iterations, 0.9 of the budget)."""
+    cat = load_catalog()
+    base = cat.serving_engine("trtllm")
+    r = pick(system="b200_sxm", backend="trtllm", model_path="meta-llama/Llama-3.1-70B",
+             precision="fp8", isl="1024", osl="1024", tp_size="2")
+    eng, note = ss.script_settings(r, base)
+    assert (eng.batch_wait_iterations, eng.batch_wait_tokens_ratio,
+            eng.max_num_batched_tokens) == (20, 0.9, 16384)
+    assert "70b_fp8_b200_trt" in note and "batch_wait_iterations=20" in note
+    assert base.batch_wait_iterations == 0  # the catalog's engine is left as it was
+    cfg = ss.resolve(cat, r)
+    assert cfg.dep.engine.batch_wait_iterations == 20
+    assert any("InferenceMAX's script" in n for n in cfg.dep.notes)
+    # TP 8 at 1k/1k: the budget only; another length: the budget only
+    for other in ({**r, "tp_size": "8"}, {**r, "osl": "8192"}):
+        eng, _ = ss.script_settings(other, base)
+        assert (eng.batch_wait_iterations, eng.max_num_batched_tokens) == (0, 16384)
+    # After the scripts were removed, or outside InferenceMAX: nothing applies
+    late = r["silicon_data_source"].replace("2025-10-29", "2025-11-02")
+    assert ss.script_settings({**r, "silicon_data_source": late}, base) == (base, "")
+    assert ss.script_settings({**r, "silicon_data_source": "db-dump; measured=2025-10-29"},
+                              base) == (base, "")
+
+
+def test_the_shipped_engine_settings_name_real_engine_options() -> None:
+    from clusterwright.catalog.stacks import ServingEngine
+    rows = ss.load_engine_settings()
+    assert rows
+    for e in rows:
+        assert re.fullmatch(r"[0-9a-f]{12}", e["commit"]) and e["valid_from"] < e["valid_to"]
+        for pair in e["settings"].split():
+            assert pair.split("=")[0] in ServingEngine.model_fields, pair

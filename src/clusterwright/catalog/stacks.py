@@ -283,6 +283,12 @@ class ServingEngine(CatalogEntry):
     # Iterations a new prompt is held under attention data parallelism so that every rank
     # runs its prefill in the same iteration (TRT-LLM attention_dp_config balance timeout)
     adp_context_wait_iterations: Annotated[FiniteFloat, Field(ge=0, le=200)] = 0.0
+    # Batch waiting without attention DP (TensorRT-LLM ``batch_wait_timeout_iters`` and
+    # ``batch_wait_max_tokens_ratio``; both 0, off, by default): while sequences decode, new
+    # prompts are held until this many iterations have passed or the iteration's tokens
+    # reach the ratio x max_num_batched_tokens, whichever comes first (either at 0: no hold)
+    batch_wait_iterations: Annotated[NonNegativeInt, Field(le=10_000)] = 0
+    batch_wait_tokens_ratio: Annotated[FiniteFloat, Field(ge=0, le=1)] = 0.0
     validated: list[EngineRegime] = Field(default_factory=list)
     calibration: StrictStr
 

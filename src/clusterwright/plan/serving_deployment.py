@@ -202,6 +202,9 @@ def pool(cat: Catalog, dep: Deployment, par: ServingParallel, workers: int, isl:
                 max_seqs=max_batch or e.max_batch, frontend_s=e.frontend_s, burst=e.arrival_burst,
                 first_token_iterations=e.first_token_iterations,
                 context_wait_iterations=e.adp_context_wait_iterations if par.adp > 1 else 0.0,
+                # TensorRT-LLM waits only without attention DP (attention_dp_config instead)
+                batch_wait_iterations=e.batch_wait_iterations if par.adp == 1 else 0,
+                batch_wait_tokens=e.batch_wait_tokens_ratio * budget,
                 spec_yield=dep.spec_yield(),
                 spec_cost=dep.speculative[2] if dep.speculative else 1.0,
                 lockstep=equal_lengths and e.prefill_priority,

@@ -155,7 +155,9 @@ def _engine_config(p: Pool, dep: Deployment, max_seqs: int | None = None) -> Eng
                         chunked_prefill=p.chunked, admission=p.admission,
                         prefill_first=dep.engine.prefill_priority,
                         token_delay_s=p.frontend_s,
-                        token_delay_steps=p.first_token_iterations + p.context_wait_iterations)
+                        token_delay_steps=p.first_token_iterations + p.context_wait_iterations,
+                        batch_wait_iterations=int(p.batch_wait_iterations),
+                        batch_wait_tokens=int(p.batch_wait_tokens))
 
 
 def simulate_deployment(cat: Catalog, dep: Deployment, w: Workload, isl: int, osl: int,

@@ -55,6 +55,11 @@ class EngineConfig:
     # tokens one step late). It shifts TTFT and end-to-end time, not TPOT.
     token_delay_s: float = 0.0
     token_delay_steps: float = 0.0
+    # Batch waiting (TensorRT-LLM ``batch_wait_timeout_iters``, and its
+    # ``batch_wait_max_tokens_ratio`` x the token budget): while sequences decode, new prompts
+    # wait up to this many iterations or until the iteration would carry this many tokens
+    batch_wait_iterations: int = 0
+    batch_wait_tokens: int = 0
 
     def validate(self, name: str = "engine") -> None:
         if self.admission not in ("evict", "reserve"):
@@ -62,6 +67,9 @@ class EngineConfig:
         for key in ("kv_blocks", "block_size", "max_num_seqs", "max_num_batched_tokens"):
             if getattr(self, key) < 1:
                 raise ServingError(f"{name}.{key}: {getattr(self, key)} must be >= 1")
+        for key in ("batch_wait_iterations", "batch_wait_tokens"):
+            if getattr(self, key) < 0:
+                raise ServingError(f"{name}.{key}: {getattr(self, key)} must be >= 0")
         if self.speculative is not None:
             k, a, f = self.speculative
             if k < 1 or not 0.0 <= a <= 1.0 or not f > 0:

@@ -105,6 +105,9 @@ class Replica:
         self.outstanding = 0
         self.link_free_s = 0.0
         self.pending = 0  # tokens of decode growth already allocated in this iteration
+        self.bw_iters = cfg.batch_wait_iterations
+        self.bw_tokens = cfg.batch_wait_tokens
+        self.bw_count = 0  # iterations new prompts have been held (batch waiting)
 
     # ---- blocks -------------------------------------------------------------------------
     def g_of(self, s: int) -> int:
@@ -383,8 +386,11 @@ class Replica:
             pairs += chunk * (r.computed + chunk / 2.0)
             kv += r.computed + chunk
         n = 0 if prefill_only else len(decode)
+        hold = bool(self.bw_iters and self.bw_tokens > 0 and n and waiting
+                    and not waiting[0].remote) and self.held(n, budget)
         # Waiting requests, FCFS, while budget, seats and blocks last.
-        while waiting and budget > 0 and len(decode) + len(self.prefilling) < self.max_seqs:
+        while (not hold and waiting and budget > 0
+               and len(decode) + len(self.prefilling) < self.max_seqs):
             r = waiting[0]
             if r.remote:
                 break
@@ -428,6 +434,25 @@ class Replica:
         if n and self.factor != 1.0:
             dt *= self.factor
         self.ev = self.eng.at(self.eng.now + dt, self.step_end, n, dt)
+
+    def held(self, n: int, budget: int) -> bool:
+        """Batch waiting (TensorRT-LLM's ``_waiting_requests``): whether this iteration holds
+        the waiting prompts back. It holds while fewer than ``batch_wait_iterations``
+        iterations have held them and the iteration's tokens (``n`` decodes and the prompts'
+        tokens the budget would take) stay below ``batch_wait_tokens``."""
+        tokens = n * (1 + self.spec_k)
+        room = max(budget, 0)
+        for r in self.waiting:
+            if r.remote or tokens >= self.bw_tokens or room <= 0:
+                break
+            take = min(r.target - r.computed, room)
+            tokens += take
+            room -= take
+        if self.bw_count < self.bw_iters and tokens < self.bw_tokens:
+            self.bw_count += 1
+            return True
+        self.bw_count = 0
+        return False
 
     def plan_block(self) -> int:
         """Decode iterations that can run as one event (0 or 1: not worth it)."""

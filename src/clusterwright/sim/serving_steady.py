@@ -51,6 +51,11 @@ class Pool:
     first_token_iterations: float = 0.0  # iterations between a prompt's prefill and its token
     context_wait_iterations: float = 0.0  # iterations a prompt is held to batch prompts across
     # attention-DP ranks (TRT-LLM attention_dp_config; 0 without attention DP)
+    # Batch waiting (``ServingEngine.batch_wait_iterations``): while sequences decode, new
+    # prompts are held for up to this many iterations, or until the iteration would carry
+    # ``batch_wait_tokens`` tokens (decodes and held prompts together)
+    batch_wait_iterations: float = 0.0
+    batch_wait_tokens: float = 0.0
     # Speculative decoding: tokens a decode iteration yields per sequence (1 without), and
     # what such an iteration costs over a plain one (drafts and the wider verification)
     spec_yield: float = 1.0
@@ -186,6 +191,24 @@ def lockstep(pool: Pool, clients: float, isl: int, osl: int) -> SteadyState:
                        min(t_full, first))
 
 
+def batch_wait(pool: Pool, rate: float, decodes: float, isl: int) -> tuple[float, float]:
+    """Batch waiting on one rank: (mean iterations a prompt is held, prompts released
+    together). The hold starts with the first prompt that finds sequences decoding and
+    ends after ``batch_wait_iterations`` iterations, or once the held prompts and the
+    decodes reach ``batch_wait_tokens``: a window of L iterations into which prompts arrive
+    at ``rate`` a iteration (Poisson), the first waiting L and the others L/2 on average.
+    ``decodes``: sequences decoding (a token each)."""
+    t = pool.batch_wait_iterations
+    need = (pool.batch_wait_tokens - decodes) / isl  # prompts that end the hold
+    # Either limit at 0 ends every hold at once (TensorRT-LLM stops waiting when the count
+    # reaches the timeout or the tokens reach the ratio's share)
+    if t <= 0 or pool.batch_wait_tokens <= 0 or need <= 1.0:
+        return 0.0, 1.0
+    window = t if rate <= 0 else min(t, (need - 1.0) / rate)
+    more = rate * window
+    return (window + more * window / 2.0) / (1.0 + more), 1.0 + more
+
+
 def aggregated(pool: Pool, clients: float, isl: int, osl: int,
                rounds: float = 0.0) -> SteadyState:
     """Steady state of ``clients`` closed-loop clients spread evenly over ``pool``'s ranks;
@@ -269,6 +292,10 @@ def _aggregated(pool: Pool, clients: float, isl: int, osl: int) -> SteadyState:
     # batched into one iteration without chunking, chunks first come first served with it),
     # and the prompt's first token waits, on average, for half the cluster's prefill.
     k = 1.0 + pool.burst * max(admitted - 1.0, 0.0)
+    if pool.batch_wait_iterations > 0 and d >= 0.5:
+        held, batch_w = batch_wait(pool, r, d, isl)
+        queue_wait += held * (t_without or t_iter)
+        k = max(k, batch_w)
     if pool.chunked:
         tokens = min(k * isl, cap)
         t_b = pool.step.step_s(round(tokens), round(d), kv_dec, tokens * isl / 2.0)

@@ -23,6 +23,7 @@ import re
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -155,6 +156,69 @@ def complete_from_twins(rows: list[dict[str, str]]) -> list[dict[str, str]]:
 
 
 LAYOUTS_FILE = "inferencemax_layouts.csv"
+SETTINGS_FILE = "inferencemax_engine_settings.csv"
+
+
+@lru_cache(maxsize=1)
+def load_engine_settings() -> tuple[dict[str, str], ...]:
+    """The engine options InferenceMAX's scripts set beyond the engine's defaults, by script,
+    dates and the runs they applied to (``validation/inferencemax_engine_settings.csv``,
+    transcribed from the scripts with the commit that introduced them)."""
+    with (data_dir() / SETTINGS_FILE).open(newline="") as f:
+        return tuple(csv.DictReader(f))
+
+
+# Engines with a script's options, by (id() of the base engine, options); the base is kept
+# with its result so that its id() is not reused while cached (the calibration builds
+# many candidate engines under one catalog id).
+_SET: dict[tuple[int, tuple[str, ...]], tuple[ServingEngine, ServingEngine]] = {}
+
+
+def _with_settings(engine: ServingEngine, settings: tuple[str, ...]) -> ServingEngine:
+    key = (id(engine), settings)
+    if key not in _SET:
+        if len(_SET) > 4096:
+            _SET.clear()
+        update: dict[str, Any] = {}
+        for pair in settings:
+            name, _, value = pair.partition("=")
+            update[name] = float(value) if "." in value else int(value)
+        _SET[key] = (engine, ServingEngine.model_validate({**engine.model_dump(), **update}))
+    return _SET[key][1]
+
+
+def script_settings(r: dict[str, str], engine: ServingEngine) -> tuple[ServingEngine, str]:
+    """The row's engine with the options its InferenceMAX script set on the day it was
+    measured (``load_engine_settings``), and a note naming them ("" when none applies)."""
+    src = (r.get("silicon_data_source") or "").strip()
+    day = _MEASURED.search(src)
+    if day is None or not _INFERENCEMAX.search(src):
+        return engine, ""
+    col = {k: (r.get(k) or "").strip().lower() for k in (
+        "system", "backend", "model_path", "precision", "isl", "osl")}
+    tp = _int(r, "tp_size", 1) or 1
+    pairs: list[str] = []
+    scripts: set[str] = set()
+    for e in load_engine_settings():
+        if not (e["valid_from"] <= day.group(1) and (not e["valid_to"]
+                                                     or day.group(1) < e["valid_to"])):
+            continue
+        if (e["system"], e["backend"], e["precision"]) != (
+                col["system"], col["backend"], col["precision"]):
+            continue
+        if col["model_path"] not in e["model_paths"].lower().split():
+            continue
+        if (e["isl"] and e["isl"] != col["isl"]) or (e["osl"] and e["osl"] != col["osl"]):
+            continue
+        if e["tp_below"] and tp >= int(e["tp_below"]):
+            continue
+        pairs += e["settings"].split()
+        scripts.add(f"{e['script']} (InferenceX {e['commit']})")
+    if not pairs:
+        return engine, ""
+    return _with_settings(engine, tuple(pairs)), (
+        f"engine options InferenceMAX's script set: {', '.join(pairs)} "
+        f"({', '.join(sorted(scripts))})")
 
 
 def load_layouts(path: Path | None = None) -> list[dict[str, str]]:
@@ -598,6 +662,9 @@ def resolve(cat: Catalog, r: dict[str, str],
         raise _bad(r, "backend", f"{r.get('backend')!r} is not one of {', '.join(BACKENDS)}")
     version = (r.get("backend_version") or "").strip()
     engine, build_note = _engine(cat, r, backend, version)
+    engine, set_note = script_settings(r, engine)
+    if set_note:
+        build_note = "; ".join(n for n in (build_note, set_note) if n)
     mode = (r.get("mode") or "").strip()
     if mode not in MODES:
         raise _bad(r, "mode", f"{mode!r} is not agg or disagg")
