@@ -252,3 +252,22 @@ def test_a_max_num_seqs_that_is_no_integer_exits_2(value: str) -> None:
     assert r.exit_code == 2, r.output
     assert "--max-num-seqs" in r.output + r.stderr
     assert "Traceback" not in r.output
+
+
+def test_batch_waiting_holds_prompts_on_the_trtllm_path() -> None:
+    """--batch-wait 20:0.9 (InferenceMAX's Llama 70B settings): at 4 clients every prompt
+    finds sequences decoding and waits about 20 decode iterations; vLLM has no such option."""
+    base = ["serve", "estimate", "--model", "llama-3.1-70b", "--gpu", "b200", "--engine",
+            "trtllm", "--tp", "2", "--precision", "fp8", "--concurrency", "4", "--input-len",
+            "1024", "--output-len", "1024", "--steady-only", "--json"]
+    plain = json.loads(cw(*base).output)
+    held = json.loads(cw(*base, "--batch-wait", "20:0.9").output)
+    tpot = held["steady_state"]["tpot_mean_s"]
+    added = held["steady_state"]["ttft_mean_s"] - plain["steady_state"]["ttft_mean_s"]
+    assert added == pytest.approx(20 * tpot, rel=0.1)
+    assert held["deployment"]["batch_wait"] == {"iterations": 20, "tokens_ratio": 0.9}
+    assert "batch_wait" not in plain["deployment"]
+    r = cw(*base[:7], "vllm", *base[8:], "--batch-wait", "20:0.9")
+    assert r.exit_code == 2 and "TensorRT-LLM's" in r.output
+    r = cw(*base[:6], *base[8:-2], "--batch-wait", "20:0.9")
+    assert r.exit_code == 2 and "--batch-wait: only with --engine" in r.output

@@ -121,3 +121,24 @@ def test_hostile_batch_limits_on_the_engine_path(where: str) -> None:
         o = invoke(args)
         found += [f"{o.describe()}\n  -> {p}" for p in problems(o, must_refuse)]
     assert not found, "\n\n".join(found)
+
+
+_ENGINE_TRT = ["serve", "estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine",
+               "trtllm", "--concurrency", "16", "--input-len", "512", "--output-len", "128",
+               "--steady-only", "--json", "--batch-wait"]
+
+
+@pytest.mark.parametrize("part", ["iterations", "ratio"])
+def test_hostile_batch_waits_on_the_engine_path(part: str) -> None:
+    """--batch-wait ITERATIONS:RATIO, each half hostile in turn (the base invocation of
+    ``serve estimate`` has no --engine, so the fuzzer above only sees it refused)."""
+    found = []
+    for value, must_refuse in NUMBER_VALUES:
+        if part == "iterations":
+            arg = f"{value}:0.9"
+            must_refuse = must_refuse or value in INT_ONLY_REFUSED
+        else:
+            arg = f"20:{value}"
+        o = invoke([*_ENGINE_TRT, arg])
+        found += [f"{o.describe()}\n  -> {p}" for p in problems(o, must_refuse)]
+    assert not found, "\n\n".join(found)

@@ -226,6 +226,10 @@ class EngineRegime(BaseModel):
     tpot_mape: Annotated[FiniteFloat, Field(ge=0)]
 
 
+# The longest batch-waiting hold accepted, iterations (TensorRT-LLM's examples use 10-60)
+BATCH_WAIT_ITERATIONS = 10_000
+
+
 class ServingEngine(CatalogEntry):
     """An inference engine (a backend at a range of versions): how it schedules and what its
     kernels reach, constants shared across GPUs (the GPU enters through its datasheet), each
@@ -287,7 +291,7 @@ class ServingEngine(CatalogEntry):
     # ``batch_wait_max_tokens_ratio``; both 0, off, by default): while sequences decode, new
     # prompts are held until this many iterations have passed or the iteration's tokens
     # reach the ratio x max_num_batched_tokens, whichever comes first (either at 0: no hold)
-    batch_wait_iterations: Annotated[NonNegativeInt, Field(le=10_000)] = 0
+    batch_wait_iterations: Annotated[NonNegativeInt, Field(le=BATCH_WAIT_ITERATIONS)] = 0
     batch_wait_tokens_ratio: Annotated[FiniteFloat, Field(ge=0, le=1)] = 0.0
     validated: list[EngineRegime] = Field(default_factory=list)
     calibration: StrictStr

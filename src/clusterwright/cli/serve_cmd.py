@@ -130,6 +130,11 @@ def estimate_cmd(
         None, "--speculative", help="--engine: speculative decoding as DRAFT_TOKENS:ACCEPTANCE"
         ":COST, e.g. 3:0.7:1.3 (MTP with 3 drafts, 70 % accepted, iterations 1.3x a plain "
         "one)."),
+    batch_wait: str | None = typer.Option(
+        None, "--batch-wait", help="--engine trtllm: batch waiting as ITERATIONS:RATIO, e.g. "
+        "20:0.9 (batch_wait_timeout_iters, batch_wait_max_tokens_ratio): new prompts wait up "
+        "to ITERATIONS decode iterations or until the iteration's tokens reach RATIO of the "
+        "token budget."),
     no_sim: bool = typer.Option(
         False, "--steady-only", help="--engine, closed loop: only the steady-state solution "
         "(means, milliseconds), no request-level simulation."),
@@ -159,13 +164,13 @@ def estimate_cmd(
                ("--ttft-slo", ttft_slo, lim.SLO_S), ("--tpot-slo", tpot_slo, lim.SLO_S))
     lim.nonempty(("--server", server), ("--engine", engine), ("--gemm-quant", gemm_quant),
                  ("--moe-quant", moe_quant), ("--prefill", prefill), ("--decode", decode),
-                 ("--speculative", speculative))
+                 ("--speculative", speculative), ("--batch-wait", batch_wait))
     if engine is None:
         for flag, v in (("--adp", adp != 1), ("--moe-tp", moe_tp), ("--moe-ep", moe_ep),
                         ("--gemm-quant", gemm_quant), ("--moe-quant", moe_quant),
                         ("--prefill", prefill), ("--decode", decode),
                         ("--steady-only", no_sim), ("--speculative", speculative),
-                        ("--benchmark-rounds", benchmark_rounds)):
+                        ("--benchmark-rounds", benchmark_rounds), ("--batch-wait", batch_wait)):
             if v:
                 fail(f"{flag}: only with --engine (a catalog serving engine)")
     else:
@@ -182,7 +187,7 @@ def estimate_cmd(
                          replicas=replicas, ttft_slo=ttft_slo, tpot_slo=tpot_slo,
                          simulate_requests=not no_sim, as_json=as_json,
                          speculative=speculative, benchmark_rounds=benchmark_rounds,
-                         max_batch=max_num_seqs)
+                         max_batch=max_num_seqs, batch_wait=batch_wait)
         return
     max_num_seqs = 256 if max_num_seqs is None else max_num_seqs
 

@@ -12,6 +12,7 @@ import typer
 from rich.table import Table
 
 from clusterwright.catalog.registry import Catalog, resolve_model
+from clusterwright.catalog.stacks import BATCH_WAIT_ITERATIONS
 from clusterwright.cli.common import console, emit_json, fail, field_flag_message, state
 from clusterwright.errors import ClusterwrightError, InputError
 from clusterwright.plan.serving_deployment import Role
@@ -86,6 +87,23 @@ def parse_speculative(spec: str) -> tuple[int, float, float]:
         fail(f"--speculative: {spec!r} is not K:ACCEPT:COST (e.g. 3:0.7:1.3)")
 
 
+def parse_batch_wait(text: str) -> tuple[int, float]:
+    """``ITERATIONS:RATIO``: TensorRT-LLM's ``batch_wait_timeout_iters`` and
+    ``batch_wait_max_tokens_ratio`` (``20:0.9``)."""
+    parts = text.split(":")
+    try:
+        if len(parts) != 2:
+            raise ValueError
+        iters, ratio = int(parts[0]), float(parts[1])
+    except ValueError:
+        fail(f"--batch-wait: {text!r} is not ITERATIONS:RATIO (e.g. 20:0.9)")
+    if not 0 <= iters <= BATCH_WAIT_ITERATIONS:
+        fail(f"--batch-wait: {iters} iterations is outside 0 .. {BATCH_WAIT_ITERATIONS:,}")
+    if not 0.0 <= ratio <= 1.0:  # also refuses nan
+        fail(f"--batch-wait: ratio {parts[1]} is outside 0 .. 1 (a share of the token budget)")
+    return iters, ratio
+
+
 def _ms(s: float | None) -> str:
     return "-" if s is None or s != s else f"{1e3 * s:.1f} ms"
 
@@ -100,7 +118,8 @@ def estimate_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str
                         simulate_requests: bool, as_json: bool,
                         speculative: str | None = None,
                         benchmark_rounds: int | None = None,
-                        max_batch: int | None = None) -> None:
+                        max_batch: int | None = None,
+                        batch_wait: str | None = None) -> None:
     from clusterwright.plan.serving_engine import (
         deployment,
         engine_of,
@@ -117,11 +136,17 @@ def estimate_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str
         fail("--benchmark-rounds: a benchmark's rounds are a closed loop of fixed lengths; "
              "give --concurrency (and --length-dist fixed)")
     spec = parse_speculative(speculative) if speculative else None
+    wait = parse_batch_wait(batch_wait) if batch_wait is not None else None
     cat: Catalog = state(ctx).catalog()
     with engine_errors():
         arch = resolve_model(cat, model)
         g = cat.gpu(gpu)
         eng = engine_of(cat, engine)
+        if wait is not None:
+            if eng.backend != "trtllm":
+                fail(f"--batch-wait: batch waiting is TensorRT-LLM's; {eng.id} has none")
+            eng = eng.model_copy(update={"batch_wait_iterations": wait[0],
+                                         "batch_wait_tokens_ratio": wait[1]})
         if prefill is not None and decode is not None:
             roles = []
             for flag, text in (("--prefill", prefill), ("--decode", decode)):
@@ -161,7 +186,10 @@ def _roles_text(dep: dict[str, Any]) -> str:
         return (f"{r['workers']} x (tp {r['tp']} x adp {r['adp']} x pp {r['pp']}{moe}, "
                 f"{r['gpus_per_worker']} GPUs, batch <= {r['max_batch']} a rank)")
     if dep["mode"] == "agg":
-        return "aggregated " + one(dep["agg"])
+        wait = dep.get("batch_wait")
+        return "aggregated " + one(dep["agg"]) + (
+            f", prompts held up to {wait['iterations']} iterations or "
+            f"{wait['tokens_ratio']:.0%} of the token budget" if wait else "")
     return f"prefill {one(dep['prefill'])}, decode {one(dep['decode'])}"
 
 

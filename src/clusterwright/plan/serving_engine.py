@@ -195,7 +195,11 @@ def _roles(dep: Deployment) -> dict[str, Any]:
                 "moe_ep": p.moe_ep, "expert_slots_per_gpu": p.expert_slots(dep.arch),
                 "max_batch": r.max_batch or dep.engine.max_batch, "gpus_per_worker": p.gpus}
     if dep.agg is not None:
-        return {"mode": "agg", "agg": one(dep.agg)}
+        out: dict[str, Any] = {"mode": "agg", "agg": one(dep.agg)}
+        if dep.engine.batch_wait_iterations and dep.engine.batch_wait_tokens_ratio:
+            out["batch_wait"] = {"iterations": dep.engine.batch_wait_iterations,
+                                 "tokens_ratio": dep.engine.batch_wait_tokens_ratio}
+        return out
     assert dep.prefill is not None and dep.decode is not None
     return {"mode": "disagg", "prefill": one(dep.prefill), "decode": one(dep.decode)}
 
