@@ -88,7 +88,7 @@ FIELDS = ("config", "file", "commit", "valid_from", "valid_to", "system", "backe
           "model_paths", "precision", "isl", "osl", "concurrencies",
           "prefill_workers", "prefill_tp", "prefill_ep", "prefill_dp_attn", "prefill_max_batch",
           "decode_workers", "decode_tp", "decode_ep", "decode_dp_attn", "decode_max_batch",
-          "spec_decoding", "recipe")
+          "spec_decoding", "recipe", "ep_from")
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -230,12 +230,54 @@ def history(repo: Path, path: str,
     return rows
 
 
+def corrected_ep(rows: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
+    """Placeholder EP filled from the configuration's own later correction.
+
+    Until 2026-01-19 the GB200 Dynamo SGLang entries gave their workers ``tp: 1`` and
+    ``ep: 1``: no GPU count. a27b37e5c ("fix: update ep metadata in gb200 dynamo sglang
+    configs to match comments") set ``EP = (NODES x 4 GPUs) / num-workers`` from the node
+    counts their comments had carried all along, and changed nothing else. An entry whose
+    role has TP 1 and EP 1 takes that role's EP from a later entry of
+    the same benchmark that differs from it only in EP: the same lengths, client counts,
+    worker counts, attention DP, speculative decoding and recipe. It is left as it was
+    where no such entry exists, or where two disagree. ``ep_from`` names the commit that
+    corrected it."""
+    f = {name: i for i, name in enumerate(FIELDS[:-1])}
+    same = [f[k] for k in ("config", "system", "backend", "precision", "isl", "osl",
+                           "concurrencies", "prefill_workers", "prefill_tp",
+                           "prefill_dp_attn", "decode_workers", "decode_tp", "decode_dp_attn",
+                           "spec_decoding", "recipe")]
+    eps = (f["prefill_ep"], f["decode_ep"])
+    later: dict[tuple[str, ...], set[tuple[tuple[str, str], str]]] = {}
+    for r in rows:
+        if any(r[e] != "1" for e in eps):
+            later.setdefault(tuple(r[i] for i in same), set()).add(
+                ((r[eps[0]], r[eps[1]]), r[f["commit"]]))
+    out = []
+    for r in rows:
+        fix = ""
+        holder = [role for role in ("prefill", "decode")
+                  if r[f[role + "_tp"]] == "1" and r[f[role + "_ep"]] == "1"]
+        found = later.get(tuple(r[i] for i in same), set())
+        if holder and len({ep for ep, _ in found}) == 1:
+            (ep, commit), = sorted(found)[:1]
+            r = list(r)  # type: ignore[assignment]
+            for role, value in zip(("prefill", "decode"), ep, strict=True):
+                if role in holder:
+                    r[f[role + "_ep"]] = value  # type: ignore[index]
+            r = tuple(r)
+            fix = commit
+        out.append((*r, fix))
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repo", type=Path, default=REPO)
     repo = ap.parse_args().repo
     rows = (history(repo, CONFIG, _config_reader(repo))
             + history(repo, LAUNCH_GB200, lambda text, _commit: launch_entries(text)))
+    rows = corrected_ep(rows)
     rows.sort(key=lambda r: (r[5], r[6], r[0], r[3], r[9], r[10], r[11], r))
     with OUT.open("w", newline="") as f:
         w = csv.writer(f, lineterminator="\n")

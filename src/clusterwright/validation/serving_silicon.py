@@ -236,6 +236,10 @@ def _layout_roles(e: dict[str, str]) -> dict[str, str]:
     for role in ("prefill", "decode"):
         tp, ep = int(e[f"{role}_tp"]), int(e[f"{role}_ep"])
         dpa = e[f"{role}_dp_attn"] == "yes"
+        if tp == 1 and ep > 1:
+            # GB200's SGLang entries: the worker's GPUs given as EP, with attention DP over
+            # them or TP ("EP = (NODES x 4 GPUs) / num-workers", InferenceX a27b37e5c)
+            tp = ep
         out.update({f"{role}_num_workers": e[f"{role}_workers"],
                     f"{role}_tp_size": "1" if dpa else str(tp),
                     f"{role}_pp_size": "1",
@@ -258,9 +262,11 @@ def _layout_index(table: list[dict[str, str]]) -> dict[tuple[str, ...], list[dic
     index: dict[tuple[str, ...], list[dict[str, str]]] = {}
     for e in table:
         if any(e[f"{role}_dp_attn"] == "yes" and e[f"{role}_tp"] == "1"
-               for role in ("prefill", "decode")):
+               and e[f"{role}_ep"] == "1" for role in ("prefill", "decode")):
             # Attention data parallel over one GPU: a placeholder (early SGLang entries
-            # keep the layout in the recipe they name), not a deployment.
+            # keep the layout in the recipe they name), not a deployment. GB200's SGLang
+            # entries give such workers their GPUs as EP (``ep_from``: the importer's
+            # corrected_ep), and those are read.
             continue
         for m in e["model_paths"].lower().split():
             index.setdefault((e["system"], e["backend"], m, e["precision"], e["isl"],
@@ -269,8 +275,10 @@ def _layout_index(table: list[dict[str, str]]) -> dict[tuple[str, ...], list[dic
 
 
 def _gpus(e: dict[str, str]) -> int:
-    """The GPUs of a configuration entry's deployment: both roles' workers x their TP."""
-    return sum(int(e[f"{role}_workers"]) * int(e[f"{role}_tp"]) for role in ("prefill", "decode"))
+    """The GPUs of a configuration entry's deployment: both roles' workers x their GPUs."""
+    roles = _layout_roles(e)
+    return sum(int(roles[f"{role}_num_workers"]) * int(roles[f"{role}_tp_size"])
+               * int(roles[f"{role}_attention_dp_size"]) for role in ("prefill", "decode"))
 
 
 def _max_batch(e: dict[str, str], role: str) -> str:
@@ -310,6 +318,8 @@ def _layout_of(index: dict[tuple[str, ...], list[dict[str, str]]], r: dict[str, 
     out["_layout"] = (f"InferenceMAX's configuration {e['config']} on {day} "
                       f"({Path(e.get('file') or 'nvidia-master.yaml').name} at {e['commit']}, "
                       f"{e['recipe'] or 'no recipe named'})"
+                      + (f"; its EP as the configuration corrected it at {e['ep_from']}"
+                         if e.get("ep_from") else "")
                       + ("" if spec == ["none"] else
                          f"; speculative decoding {' or '.join(spec)} there, not modelled"))
     if gpus is not None:
