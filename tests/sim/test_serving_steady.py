@@ -386,3 +386,20 @@ def test_batch_waiting_needs_both_limits() -> None:
     held_busy, _ = batch_wait(replace(base, batch_wait_iterations=20,
                                       batch_wait_tokens=14746), 2.0, 8, 1024)
     assert held_busy < 5
+
+
+def test_attention_dp_balancing_holds_prompts_until_every_rank_has_one() -> None:
+    """TensorRT-LLM's attention_dp_config (enable_balance, timeout_iters 60, as InferenceMAX's
+    DeepSeek scripts set it): at few prompts a rank the hold reaches the timeout; at many, the
+    other ranks fill sooner (the slowest of 7 arrivals on 8 ranks: H_7 / rate)."""
+    from clusterwright.sim.serving_steady import balance_wait
+    base = Pool(step=None, ranks=8, budget=8192, chunked=True,  # type: ignore[arg-type]
+                admission="reserve", kv_tokens=1e6, balance_timeout=60, balance_ranks=8)
+    rare = balance_wait(base, 1e-4)
+    assert rare == pytest.approx(60, rel=0.06)
+    busy = balance_wait(base, 0.5)
+    harmonic = sum(1 / k for k in range(1, 8))
+    assert busy < harmonic / 0.5 < 60
+    assert balance_wait(base, 0.01) > balance_wait(base, 0.1) > busy
+    assert balance_wait(replace(base, balance_ranks=1), 1e-4) == 0.0
+    assert balance_wait(replace(base, balance_timeout=0), 1e-4) == 0.0

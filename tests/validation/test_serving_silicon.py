@@ -785,7 +785,8 @@ def test_the_shipped_engine_settings_name_real_engine_options() -> None:
     rows = ss.load_engine_settings()
     assert rows
     for e in rows:
-        assert re.fullmatch(r"[0-9a-f]{12}", e["commit"]) and e["valid_from"] < e["valid_to"]
+        assert re.fullmatch(r"[0-9a-f]{12}", e["commit"])
+        assert not e["valid_to"] or e["valid_from"] < e["valid_to"]
         for pair in e["settings"].split():
             assert pair.split("=")[0] in ServingEngine.model_fields, pair
 
@@ -805,3 +806,13 @@ def test_an_sglang_entry_gives_its_attention_dp_workers_gpus_as_ep() -> None:
     assert ss.complete_from_layouts([r], [e])[0]["decode_attention_dp_size"] == "48"
     held = {**e, "prefill_ep": "1", "decode_ep": "1"}
     assert ss.complete_from_layouts([r], [held])[0] == r
+
+
+def test_inferencemax_deepseek_trtllm_runs_balance_their_attention_dp_ranks() -> None:
+    cat = load_catalog()
+    base = cat.serving_engine("trtllm")
+    r = pick(system="b200_sxm", backend="trtllm", mode="agg", model_path="deepseek-ai/DeepSeek-R1",
+             precision="fp8")
+    eng, note = ss.script_settings(r, base)
+    assert eng.adp_balance_timeout_iterations == 60 and "dsr1_fp8_b200_trt" in note
+    assert base.adp_balance_timeout_iterations == 0

@@ -291,6 +291,11 @@ class ServingEngine(CatalogEntry):
     # ``batch_wait_max_tokens_ratio``; both 0, off, by default): while sequences decode, new
     # prompts are held until this many iterations have passed or the iteration's tokens
     # reach the ratio x max_num_batched_tokens, whichever comes first (either at 0: no hold)
+    # Attention-DP balancing (TensorRT-LLM attention_dp_config enable_balance with
+    # timeout_iters; 0: not set, and ``adp_context_wait_iterations`` stands for the hold):
+    # new prompts are held until every attention-DP rank has one, or this many iterations
+    adp_balance_timeout_iterations: Annotated[NonNegativeInt,
+                                              Field(le=BATCH_WAIT_ITERATIONS)] = 0
     batch_wait_iterations: Annotated[NonNegativeInt, Field(le=BATCH_WAIT_ITERATIONS)] = 0
     batch_wait_tokens_ratio: Annotated[FiniteFloat, Field(ge=0, le=1)] = 0.0
     validated: list[EngineRegime] = Field(default_factory=list)

@@ -203,6 +203,8 @@ def pool(cat: Catalog, dep: Deployment, par: ServingParallel, workers: int, isl:
                 first_token_iterations=e.first_token_iterations,
                 context_wait_iterations=e.adp_context_wait_iterations if par.adp > 1 else 0.0,
                 # TensorRT-LLM waits only without attention DP (attention_dp_config instead)
+                balance_timeout=e.adp_balance_timeout_iterations if par.adp > 1 else 0,
+                balance_ranks=par.adp,
                 batch_wait_iterations=e.batch_wait_iterations if par.adp == 1 else 0,
                 batch_wait_tokens=e.batch_wait_tokens_ratio * budget,
                 spec_yield=dep.spec_yield(),

@@ -56,6 +56,10 @@ class Pool:
     # ``batch_wait_tokens`` tokens (decodes and held prompts together)
     batch_wait_iterations: float = 0.0
     batch_wait_tokens: float = 0.0
+    # Attention-DP balancing: prompts held until every one of ``balance_ranks`` ranks has
+    # one, or ``balance_timeout`` iterations (replaces ``context_wait_iterations``)
+    balance_timeout: float = 0.0
+    balance_ranks: int = 1
     # Speculative decoding: tokens a decode iteration yields per sequence (1 without), and
     # what such an iteration costs over a plain one (drafts and the wider verification)
     spec_yield: float = 1.0
@@ -209,6 +213,21 @@ def batch_wait(pool: Pool, rate: float, decodes: float, isl: int) -> tuple[float
     return (window + more * window / 2.0) / (1.0 + more), 1.0 + more
 
 
+def balance_wait(pool: Pool, rate: float) -> float:
+    """Mean iterations a prompt is held by attention-DP balancing: the hold starts with a
+    prompt on one rank and ends once each of the group's other ranks has one (the slowest
+    of ``balance_ranks`` - 1 Poisson arrivals at ``rate`` a rank an iteration: the harmonic
+    number over the rate) or at ``balance_timeout``. Prompts that arrive on the group
+    during the hold wait half of it on average."""
+    t, others = pool.balance_timeout, pool.balance_ranks - 1
+    if t <= 0 or others <= 0:
+        return 0.0
+    harmonic = sum(1.0 / k for k in range(1, others + 1))
+    window = t if rate <= 0 else min(t, harmonic / rate)
+    more = pool.balance_ranks * rate * window
+    return (window + more * window / 2.0) / (1.0 + more)
+
+
 def aggregated(pool: Pool, clients: float, isl: int, osl: int,
                rounds: float = 0.0) -> SteadyState:
     """Steady state of ``clients`` closed-loop clients spread evenly over ``pool``'s ranks;
@@ -308,7 +327,8 @@ def _aggregated(pool: Pool, clients: float, isl: int, osl: int) -> SteadyState:
     # The first token reaches the client some iterations after its prefill (overlapped
     # scheduling returns a step's tokens one step late; detokenization and streaming), and
     # after the API server's fixed work.
-    queue_wait += (pool.first_token_iterations + pool.context_wait_iterations) * t_iter
+    held = balance_wait(pool, r) if pool.balance_timeout > 0 else pool.context_wait_iterations
+    queue_wait += (pool.first_token_iterations + held) * t_iter
     ttft = pool.frontend_s + slot_wait + queue_wait + prefill
     tpot = (t_iter if d >= 0.5 else t_with) / pool.spec_yield
     rate = r / t_iter * pool.ranks if t_iter > 0 else 0.0
