@@ -226,7 +226,8 @@ class EngineRegime(BaseModel):
     tpot_mape: Annotated[FiniteFloat, Field(ge=0)]
 
 
-# The longest batch-waiting hold accepted, iterations (TensorRT-LLM's examples use 10-60)
+# The longest hold accepted, iterations: far past the 20-60 InferenceMAX's TensorRT-LLM scripts
+# set (batch_wait_timeout_iters 20 and 40, attention_dp_config timeout_iters 60)
 BATCH_WAIT_ITERATIONS = 10_000
 
 
