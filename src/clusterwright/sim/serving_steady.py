@@ -195,6 +195,12 @@ def lockstep(pool: Pool, clients: float, isl: int, osl: int) -> SteadyState:
                        min(t_full, first))
 
 
+def _held(window: float, more: float) -> float:
+    """Mean iterations a prompt is held by a hold of ``window`` iterations that starts with
+    one prompt and gathers ``more`` others: the first waits it all, the others half."""
+    return (window + more * window / 2.0) / (1.0 + more)
+
+
 def batch_wait(pool: Pool, rate: float, decodes: float, isl: int) -> tuple[float, float]:
     """Batch waiting on one rank: (mean iterations a prompt is held, prompts released
     together). The hold starts with the first prompt that finds sequences decoding and
@@ -210,7 +216,7 @@ def batch_wait(pool: Pool, rate: float, decodes: float, isl: int) -> tuple[float
         return 0.0, 1.0
     window = t if rate <= 0 else min(t, (need - 1.0) / rate)
     more = rate * window
-    return (window + more * window / 2.0) / (1.0 + more), 1.0 + more
+    return _held(window, more), 1.0 + more
 
 
 def balance_wait(pool: Pool, rate: float) -> float:
@@ -224,8 +230,7 @@ def balance_wait(pool: Pool, rate: float) -> float:
         return 0.0
     harmonic = sum(1.0 / k for k in range(1, others + 1))
     window = t if rate <= 0 else min(t, harmonic / rate)
-    more = pool.balance_ranks * rate * window
-    return (window + more * window / 2.0) / (1.0 + more)
+    return _held(window, pool.balance_ranks * rate * window)
 
 
 def aggregated(pool: Pool, clients: float, isl: int, osl: int,

@@ -168,23 +168,20 @@ def load_engine_settings() -> tuple[dict[str, str], ...]:
         return tuple(csv.DictReader(f))
 
 
-# Engines with a script's options, by (id() of the base engine, options); the base is kept
-# with its result so that its id() is not reused while cached (the calibration builds
-# many candidate engines under one catalog id).
-_SET: dict[tuple[int, tuple[str, ...]], tuple[ServingEngine, ServingEngine]] = {}
+@lru_cache(maxsize=64)
+def _options(settings: tuple[str, ...]) -> dict[str, int | float]:
+    """``NAME=VALUE`` pairs as an engine update (a value with a point is a float)."""
+    out: dict[str, int | float] = {}
+    for pair in settings:
+        name, _, value = pair.partition("=")
+        out[name] = float(value) if "." in value else int(value)
+    return out
 
 
-def _with_settings(engine: ServingEngine, settings: tuple[str, ...]) -> ServingEngine:
-    key = (id(engine), settings)
-    if key not in _SET:
-        if len(_SET) > 4096:
-            _SET.clear()
-        update: dict[str, Any] = {}
-        for pair in settings:
-            name, _, value = pair.partition("=")
-            update[name] = float(value) if "." in value else int(value)
-        _SET[key] = (engine, ServingEngine.model_validate({**engine.model_dump(), **update}))
-    return _SET[key][1]
+def _in_force(e: dict[str, str], day: str) -> bool:
+    """An entry held on ``day`` (ISO date): from ``valid_from``, until before ``valid_to``
+    (empty: still held)."""
+    return e["valid_from"] <= day and (not e["valid_to"] or day < e["valid_to"])
 
 
 def script_settings(r: dict[str, str], engine: ServingEngine) -> tuple[ServingEngine, str]:
@@ -200,8 +197,7 @@ def script_settings(r: dict[str, str], engine: ServingEngine) -> tuple[ServingEn
     pairs: list[str] = []
     scripts: set[str] = set()
     for e in load_engine_settings():
-        if not (e["valid_from"] <= day.group(1) and (not e["valid_to"]
-                                                     or day.group(1) < e["valid_to"])):
+        if not _in_force(e, day.group(1)):
             continue
         if (e["system"], e["backend"], e["precision"]) != (
                 col["system"], col["backend"], col["precision"]):
@@ -216,7 +212,7 @@ def script_settings(r: dict[str, str], engine: ServingEngine) -> tuple[ServingEn
         scripts.add(f"{e['script']} (InferenceX {e['commit']})")
     if not pairs:
         return engine, ""
-    return _with_settings(engine, tuple(pairs)), (
+    return engine.model_copy(update=_options(tuple(pairs))), (
         f"engine options InferenceMAX's script set: {', '.join(pairs)} "
         f"({', '.join(sorted(scripts))})")
 
@@ -301,8 +297,7 @@ def _layout_of(index: dict[tuple[str, ...], list[dict[str, str]]], r: dict[str, 
         "decode_tp_size")}
     found = [e for e in index.get((col["system"], col["backend"], col["model_path"].lower(),
                                    col["precision"], col["isl"], col["osl"]), [])
-             if e["valid_from"] <= day and (not e["valid_to"] or day < e["valid_to"])
-             and str(clients) in e["concurrencies"].split()
+             if _in_force(e, day) and str(clients) in e["concurrencies"].split()
              and (_gpus(e) == gpus if gpus is not None else
                   e["prefill_tp"] == col["prefill_tp_size"]
                   and e["decode_tp"] == col["decode_tp_size"])]
