@@ -113,6 +113,17 @@ def test_speculative_decoding_shortens_tpot() -> None:
     assert 0.95 * 1.3 / s["speculative"]["tokens_per_step"] < ratio < 0.75
     bad = cw(*args, "--speculative", "3:1.7:1.3")
     assert bad.exit_code == 2 and "--speculative" in bad.stderr
+    # Without COST the model costs the drafts (DeepSeek's MTP layer and the verification):
+    # at the same yield, TPOT falls, by less than the yield
+    own = cw(*args, "--speculative", "3:0.7")
+    assert own.exit_code == 0, own.output
+    o = json.loads(own.stdout)
+    assert o["speculative"]["cost"] is None
+    assert o["speculative"]["tokens_per_step"] == s["speculative"]["tokens_per_step"]
+    assert (plain["steady_state"]["tpot_mean_s"] / o["speculative"]["tokens_per_step"]
+            < o["steady_state"]["tpot_mean_s"] < 0.75 * plain["steady_state"]["tpot_mean_s"])
+    many = cw(*args, "--speculative", "65:0.7")
+    assert many.exit_code == 2 and "--speculative" in many.stderr and "1-64" in many.stderr
 
 
 def test_a_benchmark_of_rounds_reports_its_opening_wave() -> None:

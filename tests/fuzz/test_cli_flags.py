@@ -142,3 +142,30 @@ def test_hostile_batch_waits_on_the_engine_path(part: str) -> None:
         o = invoke([*_ENGINE_TRT, arg])
         found += [f"{o.describe()}\n  -> {p}" for p in problems(o, must_refuse)]
     assert not found, "\n\n".join(found)
+
+
+_ENGINE_SPEC = ["serve", "estimate", "--model", "deepseek-v3", "--gpu", "b200", "--engine",
+                "trtllm", "--precision", "fp4", "--tp", "8", "--concurrency", "8",
+                "--input-len", "512", "--output-len", "128", "--steady-only", "--json",
+                "--speculative"]
+
+
+@pytest.mark.parametrize("part", ["draft_tokens", "acceptance", "cost"])
+def test_hostile_speculative_decoding_on_the_engine_path(part: str) -> None:
+    """--speculative K:ACCEPT[:COST], each part hostile in turn; an acceptance above 1, a
+    draft count above 64 and a cost factor outside [1, 100] are refused too."""
+    found = []
+    for value, must_refuse in NUMBER_VALUES:
+        if part == "draft_tokens":
+            arg = f"{value}:0.7"
+            must_refuse = must_refuse or value in INT_ONLY_REFUSED or value in (
+                "0", "1e30", "4294967296")
+        elif part == "acceptance":
+            arg = f"3:{value}"
+            must_refuse = must_refuse or value in ("1e30", "4294967296")
+        else:
+            arg = f"3:0.7:{value}"
+            must_refuse = must_refuse or value in ("0", "1e30", "4294967296", "1e-300")
+        o = invoke([*_ENGINE_SPEC, arg])
+        found += [f"{o.describe()}\n  -> {p}" for p in problems(o, must_refuse)]
+    assert not found, "\n\n".join(found)

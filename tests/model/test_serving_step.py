@@ -169,3 +169,24 @@ def test_expert_parallelism_that_does_not_divide_the_experts_runs_redundant_slot
     assert ServingParallel(tp=1, adp=32, moe_tp=1, moe_ep=32).expert_slots(ds) == 8
     assert ServingParallel(tp=1, adp=24, moe_tp=1, moe_ep=24).expert_slots(ds) == 11
     assert ServingParallel(tp=8).expert_slots(cat.model("llama-3.1-70b")) == 0
+
+
+def test_speculative_drafts_cost_layer_passes_and_a_wider_verification(cat: Catalog) -> None:
+    """MTP's extra time per iteration: nothing without drafts or sequences; more with more
+    drafts; each draft a pass of one decoder layer and the LM head (a small share of a
+    61-layer step at a small batch, where the verification's extra tokens ride on weights
+    read anyway); at a large, compute-bound batch the verification of 1 + k tokens per
+    sequence costs more relative to the plain step."""
+    s = step(cat, "deepseek-r1", "b200", ServingParallel(tp=8, moe_tp=8), fmt="nvfp4",
+             engine="trtllm")
+    assert s.speculative_extra_s(0, 0, 3) == 0.0
+    assert s.speculative_extra_s(8, 8 * 1500, 0) == 0.0
+    one, three = (s.speculative_extra_s(8, 8 * 1500, k) for k in (1, 3))
+    assert 0.0 < one < three
+    plain_small = s.step_s(0, 8, 8 * 1500)
+    assert three < plain_small  # three layer passes and a head: not another step
+    plain_big = s.step_s(0, 512, 512 * 1500)
+    big = s.speculative_extra_s(512, 512 * 1500, 3)
+    assert big / plain_big > three / plain_small
+    # The verification alone is step_s with 1 + k queries per sequence
+    assert s.step_s(0, 8, 8 * 1500, queries=4.0) > plain_small

@@ -788,7 +788,8 @@ def test_the_shipped_engine_settings_name_real_engine_options() -> None:
         assert re.fullmatch(r"[0-9a-f]{12}", e["commit"])
         assert not e["valid_to"] or e["valid_from"] < e["valid_to"]
         for pair in e["settings"].split():
-            assert pair.split("=")[0] in ServingEngine.model_fields, pair
+            name = pair.split("=")[0]
+            assert name in ServingEngine.model_fields or name in ss.SPEC_SETTINGS, pair
 
 
 def test_an_sglang_entry_gives_its_attention_dp_workers_gpus_as_ep() -> None:
@@ -816,3 +817,63 @@ def test_inferencemax_deepseek_trtllm_runs_balance_their_attention_dp_ranks() ->
     eng, note = ss.script_settings(r, base)
     assert eng.adp_balance_timeout_iterations == 60 and "dsr1_fp8_b200_trt" in note
     assert base.adp_balance_timeout_iterations == 0
+
+
+def test_the_mtp_depth_comes_from_the_recipe_when_every_matching_entry_ran_mtp() -> None:
+    """TensorRT-LLM recipes name their MTP draft tokens (``..._mtp3.yaml``,
+    ``..._mtp2_1600.yaml``); an entry that ran MTP without a number, or entries that ran
+    with and without MTP for the same row, leave it unmodelled."""
+    assert ss._RECIPE_MTP.search("ctx1_gen4_tep8_batch8_eplb0_mtp3.yaml").group(1) == "3"
+    assert ss._RECIPE_MTP.search("ctx1_gen2_dep8_batch768_eplb0_mtp2_1600.yaml").group(1) == "2"
+    assert ss._RECIPE_MTP.search("ctx1_gen1_dep16_batch64_eplb0_mtp1").group(1) == "1"
+    assert ss._RECIPE_MTP.search("ctx1_gen1_dep32_batch8_eplb0_mtp.yaml") is None
+    mtp = _layout(spec_decoding="mtp", recipe="r/ctx1_gen3_tep8_batch4_eplb0_mtp3.yaml")
+    got = ss.complete_from_layouts([_open_row()], [mtp])[0]
+    assert got["_mtp"] == "3" and "MTP with 3 draft token(s)" in got["_layout"]
+    cfg = ss.resolve(load_catalog(), got)
+    assert cfg.dep.speculative == (3, ss.MTP_ACCEPTANCE, None)
+    unnamed = _layout(spec_decoding="mtp", recipe="r/ctx1_gen1_dep32_batch8_eplb0_mtp.yaml")
+    got = ss.complete_from_layouts([_open_row()], [unnamed])[0]
+    assert "_mtp" not in got and "not modelled" in got["_layout"]
+    plain = _layout(decode_workers="4")  # another deployment: the row matches neither
+    both = [mtp, {**mtp, "spec_decoding": "none", "recipe": "r/ctx1_gen3_tep8_batch4.yaml"}]
+    got = ss.complete_from_layouts([_open_row()], both)[0]
+    assert "_mtp" not in got and "mtp or none" in got["_layout"]
+    assert ss.complete_from_layouts([_open_row()], [plain])[0].get("_mtp") is None
+
+
+def test_the_aggregated_mtp_scripts_apply_to_their_image_only() -> None:
+    """InferenceMAX's DeepSeek-R1 MTP scripts on B200 (dsr1_*_b200_trt_mtp.sh) ran 3 draft
+    tokens, 1 with attention DP; from February 2026 their runs are the ones on TensorRT-LLM
+    1.2.0rc6.post3, an image no other DeepSeek script used."""
+    r = _open_row(system="b200_sxm", mode="agg", backend_version="1.2.0rc6.post3",
+                  prefill_tp_size="", decode_tp_size="", tp_size="8", batch_size="8",
+                  silicon_data_source="source_file=2026-03-25.csv; model=DeepSeek-R1; "
+                                      "silicon_concurrency=8; measured=2026-02-12T00:00:00Z")
+    assert ss.script_draft_tokens(r, adp=False)[0] == 3
+    assert ss.script_draft_tokens(r, adp=True)[0] == 1
+    cfg = ss.resolve(load_catalog(), r)
+    assert cfg.dep.speculative == (3, ss.MTP_ACCEPTANCE, None)
+    assert any("MTP with 3 draft token(s)" in n for n in cfg.dep.notes)
+    # The engine options skip the MTP settings (they are not engine fields)
+    assert "draft_tokens" not in ss.script_settings(r, load_catalog().serving_engine("trtllm"))[1]
+    for other in ({"backend_version": "1.2.0rc6.post2"},
+                  {"silicon_data_source": r["silicon_data_source"].replace("02-12", "01-20")},
+                  {"precision": "fp8", "backend_version": "1.1.0rc2.post2"}):
+        assert ss.script_draft_tokens({**r, **other}, adp=False) == (0, "")
+
+
+def test_mtp_rows_predict_a_shorter_tpot_than_the_same_run_without() -> None:
+    """The physics of the reading: the same B200 aggregated row resolves with MTP on its
+    script's image and predicts a TPOT below the plain deployment's, by less than the
+    drafts' yield (the drafts and the wider verification cost time)."""
+    cat = load_catalog()
+    r = _open_row(system="b200_sxm", mode="agg", backend_version="1.2.0rc6.post3",
+                  prefill_tp_size="", decode_tp_size="", tp_size="8", batch_size="8",
+                  silicon_data_source="source_file=2026-03-25.csv; model=DeepSeek-R1; "
+                                      "silicon_concurrency=8; measured=2026-02-12T00:00:00Z")
+    spec = ss.resolve(cat, r)
+    plain = ss.resolve(cat, {**r, "backend_version": "1.2.0rc6.post2"})
+    t_spec = ss.predict(cat, spec)[0].tpot_s
+    t_plain = ss.predict(cat, plain)[0].tpot_s
+    assert t_plain / spec.dep.spec_yield() < t_spec < t_plain

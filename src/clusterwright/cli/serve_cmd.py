@@ -128,8 +128,9 @@ def estimate_cmd(
         None, "--decode", help="--engine, disaggregated: decode workers, same form."),
     speculative: str | None = typer.Option(
         None, "--speculative", help="--engine: speculative decoding as DRAFT_TOKENS:ACCEPTANCE"
-        ":COST, e.g. 3:0.7:1.3 (MTP with 3 drafts, 70 % accepted, iterations 1.3x a plain "
-        "one)."),
+        "[:COST], e.g. 3:0.7:1.3 (MTP with 3 drafts, 70 % accepted, iterations 1.3x a plain "
+        "one); without COST the model costs the drafts as MTP (one decoder layer and the LM "
+        "head per draft, and the verification's extra tokens)."),
     batch_wait: str | None = typer.Option(
         None, "--batch-wait", help="--engine trtllm: batch waiting as ITERATIONS:RATIO, e.g. "
         "20:0.9 (batch_wait_timeout_iters, batch_wait_max_tokens_ratio): new prompts wait up "

@@ -75,16 +75,19 @@ def parse_role(flag: str, spec: str) -> dict[str, int | None]:
     return out
 
 
-def parse_speculative(spec: str) -> tuple[int, float, float]:
-    """``K:ACCEPT:COST``: draft tokens, acceptance rate, cost of an iteration over a plain
-    one (``3:0.7:1.3`` for DeepSeek-style MTP with three draft tokens)."""
+def parse_speculative(spec: str) -> tuple[int, float, float | None]:
+    """``K:ACCEPT[:COST]``: draft tokens, acceptance rate, and the cost of an iteration over
+    a plain one (``3:0.7:1.3``); without COST (``3:0.7``) the model costs the drafts as
+    DeepSeek-style MTP: k passes of one decoder layer and the LM head, and the verification
+    of k extra tokens per sequence."""
     parts = spec.split(":")
-    if len(parts) != 3:
-        fail(f"--speculative: {spec!r} is not K:ACCEPT:COST (e.g. 3:0.7:1.3)")
+    if len(parts) not in (2, 3):
+        fail(f"--speculative: {spec!r} is not K:ACCEPT or K:ACCEPT:COST (e.g. 3:0.7)")
     try:
-        return int(parts[0]), float(parts[1]), float(parts[2])
+        return (int(parts[0]), float(parts[1]),
+                float(parts[2]) if len(parts) == 3 else None)
     except ValueError:
-        fail(f"--speculative: {spec!r} is not K:ACCEPT:COST (e.g. 3:0.7:1.3)")
+        fail(f"--speculative: {spec!r} is not K:ACCEPT or K:ACCEPT:COST (e.g. 3:0.7)")
 
 
 def parse_batch_wait(text: str) -> tuple[int, float]:

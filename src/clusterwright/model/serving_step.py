@@ -270,17 +270,20 @@ class DeploymentStep:
         return float(curve[0] * _interp(x, curve[1], curve[2]))
 
     def step_s(self, prefill_tokens: float, decode_seqs: float, kv_tokens: float,
-               prefill_pairs: float | None = None) -> float:
-        """Seconds for one iteration of one data-parallel rank (0 with no work)."""
+               prefill_pairs: float | None = None, queries: float = 1.0) -> float:
+        """Seconds for one iteration of one data-parallel rank (0 with no work).
+        ``queries``: tokens each decode sequence carries (1 + draft tokens when a
+        speculative iteration verifies drafts; each reads the sequence's KV once more in
+        the attention FLOPs, the KV bytes are read once)."""
         p, d = float(prefill_tokens), float(decode_seqs)
-        n = p + d
+        n = p + d * queries
         if n <= 0:
             return 0.0
         k = self._k  # type: ignore[attr-defined]
         a, e, par = self.arch, self.engine, self.par
         layers = k["stage_layers"]
         # Dense GEMMs (six groups per layer) and the LM head for the tokens that emit one.
-        out_tokens = d + (1.0 if p > 0 else 0.0)
+        out_tokens = d * queries + (1.0 if p > 0 else 0.0)
         flops_d = k["dense_flops_per_token"] * n
         flops_h = k["head_flops_per_token"] * out_tokens
         per_gemm = (flops_d + flops_h) / max(6.0 * layers, 1.0)
@@ -300,7 +303,8 @@ class DeploymentStep:
             experts = max(flops_e / (k["peak_moe"] * eff), bytes_e / k["hbm_moe"])
         # Attention: prefill pairs at the attention kernels' rate, decode KV read.
         pairs, kv = _attended(k, p, d, kv_tokens, prefill_pairs)
-        attn = ((k["prefill_attn_flops_per_pair"] * pairs + k["decode_attn_flops_per_kv"] * kv)
+        attn = ((k["prefill_attn_flops_per_pair"] * pairs
+                 + k["decode_attn_flops_per_kv"] * kv * queries)
                 / (k["peak16"] * e.attention_efficiency)
                 + k["kv_bytes_read_per_token"] * kv / k["hbm"])
         comm = self._comm(n, layers, k)
@@ -308,6 +312,27 @@ class DeploymentStep:
         fixed = (e.graph_step_overhead_s if graph else e.step_overhead_s) + (
             e.layer_overhead_s * layers)
         return float((dense + experts + attn + comm + fixed) * par.pp)
+
+    def speculative_extra_s(self, decode_seqs: float, kv_tokens: float,
+                            draft_tokens: int) -> float:
+        """Seconds a speculative decode iteration adds to a plain one for ``decode_seqs``
+        sequences: the verification carries 1 + ``draft_tokens`` tokens per sequence, and
+        the drafts come from ``draft_tokens`` sequential passes of one extra decoder layer
+        and the shared LM head (DeepSeek-V3's MTP module, run k times as TensorRT-LLM's
+        MTP-Eagle path and SGLang's EAGLE worker do), captured in the same CUDA graph."""
+        d = float(decode_seqs)
+        if d <= 0 or draft_tokens <= 0:
+            return 0.0
+        k = self._k  # type: ignore[attr-defined]
+        e, par = self.engine, self.par
+        plain = self.step_s(0, d, kv_tokens)
+        verify = self.step_s(0, d, kv_tokens, queries=1.0 + draft_tokens) - plain
+        fixed = e.graph_step_overhead_s + e.layer_overhead_s * k["stage_layers"]
+        layer = max(plain / par.pp - fixed, 0.0) / max(k["stage_layers"], 1.0)
+        head = max(k["head_flops_per_token"] * d / (k["peak_dense"] * self._gemm_eff(
+            k["head_flops_per_token"] * d)), k["head_bytes"] / k["hbm"])
+        draft = draft_tokens * (layer + head + e.layer_overhead_s)
+        return float(verify + draft)
 
     def work_s(self, prefill_tokens: float, decode_seqs: float, kv_tokens: float,
                prefill_pairs: float | None = None) -> tuple[float, float]:

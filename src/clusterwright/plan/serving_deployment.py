@@ -75,8 +75,10 @@ class Deployment:
     decode: Role | None = None
     notes: tuple[str, ...] = field(default=())
     # Speculative decoding (draft tokens k, acceptance rate a, cost of an iteration over a
-    # plain one): k draft tokens (MTP heads or a draft model) verified in one iteration
-    speculative: tuple[int, float, float] | None = None
+    # plain one): k draft tokens (MTP heads or a draft model) verified in one iteration.
+    # Cost None: the step model's (k passes of one decoder layer and the LM head, and the
+    # verification's k extra tokens per sequence: DeploymentStep.speculative_extra_s)
+    speculative: tuple[int, float, float | None] | None = None
 
     def spec_yield(self) -> float:
         """Expected tokens per sequence and decode iteration: 1 + a (1 - a^k) / (1 - a)
@@ -209,6 +211,7 @@ def pool(cat: Catalog, dep: Deployment, par: ServingParallel, workers: int, isl:
                 batch_wait_tokens=e.batch_wait_tokens_ratio * budget,
                 spec_yield=dep.spec_yield(),
                 spec_cost=dep.speculative[2] if dep.speculative else 1.0,
+                spec_draft=dep.speculative[0] if dep.speculative else 0,
                 lockstep=equal_lengths and e.prefill_priority,
                 prefill_first=e.prefill_priority)
 

@@ -104,11 +104,19 @@ def layout(arch: ModelArch, tp: int = 1, pp: int = 1, adp: int = 1, moe_tp: int 
     return par
 
 
+# Draft tokens per iteration at most: a bound on the input, not an engine's. Beyond it the
+# geometric yield is flat for any acceptance below 0.95 (0.95^64 < 0.04).
+SPEC_DRAFT_MAX = 64
+# A speculative iteration's cost over a plain one at most: a bound on the input (64 drafts of
+# a draft model as large as the target, each a plain iteration, stay below it).
+SPEC_COST_MAX = 100.0
+
+
 def deployment(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine,
                precision: str = "bf16", gemm_quant: str | None = None,
                moe_quant: str | None = None, agg: Role | None = None,
                prefill: Role | None = None, decode: Role | None = None,
-               speculative: tuple[int, float, float] | None = None) -> Deployment:
+               speculative: tuple[int, float, float | None] | None = None) -> Deployment:
     """A deployment of ``arch`` on ``gpu`` under ``engine``: aggregated (``agg``) or
     disaggregated (``prefill`` and ``decode``)."""
     if precision not in PRECISION_FORMATS:
@@ -122,9 +130,12 @@ def deployment(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine,
                          "neither", field="prefill" if prefill is None else "decode")
     if speculative is not None:
         k, a, c = speculative
-        if k < 1 or not 0.0 <= a <= 1.0 or not c > 0:
-            raise InputError(f"speculative: {k}:{a}:{c} needs draft tokens >= 1, an acceptance "
-                             "rate in [0, 1] and a positive cost factor", field="speculative")
+        if (not 1 <= k <= SPEC_DRAFT_MAX or not 0.0 <= a <= 1.0
+                or (c is not None and not 1.0 <= c <= SPEC_COST_MAX)):
+            raise InputError(f"speculative: {k}:{a}:{c} needs draft tokens in 1-"
+                             f"{SPEC_DRAFT_MAX}, an acceptance rate in [0, 1] and a cost factor "
+                             f"in [1, {SPEC_COST_MAX:g}] (an iteration with drafts costs at "
+                             "least a plain one)", field="speculative")
     return Deployment(arch, gpu, engine, dense, moe, kv_format_for(engine, dense), agg=agg,
                       prefill=prefill, decode=decode, speculative=speculative)
 

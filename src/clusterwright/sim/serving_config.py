@@ -33,7 +33,8 @@ class EngineConfig:
     """One replica's engine (vLLM names). ``speculative`` = (draft tokens k, acceptance rate
     a, draft cost factor): each decode iteration yields 1 + a(1 - a^k)/(1 - a) tokens per
     sequence in expectation (Leviathan et al., "Fast Inference from Transformers via
-    Speculative Decoding", ICML 2023, eq. 1) and costs ``factor`` x a plain iteration."""
+    Speculative Decoding", ICML 2023, eq. 1) and costs ``factor`` x a plain iteration, or
+    (factor None) what the step model's ``speculative_extra_s`` adds to it."""
 
     kv_blocks: int
     block_size: int = 16
@@ -49,7 +50,7 @@ class EngineConfig:
     # only when the blocks of the whole request (prompt + output) can be reserved, so nothing
     # is ever preempted (TensorRT-LLM's default GUARANTEED_NO_EVICT capacity scheduler).
     admission: str = "evict"
-    speculative: tuple[int, float, float] | None = None
+    speculative: tuple[int, float, float | None] | None = None
     # Latency every streamed token carries beyond the iterations: a fixed part (API server,
     # network) and a number of the request's own iterations (engines that return a step's
     # tokens one step late). It shifts TTFT and end-to-end time, not TPOT.
@@ -72,7 +73,7 @@ class EngineConfig:
                 raise ServingError(f"{name}.{key}: {getattr(self, key)} must be >= 0")
         if self.speculative is not None:
             k, a, f = self.speculative
-            if k < 1 or not 0.0 <= a <= 1.0 or not f > 0:
+            if k < 1 or not 0.0 <= a <= 1.0 or (f is not None and not f > 0):
                 raise ServingError(
                     f"{name}.speculative: {self.speculative} needs draft tokens >= 1, "
                     "acceptance rate in [0, 1] and a positive cost factor")

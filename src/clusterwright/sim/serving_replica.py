@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 from clusterwright.sim.engine import Engine, Event
 from clusterwright.sim.serving_config import Disaggregation, EngineConfig, StepModel
+from clusterwright.sim.serving_trace import ServingError
 
 
 class ReplicaHost(Protocol):
@@ -84,9 +85,15 @@ class Replica:
         self.caching = cfg.enable_prefix_caching
         self.y = cfg.tokens_per_step()
         self.spec_k = cfg.speculative[0] if cfg.speculative else 0
+        # A factor on a decode iteration, or None: the step model's own speculative cost
         self.factor = cfg.speculative[2] if cfg.speculative else 1.0
         pm = sim.pd.prefill_model if sim.pd is not None and role == "prefill" else None
-        self.step_s = (pm or sim.model).step_s
+        model = pm or sim.model
+        self.step_s = model.step_s
+        self.spec_extra = getattr(model, "speculative_extra_s", None)
+        if self.factor is None and self.spec_extra is None:
+            raise ServingError(f"{role}.speculative: no cost factor, and the step model "
+                               "cannot cost the drafts itself")
         self.waiting: deque[Req] = deque()
         self.prefilling: list[Req] = []
         self.decode: dict[int, Req] = {}
@@ -430,10 +437,18 @@ class Replica:
             self.busy = False
             self.ev = None
             return
-        dt = self.step_s(ptoks, n, kv, pairs)
-        if n and self.factor != 1.0:
-            dt *= self.factor
+        dt = self.speculate(self.step_s(ptoks, n, kv, pairs), n, kv)
         self.ev = self.eng.at(self.eng.now + dt, self.step_end, n, dt)
+
+    def speculate(self, dt: float, n: int, kv: float) -> float:
+        """An iteration of ``dt`` seconds with ``n`` decoding sequences, speculative
+        decoding's cost on them included (a factor, or the step model's own cost)."""
+        if not n or not self.spec_k:
+            return dt
+        if self.factor is None:
+            assert self.spec_extra is not None
+            return dt + float(self.spec_extra(n, kv, self.spec_k))
+        return dt * self.factor
 
     def held(self, n: int, budget: int) -> bool:
         """Batch waiting (TensorRT-LLM's ``_waiting_requests``): whether this iteration holds
@@ -481,9 +496,9 @@ class Replica:
 
     def start_block(self, k: int) -> None:
         n = len(self.decode)
-        f = self.factor
-        s0 = self.step_s(0, n, self.kvrel + n * self.G) * f
-        s1 = self.step_s(0, n, self.kvrel + n * self.g_of(self.S + k - 1)) * f
+        kv0, kv1 = self.kvrel + n * self.G, self.kvrel + n * self.g_of(self.S + k - 1)
+        s0 = self.speculate(self.step_s(0, n, kv0), n, kv0)
+        s1 = self.speculate(self.step_s(0, n, kv1), n, kv1)
         d = (s1 - s0) / (k - 1)
         now = self.eng.now
         self.ff = (now, k, s0, d, n)

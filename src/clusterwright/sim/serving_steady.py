@@ -27,12 +27,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 
 class StepModel(Protocol):
     def step_s(self, prefill_tokens: float, decode_seqs: float, kv_tokens: float,
                prefill_pairs: float | None = None) -> float: ...
+
+
+@runtime_checkable
+class SpeculativeStepModel(StepModel, Protocol):
+    def speculative_extra_s(self, decode_seqs: float, kv_tokens: float,
+                            draft_tokens: int) -> float: ...
 
 
 @dataclass(frozen=True)
@@ -61,9 +67,12 @@ class Pool:
     balance_timeout: float = 0.0
     balance_ranks: int = 1
     # Speculative decoding: tokens a decode iteration yields per sequence (1 without), and
-    # what such an iteration costs over a plain one (drafts and the wider verification)
+    # what such an iteration costs over a plain one (drafts and the wider verification):
+    # a factor, or None for the step model's own cost of ``spec_draft`` draft tokens
+    # (``SpeculativeStepModel``: the verification's extra tokens and the draft passes)
     spec_yield: float = 1.0
-    spec_cost: float = 1.0
+    spec_cost: float | None = 1.0
+    spec_draft: int = 0
     # Equal-length closed-loop clients on an engine that prefills every waiting prompt before
     # it decodes (SGLang without mixed chunks): the clients move in lockstep (``lockstep``)
     lockstep: bool = False
@@ -178,8 +187,7 @@ def lockstep(pool: Pool, clients: float, isl: int, osl: int) -> SteadyState:
     # Prompt i (of a) completes in chunk ceil((i + 1) isl / B): the mean end over prompts.
     done = (chunks + 1) / 2.0 if chunks > 1 else 1.0
     first = min(phase, done * t_full)
-    c = pool.spec_cost if a >= 0.5 else 1.0
-    t_dec = pool.step.step_s(0, round(a), a * (isl + osl / 2.0)) * c
+    t_dec = _iteration(pool, 0, round(a), a * (isl + osl / 2.0))
     decode = out1 / pool.spec_yield * t_dec
     cycle = phase + decode
     waiting = max(n - a, 0.0)
@@ -193,6 +201,22 @@ def lockstep(pool: Pool, clients: float, isl: int, osl: int) -> SteadyState:
               f"{out1:.0f} x {t_dec * 1e3:.2f} ms")
     return SteadyState(ttft, tpot, rate, a, a, detail, slot_wait, first - t_full,
                        min(t_full, first))
+
+
+def _iteration(pool: Pool, prefill_tokens: float, decodes: float, kv_tokens: float,
+               pairs: float | None = None) -> float:
+    """Seconds of one iteration carrying ``prefill_tokens`` prompt tokens and ``decodes``
+    decoding sequences, speculative decoding's cost included on the decodes."""
+    t = (pool.step.step_s(prefill_tokens, decodes, kv_tokens) if pairs is None
+         else pool.step.step_s(prefill_tokens, decodes, kv_tokens, pairs))
+    if decodes < 0.5 or pool.spec_yield == 1.0:
+        return t
+    if pool.spec_cost is not None:
+        return t * pool.spec_cost
+    step = pool.step
+    if not isinstance(step, SpeculativeStepModel):
+        raise TypeError("spec_cost None needs a step model with speculative_extra_s")
+    return t + step.speculative_extra_s(decodes, kv_tokens, pool.spec_draft)
 
 
 def _held(window: float, more: float) -> float:
@@ -296,9 +320,8 @@ def _aggregated(pool: Pool, clients: float, isl: int, osl: int) -> SteadyState:
     f = min(1.0, r * isl / chunk)
     kv_dec = d * (isl + osl / 2.0)
     pairs = chunk * (isl / 2.0) if pool.chunked else chunk * isl / 2.0
-    c = pool.spec_cost if d >= 0.5 else 1.0
-    t_with = pool.step.step_s(chunk, round(d), kv_dec, pairs) * c
-    t_without = pool.step.step_s(0, round(d), kv_dec) * c if d >= 0.5 else 0.0
+    t_with = _iteration(pool, chunk, round(d), kv_dec, pairs)
+    t_without = _iteration(pool, 0, round(d), kv_dec) if d >= 0.5 else 0.0
     # Attention-DP ranks run their MoE layers in lock-step, but the engines align the ranks'
     # prefills into the same iterations (SGLang schedules prefill for the whole DP group,
     # TensorRT-LLM's attention-DP balancing holds prompts for it), so a rank's share of
@@ -409,8 +432,7 @@ def disaggregated(prefill: Pool, decode: Pool, clients: float, isl: int, osl: in
         return min(one, batched), max(full, min(util1, 1.0)), tj
 
     def tpot_at(d: float) -> float:
-        t = decode.step.step_s(0, max(1, round(d)), d * (isl + osl / 2.0))
-        return t * decode.spec_cost / decode.spec_yield
+        return _iteration(decode, 0, max(1, round(d)), d * (isl + osl / 2.0)) / decode.spec_yield
 
     def at(d: float) -> tuple[float, float, float, float, float]:
         """(clients kept busy, rate, ttft, tpot, prefill utilisation) at decode batch d."""

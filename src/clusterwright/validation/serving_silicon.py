@@ -184,15 +184,20 @@ def _in_force(e: dict[str, str], day: str) -> bool:
     return e["valid_from"] <= day and (not e["valid_to"] or day < e["valid_to"])
 
 
-def script_settings(r: dict[str, str], engine: ServingEngine) -> tuple[ServingEngine, str]:
-    """The row's engine with the options its InferenceMAX script set on the day it was
-    measured (``load_engine_settings``), and a note naming them ("" when none applies)."""
+# Settings of the file that are not engine options: the MTP draft tokens a script ran, without
+# and with attention data parallelism.
+SPEC_SETTINGS = ("draft_tokens", "draft_tokens_adp")
+
+
+def _script_pairs(r: dict[str, str]) -> tuple[list[str], set[str]]:
+    """The ``NAME=VALUE`` settings InferenceMAX's scripts applied to the row's run on the day
+    it was measured (``load_engine_settings``), and the scripts."""
     src = (r.get("silicon_data_source") or "").strip()
     day = _MEASURED.search(src)
     if day is None or not _INFERENCEMAX.search(src):
-        return engine, ""
+        return [], set()
     col = {k: (r.get(k) or "").strip().lower() for k in (
-        "system", "backend", "model_path", "precision", "isl", "osl")}
+        "system", "backend", "model_path", "precision", "isl", "osl", "backend_version")}
     tp = _int(r, "tp_size", 1) or 1
     pairs: list[str] = []
     scripts: set[str] = set()
@@ -208,13 +213,35 @@ def script_settings(r: dict[str, str], engine: ServingEngine) -> tuple[ServingEn
             continue
         if e["tp_below"] and tp >= int(e["tp_below"]):
             continue
+        if e.get("versions") and col["backend_version"] not in e["versions"].lower().split():
+            continue
         pairs += e["settings"].split()
         scripts.add(f"{e['script']} (InferenceX {e['commit']})")
+    return pairs, scripts
+
+
+def script_settings(r: dict[str, str], engine: ServingEngine) -> tuple[ServingEngine, str]:
+    """The row's engine with the options its InferenceMAX script set on the day it was
+    measured (``load_engine_settings``), and a note naming them ("" when none applies)."""
+    pairs, scripts = _script_pairs(r)
+    pairs = [p for p in pairs if p.partition("=")[0] not in SPEC_SETTINGS]
     if not pairs:
         return engine, ""
     return engine.model_copy(update=_options(tuple(pairs))), (
         f"engine options InferenceMAX's script set: {', '.join(pairs)} "
         f"({', '.join(sorted(scripts))})")
+
+
+def script_draft_tokens(r: dict[str, str], adp: bool) -> tuple[int, str]:
+    """The MTP draft tokens the row's InferenceMAX script ran (0: none) and a note."""
+    pairs, scripts = _script_pairs(r)
+    found = dict(p.partition("=")[::2] for p in pairs
+                 if p.partition("=")[0] in SPEC_SETTINGS)
+    k = int(found.get("draft_tokens_adp" if adp else "draft_tokens") or 0)
+    if not k:
+        return 0, ""
+    return k, (f"MTP with {k} draft token(s) as InferenceMAX's script ran it "
+               f"({', '.join(sorted(scripts))}), each accepted with p = {MTP_ACCEPTANCE:g}")
 
 
 def load_layouts(path: Path | None = None) -> list[dict[str, str]]:
@@ -310,12 +337,19 @@ def _layout_of(index: dict[tuple[str, ...], list[dict[str, str]]], r: dict[str, 
         if len(batches) == 1 and "" not in batches:
             out[f"_{role}_max_batch"] = batches.pop()
     spec = sorted({x["spec_decoding"] for x in found})
+    depths = {m.group(1) if (m := _RECIPE_MTP.search(x.get("recipe") or "")) else ""
+              for x in found}
+    mtp = spec == ["mtp"] and len(depths) == 1 and "" not in depths
+    if mtp:
+        out["_mtp"] = depths.pop()
     out["_layout"] = (f"InferenceMAX's configuration {e['config']} on {day} "
                       f"({Path(e.get('file') or 'nvidia-master.yaml').name} at {e['commit']}, "
                       f"{e['recipe'] or 'no recipe named'})"
                       + (f"; its EP as the configuration corrected it at {e['ep_from']}"
                          if e.get("ep_from") else "")
                       + ("" if spec == ["none"] else
+                         f"; MTP with {out['_mtp']} draft token(s) (its recipe), each accepted "
+                         f"with p = {MTP_ACCEPTANCE:g}" if mtp else
                          f"; speculative decoding {' or '.join(spec)} there, not modelled"))
     if gpus is not None:
         mode = (r.get("mode") or "").strip()
@@ -542,6 +576,19 @@ INFERENCEMAX_RANGE_RATIO = 0.8
 # concurrency x multi_round prompts, multi_round 10 (TensorRT-LLM
 # examples/disaggregated/slurm/benchmark/run_benchmark*.sh, submit.sh).
 INFERENCEMAX_ROUNDS = 10.0
+
+# DeepSeek-R1's multi-token-prediction module run as speculative decoding on InferenceMAX's
+# prompts (random tokens in the chat template, `--use-chat-template`): the probability that
+# a draft token is accepted, the same for every draft of the chain (Leviathan et al.'s
+# geometric yield). No source gives it for such prompts: fitted, with
+# `python scripts/fit_mtp_acceptance.py`, on the TPOT of the shipped rows that ran MTP (227
+# rows: B200, GB200 and H100; TensorRT-LLM aggregated and disaggregated). The DeepSeek-V3
+# Technical Report (arXiv 2412.19437, section 5.4.3) gives 85-90 % for the second token on
+# natural text, which the fit's grid takes as its top. Held out (serving_silicon_aic012.csv),
+# B300's and GB300's MTP rows check it.
+MTP_ACCEPTANCE = 0.6
+# A recipe's MTP depth: ``ctx1_gen4_tep8_batch8_eplb0_mtp3.yaml``, ``..._mtp2_1600.yaml``.
+_RECIPE_MTP = re.compile(r"_mtp(\d+)(?:_\d+)?(?:\.yaml)?$")
 # Its client has sent `--num-warmups $((2 * CONC))` unmeasured requests before each run since
 # 2026-01-21 (InferenceX d053ae24e, "upstream kimbochen/bench_serving, adding warmup"). Runs
 # measured before that met a cold server with their opening wave (kernels compiled for new
@@ -710,7 +757,10 @@ def resolve(cat: Catalog, r: dict[str, str],
         par, c, more = _workers(r, arch, par, c)
         mi, mo, lens = mean_lengths(r, isl, osl)
         notes = tuple(n for n in (build_note, note, more, lens) if n)
-        dep = Deployment(arch, gpu, engine, dense, moe, kv_fmt, agg=Role(par, 1), notes=notes)
+        k, spec_note = script_draft_tokens(r, par.adp > 1)
+        notes = notes + ((spec_note,) if spec_note else ())
+        dep = Deployment(arch, gpu, engine, dense, moe, kv_fmt, agg=Role(par, 1), notes=notes,
+                         speculative=(k, MTP_ACCEPTANCE, None) if k else None)
         return RowConfig(dep, c, mi, mo, not lens, INFERENCEMAX_ROUNDS if lens else 0.0)
     pre, n1 = _parallel(r, "prefill_", arch)
     dec, n2 = _parallel(r, "decode_", arch)
@@ -726,8 +776,10 @@ def resolve(cat: Catalog, r: dict[str, str],
     # The generation workers' max batch where the benchmark's recipe names it
     mb = int(r["_decode_max_batch"]) if r.get("_decode_max_batch") else None
     pb = int(r["_prefill_max_batch"]) if r.get("_prefill_max_batch") else None
+    k = int(r["_mtp"]) if r.get("_mtp") else 0
     dep = Deployment(arch, gpu, engine, dense, moe, kv_fmt, prefill=Role(pre, pw, pb),
-                     decode=Role(dec, dw, mb), notes=notes)
+                     decode=Role(dec, dw, mb), notes=notes,
+                     speculative=(k, MTP_ACCEPTANCE, None) if k else None)
     if pw is None or dw is None:
         sweep = int(r.get("_sweep_clients") or c)
         try:
