@@ -877,3 +877,63 @@ def test_mtp_rows_predict_a_shorter_tpot_than_the_same_run_without() -> None:
     t_spec = ss.predict(cat, spec)[0].tpot_s
     t_plain = ss.predict(cat, plain)[0].tpot_s
     assert t_plain / spec.dep.spec_yield() < t_spec < t_plain
+
+
+def _recipes_script() -> Any:
+    import importlib.util
+    path = Path(__file__).resolve().parents[2] / "scripts" / "import_srt_slurm_recipes.py"
+    spec = importlib.util.spec_from_file_location("import_srt_slurm_recipes", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_an_srt_slurm_variant_is_its_base_with_the_variant_s_values() -> None:
+    """``file.yaml:zip_override_mtp_lowlat[1]``: the base recipe with the section laid on it,
+    each list giving its second value; SGLang's draft tokens are its EAGLE steps at top-k 1
+    and its max running requests divide over the attention-DP ranks."""
+    imp = _recipes_script()
+    text = """
+base:
+  backend:
+    sglang_config:
+      prefill: {max-running-requests: 512, chunked-prefill-size: 32768,
+                data-parallel-size: 4, enable-dp-attention: true}
+      decode: {max-running-requests: 512, data-parallel-size: 1}
+zip_override_mtp_maxtpt:
+  backend:
+    sglang_config:
+      decode:
+        data-parallel-size: 8
+        enable-dp-attention: true
+        max-running-requests: [1024, 256]
+        speculative-num-steps: 2
+        speculative-eagle-topk: 1
+"""
+    got = imp.settings(imp.config(text, "zip_override_mtp_maxtpt", 1))
+    assert got == {"decode_draft_tokens": "2", "decode_max_running": "256", "decode_dp": "8",
+                   "prefill_max_running": "512", "prefill_dp": "4",
+                   "prefill_chunked": "32768"}
+    plain = imp.settings(imp.config(text, None, 0))
+    assert plain["decode_draft_tokens"] == "" and plain["decode_dp"] == "1"
+    tree = text.replace("speculative-eagle-topk: 1", "speculative-eagle-topk: 4")
+    assert imp.settings(imp.config(tree, "zip_override_mtp_maxtpt", 0))[
+        "decode_draft_tokens"] == ""  # a draft tree is not k chained drafts
+
+
+def test_an_sglang_entry_takes_mtp_and_batches_from_its_recipe_on_the_day() -> None:
+    """The shipped recipe table: an SGLang entry naming a recipe version gets its EAGLE
+    steps as MTP draft tokens and its max running requests per attention-DP rank; a day
+    before the recipe's first version takes that first version."""
+    recipes = ss.load_recipes()
+    name = "recipes/b200-fp4/1k1k.yaml:zip_override_mtp_maxtpt[0]"
+    first = recipes[name][0]
+    assert ss.recipe_settings(name, "2020-01-01") == first
+    assert ss.recipe_settings(name, "2099-01-01") == recipes[name][-1]
+    assert ss.recipe_settings("recipes/none.yaml", "2026-03-01") == {}
+    e = _layout(backend="sglang", recipe=name, spec_decoding="mtp", valid_from="2026-03-01",
+                valid_to="2026-04-01")
+    assert ss._mtp_depth(e, "2026-03-10") == first["decode_draft_tokens"] == "2"
+    assert ss._max_batch(e, "decode", "2026-03-10") == str(
+        int(first["decode_max_running"]) // int(first["decode_dp"]))

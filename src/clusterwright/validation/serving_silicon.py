@@ -304,13 +304,55 @@ def _gpus(e: dict[str, str]) -> int:
                * int(roles[f"{role}_attention_dp_size"]) for role in ("prefill", "decode"))
 
 
-def _max_batch(e: dict[str, str], role: str) -> str:
+RECIPES_FILE = "srt_slurm_recipes.csv"
+
+
+@lru_cache(maxsize=1)
+def load_recipes() -> dict[str, tuple[dict[str, str], ...]]:
+    """The SGLang settings of InferenceMAX's srt-slurm recipes, every version by date
+    (``validation/srt_slurm_recipes.csv``, ``scripts/import_srt_slurm_recipes.py``)."""
+    out: dict[str, list[dict[str, str]]] = {}
+    with (data_dir() / RECIPES_FILE).open(newline="") as f:
+        for r in csv.DictReader(f):
+            out.setdefault(r["recipe"], []).append(r)
+    return {k: tuple(sorted(v, key=lambda r: r["date"])) for k, v in out.items()}
+
+
+def recipe_settings(recipe: str, day: str) -> dict[str, str]:
+    """The recipe's settings in force on ``day``: its latest version dated on or before
+    it, else its earliest ({} for a recipe the file does not hold)."""
+    found = load_recipes().get(recipe)
+    if not found:
+        return {}
+    before = [r for r in found if r["date"] <= day]
+    return before[-1] if before else found[0]
+
+
+def _max_batch(e: dict[str, str], role: str, day: str = "") -> str:
     """A role's max batch per attention-DP rank in a configuration entry: its column, else
-    (decode) the number its TensorRT-LLM recipe's name carries; "" where neither says."""
+    (decode) the number its TensorRT-LLM recipe's name carries, else its SGLang recipe's
+    ``max-running-requests`` over the attention-DP ranks (SGLang's scheduler:
+    per_dp_max_running_requests = max_running_requests // dp_size); "" where none says."""
     if e.get(f"{role}_max_batch"):
         return e[f"{role}_max_batch"]
     batch = _RECIPE_BATCH.search(e.get("recipe") or "") if role == "decode" else None
-    return batch.group(1) if batch else ""
+    if batch:
+        return batch.group(1)
+    cfg = recipe_settings(e.get("recipe") or "", day) if e["backend"] == "sglang" else {}
+    if cfg.get(f"{role}_max_running"):
+        return str(max(1, int(cfg[f"{role}_max_running"]) // int(cfg[f"{role}_dp"] or 1)))
+    return ""
+
+
+def _mtp_depth(e: dict[str, str], day: str) -> str:
+    """MTP draft tokens of an entry's decode workers: the number its TensorRT-LLM recipe's
+    name carries (``_mtp3``), or its SGLang recipe's ``speculative-num-steps``; ""."""
+    m = _RECIPE_MTP.search(e.get("recipe") or "")
+    if m:
+        return m.group(1)
+    if e["backend"] == "sglang":
+        return recipe_settings(e.get("recipe") or "", day).get("decode_draft_tokens", "")
+    return ""
 
 
 def _layout_of(index: dict[tuple[str, ...], list[dict[str, str]]], r: dict[str, str],
@@ -333,12 +375,11 @@ def _layout_of(index: dict[tuple[str, ...], list[dict[str, str]]], r: dict[str, 
     e = found[0]
     out = _layout_roles(e)
     for role in ("prefill", "decode"):
-        batches = {_max_batch(x, role) for x in found}
+        batches = {_max_batch(x, role, day) for x in found}
         if len(batches) == 1 and "" not in batches:
             out[f"_{role}_max_batch"] = batches.pop()
     spec = sorted({x["spec_decoding"] for x in found})
-    depths = {m.group(1) if (m := _RECIPE_MTP.search(x.get("recipe") or "")) else ""
-              for x in found}
+    depths = {_mtp_depth(x, day) for x in found}
     mtp = spec == ["mtp"] and len(depths) == 1 and "" not in depths
     if mtp:
         out["_mtp"] = depths.pop()

@@ -1,0 +1,137 @@
+"""Import the SGLang settings of InferenceMAX's disaggregated recipes into
+``validation/srt_slurm_recipes.csv``.
+
+    python scripts/import_srt_slurm_recipes.py [--repo DIR]  (a clone of NVIDIA/srt-slurm)
+
+InferenceMAX's SGLang disaggregated runs name a recipe of NVIDIA's srt-slurm
+(``validation/inferencemax_layouts.csv``, column ``recipe``: a file, or a file and one of its
+``zip_override_*`` variants, ``recipes/b200-fp4/1k1k.yaml:zip_override_mtp_lowlat[0]``).
+InferenceMAX's configuration links them on a branch of a fork
+(``ishandhanani/srt-slurm``, ``sa-submission-q1-2026``) that NVIDIA/srt-slurm (Apache-2.0)
+took in with its history for most files and squashed for the rest (4a22a181, 2026-03-25).
+Every version of each named recipe in NVIDIA/srt-slurm's history is read, and for each the
+settings the validation needs:
+
+- ``decode_draft_tokens``: EAGLE/MTP draft tokens of the decode workers
+  (``speculative-num-steps`` with ``speculative-eagle-topk`` 1: each step drafts one token);
+- ``decode_max_running`` / ``prefill_max_running``: ``max-running-requests`` of a worker,
+  and its ``data-parallel-size`` with attention data parallelism (``enable-dp-attention``),
+  over which SGLang divides it;
+- ``prefill_chunked``: ``chunked-prefill-size``.
+
+A ``zip_override_NAME`` section holds lists whose i-th values make variant i; other values
+apply to every variant. Recipes deleted before the squash (``.../1k1k/mtp/*.yaml``) are read
+at the last commit that had them. Rows: one per recipe and version (``commit``, ``date``:
+the commit's author date); the validation takes the latest version dated on or before the
+day a row was measured, else the earliest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+LAYOUTS = ROOT / "validation" / "inferencemax_layouts.csv"
+OUT = ROOT / "validation" / "srt_slurm_recipes.csv"
+REPO = Path("/work/.mirror/NVIDIA+srt-slurm/repo")
+FIELDS = ("recipe", "commit", "date", "decode_draft_tokens", "decode_max_running",
+          "decode_dp", "prefill_max_running", "prefill_dp", "prefill_chunked")
+_VARIANT = re.compile(r"^(?P<path>[^:]+):(?P<section>zip_override_\w+)\[(?P<i>\d+)\]$")
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
+                          text=True).stdout
+
+
+def _merge(base: Any, over: Any, i: int) -> Any:
+    """``base`` with ``over`` laid on it; a list in ``over`` gives its i-th value."""
+    if isinstance(over, dict):
+        out = dict(base) if isinstance(base, dict) else {}
+        for k, v in over.items():
+            out[k] = _merge(out.get(k), v, i)
+        return out
+    if isinstance(over, list):
+        return over[i] if i < len(over) else over[-1]
+    return over
+
+
+def config(text: str, section: str | None, i: int) -> dict[str, Any]:
+    """The recipe's configuration (a variant of its ``base`` where ``section`` names one)."""
+    doc = yaml.safe_load(text) or {}
+    if section is None:
+        return dict(doc.get("base", doc))
+    return dict(_merge(doc.get("base", {}), doc.get(section, {}), i))
+
+
+def _role(cfg: dict[str, Any], role: str) -> dict[str, Any]:
+    sg = (cfg.get("backend") or {}).get("sglang_config") or {}
+    return dict(sg.get(role) or {})
+
+
+def _dp(r: dict[str, Any]) -> str:
+    """Ranks SGLang divides max-running-requests over: the data-parallel size where
+    attention is data parallel."""
+    dp = r.get("data-parallel-size", r.get("dp-size", 1))
+    return str(int(dp)) if r.get("enable-dp-attention") and dp else "1"
+
+
+def settings(cfg: dict[str, Any]) -> dict[str, str]:
+    d, p = _role(cfg, "decode"), _role(cfg, "prefill")
+    steps = d.get("speculative-num-steps")
+    topk = d.get("speculative-eagle-topk", 1)
+    return {
+        "decode_draft_tokens": str(int(steps)) if steps and int(topk) == 1 else "",
+        "decode_max_running": str(d.get("max-running-requests", "") or ""),
+        "decode_dp": _dp(d),
+        "prefill_max_running": str(p.get("max-running-requests", "") or ""),
+        "prefill_dp": _dp(p),
+        "prefill_chunked": str(p.get("chunked-prefill-size", "") or ""),
+    }
+
+
+def versions(repo: Path, path: str) -> list[tuple[str, str]]:
+    """(commit, date) of every commit that changed ``path`` and left it in place."""
+    out = []
+    for line in _git(repo, "log", "--all", "--format=%h %ad", "--date=short", "--",
+                     path).splitlines():
+        commit, date = line.split()
+        exists = subprocess.run(["git", "-C", str(repo), "cat-file", "-e",
+                                 f"{commit}:{path}"], capture_output=True).returncode == 0
+        if exists:
+            out.append((commit, date))
+    return sorted(set(out), key=lambda cd: (cd[1], cd[0]))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--repo", type=Path, default=REPO)
+    args = ap.parse_args()
+    with LAYOUTS.open(newline="") as f:
+        recipes = sorted({e["recipe"] for e in csv.DictReader(f)
+                          if e["backend"] == "sglang" and e["recipe"]})
+    rows = []
+    for recipe in recipes:
+        m = _VARIANT.match(recipe)
+        path = m.group("path") if m else recipe
+        section, i = (m.group("section"), int(m.group("i"))) if m else (None, 0)
+        for commit, date in versions(args.repo, path):
+            text = _git(args.repo, "show", f"{commit}:{path}")
+            rows.append({"recipe": recipe, "commit": commit, "date": date,
+                         **settings(config(text, section, i))})
+    with OUT.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=FIELDS)
+        w.writeheader()
+        w.writerows(rows)
+    print(f"{len(rows)} versions of {len(recipes)} recipes -> {OUT}")
+
+
+if __name__ == "__main__":
+    main()
