@@ -403,3 +403,25 @@ def test_attention_dp_balancing_holds_prompts_until_every_rank_has_one() -> None
     assert balance_wait(base, 0.01) > balance_wait(base, 0.1) > busy
     assert balance_wait(replace(base, balance_ranks=1), 1e-4) == 0.0
     assert balance_wait(replace(base, balance_timeout=0), 1e-4) == 0.0
+
+
+def test_speculative_cost_applies_even_when_no_draft_is_accepted() -> None:
+    """Drafts rejected every time still cost their passes: at acceptance 0 the iteration is
+    the plain one plus the step model's draft cost (or times the factor)."""
+    from clusterwright.sim.serving_steady import Pool, _iteration
+
+    class Step:
+        def step_s(self, p: float, d: float, kv: float, pairs: float | None = None) -> float:
+            return 0.01 + 0.001 * d
+
+        def speculative_extra_s(self, d: float, kv: float, k: int) -> float:
+            return 0.002 * k
+
+    base = Pool(step=Step(), ranks=1, budget=8192, chunked=True, admission="evict",
+                kv_tokens=1e6)
+    plain = _iteration(base, 0, 8, 8000)
+    own = replace(base, spec_yield=1.0, spec_cost=None, spec_draft=3)
+    assert _iteration(own, 0, 8, 8000) == pytest.approx(plain + 0.006)
+    factor = replace(base, spec_yield=1.0, spec_cost=1.5, spec_draft=3)
+    assert _iteration(factor, 0, 8, 8000) == pytest.approx(plain * 1.5)
+    assert _iteration(own, 512, 0, 0) == base.step.step_s(512, 0, 0)  # no decodes: no drafts

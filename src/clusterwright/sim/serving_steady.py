@@ -209,10 +209,12 @@ def _iteration(pool: Pool, prefill_tokens: float, decodes: float, kv_tokens: flo
     decoding sequences, speculative decoding's cost included on the decodes."""
     t = (pool.step.step_s(prefill_tokens, decodes, kv_tokens) if pairs is None
          else pool.step.step_s(prefill_tokens, decodes, kv_tokens, pairs))
-    if decodes < 0.5 or pool.spec_yield == 1.0:
+    if decodes < 0.5:
         return t
     if pool.spec_cost is not None:
         return t * pool.spec_cost
+    if not pool.spec_draft:
+        return t
     step = pool.step
     if not isinstance(step, SpeculativeStepModel):
         raise TypeError("spec_cost None needs a step model with speculative_extra_s")
