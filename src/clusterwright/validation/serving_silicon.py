@@ -623,7 +623,8 @@ INFERENCEMAX_ROUNDS = 10.0
 # a draft token is accepted, the same for every draft of the chain (Leviathan et al.'s
 # geometric yield). No source gives it for such prompts: fitted, with
 # `python scripts/fit_mtp_acceptance.py`, on the TPOT of the shipped rows that ran MTP (227
-# rows: B200, GB200 and H100; TensorRT-LLM aggregated and disaggregated). The DeepSeek-V3
+# rows: B200, GB200 and H100; TensorRT-LLM aggregated and disaggregated; with SGLang's 9
+# EAGLE rows of the same module since read from its recipes, 236 rows, still 0.60). The DeepSeek-V3
 # Technical Report (arXiv 2412.19437, section 5.4.3) gives 85-90 % for the second token on
 # natural text, which the fit's grid takes as its top. Held out (serving_silicon_aic012.csv),
 # B300's and GB300's MTP rows check it.
