@@ -108,12 +108,39 @@ def test_inconsistent_moe_layouts_name_the_column() -> None:
 
 
 def test_moe_columns_naming_another_gpu_count_are_not_covered_with_the_reason() -> None:
-    # AIConfigurator 0.12.0's silicon sample holds such rows (a Qwen3-235B vLLM run recorded
-    # tp 1 with moe_tp 2): attention-DP divides the MoE group, but which count ran is not said
+    # An SGLang row recording tp 2 with moe_tp 4: attention-DP divides the MoE group, but
+    # which count ran is not said (vLLM's rows of this shape are its DP: below)
     r = pick(**MOE)
     r.update(tp_size="2", attention_dp_size="1", moe_tp_size="4", moe_ep_size="1")
     with pytest.raises(ss.NotCoveredError, match="tp 2 x attention-DP 1 = 2 GPUs for "
                        "attention, but moe_tp 4 x moe_ep 1 = 4 for the MoE layers"):
+        ss.resolve(load_catalog(), r)
+
+
+@pytest.mark.parametrize(("tp", "moe_tp", "moe_ep", "adp"), [
+    ("1", "2", "1", 2), ("2", "4", "1", 2), ("1", "4", "1", 4), ("2", "2", "4", 4)])
+def test_a_vllm_row_without_attention_dp_and_a_larger_moe_group_is_vllm_data_parallel(
+        tp: str, moe_tp: str, moe_ep: str, adp: int) -> None:
+    # vLLM's DP engines run their expert layers as one DP x TP group (its docs,
+    # data_parallel_deployment.md): a row recording no attention-DP and a MoE group k x tp
+    # ran k engines
+    r = pick(model_path="MiniMaxAI/MiniMax-M2.5", backend="vllm", mode="agg")
+    r.update(tp_size=tp, attention_dp_size="", moe_tp_size=moe_tp, moe_ep_size=moe_ep)
+    cfg = ss.resolve(load_catalog(), r)
+    assert cfg.dep.agg is not None
+    par = cfg.dep.agg.par
+    assert (par.tp, par.adp, par.moe_tp, par.moe_ep) == (int(tp), adp, int(moe_tp),
+                                                         int(moe_ep))
+    assert any(f"read as vLLM data parallelism {adp}" in n for n in cfg.dep.notes)
+
+
+@pytest.mark.parametrize(("backend", "dp"), [("vllm", "1"), ("sglang", ""), ("trtllm", "")])
+def test_only_vllm_with_no_recorded_attention_dp_reads_the_moe_group_as_dp(
+        backend: str, dp: str) -> None:
+    r = pick(model_path="MiniMaxAI/MiniMax-M2.5", backend="vllm", mode="agg")
+    r.update(backend=backend, backend_version=pick(backend=backend)["backend_version"],
+             tp_size="1", attention_dp_size=dp, moe_tp_size="2", moe_ep_size="1")
+    with pytest.raises(ss.NotCoveredError, match="layout columns disagree"):
         ss.resolve(load_catalog(), r)
 
 
@@ -398,20 +425,17 @@ def _shipped_once(shipped: ss.SiliconResult) -> Any:
 def test_aiconfigurator_0_12_rows_held_out_are_read_whole() -> None:
     # The 2,091 rows AIConfigurator 0.12.0's silicon sample adds to the shipped file (newer
     # engine builds, H200, B300, GB300, GLM-5, Qwen3.5, Kimi-K2.5): nothing fitted on them.
-    # Every row reads without a format error, and the rows not covered are the 19 whose
-    # layout columns name two GPU counts.
+    # Every row reads without a format error and is covered; the 19 vLLM rows that record a
+    # MoE group larger than their TP and no attention-DP are read as vLLM data parallelism.
     cat = load_catalog()
     rows = ss.read_rows(data_dir() / "serving_silicon_aic012.csv")
     assert len(rows) == 2091
     lookup = ss._lookup(cat)
-    reasons = []
+    dp_read = 0
     for r in rows:
-        try:
-            ss.resolve(cat, r, lookup)
-        except ss.NotCoveredError as exc:
-            reasons.append(str(exc))
-    assert len(reasons) == 19
-    assert all("layout columns disagree" in x for x in reasons)
+        cfg = ss.resolve(cat, r, lookup)
+        dp_read += any("read as vLLM data parallelism" in n for n in cfg.dep.notes)
+    assert dp_read == 19
 
 
 @pytest.mark.slow

@@ -554,6 +554,12 @@ def _lookup(cat: Catalog) -> tuple[dict[str, ModelArch], dict[str, Gpu]]:
     return models, gpus
 
 
+def _vllm_dp_unrecorded(r: dict[str, str], prefix: str) -> bool:
+    """A vLLM row whose attention-DP column is empty (recorded neither as 1 nor as more)."""
+    return ((r.get("backend") or "").strip().lower() == "vllm"
+            and not (r.get(prefix + "attention_dp_size") or "").strip())
+
+
 def _parallel(r: dict[str, str], prefix: str, arch: ModelArch) -> tuple[ServingParallel, str]:
     """The role's layout, and a note when the row's columns were read by a rule."""
     tp = _int(r, prefix + "tp_size", 1, low=0) or 1
@@ -577,6 +583,14 @@ def _parallel(r: dict[str, str], prefix: str, arch: ModelArch) -> tuple[ServingP
         tp, adp, mtp = max(1, tp // mep), max(1, adp // mep), 1
         note = (f"{was}: InferenceMAX's TP x EP, read as {mep} GPUs (tp {tp} x attention-DP "
                 f"{adp}, EP {mep})")
+    if (mtp * mep > tp * adp and (mtp * mep) % tp == 0 and _vllm_dp_unrecorded(r, prefix)):
+        # vLLM's data parallelism: "by default, expert layers form a tensor parallel group
+        # of size DP x TP" (vLLM docs, serving/data_parallel_deployment.md, v0.12.0 on). A
+        # vLLM row that leaves attention-DP empty and records a MoE group k times its TP ran
+        # k data-parallel engines of TP tp each, with the experts split over all of them.
+        adp = mtp * mep // tp
+        note = (f"{prefix}attention-DP not recorded, moe_tp {mtp} x moe_ep {mep} = {adp} x tp "
+                f"{tp}: read as vLLM data parallelism {adp} (its MoE layers span DP x TP)")
     if mep > arch.experts:
         raise _bad(r, prefix + "moe_ep_size",
                    f"{mep} exceeds the {arch.experts} experts of {arch.id}")
