@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from clusterwright.errors import InputError
-from clusterwright.validation.accelerators_table import accelerators_table, coverage
+from clusterwright.validation.accelerators_table import VARIANT_OF, accelerators_table, coverage
 from clusterwright.validation.multisite_table import multisite_table
 from clusterwright.validation.rows import mape
 from tests.validation import csvrows
@@ -22,14 +22,14 @@ def acc():  # type: ignore[no-untyped-def]
 # (GB300 met it once its catalog entry carried NVIDIA's measured BF16 attention ratios and
 # Azure's sustained FP8 GEMM ratio over GB200; nothing was fitted on its held-out rows.)
 KNOWN_MISSES: dict[str, float] = {
-    # MLPerf Llama 2 70B LoRA: AMD's recipe on one node (4 submitters) is within 15 %
-    # (test below); MangoBoost's 2- and 4-node context-parallel runs are 19 % and 35 % slower
-    # than predicted (their multi-node scaling, 1.84x and 2.8x, is below the model's).
-    "mi300x": 0.19,
-    # Krai's Isambard-AI runs are 25-27 % slower than predicted at every node count: 23 %
-    # slower per GPU than NVIDIA's own DGX H100 run of the same benchmark, which the model
-    # (same silicon) puts within 11 %; not modelled (see docs/accelerators.md, Limits).
-    "gh200": 0.27,
+    # MLPerf Llama 2 70B LoRA: AMD's recipe on one node (AMD, Dell, Oracle and Krai) is within
+    # 15 % (test below); MangoBoost's 2- and 4-node context-parallel runs are 19 % and 35 %
+    # slower than predicted (their multi-node scaling, 1.84x and 2.8x, is below the model's).
+    "mi300x": 0.18,
+    # Krai's Isambard-AI runs (the 96 GB HBM3 part) are 22-24 % slower than predicted at every
+    # node count; their system files state a 660 W power cap that the Grace CPU and the GPU
+    # share, which the model does not charge (see docs/accelerators.md, Limits).
+    "gh200": 0.24,
     # Optimum Habana's CI baselines (the only Gaudi 3 training runs found with their
     # configuration): HF Trainer fine-tuning with per-step logging, unfused attention and
     # DeepSpeed ZeRO-1/2 without overlap, 1.9-2.7x slower than the prior stack predicts; the
@@ -46,7 +46,7 @@ def test_every_validated_accelerator_has_three_rows_within_15_percent(acc) -> No
     for gpu, n in coverage(acc).items():
         if n == 0:
             continue  # no published run yet: reported as unvalidated, not silently passed
-        rows = [r for r in acc.rows if r.tag("gpu") == gpu]
+        rows = [r for r in acc.rows if VARIANT_OF.get(r.tag("gpu"), r.tag("gpu")) == gpu]
         assert n >= 3, gpu
         bound = KNOWN_MISSES.get(gpu, 0.15)
         assert mape(rows) <= bound, (gpu, [(r.id, round(r.error, 3)) for r in rows])
@@ -128,14 +128,14 @@ def test_lora_rows_are_held_out_and_mi300x_amd_recipe_within_15_percent(acc) -> 
     on a fine-tuning run, so every row is held out; MI300X and GH200 on their family's default
     stack. AMD's one-node recipe on MI300X (AMD, Dell, Oracle; v5.0 and v5.1) meets 15 %."""
     lora = [r for r in acc.rows if "llama2_70b_lora" in r.id]
-    assert len(lora) >= 13 and all(r.set == "held-out" for r in lora)
+    assert len(lora) >= 16 and all(r.set == "held-out" for r in lora)
     assert all(r.tag("family") == "lora" for r in lora)
     one_node = [r for r in lora if r.tag("gpu") == "mi300x" and "_8_" in r.id]
-    assert len(one_node) >= 4 and mape(one_node) <= 0.15, [(r.id, round(r.error, 3))
+    assert len(one_node) >= 6 and mape(one_node) <= 0.15, [(r.id, round(r.error, 3))
                                                             for r in one_node]
     assert {r.group for r in one_node} == {"megatron-rocm7-cdna3-2026"}
-    gh = [r for r in lora if r.tag("gpu") == "gh200"]
-    assert len(gh) >= 3 and {r.group for r in gh} == {"megatron-core-h100-2025"}
+    gh = [r for r in lora if r.tag("gpu") == "gh200-96gb"]
+    assert len(gh) >= 5 and {r.group for r in gh} == {"megatron-core-h100-2025"}
     # The same recipe on MI325X and MI355X (no recompute) lands within 5 %.
     for gpu in ("mi325x", "mi355x"):
         rows = [r for r in lora if r.tag("gpu") == gpu]
