@@ -802,6 +802,24 @@ def test_a_script_s_engine_options_apply_to_the_runs_it_made() -> None:
     assert ss.script_settings({**r, "silicon_data_source": late}, base) == (base, "")
     assert ss.script_settings({**r, "silicon_data_source": "db-dump; measured=2025-10-29"},
                               base) == (base, "")
+    # The scripts start one aggregated server: a disaggregated run of the same model and day
+    # came from Dynamo's recipes
+    assert ss.script_settings({**r, "mode": "disagg"}, base) == (base, "")
+
+
+def test_a_disaggregated_deepseek_run_takes_no_aggregated_script_options() -> None:
+    # dsr1_fp8_h200_trt set attention-DP balancing for its aggregated servers; H200's Dynamo
+    # runs of the same model on the same days did not run that script
+    cat = load_catalog()
+    rows = [r for r in ss.read_rows(data_dir() / "serving_silicon_aic012.csv")
+            if r["system"] == "h200_sxm" and r["backend"] == "trtllm"
+            and "DeepSeek" in r["model_path"]]
+    agg = [r for r in rows if r["mode"] == "agg"]
+    dis = [r for r in rows if r["mode"] == "disagg"]
+    assert agg and dis
+    base = cat.serving_engine("trtllm")
+    assert any("dsr1_fp8_h200_trt" in ss.script_settings(r, base)[1] for r in agg)
+    assert all(ss.script_settings(r, base) == (base, "") for r in dis)
 
 
 def test_the_shipped_engine_settings_name_real_engine_options() -> None:

@@ -191,10 +191,13 @@ SPEC_SETTINGS = ("draft_tokens", "draft_tokens_adp")
 
 def _script_pairs(r: dict[str, str]) -> tuple[list[str], set[str]]:
     """The ``NAME=VALUE`` settings InferenceMAX's scripts applied to the row's run on the day
-    it was measured (``load_engine_settings``), and the scripts."""
+    it was measured (``load_engine_settings``), and the scripts. Those scripts start one
+    aggregated server (``benchmarks/*.sh``); a disaggregated run, or one the file labels
+    aggregated but the configuration shows disaggregated (``complete_from_layouts``), was
+    launched from Dynamo's recipes instead and takes none of them."""
     src = (r.get("silicon_data_source") or "").strip()
     day = _MEASURED.search(src)
-    if day is None or not _INFERENCEMAX.search(src):
+    if day is None or not _INFERENCEMAX.search(src) or (r.get("mode") or "").strip() != "agg":
         return [], set()
     col = {k: (r.get(k) or "").strip().lower() for k in (
         "system", "backend", "model_path", "precision", "isl", "osl", "backend_version")}
