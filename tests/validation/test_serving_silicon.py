@@ -96,6 +96,25 @@ def test_bad_values_name_the_column_and_the_line(column: str, value: str,
     assert e.value.field == column
 
 
+@pytest.mark.parametrize(("cols", "column"), [
+    ({"moe_tp_size": "1000000000"}, "moe_tp_size"),
+    ({"moe_tp_size": "99999999999999999999"}, "moe_tp_size"),
+    ({"attention_dp_size": "1e9"}, "attention_dp_size"),
+    ({"tp_size": "4", "attention_dp_size": "65536"}, "attention_dp_size"),
+    ({"moe_tp_size": "131072", "moe_ep_size": "2"}, "moe_tp_size"),
+])
+def test_layouts_beyond_the_planners_gpus_are_refused(cols: dict[str, str],
+                                                     column: str) -> None:
+    # Before vLLM's DP reading such a row was "not covered"; now a huge MoE group would be a
+    # huge DP count: every layout column, and the GPUs they add up to, stay within the limit
+    r = pick(model_path="MiniMaxAI/MiniMax-M2.5", backend="vllm", mode="agg")
+    r.update(tp_size="1", attention_dp_size="", moe_tp_size="1", moe_ep_size="1", _line="5")
+    r.update(cols)
+    with pytest.raises(InputError, match="line 5: ") as e:
+        ss.resolve(load_catalog(), r)
+    assert e.value.field == column
+
+
 def test_inconsistent_moe_layouts_name_the_column() -> None:
     cat = load_catalog()
     r = pick(**MOE)

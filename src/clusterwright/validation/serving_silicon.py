@@ -41,6 +41,7 @@ from clusterwright.plan.serving_deployment import (
     steady,
 )
 from clusterwright.sim.serving_steady import SteadyState
+from clusterwright.spec.scenario import MAX_GPUS
 from clusterwright.spec.yamlio import YamlError, read_text
 from clusterwright.validation.rows import NotCoveredError, data_dir
 
@@ -504,7 +505,8 @@ def mark_sweeps(rows: list[dict[str, str]]) -> list[dict[str, str]]:
     return out
 
 
-def _int(r: dict[str, str], col: str, default: int | None = None, low: int = 0) -> int | None:
+def _int(r: dict[str, str], col: str, default: int | None = None, low: int = 0,
+         high: int | None = None) -> int | None:
     v = (r.get(col) or "").strip()
     if not v:
         return default
@@ -516,6 +518,9 @@ def _int(r: dict[str, str], col: str, default: int | None = None, low: int = 0) 
     if not math.isfinite(x) or x != int(x) or x < low:
         raise InputError(f"line {r.get('_line', '?')}: {col}: {v!r} is not an integer >= "
                          f"{low}", field=col)
+    if high is not None and x > high:
+        raise InputError(f"line {r.get('_line', '?')}: {col}: {v!r} is more than {high:,}",
+                         field=col)
     return int(x)
 
 
@@ -565,11 +570,15 @@ def _vllm_dp_unrecorded(r: dict[str, str], prefix: str) -> bool:
 
 def _parallel(r: dict[str, str], prefix: str, arch: ModelArch) -> tuple[ServingParallel, str]:
     """The role's layout, and a note when the row's columns were read by a rule."""
-    tp = _int(r, prefix + "tp_size", 1, low=0) or 1
-    pp = _int(r, prefix + "pp_size", 1, low=0) or 1
-    adp = _int(r, prefix + "attention_dp_size", 1, low=0) or 1
-    mtp = _int(r, prefix + "moe_tp_size", 0, low=0) or 0
-    mep = _int(r, prefix + "moe_ep_size", 0, low=0) or 0
+    tp = _int(r, prefix + "tp_size", 1, low=0, high=MAX_GPUS) or 1
+    pp = _int(r, prefix + "pp_size", 1, low=0, high=MAX_GPUS) or 1
+    adp = _int(r, prefix + "attention_dp_size", 1, low=0, high=MAX_GPUS) or 1
+    mtp = _int(r, prefix + "moe_tp_size", 0, low=0, high=MAX_GPUS) or 0
+    mep = _int(r, prefix + "moe_ep_size", 0, low=0, high=MAX_GPUS) or 0
+    if tp * adp * pp > MAX_GPUS or mtp * mep > MAX_GPUS:
+        col = "moe_tp_size" if mtp * mep > MAX_GPUS else "attention_dp_size"
+        raise _bad(r, prefix + col, f"the layout spans more than {MAX_GPUS:,} GPUs, the "
+                   "planners' limit")
     if not arch.is_moe:
         return ServingParallel(tp=tp, pp=pp, adp=adp), ""
     if mtp == 0 and mep == 0:
