@@ -206,3 +206,33 @@ def test_a_roles_max_batch_caps_its_ranks(cat: Catalog) -> None:
     assert capped.slot_wait_s > 0  # 2 workers x 8 hold 16 of 48 clients
     free, _ = steady(cat, replace(dep, decode=Role(par, 2)), 48, 1024, 1024)
     assert free.slot_wait_s == 0 and capped.ttft_s > free.ttft_s
+
+
+def test_other_silicon_runs_gemms_at_its_training_stacks_efficiency(cat: Catalog) -> None:
+    from clusterwright.catalog.schema import Dtype
+    from clusterwright.plan.serving_deployment import silicon_gemm, step_model
+
+    # The engines were fitted on NVIDIA GPUs: no factor there, whatever the format.
+    for gid in ("h100-sxm", "b200", "gb300"):
+        assert silicon_gemm(cat, cat.gpu(gid), Dtype.fp8) == (1.0, "")
+    # MI300X FP8: its stack's hipBLASLt-derived FP8 ratio against Hopper's, below 1 and
+    # below its BF16 factor (the narrow format is where CDNA 3 falls furthest behind).
+    f8, src = silicon_gemm(cat, cat.gpu("mi300x"), Dtype.fp8)
+    f16, _ = silicon_gemm(cat, cat.gpu("mi300x"), Dtype.bf16)
+    assert 0.5 < f8 < f16 < 1.0
+    assert src == "megatron-rocm7-cdna3-2026 against megatron-core-h100-2025"
+    # A prefill on one MI300X, its GEMMs compute-bound, slows by nearly that factor; a decode
+    # step of one sequence, bound by streaming weights, does not slow at all.
+    arch, gpu, eng = cat.model("llama-3.1-70b"), cat.gpu("mi300x"), engine_of(cat, "vllm")
+    dep = deployment(cat, arch, gpu, eng, precision="fp8", agg=Role(layout(arch, tp=1), 1))
+    assert dep.notes and f"{f8:.2f} of its fitted rate" in dep.notes[0]
+    assert dep.agg is not None
+    step = step_model(cat, dep, dep.agg.par)
+    plain = replace(step, gemm_factor=1.0, moe_gemm_factor=1.0)
+    slower = step.step_s(16384.0, 0, 0, 0.0) / plain.step_s(16384.0, 0, 0, 0.0)
+    assert 0.9 / f8 < slower <= 1.0 / f8
+    assert step.step_s(0.0, 1, 1000) == pytest.approx(plain.step_s(0.0, 1, 1000), rel=1e-9)
+    # On H100 the same deployment carries no such note.
+    h = deployment(cat, arch, cat.gpu("h100-sxm"), eng, precision="fp8",
+                   agg=Role(layout(arch, tp=1), 1))
+    assert h.notes == ()

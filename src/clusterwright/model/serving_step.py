@@ -199,6 +199,10 @@ class DeploymentStep:
     dense_format: WeightFormat
     moe_format: WeightFormat
     kv_bytes_per_token: float  # whole model, one token
+    # GEMM rate on this silicon relative to the engine's fitted one (dense, grouped experts);
+    # 1 on the GPUs the engine was calibrated on (``plan.serving_deployment.silicon_gemm``)
+    gemm_factor: float = 1.0
+    moe_gemm_factor: float = 1.0
 
     def __post_init__(self) -> None:
         a, g, e, par = self.arch, self.gpu, self.engine, self.par
@@ -216,8 +220,8 @@ class DeploymentStep:
             # The LM head runs on the last stage, for the tokens that produce a token.
             "head_flops_per_token": 2.0 * head / par.tp,
             "head_bytes": head * ACT_BYTES / par.tp,
-            "peak_dense": g.peak_tflops[self.dense_format.compute] * 1e12,
-            "peak_moe": g.peak_tflops[self.moe_format.compute] * 1e12,
+            "peak_dense": g.peak_tflops[self.dense_format.compute] * 1e12 * self.gemm_factor,
+            "peak_moe": g.peak_tflops[self.moe_format.compute] * 1e12 * self.moe_gemm_factor,
             "peak16": _peak16(g) * 1e12,
             "hbm": g.memory_bandwidth_gbps * 1e9 * e.decode_bandwidth_efficiency,
             "hbm_moe": g.memory_bandwidth_gbps * 1e9 * e.moe_bandwidth_efficiency,

@@ -20,8 +20,8 @@ import math
 from dataclasses import dataclass, field, replace
 
 from clusterwright.catalog.registry import Catalog
-from clusterwright.catalog.schema import Gpu, ModelArch
-from clusterwright.catalog.stacks import ServingEngine
+from clusterwright.catalog.schema import Dtype, Gpu, ModelArch
+from clusterwright.catalog.stacks import ServingEngine, Stack
 from clusterwright.design.train import net_for, server_for
 from clusterwright.errors import InputError
 from clusterwright.model.memory import inference_memory
@@ -154,6 +154,31 @@ def kv_capacity(cat: Catalog, dep: Deployment, par: ServingParallel, isl: int,
     return max(free, 0.0) / per_token
 
 
+# The serving engines' constants were fitted on NVIDIA GPUs only (serving_engines.yaml, the
+# serving-silicon rows: H100, H200, B200, GB200, B300, GB300). Elsewhere a GEMM runs at the
+# efficiency the training model's stack for that silicon gives (stacks.yaml: the top of its
+# GEMM curve, and its FP8 ratio for 8- and 4-bit formats) relative to the Hopper stack's:
+# on MI300X, FP8 0.455 (Azure ND MI300X v5 hipBLASLt FP8: 1,159 of 2,615 TFLOP/s) against
+# 0.68 (ND H100 v5 cuBLASLt FP8: 1,382 of 1,979), 0.67 of the engine's fitted rate.
+CALIBRATED_VENDOR = "nvidia"
+HOPPER_REFERENCE_GPU = "h100-sxm"
+
+
+def silicon_gemm(cat: Catalog, gpu: Gpu, compute: Dtype) -> tuple[float, str]:
+    """GEMM rate of ``gpu`` in ``compute`` relative to the serving engines' fitted one, and
+    the training stacks it comes from ('' on the calibrated vendor's GPUs, factor 1)."""
+    if gpu.vendor == CALIBRATED_VENDOR:
+        return 1.0, ""
+    own, ref = cat.stack_for_gpu(gpu.id), cat.stack_for_gpu(HOPPER_REFERENCE_GPU)
+    narrow = compute in (Dtype.fp8, Dtype.fp4)
+
+    def top(st: Stack) -> float:
+        return max(y for _, y in st.gemm_efficiency) * (
+            (st.fp8_gemm_ratio or 1.0) if narrow else 1.0)
+
+    return top(own) / top(ref), f"{own.id} against {ref.id}"
+
+
 def step_model(cat: Catalog, dep: Deployment, par: ServingParallel,
                field_prefix: str = "") -> DeploymentStep:
     """The iteration-time model of one data-parallel rank of ``par``."""
@@ -165,7 +190,9 @@ def step_model(cat: Catalog, dep: Deployment, par: ServingParallel,
     except InputError as exc:
         raise DeploymentError(str(exc), field=exc.field) from None
     return DeploymentStep(dep.arch, dep.gpu, dep.engine, net, par, dep.dense, dep.moe,
-                          kv_bytes_per_token(dep.arch, dep.kv_format))
+                          kv_bytes_per_token(dep.arch, dep.kv_format),
+                          silicon_gemm(cat, dep.gpu, dep.dense.compute)[0],
+                          silicon_gemm(cat, dep.gpu, dep.moe.compute)[0])
 
 
 # A planner evaluating many deployments of one model, GPU, engine and formats passes a dict

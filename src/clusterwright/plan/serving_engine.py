@@ -34,6 +34,7 @@ from clusterwright.plan.serving_deployment import (
     kv_format_for,
     kv_link_bytes_per_s,
     pool,
+    silicon_gemm,
     steady,
 )
 from clusterwright.sim.serving import (
@@ -136,8 +137,14 @@ def deployment(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine,
                              f"{SPEC_DRAFT_MAX}, an acceptance rate in [0, 1] and a cost factor "
                              f"in [1, {SPEC_COST_MAX:g}] (an iteration with drafts costs at "
                              "least a plain one)", field="speculative")
+    factor, stacks = silicon_gemm(cat, gpu, dense.compute)
+    notes: tuple[str, ...] = ()
+    if stacks:
+        notes = (f"{engine.id}'s constants were fitted on NVIDIA GPUs: GEMMs on {gpu.id} run "
+                 f"at {factor:.2f} of its fitted rate ({dense.compute.value}: {stacks}, the "
+                 "training model's GEMM efficiencies)",)
     return Deployment(arch, gpu, engine, dense, moe, kv_format_for(engine, dense), agg=agg,
-                      prefill=prefill, decode=decode, speculative=speculative)
+                      prefill=prefill, decode=decode, speculative=speculative, notes=notes)
 
 
 def validation_regime(dep: Deployment) -> dict[str, Any]:

@@ -3,8 +3,9 @@ measurements on TPU v6e, MI300X and Gaudi 3 with their stated configuration, pre
 ``serve estimate --engine`` predicts them: the catalog engine entry (``serving_engines.yaml``)
 the row names, the step model of ``model/serving_step.py`` and the closed-loop steady state of
 ``sim/serving_steady.py`` (``plan/serving_engine.deployment`` and ``steady``). Nothing is fitted
-here: the engine constants are the ones validated on H100, B200 and GB200, so every row is held
-out and the table measures how far they carry to other silicon.
+here: the engine constants are the ones validated on NVIDIA GPUs (with GEMMs at the part's own
+training-stack efficiency relative to Hopper's, ``plan.serving_deployment.silicon_gemm``), so
+every row is held out and the table measures how far they carry to other silicon.
 
 Modes (each row says which, and how the source measured it):
 
