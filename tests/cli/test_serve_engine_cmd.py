@@ -91,6 +91,25 @@ def test_plan_with_an_engine_says_whether_disaggregation_pays() -> None:
     assert "disaggregat" in d["verdict"]
 
 
+def test_plan_on_other_silicon_says_its_gemm_rate_is_carried_over() -> None:
+    args = ("serve", "plan", "--model", "llama-3.1-8b", "--gpu", "mi300x", "--engine", "vllm",
+            "--qps", "4", "--input-len", "1024", "--output-len", "128", "--ttft-p99", "2",
+            "--tpot-p99", "0.05", "--precision", "fp8")
+    r = cw(*args, "--json")
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["choice"]["validation"]["validated"] is False
+    (note,) = d["choice"]["notes"]
+    assert "fitted on NVIDIA GPUs" in note and "megatron-rocm7-cdna3-2026" in note
+    r = cw(*args)
+    assert r.exit_code == 0, r.output
+    assert "note: vllm's constants were fitted on NVIDIA GPUs" in " ".join(r.stdout.split())
+    # On an NVIDIA GPU no such note.
+    r = cw(*args[:5], "h100-sxm", *args[6:], "--json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["choice"]["notes"] == []
+
+
 def test_plan_with_an_engine_needs_one_gpu() -> None:
     r = cw("serve", "plan", "--model", "llama-3.1-8b", "--engine", "vllm", "--qps", "10",
            "--input-len", "1024", "--output-len", "128", "--ttft-p99", "2", "--tpot-p99",

@@ -282,5 +282,7 @@ def plan_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str, qp
                   f"{c['requests_per_s_per_copy']:.2f}", _ms(c["ttft_p99_s"]),
                   _ms(c["tpot_p99_s"]), val)
     console.print(t)
+    for n in d["choice"]["notes"]:
+        console.print(f"note: {n}")
     console.print(f"[bold]{d['verdict']}[/] ({d['deployments_evaluated']} deployments "
                   f"evaluated). {d['note']}.")

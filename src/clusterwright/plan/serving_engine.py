@@ -409,7 +409,7 @@ class PlanCandidate:
                 "ttft_mean_s": self.state.ttft_s, "tpot_mean_s": self.state.tpot_s,
                 "ttft_p99_s": self.p99[0] if self.p99 else None,
                 "tpot_p99_s": self.p99[1] if self.p99 else None,
-                "validation": validation_regime(self.dep)}
+                "validation": validation_regime(self.dep), "notes": list(self.dep.notes)}
 
 
 def _verify_p99(cat: Catalog, c: PlanCandidate, qps: float, isl: int, osl: int,
