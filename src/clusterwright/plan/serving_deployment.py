@@ -158,8 +158,9 @@ def kv_capacity(cat: Catalog, dep: Deployment, par: ServingParallel, isl: int,
 # serving-silicon rows: H100, H200, B200, GB200, B300, GB300). Elsewhere a GEMM runs at the
 # efficiency the training model's stack for that silicon gives (stacks.yaml: the top of its
 # GEMM curve, and its FP8 ratio for 8- and 4-bit formats) relative to the Hopper stack's:
-# on MI300X, FP8 0.455 (Azure ND MI300X v5 hipBLASLt FP8: 1,159 of 2,615 TFLOP/s) against
-# 0.68 (ND H100 v5 cuBLASLt FP8: 1,382 of 1,979), 0.67 of the engine's fitted rate.
+# on MI300X in FP8, 0.455 against 0.682, 0.67 of the engine's fitted rate (the stacks' values;
+# Azure's GEMM tables measure 1,159 of 2,615 TFLOP/s, 0.44, with hipBLASLt on ND MI300X v5 and
+# 1,382 of 1,979, 0.70, with cuBLASLt on ND H100 v5).
 CALIBRATED_VENDOR = "nvidia"
 HOPPER_REFERENCE_GPU = "h100-sxm"
 
