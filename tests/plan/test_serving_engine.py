@@ -221,6 +221,10 @@ def test_other_silicon_runs_gemms_at_its_training_stacks_efficiency(cat: Catalog
     f16, _ = silicon_gemm(cat, cat.gpu("mi300x"), Dtype.bf16)
     assert 0.5 < f8 < f16 < 1.0
     assert src == "megatron-rocm7-cdna3-2026 against megatron-core-h100-2025"
+    # A stack that states no FP8 ratio (the generic prior) keeps Hopper's: FP8 as BF16.
+    arc = cat.gpu("arc-pro-b60")
+    assert silicon_gemm(cat, arc, Dtype.fp8)[0] == pytest.approx(
+        silicon_gemm(cat, arc, Dtype.bf16)[0])
     # A prefill on one MI300X, its GEMMs compute-bound, slows by nearly that factor; a decode
     # step of one sequence, bound by streaming weights, does not slow at all.
     arch, gpu, eng = cat.model("llama-3.1-70b"), cat.gpu("mi300x"), engine_of(cat, "vllm")

@@ -172,10 +172,12 @@ def silicon_gemm(cat: Catalog, gpu: Gpu, compute: Dtype) -> tuple[float, str]:
         return 1.0, ""
     own, ref = cat.stack_for_gpu(gpu.id), cat.stack_for_gpu(HOPPER_REFERENCE_GPU)
     narrow = compute in (Dtype.fp8, Dtype.fp4)
+    # A stack that states no FP8 ratio gives no evidence of one apart from Hopper's.
+    ref_ratio = ref.fp8_gemm_ratio or 1.0
 
     def top(st: Stack) -> float:
         return max(y for _, y in st.gemm_efficiency) * (
-            (st.fp8_gemm_ratio or 1.0) if narrow else 1.0)
+            (st.fp8_gemm_ratio or ref_ratio) if narrow else 1.0)
 
     return top(own) / top(ref), f"{own.id} against {ref.id}"
 
