@@ -925,20 +925,21 @@ def test_estimate_carries_an_error_band_and_the_mfu_record(est_7b: dict[str, Any
 
 
 def test_a_stack_without_validation_says_so() -> None:
-    d = estimate("--model", "llama-2-7b", "--gpu", "gaudi3", "--gpus", "8")
+    d = estimate("--model", "llama-2-7b", "--gpu", "trn2", "--gpus", "16", "--zero", "1")
     assert d["confidence"]["validated"] is False
     assert d["confidence"]["band"] is None
     assert "unvalidated" in d["confidence"]["notes"][0]
 
 
-def test_gaudi3_bands_lora_only_from_its_lora_rows() -> None:
-    """Gaudi 3's published runs are LoRA fine-tuning (Optimum Habana CI baselines): a LoRA
-    estimate gets their band, pre-training stays unvalidated (above)."""
-    d = estimate("--model", "llama-2-7b", "--gpu", "gaudi3", "--gpus", "8",
-                 "--lora-rank", "8", "--lora-targets", "attention")
-    c = d["confidence"]
-    assert c["regime"]["family"] == "lora" and c["band"] is not None
-    assert c["matched"] == ["gaudi-2024.any.lora"]
+def test_gaudi3_bands_come_from_its_runs_by_family() -> None:
+    """Gaudi 3's published runs are fine-tuning (Optimum Habana CI baselines): a LoRA estimate
+    gets the LoRA runs' band, a full-model one the DDP/ZeRO runs' (ptd-p family), narrower."""
+    lora = estimate("--model", "llama-2-7b", "--gpu", "gaudi3", "--gpus", "8",
+                    "--lora-rank", "8", "--lora-targets", "attention")["confidence"]
+    full = estimate("--model", "llama-2-7b", "--gpu", "gaudi3", "--gpus", "8")["confidence"]
+    assert lora["regime"]["family"] == "lora" and lora["matched"] == ["gaudi-2024.bf16.lora"]
+    assert full["validated"] is True and full["matched"] == ["gaudi-2024.bf16.ptd-p"]
+    assert 0 < full["band"] < lora["band"]
 
 
 def test_a_gpu_without_runs_on_a_validated_stack_says_so() -> None:

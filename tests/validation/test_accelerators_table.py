@@ -31,10 +31,10 @@ KNOWN_MISSES: dict[str, float] = {
     # share, which the model does not charge (see docs/accelerators.md, Limits).
     "gh200": 0.24,
     # Optimum Habana's CI baselines (the only Gaudi 3 training runs found with their
-    # configuration): HF Trainer fine-tuning with per-step logging, unfused attention and
-    # DeepSpeed ZeRO-1/2 without overlap, 1.9-2.7x slower than the prior stack predicts; the
-    # FP8 LoRA run (logging every 40 steps, fwd/bwd pipelining) -18 %. Nothing fitted on them.
-    "gaudi3": 0.50,
+    # configuration; the stack is fitted on one LoRA BF16/FP8 pair of them): DDP and ZeRO-1/2
+    # runs land within 30 %, but ZeRO-3/FSDP runs (per-parameter gathers in lazy mode) and
+    # Falcon-40B LoRA at one 256-token sequence per card are 2.6-2.9x slower than predicted.
+    "gaudi3": 0.30,
 }
 
 
@@ -142,13 +142,23 @@ def test_lora_rows_are_held_out_and_mi300x_amd_recipe_within_15_percent(acc) -> 
         assert rows and all(abs(r.error) <= 0.05 for r in rows), gpu
 
 
-def test_gaudi3_rows_are_held_out_on_the_prior_stack(acc) -> None:  # type: ignore[no-untyped-def]
-    """Gaudi 3's rows (Optimum Habana CI baselines) check the unfitted gaudi-2024 prior: all
-    held out, all predicted faster than measured (see docs/accelerators.md, Limits)."""
+def test_gaudi3_stack_is_fitted_on_one_lora_pair_and_holds_on_the_other_runs(acc) -> None:  # type: ignore[no-untyped-def]
+    """The gaudi-2024 stack's BF16 curve and FP8 ratio come from the LLaMA 7B LoRA pair alone;
+    the other Optimum Habana runs are held out. Those whose parallelism the model represents
+    (DDP, ZeRO-1/2: other models, data sets, card counts) stay within 40 % each, 17 % on
+    average; ZeRO-3/FSDP and Falcon-40B at micro-batch 1 are the named misses, all slower than
+    predicted."""
     rows = [r for r in acc.rows if r.tag("gpu") == "gaudi3"]
-    assert len(rows) >= 3
-    assert {(r.group, r.set) for r in rows} == {("gaudi-2024", "held-out")}
-    assert all(r.error < 0 for r in rows), [(r.id, round(r.error, 3)) for r in rows]
+    assert {r.id for r in rows if r.set == "dev"} == {
+        "ohf_gaudi3_llama7b_lora_bf16_8", "ohf_gaudi3_llama7b_lora_fp8_8"}
+    held = [r for r in rows if r.set != "dev"]
+    assert len(held) >= 15 and {r.group for r in rows} == {"gaudi-2024"}
+    named = [r for r in held if "falcon40b" in r.id or " zero3 " in r.detail]
+    assert len(named) == 5 and all(r.error < -0.5 for r in named), [
+        (r.id, round(r.error, 3)) for r in named]
+    rest = [r for r in held if r not in named]
+    assert all(abs(r.error) <= 0.40 for r in rest), [(r.id, round(r.error, 3)) for r in rest]
+    assert mape(rest) <= 0.17
 
 
 V6E = "trillium_llama3.1-8b_bf16_8"

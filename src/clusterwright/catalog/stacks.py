@@ -178,8 +178,10 @@ class Stack(CatalogEntry):
     # FP8 GEMMs reach this share of the fraction of peak that 16-bit GEMMs of the same size
     # reach (FP8's peak is twice 16-bit's, so 0.75 makes FP8 GEMMs 1.5x faster). A property
     # of the tensor cores and the FP8 GEMM kernels, fitted on measured FP8-vs-BF16 pairs.
+    # Above 1 where a part's two datasheet peaks are equal but 16-bit GEMMs sustain less of
+    # theirs (Gaudi 3: 1,835 TFLOP/s for both; its BF16 matrix work throttles on power).
     # None: no FP8 calibration (the 16-bit curve stands in, and estimates say so).
-    fp8_gemm_ratio: Share | None = None
+    fp8_gemm_ratio: Annotated[FiniteFloat, Field(gt=0, le=2)] | None = None
     attention_efficiency: Share  # attention core forward
     attention_bwd_efficiency: Share | None = None  # None: = fwd
     flash_attention: StrictBool  # fused attention kernels (no s^2 activations, causal half FLOPs)
