@@ -925,10 +925,18 @@ def test_estimate_carries_an_error_band_and_the_mfu_record(est_7b: dict[str, Any
 
 
 def test_a_stack_without_validation_says_so() -> None:
-    d = estimate("--model", "llama-2-7b", "--gpu", "trn2", "--gpus", "16", "--zero", "1")
+    d = estimate("--model", "llama-2-7b", "--gpu", "l40s", "--gpus", "8", "--zero", "3")
     assert d["confidence"]["validated"] is False
     assert d["confidence"]["band"] is None
     assert "unvalidated" in d["confidence"]["notes"][0]
+
+
+def test_trainium2_borrows_trn1_band_and_says_it_is_unvalidated() -> None:
+    """neuronx-2025 is fitted on Trn1 runs; a Trn2 estimate carries their band, labelled."""
+    c = estimate("--model", "llama-2-7b", "--gpu", "trn2", "--gpus", "16",
+                 "--zero", "1")["confidence"]
+    assert c["validated"] is False and c["band"] is not None
+    assert c["notes"][0].startswith("unvalidated on trn2") and "trn1" in c["notes"][0]
 
 
 def test_gaudi3_bands_come_from_its_runs_by_family() -> None:

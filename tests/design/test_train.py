@@ -168,7 +168,7 @@ def test_confidence_is_the_closest_validated_regimes_band(catalog: Catalog, llam
 
 
 def test_confidence_of_an_unvalidated_stack_says_so(catalog: Catalog) -> None:
-    job = job_for(catalog, catalog.model("llama-3-8b"), "trn2", 4096, 64)
+    job = job_for(catalog, catalog.model("llama-3-8b"), "l40s", 4096, 64)
     c = confidence(catalog, job, {"tp": 1, "pp": 1}, 8, 1.0)
     assert c["validated"] is False and c["band"] is None
     assert "unvalidated" in c["notes"][0]

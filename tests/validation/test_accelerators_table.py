@@ -161,6 +161,19 @@ def test_gaudi3_stack_is_fitted_on_one_lora_pair_and_holds_on_the_other_runs(acc
     assert mape(rest) <= 0.17
 
 
+def test_trn1_rows_fit_the_neuron_stack_on_three_nxd_runs_and_hold_on_the_rest(acc) -> None:  # type: ignore[no-untyped-def]
+    """AWS's Trn1 table, NeuronCore layouts written on chips (TP/2): the neuronx-2025 curve is
+    fitted on three NxD runs; the other layouts and the NeMo Megatron runs are held out."""
+    rows = [r for r in acc.rows if r.tag("gpu") == "trn1"]
+    assert {r.id for r in rows if r.set == "dev"} == {
+        "neuron_trn1_nxd_llama2-7b_nc-tp8_256", "neuron_trn1_nxd_llama2-13b_nc-tp8-pp8_512",
+        "neuron_trn1_nxd_llama3.1-8b_nc-tp32_512"}
+    held = [r for r in rows if r.set != "dev"]
+    assert len(held) >= 10 and any("nemo" in r.id for r in held)
+    assert all(abs(r.error) <= 0.25 for r in held), [(r.id, round(r.error, 3)) for r in held]
+    assert mape(held) <= 0.11
+
+
 V6E = "trillium_llama3.1-8b_bf16_8"
 
 

@@ -13,8 +13,8 @@ from clusterwright.validation.rows import TableResult, predict_each, read_csv
 from clusterwright.validation.training_table import train_rows
 
 # Accelerators the issue asks to validate (catalog ids); the table reports which have rows.
-ACCELERATORS = ("tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu-v7", "trn2", "trn3", "mi300x", "mi325x",
-                "mi355x", "gaudi3", "gh200", "gb300")
+ACCELERATORS = ("tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu-v7", "trn1", "trn2", "trn3", "mi300x",
+                "mi325x", "mi355x", "gaudi3", "gh200", "gb300")
 # Catalog variants of one of those parts (another memory build of the same chip): their rows
 # count for the part.
 VARIANT_OF = {"gh200-96gb": "gh200"}
