@@ -238,3 +238,32 @@ def test_xlsx_format_writes_the_workbook_beside_the_report(tmp_path: Path) -> No
                    "xlsx"))
     assert d["artifacts"]["report_xlsx"] == str(out / "report.xlsx")
     assert (out / "report.xlsx").is_file() and not (out / "report.html").exists()
+
+
+TRN1 = """\
+name: "trn1"
+workloads:
+  - kind: "training"
+    name: "tr"
+    model: "llama-2-7b"
+    tokens: 2.0e10
+    seq_len: 4096
+    gpus: 64
+constraints:
+  gpus: ["trn1"]
+  deployment: "cloud"
+fabric:
+  protocol: "ethernet"
+"""
+
+
+def test_a_trn1_cluster_is_wired_and_rented(tmp_path: Path) -> None:
+    """trn1.32xlarge's 100 Gb/s EFA ports get a 100G RoCE leaf (SN4600C), the chips a cloud
+    rate (no purchase price exists), and the step carries the Trn1 runs' band."""
+    out = tmp_path / "o"
+    d = json_ok(cw("plan", scenario(tmp_path, TRN1), "--out", str(out), "--json"))
+    assert d["feasible"] is True and (d["gpu"], d["nodes"]) == ("trn1", 4), d
+    bp = json.loads((out / "blueprint.json").read_text())
+    assert "sn4600c" in json.dumps(bp["fabric"])
+    assert "aws-trn1.32xlarge" in json.dumps(bp["recommendation"])
+    assert bp["workloads"][0]["confidence"]["band"] > 0
