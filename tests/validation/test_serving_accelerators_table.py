@@ -28,7 +28,7 @@ def test_every_row_is_held_out_and_predicted(tab) -> None:  # type: ignore[no-un
     for r in tab.rows:
         assert r.predicted > 0 and math.isfinite(r.predicted), r.id
     cov = coverage(tab)
-    assert cov["tpu-v6e"] >= 3 and cov["mi300x"] >= 3 and cov["gaudi3"] >= 3
+    assert cov["tpu-v6e"] >= 3 and cov["mi300x"] >= 3 and cov["gaudi3"] >= 3 and cov["trn1"] >= 3
 
 
 # Where each part stands, held so a change that moves it is seen (not targets: the engine
@@ -45,6 +45,12 @@ BOUNDS = {
     # on average once GEMMs run at the gaudi-2024 stack's fitted FP8 efficiency (14.8 % at
     # the generic prior's, which no Gaudi 3 row had checked).
     ("gaudi3", "output_throughput"): 0.11,
+    # Trn1 (Transformers NeuronX at batch 1, TP 32 NeuronCores = 16 chips; the vllm entry
+    # stands in): TPOT 32-38 % short on every row (the GPU engine's decode path on Neuron's
+    # collectives and HBM); TTFT 2.1-2.3x long for 128-token prompts (the GPU engine's
+    # per-request overheads), 27-43 % short for 2,048-token ones.
+    ("trn1", "tpot_ms"): 0.40,
+    ("trn1", "ttft_ms"): 0.75,
 }
 
 
