@@ -29,6 +29,7 @@ from pathlib import Path
 from clusterwright.catalog.registry import Catalog, load_catalog
 from clusterwright.plan.serving_deployment import Role, steady
 from clusterwright.plan.serving_engine import PRECISION_FORMATS, deployment, engine_of, layout
+from clusterwright.validation.accelerators_table import ACCELERATORS
 from clusterwright.validation.rows import (
     CsvRow,
     Row,
@@ -44,9 +45,6 @@ from clusterwright.validation.rows import (
 )
 
 FILE = "serving_accelerators.csv"
-# Accelerators of issue 22 this table looks for (catalog ids); it reports which have rows.
-ACCELERATORS = ("tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu-v7", "trn1", "trn2", "trn3", "mi300x",
-                "mi325x", "mi355x", "gaudi3", "gh200", "gb300")
 # Mode -> metric -> the unit it is predicted in (a time may be in another time unit).
 MODES: dict[str, dict[str, str]] = {
     "closed_loop": {"ttft_ms": "ms", "tpot_ms": "ms", "output_throughput": "tok/s"},
