@@ -301,3 +301,17 @@ def test_batch_waiting_holds_prompts_on_the_trtllm_path() -> None:
     assert r.exit_code == 2 and "TensorRT-LLM's" in r.output
     r = cw(*base[:6], *base[8:-2], "--batch-wait", "20:0.9")
     assert r.exit_code == 2 and "--batch-wait: only with --engine" in r.output
+
+
+def test_the_neuron_engine_on_trainium_and_not_on_a_gpu() -> None:
+    r = cw(*BASE, "--model", "llama-3.1-70b", "--gpu", "trn2", "--engine", "neuron@nxdi-2.21",
+           "--tp", "16", "--concurrency", "1", "--steady-only", "--json")
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["engine"] == "neuron" and d["gpus"] == 16
+    assert d["validation"]["validated"] is True and d["validation"]["gpu"] == "trn2"
+    bad = cw(*BASE, "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--engine", "neuron",
+             "--tp", "8", "--concurrency", "1", "--steady-only")
+    assert bad.exit_code == 2
+    assert "--engine" in bad.output and "runs on aws accelerators" in bad.output
+    assert "Traceback" not in bad.output

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from clusterwright.catalog.registry import Catalog, load_catalog
@@ -9,6 +11,7 @@ from clusterwright.catalog.schema import Dtype, ModelArch
 from clusterwright.design.train import net_for, server_for
 from clusterwright.errors import InputError
 from clusterwright.model.serving_step import (
+    Buckets,
     DeploymentStep,
     ServingParallel,
     kv_bytes_per_token,
@@ -190,3 +193,36 @@ def test_speculative_drafts_cost_layer_passes_and_a_wider_verification(cat: Cata
     assert big / plain_big > three / plain_small
     # The verification alone is step_s with 1 + k queries per sequence
     assert s.step_s(0, 8, 8 * 1500, queries=4.0) > plain_small
+
+
+# ---------------------------------------------------------------- static shapes (Neuron)
+
+
+def test_automatic_buckets_are_powers_of_two_up_to_the_longest_sequence() -> None:
+    b = Buckets.powers_of_two(1152)
+    assert b.prefill == b.decode == (128, 256, 512, 1024, 1152)
+    assert b.prompt(100) == 128 and b.prompt(1025) == 1152
+    assert b.context(1536) == 1536  # beyond the largest bucket: as long as it is
+
+
+def test_a_static_engine_computes_its_buckets_not_the_tokens(cat: Catalog) -> None:
+    """A 10,000-token prompt on buckets 8,192 / 12,288 costs what 12,288 tokens cost; a decode
+    step at 10,500 tokens of context attends the 12,800 bucket."""
+    s = step(cat, "llama-3.1-70b", "trn2", ServingParallel(tp=16), engine="neuron")
+    sb = replace(s, buckets=Buckets((8192, 12288), (8192, 12800)))
+    assert sb.step_s(10000, 0, 0) == pytest.approx(s.step_s(12288, 0, 0))
+    assert sb.step_s(0, 1, 10500) == pytest.approx(s.step_s(0, 1, 12800))
+    # Four prompts of 1,000 tokens pad one by one (to 8,192 each), not as 4,000 tokens.
+    assert sb.step_s(4000, 0, 0, 4 * 1000 * 1000 / 2) == pytest.approx(
+        s.step_s(4 * 8192, 0, 0, 4 * 8192 * 8192 / 2))
+
+
+def test_each_tp_rank_keeps_a_kv_head(cat: Catalog) -> None:
+    """Llama 3.1 70B's 8 KV heads on TP 16 Trn2 chips = 64 ranks (4 a chip at LNC=2): each rank
+    holds one head, so a chip reads 4 heads' KV, where a GPU of TP 16 reads one (8 heads over
+    16 GPUs, replicated to one each)."""
+    trn2 = step(cat, "llama-3.1-70b", "trn2", ServingParallel(tp=16), engine="neuron")
+    h100 = step(cat, "llama-3.1-70b", "h100-sxm", ServingParallel(tp=8))
+    per_token = kv_bytes_per_token(cat.model("llama-3.1-70b"), "bf16")
+    assert trn2._k["kv_bytes_read_per_token"] == pytest.approx(per_token * 4 / 8)  # type: ignore[attr-defined]
+    assert h100._k["kv_bytes_read_per_token"] == pytest.approx(per_token / 8)  # type: ignore[attr-defined]

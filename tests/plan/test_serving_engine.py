@@ -240,3 +240,32 @@ def test_other_silicon_runs_gemms_at_its_training_stacks_efficiency(cat: Catalog
     h = deployment(cat, arch, cat.gpu("h100-sxm"), eng, precision="fp8",
                    agg=Role(layout(arch, tp=1), 1))
     assert h.notes == ()
+
+
+def test_the_neuron_engine_runs_on_trainium_only_and_at_its_own_rate(cat: Catalog) -> None:
+    """AWS's engines were fitted on Trainium: no GEMM factor there, no deployment of them on
+    a GPU (exit 2 naming --engine), and a Trn2 estimate carries its measured regime."""
+    from clusterwright.catalog.schema import Dtype
+    from clusterwright.plan.serving_deployment import silicon_gemm
+
+    neuron = engine_of(cat, "neuron@nxdi-2.21")
+    assert neuron.id == "neuron" and neuron.static_buckets
+    assert silicon_gemm(cat, cat.gpu("trn2"), Dtype.bf16, neuron) == (1.0, "")
+    assert silicon_gemm(cat, cat.gpu("trn2"), Dtype.bf16)[0] != 1.0  # against NVIDIA's
+    arch = cat.model("llama-3.1-70b")
+    with pytest.raises(InputError, match="engine: neuron runs on aws accelerators") as exc:
+        deployment(cat, arch, cat.gpu("h100-sxm"), neuron, agg=Role(layout(arch, 8), 1))
+    assert exc.value.field == "engine"
+    dep = deployment(cat, arch, cat.gpu("trn2"), neuron, agg=Role(layout(arch, 16), 1))
+    assert dep.notes == ()
+    v = validation_regime(dep)
+    assert v["validated"] is True and v["gpu"] == "trn2"
+
+
+def test_int8_weights_are_weight_only(cat: Catalog) -> None:
+    arch = cat.model("llama-3-8b")
+    dep = deployment(cat, arch, cat.gpu("trn1"), engine_of(cat, "neuron"), "int8",
+                     agg=Role(layout(arch, 16), 1))
+    assert (dep.dense.name, dep.dense.compute.value, dep.dense.bytes_per_weight) == (
+        "int8_wo", "bf16", 1.0)
+    assert dep.kv_format == "bf16"

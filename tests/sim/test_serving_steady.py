@@ -425,3 +425,15 @@ def test_speculative_cost_applies_even_when_no_draft_is_accepted() -> None:
     factor = replace(base, spec_yield=1.0, spec_cost=1.5, spec_draft=3)
     assert _iteration(factor, 0, 8, 8000) == pytest.approx(plain * 1.5)
     assert _iteration(own, 512, 0, 0) == base.step.step_s(512, 0, 0)  # no decodes: no drafts
+
+
+def test_one_client_finds_its_rank_idle(cat: Catalog) -> None:
+    """A lone closed-loop client's prompt comes after its last request has left: it waits
+    for no iteration and its prefill carries no decode, so TTFT is the prompt's iteration
+    alone (with the engine's TTFT extras off); two clients share iterations and wait."""
+    p = agg_pool(cat, "llama-3.1-8b", "h100-sxm", "trtllm", 1, "bf16", 2048, 256)
+    one = aggregated(p, 1, 2048, 256)
+    assert one.queue_wait_s == 0.0
+    assert one.ttft_s == pytest.approx(p.step.step_s(2048, 0, 0, 2048 * 2048 / 2.0))
+    two = aggregated(p, 2, 2048, 256)
+    assert two.queue_wait_s > 0.0 and two.ttft_s > one.ttft_s

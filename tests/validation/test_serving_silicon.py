@@ -517,6 +517,8 @@ def test_engine_regimes_in_the_catalog_match_the_model(
     cat = load_catalog()
     now = mod.regimes(cat)
     for e in cat.all("serving_engines"):
+        if e.vendors:
+            continue  # fitted and scored on serving_accelerators.csv (its own test)
         stored = {(v.gpu, v.mode): (v.rows, v.ttft_mape, v.tpot_mape) for v in e.validated}
         fresh = {(v["gpu"], v["mode"]): (v["rows"], v["ttft_mape"], v["tpot_mape"])
                  for v in now.get(e.id, [])}

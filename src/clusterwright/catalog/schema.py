@@ -152,6 +152,10 @@ class Gpu(CatalogEntry):
     idle_power_source: StrictStr | None = None
     scale_up: ScaleUpLink
     pcie_gen: PositiveInt
+    # Tensor-parallel ranks one device holds where its engines shard over cores (a rank per
+    # logical NeuronCore on Trainium); each rank keeps at least one KV head, replicated when
+    # the ranks outnumber the KV heads
+    tp_ranks_per_device: PositiveInt = 1
     mig_profiles: list[MigProfile] = Field(default_factory=list)
     # Names other tools give this GPU's systems (NVIDIA AIConfigurator: h100_sxm, b200_sxm,
     # gb200, ...), so measurements that name a system resolve.

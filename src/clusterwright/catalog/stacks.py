@@ -238,8 +238,19 @@ class ServingEngine(CatalogEntry):
     kernels reach, constants shared across GPUs (the GPU enters through its datasheet), each
     fitted once by the script ``calibration`` names. Rates are fractions of the datasheet's."""
 
-    backend: Literal["trtllm", "vllm", "sglang"]
+    # "neuron": AWS's own engines on Trainium (Transformers NeuronX, NxD Inference; vLLM on
+    # Neuron hands its model to NxD Inference), compiled for static shapes
+    backend: Literal["trtllm", "vllm", "sglang", "neuron"]
     versions: list[StrictStr] = Field(min_length=1)  # version prefixes; "" matches any
+    # Vendors whose accelerators the engine runs on and was fitted on (GEMMs there run at the
+    # engine's own rate); empty: any, with NVIDIA's as the fitted rate
+    vendors: list[Literal["nvidia", "amd", "intel", "google", "aws"]] = Field(
+        default_factory=list)
+    # Static shapes: a prompt runs as the smallest context-encoding bucket that holds it,
+    # and a decode step attends the smallest token-generation bucket that holds its context
+    # (``model/serving_step.Buckets``); powers of two from 128 up to the longest sequence
+    # unless the deployment names its buckets
+    static_buckets: StrictBool = False
     # Scheduler
     max_num_batched_tokens: PositiveInt  # tokens one iteration may carry
     # The budget on GPUs with at least 160 GB (SGLang picks a larger chunk there); None: same
@@ -258,6 +269,9 @@ class ServingEngine(CatalogEntry):
     cuda_graph_max_batch: NonNegativeInt  # decode batches up to this replay a CUDA graph
     # Kernels
     decode_bandwidth_efficiency: Share
+    # The KV cache read by decode attention, of the HBM datasheet; None: as the weights
+    # (decode_bandwidth_efficiency)
+    kv_bandwidth_efficiency: Share | None = None
     # Routed experts' weights streamed by grouped GEMMs at small batches
     moe_bandwidth_efficiency: Share = 0.8
     gemm_efficiency: list[tuple[FiniteFloat, Share]] = Field(

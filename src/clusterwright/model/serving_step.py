@@ -181,6 +181,47 @@ def _attended(k: dict[str, float], p: float, d: float, kv_tokens: float,
     return pairs, kv
 
 
+@dataclass(frozen=True)
+class Buckets:
+    """The shapes a static-shape engine compiled (AWS Neuron: Transformers NeuronX, NxD
+    Inference): a prompt runs padded to the smallest ``prefill`` (context-encoding) bucket
+    that holds it, and a decode step attends the smallest ``decode`` (token-generation)
+    bucket that holds the sequence's context, masked beyond it. Tokens."""
+
+    prefill: tuple[int, ...]
+    decode: tuple[int, ...]
+
+    @staticmethod
+    def powers_of_two(max_len: int, start: int = 128) -> Buckets:
+        """The engines' automatic buckets: powers of two from ``start`` up to ``max_len``,
+        which is the last bucket even when not a power of two (NxD Inference feature guide,
+        "Automatic Bucketing"; Transformers NeuronX developer guide, "Token generation
+        buckets", whose default context buckets, half of these, give the same bucket to
+        every prompt of a power of two up to half the length)."""
+        sizes: list[int] = []
+        b = start
+        while b < max_len:
+            sizes.append(b)
+            b *= 2
+        sizes.append(max(int(max_len), 1))
+        return Buckets(tuple(sizes), tuple(sizes))
+
+    @staticmethod
+    def _pad(tokens: float, sizes: tuple[int, ...]) -> float:
+        for b in sizes:
+            if tokens <= b:
+                return float(b)
+        return float(tokens)  # longer than the largest bucket: as long as it is
+
+    def prompt(self, tokens: float) -> float:
+        """Tokens a prefill of ``tokens`` computes."""
+        return self._pad(tokens, self.prefill)
+
+    def context(self, tokens: float) -> float:
+        """Positions a decode step with ``tokens`` of context attends."""
+        return self._pad(tokens, self.decode)
+
+
 # All-reduce times tabulated per (network, TP): see ``DeploymentStep._allreduce``.
 _AR_TABLES: dict[tuple[str, int], dict[int, float]] = {}
 _AR_TABLES_MAX = 256
@@ -203,6 +244,8 @@ class DeploymentStep:
     # 1 on the GPUs the engine was calibrated on (``plan.serving_deployment.silicon_gemm``)
     gemm_factor: float = 1.0
     moe_gemm_factor: float = 1.0
+    # Compiled shapes of a static-shape engine (None: iterations run the shapes they carry)
+    buckets: Buckets | None = None
 
     def __post_init__(self) -> None:
         a, g, e, par = self.arch, self.gpu, self.engine, self.par
@@ -224,6 +267,8 @@ class DeploymentStep:
             "peak_moe": g.peak_tflops[self.moe_format.compute] * 1e12 * self.moe_gemm_factor,
             "peak16": _peak16(g) * 1e12,
             "hbm": g.memory_bandwidth_gbps * 1e9 * e.decode_bandwidth_efficiency,
+            "hbm_kv": g.memory_bandwidth_gbps * 1e9 * (
+                e.kv_bandwidth_efficiency or e.decode_bandwidth_efficiency),
             "hbm_moe": g.memory_bandwidth_gbps * 1e9 * e.moe_bandwidth_efficiency,
         }
         if a.is_moe:
@@ -241,7 +286,10 @@ class DeploymentStep:
             kv_shard = 1.0  # the latent is not split by heads: every TP rank holds it
         else:
             decode_qk, decode_v = dqk, dv
-            kv_shard = float(min(par.tp, a.n_kv_heads))
+            # Each TP rank keeps at least one KV head (replicated when the ranks outnumber
+            # the heads: NxD Inference's REPLICATE_TO_TP_DEGREE), and a device holds its ranks'
+            ranks = g.tp_ranks_per_device
+            kv_shard = float(min(par.tp * ranks, a.n_kv_heads)) / ranks
         # Banded layers (gpt-oss: every other layer, 128 tokens) attend and keep only their
         # window; the rest attend the whole context.
         banded = float(a.sliding_window_layers if a.sliding_window else 0) / L
@@ -273,13 +321,33 @@ class DeploymentStep:
         x = math.log10(max(flops_per_gemm, 1.0))
         return float(curve[0] * _interp(x, curve[1], curve[2]))
 
+    def _shapes(self, prefill_tokens: float, decode_seqs: float, kv_tokens: float,
+                prefill_pairs: float | None) -> tuple[float, float, float, float | None]:
+        """(prefill tokens, decode sequences, KV tokens read, prefill pairs) an iteration
+        computes: as given, or padded to the compiled buckets (each prompt to its context
+        bucket, attending it whole; each decode sequence's context to its bucket). Prompts of
+        one length L are told apart by their pairs, L^2 / 2 each (one prompt without them)."""
+        p, d, kv = float(prefill_tokens), float(decode_seqs), float(kv_tokens)
+        b = self.buckets
+        if b is None:
+            return p, d, kv, prefill_pairs
+        if p > 0:
+            length = 2.0 * prefill_pairs / p if prefill_pairs else p
+            prompts = p / length
+            padded = b.prompt(length)
+            p, prefill_pairs = prompts * padded, prompts * padded * padded / 2.0
+        if d > 0:
+            kv = d * b.context(kv / d)
+        return p, d, kv, prefill_pairs
+
     def step_s(self, prefill_tokens: float, decode_seqs: float, kv_tokens: float,
                prefill_pairs: float | None = None, queries: float = 1.0) -> float:
         """Seconds for one iteration of one data-parallel rank (0 with no work).
         ``queries``: tokens each decode sequence carries (1 + draft tokens when a
         speculative iteration verifies drafts; each reads the sequence's KV once more in
         the attention FLOPs, the KV bytes are read once)."""
-        p, d = float(prefill_tokens), float(decode_seqs)
+        p, d, kv_tokens, prefill_pairs = self._shapes(prefill_tokens, decode_seqs, kv_tokens,
+                                                      prefill_pairs)
         n = p + d * queries
         if n <= 0:
             return 0.0
@@ -310,7 +378,7 @@ class DeploymentStep:
         attn = ((k["prefill_attn_flops_per_pair"] * pairs
                  + k["decode_attn_flops_per_kv"] * kv * queries)
                 / (k["peak16"] * e.attention_efficiency)
-                + k["kv_bytes_read_per_token"] * kv / k["hbm"])
+                + k["kv_bytes_read_per_token"] * kv / k["hbm_kv"])
         comm = self._comm(n, layers, k)
         graph = p == 0 and d <= e.cuda_graph_max_batch
         fixed = (e.graph_step_overhead_s if graph else e.step_overhead_s) + (
@@ -344,7 +412,8 @@ class DeploymentStep:
         datasheet peaks and its bytes at the datasheet bandwidth, the same FLOPs and bytes
         ``step_s`` times at the engine's efficiencies. The busy fractions of the GPU's
         power model (``model/serving_power``) are these over the step time."""
-        p, d = float(prefill_tokens), float(decode_seqs)
+        p, d, kv_tokens, prefill_pairs = self._shapes(prefill_tokens, decode_seqs, kv_tokens,
+                                                      prefill_pairs)
         n = p + d
         if n <= 0:
             return 0.0, 0.0
@@ -424,5 +493,5 @@ def kv_bytes_per_token(arch: ModelArch, kv_format: str) -> float:
     return kv_cache_bytes_per_token(arch, "fp8" if kv_format == "fp8" else "bf16")
 
 
-__all__ = ["DeploymentStep", "ServingParallel", "WeightFormat", "kv_bytes_per_token",
+__all__ = ["Buckets", "DeploymentStep", "ServingParallel", "WeightFormat", "kv_bytes_per_token",
            "weight_format"]

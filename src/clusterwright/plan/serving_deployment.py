@@ -28,6 +28,7 @@ from clusterwright.model.memory import inference_memory
 from clusterwright.model.params import param_counts
 from clusterwright.model.serving_step import (
     ACT_BYTES,
+    Buckets,
     DeploymentStep,
     ServingParallel,
     WeightFormat,
@@ -79,6 +80,9 @@ class Deployment:
     # Cost None: the step model's (k passes of one decoder layer and the LM head, and the
     # verification's k extra tokens per sequence: DeploymentStep.speculative_extra_s)
     speculative: tuple[int, float, float | None] | None = None
+    # A static-shape engine's compiled buckets; None: its automatic ones for the lengths
+    # served (``Buckets.powers_of_two``), or no padding on an engine without static shapes
+    buckets: Buckets | None = None
 
     def spec_yield(self) -> float:
         """Expected tokens per sequence and decode iteration: 1 + a (1 - a^k) / (1 - a)
@@ -165,10 +169,13 @@ CALIBRATED_VENDOR = "nvidia"
 HOPPER_REFERENCE_GPU = "h100-sxm"
 
 
-def silicon_gemm(cat: Catalog, gpu: Gpu, compute: Dtype) -> tuple[float, str]:
-    """GEMM rate of ``gpu`` in ``compute`` relative to the serving engines' fitted one, and
-    the training stacks it comes from ('' on the calibrated vendor's GPUs, factor 1)."""
-    if gpu.vendor == CALIBRATED_VENDOR:
+def silicon_gemm(cat: Catalog, gpu: Gpu, compute: Dtype,
+                 engine: ServingEngine | None = None) -> tuple[float, str]:
+    """GEMM rate of ``gpu`` in ``compute`` relative to the serving engine's fitted one, and
+    the training stacks it comes from ('' on the vendor's accelerators it was fitted on,
+    factor 1: NVIDIA's unless the engine names its vendors)."""
+    fitted_on = engine.vendors if engine is not None and engine.vendors else [CALIBRATED_VENDOR]
+    if gpu.vendor in fitted_on:
         return 1.0, ""
     own, ref = cat.stack_for_gpu(gpu.id), cat.stack_for_gpu(HOPPER_REFERENCE_GPU)
     narrow = compute in (Dtype.fp8, Dtype.fp4)
@@ -183,8 +190,10 @@ def silicon_gemm(cat: Catalog, gpu: Gpu, compute: Dtype) -> tuple[float, str]:
 
 
 def step_model(cat: Catalog, dep: Deployment, par: ServingParallel,
-               field_prefix: str = "") -> DeploymentStep:
-    """The iteration-time model of one data-parallel rank of ``par``."""
+               field_prefix: str = "", max_len: int | None = None) -> DeploymentStep:
+    """The iteration-time model of one data-parallel rank of ``par``; ``max_len``: the
+    longest sequence served (tokens), which bounds a static-shape engine's automatic
+    buckets."""
     stack = cat.stack_for_gpu(dep.gpu.id)
     srv = server_for(cat, dep.gpu)
     net = net_for(cat, dep.gpu, stack, srv)
@@ -192,10 +201,14 @@ def step_model(cat: Catalog, dep: Deployment, par: ServingParallel,
         par.check(dep.arch, field_prefix)
     except InputError as exc:
         raise DeploymentError(str(exc), field=exc.field) from None
+    buckets = dep.buckets
+    if buckets is None and dep.engine.static_buckets:
+        buckets = Buckets.powers_of_two(max_len or dep.arch.max_seq_len)
     return DeploymentStep(dep.arch, dep.gpu, dep.engine, net, par, dep.dense, dep.moe,
                           kv_bytes_per_token(dep.arch, dep.kv_format),
-                          silicon_gemm(cat, dep.gpu, dep.dense.compute)[0],
-                          silicon_gemm(cat, dep.gpu, dep.moe.compute)[0])
+                          silicon_gemm(cat, dep.gpu, dep.dense.compute, dep.engine)[0],
+                          silicon_gemm(cat, dep.gpu, dep.moe.compute, dep.engine)[0],
+                          buckets if dep.engine.static_buckets else None)
 
 
 # A planner evaluating many deployments of one model, GPU, engine and formats passes a dict
@@ -214,7 +227,7 @@ def pool(cat: Catalog, dep: Deployment, par: ServingParallel, workers: int, isl:
     if cache is not None and key in cache:
         step, kv = cache[key]
     else:
-        step = step_model(cat, dep, par, field_prefix)
+        step = step_model(cat, dep, par, field_prefix, isl + osl)
         kv = kv_capacity(cat, dep, par, isl, osl)
         if cache is not None:
             cache[key] = (step, kv)

@@ -52,7 +52,7 @@ BLOCK = 16  # KV block of the event simulator, tokens
 # Quantization modes a --precision stands for on the engine path (NVFP4 for 4-bit floats,
 # as NVIDIA's checkpoints of these models ship).
 PRECISION_FORMATS = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "fp4": "nvfp4",
-                     "int4": "int4"}
+                     "int4": "int4", "int8": "int8_wo"}
 
 
 # ---------------------------------------------------------------------------- building
@@ -123,6 +123,9 @@ def deployment(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine,
     if precision not in PRECISION_FORMATS:
         raise InputError(f"precision: {precision!r} is not one of "
                          f"{', '.join(PRECISION_FORMATS)}", field="precision")
+    if engine.vendors and gpu.vendor not in engine.vendors:
+        raise InputError(f"engine: {engine.id} runs on {', '.join(engine.vendors)} "
+                         f"accelerators, not on {gpu.id} ({gpu.vendor})", field="engine")
     gq = gemm_quant or PRECISION_FORMATS[precision]
     dense = weight_format(gq, gpu, "gemm_quant")
     moe = weight_format(moe_quant or gq, gpu, "moe_quant")
@@ -137,7 +140,7 @@ def deployment(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine,
                              f"{SPEC_DRAFT_MAX}, an acceptance rate in [0, 1] and a cost factor "
                              f"in [1, {SPEC_COST_MAX:g}] (an iteration with drafts costs at "
                              "least a plain one)", field="speculative")
-    factor, stacks = silicon_gemm(cat, gpu, dense.compute)
+    factor, stacks = silicon_gemm(cat, gpu, dense.compute, engine)
     notes: tuple[str, ...] = ()
     if stacks:
         notes = (f"{engine.id}'s constants were fitted on NVIDIA GPUs: GEMMs on {gpu.id} run "

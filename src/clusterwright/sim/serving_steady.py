@@ -334,7 +334,11 @@ def _aggregated(pool: Pool, clients: float, isl: int, osl: int) -> SteadyState:
     waiting = n - admitted
     w_q = waiting / r if waiting > 0 else 0.0
     slot_wait = w_q * t_iter
-    queue_wait = (max(w_p - service, 0.0) + 0.5) * t_iter
+    # One client a rank: its prompt comes when its last request has left, to an idle rank
+    # (no iteration to wait out, none to share); more: it lands mid-iteration.
+    alone = n <= 1.0
+    queue_wait = 0.0 if alone else (max(w_p - service, 0.0) + 0.5) * t_iter
+    d_pre, kv_pre = (0, 0.0) if alone else (round(d), kv_dec)
     # Closed-loop clients with equal lengths arrive in clusters: requests admitted together
     # finish together and come back together. A prompt arrives with k - 1 others, k = 1 +
     # burst x (admitted - 1); the engine takes them as its budget allows (whole prompts
@@ -347,12 +351,12 @@ def _aggregated(pool: Pool, clients: float, isl: int, osl: int) -> SteadyState:
         k = max(k, batch_w)
     if pool.chunked:
         tokens = min(k * isl, cap)
-        t_b = pool.step.step_s(round(tokens), round(d), kv_dec, tokens * isl / 2.0)
+        t_b = pool.step.step_s(round(tokens), d_pre, kv_pre, tokens * isl / 2.0)
         prefill = max(1.0, (k + 1.0) / 2.0 * isl / cap) * t_b
     else:
         per_iter = max(1.0, math.floor(cap / isl))
         batch = min(k, per_iter)
-        t_b = pool.step.step_s(round(batch * isl), round(d), kv_dec, batch * isl * isl / 2.0)
+        t_b = pool.step.step_s(round(batch * isl), d_pre, kv_pre, batch * isl * isl / 2.0)
         prefill = (math.ceil(k / per_iter) + 1.0) / 2.0 * t_b
     # The first token reaches the client some iterations after its prefill (overlapped
     # scheduling returns a step's tokens one step late; detokenization and streaming), and

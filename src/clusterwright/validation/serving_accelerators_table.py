@@ -18,19 +18,30 @@ Modes (each row says which, and how the source measured it):
   ``output_len - 1`` decode steps at the steady state's TPOT.
 
 ``max_num_seqs`` and ``max_num_batched_tokens``, when a row gives them, are the engine flags the
-source ran with (they replace the engine entry's defaults for that row only).
+source ran with (they replace the engine entry's defaults for that row only). ``buckets``
+(optional), for a static-shape engine (AWS Neuron): the context-encoding and
+token-generation buckets the source compiled, ``prefill 2048/4096; decode 4096/8192``;
+empty: the engine's automatic ones for the row's lengths.
+
+AWS Neuron's engines (``neuron@tnx-*``, ``neuron@nxdi-*``) are fitted here, on the rows marked
+``dev`` (``scripts/calibrate_serving_accelerators.py``); every other row is held out.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from clusterwright.catalog.registry import Catalog, load_catalog
+from clusterwright.catalog.stacks import ServingEngine
+from clusterwright.model.serving_step import Buckets
 from clusterwright.plan.serving_deployment import Role, steady
 from clusterwright.plan.serving_engine import PRECISION_FORMATS, deployment, engine_of, layout
 from clusterwright.validation.accelerators_table import ACCELERATORS
 from clusterwright.validation.rows import (
+    BadRowError,
     CsvRow,
     Row,
     TableResult,
@@ -56,8 +67,34 @@ def _int(r: Mapping[str, str], col: str) -> int:
     return integer(r, col, low=1)
 
 
-def predict(cat: Catalog, r: Mapping[str, str]) -> tuple[float, str]:
-    """(predicted value in the row's unit, detail) for one row."""
+_BUCKETS = re.compile(r"^\s*prefill\s+([\d/ ]+);\s*decode\s+([\d/ ]+)\s*$")
+
+
+def buckets(r: Mapping[str, str]) -> Buckets | None:
+    """The row's ``buckets`` column (None when empty or absent); BadRowError naming the
+    column when it is not ``prefill A/B/...; decode C/D/...`` with ascending positive sizes."""
+    raw = (r.get("buckets") or "").strip()
+    if not raw:
+        return None
+    m = _BUCKETS.match(raw)
+    sizes: list[tuple[int, ...]] = []
+    if m:
+        for g in m.groups():
+            parts = [x.strip() for x in g.split("/")]
+            if not all(x.isdigit() and int(x) > 0 for x in parts):
+                break
+            sizes.append(tuple(int(x) for x in parts))
+    if len(sizes) != 2 or any(list(t) != sorted(set(t)) for t in sizes):
+        line = getattr(r, "line", "?")
+        raise BadRowError(f"{FILE} line {line}: buckets: {raw!r} is not 'prefill A/B/...; "
+                          "decode C/D/...' with ascending token counts", field="buckets")
+    return Buckets(sizes[0], sizes[1])
+
+
+def predict(cat: Catalog, r: Mapping[str, str],
+            engines: Mapping[str, ServingEngine] | None = None) -> tuple[float, str]:
+    """(predicted value in the row's unit, detail) for one row. ``engines``: catalog engine
+    entries by id to use in place of the catalog's (a calibration's trial values)."""
     mode = choice(r, "mode", MODES)
     metric = choice(r, "metric", MODES[mode])
     scale = unit_scale(r, MODES[mode][metric], metric,
@@ -75,10 +112,15 @@ def predict(cat: Catalog, r: Mapping[str, str]) -> tuple[float, str]:
     arch = cat.model(text(r, "model"))
     gpu = cat.gpu(text(r, "gpu"))
     engine = engine_of(cat, text(r, "engine"))
+    if engines and engine.id in engines:
+        engine = engines[engine.id]
     if flags:
         engine = engine.model_copy(update=flags)
+    compiled = buckets(r)
     dep = deployment(cat, arch, gpu, engine, precision=precision,
                      agg=Role(layout(arch, tp=tp), 1))
+    if compiled is not None:
+        dep = replace(dep, buckets=compiled)
     st, dep = steady(cat, dep, clients, isl, osl)
     detail = (f"{engine.id} tp{tp} {dep.dense.name} weights, {dep.kv_format} KV, "
               f"{clients} clients: TTFT {st.ttft_s * 1e3:.0f} ms, TPOT {st.tpot_s * 1e3:.1f} ms")
@@ -91,15 +133,17 @@ def predict(cat: Catalog, r: Mapping[str, str]) -> tuple[float, str]:
     return (st.ttft_s + (osl - 1) * st.tpot_s) / scale, detail + f"; TTFT + {osl - 1} x TPOT"
 
 
-def serving_accelerators_table(cat: Catalog | None = None,
-                               path: str | Path = FILE) -> TableResult:
+def serving_accelerators_table(cat: Catalog | None = None, path: str | Path = FILE,
+                               engines: Mapping[str, ServingEngine] | None = None
+                               ) -> TableResult:
     """Predict every row of ``validation/serving_accelerators.csv`` (``path``: another file in
-    its format). A row the model cannot predict (a model, accelerator or engine the catalog
-    lacks, a layout that does not fit) is not covered, with the reason."""
+    its format; ``engines``: as ``predict``'s). A row the model cannot predict (a model,
+    accelerator or engine the catalog lacks, a layout that does not fit) is not covered, with
+    the reason."""
     cat = cat or load_catalog(env={})
 
     def one(r: CsvRow, set_: str) -> list[Row]:
-        value, detail = predict(cat, r)
+        value, detail = predict(cat, r, engines)
         return [Row(
             id=r["id"], quantity=r["metric"], measured=number(r, "value", positive=True),
             predicted=value, unit=r["unit"], source=r["source"], set=set_, detail=detail,
