@@ -37,7 +37,7 @@ from clusterwright.validation.rows import Row
 from clusterwright.validation.serving_accelerators_table import serving_accelerators_table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from calibrate_serving_engines import FACTORS, PARAMS, write_regimes
+from calibrate_serving_engines import FACTORS, PARAMS, show_regimes
 
 BOUNDS = {n: (lo, hi) for n, lo, hi in PARAMS} | {"kv_bandwidth_efficiency": (0.02, 0.95)}
 # Transformers NeuronX's batch-1 rows: the decode step's weight stream, KV read, per-layer
@@ -111,16 +111,7 @@ def regimes(cat: Catalog) -> dict[str, list[dict[str, Any]]]:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "--regimes":
-        regs = regimes(load_catalog(env={}))
-        for eng, items in regs.items():
-            print(eng)
-            for i in items:
-                print(f"  {i}")
-        if "--write" in argv:
-            path = str(Path(__file__).resolve().parents[1] / "src" / "clusterwright"
-                       / "catalog" / "data" / "serving_engines.yaml")
-            write_regimes(path, regs)
-            print(f"written to {path}")
+        show_regimes(regimes(load_catalog(env={})), "--write" in argv)
         return 0
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("engine", help="engine id in serving_engines.yaml (neuron, ...)")

@@ -233,21 +233,24 @@ def write_regimes(path: str, regs: dict[str, list[dict[str, Any]]]) -> None:
         fh.write(text)
 
 
+def show_regimes(regs: dict[str, list[dict[str, Any]]], write: bool) -> None:
+    """Print ``regs`` and, with ``write``, write them into serving_engines.yaml."""
+    for eng, items in regs.items():
+        print(eng)
+        for i in items:
+            print(f"  {i}")
+    if write:
+        path = str(Path(__file__).resolve().parents[1] / "src" / "clusterwright"
+                   / "catalog" / "data" / "serving_engines.yaml")
+        write_regimes(path, regs)
+        print(f"written to {path}")
+
+
 def main(argv: list[str] | None = None) -> int:
     if argv is None:
         argv = sys.argv[1:]
     if argv and argv[0] == "--regimes":
-        cat = load_catalog()
-        regs = regimes(cat)
-        for eng, items in regs.items():
-            print(eng)
-            for i in items:
-                print(f"  {i}")
-        if "--write" in argv:
-            path = str(Path(__file__).resolve().parents[1] / "src" / "clusterwright"
-                       / "catalog" / "data" / "serving_engines.yaml")
-            write_regimes(path, regs)
-            print(f"written to {path}")
+        show_regimes(regimes(load_catalog()), "--write" in argv)
         return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("engine")

@@ -15,6 +15,7 @@ from clusterwright.validation.serving_accelerators_table import (
     coverage,
     serving_accelerators_table,
 )
+from tests import scripts
 from tests.validation import csvrows
 
 
@@ -76,16 +77,9 @@ def test_the_neuron_engine_fits_its_dev_rows_and_carries_to_the_rest(tab) -> Non
 
 def test_the_neuron_engines_validated_regimes_are_what_the_table_scores(tab) -> None:  # type: ignore[no-untyped-def]
     """``scripts/calibrate_serving_accelerators.py --regimes --write`` regenerates them."""
-    import importlib.util
-    import sys
-
-    path = Path(__file__).resolve().parents[2] / "scripts" / "calibrate_serving_accelerators.py"
-    spec = importlib.util.spec_from_file_location("calibrate_serving_accelerators", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
     from clusterwright.catalog.registry import load_catalog
+
+    mod = scripts.load("calibrate_serving_accelerators")
 
     cat = load_catalog(env={})
     fresh = mod.regimes(cat)

@@ -505,15 +505,9 @@ def test_engine_regimes_in_the_catalog_match_the_model(
     """Each engine's ``validated`` list is what the model scores now
     (``scripts/calibrate_serving_engines.py --regimes --write`` regenerates it)."""
     monkeypatch.setattr(ss, "serving_silicon", _shipped_once(shipped_result))
-    import importlib.util
-    import sys
+    from tests import scripts
 
-    path = Path(__file__).resolve().parents[2] / "scripts" / "calibrate_serving_engines.py"
-    spec = importlib.util.spec_from_file_location("calibrate_serving_engines", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
+    mod = scripts.load("calibrate_serving_engines")
     cat = load_catalog()
     now = mod.regimes(cat)
     for e in cat.all("serving_engines"):
