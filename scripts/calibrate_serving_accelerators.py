@@ -37,7 +37,7 @@ from clusterwright.validation.rows import Row
 from clusterwright.validation.serving_accelerators_table import serving_accelerators_table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from calibrate_serving_engines import FACTORS, PARAMS, show_regimes
+from calibrate_serving_engines import PARAMS, coordinate_descent, show_regimes
 
 BOUNDS = {n: (lo, hi) for n, lo, hi in PARAMS} | {"kv_bandwidth_efficiency": (0.02, 0.95)}
 # Transformers NeuronX's batch-1 rows: the decode step's weight stream, KV read, per-layer
@@ -69,25 +69,8 @@ def score(cat: Catalog, engine: ServingEngine) -> float:
 
 
 def fit(cat: Catalog, base: ServingEngine, names: list[str]) -> tuple[ServingEngine, float]:
-    cur = base.model_copy(update={n: min(BOUNDS[n][1], max(BOUNDS[n][0],
-                                                           float(getattr(base, n) or 0.0)))
-                                  for n in names})
-    best = score(cat, cur)
-    print(f"start: {best:.4f}", flush=True)
-    for rnd, factors in enumerate(FACTORS):
-        for name in names:
-            lo, hi = BOUNDS[name]
-            x0 = float(getattr(cur, name))
-            cands = {min(hi, max(lo, x0 * f)) for f in factors}
-            if x0 == 0.0:
-                cands |= {hi * 0.01, hi * 0.03, hi * 0.1}
-            for x in sorted(cands - {x0}):
-                trial = cur.model_copy(update={name: x})
-                s = score(cat, trial)
-                if s < best - 1e-6:
-                    best, cur = s, trial
-            print(f"round {rnd + 1} {name} = {getattr(cur, name):.6g}: {best:.4f}", flush=True)
-    return cur, best
+    return coordinate_descent(base, [(n, *BOUNDS[n]) for n in names],
+                              lambda e: score(cat, e))
 
 
 def regimes(cat: Catalog) -> dict[str, list[dict[str, Any]]]:

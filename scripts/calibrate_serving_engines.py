@@ -44,6 +44,7 @@ import statistics
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -146,15 +147,13 @@ def score(cat: Catalog, engine: ServingEngine, rows: list[Any]) -> float:
     return 0.5 * (capped(et) + capped(ep))
 
 
-def fit(cat: Catalog, base: ServingEngine, rows: list[Any],
-        names: set[str] | None = None) -> tuple[ServingEngine, float]:
-    """Coordinate descent over PARAMS (only ``names`` if given; the others keep the entry's
-    values)."""
-    params = [p for p in PARAMS if names is None or p[0] in names]
-    # Start inside the bounds.
-    cur = base.model_copy(update={n: min(hi, max(lo, float(getattr(base, n))))
+def coordinate_descent(base: ServingEngine, params: list[tuple[str, float, float]],
+                       score_of: Callable[[ServingEngine], float]) -> tuple[ServingEngine, float]:
+    """Minimise ``score_of`` over the constants ``params`` (name, lower, upper bound) of
+    ``base``, starting inside the bounds: multiplicative grids (FACTORS), three rounds."""
+    cur = base.model_copy(update={n: min(hi, max(lo, float(getattr(base, n) or 0.0)))
                                   for n, lo, hi in params})
-    best = score(cat, cur, rows)
+    best = score_of(cur)
     print(f"start: {best:.4f}", flush=True)
     for rnd, factors in enumerate(FACTORS):
         for name, lo, hi in params:
@@ -164,11 +163,19 @@ def fit(cat: Catalog, base: ServingEngine, rows: list[Any],
                 cands |= {hi * 0.01, hi * 0.03, hi * 0.1}
             for x in sorted(cands - {x0}):
                 trial = cur.model_copy(update={name: x})
-                s = score(cat, trial, rows)
+                s = score_of(trial)
                 if s < best - 1e-6:
                     best, cur = s, trial
             print(f"round {rnd + 1} {name} = {getattr(cur, name):.6g}: {best:.4f}", flush=True)
     return cur, best
+
+
+def fit(cat: Catalog, base: ServingEngine, rows: list[Any],
+        names: set[str] | None = None) -> tuple[ServingEngine, float]:
+    """Coordinate descent over PARAMS (only ``names`` if given; the others keep the entry's
+    values)."""
+    params = [p for p in PARAMS if names is None or p[0] in names]
+    return coordinate_descent(base, params, lambda e: score(cat, e, rows))
 
 
 def report(cat: Catalog, engine: ServingEngine, rows: list[Any], label: str) -> None:
