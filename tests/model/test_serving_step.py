@@ -226,3 +226,33 @@ def test_each_tp_rank_keeps_a_kv_head(cat: Catalog) -> None:
     per_token = kv_bytes_per_token(cat.model("llama-3.1-70b"), "bf16")
     assert trn2._k["kv_bytes_read_per_token"] == pytest.approx(per_token * 4 / 8)  # type: ignore[attr-defined]
     assert h100._k["kv_bytes_read_per_token"] == pytest.approx(per_token / 8)  # type: ignore[attr-defined]
+
+
+def test_an_engine_that_pads_heads_runs_any_tp_at_the_padded_count(cat: Catalog) -> None:
+    """Llama 2 13B's 40 heads on TP 16 Trn1 chips (32 NeuronCores): the Neuron engine pads
+    them to 64 (and its multi-head KV with them); a GPU engine refuses the layout."""
+    from clusterwright.model.serving_step import padded_heads, padding_params
+
+    arch, trn1 = cat.model("llama-2-13b"), cat.gpu("trn1")
+    neuron = cat.serving_engine("neuron")
+    assert padded_heads(arch, trn1, neuron, 16) == 64
+    assert padded_heads(arch, trn1, cat.serving_engine("vllm"), 16) == 40
+    # q and o projections for 24 more heads of 128: 2 x 5,120 x 3,072 a layer, 40 layers
+    assert padding_params(arch, 64) == pytest.approx(2 * 5120 * 24 * 128 * 40)
+    with pytest.raises(InputError, match="tp: 16 does not divide the 40 attention heads"):
+        ServingParallel(tp=16).check(arch)
+    ServingParallel(tp=16).check(arch, pads_heads=True)
+    s = step(cat, "llama-2-13b", "trn1", ServingParallel(tp=16), engine="neuron")
+    per_token = kv_bytes_per_token(arch, "bf16")
+    # 64 KV heads over 32 ranks: 2 a rank, 4 a chip, of the model's 40
+    assert s._k["kv_bytes_read_per_token"] == pytest.approx(per_token * 4 / 40)  # type: ignore[attr-defined]
+
+
+def test_a_static_engine_decodes_its_compiled_batch(cat: Catalog) -> None:
+    """A token-generation graph compiled for 8 runs 8 slots every step: one live sequence
+    costs what 8 at its context cost."""
+    s = step(cat, "llama-3.1-8b", "trn2", ServingParallel(tp=1), engine="neuron")
+    b = Buckets.powers_of_two(4096)
+    one = replace(s, buckets=b, static_batch=8).step_s(0, 1, 1500)
+    assert one == pytest.approx(replace(s, buckets=b).step_s(0, 8, 8 * 1500))
+    assert one > replace(s, buckets=b).step_s(0, 1, 1500)

@@ -251,6 +251,10 @@ class ServingEngine(CatalogEntry):
     # (``model/serving_step.Buckets``); powers of two from 128 up to the longest sequence
     # unless the deployment names its buckets
     static_buckets: StrictBool = False
+    # Attention heads padded up to a multiple of the TP ranks where the ranks do not divide
+    # them (NxD Inference pads query heads interleaved; the padded heads' projections and
+    # attention are computed), so any TP runs
+    pads_heads: StrictBool = False
     # Scheduler
     max_num_batched_tokens: PositiveInt  # tokens one iteration may carry
     # The budget on GPUs with at least 160 GB (SGLang picks a larger chunk there); None: same

@@ -155,12 +155,12 @@ def estimate_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str
             for flag, text in (("--prefill", prefill), ("--decode", decode)):
                 kv = parse_role(flag, text)
                 par = layout(arch, kv.get("tp") or 1, kv.get("pp") or 1, kv.get("adp") or 1,
-                             kv.get("moe_tp"), kv.get("moe_ep"), flag[2:] + ".")
+                             kv.get("moe_tp"), kv.get("moe_ep"), flag[2:] + ".", eng.pads_heads)
                 roles.append(Role(par, kv["workers"], kv.get("max_batch")))
             dep = deployment(cat, arch, g, eng, precision, gemm_quant, moe_quant,
                              prefill=roles[0], decode=roles[1], speculative=spec)
         else:
-            par = layout(arch, tp, pp, adp, moe_tp, moe_ep)
+            par = layout(arch, tp, pp, adp, moe_tp, moe_ep, pads_heads=eng.pads_heads)
             dep = deployment(cat, arch, g, eng, precision, gemm_quant, moe_quant,
                              agg=Role(par, replicas, max_batch), speculative=spec)
         w = workload(input_len, output_len, qps=qps, concurrency=concurrency,

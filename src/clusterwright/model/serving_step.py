@@ -128,15 +128,16 @@ class ServingParallel:
     def gpus(self) -> int:
         return self.tp * self.adp * self.pp
 
-    def check(self, arch: ModelArch, prefix: str = "") -> None:
+    def check(self, arch: ModelArch, prefix: str = "", pads_heads: bool = False) -> None:
         """InputError naming the field unless the layout runs ``arch``. Tensor parallelism may
         span NVLink domains (SGLang and TensorRT-LLM run TP 16-64 over several nodes); the
-        collectives then cross the network."""
+        collectives then cross the network. ``pads_heads``: the engine pads the attention
+        heads to a multiple of the TP ranks (``padded_heads``), so TP need not divide them."""
         for name in ("tp", "pp", "adp", "moe_tp", "moe_ep"):
             if getattr(self, name) < 1:
                 raise InputError(f"{prefix}{name}: must be a positive integer, got "
                                  f"{getattr(self, name)}", field=prefix + name)
-        if arch.heads % self.tp:
+        if arch.heads % self.tp and not pads_heads:
             raise InputError(f"{prefix}tp: {self.tp} does not divide the {arch.heads} "
                              f"attention heads of {arch.id}", field=prefix + "tp")
         if self.pp > arch.layers:
@@ -163,6 +164,25 @@ class ServingParallel:
         EPLB slots: DeepSeek's 256 experts on EP 48 run in 288 slots, 6 a GPU), so a GPU
         holds and streams that many."""
         return -(-arch.experts // self.moe_ep) if arch.is_moe else 0
+
+
+def padded_heads(arch: ModelArch, gpu: Gpu, engine: ServingEngine, tp: int) -> int:
+    """Attention (query) heads the engine computes on ``tp`` devices: the model's, or, on an
+    engine that pads them, the next multiple of its TP ranks (``tp_ranks_per_device`` a
+    device): Llama 2 13B's 40 heads on TP 32 NeuronCores run as 64."""
+    if not engine.pads_heads:
+        return arch.heads
+    ranks = tp * gpu.tp_ranks_per_device
+    return -(-arch.heads // ranks) * ranks
+
+
+def padding_params(arch: ModelArch, heads: int) -> float:
+    """Parameters the padded heads add to the query and output projections (all layers):
+    zeros an engine stores, streams and multiplies all the same."""
+    if heads <= arch.heads:
+        return 0.0
+    dqk, dv = attention_dims(arch)
+    return (heads / arch.heads - 1.0) * arch.hidden * (dqk + dv) * arch.layers
 
 
 # --------------------------------------------------------------------------- step
@@ -244,8 +264,11 @@ class DeploymentStep:
     # 1 on the GPUs the engine was calibrated on (``plan.serving_deployment.silicon_gemm``)
     gemm_factor: float = 1.0
     moe_gemm_factor: float = 1.0
-    # Compiled shapes of a static-shape engine (None: iterations run the shapes they carry)
+    # Compiled shapes of a static-shape engine (None: iterations run the shapes they carry):
+    # its buckets, and the batch its token-generation graph runs every step, padded slots
+    # included
     buckets: Buckets | None = None
+    static_batch: int | None = None
 
     def __post_init__(self) -> None:
         a, g, e, par = self.arch, self.gpu, self.engine, self.par
@@ -253,7 +276,9 @@ class DeploymentStep:
         L = float(a.layers)
         moe_layers = float(a.layers - a.dense_layers) if a.is_moe else 0.0
         stage = 1.0 / par.pp
-        dense_params = (c.attention + c.dense_mlp + c.shared_experts + c.router) * stage
+        heads = padded_heads(a, g, e, par.tp)
+        dense_params = (c.attention + padding_params(a, heads) + c.dense_mlp + c.shared_experts
+                        + c.router) * stage
         head = float(a.vocab * a.hidden)
         consts = {
             "stage_layers": L * stage,
@@ -277,6 +302,7 @@ class DeploymentStep:
             consts["expert_bytes"] = per_expert * self.moe_format.bytes_per_weight / par.moe_tp
             consts["local_experts"] = par.expert_slots(a)
         dqk, dv = attention_dims(a)
+        dqk, dv = dqk * heads // a.heads, dv * heads // a.heads
         if a.is_mla:
             assert a.kv_lora_rank is not None and a.qk_rope_head_dim is not None
             # Decode attends in the latent space (projections absorbed): per head the
@@ -287,9 +313,13 @@ class DeploymentStep:
         else:
             decode_qk, decode_v = dqk, dv
             # Each TP rank keeps at least one KV head (replicated when the ranks outnumber
-            # the heads: NxD Inference's REPLICATE_TO_TP_DEGREE), and a device holds its ranks'
+            # the heads: NxD Inference's REPLICATE_TO_TP_DEGREE), and a device holds its ranks'.
+            # Multi-head attention pads its KV heads with the query heads; grouped-query
+            # attention replicates its KV heads instead.
             ranks = g.tp_ranks_per_device
-            kv_shard = float(min(par.tp * ranks, a.n_kv_heads)) / ranks
+            kv_heads = heads if a.n_kv_heads == a.heads else a.n_kv_heads
+            kv_shard = (float(min(par.tp * ranks, kv_heads)) / ranks
+                        * a.n_kv_heads / kv_heads)
         # Banded layers (gpt-oss: every other layer, 128 tokens) attend and keep only their
         # window; the rest attend the whole context.
         banded = float(a.sliding_window_layers if a.sliding_window else 0) / L
@@ -325,12 +355,15 @@ class DeploymentStep:
                 prefill_pairs: float | None) -> tuple[float, float, float, float | None]:
         """(prefill tokens, decode sequences, KV tokens read, prefill pairs) an iteration
         computes: as given, or padded to the compiled buckets (each prompt to its context
-        bucket, attending it whole; each decode sequence's context to its bucket). Prompts of
+        bucket, attending it whole; each decode sequence's context to its bucket, and the
+        decode batch to the compiled one, its empty slots attending as the others). Prompts of
         one length L are told apart by their pairs, L^2 / 2 each (one prompt without them)."""
         p, d, kv = float(prefill_tokens), float(decode_seqs), float(kv_tokens)
         b = self.buckets
         if b is None:
             return p, d, kv, prefill_pairs
+        if d > 0 and self.static_batch and self.static_batch > d:
+            kv, d = kv * self.static_batch / d, float(self.static_batch)
         if p > 0:
             length = 2.0 * prefill_pairs / p if prefill_pairs else p
             prompts = p / length
@@ -493,5 +526,13 @@ def kv_bytes_per_token(arch: ModelArch, kv_format: str) -> float:
     return kv_cache_bytes_per_token(arch, "fp8" if kv_format == "fp8" else "bf16")
 
 
-__all__ = ["Buckets", "DeploymentStep", "ServingParallel", "WeightFormat", "kv_bytes_per_token",
-           "weight_format"]
+__all__ = [
+    "Buckets",
+    "DeploymentStep",
+    "ServingParallel",
+    "WeightFormat",
+    "kv_bytes_per_token",
+    "padded_heads",
+    "padding_params",
+    "weight_format",
+]

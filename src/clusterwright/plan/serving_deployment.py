@@ -33,6 +33,8 @@ from clusterwright.model.serving_step import (
     ServingParallel,
     WeightFormat,
     kv_bytes_per_token,
+    padded_heads,
+    padding_params,
 )
 from clusterwright.sim.serving_steady import (
     Pool,
@@ -124,7 +126,9 @@ def weight_bytes(dep: Deployment, par: ServingParallel) -> float:
     """Weights one GPU of ``par`` holds, bytes: its shard of the dense layers (16-bit
     embedding and head), its experts, its pipeline stage."""
     c = param_counts(dep.arch)
-    dense = c.attention + c.dense_mlp + c.shared_experts + c.router + c.norms
+    heads = padded_heads(dep.arch, dep.gpu, dep.engine, par.tp)
+    dense = (c.attention + padding_params(dep.arch, heads) + c.dense_mlp + c.shared_experts
+             + c.router + c.norms)
     w = (dense * dep.dense.bytes_per_weight + (c.embedding + c.output) * ACT_BYTES) / par.tp
     if dep.arch.is_moe:
         # Its expert slots (redundant copies where moe_ep does not divide the experts)
@@ -190,15 +194,16 @@ def silicon_gemm(cat: Catalog, gpu: Gpu, compute: Dtype,
 
 
 def step_model(cat: Catalog, dep: Deployment, par: ServingParallel,
-               field_prefix: str = "", max_len: int | None = None) -> DeploymentStep:
-    """The iteration-time model of one data-parallel rank of ``par``; ``max_len``: the
-    longest sequence served (tokens), which bounds a static-shape engine's automatic
-    buckets."""
+               field_prefix: str = "", max_len: int | None = None,
+               batch: int | None = None) -> DeploymentStep:
+    """The iteration-time model of one data-parallel rank of ``par``. For a static-shape
+    engine: ``max_len``, the longest sequence served (tokens), bounds its automatic buckets,
+    and ``batch`` is the compiled batch every decode step runs (default: the engine's)."""
     stack = cat.stack_for_gpu(dep.gpu.id)
     srv = server_for(cat, dep.gpu)
     net = net_for(cat, dep.gpu, stack, srv)
     try:
-        par.check(dep.arch, field_prefix)
+        par.check(dep.arch, field_prefix, dep.engine.pads_heads)
     except InputError as exc:
         raise DeploymentError(str(exc), field=exc.field) from None
     buckets = dep.buckets
@@ -208,12 +213,13 @@ def step_model(cat: Catalog, dep: Deployment, par: ServingParallel,
                           kv_bytes_per_token(dep.arch, dep.kv_format),
                           silicon_gemm(cat, dep.gpu, dep.dense.compute, dep.engine)[0],
                           silicon_gemm(cat, dep.gpu, dep.moe.compute, dep.engine)[0],
-                          buckets if dep.engine.static_buckets else None)
+                          buckets if dep.engine.static_buckets else None,
+                          (batch or dep.engine.max_batch) if dep.engine.static_buckets else None)
 
 
 # A planner evaluating many deployments of one model, GPU, engine and formats passes a dict
 # here: step models and KV capacities per (layout, lengths) are built once.
-PoolCache = dict[tuple[ServingParallel, int, int], tuple[DeploymentStep, float]]
+PoolCache = dict[tuple[ServingParallel, int, int, int | None], tuple[DeploymentStep, float]]
 
 
 def pool(cat: Catalog, dep: Deployment, par: ServingParallel, workers: int, isl: int,
@@ -223,11 +229,11 @@ def pool(cat: Catalog, dep: Deployment, par: ServingParallel, workers: int, isl:
     ``equal_lengths``: the clients send prompts of one length for outputs of one length (a
     closed-loop benchmark such as AIPerf with fixed lengths), which a prefill-priority engine
     keeps in lockstep; a client drawing lengths from a range does not."""
-    key = (par, isl, osl)
+    key = (par, isl, osl, max_batch)
     if cache is not None and key in cache:
         step, kv = cache[key]
     else:
-        step = step_model(cat, dep, par, field_prefix, isl + osl)
+        step = step_model(cat, dep, par, field_prefix, isl + osl, max_batch)
         kv = kv_capacity(cat, dep, par, isl, osl)
         if cache is not None:
             cache[key] = (step, kv)

@@ -73,7 +73,8 @@ def engine_of(cat: Catalog, spec: str) -> ServingEngine:
 
 
 def layout(arch: ModelArch, tp: int = 1, pp: int = 1, adp: int = 1, moe_tp: int | None = None,
-           moe_ep: int | None = None, prefix: str = "") -> ServingParallel:
+           moe_ep: int | None = None, prefix: str = "", pads_heads: bool = False
+           ) -> ServingParallel:
     """A role's layout. For a MoE model the MoE group spans the tp x adp GPUs of a stage:
     expert parallelism ``moe_ep`` (default all of them with attention DP, none without) and
     tensor parallelism over the rest."""
@@ -101,7 +102,7 @@ def layout(arch: ModelArch, tp: int = 1, pp: int = 1, adp: int = 1, moe_tp: int 
         raise InputError(f"{prefix}moe_tp: moe_tp x moe_ep = {moe_tp} x {moe_ep} must equal "
                          f"tp x adp = {group}", field=prefix + "moe_tp")
     par = ServingParallel(tp=tp, pp=pp, adp=adp, moe_tp=moe_tp, moe_ep=moe_ep)
-    par.check(arch, prefix)
+    par.check(arch, prefix, pads_heads)
     return par
 
 

@@ -118,7 +118,7 @@ def predict(cat: Catalog, r: Mapping[str, str],
         engine = engine.model_copy(update=flags)
     compiled = buckets(r)
     dep = deployment(cat, arch, gpu, engine, precision=precision,
-                     agg=Role(layout(arch, tp=tp), 1))
+                     agg=Role(layout(arch, tp=tp, pads_heads=engine.pads_heads), 1))
     if compiled is not None:
         dep = replace(dep, buckets=compiled)
     st, dep = steady(cat, dep, clients, isl, osl)
