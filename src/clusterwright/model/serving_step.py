@@ -24,7 +24,11 @@ so the step is one rank's step with the experts' work summed over ranks. Per GPU
   combine over the MoE group; launched from CUDA graphs, so without the eager launch floor;
 - fixed costs: per iteration (scheduling, sampling, launches: lower for a decode-only
   iteration replayed as a CUDA graph) and per layer (kernel gaps and barriers that do not
-  shrink with the shard).
+  shrink with the shard);
+- static shapes (AWS Neuron's engines): an iteration computes its compiled shapes, not the
+  tokens it carries: prompts padded to their bucket, decode contexts to theirs, the decode
+  batch to the compiled one (``Buckets``, ``DeploymentStep.static_batch``), and attention
+  heads padded to a multiple of the TP ranks (``padded_heads``).
 
 Times in seconds, sizes in bytes, rates in FLOP/s and bytes/s.
 """
