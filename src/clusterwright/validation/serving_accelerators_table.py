@@ -68,6 +68,9 @@ def _int(r: Mapping[str, str], col: str) -> int:
 
 
 _BUCKETS = re.compile(r"^\s*prefill\s+([\d/ ]+);\s*decode\s+([\d/ ]+)\s*$")
+# The longest bucket a row may name, tokens: far beyond any compiled context (16,384 in the
+# rows), short of a float's range.
+MAX_BUCKET = 10_000_000
 
 
 def buckets(r: Mapping[str, str]) -> Buckets | None:
@@ -81,13 +84,16 @@ def buckets(r: Mapping[str, str]) -> Buckets | None:
     if m:
         for g in m.groups():
             parts = [x.strip() for x in g.split("/")]
-            if not all(x.isdigit() and int(x) > 0 for x in parts):
+            if not all(x.isascii() and x.isdigit() and len(x) <= 8
+                       and 0 < int(x) <= MAX_BUCKET for x in parts):
                 break
             sizes.append(tuple(int(x) for x in parts))
     if len(sizes) != 2 or any(list(t) != sorted(set(t)) for t in sizes):
         line = getattr(r, "line", "?")
-        raise BadRowError(f"{FILE} line {line}: buckets: {raw!r} is not 'prefill A/B/...; "
-                          "decode C/D/...' with ascending token counts", field="buckets")
+        shown = raw if len(raw) <= 80 else raw[:77] + "..."
+        raise BadRowError(f"{FILE} line {line}: buckets: {shown!r} is not 'prefill A/B/...; "
+                          f"decode C/D/...' with ascending token counts of 1 to "
+                          f"{MAX_BUCKET:,}", field="buckets")
     return Buckets(sizes[0], sizes[1])
 
 
