@@ -4,11 +4,9 @@ and match the script)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import shlex
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from types import ModuleType
@@ -18,6 +16,7 @@ import typer
 from typer.testing import CliRunner
 
 from clusterwright.cli.main import app
+from tests import scripts
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "examples" / "netsim" / "README.md"
@@ -25,14 +24,7 @@ README = ROOT / "examples" / "netsim" / "README.md"
 
 @pytest.fixture(scope="module")
 def ne() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "netsim_experiments", ROOT / "scripts" / "netsim_experiments.py"
-    )
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses look their module up
-    spec.loader.exec_module(mod)
-    return mod
+    return scripts.load("netsim_experiments")
 
 
 def readme_commands() -> list[list[str]]:

@@ -3,25 +3,20 @@ the script after changing a field), and it names every section and field."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
 from clusterwright.spec import reference
+from tests import scripts
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
 def gen() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "gen_scenario_docs", ROOT / "scripts" / "gen_scenario_docs.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return scripts.load("gen_scenario_docs")
 
 
 def test_docs_scenario_md_is_not_stale(gen: ModuleType) -> None:

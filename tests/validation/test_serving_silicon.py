@@ -937,13 +937,9 @@ def test_mtp_rows_predict_a_shorter_tpot_than_the_same_run_without() -> None:
 
 
 def _recipes_script() -> Any:
-    import importlib.util
-    path = Path(__file__).resolve().parents[2] / "scripts" / "import_srt_slurm_recipes.py"
-    spec = importlib.util.spec_from_file_location("import_srt_slurm_recipes", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    from tests import scripts
+
+    return scripts.load("import_srt_slurm_recipes")
 
 
 def test_an_srt_slurm_variant_is_its_base_with_the_variant_s_values() -> None:

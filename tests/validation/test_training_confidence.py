@@ -3,23 +3,15 @@ and table: regenerate with `python scripts/training_confidence.py` after a chang
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
 from clusterwright.catalog.registry import Catalog
-from tests.conftest import ROOT
+from tests import scripts
 
 
 def _script() -> ModuleType:
-    path = ROOT / "scripts" / "training_confidence.py"
-    spec = importlib.util.spec_from_file_location("training_confidence", path)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["training_confidence"] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return scripts.load("training_confidence")
 
 
 def test_the_packaged_bands_are_those_of_the_current_model() -> None:
