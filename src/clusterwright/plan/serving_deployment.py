@@ -206,15 +206,14 @@ def step_model(cat: Catalog, dep: Deployment, par: ServingParallel,
         par.check(dep.arch, field_prefix, dep.engine.pads_heads)
     except InputError as exc:
         raise DeploymentError(str(exc), field=exc.field) from None
-    buckets = dep.buckets
-    if buckets is None and dep.engine.static_buckets:
-        buckets = Buckets.powers_of_two(max_len or dep.arch.max_seq_len)
+    static = dep.engine.static_buckets
+    buckets = (dep.buckets or Buckets.powers_of_two(max_len or dep.arch.max_seq_len)
+               if static else None)
     return DeploymentStep(dep.arch, dep.gpu, dep.engine, net, par, dep.dense, dep.moe,
                           kv_bytes_per_token(dep.arch, dep.kv_format),
                           silicon_gemm(cat, dep.gpu, dep.dense.compute, dep.engine)[0],
                           silicon_gemm(cat, dep.gpu, dep.moe.compute, dep.engine)[0],
-                          buckets if dep.engine.static_buckets else None,
-                          (batch or dep.engine.max_batch) if dep.engine.static_buckets else None)
+                          buckets, (batch or dep.engine.max_batch) if static else None)
 
 
 # A planner evaluating many deployments of one model, GPU, engine and formats passes a dict
