@@ -11,7 +11,8 @@ percentage error over the stack's development rows of validation/training.csv:
 - gemm_shift: the curve shifted along log10(FLOPs), i.e. how large a GEMM must be before it
   saturates the tensor cores (searched only with --only);
 - attention: the attention kernel's efficiency (forward; backward at 0.8 of it);
-- layer_launch_us, moe_layer_launch_us: the host floor of one layer's pass;
+- layer_launch_us, moe_layer_launch_us, moe_expert_launch_us: the host floor of one
+  layer's pass (an MoE layer's: a fixed part and a part per expert the GPU holds);
 - overlap_slowdown: compute lost per second of hidden communication;
 - zero3_busbw: the share of bus bandwidth the framework's ZeRO-3 collectives reach.
 
@@ -57,12 +58,22 @@ GRIDS: dict[str, tuple[float, ...]] = {
     "attention": (0.30, 0.35, 0.40, 0.45, 0.50, 0.55, 0.60, 0.65, 0.70),
     "layer_launch_us": (0.0, 100.0, 200.0, 400.0, 600.0, 800.0),
     "moe_layer_launch_us": (0.0, 250.0, 500.0, 1000.0, 1500.0, 2000.0, 3000.0),
+    # Per local expert: a cuBLAS launch per GEMM and the Python slicing and casts around it,
+    # tens of microseconds (TE issue #1499).
+    "moe_expert_launch_us": (0.0, 10.0, 20.0, 40.0, 60.0, 80.0, 120.0, 160.0, 240.0),
     "overlap_slowdown": (0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4),
     "zero3_busbw": (0.05, 0.075, 0.1, 0.125, 0.15, 0.2, 0.3, 0.5, 1.0),
     # Per-step host work outside the layers: data loader, gradient-norm and loss syncs,
     # logging (seconds lost each step whatever the model).
     "step_overhead_ms": (0.0, 10.0, 20.0, 40.0, 60.0, 80.0),
 }
+
+
+# Constants searched together, on the product of their grids: the two parts of an MoE
+# layer's host floor trade off inside one max() (a fixed part and a part per local expert),
+# so a search that moves one at a time stays where the fixed part alone binds.
+JOINT = {"moe_layer_launch_us": "moe_expert_launch_us"}
+PARTNER_OF = {v: k for k, v in JOINT.items()}
 
 
 def apply(base: Stack, p: dict[str, float]) -> Stack:
@@ -83,6 +94,8 @@ def apply(base: Stack, p: dict[str, float]) -> Stack:
         upd["layer_launch_s"] = p["layer_launch_us"] * 1e-6
     if "moe_layer_launch_us" in p:
         upd["moe_layer_launch_s"] = p["moe_layer_launch_us"] * 1e-6
+    if "moe_expert_launch_us" in p:
+        upd["moe_expert_launch_s"] = p["moe_expert_launch_us"] * 1e-6
     if "overlap_slowdown" in p:
         upd["overlap_slowdown"] = p["overlap_slowdown"]
     if "step_overhead_ms" in p:
@@ -116,7 +129,7 @@ def _names(cat: Catalog, base: Stack, dev: list[dict[str, str]]) -> list[str]:
         names.insert(1, "fp8_ratio")  # measured FP8-vs-BF16 pairs pin the FP8 kernels
     moe_models = {m.id for m in cat.all("models") if m.is_moe}
     if any(r["model"] in moe_models for r in dev):
-        names.append("moe_layer_launch_us")
+        names += ["moe_layer_launch_us", "moe_expert_launch_us"]
     if any(r.get("zero") == "3" for r in dev) and base.features.zero3_busbw_fraction < 1.0:
         names.append("zero3_busbw")
     return names
@@ -129,6 +142,7 @@ def _start(base: Stack) -> dict[str, float]:
         "attention": base.attention_efficiency,
         "layer_launch_us": base.layer_launch_s * 1e6,
         "moe_layer_launch_us": base.moe_layer_launch_s * 1e6,
+        "moe_expert_launch_us": base.moe_expert_launch_s * 1e6,
         "overlap_slowdown": base.overlap_slowdown,
         "zero3_busbw": base.features.zero3_busbw_fraction,
         "step_overhead_ms": base.step_overhead_s * 1e3,
@@ -136,10 +150,12 @@ def _start(base: Stack) -> dict[str, float]:
 
 
 def main(stack_ids: list[str], only: list[str] | None = None, metric: str | None = None,
-         shared: list[str] | None = None, data: str = "training.csv") -> None:
+         shared: list[str] | None = None, data: str = "training.csv"
+         ) -> dict[str, dict[str, float]]:
     """Fit ``stack_ids`` together: constants named in ``shared`` take one value for all
     (host-side costs of one software release on two GPUs), the rest one value per stack;
-    the objective is the MAPE over all their development rows."""
+    the objective is the MAPE over all their development rows. Returns the fitted
+    constants per stack (the script's grid units)."""
     cat = load_catalog(env={})
     bases = {sid: cat.stack(sid) for sid in stack_ids}
     rows = [r for r in read_csv(data) if r.get("stack") in bases]
@@ -170,12 +186,21 @@ def main(stack_ids: list[str], only: list[str] | None = None, metric: str | None
 
     best = score(p)
     print(f"{', '.join(stack_ids)}: {len(dev)} development rows, start MAPE {100 * best:.2f}%")
+    searched = set(coords)
     for rnd in range(3):
         for sid, name in coords:
-            for v in GRIDS[name]:
+            partner = JOINT.get(name)
+            if name in JOINT.values() and (sid, PARTNER_OF[name]) in searched:
+                continue  # searched with its partner
+            pairs = ([(v, w) for v in GRIDS[name] for w in GRIDS[partner]]
+                     if partner and (sid, partner) in searched else
+                     [(v, None) for v in GRIDS[name]])
+            for v, w in pairs:
                 q = {k: dict(d) for k, d in p.items()}
                 for target in (bases if sid == "*" else [sid]):
                     q[target][name] = v
+                    if partner and w is not None:
+                        q[target][partner] = w
                 sc = score(q)
                 if sc < best - 1e-9:
                     best, p = sc, q
@@ -203,9 +228,11 @@ def main(stack_ids: list[str], only: list[str] | None = None, metric: str | None
             print("    fp8_gemm_ratio:", round(st.fp8_gemm_ratio, 3))
         print(f"    attention_efficiency: {st.attention_efficiency:g}, attention_bwd_efficiency: "
               f"{st.attention_bwd_efficiency:g}, layer_launch_s: {st.layer_launch_s:g}, "
-              f"moe_layer_launch_s: {st.moe_layer_launch_s:g}, overlap_slowdown: "
+              f"moe_layer_launch_s: {st.moe_layer_launch_s:g}, moe_expert_launch_s: "
+              f"{st.moe_expert_launch_s:g}, overlap_slowdown: "
               f"{st.overlap_slowdown:g}, zero3_busbw_fraction: "
               f"{st.features.zero3_busbw_fraction:g}, step_overhead_s: {st.step_overhead_s:g}")
+    return p
 
 
 if __name__ == "__main__":

@@ -428,3 +428,29 @@ def test_fp8_gemm_speedup_scales_only_the_fp8_linear_gemms(catalog: Catalog) -> 
     assert fast.fwd < base.fwd
     b16, b16x = times(False, 1.0), times(False, 1.25)
     assert b16x.fwd == b16.fwd and b16x.bwd == b16.bwd
+
+
+def test_moe_layer_floor_grows_with_the_experts_each_gpu_holds(catalog: Catalog) -> None:
+    # Short sequences on a fast GPU: every MoE layer pass is host-bound, so the step's compute
+    # is the floor. With only the per-expert part, it scales with E / ep: eight times the
+    # experts per GPU, eight times the floor.
+    base = job_for(catalog, catalog.model("qwen3-30b-a3b"), "h100-sxm", 256, 64,
+                   stack_id="megatron-core-h100-2025")
+    per_expert = 1e-3
+    job = dataclasses.replace(base, stack=base.stack.model_copy(update={
+        "layer_launch_s": 0.0, "moe_layer_launch_s": 0.0, "moe_expert_launch_s": per_expert}))
+    bare = dataclasses.replace(base, stack=base.stack.model_copy(update={
+        "layer_launch_s": 0.0, "moe_layer_launch_s": 0.0, "moe_expert_launch_s": 0.0}))
+    #        tp pp dp cp ep mb  v  z rc sp
+    rows = [(1, 1, 8, 1, 1, 1, 1, 1, 0, 0), (1, 1, 8, 1, 8, 1, 1, 1, 0, 0)]
+    lay = _layouts(rows)
+    floored, free = estimate(job, lay), estimate(bare, lay)
+    m = micro_batches(job, lay)
+    moe_layers = float(base.arch.layers - base.arch.dense_layers)
+    for i, ep in enumerate((1, 8)):
+        local = base.arch.experts / ep
+        # forward at the floor, backward at twice it, every micro-batch and MoE layer
+        floor_s = 3.0 * per_expert * local * moe_layers * float(m[i])
+        assert floored.compute_s[i] >= floor_s * (1 - 1e-9)
+        assert floored.compute_s[i] <= floor_s + free.compute_s[i]
+    assert floored.compute_s[0] > 4.0 * floored.compute_s[1]

@@ -27,8 +27,10 @@ KNOWN_MISSES = {
     # MoE on the 2025 software: dispatch/combine overlap and kernels vary by model and release
     # more than one stack can follow (see stacks.yaml, megatron-core-h100-2025).
     "nemo_25_09_h100-sxm_deepseek-v3_fp8-cs_1024": "MoE: predicted 35 % faster",
-    "nemo_26_04_01_h100-sxm_qwen3-235b-a22b_fp8-cs_256": "MoE: predicted 20 % slower",
-    "nemo_26_04_01_h100-sxm_gpt-oss-120b_bf16_64": "GPT-OSS kernels: predicted 35 % faster",
+    # 16 experts per GPU: the MoE layer's per-expert host floor (stacks.yaml
+    # moe_expert_launch_s), which puts the H100 run of the same model within 1 %.
+    "nemo_26_04_01_b200_qwen3-235b-a22b_mxfp8_256": "MoE: predicted 18 % slower",
+    "nemo_26_04_01_h100-sxm_gpt-oss-120b_bf16_64": "GPT-OSS kernels: predicted 23 % faster",
     "nemo_26_04_01_b200_gpt-oss-120b_bf16_64": "GPT-OSS kernels: predicted 50 % faster",
     # Same model and GPU as nemo_25_02_b200_llama-3-8b_fp8_8 (within 1 %): the 25.11 release
     # is 18 % faster, which one stack for 25.02-26.08 cannot follow.

@@ -202,6 +202,12 @@ class Stack(CatalogEntry):
     # grouped GEMMs, dispatch). Seconds per layer per pass; 0 where CUDA graphs remove it.
     layer_launch_s: NonNegativeFloat = 0.0
     moe_layer_launch_s: NonNegativeFloat = 0.0
+    # What an MoE layer's floor adds per expert on the GPU: Transformer Engine's GroupedLinear
+    # runs one cuBLAS GEMM per local expert on several streams and allocates and casts each
+    # expert's slice from Python (TE PR #853; TE issue #1499: torch.split and 2 x num_gemms
+    # torch.empty under fused_multi_cast_transpose), so the host's share of the layer grows
+    # with the experts each GPU holds (E / ep). Seconds per local expert per pass.
+    moe_expert_launch_s: NonNegativeFloat = 0.0
     step_overhead_s: NonNegativeFloat = 0.0  # per step: data loading, logging, launch
     calibration: StrictStr
     serving: ServingEfficiency | None = None  # inference engine efficiencies, when calibrated

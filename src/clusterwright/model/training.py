@@ -319,7 +319,10 @@ def _step(job: Job, lay: Layouts, ops: Ops, mem: dict[str, Any] | None = None
     # --- one micro-batch on the busiest stage -----------------------------------------------
     n_moe_stage = Ls * mf
     # A layer's pass never takes less than launching its kernels (the stack's host floor).
-    lf_d, lf_m = st.layer_launch_s, st.layer_launch_s + st.moe_layer_launch_s
+    lf_d = st.layer_launch_s
+    # An MoE layer's floor: its fixed launches and syncs, and a GEMM group per local expert.
+    local_experts = float(a.experts) / e if a.is_moe else 0.0 * e
+    lf_m = st.layer_launch_s + st.moe_layer_launch_s + st.moe_expert_launch_s * local_experts
     rec = ops.where(full, full_frac, 1.0)
     d_fwd = ops.maximum(dense.fwd, lf_d)
     d_bwd = ops.maximum(dense.bwd + rec * dense.recompute, 2.0 * lf_d)
