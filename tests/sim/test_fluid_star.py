@@ -7,7 +7,7 @@ import pytest
 
 from clusterwright.model.congestion import Dcqcn
 from clusterwright.sim.fluid import FluidConfig, simulate_fluid
-from clusterwright.sim.fluid_star import _pace, _packet_marks, simulate_star
+from clusterwright.sim.fluid_star import _pace, _packet_marks, pause_gap, simulate_star
 from clusterwright.sim.incast import star, star_incast
 from tests.sim.fluid_helpers import GBPS, WIRE, assert_same_run
 
@@ -140,3 +140,28 @@ def test_packets_change_nothing_when_no_rate_moves(buffer_mb: int) -> None:
     assert a.end_s == pytest.approx(b.end_s, rel=1e-9)
     np.testing.assert_allclose(a.queue_mean_bytes, b.queue_mean_bytes, rtol=1e-9)
     np.testing.assert_allclose(a.pause_s, b.pause_s, rtol=1e-9, atol=1e-12)
+
+
+def test_a_pause_reaches_the_egress_one_queueing_delay_later() -> None:
+    # Steps 0-9 of history, queue of 2.5 steps of capacity: this step's departures arrived
+    # 2 steps ago; what was paused then has a gap now.
+    cdt = 1000.0
+    ring: list[np.ndarray | None] = [None] * 10
+    ring[5 % 10] = np.array([False, True])
+    assert pause_gap(ring, 7, 2500.0, cdt) is ring[5]
+    assert pause_gap(ring, 7, 500.0, cdt) is None  # arrived this step: nothing paused
+    assert pause_gap(ring, 1, 2500.0, cdt) is None  # before the run began
+    assert pause_gap(ring, 30, 25_000.0, cdt) is None  # older than the history kept
+
+
+def test_paused_senders_get_no_cnps_for_the_gap_their_pause_leaves(monkeypatch:
+                                                                    pytest.MonkeyPatch) -> None:
+    # 24 senders on a 4 MB buffer: PFC pauses them. Marking a paused flow's queued bytes,
+    # as service in proportion to the bytes queued would, gives more CNPs than the gaps its
+    # pauses leave in a FIFO allow.
+    kw = {"buffer_bytes": 4 * 2**20, "seed": 3}
+    fifo_gaps = star_incast(24, WIRE / 4, **kw)  # type: ignore[arg-type]
+    assert fifo_gaps.pause_s.sum() > 0
+    monkeypatch.setattr("clusterwright.sim.fluid_star.pause_gap", lambda *a: None)
+    no_gaps = star_incast(24, WIRE / 4, **kw)  # type: ignore[arg-type]
+    assert fifo_gaps.cnps < 0.95 * no_gaps.cnps

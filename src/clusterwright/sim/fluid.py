@@ -10,7 +10,14 @@ control and no queues; this one does not):
   where arrivals exceed capacity and drain downstream. A hop may be split over parallel
   links (spraying, plane shares) by weight.
 - **ECN.** Each switch egress marks departing packets with RED on its instantaneous queue
-  (Kmin, Kmax, Pmax), as the HPCC simulator's switches do (marking at dequeue).
+  (Kmin, Kmax, Pmax), as the HPCC simulator's switches do (marking at dequeue). Pause
+  gaps: a switch's egress is one FIFO, so while PFC holds a link paused, the flows on it
+  put nothing in the queues it feeds, and one queueing delay later none of their bytes
+  leave there: a flow gets no marks for the share of its departures that would have come
+  through a link paused ``queue / capacity`` steps earlier (``_gap_fraction``). Served in
+  proportion to the bytes queued, the fluid would go on marking them, every paused flow
+  would keep getting CNPs, and under sustained PFC the queue would drain where ns-3's stays
+  at the buffer's equilibrium.
 - **Congestion control** per flow (``FluidConfig.cc``):
 
   - ``dcqcn``: NVIDIA ConnectX's DCQCN reaction point, one automaton per flow (the HPCC ns-3
@@ -393,11 +400,74 @@ class _State:
         self.n_sending = 0
         self.ingress = np.flatnonzero(links.switch >= 0)
         self.pfc_floor = _pfc_floor(links, cfg.shared, self.ingress)
+        self._init_pause_gaps()
         work = len(ef) * max(1.0, 2 * ideal / dt)
         if work > MAX_WORK:
             raise ValueError(
                 f"the fluid run would take about {work / 5e7:,.0f} s ({len(ef):,} flow-link "
                 f"entries x {ideal / dt:,.0f} steps of {dt * 1e6:g} us); fewer flows or bytes")
+
+    def _init_pause_gaps(self) -> None:
+        """Pause gaps (``_gap_fraction``): for each marked entry, the entries of its flow's
+        previous hop (the links that feed it: their link and share), and a ring of the links
+        paused at each step, as long as a marking link's queue can be in steps."""
+        cfg, L = self.cfg, self.L
+        self.gap_on = bool(cfg.pfc and cfg.cc == "dcqcn" and len(self.mark_e))
+        self.gap_n = 1
+        self.last_pause_n = -(10**9)
+        if not self.gap_on:
+            return
+        me = self.mark_e
+        hop_start = np.searchsorted(self.hop, np.arange(self.n_h + 1))
+        rows, lks, ws = [], [], []
+        for i, e in enumerate(me.tolist()):
+            if self.first[e]:
+                continue
+            h = int(self.prev_hop[e])
+            for j in range(int(hop_start[h]), int(hop_start[h + 1])):
+                rows.append(i)
+                lks.append(int(self.el[j]))
+                ws.append(float(self.ew[j]))
+        self.gap_row = np.asarray(rows, dtype=np.int64)
+        self.gap_link = np.asarray(lks, dtype=np.int64)
+        self.gap_w = np.asarray(ws)
+        if cfg.shared is not None:
+            bound = float(cfg.shared.buffer_bytes.max(initial=0.0))
+        else:
+            bound = float(np.sum(np.where(np.isfinite(L.xoff), L.xoff, 0.0)))
+        cap = float(self.cap_dt[self.marking].min()) if len(self.marking) else 1.0
+        self.gap_n = int(bound / max(cap, 1e-300)) + 3
+        self.paused_at: list[np.ndarray | None] = [None] * self.gap_n
+        self.gap_mask = np.zeros(self.n_l, dtype=bool)
+
+    def _gap_fraction(self, queue: np.ndarray) -> np.ndarray:
+        """Per marked entry, the share of its departures this step that have a gap: bytes
+        that would have arrived, ``queue / capacity`` steps ago (first in, first out),
+        through a link PFC held paused then. Served in proportion to the bytes queued, the
+        fluid would go on marking a paused flow's queued bytes; on a switch's FIFO none of
+        them leave one queueing delay later, so no mark and no CNP reaches the flow (the
+        HPCC simulator's receiver returns a CNP only for a marked packet it gets)."""
+        me = self.mark_e
+        frac = np.zeros(len(me))
+        if not len(self.gap_row):
+            return frac
+        m = self.marking
+        k_e = (queue[m] / self.cap_dt[m]).astype(np.int64)[self.mark_local]
+        k_g = k_e[self.gap_row]
+        mask = self.gap_mask
+        for k in np.unique(k_g).tolist():
+            if k >= self.gap_n or self.n < k:
+                continue
+            idx = self.paused_at[(self.n - k) % self.gap_n]
+            if idx is None:
+                continue
+            mask[idx] = True
+            sel = (k_g == k) & mask[self.gap_link]
+            mask[idx] = False
+            if sel.any():
+                frac += np.bincount(self.gap_row[sel], weights=self.gap_w[sel],
+                                    minlength=len(me))
+        return np.minimum(frac, 1.0)
 
     # ------------------------------------------------------------------ stepping
     def finished(self) -> bool:
@@ -420,6 +490,11 @@ class _State:
         x = np.minimum(rate, (self.size - self.sent) * (1 / dt)) * self.ready_f
         if self.any_paused:
             x[self.paused[self.first_link]] = 0.0
+        if self.gap_on:
+            self.paused_at[self.n % self.gap_n] = (np.flatnonzero(self.paused)
+                                                  if self.any_paused else None)
+            if self.any_paused:
+                self.last_pause_n = self.n
         if self.paced:
             pace = np.full(len(self.g_ready), np.inf)
             np.minimum.at(pace, self.F.group, np.where(x > 0, x, np.inf))
@@ -469,6 +544,8 @@ class _State:
             p[queue[m] > self.kmax_m] = 1.0
             pe = p[self.mark_local]
             d_me = dep[me]
+            if self.gap_on and self.n - self.last_pause_n < self.gap_n:
+                d_me = d_me * (1.0 - self._gap_fraction(queue))
             # Marked packets of a flow in a step: Poisson with mean (its departures x p);
             # log P(none) = -that mean.
             mark_log = np.bincount(self.ef[me], weights=d_me * pe * (-1 / cfg.packet_bytes),

@@ -43,7 +43,13 @@ from clusterwright.sim.fluid import (
     FluidResult,
     _pfc_floor,
 )
-from clusterwright.sim.fluid_star import BLOCK, CCS, _sample, check_star
+from clusterwright.sim.fluid_star import (
+    BLOCK,
+    CCS,
+    _sample,
+    check_star,
+    pause_gap_steps,
+)
 
 add_reduce = np.add.reduce
 max_reduce = np.maximum.reduce
@@ -135,6 +141,16 @@ def simulate_star_seeds(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
     paused = np.zeros(shape, dtype=bool)
     any_paused = False
     paused_log: list[tuple[int, np.ndarray]] = []  # (step, paused) of every step with one
+    # Pause gaps (``fluid_star.pause_gap``): 1 - the pauses in force at each of the last
+    # gap_n steps, seeds x flows (a ring; ``gap_set``: slots holding a pause), and the last step
+    # with one.
+    gaps = pfc and dcqcn
+    gap_n = pause_gap_steps(links, sb, n, cdt) if gaps else 1
+    # (one slot more, never set: where a seed's departures have no history to look at)
+    gap_ring = np.ones((gap_n + 1, n_s, n)) if gaps else np.ones((1, 1, 1))
+    gap_set = [False] * (gap_n + 1)
+    last_pause = -gap_n
+    seed_idx = np.arange(n_s)
     cnps = [0] * n_s
     # Each step's queue, bytes sent and marking probability, per seed (summed at the end).
     log: list[tuple[list[float], list[float], list[float]]] = []
@@ -186,6 +202,15 @@ def simulate_star_seeds(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
             s_dt = add_reduce(sx, 1).tolist()
         else:
             sx, s_dt = xdt, s_rate
+        if gaps:
+            slot = step % gap_n
+            if any_paused:
+                np.logical_not(paused, out=gap_ring[slot], casting="unsafe")
+                gap_set[slot] = True
+                last_pause = step
+            elif gap_set[slot]:
+                gap_ring[slot] = 1.0
+                gap_set[slot] = False
         q += sx
         left -= sx
         # The egress: what it holds (h), its capacity shared in proportion to the bytes
@@ -211,6 +236,13 @@ def simulate_star_seeds(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
         if dcqcn and max(p) > 0.0:
             # One product for both: log P(no CNP) and the bytes kept.
             lam, q = q * np.array([per_q, keep])[:, :, None]
+            if gaps and step - last_pause < gap_n:
+                # Each seed's departures arrived queue / cdt steps ago (``pause_gap``).
+                slots = [(step - b) % gap_n if b < gap_n and b <= step and pp > 0.0
+                         else gap_n for b, pp in zip([int(x / cdt) for x in queue], p,
+                                                     strict=True)]
+                if any(gap_set[a] for a in slots):
+                    lam *= gap_ring[slots, seed_idx]
             hist[step % hist_n] = np.expm1(lam, out=lam)
         else:
             hist[step % hist_n] = None
@@ -280,10 +312,11 @@ def simulate_star_seeds(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
                         np.array(thr)[:, None])
                 else:
                     new = over >= np.array(thr)[:, None]
-            pause_moved = any_paused
+            new_any = bool(count_nonzero(new))
+            # What the senders send moves only if some flow paused or resumed.
+            pause_moved = (any_paused or new_any) and bool((new ^ paused).any())
             paused = new
-            any_paused = bool(count_nonzero(paused))
-            pause_moved = pause_moved or any_paused
+            any_paused = new_any
             if any_paused:
                 paused_log.append((step, paused))
         changed = pause_moved

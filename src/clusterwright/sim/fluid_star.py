@@ -42,6 +42,7 @@ from clusterwright.sim.fluid import (
     FluidFlows,
     FluidLinks,
     FluidResult,
+    SharedBuffer,
     _pfc_floor,
     fair_shares,
 )
@@ -176,6 +177,12 @@ def simulate_star(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
     hist_n = int(lag.max(initial=1)) + 2
     # log P(no CNP) per alpha interval of each flow's departures, by step (None: no mark).
     hist: list[np.ndarray | None] = [None] * hist_n
+    # Pause gaps (``pause_gap_steps``): the pauses in force, by step, for as many steps as
+    # the egress can hold bytes (None: nothing paused). The arrival order and the packet
+    # model serve first in, first out already.
+    gaps = pfc and dcqcn and not arrival and not packets
+    gap_n = pause_gap_steps(links, sb, n, cdt) if gaps else 1
+    paused_at: list[np.ndarray | None] = [None] * gap_n
     bits = np.random.PCG64(cfg.seed)  # default_rng(seed)'s generator, which can skip ahead
     rng = np.random.Generator(bits)
     # The uniforms simulate_fluid draws (k x n a step), BLOCK steps at a time, negated:
@@ -231,6 +238,9 @@ def simulate_star(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
                     sent_b += kk * s_rate
                     for s_ in range(step, step + min(kk, hist_n)):
                         hist[s_ % hist_n] = None
+                    if gaps:
+                        for s_ in range(step, step + min(kk, gap_n)):
+                            paused_at[s_ % gap_n] = None
                     if n_seen:
                         decay_due += kk
                     # Rate samples: no flow starts or stops sending in the stretch, no rate
@@ -257,6 +267,8 @@ def simulate_star(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
             s_dt = float(sx.sum())
         else:
             sx, s_dt = xdt, s_rate
+        if gaps:
+            paused_at[step % gap_n] = paused.copy() if any_paused else None
         # The egress: what it holds, its capacity shared FIFO.
         q += sx
         sent += sx
@@ -290,6 +302,10 @@ def simulate_star(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
                 # the departures, q f, times p / packet
                 lam = q * (f * p * log_per_byte) if not packets else \
                     _packet_marks(q * f, dep_pkts, pkt_b, p, k)
+                if gaps:
+                    gap = pause_gap(paused_at, step, queue, cdt)
+                    if gap is not None:
+                        lam = np.where(gap, 0.0, lam)
             elif packets:
                 dep_pkts += q * (f / pkt_b)
             q *= 1.0 - f
@@ -613,3 +629,31 @@ def _jump(q: np.ndarray, xdt: np.ndarray, qtot: float, s_rate: float, cdt: float
     tail = np.cumprod(c[::-1])[::-1]  # prod_{l >= j} c_l
     out: np.ndarray = q * tail[0] + xdt * float(tail.sum())
     return out
+
+
+def pause_gap_steps(links: FluidLinks, sb: SharedBuffer | None, n: int, cdt: float) -> int:
+    """Steps of pause history a single-bottleneck run keeps: the most bytes the egress can
+    hold (the shared buffer, or the senders' static XOFF thresholds), in steps of its
+    capacity, and a margin."""
+    if sb is not None:
+        bound = float(sb.buffer_bytes.max())
+    else:
+        bound = float(np.sum(np.where(np.isfinite(links.xoff[:n]), links.xoff[:n], 0.0)))
+    return int(bound / max(cdt, 1e-300)) + 3
+
+
+def pause_gap(paused_at: list[np.ndarray | None], step: int, queue: float,
+              cdt: float) -> np.ndarray | None:
+    """The flows whose departures from the egress have a gap this step: those paused when
+    the bytes now leaving arrived, ``queue / cdt`` steps ago (first in, first out), or None.
+
+    While PFC pauses a sender it puts nothing in the egress's FIFO, so one queueing delay
+    later none of its bytes leave and no ECN mark, hence no CNP, can reach it (the HPCC
+    simulator's receiver returns a CNP only for a marked packet it gets). Served in
+    proportion to the bytes queued, the fluid would go on marking its queued bytes; these
+    flows get no marks instead."""
+    k = int(queue / cdt)
+    if k >= len(paused_at) or step < k:
+        return None
+    return paused_at[(step - k) % len(paused_at)]
+
