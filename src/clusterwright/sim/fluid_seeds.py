@@ -236,7 +236,7 @@ def simulate_star_seeds(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
         if dcqcn and max(p) > 0.0:
             # One product for both: log P(no CNP) and the bytes kept.
             lam, q = q * np.array([per_q, keep])[:, :, None]
-            if gaps and step - last_pause < gap_n:
+            if gaps and step - last_pause <= max(queue) / cdt:
                 # Each seed's departures arrived queue / cdt steps ago (``pause_gap``).
                 slots = [(step - b) % gap_n if b < gap_n and b <= step and pp > 0.0
                          else gap_n for b, pp in zip([int(x / cdt) for x in queue], p,
@@ -415,7 +415,10 @@ def simulate_star_seeds(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
                 next_timer.flat[i] = m + timer_steps
                 min_timer = int(next_timer.min())
                 changed = True
-                check_at = min(check_at, step + 1)  # rates went up: bound it again
+                # Rates went up: bound those flows again (the others' bounds stand).
+                least_i = float(min_reduce(left.flat[i] / rate.flat[i], None,
+                                           initial=np.inf)) / dt
+                check_at = min(check_at, step + max(1, int(min(least_i, 1e9))))
         if changed:
             if pause_moved:
                 dt_send = np.where(paused, 0.0, dt_live) if any_paused else dt_live
