@@ -285,6 +285,17 @@ def fair_shares(links: FluidLinks, flows: FluidFlows, active: np.ndarray) -> np.
     return rate
 
 
+def pause_history_steps(links: FluidLinks, sb: SharedBuffer | None, cdt: float) -> int:
+    """Steps of pause history the pause gaps keep: the most bytes an egress can hold (a
+    shared buffer, or every static XOFF threshold together) in steps of ``cdt`` bytes (the
+    slowest marking egress's capacity a step), and a margin."""
+    if sb is not None:
+        bound = float(sb.buffer_bytes.max(initial=0.0))
+    else:
+        bound = float(np.sum(np.where(np.isfinite(links.xoff), links.xoff, 0.0)))
+    return int(bound / max(cdt, 1e-300)) + 3
+
+
 def simulate_fluid(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig | None = None
                    ) -> FluidResult:
     """Run the flows to completion (or ``cfg.until_s``) on the links (module docstring)."""
@@ -431,12 +442,7 @@ class _State:
         self.gap_row = np.asarray(rows, dtype=np.int64)
         self.gap_link = np.asarray(lks, dtype=np.int64)
         self.gap_w = np.asarray(ws)
-        if cfg.shared is not None:
-            bound = float(cfg.shared.buffer_bytes.max(initial=0.0))
-        else:
-            bound = float(np.sum(np.where(np.isfinite(L.xoff), L.xoff, 0.0)))
-        cap = float(self.cap_dt[self.marking].min()) if len(self.marking) else 1.0
-        self.gap_n = int(bound / max(cap, 1e-300)) + 3
+        self.gap_n = pause_history_steps(L, cfg.shared, float(self.cap_dt[self.marking].min()))
         self.paused_at: list[np.ndarray | None] = [None] * self.gap_n
         self.gap_mask = np.zeros(self.n_l, dtype=bool)
 

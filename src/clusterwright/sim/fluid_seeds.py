@@ -42,13 +42,13 @@ from clusterwright.sim.fluid import (
     FluidLinks,
     FluidResult,
     _pfc_floor,
+    pause_history_steps,
 )
 from clusterwright.sim.fluid_star import (
     BLOCK,
     CCS,
     _sample,
     check_star,
-    pause_gap_steps,
 )
 
 add_reduce = np.add.reduce
@@ -145,7 +145,7 @@ def simulate_star_seeds(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
     # gap_n steps, seeds x flows (a ring; ``gap_set``: slots holding a pause), and the last step
     # with one.
     gaps = pfc and dcqcn
-    gap_n = pause_gap_steps(links, sb, n, cdt) if gaps else 1
+    gap_n = pause_history_steps(links, sb, cdt) if gaps else 1
     # (one slot more, never set: where a seed's departures have no history to look at)
     gap_ring = np.ones((gap_n + 1, n_s, n)) if gaps else np.ones((1, 1, 1))
     gap_set = [False] * (gap_n + 1)

@@ -42,9 +42,9 @@ from clusterwright.sim.fluid import (
     FluidFlows,
     FluidLinks,
     FluidResult,
-    SharedBuffer,
     _pfc_floor,
     fair_shares,
+    pause_history_steps,
 )
 
 CCS: tuple[str, ...] = ("dcqcn", "none")
@@ -177,11 +177,11 @@ def simulate_star(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
     hist_n = int(lag.max(initial=1)) + 2
     # log P(no CNP) per alpha interval of each flow's departures, by step (None: no mark).
     hist: list[np.ndarray | None] = [None] * hist_n
-    # Pause gaps (``pause_gap_steps``): the pauses in force, by step, for as many steps as
+    # Pause gaps (``pause_gap``): the pauses in force, by step, for as many steps as
     # the egress can hold bytes (None: nothing paused). The arrival order and the packet
     # model serve first in, first out already.
     gaps = pfc and dcqcn and not arrival and not packets
-    gap_n = pause_gap_steps(links, sb, n, cdt) if gaps else 1
+    gap_n = pause_history_steps(links, sb, cdt) if gaps else 1
     paused_at: list[np.ndarray | None] = [None] * gap_n
     bits = np.random.PCG64(cfg.seed)  # default_rng(seed)'s generator, which can skip ahead
     rng = np.random.Generator(bits)
@@ -629,17 +629,6 @@ def _jump(q: np.ndarray, xdt: np.ndarray, qtot: float, s_rate: float, cdt: float
     tail = np.cumprod(c[::-1])[::-1]  # prod_{l >= j} c_l
     out: np.ndarray = q * tail[0] + xdt * float(tail.sum())
     return out
-
-
-def pause_gap_steps(links: FluidLinks, sb: SharedBuffer | None, n: int, cdt: float) -> int:
-    """Steps of pause history a single-bottleneck run keeps: the most bytes the egress can
-    hold (the shared buffer, or the senders' static XOFF thresholds), in steps of its
-    capacity, and a margin."""
-    if sb is not None:
-        bound = float(sb.buffer_bytes.max())
-    else:
-        bound = float(np.sum(np.where(np.isfinite(links.xoff[:n]), links.xoff[:n], 0.0)))
-    return int(bound / max(cdt, 1e-300)) + 3
 
 
 def pause_gap(paused_at: list[np.ndarray | None], step: int, queue: float,
