@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from clusterwright.model.congestion import Dcqcn
 from clusterwright.sim.fluid import FluidConfig, simulate_fluid
-from clusterwright.sim.fluid_seeds import simulate_star_seeds
+from clusterwright.sim import fluid_seeds
+from clusterwright.sim.fluid_seeds import _pairwise, simulate_star_seeds
 from clusterwright.sim.incast import star, star_incast, star_incast_seeds
 from tests.sim.fluid_helpers import GBPS, WIRE, assert_same_run
 
@@ -82,3 +84,33 @@ def test_each_seed_reproduces_senders_of_two_line_rates() -> None:
     for s, r in zip([1, 2], batch, strict=True):
         assert_same_run(r, simulate_fluid(links, flows, replace(cfg, seed=s)))
         assert len(r.rate_spread) > 10
+
+
+@pytest.mark.parametrize("n", [1, 7, 8, 9, 127, 128, 129, 300, 1000, 4099])
+def test_sums_are_numpys_pairwise_sums_bit_for_bit(n: int) -> None:
+    # Values over nine decades: a sum in another order differs in its last bits.
+    rng = np.random.default_rng(n)
+    a = rng.random(n) * 10.0 ** rng.uniform(-3, 6, n)
+    assert _pairwise(a, 0, n) == np.add.reduce(a)
+    assert _pairwise(a, 1, n - 1) == np.add.reduce(a[1:])
+
+
+def test_a_run_longer_than_the_logs_room_runs_again_with_more() -> None:
+    # expect_s says the run is 1 us: the first room (4x that, plus 1,024 steps) is too short
+    # for 16 x 1 MB at 1-us steps (some 1,400 steps); the rerun gives the general run's.
+    links, flows, buf = star(16, WIRE, GBPS)
+    cfg = FluidConfig(cc="dcqcn", dcqcn=Dcqcn.mellanox(GBPS), shared=buf, dt=1e-6,
+                      expect_s=1e-6)
+    (r,) = simulate_star_seeds(links, flows, cfg, [3])
+    assert r.steps > 1024 + 4
+    assert_same_run(r, simulate_fluid(links, flows, replace(cfg, seed=3)))
+
+
+def test_without_numba_each_seed_runs_in_the_numpy_kernel(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    assert fluid_seeds.COMPILED  # the dev extra installs numba: the tests above compiled
+    seeds = [2, 9]
+    compiled = star_incast_seeds(12, WIRE / 4, seeds)
+    monkeypatch.setattr(fluid_seeds, "COMPILED", False)
+    for a, b in zip(compiled, star_incast_seeds(12, WIRE / 4, seeds), strict=True):
+        assert_same_run(a, b)

@@ -1,33 +1,43 @@
-"""The single-bottleneck fluid run for several seeds at once: one step of every seed per numpy
-call.
+"""The single-bottleneck fluid run, compiled: one seed's whole run in one call of machine code.
 
-Same model, step and random streams as ``sim/fluid.py`` (``simulate_fluid``) and
+Same model, step and random stream as ``sim/fluid.py`` (``simulate_fluid``) and
 ``sim/fluid_star.py`` (``simulate_star`` with ``order="share"``, no packets): the flows each
 come in on a link of their own and share one egress that serves each flow in proportion to
 its bytes queued, marks ECN with RED at dequeue and pauses uplinks by PFC; every flow runs
 NVIDIA's DCQCN reaction point. ``tests/sim/test_fluid_seeds.py`` checks that each seed gives
 ``simulate_fluid``'s completion, queue, pauses and CNPs.
 
-Why: a step of the single-seed kernel is some 30 numpy calls of 1-2 us whatever the flow
-count, so an incast of 128 flows (2,800 steps of 4 us) costs 100-150 ms a seed. A
-validation runs several seeds of one scenario (``benchmarks/peer_ns3_dcqcn.py``: five).
-Here the state is an array of seeds x flows and the per-seed scalars (queue, FIFO share,
-marking probability, PFC threshold) short lists, so a numpy call does the work of all seeds:
-five seeds cost about twice one (what grows is the element work and the uniforms). Seeds
-step together; a seed that is done is left inert (its flows send nothing, its timers are
-off) and its result taken at its last step.
+Why compiled: a step of the numpy kernels is 30-80 numpy calls of 1-2 us each on arrays of a
+few hundred flows, so the interpreter, not the arithmetic, set the time: an incast of 128
+flows (2,712 steps of 4 us) cost 45-90 ms a seed even with five seeds sharing every call,
+at or under the 100x the packet-level simulator's speed issue 18 asks for. Here a step is a
+few loops over the flows: 2.3-4.5x faster than that kernel at 128-8 flows, paired in one
+process (docs/netsim.md). Compiled by numba (the ``fast`` extra) on the first call on a
+machine, 13-16 s on 2 cores, and cached on disk (``__pycache__`` beside this module, or
+``NUMBA_CACHE_DIR``), loaded in 0.2-0.3 s after that. Without numba, ``simulate_star`` runs
+each seed.
 
-Work skipped, as in ``simulate_star``: the CNP comparisons while no mark is on its way back
-(alpha's decay is then applied lazily as one power), the PFC thresholds while no flow's
-bytes can reach one, completion checks until some flow could have sent its last byte. Calls
-saved: alpha kept as the cut factor 1 - alpha / 2, a cut leaving the timer stage to the next
-increase, pause and resume in one comparison, samples, queues and pauses summed at the end.
+Same arithmetic as the numpy kernels, operation for operation: the sums over flows are numpy's
+pairwise summation (``_pairwise``, bit for bit ``np.add.reduce``), the uniforms the same
+``Generator(PCG64(seed))`` stream (numba runs numpy's generator: ``k x n`` a step, step j's
+at ``j k n``), so a pause decided to the last bit (every flow's bytes queued about equal
+at the shared-buffer threshold) is decided the same way. Left: libm's ``expm1`` where numpy
+has its own (one ulp apart in about one value in 10,000; a CNP draw would have to fall in
+that ulp). Work skipped as in ``simulate_star``: the PFC thresholds while no flow's bytes can
+reach one, completion checks until some flow could have sent its last byte, the draws'
+comparisons while no mark is on its way back (alpha's decay then applied lazily as one
+power). Not done, for numba's cache: a recursive function (the process that loads it from
+the cache crashes).
 Units: bytes, seconds, bytes/s.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from importlib.util import find_spec
+from typing import Any, TypeVar, cast
 
 import numpy as np
 from numpy.random import PCG64, Generator
@@ -44,18 +54,23 @@ from clusterwright.sim.fluid import (
     _pfc_floor,
     pause_history_steps,
 )
-from clusterwright.sim.fluid_star import (
-    BLOCK,
-    CCS,
-    _sample,
-    check_star,
-)
+from clusterwright.sim.fluid_star import CCS, _sample, check_star, simulate_star
 
-add_reduce = np.add.reduce
-max_reduce = np.maximum.reduce
-min_reduce = np.minimum.reduce
-count_nonzero = np.count_nonzero
+# Without numba (the ``fast`` extra) ``simulate_star`` runs each seed.
+COMPILED = find_spec("numba") is not None
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _compiled(f: F) -> F:
+    """``f`` compiled by numba and cached on disk (as itself without numba: never called)."""
+    if not COMPILED:
+        return f
+    from numba import njit
+
+    return cast(F, njit(cache=True)(f))
+
 BIG = int(np.iinfo(np.int64).max)
+PW_BLOCK = 128  # numpy's pairwise summation: blocks of up to 128 summed 8 ways
 
 
 def simulate_star_seeds(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
@@ -63,468 +78,543 @@ def simulate_star_seeds(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig,
     """Run ``flows`` (flow i: link i, then the last link) on ``links`` once per seed in
     ``seeds`` (``cfg.seed`` is ignored); the results in the order of ``seeds``, each what
     ``simulate_star(links, flows, cfg)`` gives for that seed, to rounding (module
-    docstring)."""
+    docstring). Without numba (the ``fast`` extra), ``simulate_star`` runs each seed."""
     check_star(links, flows, cfg)
-    n_s, n = len(seeds), len(flows)
-    if n_s == 0:
-        return []
-    rows = range(n_s)
+    if not COMPILED:
+        return [simulate_star(links, flows, replace(cfg, seed=s)) for s in seeds]
+    return [_run(links, flows, cfg, s) for s in seeds]
+
+
+def _run(links: FluidLinks, flows: FluidFlows, cfg: FluidConfig, seed: int) -> FluidResult:
+    n = len(flows)
     e = n
     dt = cfg.dt
     d = cfg.dcqcn
     dcqcn = cfg.cc == "dcqcn"
-    pfc = cfg.pfc
     cdt = float(links.cap[e]) * dt
     kmin, kmax, pmax = float(links.kmin[e]), float(links.kmax[e]), float(links.pmax[e])
-    slope = pmax / max(kmax - kmin, 1e-9)
-    size = np.tile(flows.size.astype(float), (n_s, 1))
-    line = np.tile(flows.line_rate.astype(float), (n_s, 1))
-    goal = size * (1 - 1e-9)
-    last_tol = 1e-9 * size
     sb = cfg.shared
-    pfc_floor = _pfc_floor(links, sb, np.arange(n))
     base = reserve = offset = k_thr = 0.0
     if sb is not None:
         sw = int(links.switch[0])
         base = float(sb.buffer_bytes[sw] - sb.headroom_bytes[sw]
                      - sb.ports[sw] * sb.reserve_bytes)
         reserve, offset, k_thr = sb.reserve_bytes, sb.resume_offset, 2.0 ** -sb.shift
-    xoff, xon = links.xoff[:n], links.xon[:n]
-    shape = (n_s, n)
-    # Reaction points, seeds x flows (``_CcState``); the schedule bounds over all seeds.
-    rate = line.copy()
-    target = line.copy()
-    half = np.full(shape, 0.5)  # 1 - alpha / 2, the factor of a cut
-    # The rate timer: when each flow's next increase is due, and its stage (increases since
-    # its last cut). A cut restarts the timer but leaves ``stage`` and ``ev_next`` (when the
-    # timer was due after the flow's last increase) alone: the flow had an increase since
-    # its last cut iff ev_next == next_timer, and its stage counts from 0 again at its next
-    # increase unless that increase is due at ev_next (one copy a cut fewer).
-    stage = np.zeros(shape, dtype=np.int64)
-    ev_next = np.full(shape, -1, dtype=np.int64)
-    seen = np.zeros(shape, dtype=bool)
-    all_seen = False
-    dec_flag = np.zeros(shape, dtype=bool)
-    flags_left = False
-    next_dec = np.zeros(shape, dtype=np.int64)
-    next_timer = np.full(shape, BIG)
-    min_dec = min_timer = BIG
-    k = max(1, round(dt / d.alpha_interval_s))
-    dec_steps = max(1, round(d.decrease_interval_s / dt))
-    timer_steps = max(1, round(d.increase_timer_s / dt))
-    decay = (1 - d.g) ** k
-    half_gain = (1 - (1 - d.g) ** np.arange(k + 1)) / 2
-    decay_due = 0  # steps of alpha decay not yet applied (the same for every seed)
-    gh_of = [_half_step(decay ** (i + 1), half_gain) for i in range(4)]
-    # log P(no CNP) in one alpha interval per marked byte departing.
-    log_per_byte = -1 / cfg.packet_bytes / k
-    # The network; per-seed scalars are lists (a few seeds: faster than numpy).
-    q = np.zeros(shape)  # bytes of each flow queued at the egress
-    qtot = [0.0] * n_s
-    # Bytes each flow has still to send (inf once it has sent them all: it is then never the
-    # next to finish) and, once it has, what it sent.
-    left = size.copy()
-    sent = np.zeros(shape)
-    dt_live = np.full(shape, dt)  # dt, 0 once a flow has sent its last byte
-    dt_send = dt_live  # and 0 while its uplink is paused
-    xdt = rate * dt_send  # bytes each flow sends a step
-    s_rate = add_reduce(xdt, 1).tolist()
-    sending = np.ones(shape, dtype=bool)
-    n_sending = [n] * n_s
-    waiting = np.zeros(shape, dtype=bool)  # sent every byte, not all delivered
-    done_at = np.full(shape, np.nan)
-    n_done = [0] * n_s
-    check_at = 0  # no flow of any seed can send its last byte before this step
-    n_wait = 0
-    g_keep = [1.0] * n_s  # each seed's egress keep factor since its last check
-    g_check = [0.0] * n_s
-    paused = np.zeros(shape, dtype=bool)
-    any_paused = False
-    paused_log: list[tuple[int, np.ndarray]] = []  # (step, paused) of every step with one
-    # Pause gaps (``fluid_star.pause_gap``): 1 - the pauses in force at each of the last
-    # gap_n steps, seeds x flows (a ring; ``gap_set``: slots holding a pause), and the last step
-    # with one.
-    gaps = pfc and dcqcn
-    gap_n = pause_history_steps(links, sb, cdt) if gaps else 1
-    # (one slot more, never set: where a seed's departures have no history to look at)
-    gap_ring = np.ones((gap_n + 1, n_s, n)) if gaps else np.ones((1, 1, 1))
-    gap_set = [False] * (gap_n + 1)
-    last_pause = -gap_n
-    seed_idx = np.arange(n_s)
-    cnps = [0] * n_s
-    # Each step's queue, bytes sent and marking probability, per seed (summed at the end).
-    log: list[tuple[list[float], list[float], list[float]]] = []
     rtt = flows.rtt
     cnp_lag = np.maximum(1, np.round(CNP_LAG * rtt / dt).astype(np.int64))
     if np.any(cnp_lag != cnp_lag[0]):
         raise ValueError("flows: a single-bottleneck run needs one round trip for all")
-    c_lag = int(cnp_lag[0])
-    hist_n = int(np.maximum(1, np.round(rtt / dt)).max(initial=1)) + 2
-    # expm1(log P(no CNP)) in one alpha interval for each flow's departures, by step (None:
-    # no seed marked).
-    hist: list[np.ndarray | None] = [None] * hist_n
-    # Each seed's uniforms (default_rng(seed)'s stream: k x n a step, simulate_fluid's
-    # draws), BLOCK steps at a time, negated: u < P(CNP) = -expm1(log P(none)) is
-    # expm1(log P(none)) < -u. nu[s, j]: the k x n of seed s, step j of the block.
-    bits = [PCG64(s) for s in seeds]
-    gens = [Generator(b) for b in bits]
-    drawn = [0] * n_s  # uniforms of each stream used or skipped
-    nu = np.zeros((n_s, BLOCK, k, n))
-    nu_block = -1
+    k = max(1, round(dt / d.alpha_interval_s))
+    decay = (1 - d.g) ** k
     ideal = cfg.expect_s if cfg.expect_s is not None else \
         float(flows.size.sum()) / float(links.cap.max()) + float(rtt.max(initial=0.0))
-    sample_every = max(1, round(SAMPLE_S / dt), int(ideal / dt / SAMPLES))
-    spread: list[list[float]] = [[] for _ in rows]
-    sample_t: list[list[float]] = [[] for _ in rows]
-    one_line = bool(flows.line_rate.min() == flows.line_rate.max()) if n else True
-    share_cap = float(links.cap[e])
-    fair = [np.zeros(n) for _ in rows]
-    fair_for = [-1] * n_s
-    # One line rate: each sample's rates, flows sending, counts and live seeds, turned into
-    # spreads at the end.
-    samples: list[tuple[float, np.ndarray, np.ndarray, list[int], list[bool]]] = []
-    sending_now = sending.copy()  # (a copy made when ``sending`` changes)
-    end_step = [0] * n_s  # the steps each seed ran
-    end_cnps = [0] * n_s
-    end_pause = [np.zeros(n) for _ in rows]
-    live = [True] * n_s  # seeds not done
-    n_live = n_s
+    gaps = cfg.pfc and dcqcn
+    fparams = np.array([
+        dt, cdt, kmin, kmax, pmax, pmax / max(kmax - kmin, 1e-9),
+        -1 / cfg.packet_bytes / k,  # log P(no CNP) in one alpha interval per marked byte
+        base, reserve, offset, k_thr, _pfc_floor(links, sb, np.arange(n)), decay,
+        d.min_rate, d.rate_ai, d.rate_hai])
+    iparams = np.array([
+        n, k, max(1, round(d.decrease_interval_s / dt)), max(1, round(d.increase_timer_s / dt)),
+        d.fast_recovery, int(cnp_lag[0]) if n else 1,
+        int(np.maximum(1, np.round(rtt / dt)).max(initial=1)) + 2,
+        pause_history_steps(links, cfg.shared, cdt) if gaps else 1,
+        max(1, round(SAMPLE_S / dt), int(ideal / dt / SAMPLES)),
+        int(dcqcn), int(cfg.pfc), int(sb is not None), int(d.clamp_target), MAX_STEPS,
+        # Room for the per-step logs: 4x the ideal run (an incast under DCQCN takes 1-2x),
+        # doubled and run again, the same draws, the rare time that is short.
+        min(MAX_STEPS, 4 * int(ideal / dt) + 1024)], dtype=np.int64)
+    half_gain = (1 - (1 - d.g) ** np.arange(k + 1)) / 2
+    xoff = np.ascontiguousarray(links.xoff[:n], dtype=float)
+    xon = np.ascontiguousarray(links.xon[:n], dtype=float)
+    size, line = flows.size.astype(float), flows.line_rate.astype(float)
+    while True:
+        cap = int(iparams[14])
+        cap_s = cap // int(iparams[8]) + 2
+        done_at, pauses = np.full(n, np.nan), np.zeros(n, dtype=np.int64)
+        queues, sends, probs = np.empty(cap), np.empty(cap), np.empty(cap)
+        s_t, s_rate = np.empty(cap_s), np.empty((cap_s, n))
+        s_on, s_done = np.empty((cap_s, n), dtype=bool), np.empty(cap_s, dtype=np.int64)
+        counts = np.zeros(3, dtype=np.int64)  # steps, CNPs, samples
+        status = _kernel(fparams, iparams, half_gain, size, line, xoff, xon, Generator(PCG64(seed)),
+                         done_at, pauses, queues, sends, probs, s_t, s_rate, s_on, s_done,
+                         counts)
+        if status != 2:
+            break
+        iparams[14] = min(MAX_STEPS, 2 * cap)
+    steps, cnps, n_s = (int(v) for v in counts)
+    queues, sends, probs = queues[:steps], sends[:steps], probs[:steps]
+    s_t, s_rate, s_on, s_done = s_t[:n_s], s_rate[:n_s], s_on[:n_s], s_done[:n_s]
+    if status:
+        raise ValueError(f"the fluid run needs more than {MAX_STEPS:,} steps of "
+                         f"{dt * 1e6:g} us; fewer bytes or a coarser step")
+    spread: list[float] = []
+    sample_t: list[float] = []
+    if len(s_t):
+        if bool(flows.line_rate.min() == flows.line_rate.max()):
+            _spreads(s_t, s_rate, s_on, float(flows.line_rate[0]), float(links.cap[e]),
+                     spread, sample_t)
+        else:
+            fair, fair_for = np.zeros(n), -1
+            line = flows.line_rate.astype(float)
+            for t, r, on, nd in zip(s_t.tolist(), s_rate, s_on, s_done.tolist(),
+                                    strict=True):
+                if on.any():
+                    fair, fair_for = _sample(links, flows, on, r, line, fair, fair_for, nd,
+                                             spread, False)
+                    sample_t.append(t)
+    q_mean = np.zeros(n + 1)
+    q_mean[e] = float(queues.sum()) / steps
+    q_mx = np.zeros(n + 1)
+    q_mx[e] = float(queues.max())
+    pause = np.zeros(n + 1)
+    pause[:n] = pauses * dt
+    sent_b = float(sends.sum())
+    return FluidResult(
+        end_s=float(np.max(done_at)) if n else 0.0, fct_s=done_at, start_s=np.zeros(n),
+        queue_mean_bytes=q_mean, queue_max_bytes=q_mx, pause_s=pause,
+        marked_fraction=float(np.add.reduce(sends * probs)) / sent_b if sent_b > 0 else 0.0,
+        cnps=int(cnps), rate_spread=np.asarray(spread), sample_times=np.asarray(sample_t),
+        steps=int(steps), dt=dt)
+
+
+def _spreads(ts: np.ndarray, rates: np.ndarray, on: np.ndarray, line: float, cap: float,
+             spread: list[float], sample_t: list[float]) -> None:
+    """``_sample`` for flows of one line rate, all samples at once: the sending flows share
+    the egress evenly (progressive filling on the star), none above the line rate."""
+    n_act = np.count_nonzero(on, axis=1)
+    ok = n_act > 0
+    hi = np.max(np.where(on, rates, -np.inf), axis=1)[ok]
+    lo = np.min(np.where(on, rates, np.inf), axis=1)[ok]
+    share = np.minimum(line, cap / n_act[ok])
+    spread.extend(np.maximum(hi / share - 1, 1 - lo / share).tolist())
+    sample_t.extend(ts[ok].tolist())
+
+
+@_compiled
+def _pairwise(a: np.ndarray, lo: int, n: int) -> float:  # pragma: no cover (compiled)
+    """numpy's pairwise sum of a[lo:lo + n] (``pairwise_sum_DOUBLE``), bit for bit: halves
+    (cut at a multiple of 8) until a part has at most 128 values, each part summed 8 ways,
+    the parts added left + right. Without recursion: numba's cache cannot reload a recursive
+    function (it crashes the process)."""
+    if n <= PW_BLOCK:
+        return _block_sum(a, lo, n)
+    # The halving tree walked in post-order: a stack of parts (start, length, children
+    # visited) and one of the sums made.
+    p_lo = np.empty(64, np.int64)
+    p_n = np.empty(64, np.int64)
+    p_seen = np.empty(64, np.int64)
+    sums = np.empty(64)
+    top, n_sums = 0, 0
+    p_lo[0], p_n[0], p_seen[0] = lo, n, 0
+    while top >= 0:
+        start, size = p_lo[top], p_n[top]
+        if size <= PW_BLOCK:
+            sums[n_sums] = _block_sum(a, start, size)
+            n_sums += 1
+            top -= 1
+        elif p_seen[top] == 2:
+            sums[n_sums - 2] = sums[n_sums - 2] + sums[n_sums - 1]
+            n_sums -= 1
+            top -= 1
+        else:
+            half = size // 2
+            half -= half % 8
+            right = p_seen[top] == 1
+            p_seen[top] += 1
+            top += 1
+            p_lo[top] = start + half if right else start
+            p_n[top] = size - half if right else half
+            p_seen[top] = 0
+    return float(sums[0])
+
+
+@_compiled
+def _block_sum(a: np.ndarray, lo: int, n: int) -> float:  # pragma: no cover (compiled)
+    """numpy's sum of a part of at most 128 values: in order under 8, else 8 running sums
+    added as a tree, then the rest in order."""
+    if n < 8:
+        res = 0.0
+        for i in range(lo, lo + n):
+            res += a[i]
+        return res
+    r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
+    r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
+    i = lo + 8
+    end8 = lo + n - n % 8
+    while i < end8:
+        r0 += a[i]
+        r1 += a[i + 1]
+        r2 += a[i + 2]
+        r3 += a[i + 3]
+        r4 += a[i + 4]
+        r5 += a[i + 5]
+        r6 += a[i + 6]
+        r7 += a[i + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < lo + n:
+        res += a[i]
+        i += 1
+    return float(res)
+
+
+@_compiled
+def _kernel(fp: np.ndarray, ip: np.ndarray, half_gain: np.ndarray, size: np.ndarray,
+            line: np.ndarray, xoff: np.ndarray, xon: np.ndarray, gen: Generator,
+            done_at: np.ndarray, pauses: np.ndarray, queues: np.ndarray, sends: np.ndarray,
+            probs: np.ndarray, s_t: np.ndarray, s_rate_log: np.ndarray, s_on: np.ndarray,
+            s_done: np.ndarray, counts: np.ndarray) -> int:  # pragma: no cover (compiled)
+    """One seed's run (``_run`` packs the parameters and makes the outputs): each flow's
+    completion and steps paused, each step's queue, bytes sent and marking probability, the
+    rate samples (time, rates, flows sending, flows done) and the counts (steps, CNPs,
+    samples), in place; the status: 0 done, 1 more than max_steps steps, 2 more steps than
+    the logs have room for (cap_steps)."""
+    dt, cdt, kmin, kmax, pmax, slope = fp[0], fp[1], fp[2], fp[3], fp[4], fp[5]
+    log_per_byte, base, reserve, offset, k_thr, pfc_floor = fp[6], fp[7], fp[8], fp[9], \
+        fp[10], fp[11]
+    decay, min_rate, rate_ai, rate_hai = fp[12], fp[13], fp[14], fp[15]
+    n, k, dec_steps, timer_steps, fast_recovery, c_lag = ip[0], ip[1], ip[2], ip[3], \
+        ip[4], ip[5]
+    hist_n, gap_n, sample_every, dcqcn, pfc, shared = ip[6], ip[7], ip[8], ip[9] != 0, \
+        ip[10] != 0, ip[11] != 0
+    clamp, max_steps, cap_steps = ip[12] != 0, ip[13], ip[14]
+    gaps = pfc and dcqcn
+    kn = k * n
+    goal = size * (1 - 1e-9)
+    last_tol = 1e-9 * size
+    # Reaction points (``_CcState``): the rate, target, 1 - alpha / 2 (the factor of a cut);
+    # the rate timer (next increase due, its stage, when it was due after the last increase:
+    # an increase came since the last cut iff ev_next == next_timer); the decrease timer.
+    rate = line.copy()
+    target = line.copy()
+    half = np.full(n, 0.5)
+    stage = np.zeros(n, np.int64)
+    ev_next = np.full(n, -1, np.int64)
+    seen = np.zeros(n, np.bool_)
+    all_seen = False
+    n_seen = 0
+    dec_flag = np.zeros(n, np.bool_)
+    flags_left = False
+    next_dec = np.zeros(n, np.int64)
+    next_timer = np.full(n, BIG, np.int64)
+    min_dec = BIG
+    min_timer = BIG
+    decay_due = 0
+    # The network.
+    q = np.zeros(n)
+    qtot = 0.0
+    left = size.copy()
+    sent = np.zeros(n)
+    dt_live = np.full(n, dt)
+    dt_send = np.full(n, dt)
+    xdt = rate * dt_send
+    s_rate = _pairwise(xdt, 0, n)
+    sending = np.ones(n, np.bool_)
+    waiting = np.zeros(n, np.bool_)
+    n_done = 0
+    n_wait = 0
+    check_at = 0
+    g_keep = 1.0
+    g_check = 0.0
+    paused = np.zeros(n, np.bool_)
+    new = np.zeros(n, np.bool_)
+    any_paused = False
+    gap_ring = np.ones((gap_n + 1, n))
+    gap_set = np.zeros(gap_n + 1, np.bool_)
+    last_pause = -gap_n
+    hist = np.zeros((hist_n, n))
+    hist_on = np.zeros(hist_n, np.bool_)
+    sx = np.empty(n)
+    over = np.empty(n)
+    u = np.empty(kn)
+    nflag = np.zeros(n, np.int64)
+    gh = np.empty(k + 1)
+    cnps = 0
+    n_samples = 0
     step = 0
     t = 0.0
-    while n_live:
-        if step >= MAX_STEPS:
-            raise ValueError(f"the fluid run needs more than {MAX_STEPS:,} steps of "
-                             f"{dt * 1e6:g} us; fewer bytes or a coarser step")
+    drawn = 0  # uniforms of the stream used or skipped
+    while n_done < n:
+        if step >= max_steps:
+            return 1
+        if step >= cap_steps:
+            return 2
         # Senders at their rates, unless one may send its last bytes.
         exact = step + 1 >= check_at
         if exact:
-            sx = np.minimum(xdt, left)
-            s_dt = add_reduce(sx, 1).tolist()
+            for i in range(n):
+                sx[i] = min(xdt[i], left[i])
+            s_dt = _pairwise(sx, 0, n)
         else:
-            sx, s_dt = xdt, s_rate
+            sx[:] = xdt
+            s_dt = s_rate
         if gaps:
             slot = step % gap_n
             if any_paused:
-                np.logical_not(paused, out=gap_ring[slot], casting="unsafe")
+                for i in range(n):
+                    gap_ring[slot, i] = 0.0 if paused[i] else 1.0
                 gap_set[slot] = True
                 last_pause = step
             elif gap_set[slot]:
-                gap_ring[slot] = 1.0
+                gap_ring[slot, :] = 1.0
                 gap_set[slot] = False
-        q += sx
-        left -= sx
+        for i in range(n):
+            q[i] += sx[i]
+            left[i] -= sx[i]
         # The egress: what it holds (h), its capacity shared in proportion to the bytes
         # queued (a flow keeps 1 - cdt / h of its own); RED at dequeue on the queue left;
         # log P(no CNP) per byte queued: the departures, q cdt / h, times -p / packet.
-        queue, keep, p, per_q = [], [], [], []
-        for qt, sd in zip(qtot, s_dt, strict=True):
-            h = qt + sd
-            if h > cdt:
-                x = h - cdt
-                pp = 0.0 if x <= kmin else (1.0 if x > kmax else min((x - kmin) * slope,
-                                                                      pmax))
-                queue.append(x)
-                keep.append(1.0 - cdt / h)
-                p.append(pp)
-                per_q.append(cdt / h * pp * log_per_byte)
+        h = qtot + s_dt
+        if h > cdt:
+            x = h - cdt
+            if x <= kmin:
+                p = 0.0
+            elif x > kmax:
+                p = 1.0
             else:
-                queue.append(0.0)
-                keep.append(0.0)
-                p.append(0.0)
-                per_q.append(0.0)
-        log.append((queue, s_dt, p))
-        if dcqcn and max(p) > 0.0:
-            # One product for both: log P(no CNP) and the bytes kept.
-            lam, q = q * np.array([per_q, keep])[:, :, None]
-            if gaps and step - last_pause <= max(queue) / cdt:
-                # Each seed's departures arrived queue / cdt steps ago (``pause_gap``).
-                slots = [(step - b) % gap_n if b < gap_n and b <= step and pp > 0.0
-                         else gap_n for b, pp in zip([int(x / cdt) for x in queue], p,
-                                                     strict=True)]
-                if any(gap_set[a] for a in slots):
-                    lam *= gap_ring[slots, seed_idx]
-            hist[step % hist_n] = np.expm1(lam, out=lam)
+                p = min((x - kmin) * slope, pmax)
+            queue = x
+            keep = 1.0 - cdt / h
+            per_q = cdt / h * p * log_per_byte
         else:
-            hist[step % hist_n] = None
-            q = q * np.array(keep)[:, None]
+            queue = keep = p = per_q = 0.0
+        queues[step] = queue
+        sends[step] = s_dt
+        probs[step] = p
+        slot_h = step % hist_n
+        if dcqcn and p > 0.0:
+            hrow = hist[slot_h]
+            for i in range(n):
+                hrow[i] = q[i] * per_q
+                q[i] = q[i] * keep
+            if gaps and step - last_pause <= queue / cdt:
+                # The departures arrived queue / cdt steps ago (``pause_gap``).
+                b = int(queue / cdt)
+                if b < gap_n and b <= step:
+                    a = (step - b) % gap_n
+                    if gap_set[a]:
+                        for i in range(n):
+                            hrow[i] *= gap_ring[a, i]
+            for i in range(n):
+                hrow[i] = math.expm1(hrow[i])
+            hist_on[slot_h] = True
+        else:
+            hist_on[slot_h] = False
+            for i in range(n):
+                q[i] = q[i] * keep
         qtot = queue
         if n_wait:
-            g_keep = [a * b for a, b in zip(g_keep, keep, strict=True)]
+            g_keep = g_keep * keep
         if exact:
             # Flows that sent their last byte stop sending and wait for their bytes to be
             # delivered.
-            fresh = left <= last_tol
-            if count_nonzero(fresh):
-                sending &= ~fresh
-                n_sending = add_reduce(sending, 1).tolist()
-                sending_now = sending.copy()
-                waiting |= fresh
-                sent = np.where(fresh, size - left, sent)
-                left[fresh] = np.inf
-                n_wait += int(count_nonzero(fresh))
-                dt_live = np.where(fresh, 0.0, dt_live)
-                for r in np.flatnonzero(fresh.any(1)).tolist():
-                    g_keep[r], g_check[r] = 1.0, np.inf
-                dt_send = np.where(paused, 0.0, dt_live) if any_paused else dt_live
-                xdt = rate * dt_send
-                s_rate = add_reduce(xdt, 1).tolist()
+            fresh = 0
+            for i in range(n):
+                if left[i] <= last_tol[i]:
+                    fresh += 1
+                    sending[i] = False
+                    waiting[i] = True
+                    sent[i] = size[i] - left[i]
+                    left[i] = np.inf
+                    dt_live[i] = 0.0
+            if fresh:
+                n_wait += fresh
+                g_keep, g_check = 1.0, np.inf
+                for i in range(n):
+                    dt_send[i] = 0.0 if any_paused and paused[i] else dt_live[i]
+                    xdt[i] = rate[i] * dt_send[i]
+                s_rate = _pairwise(xdt, 0, n)
             # Until a rate-timer event raises a rate, flow i sends at most rate x dt a step.
-            least = float(min_reduce(left / rate, None)) / dt
-            check_at = step + max(1, int(min(least, 1e9)))
-        ended: list[int] = []  # seeds done this step
-        if n_wait and any(a <= b for a, b in zip(g_keep, g_check, strict=True)):
-            # Delivered = sent - queued. A waiting flow's bytes queued shrink by its seed's
-            # keep factor each step: g_keep is its product since the last check, and the
-            # flow nearest its goal is done once g_keep <= (sent - goal) / queued.
-            fin = waiting & (sent - q >= goal)
-            if count_nonzero(fin):
-                done_at[fin] = t + dt
-                waiting &= ~fin
-                n_wait -= int(count_nonzero(fin))
-                for r, c in enumerate(add_reduce(fin, 1).tolist()):
-                    n_done[r] += c
-                    if c and n_done[r] == n:
-                        ended.append(r)
-            ratio = np.where(waiting, (sent - goal) / np.maximum(q, 1e-300), 0.0)
-            g_keep = [1.0] * n_s
-            g_check = [v * (1 + 1e-9) for v in max_reduce(ratio, 1).tolist()]
+            least = np.inf
+            for i in range(n):
+                least = min(least, left[i] / rate[i])
+            check_at = step + max(1, int(min(least / dt, 1e9)))
+        if n_wait and g_keep <= g_check:
+            # Delivered = sent - queued. A waiting flow's bytes queued shrink by the keep
+            # factor each step: g_keep is its product since the last check, and the flow
+            # nearest its goal is done once g_keep <= (sent - goal) / queued.
+            top = 0.0
+            for i in range(n):
+                if waiting[i]:
+                    if sent[i] - q[i] >= goal[i]:
+                        done_at[i] = t + dt
+                        waiting[i] = False
+                        n_wait -= 1
+                        n_done += 1
+                    else:
+                        top = max(top, (sent[i] - goal[i]) / max(q[i], 1e-300))
+            g_keep = 1.0
+            g_check = top * (1 + 1e-9)
         # PFC on the egress's bytes by ingress (simulate_fluid's ``_pfc``).
         pause_moved = False
-        if pfc and not any_paused and sb is not None and max(queue) > pfc_floor:
+        near = True
+        if pfc and not any_paused and shared and queue > pfc_floor:
             # A flow pauses once its bytes past the reserve reach (base - used) / 2^shift,
             # and used <= the queue: none can while each is below reserve + (base - queue)
             # / 2^shift.
-            near = any(a >= (reserve + max(base - b, 0.0) * k_thr) * (1 - 1e-9)
-                       for a, b in zip(max_reduce(q, 1).tolist(), qtot, strict=True))
-        else:
-            near = True
-        if pfc and near and (any_paused or max(queue) > pfc_floor):
-            if sb is None:
-                new = np.where(paused, q > xon, q > xoff)
+            near = q.max() >= (reserve + max(base - queue, 0.0) * k_thr) * (1 - 1e-9)
+        if pfc and near and (any_paused or queue > pfc_floor):
+            new_any = False
+            if not shared:
+                for i in range(n):
+                    new[i] = q[i] > xon[i] if paused[i] else q[i] > xoff[i]
+                    new_any |= new[i]
             else:
-                over = np.maximum(q - reserve, 0.0)
-                thr = [max(base - u, 0.0) * k_thr for u in add_reduce(over, 1).tolist()]
-                # Pause at the threshold; resume at the resume offset below it.
-                if any_paused:
-                    # (> the resume level is >= the next float above it.)
-                    new = over >= np.where(paused, np.nextafter(np.array(
-                        [max(x - offset, 0.0) for x in thr]), np.inf)[:, None],
-                        np.array(thr)[:, None])
-                else:
-                    new = over >= np.array(thr)[:, None]
-            new_any = bool(count_nonzero(new))
+                for i in range(n):
+                    over[i] = max(q[i] - reserve, 0.0)
+                thr = max(base - _pairwise(over, 0, n), 0.0) * k_thr
+                # Pause at the threshold; resume at the resume offset below it (> the
+                # resume level is >= the next float above it).
+                resume = np.nextafter(max(thr - offset, 0.0), np.inf)
+                for i in range(n):
+                    new[i] = over[i] >= (resume if any_paused and paused[i] else thr)
+                    new_any |= new[i]
             # What the senders send moves only if some flow paused or resumed.
-            pause_moved = (any_paused or new_any) and bool((new ^ paused).any())
-            paused = new
+            if any_paused or new_any:
+                for i in range(n):
+                    if new[i] != paused[i]:
+                        pause_moved = True
+                        break
+            paused, new = new, paused
             any_paused = new_any
             if any_paused:
-                paused_log.append((step, paused))
+                for i in range(n):
+                    if paused[i]:
+                        pauses[i] += 1
         changed = pause_moved
         # Reaction points (``_CcState.dcqcn_step``), one CNP delay later.
         if dcqcn:
             m = step + 1
-            back = hist[(step - c_lag) % hist_n] if step >= c_lag else None
-            nflag = None
-            if back is not None:
-                if step // BLOCK != nu_block:
-                    nu_block = step // BLOCK
-                    at = nu_block * BLOCK * k * n
-                    for s_, g_ in enumerate(gens):
-                        bits[s_].advance(at - drawn[s_])
-                        g_.random((BLOCK, k, n), out=nu[s_])
-                        np.negative(nu[s_], out=nu[s_])
-                        drawn[s_] = at + BLOCK * k * n
-                # CNPs in each of the step's alpha intervals.
-                nflag = add_reduce(back[:, None, :] < nu[:, step % BLOCK], 1, np.uint8)
-                got = nflag > 0
-                n_got = add_reduce(got, 1).tolist()
-                if not max(n_got):
-                    nflag = None
-            if nflag is not None:
-                cnps = [a + b for a, b in zip(cnps, n_got, strict=True)]
+            n_got = 0
+            slot_b = (step - c_lag) % hist_n
+            if step >= c_lag and hist_on[slot_b]:
+                # This step's uniforms: the k x n at step x k x n in the stream.
+                at = step * kn
+                while drawn < at:
+                    gen.random()
+                    drawn += 1
+                for j in range(kn):
+                    u[j] = gen.random()
+                drawn = at + kn
+                back = hist[slot_b]
+                for i in range(n):
+                    c = 0
+                    for j in range(k):
+                        if back[i] < -u[j * n + i]:
+                            c += 1
+                    nflag[i] = c
+                    if c:
+                        n_got += 1
+            if n_got:
+                cnps += n_got
                 # Whether every flow is due every step (before this step's first CNPs).
                 fast = dec_steps == 1 and all_seen and not flags_left
                 # alpha' = alpha d + gain_j is half' = half d + (1 - d) - gain_j / 2.
-                dd, gh = gh_of[decay_due] if decay_due < len(gh_of) else \
-                    _half_step(decay ** (decay_due + 1), half_gain)
-                if all_seen:
-                    half *= dd
-                    half += gh.take(nflag, mode="clip")
-                else:
-                    half = np.where(seen, half * dd + gh.take(nflag, mode="clip"), half)
+                dd = decay ** (decay_due + 1)
+                for j in range(k + 1):
+                    gh[j] = (1.0 - dd) - half_gain[j]
+                for i in range(n):
+                    if seen[i]:
+                        half[i] = half[i] * dd + gh[nflag[i]]
                 decay_due = 0
                 if not all_seen:
-                    first = got & ~seen
-                    if count_nonzero(first):
-                        half[first] = 0.5
-                        seen |= first
-                        all_seen = bool(seen.all())
-                        next_dec[first] = m + dec_steps
-                        min_dec = min(min_dec, m + dec_steps)
+                    for i in range(n):
+                        if nflag[i] and not seen[i]:
+                            half[i] = 0.5
+                            seen[i] = True
+                            n_seen += 1
+                            next_dec[i] = m + dec_steps
+                            min_dec = min(min_dec, m + dec_steps)
+                    all_seen = n_seen == n
                 if fast:
-                    # Every flow is due every step: this step's CNPs cut now (``_cut``,
-                    # inline).
-                    if d.clamp_target:
-                        np.copyto(target, rate, where=got)
-                    else:
-                        np.copyto(target, rate, where=got & (ev_next == next_timer))
-                    cut = rate * half
-                    np.maximum(cut, d.min_rate, out=cut)
-                    np.copyto(rate, cut, where=got)
-                    np.copyto(next_timer, m + timer_steps, where=got)
+                    # Every flow is due every step: this step's CNPs cut now (``_cut``).
+                    for i in range(n):
+                        if nflag[i]:
+                            _cut(i, rate, target, half, ev_next, next_timer, m + timer_steps,
+                                 min_rate, clamp)
                     min_timer = min(min_timer, m + timer_steps)
                     changed = True
                 else:
-                    dec_flag |= got
+                    for i in range(n):
+                        if nflag[i]:
+                            dec_flag[i] = True
                     flags_left = True
             else:
                 decay_due += 1  # (only seen flows decay: applied where seen)
             if flags_left and m >= min_dec:
                 if decay_due:
                     dd = decay ** decay_due
-                    half = np.where(seen, half * dd + (1.0 - dd), half)
+                    for i in range(n):
+                        if seen[i]:
+                            half[i] = half[i] * dd + (1.0 - dd)
                     decay_due = 0
                 # Each seen flow's decrease comes every ``dec_steps`` (simulate_fluid moves
                 # it on even when nothing is flagged); here it is moved on only now.
-                if dec_steps == 1:
-                    np.maximum(next_dec, m, out=next_dec)
-                else:
-                    late = next_dec < m
-                    next_dec[late] += dec_steps * -((next_dec[late] - m) // dec_steps)
-                due = seen & (next_dec == m)
-                c = due & dec_flag
-                if count_nonzero(c):
-                    _cut(c, rate, target, half, ev_next, next_timer, m + timer_steps,
-                         d.min_rate, d.clamp_target)
-                    min_timer = min(min_timer, m + timer_steps)
-                    changed = True
-                dec_flag &= ~due
-                flags_left = bool(count_nonzero(dec_flag))
-                next_dec[due] += dec_steps
-                min_dec = int(next_dec[seen].min())
+                flags_left = False
+                min_dec = BIG
+                for i in range(n):
+                    if next_dec[i] < m:
+                        next_dec[i] += dec_steps * -((next_dec[i] - m) // dec_steps)
+                    if seen[i] and next_dec[i] == m:
+                        if dec_flag[i]:
+                            _cut(i, rate, target, half, ev_next, next_timer,
+                                 m + timer_steps, min_rate, clamp)
+                            min_timer = min(min_timer, m + timer_steps)
+                            changed = True
+                        dec_flag[i] = False
+                        next_dec[i] += dec_steps
+                    flags_left |= dec_flag[i]
+                    if seen[i]:
+                        min_dec = min(min_dec, next_dec[i])
             if m >= min_timer:
-                i = np.flatnonzero(next_timer <= m)
-                st = np.where(ev_next.flat[i] == m, stage.flat[i], 0)
-                inc = np.where(st < d.fast_recovery, 0.0,
-                               np.where(st == d.fast_recovery, d.rate_ai, d.rate_hai))
-                tg = np.minimum(target.flat[i] + inc, line.flat[i])
-                target.flat[i] = tg
-                rate.flat[i] = (rate.flat[i] + tg) / 2
-                stage.flat[i] = st + 1
-                ev_next.flat[i] = m + timer_steps
-                next_timer.flat[i] = m + timer_steps
-                min_timer = int(next_timer.min())
+                least = np.inf
+                min_timer = BIG
+                for i in range(n):
+                    if next_timer[i] <= m:
+                        st = stage[i] if ev_next[i] == m else 0
+                        inc = 0.0 if st < fast_recovery else (
+                            rate_ai if st == fast_recovery else rate_hai)
+                        tg = min(target[i] + inc, line[i])
+                        target[i] = tg
+                        rate[i] = (rate[i] + tg) / 2
+                        stage[i] = st + 1
+                        ev_next[i] = m + timer_steps
+                        next_timer[i] = m + timer_steps
+                        # Rates went up: bound those flows again (the others' stand).
+                        least = min(least, left[i] / rate[i])
+                    min_timer = min(min_timer, next_timer[i])
                 changed = True
-                # Rates went up: bound those flows again (the others' bounds stand).
-                least_i = float(min_reduce(left.flat[i] / rate.flat[i], None,
-                                           initial=np.inf)) / dt
-                check_at = min(check_at, step + max(1, int(min(least_i, 1e9))))
+                check_at = min(check_at, step + max(1, int(min(least / dt, 1e9))))
         if changed:
-            if pause_moved:
-                dt_send = np.where(paused, 0.0, dt_live) if any_paused else dt_live
-            xdt = rate * dt_send
-            s_rate = add_reduce(xdt, 1).tolist()
+            for i in range(n):
+                if pause_moved:
+                    dt_send[i] = 0.0 if any_paused and paused[i] else dt_live[i]
+                xdt[i] = rate[i] * dt_send[i]
+            s_rate = _pairwise(xdt, 0, n)
         if step % sample_every == 0:
-            if one_line:
-                samples.append((t, rate.copy(), sending_now, n_sending, live.copy()))
-            else:
-                _samples(links, flows, sending, n_sending, rate, line, live, fair, fair_for,
-                         n_done, spread, sample_t, t)
+            s_t[n_samples] = t
+            s_rate_log[n_samples] = rate
+            s_on[n_samples] = sending
+            s_done[n_samples] = n_done
+            n_samples += 1
         t += dt
         step += 1
-        for r in ended:
-            # Seed r is done: its counts now; its flows stay silent and its timers off.
-            live[r] = False
-            n_live -= 1
-            end_step[r] = step
-            end_cnps[r] = cnps[r]
-            next_timer[r] = BIG
-            min_timer = int(next_timer.min())
-    queues, sends, probs = (np.asarray(v) for v in zip(*log, strict=True))
-    if samples:
-        _spreads(samples, float(flows.line_rate[0]), share_cap, spread, sample_t)
-    if paused_log:
-        when = np.asarray([s_ for s_, _ in paused_log])
-        held_back = np.asarray([v for _, v in paused_log])
-        for r in rows:
-            end_pause[r] = add_reduce(held_back[when < end_step[r], r], 0) * dt
-    out = []
-    for r in rows:
-        span = end_step[r]
-        qs, xs = queues[:span, r], sends[:span, r]
-        q_mean = np.zeros(n + 1)
-        q_mean[e] = float(qs.sum()) / span
-        q_mx = np.zeros(n + 1)
-        q_mx[e] = float(qs.max())
-        pause = np.zeros(n + 1)
-        pause[:n] = end_pause[r]
-        sent_b = float(xs.sum())
-        out.append(FluidResult(
-            end_s=float(np.max(done_at[r])) if n else 0.0, fct_s=done_at[r].copy(),
-            start_s=np.zeros(n), queue_mean_bytes=q_mean, queue_max_bytes=q_mx,
-            pause_s=pause,
-            # (a sum of products, not ``@``: BLAS would leave its threads spinning)
-            marked_fraction=float(add_reduce(xs * probs[:span, r])) / sent_b if sent_b > 0
-            else 0.0,
-            cnps=end_cnps[r], rate_spread=np.asarray(spread[r]),
-            sample_times=np.asarray(sample_t[r]), steps=span, dt=dt))
-    return out
+    counts[0], counts[1], counts[2] = step, cnps, n_samples
+    return 0
 
 
-def _half_step(dd: float, half_gain: np.ndarray) -> tuple[float, np.ndarray]:
-    """alpha' = alpha dd + gain_j as half = 1 - alpha / 2: half' = half dd + gh_j; (dd, gh)."""
-    return dd, (1.0 - dd) - half_gain
-
-
-def _cut(c: np.ndarray, rate: np.ndarray, target: np.ndarray, half: np.ndarray,
+@_compiled
+def _cut(i: int, rate: np.ndarray, target: np.ndarray, half: np.ndarray,
          ev_next: np.ndarray, next_timer: np.ndarray, timer_at: int, min_rate: float,
-         clamp_target: bool) -> None:
-    """DCQCN's rate decrease of the flows ``c`` (in place): the target becomes the rate
-    (unless no increase came since the last cut, CLAMP_TARGET_RATE off), the rate
-    rate x ``half`` (1 - alpha / 2), at least ``min_rate``; the rate timer restarts
-    (``simulate_star_seeds``'s timer state)."""
-    if clamp_target:
-        np.copyto(target, rate, where=c)
-    else:
-        np.copyto(target, rate, where=c & (ev_next == next_timer))
-    cut = rate * half
-    np.maximum(cut, min_rate, out=cut)
-    np.copyto(rate, cut, where=c)
-    np.copyto(next_timer, timer_at, where=c)
-
-
-def _samples(links: FluidLinks, flows: FluidFlows, sending: np.ndarray, n_act: list[int],
-             rate: np.ndarray, line: np.ndarray, live: list[bool], fair: list[np.ndarray],
-             fair_for: list[int], n_done: list[int], spread: list[list[float]],
-             sample_t: list[list[float]], t: float) -> None:
-    """Each live seed with a flow sending: its largest |rate / max-min share - 1| over its
-    sending flows (``simulate_star``'s samples), flows of several line rates; ``n_act``:
-    each seed's flows sending."""
-    for r, a in enumerate(n_act):
-        if live[r] and a:
-            fair[r], fair_for[r] = _sample(links, flows, sending[r], rate[r], line[r],
-                                           fair[r], fair_for[r], n_done[r], spread[r], False)
-            sample_t[r].append(t)
-
-
-def _spreads(samples: list[tuple[float, np.ndarray, np.ndarray, list[int], list[bool]]],
-             line: float, cap: float, spread: list[list[float]],
-             sample_t: list[list[float]]) -> None:
-    """``_samples`` for flows of one line rate, all samples at once: the sending flows share
-    the egress evenly (progressive filling on the star), none above the line rate. Each
-    sample: (time, rates, flows sending, their count per seed, seeds live)."""
-    ts = np.asarray([v[0] for v in samples])
-    rates = np.asarray([v[1] for v in samples])
-    on = np.asarray([v[2] for v in samples])
-    n_act = np.asarray([v[3] for v in samples])
-    live = np.asarray([v[4] for v in samples])
-    hi = max_reduce(np.where(on, rates, -np.inf), 2)
-    lo = min_reduce(np.where(on, rates, np.inf), 2)
-    for r in range(rates.shape[1]):
-        ok = live[:, r] & (n_act[:, r] > 0)
-        share = np.minimum(line, cap / np.maximum(n_act[ok, r], 1))
-        spread[r] = np.maximum(hi[ok, r] / share - 1, 1 - lo[ok, r] / share).tolist()
-        sample_t[r] = ts[ok].tolist()
+         clamp: bool) -> None:  # pragma: no cover (compiled)
+    """DCQCN's rate decrease of flow ``i``: the target becomes the rate (unless no increase
+    came since the last cut, CLAMP_TARGET_RATE off), the rate rate x (1 - alpha / 2), at
+    least ``min_rate``; the rate timer restarts."""
+    if clamp or ev_next[i] == next_timer[i]:
+        target[i] = rate[i]
+    rate[i] = max(rate[i] * half[i], min_rate)
+    next_timer[i] = timer_at
 
 
 __all__ = ["CCS", "simulate_star_seeds"]

@@ -92,8 +92,10 @@ def star_incast_seeds(senders: int, size_bytes: float, seeds: Sequence[int], cc:
                       packet_bytes: float = 1000.0) -> list[FluidResult]:
     """``star_incast`` once per seed of ``seeds`` (the default service order), the results in
     that order, each the same as ``star_incast(..., seed=s)``'s to rounding. DCQCN and no
-    control run all seeds in one pass of ``sim/fluid_seeds.py`` (five seeds cost about 1.5x
-    one) unless ``general``; the other controls run ``simulate_fluid`` once per seed."""
+    control run each seed in the compiled kernel of ``sim/fluid_seeds.py`` (2-4x the numpy
+    kernel's speed; the first call on a machine compiles it, 13-16 s; without numba, the
+    ``fast`` extra, ``simulate_star``) unless ``general``; the other controls run
+    ``simulate_fluid`` once per seed."""
     d = dcqcn or Dcqcn.mellanox(link_gbps)
     links, flows, buf = star(senders, size_bytes, link_gbps, delay_s, buffer_bytes, d)
     cfg = FluidConfig(cc=cc, dcqcn=d, dt=dt, pfc=pfc, shared=buf,
