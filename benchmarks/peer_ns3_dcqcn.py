@@ -19,8 +19,8 @@ rate 100 Mb/s, CLAMP_TARGET_RATE off; ECN RED at the switch egress, Kmin 400 KB,
   CNP draws are seeded) in one call of the compiled single-bottleneck kernel
   ``sim/fluid_seeds.py``, which gives ``simulate_fluid``'s results draw for draw; its time
   split evenly over the seeds; its first call in the process, which compiles it or loads it
-  from numba's cache, timed apart), with ns-3's 48 bytes of headers per 1,000-byte packet added to the bytes on the
-  wire; the mean of the seeds. Shown too: the packet model (an experiment:
+  from numba's cache, timed apart), with ns-3's 48 bytes of headers per 1,000-byte packet
+  added to the bytes on the wire; the mean of the seeds. Shown too: the packet model (an experiment:
   ``order="arrival", packets=True`` at 1-us steps, first-in-first-out service, whole-packet
   marks and ns-3's packet pacing of rate changes; docs/netsim.md), arrival order alone, and
   the mean-field ``dcqcn-fluid`` model.

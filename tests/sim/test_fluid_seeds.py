@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from clusterwright.model.congestion import Dcqcn
-from clusterwright.sim.fluid import FluidConfig, simulate_fluid
 from clusterwright.sim import fluid_seeds
+from clusterwright.sim.fluid import FluidConfig, simulate_fluid
 from clusterwright.sim.fluid_seeds import _pairwise, simulate_star_seeds
 from clusterwright.sim.incast import star, star_incast, star_incast_seeds
 from tests.sim.fluid_helpers import GBPS, WIRE, assert_same_run
