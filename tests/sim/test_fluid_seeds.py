@@ -114,3 +114,18 @@ def test_without_numba_each_seed_runs_in_the_numpy_kernel(
     monkeypatch.setattr(fluid_seeds, "COMPILED", False)
     for a, b in zip(compiled, star_incast_seeds(12, WIRE / 4, seeds), strict=True):
         assert_same_run(a, b)
+
+
+def test_no_writable_cache_directory_compiles_without_the_cache(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # numba finds no cache locator (a read-only install and home): the function still
+    # compiles and runs, uncached, instead of the import failing.
+    from numba.core import caching
+
+    impl = getattr(caching, "CacheImpl", None) or caching._CacheImpl  # (before numba 0.61)
+    monkeypatch.setattr(impl, "_locator_classes", [])
+
+    def add(a: float, b: float) -> float:
+        return a + b
+
+    assert fluid_seeds._compiled(add)(2.0, 3.0) == 5.0

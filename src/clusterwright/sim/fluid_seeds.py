@@ -62,12 +62,17 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _compiled(f: F) -> F:
-    """``f`` compiled by numba and cached on disk (as itself without numba: never called)."""
+    """``f`` compiled by numba and cached on disk (as itself without numba: never called).
+    Where numba finds no writable cache directory (a read-only install and home, no
+    ``NUMBA_CACHE_DIR``) it compiles ``f`` in each process instead of failing the import."""
     if not COMPILED:
         return f
     from numba import njit
 
-    return cast(F, njit(cache=True)(f))
+    try:
+        return cast(F, njit(cache=True)(f))
+    except RuntimeError:  # numba: "cannot cache function ...: no locator available"
+        return cast(F, njit(f))
 
 BIG = int(np.iinfo(np.int64).max)
 PW_BLOCK = 128  # numpy's pairwise summation: blocks of up to 128 summed 8 ways
