@@ -39,6 +39,8 @@ MAPPED = {
     "Qwen/Qwen3-VL-235B-A22B-Instruct": "qwen3-235b-a22b",
     "Qwen/Qwen3-Coder-480B-A35B-Instruct": "qwen3-coder-480b-a35b",
     "Qwen/Qwen3.5-35B-A3B": "qwen3.5-35b-a3b",
+    "Qwen/Qwen3.5-27B": "qwen3.5-27b",
+    "nvidia/Qwen3.6-27B-NVFP4": "qwen3.5-27b",
     "nvidia/Qwen3.6-35B-A3B-NVFP4": "qwen3.5-35b-a3b",
     "Qwen/Qwen3.5-122B-A10B": "qwen3.5-122b-a10b",
     "nvidia/Qwen3.5-122B-A10B-NVFP4": "qwen3.5-122b-a10b",
@@ -98,8 +100,6 @@ LEFT_OUT = [
     "google/gemma-4-26B-A4B",
     "nvidia/Gemma-4-26B-A4B-NVFP4",
     "nvidia/Gemma-4-31B-IT-NVFP4",
-    "Qwen/Qwen3.5-27B",
-    "nvidia/Qwen3.6-27B-NVFP4",
     "XiaomiMiMo/MiMo-7B-Base",
 ]
 

@@ -587,3 +587,20 @@ def test_a_model_file_goes_through_the_bounded_loader(tmp_path: Path) -> None:
 
     with pytest.raises(CatalogError, match="cannot read: a directory"):
         load_model_file(tmp_path)
+
+
+@pytest.mark.parametrize(("update", "message"), [
+    ({"linear_attention_layers": 48, "linear_key_heads": 16, "linear_value_heads": 32,
+      "linear_key_head_dim": 128, "linear_value_head_dim": 128, "linear_conv_kernel": 4},
+     "linear_attention_layers=48 must leave at least one"),
+    ({"linear_attention_layers": 36}, "linear_attention_layers needs linear_key_heads"),
+    ({"linear_key_heads": 16}, "need linear_attention_layers > 0"),
+])
+def test_linear_attention_fields_are_checked(update: dict[str, object], message: str) -> None:
+    from pydantic import ValidationError
+
+    from clusterwright.catalog.schema import ModelArch
+    from tests.conftest import gpt
+
+    with pytest.raises(ValidationError, match=message):
+        ModelArch.model_validate({**gpt().model_dump(), **update})

@@ -101,3 +101,18 @@ def test_lora_costs_two_thirds_of_full_finetune_in_the_gemms(catalog: Catalog) -
 
 def test_utilization_is_flops_over_time_gpus_peak() -> None:
     assert float(utilization(1e15, 2.0, 4, 1e15)) == pytest.approx(0.125)
+
+
+def test_linear_attention_costs_the_same_per_token_at_any_context(catalog: Catalog) -> None:
+    from clusterwright.model.flops import (
+        attention_flops_per_token,
+        linear_attention_flops_per_token,
+    )
+
+    m = catalog.model("qwen3.5-397b-a17b")
+    delta = linear_attention_flops_per_token(m)
+    assert delta == 45 * 6 * 64 * 128 * 128
+    # Softmax attention grows with the context in the 15 full-attention layers only.
+    grow = float(attention_flops_per_token(m, 2000) - attention_flops_per_token(m, 1000))
+    assert grow == 2 * 15 * (32 * 256 * 2) * 1000
+    assert float(attention_flops_per_token(m, 0)) == delta

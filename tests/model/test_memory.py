@@ -160,3 +160,16 @@ def test_min_gpus_rounds_up() -> None:
     assert min_gpus_for_bytes(1, 80e9) == 1
     with pytest.raises(ValueError):
         min_gpus_for_bytes(1, 0)
+
+
+def test_linear_attention_layers_keep_a_fixed_state_and_no_kv_cache(catalog: Catalog) -> None:
+    from clusterwright.model.memory import linear_state_bytes_per_sequence
+
+    m = catalog.model("qwen3.5-397b-a17b")  # 15 full-attention layers of 45 + 15
+    # K and V of 2 heads of 256 in the 15 full-attention layers only
+    assert kv_cache_bytes_per_token(m, "bf16") == 15 * 2 * 2 * 256 * 2
+    # Each DeltaNet layer: 64 value heads x 128 x 128 in FP32, and the convolution's last 3
+    # inputs of q, k and v (2 x 2,048 + 8,192 wide) in 16 bits
+    per_layer = 64 * 128 * 128 * 4 + 12288 * 3 * 2
+    assert linear_state_bytes_per_sequence(m) == 45 * per_layer
+    assert linear_state_bytes_per_sequence(catalog.model("llama-3.1-8b")) == 0.0

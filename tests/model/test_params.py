@@ -65,3 +65,28 @@ def test_matmul_params_include_the_lm_head_even_when_tied(catalog: Catalog) -> N
     m = catalog.model("gpt3-175b")
     c = param_counts(m)
     assert matmul_params(m) == c.attention + c.dense_mlp + m.vocab * m.hidden
+
+
+def test_gated_deltanet_and_gated_attention_layers_count_their_projections(
+        catalog: Catalog) -> None:
+    # Qwen3.5-397B-A17B's config.json: 45 Gated DeltaNet layers (16 key / 64 value heads of
+    # 128: in_proj_qkvz 4096 x 20480, in_proj_ba 4096 x 128, conv1d 12288 x 4, A_log and
+    # dt_bias 64 each, a 128-wide gated norm, out_proj 8192 x 4096) and 15 gated attention
+    # layers (q_proj 4096 x 2 x 8192 with the gate, k and v 4096 x 512, o_proj 8192 x 4096).
+    from clusterwright.model.params import (
+        attention_params_per_layer,
+        linear_attention_params_per_layer,
+    )
+
+    m = catalog.model("qwen3.5-397b-a17b")
+    delta = 4096 * 20480 + 4096 * 128 + 12288 * 4 + 2 * 64 + 128 + 8192 * 4096
+    gated = 4096 * 16384 + 2 * 4096 * 512 + 8192 * 4096
+    assert linear_attention_params_per_layer(m) == delta
+    assert attention_params_per_layer(m) == gated
+    assert param_counts(m).attention == 45 * delta + 15 * gated
+    plain = m.model_copy(update={"linear_attention_layers": 0, "linear_key_heads": None,
+                                 "linear_value_heads": None, "linear_key_head_dim": None,
+                                 "linear_value_head_dim": None, "linear_conv_kernel": None,
+                                 "attention_output_gate": False})
+    assert linear_attention_params_per_layer(plain) == 0
+    assert param_counts(plain).attention == 60 * (gated - 4096 * 8192)

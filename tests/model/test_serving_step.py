@@ -256,3 +256,31 @@ def test_a_static_engine_decodes_its_compiled_batch(cat: Catalog) -> None:
     one = replace(s, buckets=b, static_batch=8).step_s(0, 1, 1500)
     assert one == pytest.approx(replace(s, buckets=b).step_s(0, 8, 8 * 1500))
     assert one > replace(s, buckets=b).step_s(0, 1, 1500)
+
+
+def test_linear_attention_layers_read_their_state_not_the_context(cat: Catalog) -> None:
+    """Qwen3.5's 45 Gated DeltaNet layers keep no KV cache: at long contexts a decode step
+    reads a quarter of what all-softmax layers would, and every decoding sequence reads and
+    writes its fixed state (192 MB over 8 GPUs) at each step."""
+    from clusterwright.model.memory import linear_state_bytes_per_sequence
+
+    arch = cat.model("qwen3.5-397b-a17b")
+    softmax = arch.model_copy(update={
+        "linear_attention_layers": 0, "linear_key_heads": None, "linear_value_heads": None,
+        "linear_key_head_dim": None, "linear_value_head_dim": None,
+        "linear_conv_kernel": None})
+    par = ServingParallel(tp=8, moe_tp=8)
+
+    def with_arch(a: ModelArch) -> DeploymentStep:
+        s = step(cat, "qwen3.5-397b-a17b", "b200", par, "fp8", "sglang", "fp8")
+        return DeploymentStep(a, s.gpu, s.engine, s.net, par, s.dense_format, s.moe_format,
+                              kv_bytes_per_token(a, "fp8"))
+
+    hybrid, full = with_arch(arch), with_arch(softmax)
+    long_h = hybrid.step_s(0, 64, 64 * 32_000) - hybrid.step_s(0, 64, 64)
+    long_f = full.step_s(0, 64, 64 * 32_000) - full.step_s(0, 64, 64)
+    assert long_h == pytest.approx(long_f / 4, rel=0.05)
+    state = 2.0 * linear_state_bytes_per_sequence(arch) / 8 * 32
+    hbm = hybrid.gpu.memory_bandwidth_gbps * 1e9 * (
+        hybrid.engine.kv_bandwidth_efficiency or hybrid.engine.decode_bandwidth_efficiency)
+    assert hybrid.step_s(0, 64, 64) - hybrid.step_s(0, 32, 32) > 0.99 * state / hbm

@@ -78,6 +78,17 @@ def test_an_unmeasured_gpu_is_reported_as_not_validated(cat: Catalog) -> None:
                      agg=Role(layout(arch, 1), 1))
     v = validation_regime(dep)
     assert v["validated"] is False and "no measured sglang rows on h200-sxm" in v["note"]
+    assert "architecture_note" not in v
+
+
+def test_a_hybrid_linear_attention_model_is_reported_outside_the_fitted_rows(
+        cat: Catalog) -> None:
+    arch = cat.model("qwen3.5-27b")
+    dep = deployment(cat, arch, cat.gpu("h100-sxm"), engine_of(cat, "sglang"), "bf16",
+                     agg=Role(layout(arch, 2), 1))
+    v = validation_regime(dep)
+    assert v["validated"] is True  # the engine on this GPU...
+    assert "Gated DeltaNet" in v["architecture_note"]  # ...but not on this architecture
 
 
 def test_fp8_kv_cache_doubles_capacity(cat: Catalog) -> None:

@@ -469,6 +469,21 @@ class ModelArch(CatalogEntry):
     # ``sliding_window`` tokens there (gpt-oss: every other layer, 128 tokens).
     sliding_window: PositiveInt | None = None
     sliding_window_layers: NonNegativeInt = 0
+    # Hybrid linear attention (Qwen3.5's and Qwen3-Next's Gated DeltaNet, Yang et al. 2025):
+    # ``linear_attention_layers`` of the layers replace softmax attention with a gated delta
+    # rule that keeps a fixed state of key_dim x value_dim per value head and sequence instead
+    # of a KV cache. Its heads and widths (config.json linear_num_key_heads, ...,
+    # linear_conv_kernel_dim) shape its projections (q, k, v, output gate z, the gates b and
+    # a, a short causal convolution over q, k and v, the output projection).
+    linear_attention_layers: NonNegativeInt = 0
+    linear_key_heads: PositiveInt | None = None
+    linear_value_heads: PositiveInt | None = None
+    linear_key_head_dim: PositiveInt | None = None
+    linear_value_head_dim: PositiveInt | None = None
+    linear_conv_kernel: PositiveInt | None = None
+    # Gated attention (Qwen3.5's full-attention layers, config attn_output_gate): q_proj
+    # also emits a per-channel sigmoid gate on the attention output, doubling its width.
+    attention_output_gate: StrictBool = False
     # Hugging Face repository ids that publish this architecture (quantized checkpoints of the
     # same shape included), so measurements that name a model by its repository resolve.
     hf_ids: list[StrictStr] = Field(default_factory=list)
@@ -509,7 +524,27 @@ class ModelArch(CatalogEntry):
             raise ValueError(
                 "MLA needs kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim and v_head_dim"
             )
+        lin = [self.linear_key_heads, self.linear_value_heads, self.linear_key_head_dim,
+               self.linear_value_head_dim, self.linear_conv_kernel]
+        if self.linear_attention_layers:
+            if self.linear_attention_layers >= self.layers:
+                raise ValueError(f"linear_attention_layers={self.linear_attention_layers} must "
+                                 f"leave at least one of the {self.layers} layers full attention")
+            if not all(v is not None for v in lin):
+                raise ValueError("linear_attention_layers needs linear_key_heads, "
+                                 "linear_value_heads, linear_key_head_dim, "
+                                 "linear_value_head_dim and linear_conv_kernel")
+            if self.is_mla:
+                raise ValueError("linear_attention_layers with MLA is not modelled")
+        elif any(v is not None for v in lin):
+            raise ValueError("linear_key_heads ... linear_conv_kernel need "
+                             "linear_attention_layers > 0")
         return self
+
+    @property
+    def full_attention_layers(self) -> int:
+        """Layers with softmax attention and a KV cache (all but the linear-attention ones)."""
+        return self.layers - self.linear_attention_layers
 
     @property
     def is_moe(self) -> bool:

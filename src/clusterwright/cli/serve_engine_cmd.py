@@ -233,6 +233,8 @@ def render_estimate(d: dict[str, Any]) -> None:
                       f"{100 * v['tpot_mape']:.0f}%")
     else:
         console.print(f"[yellow]not validated:[/] {v['note']}")
+    if v.get("architecture_note"):
+        console.print(f"[yellow]model outside the fitted rows:[/] {v['architecture_note']}")
     dis = d.get("disaggregation")
     if dis is not None:
         verdict = "[bold]pays[/]" if dis["pays"] else "does not pay"

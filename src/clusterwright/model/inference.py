@@ -354,7 +354,7 @@ class StepModel:
             moe_experts=a.experts if a.is_moe else 0,
             moe_shared_bytes=(c.total - c.experts) * b / (tp * pp) if a.is_moe else 0.0,
             moe_expert_bytes=(c.experts / a.experts * b / (tp * pp)) if a.is_moe else 0.0,
-            attn_flops_per_pair=2.0 * a.layers / pp * (dqk + dv) / tp,
+            attn_flops_per_pair=2.0 * a.full_attention_layers / pp * (dqk + dv) / tp,
             attn_rate=peak16 * _attention(st),
             kv_read_bytes_per_token=kv_read,
             ar_calls=ar_calls if tp > 1 else 0.0,
@@ -422,7 +422,7 @@ class StepModel:
         dqk, dv = attention_dims(a)
         # Decode tokens attend their whole context (kv); prefill chunks their pairs.
         pairs = p * p / 2.0 if prefill_pairs is None else np.asarray(prefill_pairs, dtype=float)
-        attn_flops = 2.0 * a.layers / pp * (dqk + dv) * (kv + pairs) / tp
+        attn_flops = 2.0 * a.full_attention_layers / pp * (dqk + dv) * (kv + pairs) / tp
         kv_b = kv_cache_bytes_per_token(a, self.kv_precision) / (tp * pp) * kv
         if not sv.gqa_kv_reuse:
             kv_b = kv_b * (a.heads // a.n_kv_heads)

@@ -285,13 +285,35 @@ def activation_bytes_per_layer(
 
 def kv_cache_bytes_per_token(arch: ModelArch, kv_precision: Precision | str = "bf16") -> float:
     """KV-cache bytes per token, whole model: 2 * layers * kv_heads * head_dim (K and V);
-    MLA caches the compressed latent plus the decoupled RoPE key (DeepSeek-V2, section 2.1)."""
+    MLA caches the compressed latent plus the decoupled RoPE key (DeepSeek-V2, section 2.1).
+    Linear-attention layers keep no KV cache (``linear_state_bytes_per_sequence``)."""
     if arch.is_mla:
         assert arch.kv_lora_rank is not None and arch.qk_rope_head_dim is not None
         per_layer = arch.kv_lora_rank + arch.qk_rope_head_dim
     else:
         per_layer = 2 * arch.n_kv_heads * arch.d_head
-    return arch.layers * per_layer * bytes_per(kv_precision)
+    return arch.full_attention_layers * per_layer * bytes_per(kv_precision)
+
+
+# The delta rule's recurrent state is kept in FP32: Qwen3.5's config.json sets
+# mamba_ssm_dtype "float32", and SGLang's --mamba-ssm-dtype defaults to float32
+# (srt/server_args.py, "Mamba cache").
+LINEAR_STATE_BYTES = 4.0
+
+
+def linear_state_bytes_per_sequence(arch: ModelArch, conv_bytes: float = 2.0) -> float:
+    """Bytes one sequence keeps in the linear-attention layers, whole model, whatever its
+    length: each layer's delta-rule state (key_dim x value_dim per value head, FP32) and its
+    convolution's last kernel - 1 inputs of q, k and v (16-bit). 0 without them."""
+    if not arch.linear_attention_layers:
+        return 0.0
+    assert arch.linear_key_heads and arch.linear_value_heads and arch.linear_conv_kernel
+    assert arch.linear_key_head_dim and arch.linear_value_head_dim
+    dk = arch.linear_key_heads * arch.linear_key_head_dim
+    dv = arch.linear_value_heads * arch.linear_value_head_dim
+    state = arch.linear_value_heads * arch.linear_key_head_dim * arch.linear_value_head_dim
+    conv = (2 * dk + dv) * (arch.linear_conv_kernel - 1)
+    return arch.linear_attention_layers * (state * LINEAR_STATE_BYTES + conv * conv_bytes)
 
 
 def kv_cache_bytes(

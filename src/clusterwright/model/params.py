@@ -66,9 +66,31 @@ def attention_params_per_layer(arch: ModelArch) -> int:
         return q + kv_down + kv_up + o
     dq = arch.heads * arch.d_head
     dkv = arch.n_kv_heads * arch.d_head
-    weights = h * dq + 2 * h * dkv + dq * h
+    # (gated attention: q_proj also emits the output gate, dq more outputs)
+    weights = h * dq * (2 if arch.attention_output_gate else 1) + 2 * h * dkv + dq * h
     biases = (dq + 2 * dkv + h) if arch.bias else 0
     return weights + biases
+
+
+def linear_attention_params_per_layer(arch: ModelArch) -> int:
+    """One Gated DeltaNet layer (Qwen3.5, Qwen3-Next; Transformers' ``Qwen3NextGatedDeltaNet``),
+    in parameters: in_proj_qkvz (q and k per key head, v and the output gate z per value
+    head), in_proj_ba (the delta rule's beta and the decay's a, one each per value head), the
+    depthwise causal convolution over q, k and v (no bias), the decay's A_log and dt_bias,
+    the gated RMSNorm over a value head, out_proj. 0 without linear attention."""
+    if not arch.linear_attention_layers:
+        return 0
+    assert arch.linear_key_heads and arch.linear_value_heads
+    assert arch.linear_key_head_dim and arch.linear_value_head_dim and arch.linear_conv_kernel
+    h = arch.hidden
+    dk = arch.linear_key_heads * arch.linear_key_head_dim
+    dv = arch.linear_value_heads * arch.linear_value_head_dim
+    qkvz = h * (2 * dk + 2 * dv)
+    ba = h * 2 * arch.linear_value_heads
+    conv = (2 * dk + dv) * arch.linear_conv_kernel
+    decay = 2 * arch.linear_value_heads
+    norm = arch.linear_value_head_dim
+    return qkvz + ba + conv + decay + norm + dv * h
 
 
 def mlp_params(arch: ModelArch, ffn_hidden: int) -> int:
@@ -85,7 +107,8 @@ def param_counts(arch: ModelArch) -> ParamCounts:
     h, L = arch.hidden, arch.layers
     embedding = arch.vocab * h + (arch.max_seq_len * h if arch.position == "learned" else 0)
     output = 0 if arch.tied_embeddings else arch.vocab * h
-    attention = L * attention_params_per_layer(arch)
+    attention = (arch.full_attention_layers * attention_params_per_layer(arch)
+                 + arch.linear_attention_layers * linear_attention_params_per_layer(arch))
     moe_layers = L - arch.dense_layers if arch.is_moe else 0
     dense_layers = L - moe_layers
     dense_mlp = dense_layers * mlp_params(arch, arch.ffn_hidden)

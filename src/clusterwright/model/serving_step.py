@@ -42,9 +42,9 @@ from clusterwright.catalog.schema import Dtype, Gpu, ModelArch
 from clusterwright.catalog.stacks import ServingEngine
 from clusterwright.errors import InputError
 from clusterwright.model.collectives import Interconnect, allreduce_s, moe_dispatch_s
-from clusterwright.model.flops import attention_dims
+from clusterwright.model.flops import attention_dims, linear_attention_flops_per_token
 from clusterwright.model.inference import _busiest_touched, _interp
-from clusterwright.model.memory import kv_cache_bytes_per_token
+from clusterwright.model.memory import kv_cache_bytes_per_token, linear_state_bytes_per_sequence
 from clusterwright.model.params import param_counts
 
 ACT_BYTES = 2.0  # activations and all-reduces in 16-bit
@@ -329,9 +329,15 @@ class DeploymentStep:
         banded = float(a.sliding_window_layers if a.sliding_window else 0) / L
         consts["full_share"] = 1.0 - banded
         consts["window"] = float(a.sliding_window or 0)
-        consts["prefill_attn_flops_per_pair"] = 2.0 * L * stage * (dqk + dv) / par.tp
-        consts["decode_attn_flops_per_kv"] = 2.0 * L * stage * (decode_qk + decode_v) / par.tp
+        # Softmax attention runs in the full-attention layers only; a linear-attention layer
+        # (Gated DeltaNet) costs the same per token whatever the context, and each decoding
+        # sequence reads and writes its fixed state there (heads split over TP).
+        full = float(a.full_attention_layers)
+        consts["prefill_attn_flops_per_pair"] = 2.0 * full * stage * (dqk + dv) / par.tp
+        consts["decode_attn_flops_per_kv"] = 2.0 * full * stage * (decode_qk + decode_v) / par.tp
         consts["kv_bytes_read_per_token"] = self.kv_bytes_per_token * stage / kv_shard
+        consts["linear_flops_per_token"] = linear_attention_flops_per_token(a) * stage / par.tp
+        consts["state_bytes_per_seq"] = linear_state_bytes_per_sequence(a) * stage / par.tp
         consts["act_bytes_per_token"] = a.hidden * ACT_BYTES
         object.__setattr__(self, "_k", consts)
         # Collectives run inside CUDA graphs: the engine's launch cost, not NCCL's eager one;
@@ -413,9 +419,11 @@ class DeploymentStep:
         # Attention: prefill pairs at the attention kernels' rate, decode KV read.
         pairs, kv = _attended(k, p, d, kv_tokens, prefill_pairs)
         attn = ((k["prefill_attn_flops_per_pair"] * pairs
-                 + k["decode_attn_flops_per_kv"] * kv * queries)
+                 + k["decode_attn_flops_per_kv"] * kv * queries
+                 + k["linear_flops_per_token"] * n)
                 / (k["peak16"] * e.attention_efficiency)
-                + k["kv_bytes_read_per_token"] * kv / k["hbm_kv"])
+                + (k["kv_bytes_read_per_token"] * kv + 2.0 * k["state_bytes_per_seq"] * d)
+                / k["hbm_kv"])
         comm = self._comm(n, layers, k)
         graph = p == 0 and d <= e.cuda_graph_max_batch
         fixed = (e.graph_step_overhead_s if graph else e.step_overhead_s) + (
@@ -469,8 +477,9 @@ class DeploymentStep:
             nbytes += touched * k["expert_bytes"] * k["moe_layers"]
         pairs, kv = _attended(k, p, d, kv_tokens, prefill_pairs)
         tensor += (k["prefill_attn_flops_per_pair"] * pairs
-                   + k["decode_attn_flops_per_kv"] * kv) / k["peak16"]
-        nbytes += k["kv_bytes_read_per_token"] * kv
+                   + k["decode_attn_flops_per_kv"] * kv
+                   + k["linear_flops_per_token"] * n) / k["peak16"]
+        nbytes += k["kv_bytes_read_per_token"] * kv + 2.0 * k["state_bytes_per_seq"] * d
         hbm = self.gpu.memory_bandwidth_gbps * 1e9
         return tensor * par.pp, nbytes / hbm * par.pp
 

@@ -31,7 +31,9 @@ from dataclasses import dataclass
 
 from clusterwright.catalog.schema import Activation, ModelArch
 from clusterwright.catalog.stacks import Stack
+from clusterwright.model.flops import linear_attention_flops_per_token
 from clusterwright.model.lora import Lora, adapter_shapes
+from clusterwright.model.params import attention_params_per_layer, param_counts
 from clusterwright.model.recompute import FULL
 from clusterwright.model.xp import Num, Ops
 
@@ -218,9 +220,17 @@ def layer_times(ops: Ops, c: ComputeJob, tok: Num, t: Num, ep: Num, sp: Num, rc:
         dqk = float(a.heads * a.d_head)
         dv = dqk
         dkv = float(a.n_kv_heads * a.d_head)
-        qkv, qkv_c = _linear(ops, c, tok, h, (dqk + 2.0 * dkv) / t, m, 1.0)
+        # (gated attention: q_proj also emits the output gate)
+        gate = dqk if a.attention_output_gate else 0.0
+        qkv, qkv_c = _linear(ops, c, tok, h, (dqk + gate + 2.0 * dkv) / t, m, 1.0)
         mla_up = 0.0 * tok
     proj, proj_c = _linear(ops, c, tok, dv / t, h, m, 1.0)
+    if a.linear_attention_layers:
+        # A hybrid's layer is the mean of its kinds: Gated DeltaNet layers project more
+        # (q, k, v, the output gate and out_proj over its heads) than the full-attention
+        # shape above; its projections' time scales by the weights' ratio.
+        mix = float(param_counts(a).attention) / (a.layers * attention_params_per_layer(a))
+        qkv, qkv_c, proj, proj_c = qkv * mix, qkv_c * mix, proj * mix, proj_c * mix
 
     # --- attention core (16-bit): flash skips the masked half of the causal scores --------
     causal = 0.5 if c.flash else 1.0
@@ -229,6 +239,11 @@ def layer_times(ops: Ops, c: ComputeJob, tok: Num, t: Num, ep: Num, sp: Num, rc:
         # Banded layers see at most the window: min(w, s/2) keys on average, not s/2.
         fw = a.sliding_window_layers / a.layers
         attn_flops = attn_flops * ((1.0 - fw) + fw * min(1.0, 2.0 * a.sliding_window / s))
+    if a.linear_attention_layers:
+        # Softmax attention in the full-attention layers only; the delta rule elsewhere,
+        # at a cost per token that does not grow with the sequence (per layer, on average).
+        attn_flops = (attn_flops * a.full_attention_layers / a.layers
+                      + tok * linear_attention_flops_per_token(a) / a.layers / t)
     attn_f = attn_flops / (c.peak16 * c.attention_efficiency)
     attn_b = 2.5 * attn_flops / (c.peak16 * c.attention_bwd_efficiency) if c.flash else (
         2.0 * attn_flops / (c.peak16 * c.attention_efficiency))
