@@ -94,7 +94,7 @@ def star_incast_seeds(senders: int, size_bytes: float, seeds: Sequence[int], cc:
     that order, each the same as ``star_incast(..., seed=s)``'s to rounding. DCQCN and no
     control run each seed in the compiled kernel of ``sim/fluid_seeds.py`` (2-4x the numpy
     kernel's speed; the first call on a machine compiles it, 13-16 s; without numba, the
-    ``fast`` extra, ``simulate_star``) unless ``general``; the other controls run
+    ``fast`` extra, ``simulate_star``, 5-10x slower) unless ``general``; the other controls run
     ``simulate_fluid`` once per seed."""
     d = dcqcn or Dcqcn.mellanox(link_gbps)
     links, flows, buf = star(senders, size_bytes, link_gbps, delay_s, buffer_bytes, d)
