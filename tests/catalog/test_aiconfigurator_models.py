@@ -40,6 +40,10 @@ MAPPED = {
     "Qwen/Qwen3-Coder-480B-A35B-Instruct": "qwen3-coder-480b-a35b",
     "Qwen/Qwen3.5-35B-A3B": "qwen3.5-35b-a3b",
     "Qwen/Qwen3.5-27B": "qwen3.5-27b",
+    "nvidia/Nemotron-H-56B-Base-8K": "nemotron-h-56b",
+    "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16": "nemotron-3-nano-30b-a3b",
+    "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-NVFP4": "nemotron-3-nano-30b-a3b",
+    "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4": "nemotron-3-nano-30b-a3b",
     "nvidia/Qwen3.6-27B-NVFP4": "qwen3.5-27b",
     "nvidia/Qwen3.6-35B-A3B-NVFP4": "qwen3.5-35b-a3b",
     "Qwen/Qwen3.5-122B-A10B": "qwen3.5-122b-a10b",
@@ -80,15 +84,11 @@ MAPPED = {
 
 # Left out on purpose (docs/serving.md, Known limits, says why).
 LEFT_OUT = [
-    "nvidia/Nemotron-H-56B-Base-8K",
-    "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",
-    "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-NVFP4",
     "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8",
     "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4",
     "nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16",
     "nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-FP8",
     "nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-NVFP4",
-    "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4",
     "nvidia/Llama-3_3-Nemotron-Super-49B-v1",
     "deepseek-ai/DeepSeek-V4-Flash",
     "deepseek-ai/DeepSeek-V4-Pro",

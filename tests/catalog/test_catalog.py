@@ -592,9 +592,13 @@ def test_a_model_file_goes_through_the_bounded_loader(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("update", "message"), [
     ({"linear_attention_layers": 48, "linear_key_heads": 16, "linear_value_heads": 32,
       "linear_key_head_dim": 128, "linear_value_head_dim": 128, "linear_conv_kernel": 4},
-     "linear_attention_layers=48 must leave at least one"),
+     "linear_attention_layers \\+ mamba_layers = 48 must leave at least one"),
     ({"linear_attention_layers": 36}, "linear_attention_layers needs linear_key_heads"),
     ({"linear_key_heads": 16}, "need linear_attention_layers > 0"),
+    ({"mamba_layers": 20}, "mamba_layers needs mamba_heads"),
+    ({"mamba_layers": 20, "mamba_heads": 64, "mamba_head_dim": 64, "mamba_state": 128,
+      "mamba_groups": 3, "mamba_conv_kernel": 4}, "mamba_groups=3 must divide mamba_heads=64"),
+    ({"mamba_state": 128}, "need mamba_layers > 0"),
 ])
 def test_linear_attention_fields_are_checked(update: dict[str, object], message: str) -> None:
     from pydantic import ValidationError

@@ -106,11 +106,11 @@ def test_utilization_is_flops_over_time_gpus_peak() -> None:
 def test_linear_attention_costs_the_same_per_token_at_any_context(catalog: Catalog) -> None:
     from clusterwright.model.flops import (
         attention_flops_per_token,
-        linear_attention_flops_per_token,
+        recurrent_flops_per_token,
     )
 
     m = catalog.model("qwen3.5-397b-a17b")
-    delta = linear_attention_flops_per_token(m)
+    delta = recurrent_flops_per_token(m)
     assert delta == 45 * 6 * 64 * 128 * 128
     # Softmax attention grows with the context in the 15 full-attention layers only.
     grow = float(attention_flops_per_token(m, 2000) - attention_flops_per_token(m, 1000))

@@ -163,7 +163,7 @@ def test_min_gpus_rounds_up() -> None:
 
 
 def test_linear_attention_layers_keep_a_fixed_state_and_no_kv_cache(catalog: Catalog) -> None:
-    from clusterwright.model.memory import linear_state_bytes_per_sequence
+    from clusterwright.model.memory import recurrent_state_bytes_per_sequence
 
     m = catalog.model("qwen3.5-397b-a17b")  # 15 full-attention layers of 45 + 15
     # K and V of 2 heads of 256 in the 15 full-attention layers only
@@ -171,5 +171,16 @@ def test_linear_attention_layers_keep_a_fixed_state_and_no_kv_cache(catalog: Cat
     # Each DeltaNet layer: 64 value heads x 128 x 128 in FP32, and the convolution's last 3
     # inputs of q, k and v (2 x 2,048 + 8,192 wide) in 16 bits
     per_layer = 64 * 128 * 128 * 4 + 12288 * 3 * 2
-    assert linear_state_bytes_per_sequence(m) == 45 * per_layer
-    assert linear_state_bytes_per_sequence(catalog.model("llama-3.1-8b")) == 0.0
+    assert recurrent_state_bytes_per_sequence(m) == 45 * per_layer
+    assert recurrent_state_bytes_per_sequence(catalog.model("llama-3.1-8b")) == 0.0
+
+
+def test_mamba2_layers_keep_a_state_and_no_kv_cache(catalog: Catalog) -> None:
+    from clusterwright.model.memory import recurrent_state_bytes_per_sequence
+
+    m = catalog.model("nemotron-h-56b")  # 10 attention mixers of 64, 54 Mamba-2
+    assert kv_cache_bytes_per_token(m, "bf16") == 10 * 2 * 8 * 128 * 2
+    # 256 heads x 64 x a 256-wide state in FP32, and the convolution's last 3 inputs of x, B
+    # and C (16,384 + 2 x 8 x 256 wide) in 16 bits, per Mamba-2 layer
+    per_layer = 256 * 64 * 256 * 4 + (16384 + 4096) * 3 * 2
+    assert recurrent_state_bytes_per_sequence(m) == 54 * per_layer

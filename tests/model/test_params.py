@@ -90,3 +90,21 @@ def test_gated_deltanet_and_gated_attention_layers_count_their_projections(
                                  "attention_output_gate": False})
     assert linear_attention_params_per_layer(plain) == 0
     assert param_counts(plain).attention == 60 * (gated - 4096 * 8192)
+
+
+def test_mamba2_mixers_and_ffn_blocks_count_from_the_config(catalog: Catalog) -> None:
+    # Nemotron 3 Nano's config.json: 23 Mamba-2 mixers (64 heads of 64, state 128, 8 groups,
+    # 4-tap convolution with bias), 6 attention mixers, 23 MoE FFN blocks (no dense FFN).
+    from clusterwright.model.params import mamba_params_per_layer
+
+    m = catalog.model("nemotron-3-nano-30b-a3b")
+    inner, bc = 64 * 64, 2 * 8 * 128
+    in_proj = 2688 * (2 * inner + bc + 64)
+    conv = (inner + bc) * (4 + 1)
+    assert mamba_params_per_layer(m) == in_proj + conv + 3 * 64 + inner + inner * 2688
+    c = param_counts(m)
+    assert c.dense_mlp == 0
+    assert c.experts == 23 * 128 * 2 * 2688 * 1856  # squared ReLU: up and down only
+    assert (m.layers, m.full_attention_layers, m.moe_layers) == (29, 6, 23)
+    # The derived count lands on the published 31.6B (the general check holds it to 1 %).
+    assert total_params(m) == pytest.approx(31.6e9, rel=0.002)

@@ -262,7 +262,7 @@ def test_linear_attention_layers_read_their_state_not_the_context(cat: Catalog) 
     """Qwen3.5's 45 Gated DeltaNet layers keep no KV cache: at long contexts a decode step
     reads a quarter of what all-softmax layers would, and every decoding sequence reads and
     writes its fixed state (192 MB over 8 GPUs) at each step."""
-    from clusterwright.model.memory import linear_state_bytes_per_sequence
+    from clusterwright.model.memory import recurrent_state_bytes_per_sequence
 
     arch = cat.model("qwen3.5-397b-a17b")
     softmax = arch.model_copy(update={
@@ -280,7 +280,7 @@ def test_linear_attention_layers_read_their_state_not_the_context(cat: Catalog) 
     long_h = hybrid.step_s(0, 64, 64 * 32_000) - hybrid.step_s(0, 64, 64)
     long_f = full.step_s(0, 64, 64 * 32_000) - full.step_s(0, 64, 64)
     assert long_h == pytest.approx(long_f / 4, rel=0.05)
-    state = 2.0 * linear_state_bytes_per_sequence(arch) / 8 * 32
+    state = 2.0 * recurrent_state_bytes_per_sequence(arch) / 8 * 32
     hbm = hybrid.gpu.memory_bandwidth_gbps * 1e9 * (
         hybrid.engine.kv_bandwidth_efficiency or hybrid.engine.decode_bandwidth_efficiency)
     assert hybrid.step_s(0, 64, 64) - hybrid.step_s(0, 32, 32) > 0.99 * state / hbm

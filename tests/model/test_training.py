@@ -454,3 +454,14 @@ def test_moe_layer_floor_grows_with_the_experts_each_gpu_holds(catalog: Catalog)
         assert floored.compute_s[i] >= floor_s * (1 - 1e-9)
         assert floored.compute_s[i] <= floor_s + free.compute_s[i]
     assert floored.compute_s[0] > 4.0 * floored.compute_s[1]
+
+
+def test_fewer_ffn_blocks_than_mixers_shorten_the_layers(catalog: Catalog) -> None:
+    """Nemotron-H-56B has 64 mixers but 54 FFN blocks: its step is shorter than the same
+    shape with an FFN after every mixer, by less than the 10 missing FFNs' share."""
+    arch = catalog.model("nemotron-h-56b")
+    every = arch.model_copy(update={"ffn_layers": None})
+    lay = _layouts([(8, 1, 8, 1, 1, 1, 1, 1, 0, 1)])
+    t54 = float(estimate(job_for(catalog, arch, "h100-sxm", 8192, 256), lay).compute_s[0])
+    t64 = float(estimate(job_for(catalog, every, "h100-sxm", 8192, 256), lay).compute_s[0])
+    assert 0.8 * t64 < t54 < 0.97 * t64

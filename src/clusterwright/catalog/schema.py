@@ -426,6 +426,7 @@ class CloudOffer(CatalogEntry):
 class Activation(StrEnum):
     gelu = "gelu"
     relu = "relu"
+    relu2 = "relu2"  # squared ReLU (Nemotron-H, Primer): two matrices, as relu
     swiglu = "swiglu"
     geglu = "geglu"
 
@@ -484,6 +485,21 @@ class ModelArch(CatalogEntry):
     # Gated attention (Qwen3.5's full-attention layers, config attn_output_gate): q_proj
     # also emits a per-channel sigmoid gate on the attention output, doubling its width.
     attention_output_gate: StrictBool = False
+    # Mamba-2 token mixers (Nemotron-H, Nemotron 3; Dao and Gu 2024): ``mamba_layers`` of the
+    # layers mix tokens with a selective state space (per head a head_dim x state matrix per
+    # sequence, no KV cache). config.json: mamba_num_heads, mamba_head_dim, ssm_state_size,
+    # n_groups (the B and C projections' groups), conv_kernel.
+    mamba_layers: NonNegativeInt = 0
+    mamba_heads: PositiveInt | None = None
+    mamba_head_dim: PositiveInt | None = None
+    mamba_state: PositiveInt | None = None
+    mamba_groups: PositiveInt | None = None
+    mamba_conv_kernel: PositiveInt | None = None
+    # Models whose blocks hold either a token mixer or an FFN (Nemotron-H's
+    # hybrid_override_pattern: M, * and -/E blocks) have fewer FFNs than mixers: ``layers``
+    # counts the mixers, ``ffn_layers`` the FFN blocks (None: one per layer). MoE FFNs are
+    # the last ffn_layers - dense_layers of them.
+    ffn_layers: PositiveInt | None = None
     # Hugging Face repository ids that publish this architecture (quantized checkpoints of the
     # same shape included), so measurements that name a model by its repository resolve.
     hf_ids: list[StrictStr] = Field(default_factory=list)
@@ -506,7 +522,7 @@ class ModelArch(CatalogEntry):
         if self.experts:
             if not (0 < self.top_k <= self.experts):
                 raise ValueError(f"top_k={self.top_k} must be in 1..experts={self.experts}")
-            if self.dense_layers >= self.layers:
+            if self.dense_layers >= self.n_ffn_layers:
                 raise ValueError("dense_layers must leave at least one MoE layer")
         elif self.top_k or self.shared_experts or self.dense_layers:
             raise ValueError("top_k/shared_experts/dense_layers need experts > 0")
@@ -526,10 +542,23 @@ class ModelArch(CatalogEntry):
             )
         lin = [self.linear_key_heads, self.linear_value_heads, self.linear_key_head_dim,
                self.linear_value_head_dim, self.linear_conv_kernel]
+        recurrent = self.linear_attention_layers + self.mamba_layers
+        if recurrent and recurrent >= self.layers:
+            raise ValueError(f"linear_attention_layers + mamba_layers = {recurrent} must leave "
+                             f"at least one of the {self.layers} layers full attention")
+        mamba = [self.mamba_heads, self.mamba_head_dim, self.mamba_state, self.mamba_groups,
+                 self.mamba_conv_kernel]
+        if self.mamba_layers:
+            if not all(v is not None for v in mamba):
+                raise ValueError("mamba_layers needs mamba_heads, mamba_head_dim, mamba_state, "
+                                 "mamba_groups and mamba_conv_kernel")
+            assert self.mamba_heads is not None and self.mamba_groups is not None
+            if self.mamba_heads % self.mamba_groups:
+                raise ValueError(f"mamba_groups={self.mamba_groups} must divide "
+                                 f"mamba_heads={self.mamba_heads}")
+        elif any(v is not None for v in mamba):
+            raise ValueError("mamba_heads ... mamba_conv_kernel need mamba_layers > 0")
         if self.linear_attention_layers:
-            if self.linear_attention_layers >= self.layers:
-                raise ValueError(f"linear_attention_layers={self.linear_attention_layers} must "
-                                 f"leave at least one of the {self.layers} layers full attention")
             if not all(v is not None for v in lin):
                 raise ValueError("linear_attention_layers needs linear_key_heads, "
                                  "linear_value_heads, linear_key_head_dim, "
@@ -543,8 +572,19 @@ class ModelArch(CatalogEntry):
 
     @property
     def full_attention_layers(self) -> int:
-        """Layers with softmax attention and a KV cache (all but the linear-attention ones)."""
-        return self.layers - self.linear_attention_layers
+        """Layers with softmax attention and a KV cache (all but the linear-attention and
+        Mamba-2 ones)."""
+        return self.layers - self.linear_attention_layers - self.mamba_layers
+
+    @property
+    def n_ffn_layers(self) -> int:
+        """FFN blocks (dense and MoE): one per layer unless ``ffn_layers`` says otherwise."""
+        return self.ffn_layers or self.layers
+
+    @property
+    def moe_layers(self) -> int:
+        """MoE FFN blocks (0 for a dense model)."""
+        return self.n_ffn_layers - self.dense_layers if self.experts else 0
 
     @property
     def is_moe(self) -> bool:

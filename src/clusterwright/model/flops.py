@@ -32,24 +32,31 @@ def attention_dims(arch: ModelArch) -> tuple[int, int]:
 
 def attention_flops_per_token(arch: ModelArch, context: ArrayLike) -> np.ndarray:
     """Forward FLOPs of QK^T and AV for one token attending to ``context`` tokens (all
-    full-attention layers), plus the linear-attention layers' delta rule, which does not
-    grow with the context (``linear_attention_flops_per_token``)."""
+    full-attention layers), plus the recurrent layers' (linear attention, Mamba-2), which do
+    not grow with the context (``recurrent_flops_per_token``)."""
     dqk, dv = attention_dims(arch)
     return (2.0 * arch.full_attention_layers * (dqk + dv) * np.asarray(context, dtype=float)
-            + linear_attention_flops_per_token(arch))
+            + recurrent_flops_per_token(arch))
 
 
-def linear_attention_flops_per_token(arch: ModelArch) -> float:
-    """Forward FLOPs of the gated delta rule for one token, all linear-attention layers: per
-    value head the state times the key, the rank-one update and the query's read-out, three
-    key_dim x value_dim products (2 FLOPs a multiply-add). The chunked kernels (flash-linear-
-    attention's chunk_gated_delta_rule) do the same work in blocks. 0 without them."""
-    if not arch.linear_attention_layers:
-        return 0.0
-    assert arch.linear_value_heads and arch.linear_key_head_dim and arch.linear_value_head_dim
-    per_layer = 6.0 * arch.linear_value_heads * arch.linear_key_head_dim \
-        * arch.linear_value_head_dim
-    return arch.linear_attention_layers * per_layer
+def recurrent_flops_per_token(arch: ModelArch) -> float:
+    """Forward FLOPs of the recurrent layers for one token: the gated delta rule (per value
+    head the state times the key, the rank-one update and the query's read-out, three
+    key_dim x value_dim products) and Mamba-2's selective scan (per head the state's update
+    by B x and the read-out by C, two head_dim x state products), 2 FLOPs a multiply-add.
+    The chunked kernels (flash-linear-attention's chunk_gated_delta_rule, Mamba-2's SSD) do
+    the same work in blocks. 0 without them."""
+    total = 0.0
+    if arch.linear_attention_layers:
+        assert arch.linear_value_heads and arch.linear_key_head_dim
+        assert arch.linear_value_head_dim
+        total += arch.linear_attention_layers * 6.0 * arch.linear_value_heads \
+            * arch.linear_key_head_dim * arch.linear_value_head_dim
+    if arch.mamba_layers:
+        assert arch.mamba_heads and arch.mamba_head_dim and arch.mamba_state
+        total += arch.mamba_layers * 4.0 * arch.mamba_heads * arch.mamba_head_dim \
+            * arch.mamba_state
+    return total
 
 
 def forward_flops_per_token(

@@ -333,9 +333,9 @@ class StepModel:
         c = param_counts(a)
         b = bytes_per(self.weights)
         ep = self.ep
-        moe_layers = float(a.layers - a.dense_layers) if a.is_moe else 0.0
+        moe_layers = float(a.moe_layers)
         a2a = self.ep_comm == "alltoall"
-        ar_calls = (2.0 * a.layers - (moe_layers if a2a else 0.0)) / pp
+        ar_calls = (a.layers + a.n_ffn_layers - (moe_layers if a2a else 0.0)) / pp
         a2a_lat = a2a_coef = 0.0
         if a2a:
             # Inside the NVLink domain (ep == tp <= domain): each GPU keeps 1/ep, one step a peer.

@@ -132,8 +132,8 @@ def adapter_shapes(arch: ModelArch, lora: Lora, moe_layer: bool = False) -> list
 def adapter_params(arch: ModelArch, lora: Lora) -> tuple[float, float]:
     """(non-expert, routed-expert) adapter parameters of the whole model: r (k_in + n_out)
     per adapted layer and copy."""
-    moe_layers = float(arch.layers - arch.dense_layers) if arch.is_moe else 0.0
-    dense_layers = float(arch.layers) - moe_layers
+    moe_layers = float(arch.moe_layers)
+    dense_layers = float(arch.n_ffn_layers) - moe_layers
     r = float(lora.rank)
     dense = dense_layers * sum(s.params for s in adapter_shapes(arch, lora, False)) * r
     expert = 0.0
@@ -149,8 +149,8 @@ def adapter_params(arch: ModelArch, lora: Lora) -> tuple[float, float]:
 def adapter_flops_per_token(arch: ModelArch, lora: Lora) -> float:
     """Forward FLOPs of the adapters per token, whole model: 2 r (k_in + n_out) per adapted
     layer a token passes (top_k of the routed experts)."""
-    moe_layers = float(arch.layers - arch.dense_layers) if arch.is_moe else 0.0
-    dense_layers = float(arch.layers) - moe_layers
+    moe_layers = float(arch.moe_layers)
+    dense_layers = float(arch.n_ffn_layers) - moe_layers
     r = float(lora.rank)
 
     def per_layer(moe: bool) -> float:

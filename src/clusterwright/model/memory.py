@@ -286,7 +286,7 @@ def activation_bytes_per_layer(
 def kv_cache_bytes_per_token(arch: ModelArch, kv_precision: Precision | str = "bf16") -> float:
     """KV-cache bytes per token, whole model: 2 * layers * kv_heads * head_dim (K and V);
     MLA caches the compressed latent plus the decoupled RoPE key (DeepSeek-V2, section 2.1).
-    Linear-attention layers keep no KV cache (``linear_state_bytes_per_sequence``)."""
+    Linear-attention and Mamba-2 layers keep none (``recurrent_state_bytes_per_sequence``)."""
     if arch.is_mla:
         assert arch.kv_lora_rank is not None and arch.qk_rope_head_dim is not None
         per_layer = arch.kv_lora_rank + arch.qk_rope_head_dim
@@ -301,19 +301,29 @@ def kv_cache_bytes_per_token(arch: ModelArch, kv_precision: Precision | str = "b
 LINEAR_STATE_BYTES = 4.0
 
 
-def linear_state_bytes_per_sequence(arch: ModelArch, conv_bytes: float = 2.0) -> float:
-    """Bytes one sequence keeps in the linear-attention layers, whole model, whatever its
-    length: each layer's delta-rule state (key_dim x value_dim per value head, FP32) and its
-    convolution's last kernel - 1 inputs of q, k and v (16-bit). 0 without them."""
-    if not arch.linear_attention_layers:
-        return 0.0
-    assert arch.linear_key_heads and arch.linear_value_heads and arch.linear_conv_kernel
-    assert arch.linear_key_head_dim and arch.linear_value_head_dim
-    dk = arch.linear_key_heads * arch.linear_key_head_dim
-    dv = arch.linear_value_heads * arch.linear_value_head_dim
-    state = arch.linear_value_heads * arch.linear_key_head_dim * arch.linear_value_head_dim
-    conv = (2 * dk + dv) * (arch.linear_conv_kernel - 1)
-    return arch.linear_attention_layers * (state * LINEAR_STATE_BYTES + conv * conv_bytes)
+def recurrent_state_bytes_per_sequence(arch: ModelArch, conv_bytes: float = 2.0) -> float:
+    """Bytes one sequence keeps in the recurrent (linear-attention and Mamba-2) layers, whole
+    model, whatever its length: each layer's state in FP32 (a Gated DeltaNet layer's
+    key_dim x value_dim per value head; a Mamba-2 layer's head_dim x state per head,
+    mamba_ssm_cache_dtype float32 in Nemotron-H's config.json) and its convolution's last
+    kernel - 1 inputs (16-bit). 0 without them."""
+    total = 0.0
+    if arch.linear_attention_layers:
+        assert arch.linear_key_heads and arch.linear_value_heads and arch.linear_conv_kernel
+        assert arch.linear_key_head_dim and arch.linear_value_head_dim
+        dk = arch.linear_key_heads * arch.linear_key_head_dim
+        dv = arch.linear_value_heads * arch.linear_value_head_dim
+        state = arch.linear_value_heads * arch.linear_key_head_dim * arch.linear_value_head_dim
+        conv = (2 * dk + dv) * (arch.linear_conv_kernel - 1)
+        total += arch.linear_attention_layers * (state * LINEAR_STATE_BYTES + conv * conv_bytes)
+    if arch.mamba_layers:
+        assert arch.mamba_heads and arch.mamba_head_dim and arch.mamba_state
+        assert arch.mamba_groups and arch.mamba_conv_kernel
+        inner = arch.mamba_heads * arch.mamba_head_dim
+        state = inner * arch.mamba_state
+        conv = (inner + 2 * arch.mamba_groups * arch.mamba_state) * (arch.mamba_conv_kernel - 1)
+        total += arch.mamba_layers * (state * LINEAR_STATE_BYTES + conv * conv_bytes)
+    return total
 
 
 def kv_cache_bytes(
@@ -397,7 +407,7 @@ def layout_memory(
     Ls = stage_layers(L, p, v, ops)
     layer_dense = float(c.attention + c.dense_mlp + c.shared_experts + c.router + c.norms) / L
     layer_expert = float(c.experts) / L
-    moe_frac = (L - arch.dense_layers) / L if arch.is_moe else 0.0
+    moe_frac = arch.moe_layers / L
     dp_ranks = d * cp
     shard = lay.shard if lay.shard is not None else 0.0
     z3_group = ops.where(lay.zero >= 3, ops.where(shard > 0, ops.minimum(shard, dp_ranks),

@@ -93,6 +93,23 @@ def linear_attention_params_per_layer(arch: ModelArch) -> int:
     return qkvz + ba + conv + decay + norm + dv * h
 
 
+def mamba_params_per_layer(arch: ModelArch) -> int:
+    """One Mamba-2 mixer (Transformers' ``NemotronHMamba2Mixer``), in parameters: in_proj
+    (the gate z and x, one width each, B and C per group, dt per head), the depthwise causal
+    convolution over x, B and C with its bias, dt_bias, A_log and D per head, the gated
+    RMSNorm, out_proj. 0 without Mamba-2 layers."""
+    if not arch.mamba_layers:
+        return 0
+    assert arch.mamba_heads and arch.mamba_head_dim and arch.mamba_state
+    assert arch.mamba_groups and arch.mamba_conv_kernel
+    h = arch.hidden
+    inner = arch.mamba_heads * arch.mamba_head_dim
+    bc = 2 * arch.mamba_groups * arch.mamba_state
+    conv_dim = inner + bc
+    return (h * (2 * inner + bc + arch.mamba_heads) + conv_dim * (arch.mamba_conv_kernel + 1)
+            + 3 * arch.mamba_heads + inner + inner * h)
+
+
 def mlp_params(arch: ModelArch, ffn_hidden: int) -> int:
     """One feed-forward block of width ``ffn_hidden``: gated units have three matrices."""
     h = arch.hidden
@@ -108,9 +125,10 @@ def param_counts(arch: ModelArch) -> ParamCounts:
     embedding = arch.vocab * h + (arch.max_seq_len * h if arch.position == "learned" else 0)
     output = 0 if arch.tied_embeddings else arch.vocab * h
     attention = (arch.full_attention_layers * attention_params_per_layer(arch)
-                 + arch.linear_attention_layers * linear_attention_params_per_layer(arch))
-    moe_layers = L - arch.dense_layers if arch.is_moe else 0
-    dense_layers = L - moe_layers
+                 + arch.linear_attention_layers * linear_attention_params_per_layer(arch)
+                 + arch.mamba_layers * mamba_params_per_layer(arch))
+    moe_layers = arch.moe_layers
+    dense_layers = arch.n_ffn_layers - moe_layers
     dense_mlp = dense_layers * mlp_params(arch, arch.ffn_hidden)
     experts = shared = router = 0
     if arch.is_moe:
@@ -118,7 +136,8 @@ def param_counts(arch: ModelArch) -> ParamCounts:
         experts = moe_layers * arch.experts * mlp_params(arch, f_e)
         shared = moe_layers * arch.shared_experts * mlp_params(arch, f_e)
         router = moe_layers * arch.experts * h
-    norms = 2 * L * _norm_params(arch) + _norm_params(arch)
+    # A pre-norm per mixer and per FFN (two per layer), and the final one.
+    norms = (L + arch.n_ffn_layers) * _norm_params(arch) + _norm_params(arch)
     return ParamCounts(embedding, output, attention, dense_mlp, experts, shared, router, norms)
 
 

@@ -42,9 +42,9 @@ from clusterwright.catalog.schema import Dtype, Gpu, ModelArch
 from clusterwright.catalog.stacks import ServingEngine
 from clusterwright.errors import InputError
 from clusterwright.model.collectives import Interconnect, allreduce_s, moe_dispatch_s
-from clusterwright.model.flops import attention_dims, linear_attention_flops_per_token
+from clusterwright.model.flops import attention_dims, recurrent_flops_per_token
 from clusterwright.model.inference import _busiest_touched, _interp
-from clusterwright.model.memory import kv_cache_bytes_per_token, linear_state_bytes_per_sequence
+from clusterwright.model.memory import kv_cache_bytes_per_token, recurrent_state_bytes_per_sequence
 from clusterwright.model.params import param_counts
 
 ACT_BYTES = 2.0  # activations and all-reduces in 16-bit
@@ -278,7 +278,8 @@ class DeploymentStep:
         a, g, e, par = self.arch, self.gpu, self.engine, self.par
         c = param_counts(a)
         L = float(a.layers)
-        moe_layers = float(a.layers - a.dense_layers) if a.is_moe else 0.0
+        moe_layers = float(a.moe_layers)
+        ffn_layers = float(a.n_ffn_layers)
         stage = 1.0 / par.pp
         heads = padded_heads(a, g, e, par.tp)
         dense_params = (c.attention + padding_params(a, heads) + c.dense_mlp + c.shared_experts
@@ -287,6 +288,7 @@ class DeploymentStep:
         consts = {
             "stage_layers": L * stage,
             "moe_layers": moe_layers * stage,
+            "ffn_layers": ffn_layers * stage,
             "dense_flops_per_token": 2.0 * dense_params / par.tp,
             "dense_bytes": dense_params * self.dense_format.bytes_per_weight / par.tp,
             # The LM head runs on the last stage, for the tokens that produce a token.
@@ -329,15 +331,15 @@ class DeploymentStep:
         banded = float(a.sliding_window_layers if a.sliding_window else 0) / L
         consts["full_share"] = 1.0 - banded
         consts["window"] = float(a.sliding_window or 0)
-        # Softmax attention runs in the full-attention layers only; a linear-attention layer
-        # (Gated DeltaNet) costs the same per token whatever the context, and each decoding
+        # Softmax attention runs in the full-attention layers only; a recurrent layer (Gated
+        # DeltaNet, Mamba-2) costs the same per token whatever the context, and each decoding
         # sequence reads and writes its fixed state there (heads split over TP).
         full = float(a.full_attention_layers)
         consts["prefill_attn_flops_per_pair"] = 2.0 * full * stage * (dqk + dv) / par.tp
         consts["decode_attn_flops_per_kv"] = 2.0 * full * stage * (decode_qk + decode_v) / par.tp
         consts["kv_bytes_read_per_token"] = self.kv_bytes_per_token * stage / kv_shard
-        consts["linear_flops_per_token"] = linear_attention_flops_per_token(a) * stage / par.tp
-        consts["state_bytes_per_seq"] = linear_state_bytes_per_sequence(a) * stage / par.tp
+        consts["linear_flops_per_token"] = recurrent_flops_per_token(a) * stage / par.tp
+        consts["state_bytes_per_seq"] = recurrent_state_bytes_per_sequence(a) * stage / par.tp
         consts["act_bytes_per_token"] = a.hidden * ACT_BYTES
         object.__setattr__(self, "_k", consts)
         # Collectives run inside CUDA graphs: the engine's launch cost, not NCCL's eager one;
@@ -515,8 +517,8 @@ class DeploymentStep:
         total = 0.0
         ar = self._allreduce(act) if par.tp > 1 else 0.0
         moe_layers = k["moe_layers"] if a.is_moe else 0.0
-        dense_layers = layers - moe_layers
-        # Attention output all-reduce on every layer; the dense MLP's on dense layers.
+        dense_layers = k["ffn_layers"] - moe_layers
+        # The token mixer's output all-reduce on every layer; the dense MLP's on dense FFNs.
         total += ar * (layers + dense_layers)
         if moe_layers:
             group = par.moe_tp * par.moe_ep

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from clusterwright.catalog.schema import Activation, ModelArch
 from clusterwright.catalog.stacks import Stack
-from clusterwright.model.flops import linear_attention_flops_per_token
+from clusterwright.model.flops import recurrent_flops_per_token
 from clusterwright.model.lora import Lora, adapter_shapes
 from clusterwright.model.params import attention_params_per_layer, param_counts
 from clusterwright.model.recompute import FULL
@@ -225,10 +225,10 @@ def layer_times(ops: Ops, c: ComputeJob, tok: Num, t: Num, ep: Num, sp: Num, rc:
         qkv, qkv_c = _linear(ops, c, tok, h, (dqk + gate + 2.0 * dkv) / t, m, 1.0)
         mla_up = 0.0 * tok
     proj, proj_c = _linear(ops, c, tok, dv / t, h, m, 1.0)
-    if a.linear_attention_layers:
-        # A hybrid's layer is the mean of its kinds: Gated DeltaNet layers project more
-        # (q, k, v, the output gate and out_proj over its heads) than the full-attention
-        # shape above; its projections' time scales by the weights' ratio.
+    if a.linear_attention_layers or a.mamba_layers:
+        # A hybrid's layer is the mean of its kinds: Gated DeltaNet and Mamba-2 layers project
+        # more (their gates, heads and out_proj) than the full-attention shape above; its
+        # projections' time scales by the weights' ratio.
         mix = float(param_counts(a).attention) / (a.layers * attention_params_per_layer(a))
         qkv, qkv_c, proj, proj_c = qkv * mix, qkv_c * mix, proj * mix, proj_c * mix
 
@@ -239,11 +239,12 @@ def layer_times(ops: Ops, c: ComputeJob, tok: Num, t: Num, ep: Num, sp: Num, rc:
         # Banded layers see at most the window: min(w, s/2) keys on average, not s/2.
         fw = a.sliding_window_layers / a.layers
         attn_flops = attn_flops * ((1.0 - fw) + fw * min(1.0, 2.0 * a.sliding_window / s))
-    if a.linear_attention_layers:
-        # Softmax attention in the full-attention layers only; the delta rule elsewhere,
-        # at a cost per token that does not grow with the sequence (per layer, on average).
+    if a.linear_attention_layers or a.mamba_layers:
+        # Softmax attention in the full-attention layers only; the delta rule or the scan
+        # elsewhere, at a cost per token that does not grow with the sequence (per layer, on
+        # average).
         attn_flops = (attn_flops * a.full_attention_layers / a.layers
-                      + tok * linear_attention_flops_per_token(a) / a.layers / t)
+                      + tok * recurrent_flops_per_token(a) / a.layers / t)
     attn_f = attn_flops / (c.peak16 * c.attention_efficiency)
     attn_b = 2.5 * attn_flops / (c.peak16 * c.attention_bwd_efficiency) if c.flash else (
         2.0 * attn_flops / (c.peak16 * c.attention_efficiency))
@@ -290,6 +291,12 @@ def layer_times(ops: Ops, c: ComputeJob, tok: Num, t: Num, ep: Num, sp: Num, rc:
         mlp_gemm = fc1 + fc2
         mlp_cast = fc1_c + fc2_c
         mlp_act = tok * f * (6.0 if gated else 4.0) / t / c.hbm
+        if a.ffn_layers is not None:
+            # Mixer and FFN blocks apart (Nemotron-H): the dense FFNs spread over the layers
+            # that are not MoE, on average (none where every FFN is MoE).
+            share = (a.n_ffn_layers - a.moe_layers) / max(a.layers - a.moe_layers, 1)
+            fc1, fc2, fc1_c, fc2_c = fc1 * share, fc2 * share, fc1_c * share, fc2_c * share
+            mlp_gemm, mlp_cast, mlp_act = mlp_gemm * share, mlp_cast * share, mlp_act * share
         mlp_elem = mlp_act
 
     # --- elementwise (HBM-bound) ------------------------------------------------------------

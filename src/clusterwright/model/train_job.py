@@ -160,7 +160,7 @@ class _JobConstants:
         a = job.arch
         pc = param_counts(a)
         L = float(a.layers)
-        moe_frac = (L - a.dense_layers) / L if a.is_moe else 0.0
+        moe_frac = a.moe_layers / L
         s = job.seq_len
         lo = job.lora
         layer_dense = float(pc.attention + pc.dense_mlp + pc.shared_experts + pc.router

@@ -24,7 +24,7 @@ from clusterwright.catalog.schema import Dtype, Gpu, ModelArch
 from clusterwright.catalog.stacks import ServingEngine, Stack
 from clusterwright.design.train import net_for, server_for
 from clusterwright.errors import InputError
-from clusterwright.model.memory import inference_memory, linear_state_bytes_per_sequence
+from clusterwright.model.memory import inference_memory, recurrent_state_bytes_per_sequence
 from clusterwright.model.params import param_counts
 from clusterwright.model.serving_step import (
     ACT_BYTES,
@@ -159,10 +159,10 @@ def kv_capacity(cat: Catalog, dep: Deployment, par: ServingParallel, isl: int,
         banded = a.sliding_window_layers / a.layers
         ctx = isl + osl / 2.0
         per_token *= (1.0 - banded) + banded * min(1.0, a.sliding_window / ctx)
-    if a.linear_attention_layers:
-        # Each request also holds its linear-attention layers' fixed state (SGLang's mamba
-        # pool, vLLM's hybrid allocator), here spread over its mean context.
-        per_token += (linear_state_bytes_per_sequence(a) / par.tp / par.pp
+    if a.linear_attention_layers or a.mamba_layers:
+        # Each request also holds its recurrent layers' fixed state (SGLang's mamba pool,
+        # vLLM's hybrid allocator), here spread over its mean context.
+        per_token += (recurrent_state_bytes_per_sequence(a) / par.tp / par.pp
                       / (isl + osl / 2.0))
     return max(free, 0.0) / per_token
 

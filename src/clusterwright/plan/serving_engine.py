@@ -151,19 +151,22 @@ def deployment(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine,
                       prefill=prefill, decode=decode, speculative=speculative, notes=notes)
 
 
-# Hybrid linear-attention models are in no row the engines were fitted on; AIConfigurator
-# 0.12's Qwen3.5 MoE rows (validation/serving_silicon_aic012.csv, SGLang on B200, B300 and
-# H200) check them, held out (docs/serving.md).
+# Hybrid recurrent models are in no row the engines were fitted on; AIConfigurator 0.12's
+# Qwen3.5 MoE rows (validation/serving_silicon_aic012.csv, SGLang on B200, B300 and H200)
+# check the Gated DeltaNet ones, held out (docs/serving.md); no measured row has Mamba-2.
 HYBRID_NOTE = ("hybrid linear attention (Gated DeltaNet) is not in the rows the engine was "
                "fitted on; held out, Qwen3.5 MoE on SGLang (B200, B300, H200) comes within "
                "32-50 % on TTFT and 15-18 % on TPOT")
+MAMBA_NOTE = ("Mamba-2 layers are in no measured row, fitted or held out: their state and "
+              "scan are modelled from the config, not checked")
 
 
 def validation_regime(dep: Deployment) -> dict[str, Any]:
     """How this engine did on measured rows of this GPU and mode, or that none exist; a
     hybrid linear-attention model adds ``architecture_note``."""
     mode = "disagg" if dep.disaggregated else "agg"
-    extra = {"architecture_note": HYBRID_NOTE} if dep.arch.linear_attention_layers else {}
+    extra = ({"architecture_note": MAMBA_NOTE} if dep.arch.mamba_layers else
+             {"architecture_note": HYBRID_NOTE} if dep.arch.linear_attention_layers else {})
     for v in dep.engine.validated:
         if v.gpu == dep.gpu.id and v.mode == mode:
             return {"validated": True, "engine": dep.engine.id, "gpu": v.gpu, "mode": mode,
