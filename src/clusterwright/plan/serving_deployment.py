@@ -159,11 +159,9 @@ def kv_capacity(cat: Catalog, dep: Deployment, par: ServingParallel, isl: int,
         banded = a.sliding_window_layers / a.layers
         ctx = isl + osl / 2.0
         per_token *= (1.0 - banded) + banded * min(1.0, a.sliding_window / ctx)
-    if a.linear_attention_layers or a.mamba_layers:
-        # Each request also holds its recurrent layers' fixed state (SGLang's mamba pool,
-        # vLLM's hybrid allocator), here spread over its mean context.
-        per_token += (recurrent_state_bytes_per_sequence(a) / par.tp / par.pp
-                      / (isl + osl / 2.0))
+    # Each request also holds its recurrent layers' fixed state (SGLang's mamba pool, vLLM's
+    # hybrid allocator; 0 without them), here spread over its mean context.
+    per_token += recurrent_state_bytes_per_sequence(a) / par.tp / par.pp / (isl + osl / 2.0)
     return max(free, 0.0) / per_token
 
 
