@@ -295,10 +295,10 @@ def kv_cache_bytes_per_token(arch: ModelArch, kv_precision: Precision | str = "b
     return arch.full_attention_layers * per_layer * bytes_per(kv_precision)
 
 
-# The delta rule's recurrent state is kept in FP32: Qwen3.5's config.json sets
-# mamba_ssm_dtype "float32", and SGLang's --mamba-ssm-dtype defaults to float32
-# (srt/server_args.py, "Mamba cache").
-LINEAR_STATE_BYTES = 4.0
+# The recurrent layers' state is kept in FP32: Qwen3.5's config.json sets mamba_ssm_dtype
+# "float32", Nemotron-H's and Nemotron 3's mamba_ssm_cache_dtype "float32", and SGLang's
+# --mamba-ssm-dtype defaults to float32 (srt/server_args.py, "Mamba cache").
+RECURRENT_STATE_BYTES = 4.0
 
 
 def recurrent_state_bytes_per_sequence(arch: ModelArch, conv_bytes: float = 2.0) -> float:
@@ -315,14 +315,14 @@ def recurrent_state_bytes_per_sequence(arch: ModelArch, conv_bytes: float = 2.0)
         dv = arch.linear_value_heads * arch.linear_value_head_dim
         state = arch.linear_value_heads * arch.linear_key_head_dim * arch.linear_value_head_dim
         conv = (2 * dk + dv) * (arch.linear_conv_kernel - 1)
-        total += arch.linear_attention_layers * (state * LINEAR_STATE_BYTES + conv * conv_bytes)
+        total += arch.linear_attention_layers * (state * RECURRENT_STATE_BYTES + conv * conv_bytes)
     if arch.mamba_layers:
         assert arch.mamba_heads and arch.mamba_head_dim and arch.mamba_state
         assert arch.mamba_groups and arch.mamba_conv_kernel
         inner = arch.mamba_heads * arch.mamba_head_dim
         state = inner * arch.mamba_state
         conv = (inner + 2 * arch.mamba_groups * arch.mamba_state) * (arch.mamba_conv_kernel - 1)
-        total += arch.mamba_layers * (state * LINEAR_STATE_BYTES + conv * conv_bytes)
+        total += arch.mamba_layers * (state * RECURRENT_STATE_BYTES + conv * conv_bytes)
     return total
 
 

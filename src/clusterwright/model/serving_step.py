@@ -338,7 +338,7 @@ class DeploymentStep:
         consts["prefill_attn_flops_per_pair"] = 2.0 * full * stage * (dqk + dv) / par.tp
         consts["decode_attn_flops_per_kv"] = 2.0 * full * stage * (decode_qk + decode_v) / par.tp
         consts["kv_bytes_read_per_token"] = self.kv_bytes_per_token * stage / kv_shard
-        consts["linear_flops_per_token"] = recurrent_flops_per_token(a) * stage / par.tp
+        consts["recurrent_flops_per_token"] = recurrent_flops_per_token(a) * stage / par.tp
         consts["state_bytes_per_seq"] = recurrent_state_bytes_per_sequence(a) * stage / par.tp
         consts["act_bytes_per_token"] = a.hidden * ACT_BYTES
         object.__setattr__(self, "_k", consts)
@@ -422,7 +422,7 @@ class DeploymentStep:
         pairs, kv = _attended(k, p, d, kv_tokens, prefill_pairs)
         attn = ((k["prefill_attn_flops_per_pair"] * pairs
                  + k["decode_attn_flops_per_kv"] * kv * queries
-                 + k["linear_flops_per_token"] * n)
+                 + k["recurrent_flops_per_token"] * n)
                 / (k["peak16"] * e.attention_efficiency)
                 + (k["kv_bytes_read_per_token"] * kv + 2.0 * k["state_bytes_per_seq"] * d)
                 / k["hbm_kv"])
@@ -480,7 +480,7 @@ class DeploymentStep:
         pairs, kv = _attended(k, p, d, kv_tokens, prefill_pairs)
         tensor += (k["prefill_attn_flops_per_pair"] * pairs
                    + k["decode_attn_flops_per_kv"] * kv
-                   + k["linear_flops_per_token"] * n) / k["peak16"]
+                   + k["recurrent_flops_per_token"] * n) / k["peak16"]
         nbytes += k["kv_bytes_read_per_token"] * kv + 2.0 * k["state_bytes_per_seq"] * d
         hbm = self.gpu.memory_bandwidth_gbps * 1e9
         return tensor * par.pp, nbytes / hbm * par.pp
