@@ -260,6 +260,28 @@ def test_lockstep_waits_longer_than_desynchronised_clients(cat: Catalog) -> None
     assert lock.ttft_s > loose.ttft_s
 
 
+def test_only_equal_length_clients_arrive_in_clusters(cat: Catalog) -> None:
+    """The engine's cluster term (``arrival_burst``) is for clients of equal lengths, whose
+    requests finish together and come back together; clients drawing lengths from a range
+    drift apart, so their pool carries none of it and their TTFT does not depend on it."""
+    e = cat.serving_engine("trtllm")
+    arch = cat.model("llama-3.1-70b")
+
+    def solved(burst: float, equal: bool) -> tuple[Pool, float]:
+        eng = e.model_copy(update={"arrival_burst": burst})
+        dep = deployment(cat, arch, cat.gpu("b200"), eng, "fp8", agg=Role(layout(arch, 2), 1))
+        assert dep.agg is not None
+        p = pool(cat, dep, dep.agg.par, 1, 1024, 1024, equal_lengths=equal)
+        return p, aggregated(p, 64, 1024, 1024).ttft_s
+
+    p, t_equal = solved(0.3, True)
+    assert p.burst == 0.3
+    assert t_equal > solved(0.0, True)[1]  # equal lengths: the cluster lengthens TTFT
+    q, t_range = solved(0.3, False)
+    assert q.burst == 0.0
+    assert t_range == solved(0.0, False)[1]
+
+
 def test_an_opening_wave_is_prefilled_first_come_first_served() -> None:
     """Eight 1,000-token prompts at an idle rank with a 2,048-token budget, no chunking: two
     whole prompts an iteration (30 ms + 20 us a token = 70 ms), four iterations, the mean

@@ -124,12 +124,13 @@ def test_errors_stay_where_they_are(tab) -> None:  # type: ignore[no-untyped-def
 
 def test_tpu_ttft_is_the_named_miss(tab) -> None:  # type: ignore[no-untyped-def]
     # vLLM-TPU's mean TTFT (250-510 ms, 1,000-token prompts, 512-token budget) is predicted
-    # about twice too long (3.3-3.5x before vLLM's refit with InferenceMAX's opening wave):
-    # the steady state's prefill share and first-token iterations are the GPU engine's;
-    # recorded, not tuned.
+    # 2.8x too long (2.1x before the cluster term was fitted on equal-length clients alone,
+    # 3.3-3.5x before vLLM's refit with InferenceMAX's opening wave): the steady state's
+    # clusters, prefill share and first-token iterations are the GPU engine's; recorded, not
+    # tuned.
     rows = [r for r in tab.rows if r.group == "tpu-v6e" and r.quantity == "ttft_ms"]
     assert len(rows) == 2
-    assert all(1.5 < r.predicted / r.measured < 2.5 for r in rows)
+    assert all(2.0 < r.predicted / r.measured < 3.2 for r in rows)
 
 
 def test_batch_latency_is_ttft_plus_decode_steps(tab) -> None:  # type: ignore[no-untyped-def]

@@ -306,7 +306,8 @@ class ServingEngine(CatalogEntry):
     # the first token's way back (seconds)
     frontend_s: NonNegativeFloat = 0.0
     # Share of the other running clients' prompts a new prompt waits behind: closed-loop
-    # clients with equal lengths arrive in clusters
+    # clients with equal lengths arrive in clusters (not applied to clients that draw their
+    # lengths from a range)
     arrival_burst: Annotated[FiniteFloat, Field(ge=0, le=1)] = 0.0
     # Iterations between a prompt's prefill and its first token reaching the client
     # (overlapped scheduling returns tokens a step late; detokenization, streaming)

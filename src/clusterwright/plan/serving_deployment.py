@@ -230,7 +230,8 @@ def pool(cat: Catalog, dep: Deployment, par: ServingParallel, workers: int, isl:
     """The ``workers`` x ``par.adp`` data-parallel ranks of one role, ready to solve.
     ``equal_lengths``: the clients send prompts of one length for outputs of one length (a
     closed-loop benchmark such as AIPerf with fixed lengths), which a prefill-priority engine
-    keeps in lockstep; a client drawing lengths from a range does not."""
+    keeps in lockstep and other engines in clusters (``arrival_burst``); a client drawing
+    lengths from a range does neither."""
     key = (par, isl, osl, max_batch)
     if cache is not None and key in cache:
         step, kv = cache[key]
@@ -252,7 +253,10 @@ def pool(cat: Catalog, dep: Deployment, par: ServingParallel, workers: int, isl:
         budget = max(1, budget // par.adp)
     return Pool(step=step, ranks=par.adp * workers, budget=budget,
                 chunked=e.chunked_prefill, admission=e.admission, kv_tokens=kv,
-                max_seqs=max_batch or e.max_batch, frontend_s=e.frontend_s, burst=e.arrival_burst,
+                max_seqs=max_batch or e.max_batch, frontend_s=e.frontend_s,
+                # Requests admitted together come back together only when every request has
+                # the same lengths: clients drawing lengths from a range drift apart
+                burst=e.arrival_burst if equal_lengths else 0.0,
                 first_token_iterations=e.first_token_iterations,
                 context_wait_iterations=e.adp_context_wait_iterations if par.adp > 1 else 0.0,
                 # TensorRT-LLM waits only without attention DP (attention_dp_config instead)
