@@ -315,3 +315,28 @@ def test_the_neuron_engine_on_trainium_and_not_on_a_gpu() -> None:
     assert bad.exit_code == 2
     assert "--engine" in bad.output and "runs on aws accelerators" in bad.output
     assert "Traceback" not in bad.output
+
+
+def test_the_output_says_which_figures_were_validated() -> None:
+    """The regime's MAPE is the steady state's (what ``validate`` checks), not the
+    request-level simulation's percentiles; when their mean TTFTs part by more than a
+    quarter the output says so, with both numbers."""
+    args = ("serve", "estimate", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "4",
+            "--precision", "fp8", "--engine", "trtllm", "--concurrency", "16",
+            "--input-len", "1024", "--output-len", "512")
+    d = json.loads(cw(*args, "--json").stdout)
+    assert d["validation"]["figures"] == "steady_state"
+    r = cw(*args)
+    assert r.exit_code == 0
+    text = " ".join(r.stdout.split())
+    assert "validated (the steady state's means)" in text
+    assert "simulated (not validated)" in text
+    ratio = d["ttft_mean_s"] / d["steady_state"]["ttft_mean_s"]
+    assert (abs(ratio - 1.0) > 0.25) == ("is what was checked against measured runs" in text)
+    steady_only = " ".join(cw(*args, "--steady-only").stdout.split())
+    assert "checked against measured runs" not in steady_only
+    other = cw("serve", "estimate", "--model", "llama-3.1-8b", "--gpu", "mi300x", "--engine",
+               "vllm", "--precision", "fp8", "--concurrency", "4", "--input-len", "512",
+               "--output-len", "128")
+    assert other.exit_code == 0, other.output
+    assert "not validated:" in other.stdout

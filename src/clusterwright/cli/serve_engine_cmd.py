@@ -196,6 +196,24 @@ def _roles_text(dep: dict[str, Any]) -> str:
     return f"prefill {one(dep['prefill'])}, decode {one(dep['decode'])}"
 
 
+SIM_GAP = 0.25  # relative difference of the two mean TTFTs worth pointing out
+
+
+def _sim_gap(d: dict[str, Any]) -> str:
+    """A sentence when the request-level simulation's mean TTFT and the steady state's
+    differ by more than SIM_GAP, saying which one was checked against measurements, else
+    ""."""
+    st = d.get("steady_state")
+    if st is None or "ttft_mean_s" not in d or st["ttft_mean_s"] <= 0:
+        return ""
+    sim, steady = d["ttft_mean_s"], st["ttft_mean_s"]
+    if abs(sim / steady - 1.0) <= SIM_GAP:
+        return ""
+    return (f"the simulated mean TTFT, {_ms(sim)}, is {sim / steady:.2g}x the steady "
+            f"state's, {_ms(steady)}; the steady state is what was checked against measured "
+            "runs (the simulation forms its own clusters and queues on the same step model)")
+
+
 def render_estimate(d: dict[str, Any]) -> None:
     load = f"{d['qps']:g} req/s" if d["qps"] is not None else f"{d['concurrency']} clients"
     console.print(
@@ -217,7 +235,7 @@ def render_estimate(d: dict[str, Any]) -> None:
                 f"once on an idle deployment, measures mean TTFT {_ms(b['ttft_mean_s'])} (its "
                 f"first round an opening wave)")
     if "ttft_p50_s" in d:
-        t = Table(title="simulated", title_justify="left")
+        t = Table(title="simulated (not validated)", title_justify="left")
         for col in ("", "p50", "p99", "mean"):
             t.add_column(col, justify="right")
         t.add_row("TTFT", _ms(d["ttft_p50_s"]), _ms(d["ttft_p99_s"]), _ms(d["ttft_mean_s"]))
@@ -228,11 +246,14 @@ def render_estimate(d: dict[str, Any]) -> None:
                       f"{d['requests_per_s']:.2f} requests/s, {d['preemptions']} preemptions")
     v = d["validation"]
     if v["validated"]:
-        console.print(f"validated: {v['rows']} measured {v['engine']} rows on {v['gpu']} "
-                      f"({v['mode']}): TTFT MAPE {100 * v['ttft_mape']:.0f}%, TPOT MAPE "
-                      f"{100 * v['tpot_mape']:.0f}%")
+        console.print(f"validated (the steady state's means): {v['rows']} measured "
+                      f"{v['engine']} rows on {v['gpu']} ({v['mode']}): TTFT MAPE "
+                      f"{100 * v['ttft_mape']:.0f}%, TPOT MAPE {100 * v['tpot_mape']:.0f}%")
     else:
         console.print(f"[yellow]not validated:[/] {v['note']}")
+    gap = _sim_gap(d)
+    if gap:
+        console.print(f"[yellow]note:[/] {gap}")
     if v.get("architecture_note"):
         console.print(f"[yellow]model outside the fitted rows:[/] {v['architecture_note']}")
     dis = d.get("disaggregation")
