@@ -303,6 +303,25 @@ def test_batch_waiting_holds_prompts_on_the_trtllm_path() -> None:
     assert r.exit_code == 2 and "--batch-wait: only with --engine" in r.output
 
 
+def test_request_polling_delays_prompts_on_the_sglang_path() -> None:
+    """--recv-interval 30 (InferenceMAX's DeepSeek SGLang scripts at 16+ clients): a prompt
+    of clients drawing their lengths waits for the poll every 30 decode iterations; the
+    deployment says so; other engines and attention DP refuse it."""
+    base = ["serve", "estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine",
+            "sglang", "--concurrency", "16", "--input-len", "1024", "--output-len", "256",
+            "--length-dist", "lognormal", "--length-cv", "0.1", "--num-requests", "160",
+            "--json"]
+    plain = json.loads(cw(*base).output)
+    polled = json.loads(cw(*base, "--recv-interval", "30").output)
+    assert polled["deployment"]["recv_interval"] == 30
+    assert "recv_interval" not in plain["deployment"]
+    assert polled["ttft_mean_s"] > plain["ttft_mean_s"] + 0.05
+    r = cw(*base[:7], "vllm", *base[8:], "--recv-interval", "30")
+    assert r.exit_code == 2 and "SGLang's" in r.output
+    r = cw(*base, "--adp", "2", "--recv-interval", "30")
+    assert r.exit_code == 2 and "--recv-interval" in r.output
+
+
 def test_the_neuron_engine_on_trainium_and_not_on_a_gpu() -> None:
     r = cw(*BASE, "--model", "llama-3.1-70b", "--gpu", "trn2", "--engine", "neuron@nxdi-2.21",
            "--tp", "16", "--concurrency", "1", "--steady-only", "--json")

@@ -144,6 +144,15 @@ def test_hostile_batch_waits_on_the_engine_path(part: str) -> None:
     assert not found, "\n\n".join(found)
 
 
+def test_hostile_recv_intervals_on_the_sglang_path() -> None:
+    found = []
+    for value, must_refuse in NUMBER_VALUES:
+        o = invoke([*_ENGINE_TRT[:7], "sglang", *_ENGINE_TRT[8:-1], "--recv-interval", value])
+        found += [f"{o.describe()}\n  -> {p}"
+                  for p in problems(o, must_refuse or value in INT_ONLY_REFUSED)]
+    assert not found, "\n\n".join(found)
+
+
 _ENGINE_SPEC = ["serve", "estimate", "--model", "deepseek-v3", "--gpu", "b200", "--engine",
                 "trtllm", "--precision", "fp4", "--tp", "8", "--concurrency", "8",
                 "--input-len", "512", "--output-len", "128", "--steady-only", "--json",

@@ -214,7 +214,7 @@ def test_tp_that_does_not_divide_the_heads_is_read_as_attention_dp() -> None:
     assert cfg.dep.agg is not None
     par = cfg.dep.agg.par
     assert (par.tp, par.adp, par.moe_tp, par.moe_ep) == (1, 48, 6, 8)
-    assert "read as attention-DP 48" in cfg.dep.notes[0]
+    assert any("read as attention-DP 48" in n for n in cfg.dep.notes)
 
 
 def test_missing_worker_counts_are_sized_and_said() -> None:
@@ -820,6 +820,43 @@ def test_a_script_s_engine_options_apply_to_the_runs_it_made() -> None:
     # The scripts start one aggregated server: a disaggregated run of the same model and day
     # came from Dynamo's recipes
     assert ss.script_settings({**r, "mode": "disagg"}, base) == (base, "")
+
+
+def test_sglang_scripts_poll_for_requests_by_their_client_count() -> None:
+    """InferenceMAX's DeepSeek-R1 SGLang scripts on B200 (dsr1_fp8_b200.sh) set
+    --scheduler-recv-interval 30 at 16 clients or more and 10 below, and cap the server at
+    --max-running-requests 128 for TP 8 (32 for TP 4 at 8k/1k). A run with more clients than
+    the cap did not come from the script and takes none of its options."""
+    from clusterwright.catalog.stacks import ServingEngine
+    cat = load_catalog()
+    base = cat.serving_engine("sglang")
+    r = pick(system="b200_sxm", backend="sglang", mode="agg", precision="fp8", tp_size="8",
+             isl="1024", osl="1024", model_path="deepseek-ai/DeepSeek-R1")
+
+    def at(clients: int, **cols: str) -> tuple[ServingEngine, str]:
+        src = re.sub(r"silicon_concurrency=\d+", f"silicon_concurrency={clients}",
+                     r["silicon_data_source"])
+        return ss.script_settings({**r, **cols, "silicon_data_source": src}, base)
+
+    eng, note = at(64)
+    assert (eng.scheduler_recv_interval, eng.max_batch, eng.kv_memory_fraction,
+            eng.max_num_batched_tokens_160gb) == (30, 128, 0.82, 32768)
+    assert "dsr1_fp8_b200" in note and "scheduler_recv_interval=30" in note
+    assert at(8)[0].scheduler_recv_interval == 10
+    tp4, _ = at(16, tp_size="4", isl="8192")
+    assert (tp4.scheduler_recv_interval, tp4.max_batch) == (10, 32)
+    # 512 clients against a 128-request server: another launch
+    assert at(512) == (base, "")
+    assert base.scheduler_recv_interval == 1
+    # The row's deployment polls; with attention DP the engine does not (SGLang asserts it)
+    from clusterwright.plan.serving_deployment import Role, pool
+    from clusterwright.plan.serving_engine import deployment, layout
+    arch = cat.model("deepseek-v3")
+    for adp, interval in ((1, 30), (8, 1)):
+        dep = deployment(cat, arch, cat.gpu("b200"), eng, "fp8",
+                         agg=Role(layout(arch, 8 // adp, adp=adp), 1))
+        assert dep.agg is not None
+        assert pool(cat, dep, dep.agg.par, 1, 1024, 1024).recv_interval == interval
 
 
 def test_a_disaggregated_deepseek_run_takes_no_aggregated_script_options() -> None:

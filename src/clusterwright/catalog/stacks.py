@@ -326,6 +326,10 @@ class ServingEngine(CatalogEntry):
                                               Field(le=BATCH_WAIT_ITERATIONS)] = 0
     batch_wait_iterations: Annotated[NonNegativeInt, Field(le=BATCH_WAIT_ITERATIONS)] = 0
     batch_wait_tokens_ratio: Annotated[FiniteFloat, Field(ge=0, le=1)] = 0.0
+    # SGLang ``--scheduler-recv-interval`` (1, every iteration, by default): while the engine
+    # decodes, its scheduler takes new requests only every this many decode iterations, and
+    # right after an iteration that ran a prefill; not with attention DP
+    scheduler_recv_interval: Annotated[PositiveInt, Field(le=BATCH_WAIT_ITERATIONS)] = 1
     validated: list[EngineRegime] = Field(default_factory=list)
     calibration: StrictStr
 

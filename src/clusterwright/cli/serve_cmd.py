@@ -136,6 +136,10 @@ def estimate_cmd(
         "20:0.9 (batch_wait_timeout_iters, batch_wait_max_tokens_ratio): new prompts wait up "
         "to ITERATIONS decode iterations or until the iteration's tokens reach RATIO of the "
         "token budget."),
+    recv_interval: int | None = typer.Option(
+        None, "--recv-interval", help="--engine sglang: --scheduler-recv-interval N: while "
+        "sequences decode, new prompts are taken every N decode iterations (and right after "
+        "a prefill); InferenceMAX's DeepSeek scripts run 30 at 16 clients or more, 10 below."),
     no_sim: bool = typer.Option(
         False, "--steady-only", help="--engine, closed loop: only the steady-state solution "
         "(means, milliseconds), no request-level simulation."),
@@ -162,7 +166,8 @@ def estimate_cmd(
                ("--num-requests", num_requests, lim.REQUESTS), ("--seed", seed, lim.SEED),
                ("--replicas", replicas, lim.REPLICAS),
                ("--max-num-seqs", max_num_seqs, lim.SEQUENCES),
-               ("--ttft-slo", ttft_slo, lim.SLO_S), ("--tpot-slo", tpot_slo, lim.SLO_S))
+               ("--ttft-slo", ttft_slo, lim.SLO_S), ("--tpot-slo", tpot_slo, lim.SLO_S),
+               ("--recv-interval", recv_interval, lim.RECV_INTERVAL))
     lim.nonempty(("--server", server), ("--engine", engine), ("--gemm-quant", gemm_quant),
                  ("--moe-quant", moe_quant), ("--prefill", prefill), ("--decode", decode),
                  ("--speculative", speculative), ("--batch-wait", batch_wait))
@@ -171,7 +176,8 @@ def estimate_cmd(
                         ("--gemm-quant", gemm_quant), ("--moe-quant", moe_quant),
                         ("--prefill", prefill), ("--decode", decode),
                         ("--steady-only", no_sim), ("--speculative", speculative),
-                        ("--benchmark-rounds", benchmark_rounds), ("--batch-wait", batch_wait)):
+                        ("--benchmark-rounds", benchmark_rounds), ("--batch-wait", batch_wait),
+                        ("--recv-interval", recv_interval)):
             if v:
                 fail(f"{flag}: only with --engine (a catalog serving engine)")
     else:
@@ -188,7 +194,8 @@ def estimate_cmd(
                          replicas=replicas, ttft_slo=ttft_slo, tpot_slo=tpot_slo,
                          simulate_requests=not no_sim, as_json=as_json,
                          speculative=speculative, benchmark_rounds=benchmark_rounds,
-                         max_batch=max_num_seqs, batch_wait=batch_wait)
+                         max_batch=max_num_seqs, batch_wait=batch_wait,
+                         recv_interval=recv_interval)
         return
     max_num_seqs = 256 if max_num_seqs is None else max_num_seqs
 

@@ -122,7 +122,8 @@ def estimate_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str
                         speculative: str | None = None,
                         benchmark_rounds: int | None = None,
                         max_batch: int | None = None,
-                        batch_wait: str | None = None) -> None:
+                        batch_wait: str | None = None,
+                        recv_interval: int | None = None) -> None:
     from clusterwright.plan.serving_engine import (
         deployment,
         engine_of,
@@ -150,6 +151,13 @@ def estimate_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str
                 fail(f"--batch-wait: batch waiting is TensorRT-LLM's; {eng.id} has none")
             eng = eng.model_copy(update={"batch_wait_iterations": wait[0],
                                          "batch_wait_tokens_ratio": wait[1]})
+        if recv_interval is not None:
+            if eng.backend != "sglang":
+                fail(f"--recv-interval: request polling is SGLang's; {eng.id} has none")
+            if adp != 1 or prefill is not None:
+                fail("--recv-interval: SGLang polls this way only without attention DP and "
+                     "on an aggregated server")
+            eng = eng.model_copy(update={"scheduler_recv_interval": recv_interval})
         if prefill is not None and decode is not None:
             roles = []
             for flag, text in (("--prefill", prefill), ("--decode", decode)):
@@ -189,10 +197,11 @@ def _roles_text(dep: dict[str, Any]) -> str:
         return (f"{r['workers']} x (tp {r['tp']} x adp {r['adp']} x pp {r['pp']}{moe}, "
                 f"{r['gpus_per_worker']} GPUs, batch <= {r['max_batch']} a rank)")
     if dep["mode"] == "agg":
-        wait = dep.get("batch_wait")
+        wait, recv = dep.get("batch_wait"), dep.get("recv_interval")
         return "aggregated " + one(dep["agg"]) + (
             f", prompts held up to {wait['iterations']} iterations or "
-            f"{wait['tokens_ratio']:.0%} of the token budget" if wait else "")
+            f"{wait['tokens_ratio']:.0%} of the token budget" if wait else "") + (
+            f", new prompts taken every {recv} decode iterations" if recv else "")
     return f"prefill {one(dep['prefill'])}, decode {one(dep['decode'])}"
 
 

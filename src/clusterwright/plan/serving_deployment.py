@@ -264,6 +264,8 @@ def pool(cat: Catalog, dep: Deployment, par: ServingParallel, workers: int, isl:
                 balance_ranks=par.adp,
                 batch_wait_iterations=e.batch_wait_iterations if par.adp == 1 else 0,
                 batch_wait_tokens=e.batch_wait_tokens_ratio * budget,
+                # SGLang's request polling does not run with attention DP
+                recv_interval=e.scheduler_recv_interval if par.adp == 1 else 1,
                 spec_yield=dep.spec_yield(),
                 spec_cost=dep.speculative[2] if dep.speculative else 1.0,
                 spec_draft=dep.speculative[0] if dep.speculative else 0,

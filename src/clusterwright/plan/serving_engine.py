@@ -199,7 +199,8 @@ def _engine_config(p: Pool, dep: Deployment, max_seqs: int | None = None) -> Eng
                         token_delay_s=p.frontend_s,
                         token_delay_steps=p.first_token_iterations + p.context_wait_iterations,
                         batch_wait_iterations=int(p.batch_wait_iterations),
-                        batch_wait_tokens=int(p.batch_wait_tokens))
+                        batch_wait_tokens=int(p.batch_wait_tokens),
+                        recv_interval=p.recv_interval)
 
 
 def simulate_deployment(cat: Catalog, dep: Deployment, w: Workload, isl: int, osl: int,
@@ -241,6 +242,8 @@ def _roles(dep: Deployment) -> dict[str, Any]:
         if dep.engine.batch_wait_iterations and dep.engine.batch_wait_tokens_ratio:
             out["batch_wait"] = {"iterations": dep.engine.batch_wait_iterations,
                                  "tokens_ratio": dep.engine.batch_wait_tokens_ratio}
+        if dep.engine.scheduler_recv_interval > 1 and dep.agg.par.adp == 1:
+            out["recv_interval"] = dep.engine.scheduler_recv_interval
         return out
     assert dep.prefill is not None and dep.decode is not None
     return {"mode": "disagg", "prefill": one(dep.prefill), "decode": one(dep.decode)}

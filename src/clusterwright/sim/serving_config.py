@@ -61,11 +61,16 @@ class EngineConfig:
     # wait up to this many iterations or until the iteration would carry this many tokens
     batch_wait_iterations: int = 0
     batch_wait_tokens: int = 0
+    # Request polling (SGLang ``--scheduler-recv-interval``): while sequences decode, new
+    # prompts reach the scheduler every this many decode iterations, and right after an
+    # iteration that ran a prefill (1: every iteration)
+    recv_interval: int = 1
 
     def validate(self, name: str = "engine") -> None:
         if self.admission not in ("evict", "reserve"):
             raise ServingError(f"{name}.admission: {self.admission!r} is not evict or reserve")
-        for key in ("kv_blocks", "block_size", "max_num_seqs", "max_num_batched_tokens"):
+        for key in ("kv_blocks", "block_size", "max_num_seqs", "max_num_batched_tokens",
+                    "recv_interval"):
             if getattr(self, key) < 1:
                 raise ServingError(f"{name}.{key}: {getattr(self, key)} must be >= 1")
         for key in ("batch_wait_iterations", "batch_wait_tokens"):

@@ -115,6 +115,12 @@ class Replica:
         self.bw_iters = cfg.batch_wait_iterations
         self.bw_tokens = cfg.batch_wait_tokens
         self.bw_count = 0  # iterations new prompts have been held (batch waiting)
+        # Request polling (SGLang's SchedulerRecvSkipper): arrivals wait in ``inbox`` until
+        # the scheduler polls; ``recv_count`` is its counter (1 a decode iteration, past the
+        # interval after one that ran a prefill)
+        self.recv = cfg.recv_interval
+        self.inbox: deque[Req] = deque()
+        self.recv_count = 0
 
     # ---- blocks -------------------------------------------------------------------------
     def g_of(self, s: int) -> int:
@@ -272,6 +278,12 @@ class Replica:
 
     # ---- events -------------------------------------------------------------------------
     def enqueue(self, r: Req) -> None:
+        if self.recv > 1 and self.busy and not r.remote:
+            # The scheduler takes it at its next poll: cut a running block there
+            self.inbox.append(r)
+            if self.ff is not None:
+                self.cut_at_poll(self.eng.now)
+            return
         was_empty = not self.waiting
         self.waiting.append(r)
         if not self.busy:
@@ -279,6 +291,37 @@ class Replica:
             self.eng.at(self.eng.now, self.schedule)
         elif was_empty and self.ff is not None:
             self.truncate(self.eng.now)
+
+    def passed_polls(self) -> None:
+        """At an iteration boundary, before the requests that finish there: the polls the
+        iterations reached with nothing to take reset the counter (the finished requests'
+        next prompts arrive after the boundary's poll)."""
+        if self.recv > 1 and not self.inbox and self.recv_count >= self.recv:
+            self.recv_count %= self.recv
+
+    def poll(self) -> None:
+        """At an iteration boundary: move the inbox to the waiting queue when the polling
+        counter has reached the interval (SGLang resets it at every poll, empty or not)."""
+        if self.recv <= 1 or self.recv_count < self.recv:
+            return
+        if self.inbox:
+            self.recv_count = 0
+            self.waiting.extend(self.inbox)
+            self.inbox.clear()
+        else:
+            self.recv_count %= self.recv
+
+    def cut_at_poll(self, now: float) -> None:
+        """Cut the running fast-forward block at the first poll at or after ``now``."""
+        assert self.ff is not None and self.ev is not None
+        t0, k, s0, d, n = self.ff
+        j = self.recv - self.recv_count
+        while j < k and j * s0 + d * j * (j - 1) / 2 < now - t0:
+            j += self.recv
+        if j < k:
+            self.ev.cancel()
+            self.ff = (t0, j, s0, d, n)
+            self.ev = self.eng.at(t0 + j * s0 + d * j * (j - 1) / 2, self.ff_end)
 
     def truncate(self, now: float) -> None:
         """Cut the running fast-forward block at the first step boundary at or after now."""
@@ -344,10 +387,13 @@ class Replica:
             self.join(r, r.target)
             if sim.first_s[r.i] != sim.first_s[r.i]:  # NaN: admitted from a prefill replica
                 sim.first_s[r.i] = self.eng.now
+        self.poll()
         n = len(decode)
         if (sim.fast_forward and n and not self.prefilling
                 and (not waiting or not self.can_admit(waiting[0]))):
             k = self.plan_block()
+            if self.inbox:
+                k = min(k, self.recv - self.recv_count)  # end the block at the poll
             if k > 1:
                 self.start_block(k)
                 return
@@ -434,9 +480,17 @@ class Replica:
             pairs += chunk * (r.computed + chunk / 2.0)
             kv += r.computed + chunk
         if not ptoks and not n:
+            if self.inbox:  # idle: the scheduler loop polls at once
+                waiting.extend(self.inbox)
+                self.inbox.clear()
+                self.recv_count = 0
+                self.eng.at(self.eng.now, self.schedule)
+                return
             self.busy = False
             self.ev = None
             return
+        # A prefill in this iteration makes the next boundary a poll
+        self.recv_count = self.recv if ptoks else self.recv_count + 1
         dt = self.speculate(self.step_s(ptoks, n, kv, pairs), n, kv)
         self.ev = self.eng.at(self.eng.now + dt, self.step_end, n, dt)
 
@@ -512,6 +566,8 @@ class Replica:
         self.alloc(self.demand(g1 - self.G))
         self.S += k
         self.G = g1
+        self.recv_count += k
+        self.passed_polls()
         self.sim.record_steps(k, s0 + d * (k - 1) / 2, n)
         self.finish_due()
         self.sim.sample(self.eng.now)
@@ -524,6 +580,7 @@ class Replica:
             self.S += 1
             self.G = self.g_of(self.S)
         self.pending = 0
+        self.passed_polls()
         sim.record_steps(1, dt, n)
         if self.prefilling:
             done: list[Req] = []

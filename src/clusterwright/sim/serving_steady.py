@@ -62,6 +62,10 @@ class Pool:
     # ``batch_wait_tokens`` tokens (decodes and held prompts together)
     batch_wait_iterations: float = 0.0
     batch_wait_tokens: float = 0.0
+    # Request polling (SGLang ``--scheduler-recv-interval``): while sequences decode, new
+    # prompts are taken every ``recv_interval`` decode iterations, and right after an
+    # iteration that ran a prefill
+    recv_interval: int = 1
     # Attention-DP balancing: prompts held until every one of ``balance_ranks`` ranks has
     # one, or ``balance_timeout`` iterations (replaces ``context_wait_iterations``)
     balance_timeout: float = 0.0
@@ -245,6 +249,29 @@ def batch_wait(pool: Pool, rate: float, decodes: float, isl: int) -> tuple[float
     return _held(window, more), 1.0 + more
 
 
+def recv_wait(interval: int, rate: float, t_decode: float,
+              t_prefill: float) -> tuple[float, float]:
+    """Request polling on one rank (SGLang ``--scheduler-recv-interval``): (mean seconds a
+    prompt waits for the poll that takes it, mean prompts taken with it, itself included).
+
+    While the rank decodes, it polls every ``interval`` decode iterations (a gap of
+    ``interval`` x ``t_decode``); a poll that finds prompts runs their prefill (``t_prefill``)
+    and polls again right after it. Prompts arrive at ``rate`` a decode iteration (Poisson).
+    A prompt lands in a gap or in a prefill in proportion to their time and waits out half of
+    it; the prompts that land in its gap are taken, and prefilled, with it."""
+    gap = interval * t_decode
+    found = 1.0 - math.exp(-rate * interval)  # a gap's poll finds a prompt
+    again = 1.0 - math.exp(-rate * t_prefill / t_decode) if t_decode > 0 else 0.0
+    prefills = found / max(1.0 - again, 1e-9)  # prefill iterations after one gap
+    busy = prefills * t_prefill
+    total = gap + busy
+    if total <= 0:
+        return 0.0, 1.0
+    in_gap = gap / total
+    wait = (gap * gap / 2.0 + busy * t_prefill / 2.0) / total
+    return wait, 1.0 + rate * interval * in_gap
+
+
 def balance_wait(pool: Pool, rate: float) -> float:
     """Mean iterations a prompt is held by attention-DP balancing: the hold starts with a
     prompt on one rank and ends once each of the group's other ranks has one (the slowest
@@ -345,6 +372,10 @@ def _aggregated(pool: Pool, clients: float, isl: int, osl: int) -> SteadyState:
     # batched into one iteration without chunking, chunks first come first served with it),
     # and the prompt's first token waits, on average, for half the cluster's prefill.
     k = 1.0 + pool.burst * max(admitted - 1.0, 0.0)
+    if pool.recv_interval > 1 and not alone and d >= 0.5:
+        poll_w, polled = recv_wait(pool.recv_interval, r, t_without or t_iter, t_with)
+        queue_wait += poll_w - 0.5 * t_iter
+        k = max(k, polled)
     if pool.batch_wait_iterations > 0 and d >= 0.5:
         held, batch_w = batch_wait(pool, r, d, isl)
         queue_wait += held * (t_without or t_iter)

@@ -203,6 +203,7 @@ def _script_pairs(r: dict[str, str]) -> tuple[list[str], set[str]]:
     col = {k: (r.get(k) or "").strip().lower() for k in (
         "system", "backend", "model_path", "precision", "isl", "osl", "backend_version")}
     tp = _int(r, "tp_size", 1) or 1
+    clients = concurrency(r) or 1
     pairs: list[str] = []
     scripts: set[str] = set()
     for e in load_engine_settings():
@@ -216,6 +217,18 @@ def _script_pairs(r: dict[str, str]) -> tuple[list[str], set[str]]:
         if (e["isl"] and e["isl"] != col["isl"]) or (e["osl"] and e["osl"] != col["osl"]):
             continue
         if e["tp_below"] and tp >= int(e["tp_below"]):
+            continue
+        if e.get("tp_from") and tp < int(e["tp_from"]):
+            continue
+        # Options a script picks by the client count (SGLang's recv interval by CONC)
+        if e.get("clients_from") and clients < int(e["clients_from"]):
+            continue
+        if e.get("clients_below") and clients >= int(e["clients_below"]):
+            continue
+        cap = _options(tuple(e["settings"].split())).get("max_batch")
+        if cap is not None and clients > cap:
+            # The scripts cap the server at the most clients they sweep ("as the maximum
+            # concurrency", dsr1_fp8_b200.sh): a run with more clients came from elsewhere
             continue
         if e.get("versions") and col["backend_version"] not in e["versions"].lower().split():
             continue
