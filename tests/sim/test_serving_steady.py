@@ -144,6 +144,27 @@ def test_disaggregated_prefill_saturates(cat: Catalog) -> None:
     assert heavy.ttft_s > 10 * light.ttft_s
 
 
+def test_clients_beyond_a_saturated_prefill_queue_for_it_not_the_decode_batch(
+        cat: Catalog) -> None:
+    """Once the prefill ranks set the rate, the decode batch holds what that rate keeps
+    decoding (Little's law); more clients only lengthen the prefill queue: TTFT grows by
+    the extra clients over the rate, TPOT stays."""
+    arch = cat.model("llama-3.1-8b")
+    e = cat.serving_engine("trtllm")
+    par = layout(arch, tp=1)
+    dep = deployment(cat, arch, cat.gpu("h100-sxm"), e, "bf16", prefill=Role(par, 1),
+                     decode=Role(par, 8))
+    pre = pool(cat, dep, par, 1, 8192, 256, "prefill.")
+    dec = pool(cat, dep, par, 8, 8192, 256, "decode.")
+    a = disaggregated(pre, dec, 512, 8192, 256, 131_072, 50e9)
+    b = disaggregated(pre, dec, 1024, 8192, 256, 131_072, 50e9)
+    assert a.requests_per_s == pytest.approx(b.requests_per_s, rel=1e-6)
+    assert a.tpot_s == pytest.approx(b.tpot_s, rel=1e-6)
+    assert b.ttft_s - a.ttft_s == pytest.approx(512 / a.requests_per_s, rel=1e-3)
+    assert a.decode_batch * dec.ranks == pytest.approx(
+        a.requests_per_s * 255 * a.tpot_s, rel=1e-3)
+
+
 class _Affine:
     """An iteration of ``fixed_s`` plus ``per_token_s`` a prompt token; decode at ``decode_s``."""
 

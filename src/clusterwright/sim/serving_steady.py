@@ -491,6 +491,19 @@ def disaggregated(prefill: Pool, decode: Pool, clients: float, isl: int, osl: in
         return rate * (ttft + out1 * tpot), rate, ttft, tpot, util
 
     lo, hi = 1e-6, dec_cap
+    cap = rate_p_max * 0.999
+    if out1 > 0 and hi * decode.ranks / (out1 * tpot_at(hi)) > cap:
+        # The prefill ranks bound the rate: the decode batch holds what that rate keeps
+        # decoding (Little's law, d x ranks = rate x (osl - 1) x TPOT), and clients beyond
+        # it queue for the prefill instead of joining a larger batch
+        a, b = 1e-6, hi
+        for _ in range(60):
+            mid = 0.5 * (a + b)
+            if mid * decode.ranks / (out1 * tpot_at(mid)) < cap:
+                a = mid
+            else:
+                b = mid
+        hi = a
     if at(hi)[0] >= clients:
         for _ in range(60):
             mid = 0.5 * (lo + hi)
