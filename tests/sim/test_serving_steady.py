@@ -130,15 +130,19 @@ def test_disaggregated_decode_workers_lower_tpot(cat: Catalog) -> None:
     assert in_flight == pytest.approx(512, rel=0.05)
 
 
+def one_prefill_eight_decode(cat: Catalog, isl: int, osl: int) -> tuple[Pool, Pool]:
+    """Llama 3.1 8B on H100 under TensorRT-LLM: one prefill rank, eight decode ranks."""
+    arch = cat.model("llama-3.1-8b")
+    par = layout(arch, tp=1)
+    dep = deployment(cat, arch, cat.gpu("h100-sxm"), cat.serving_engine("trtllm"), "bf16",
+                     prefill=Role(par, 1), decode=Role(par, 8))
+    return (pool(cat, dep, par, 1, isl, osl, "prefill."),
+            pool(cat, dep, par, 8, isl, osl, "decode."))
+
+
 def test_disaggregated_prefill_saturates(cat: Catalog) -> None:
     """One prefill rank facing many fast decode ranks: its queue sets TTFT."""
-    arch = cat.model("llama-3.1-8b")
-    e = cat.serving_engine("trtllm")
-    par = layout(arch, tp=1)
-    dep = deployment(cat, arch, cat.gpu("h100-sxm"), e, "bf16", prefill=Role(par, 1),
-                     decode=Role(par, 8))
-    pre = pool(cat, dep, par, 1, 8192, 64, "prefill.")
-    dec = pool(cat, dep, par, 8, 8192, 64, "decode.")
+    pre, dec = one_prefill_eight_decode(cat, 8192, 64)
     light = disaggregated(pre, dec, 2, 8192, 64, 131_072, 50e9)
     heavy = disaggregated(pre, dec, 256, 8192, 64, 131_072, 50e9)
     assert heavy.ttft_s > 10 * light.ttft_s
@@ -149,13 +153,7 @@ def test_clients_beyond_a_saturated_prefill_queue_for_it_not_the_decode_batch(
     """Once the prefill ranks set the rate, the decode batch holds what that rate keeps
     decoding (Little's law); more clients only lengthen the prefill queue: TTFT grows by
     the extra clients over the rate, TPOT stays."""
-    arch = cat.model("llama-3.1-8b")
-    e = cat.serving_engine("trtllm")
-    par = layout(arch, tp=1)
-    dep = deployment(cat, arch, cat.gpu("h100-sxm"), e, "bf16", prefill=Role(par, 1),
-                     decode=Role(par, 8))
-    pre = pool(cat, dep, par, 1, 8192, 256, "prefill.")
-    dec = pool(cat, dep, par, 8, 8192, 256, "decode.")
+    pre, dec = one_prefill_eight_decode(cat, 8192, 256)
     a = disaggregated(pre, dec, 512, 8192, 256, 131_072, 50e9)
     b = disaggregated(pre, dec, 1024, 8192, 256, 131_072, 50e9)
     assert a.requests_per_s == pytest.approx(b.requests_per_s, rel=1e-6)
