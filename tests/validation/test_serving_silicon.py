@@ -883,7 +883,8 @@ def test_the_shipped_engine_settings_name_real_engine_options() -> None:
         assert not e["valid_to"] or e["valid_from"] < e["valid_to"]
         for pair in e["settings"].split():
             name = pair.split("=")[0]
-            assert name in ServingEngine.model_fields or name in ss.SPEC_SETTINGS, pair
+            assert (name in ServingEngine.model_fields or name in ss.SPEC_SETTINGS
+                    or name in ss.BUDGET_SETTINGS), pair
 
 
 def test_an_sglang_entry_gives_its_attention_dp_workers_gpus_as_ep() -> None:
@@ -911,6 +912,29 @@ def test_inferencemax_deepseek_trtllm_runs_balance_their_attention_dp_ranks() ->
     eng, note = ss.script_settings(r, base)
     assert eng.adp_balance_timeout_iterations == 60 and "dsr1_fp8_b200_trt" in note
     assert base.adp_balance_timeout_iterations == 0
+
+
+def test_deepseek_trtllm_scripts_size_the_token_budget_from_the_run() -> None:
+    """InferenceMAX's DeepSeek TensorRT-LLM scripts pass --max_num_tokens
+    $(( ($CONC + $ISL + 64 + 63) / 64 * 64 )): one 1k prompt an iteration at few clients;
+    from 2026-01-22 at least 8,192."""
+    cat = load_catalog()
+    base = cat.serving_engine("trtllm")
+    r = pick(system="b200_sxm", backend="trtllm", mode="agg", precision="fp8",
+             model_path="deepseek-ai/DeepSeek-R1", isl="1024")
+
+    def budget(clients: int, day: str) -> int:
+        src = re.sub(r"silicon_concurrency=\d+", f"silicon_concurrency={clients}",
+                     r["silicon_data_source"])
+        src = re.sub(r"measured=\d{4}-\d\d-\d\d", f"measured={day}", src)
+        eng, note = ss.script_settings({**r, "silicon_data_source": src}, base)
+        assert "dsr1_fp8_b200_trt" in note
+        return eng.max_num_batched_tokens
+
+    assert budget(4, "2025-12-01") == 1152
+    assert budget(256, "2025-12-01") == 1344
+    assert budget(4, "2026-02-01") == 8192
+    assert base.max_num_batched_tokens == 8192
 
 
 def test_the_mtp_depth_comes_from_the_recipe_when_every_matching_entry_ran_mtp() -> None:

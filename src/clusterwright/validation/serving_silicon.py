@@ -188,6 +188,11 @@ def _in_force(e: dict[str, str], day: str) -> bool:
 # Settings of the file that are not engine options: the MTP draft tokens a script ran, without
 # and with attention data parallelism.
 SPEC_SETTINGS = ("draft_tokens", "draft_tokens_adp")
+# A token budget a script computes from the run: TensorRT-LLM's DeepSeek scripts pass
+# --max_num_tokens $(( ($CONC + $ISL + 64 + 63) / 64 * 64 )) (``budget_clients_isl=64``: the
+# clients and the nominal prompt plus 64, rounded up to 64), from 2026-01-21 at least 8,192
+# (``budget_floor``)
+BUDGET_SETTINGS = ("budget_clients_isl", "budget_floor")
 
 
 def _script_pairs(r: dict[str, str]) -> tuple[list[str], set[str]]:
@@ -242,6 +247,12 @@ def script_settings(r: dict[str, str], engine: ServingEngine) -> tuple[ServingEn
     measured (``load_engine_settings``), and a note naming them ("" when none applies)."""
     pairs, scripts = _script_pairs(r)
     pairs = [p for p in pairs if p.partition("=")[0] not in SPEC_SETTINGS]
+    rule = _options(tuple(p for p in pairs if p.partition("=")[0] in BUDGET_SETTINGS))
+    pairs = [p for p in pairs if p.partition("=")[0] not in BUDGET_SETTINGS]
+    if "budget_clients_isl" in rule:
+        extra = int(rule["budget_clients_isl"])
+        budget = -(-((concurrency(r) or 1) + (_int(r, "isl", 0) or 0) + extra) // 64) * 64
+        pairs.append(f"max_num_batched_tokens={max(budget, int(rule.get('budget_floor', 0)))}")
     if not pairs:
         return engine, ""
     return engine.model_copy(update=_options(tuple(pairs))), (
