@@ -302,36 +302,30 @@ class Replica:
     def poll(self) -> None:
         """At an iteration boundary: move the inbox to the waiting queue when the polling
         counter has reached the interval (SGLang resets it at every poll, empty or not)."""
-        if self.recv <= 1 or self.recv_count < self.recv:
-            return
-        if self.inbox:
-            self.recv_count = 0
-            self.waiting.extend(self.inbox)
-            self.inbox.clear()
-        else:
-            self.recv_count %= self.recv
+        self.passed_polls()
+        if self.inbox and self.recv_count >= self.recv:
+            self.take_inbox()
+
+    def take_inbox(self) -> None:
+        self.recv_count = 0
+        self.waiting.extend(self.inbox)
+        self.inbox.clear()
 
     def cut_at_poll(self, now: float) -> None:
         """Cut the running fast-forward block at the first poll at or after ``now``."""
-        assert self.ff is not None and self.ev is not None
-        t0, k, s0, d, n = self.ff
+        assert self.ff is not None
+        t0, k = self.ff[0], self.ff[1]
         j = self.recv - self.recv_count
-        while j < k and j * s0 + d * j * (j - 1) / 2 < now - t0:
+        while j < k and self.block_span(j) < now - t0:
             j += self.recv
-        if j < k:
-            self.ev.cancel()
-            self.ff = (t0, j, s0, d, n)
-            self.ev = self.eng.at(t0 + j * s0 + d * j * (j - 1) / 2, self.ff_end)
+        self.cut_block(j)
 
     def truncate(self, now: float) -> None:
         """Cut the running fast-forward block at the first step boundary at or after now."""
         assert self.ff is not None and self.ev is not None
-        t0, k, s0, d, n = self.ff
+        t0, k, s0, d, _ = self.ff
         e = now - t0
-
-        def span(j: int) -> float:  # time of j steps: step times s0, s0 + d, s0 + 2d, ...
-            return j * s0 + d * j * (j - 1) / 2
-
+        span = self.block_span
         if abs(d) < 1e-15 * s0:
             j = math.ceil(e / s0)
         else:  # root of d/2 j^2 + (s0 - d/2) j = e
@@ -343,10 +337,22 @@ class Replica:
             j -= 1
         while j < k and span(j) < e:
             j += 1
+        self.cut_block(j)
+
+    def block_span(self, j: int) -> float:
+        """Seconds of the running block's first ``j`` steps (step times s0, s0 + d, ...)."""
+        assert self.ff is not None
+        _, _, s0, d, _ = self.ff
+        return j * s0 + d * j * (j - 1) / 2
+
+    def cut_block(self, j: int) -> None:
+        """End the running fast-forward block after its first ``j`` steps (j < its length)."""
+        assert self.ff is not None and self.ev is not None
+        t0, k, s0, d, n = self.ff
         if j < k:
             self.ev.cancel()
             self.ff = (t0, j, s0, d, n)
-            self.ev = self.eng.at(t0 + span(j), self.ff_end)
+            self.ev = self.eng.at(t0 + self.block_span(j), self.ff_end)
 
     def can_admit(self, r: Req) -> bool:
         """Could the waiting head be admitted now (optimistic; False = surely not until a
@@ -481,9 +487,7 @@ class Replica:
             kv += r.computed + chunk
         if not ptoks and not n:
             if self.inbox:  # idle: the scheduler loop polls at once
-                waiting.extend(self.inbox)
-                self.inbox.clear()
-                self.recv_count = 0
+                self.take_inbox()
                 self.eng.at(self.eng.now, self.schedule)
                 return
             self.busy = False

@@ -471,11 +471,16 @@ def disaggregated(prefill: Pool, decode: Pool, clients: float, isl: int, osl: in
     def tpot_at(d: float) -> float:
         return _iteration(decode, 0, max(1, round(d)), d * (isl + osl / 2.0)) / decode.spec_yield
 
+    cap = rate_p_max * 0.999
+
+    def decode_rate(d: float) -> float:
+        """Requests a second that a decode batch of ``d`` a rank completes (Little's law)."""
+        return d * decode.ranks / (out1 * tpot_at(d)) if out1 > 0 else rate_p_max * 0.5
+
     def at(d: float) -> tuple[float, float, float, float, float]:
         """(clients kept busy, rate, ttft, tpot, prefill utilisation) at decode batch d."""
         tpot = tpot_at(d)
-        rate = d * decode.ranks / (out1 * tpot) if out1 > 0 else rate_p_max * 0.5
-        rate = min(rate, rate_p_max * 0.999)
+        rate = min(decode_rate(d), cap)
         pre, util, _ = prefill_at(rate)
         # Clusters (as in ``aggregated``): requests that finish in one decode iteration come
         # back together, k = 1 + burst x (d - 1), spread over the prefill ranks and batched
@@ -491,15 +496,14 @@ def disaggregated(prefill: Pool, decode: Pool, clients: float, isl: int, osl: in
         return rate * (ttft + out1 * tpot), rate, ttft, tpot, util
 
     lo, hi = 1e-6, dec_cap
-    cap = rate_p_max * 0.999
-    if out1 > 0 and hi * decode.ranks / (out1 * tpot_at(hi)) > cap:
+    if out1 > 0 and decode_rate(hi) > cap:
         # The prefill ranks bound the rate: the decode batch holds what that rate keeps
         # decoding (Little's law, d x ranks = rate x (osl - 1) x TPOT), and clients beyond
         # it queue for the prefill instead of joining a larger batch
         a, b = 1e-6, hi
         for _ in range(60):
             mid = 0.5 * (a + b)
-            if mid * decode.ranks / (out1 * tpot_at(mid)) < cap:
+            if decode_rate(mid) < cap:
                 a = mid
             else:
                 b = mid
