@@ -792,6 +792,21 @@ def test_inferencemax_tp_times_ep_is_read_as_its_gpus(cols: dict[str, str],
     assert own.dep.agg is not None and own.dep.agg.par.gpus == 64
 
 
+def test_the_batch_column_of_a_folded_attention_dp_counts_the_recorded_ranks() -> None:
+    """A dump row of `{tp: 8, ep: 8, dp-attn: true}` at 256 clients records attention-DP 64
+    and batch 4 (256 / 64): one deployment of 8 ranks with 32 clients each, not 8 replicas
+    of 32 clients (the batch times the 8 ranks it folds into)."""
+    r = pick(system="b200_sxm", backend="trtllm", mode="agg", model_path="deepseek-ai/DeepSeek-R1")
+    src = ("db-dump/2026-04-27; config_id=191; silicon_concurrency=256; "
+           "measured=2026-02-03T00:00:00.000Z; workflow_run_id=253")
+    cols = {"tp_size": "1", "attention_dp_size": "64", "moe_tp_size": "8", "moe_ep_size": "8"}
+    cfg = ss.resolve(load_catalog(), {**r, **cols, "silicon_data_source": src,
+                                      "batch_size": "4"})
+    assert cfg.dep.agg is not None and cfg.dep.agg.par.gpus == 8
+    assert cfg.clients == 256
+    assert not any("replicas" in n for n in cfg.dep.notes)
+
+
 def test_a_script_s_engine_options_apply_to_the_runs_it_made() -> None:
     """InferenceMAX's Llama 70B TensorRT-LLM scripts (2025-09-18 to 2025-10-29) ran
     trtllm-serve with --max_num_tokens 16384, and at 1k/1k with TP below 8 with batch

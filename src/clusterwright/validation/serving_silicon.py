@@ -762,7 +762,10 @@ def _workers(r: dict[str, str], arch: ModelArch, par: ServingParallel,
     one load generator, and one replica sees the batch columns' clients. Returns the layout,
     the clients of the one deployment simulated, and a note (empty if no rule applied)."""
     b = _int(r, "batch_size", None, low=1)
-    per_worker = None if b is None else b * par.adp
+    # The batch column counts per recorded attention-DP rank: where the TP x EP rule of
+    # `_parallel` folded a recorded attention-DP of 64 into 8 ranks, the 64 still count.
+    ranks = max(par.adp, _int(r, "attention_dp_size", 1) or 1)
+    per_worker = None if b is None else b * ranks
     if per_worker is None or clients <= per_worker or clients % per_worker:
         return par, clients, ""
     k = clients // per_worker
