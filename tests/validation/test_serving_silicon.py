@@ -807,6 +807,31 @@ def test_the_batch_column_of_a_folded_attention_dp_counts_the_recorded_ranks() -
     assert not any("replicas" in n for n in cfg.dep.notes)
 
 
+def test_inferencemax_vllm_tp_ep_recorded_as_attention_dp_is_read_as_its_gpus() -> None:
+    """The dumps record vLLM's `{tp: 2, ep: 2}` (tensor-parallel-size 2 with
+    --enable-expert-parallel: 2 GPUs) as attention-DP 2 with moe_ep 4 and half the batch;
+    the dated result files record the same run as tp 2, moe_ep 2, the whole batch."""
+    r = pick(system="b200_sxm", backend="vllm", mode="agg", model_path="MiniMaxAI/MiniMax-M2.5")
+    cat = load_catalog()
+    dump = {**r, "silicon_data_source": "db-dump/2026-04-27; config_id=690; silicon_concurrency="
+            "256; measured=2026-04-03T00:00:00.000Z; workflow_run_id=761",
+            "tp_size": "2", "attention_dp_size": "2", "moe_tp_size": "1", "moe_ep_size": "4",
+            "batch_size": "128"}
+    dated = {**dump, "silicon_data_source": "source_file=2026-03-25.csv; model=MiniMax-M2.5; "
+             "silicon_concurrency=256; measured=2026-04-03T02:34:55Z; wip=True",
+             "attention_dp_size": "1", "moe_ep_size": "2", "batch_size": "256"}
+    for row in (dump, dated):
+        cfg = ss.resolve(cat, row)
+        assert cfg.dep.agg is not None
+        par = cfg.dep.agg.par
+        assert (par.tp, par.adp, par.moe_tp, par.moe_ep, par.gpus) == (2, 1, 1, 2, 2)
+        assert cfg.clients == 256
+    # Outside InferenceMAX's runs the columns are read as recorded: 4 GPUs
+    own = {**dump, "silicon_data_source": "source_file=b200_sxm/vllm/0.19.0/x.csv; "
+           "silicon_concurrency=256"}
+    assert ss.resolve(cat, own).dep.agg.par.gpus == 4  # type: ignore[union-attr]
+
+
 def test_a_script_s_engine_options_apply_to_the_runs_it_made() -> None:
     """InferenceMAX's Llama 70B TensorRT-LLM scripts (2025-09-18 to 2025-10-29) ran
     trtllm-serve with --max_num_tokens 16384, and at 1k/1k with TP below 8 with batch
@@ -899,7 +924,29 @@ def test_the_shipped_engine_settings_name_real_engine_options() -> None:
         for pair in e["settings"].split():
             name = pair.split("=")[0]
             assert (name in ServingEngine.model_fields or name in ss.SPEC_SETTINGS
-                    or name in ss.BUDGET_SETTINGS), pair
+                    or name in ss.BUDGET_SETTINGS or name in ss.LAYOUT_SETTINGS), pair
+
+
+def test_a_vllm_entry_run_data_parallel_is_read_as_attention_dp() -> None:
+    """minimaxm2.5-fp4-b300-vllm ran `{tp: 2, ep: 2, dp-attn: true}` at 256-2048 clients from
+    2026-04-21 and `{tp: 2, ep: 2}` at 128: the same columns, two layouts. Data-parallel,
+    each of the two ranks schedules its own batch (vLLM's 1,024 sequences each)."""
+    r = pick(system="b200_sxm", backend="vllm", mode="agg", model_path="MiniMaxAI/MiniMax-M2.5")
+    cat = load_catalog()
+
+    def row(clients: int, day: str) -> dict[str, str]:
+        return {**r, "system": "b300_sxm", "precision": "fp4", "isl": "1024", "osl": "1024",
+                "tp_size": "2", "attention_dp_size": "2", "moe_tp_size": "1",
+                "moe_ep_size": "4", "batch_size": str(clients // 2),
+                "silicon_data_source": f"db-dump/2026-04-27; config_id=727; silicon_concurrency="
+                f"{clients}; measured={day}T00:00:00.000Z; workflow_run_id=1"}
+    for clients, day, want in ((2048, "2026-04-21", (1, 2, 2)), (128, "2026-04-21", (2, 1, 2)),
+                               (2048, "2026-04-20", (2, 1, 2))):
+        cfg = ss.resolve(cat, row(clients, day))
+        assert cfg.dep.agg is not None and cfg.clients == clients
+        par = cfg.dep.agg.par
+        assert (par.tp, par.adp, par.moe_ep) == want, (clients, day)
+        assert ("run data-parallel" in " ".join(cfg.dep.notes)) == (par.adp == 2)
 
 
 def test_an_sglang_entry_gives_its_attention_dp_workers_gpus_as_ep() -> None:

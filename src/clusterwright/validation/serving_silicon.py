@@ -188,6 +188,10 @@ def _in_force(e: dict[str, str], day: str) -> bool:
 # Settings of the file that are not engine options: the MTP draft tokens a script ran, without
 # and with attention data parallelism.
 SPEC_SETTINGS = ("draft_tokens", "draft_tokens_adp")
+# A configuration entry that ran its EP group data-parallel (vLLM's `{tp: t, ep: t, dp-attn:
+# true}`: --tensor-parallel-size 1 --data-parallel-size t --enable-expert-parallel), which
+# the file records as it records `{tp: t, ep: t}` (``attention_dp=t``)
+LAYOUT_SETTINGS = ("attention_dp",)
 # A token budget a script computes from the run: TensorRT-LLM's DeepSeek scripts pass
 # --max_num_tokens $(( ($CONC + $ISL + 64 + 63) / 64 * 64 )) (``budget_clients_isl=64``: the
 # clients and the nominal prompt plus 64, rounded up to 64), from 2026-01-21 at least 8,192
@@ -246,7 +250,7 @@ def script_settings(r: dict[str, str], engine: ServingEngine) -> tuple[ServingEn
     """The row's engine with the options its InferenceMAX script set on the day it was
     measured (``load_engine_settings``), and a note naming them ("" when none applies)."""
     pairs, scripts = _script_pairs(r)
-    pairs = [p for p in pairs if p.partition("=")[0] not in SPEC_SETTINGS]
+    pairs = [p for p in pairs if p.partition("=")[0] not in SPEC_SETTINGS + LAYOUT_SETTINGS]
     rule = _options(tuple(p for p in pairs if p.partition("=")[0] in BUDGET_SETTINGS))
     pairs = [p for p in pairs if p.partition("=")[0] not in BUDGET_SETTINGS]
     if "budget_clients_isl" in rule:
@@ -270,6 +274,21 @@ def script_draft_tokens(r: dict[str, str], adp: bool) -> tuple[int, str]:
         return 0, ""
     return k, (f"MTP with {k} draft token(s) as InferenceMAX's script ran it "
                f"({', '.join(sorted(scripts))}), each accepted with p = {MTP_ACCEPTANCE:g}")
+
+
+def script_attention_dp(r: dict[str, str], par: ServingParallel
+                        ) -> tuple[ServingParallel, str]:
+    """The layout of a `{tp: t, ep: t}` row (t GPUs, TP t, EP t) whose configuration ran the
+    group data-parallel on the row's day and client count (``attention_dp=t``): TP 1 x
+    attention-DP t, EP t, each rank its own scheduler and batch. Other rows as given."""
+    pairs, scripts = _script_pairs(r)
+    k = int(_options(tuple(p for p in pairs if p.partition("=")[0] in LAYOUT_SETTINGS))
+            .get("attention_dp", 0))
+    if not k or (par.tp, par.adp, par.moe_tp, par.moe_ep) != (k, 1, 1, k):
+        return par, ""
+    return (ServingParallel(tp=1, pp=par.pp, adp=k, moe_tp=1, moe_ep=k),
+            f"tp {k} x EP {k} run data-parallel: attention-DP {k}, EP {k} "
+            f"({', '.join(sorted(scripts))})")
 
 
 def load_layouts(path: Path | None = None) -> list[dict[str, str]]:
@@ -619,6 +638,18 @@ def _parallel(r: dict[str, str], prefix: str, arch: ModelArch) -> tuple[ServingP
         tp, adp, mtp = max(1, tp // mep), max(1, adp // mep), 1
         note = (f"{was}: InferenceMAX's TP x EP, read as {mep} GPUs (tp {tp} x attention-DP "
                 f"{adp}, EP {mep})")
+    elif (not prefix and mtp == 1 and adp == tp > 1 and mep == tp * adp
+          and (r.get("backend") or "").strip().lower() == "vllm"
+          and _INFERENCEMAX.search((r.get("silicon_data_source") or "").strip())):
+        # The dumps record InferenceMAX's vLLM `{tp: t, ep: t}` (`vllm serve
+        # --tensor-parallel-size t --enable-expert-parallel`: t GPUs, the experts spread over
+        # the t TP ranks; minimaxm2.5_fp8_b200.sh, kimik2.5_fp4_b200.sh) as attention-DP t and
+        # moe_ep t x t, with the batch per attention-DP rank; the same runs in the dated result
+        # files record tp t, moe_ep t and the whole batch.
+        was = f"tp {tp} x attention-DP {adp}, moe_ep {mep}"
+        adp, mep = 1, tp
+        note = (f"{was}: InferenceMAX's vLLM `{{tp: {tp}, ep: {tp}}}`, read as {tp} GPUs "
+                f"(tp {tp}, EP {tp})")
     if (mtp * mep > tp * adp and (mtp * mep) % tp == 0 and _vllm_dp_unrecorded(r, prefix)):
         # vLLM's data parallelism: "by default, expert layers form a tensor parallel group
         # of size DP x TP" (vLLM docs, serving/data_parallel_deployment.md, v0.12.0 on). A
@@ -850,8 +881,9 @@ def resolve(cat: Catalog, r: dict[str, str],
     if mode == "agg":
         par, note = _parallel(r, "", arch)
         par, c, more = _workers(r, arch, par, c)
+        par, dp_note = script_attention_dp(r, par)
         mi, mo, lens = mean_lengths(r, isl, osl)
-        notes = tuple(n for n in (build_note, note, more, lens) if n)
+        notes = tuple(n for n in (build_note, note, more, dp_note, lens) if n)
         k, spec_note = script_draft_tokens(r, par.adp > 1)
         notes = notes + ((spec_note,) if spec_note else ())
         dep = Deployment(arch, gpu, engine, dense, moe, kv_fmt, agg=Role(par, 1), notes=notes,
