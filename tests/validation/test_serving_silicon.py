@@ -637,6 +637,27 @@ def test_recorded_rows_are_left_alone() -> None:
     assert ss.complete_from_layouts([r], [_layout()])[0] == r
 
 
+def test_a_recorded_deployment_takes_its_recipe_s_limits() -> None:
+    """A row that records the entry's very deployment takes what the file leaves out: the
+    recipe's max batch and MTP; its own columns stay. Another deployment takes nothing."""
+    e = _layout(recipe="recipes/trtllm/ctx2_gen3_tep8_batch8_eplb0_mtp3.yaml",
+                spec_decoding="mtp")
+    r = _open_row(prefill_num_workers="2", prefill_tp_size="1", prefill_attention_dp_size="4",
+                  prefill_moe_tp_size="1", prefill_moe_ep_size="4", decode_num_workers="3",
+                  decode_tp_size="8", decode_attention_dp_size="1", decode_moe_tp_size="1",
+                  decode_moe_ep_size="8")
+    got = ss.complete_from_layouts([r], [e])[0]
+    assert {k: got[k] for k in r} == r
+    assert (got["_decode_max_batch"], got["_mtp"]) == ("8", "3")
+    assert "_layout" not in got and "ctx2_gen3" in got["_recipe"]
+    cfg = ss.resolve(load_catalog(), got)
+    assert cfg.dep.decode is not None and cfg.dep.decode.max_batch == 8
+    assert cfg.dep.speculative is not None and cfg.dep.speculative[0] == 3
+    assert any("its limits taken" in n for n in cfg.dep.notes)
+    other = {**r, "decode_num_workers": "4"}
+    assert ss.complete_from_layouts([other], [e])[0] == other
+
+
 def test_a_run_the_file_labels_aggregated_takes_the_deployment_of_its_gpus() -> None:
     """AIConfigurator's dumps record GB200's early Dynamo runs as aggregated with all their
     GPUs as TP: 36 = one 4-GPU context worker + four TEP8 generation workers."""

@@ -402,12 +402,19 @@ def _mtp_depth(e: dict[str, str], day: str) -> str:
     return ""
 
 
+def _role_ints(d: dict[str, str]) -> tuple[int, ...]:
+    """Both roles' workers, TP, attention-DP, MoE TP and EP (empty or 0 read as 1)."""
+    return tuple(int(float(d.get(k) or 0) or 1) for k in _ROLE_LAYOUT)
+
+
 def _layout_of(index: dict[tuple[str, ...], list[dict[str, str]]], r: dict[str, str],
-               clients: int, day: str, gpus: int | None = None) -> dict[str, str]:
+               clients: int, day: str, gpus: int | None = None,
+               roles: tuple[int, ...] | None = None) -> dict[str, str]:
     """The row's role columns and notes from the configuration in force on ``day``, or {}
     where no entry, or more than one deployment, matches. ``gpus``: match on the
     deployment's GPU count instead of the row's prefill and decode TP (a disaggregated run
-    the file records as aggregated, ``complete_from_layouts``)."""
+    the file records as aggregated, ``complete_from_layouts``); ``roles``: on the whole
+    deployment (``_role_ints``) a row records."""
     col = {k: (r.get(k) or "").strip() for k in (
         "system", "backend", "model_path", "precision", "isl", "osl", "prefill_tp_size",
         "decode_tp_size")}
@@ -415,6 +422,7 @@ def _layout_of(index: dict[tuple[str, ...], list[dict[str, str]]], r: dict[str, 
                                    col["precision"], col["isl"], col["osl"]), [])
              if _in_force(e, day) and str(clients) in e["concurrencies"].split()
              and (_gpus(e) == gpus if gpus is not None else
+                  _role_ints(_layout_roles(e)) == roles if roles is not None else
                   e["prefill_tp"] == col["prefill_tp_size"]
                   and e["decode_tp"] == col["decode_tp_size"])]
     if len({tuple(sorted(_layout_roles(e).items())) for e in found}) != 1:
@@ -470,7 +478,7 @@ def complete_from_layouts(rows: list[dict[str, str]],
     data parallelism), the row takes it; where entries disagree, or none matches, the row is
     left as it was. ``_layout`` names the entry for the row's note; ``_decode_max_batch``
     and ``_prefill_max_batch`` the workers' max batch sizes where the entry gives them."""
-    if not any(_unrecorded(r) for r in rows):
+    if not any(_unrecorded(r) or _recorded_disagg(r) for r in rows):
         return rows
     index = _layout_index(load_layouts() if layouts is None else layouts)
     out = []
@@ -491,8 +499,38 @@ def complete_from_layouts(rows: list[dict[str, str]],
                 both = (r.get("prefill_tp_size") or "").strip()
                 if not found and both == (r.get("decode_tp_size") or "").strip():
                     found = _layout_of(index, r, c, day.group(1), _int(r, "prefill_tp_size"))
+        if not found and day is not None and _recorded_disagg(r) and _INFERENCEMAX.search(src):
+            found = _recipe_limits(index, r, day.group(1))
         out.append({**r, **found} if found else r)
     return out
+
+
+# The role columns a configuration entry gives (``_layout_roles``), as integers
+_ROLE_LAYOUT = tuple(f"{role}_{c}" for role in ("prefill", "decode") for c in (
+    "num_workers", "tp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size"))
+
+
+def _recorded_disagg(r: dict[str, str]) -> bool:
+    """A disaggregated row whose worker counts the file (or a twin) records."""
+    return (r.get("mode") or "").strip() == "disagg" and not _open_workers(r)
+
+
+def _recipe_limits(index: dict[tuple[str, ...], list[dict[str, str]]], r: dict[str, str],
+                   day: str) -> dict[str, str]:
+    """For a disaggregated InferenceMAX row that records its deployment: what the recipe of
+    the configuration entry in force adds (the workers' max batch sizes, MTP), where that
+    entry deploys exactly the recorded workers and layouts; {} otherwise. The file records
+    the GPUs but not the recipe's batch limits: TensorRT-LLM's ``ctx1_gen15_tep4_batch8`` caps
+    fifteen generation workers at 120 sequences, so 135 clients queue for them."""
+    c = concurrency(r)
+    found = {} if c is None else _layout_of(index, r, c, day, roles=_role_ints(r))
+    if not found:
+        return {}
+    keep = {k: v for k, v in found.items() if k.startswith("_") and k != "_layout"}
+    if not keep:
+        return {}
+    keep["_recipe"] = found["_layout"]
+    return keep
 
 
 def _unrecorded(r: dict[str, str]) -> bool:
@@ -894,6 +932,8 @@ def resolve(cat: Catalog, r: dict[str, str],
     pw = _int(r, "prefill_num_workers", None, low=1)
     dw = _int(r, "decode_num_workers", None, low=1)
     notes = tuple(n for n in (build_note, n1, n2) if n)
+    if r.get("_recipe"):
+        notes = (f"the recorded deployment is {r['_recipe']}: its limits taken", *notes)
     if r.get("_twin"):
         twin = f"the same measurement as {r['_twin']}, which records the deployment: read as that"
         notes = (twin, *notes)
