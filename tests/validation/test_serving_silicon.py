@@ -355,6 +355,30 @@ def test_a_row_repeating_a_recorded_run_takes_its_deployment(tmp_path: Path) -> 
     assert "the same measurement as" in cfg.dep.notes[0]
 
 
+def test_a_copy_of_an_inferencemax_result_is_read_as_that_run(tmp_path: Path) -> None:
+    """AIConfigurator's gap analyses copy InferenceMAX's results with two decimals and no
+    date: such a row takes the run's source (client, date, script options), keeps its own
+    columns and concurrency; a different measurement stays as it is."""
+    run = pick(system="b200_sxm", backend="vllm", mode="agg", model_path="MiniMaxAI/MiniMax-M2.5")
+    copy = {**run, "id": "copy", "silicon_data_source": "source_file=x-gap-analysis.csv; "
+            f"silicon_concurrency={ss.concurrency(run)}; aic_database_mode=SILICON",
+            "silicon_ttft_ms": f"{float(run['silicon_ttft_ms']):.2f}",
+            "silicon_tpot_ms": f"{float(run['silicon_tpot_ms']):.2f}"}
+    other = {**copy, "id": "other",
+             "silicon_tpot_ms": f"{float(run['silicon_tpot_ms']) + 0.01:.2f}"}
+    got = {r["id"]: r for r in ss.read_rows(write(tmp_path / "g.csv", [run, copy, other]))}
+    assert got["copy"]["silicon_data_source"] == run["silicon_data_source"]
+    assert got["copy"]["_run"].startswith(run["id"]) and "gap-analysis" in got["copy"]["_source"]
+    assert "_run" not in got["other"]
+    assert got["other"]["silicon_data_source"] == other["silicon_data_source"]
+    cfg = ss.resolve(load_catalog(), got["copy"])
+    assert not cfg.equal_lengths and cfg.rounds > 0  # InferenceMAX's client
+    assert "the same measurement as InferenceMAX's" in cfg.dep.notes[0]
+    # Without the run beside it, the copy is read as AIConfigurator's own equal-length client
+    alone = ss.read_rows(write(tmp_path / "a.csv", [copy]))[0]
+    assert ss.resolve(load_catalog(), alone).equal_lengths
+
+
 def test_a_different_measurement_is_no_twin(tmp_path: Path) -> None:
     bare, twin = _twins()
     twin["silicon_tpot_ms"] = str(float(twin["silicon_tpot_ms"]) * 1.0001)

