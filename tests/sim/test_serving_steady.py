@@ -112,6 +112,34 @@ def test_agrees_with_the_event_simulator(cat: Catalog, model: str, gpu: str, eng
         assert st.ttft_s <= 1.2 * ttft
 
 
+def test_a_budget_below_one_prompt_dissolves_the_clusters(cat: Catalog) -> None:
+    """At a token budget below one prompt (TPU v6e's vLLM recipe: 512 tokens, 1,000-token
+    prompts) every prefill takes iterations of its own, so prompts that arrive together
+    finish apart: the cluster term has nothing to act on. The event simulator, whose clients
+    all start at once, agrees: its TTFT is no longer than the steady state's without
+    clusters, while at 8,192 tokens the same start keeps them clustered."""
+    p = replace(agg_pool(cat, "llama-3.1-70b", "h100-sxm", "vllm", 4, "fp8", 1000, 200),
+                budget=512)
+    calm = aggregated(p, 64, 1000, 200)
+    bursty = aggregated(replace(p, burst=0.3), 64, 1000, 200)
+    assert bursty.ttft_s == pytest.approx(calm.ttft_s)
+    wide = replace(p, budget=8192)
+    assert aggregated(replace(wide, burst=0.3), 64, 1000, 200).ttft_s > 1.5 * aggregated(
+        wide, 64, 1000, 200).ttft_s
+
+    def simulated(q: Pool) -> float:
+        ec = EngineConfig(kv_blocks=int(q.kv_tokens // 16), block_size=16,
+                          max_num_seqs=min(q.max_seqs, q.budget),
+                          max_num_batched_tokens=q.budget, chunked_prefill=q.chunked,
+                          admission=q.admission)
+        w = Workload(num_requests=25 * 64, arrival="closed", concurrency=64,
+                     input_len=Lengths("fixed", 1000), output_len=Lengths("fixed", 200))
+        r = simulate(ClusterConfig(engine=ec), w, q.step)
+        return float(np.mean(r.per_request["ttft_s"][5 * 64:]))
+    assert simulated(p) <= 1.2 * calm.ttft_s
+    assert simulated(wide) > 2.0 * aggregated(wide, 64, 1000, 200).ttft_s
+
+
 def test_disaggregated_decode_workers_lower_tpot(cat: Catalog) -> None:
     arch = cat.model("deepseek-v3")
     e = cat.serving_engine("trtllm")

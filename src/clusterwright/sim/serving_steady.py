@@ -372,6 +372,10 @@ def _aggregated(pool: Pool, clients: float, isl: int, osl: int) -> SteadyState:
     # batched into one iteration without chunking, chunks first come first served with it),
     # and the prompt's first token waits, on average, for half the cluster's prefill.
     k = 1.0 + pool.burst * max(admitted - 1.0, 0.0)
+    # A budget smaller than one prompt ends at most one prefill an iteration: the prompts of
+    # a cluster finish, and come back, one by one (TPU v6e recipes run vLLM at 512 tokens).
+    if cap < isl:
+        k = 1.0
     if pool.recv_interval > 1 and not alone and d >= 0.5:
         poll_w, polled = recv_wait(pool.recv_interval, r, t_without or t_iter, t_with)
         queue_wait += poll_w - 0.5 * t_iter
