@@ -1,4 +1,4 @@
-"""Import the SGLang settings of InferenceMAX's disaggregated recipes into
+"""Import the SGLang and TensorRT-LLM settings of InferenceMAX's disaggregated recipes into
 ``validation/srt_slurm_recipes.csv``.
 
     python scripts/import_srt_slurm_recipes.py [--repo DIR]  (a clone of NVIDIA/srt-slurm)
@@ -17,7 +17,10 @@ settings the validation needs:
 - ``decode_max_running`` / ``prefill_max_running``: ``max-running-requests`` of a worker,
   and its ``data-parallel-size`` with attention data parallelism (``enable-dp-attention``),
   over which SGLang divides it;
-- ``prefill_chunked``: ``chunked-prefill-size``.
+- ``prefill_chunked``: ``chunked-prefill-size``;
+- TensorRT-LLM recipes (``recipes/trtllm/...``, ``backend.trtllm_config``): each role's
+  ``max_batch_size`` (per attention-DP rank), the context workers' ``max_num_tokens``
+  (``prefill_max_tokens``) and the generation workers' MTP drafts (``trtllm_settings``).
 
 A ``zip_override_NAME`` section holds lists whose i-th values make variant i; other values
 apply to every variant. Recipes deleted before the squash (``.../1k1k/mtp/*.yaml``) are read
@@ -42,7 +45,8 @@ LAYOUTS = ROOT / "validation" / "inferencemax_layouts.csv"
 OUT = ROOT / "validation" / "srt_slurm_recipes.csv"
 REPO = Path("/work/.mirror/NVIDIA+srt-slurm/repo")
 FIELDS = ("recipe", "commit", "date", "decode_draft_tokens", "decode_max_running",
-          "decode_dp", "prefill_max_running", "prefill_dp", "prefill_chunked")
+          "decode_dp", "prefill_max_running", "prefill_dp", "prefill_chunked",
+          "prefill_max_tokens")
 _VARIANT = re.compile(r"^(?P<path>[^:]+):(?P<section>zip_override_\w+)\[(?P<i>\d+)\]$")
 
 
@@ -83,7 +87,32 @@ def _dp(r: dict[str, Any]) -> str:
     return str(int(dp)) if r.get("enable-dp-attention") and dp else "1"
 
 
+def trtllm_settings(cfg: dict[str, Any]) -> dict[str, str]:
+    """A TensorRT-LLM recipe's workers (``backend.trtllm_config``): ``max_batch_size`` binds
+    each attention-DP rank (each schedules its own requests), so ``*_dp`` is 1;
+    ``max_num_tokens`` of the context workers; MTP drafts of the generation workers
+    (``speculative_config``, ``decoding_type: MTP``, ``max_draft_len`` or
+    ``num_nextn_predict_layers``)."""
+    tc = (cfg.get("backend") or {}).get("trtllm_config") or {}
+    d, p = dict(tc.get("decode") or {}), dict(tc.get("prefill") or {})
+    spec = d.get("speculative_config") or {}
+    draft = spec.get("max_draft_len", spec.get("num_nextn_predict_layers"))
+    mtp = str(spec.get("decoding_type", "")).upper() == "MTP" and draft
+    return {
+        "decode_draft_tokens": str(int(draft)) if mtp else "",
+        "decode_max_running": str(d.get("max_batch_size", "") or ""),
+        "decode_dp": "1",
+        "prefill_max_running": str(p.get("max_batch_size", "") or ""),
+        "prefill_dp": "1",
+        "prefill_chunked": "",
+        "prefill_max_tokens": str(p.get("max_num_tokens", "") or ""),
+    }
+
+
 def settings(cfg: dict[str, Any]) -> dict[str, str]:
+    if ((cfg.get("backend") or {}).get("type") == "trtllm"
+            or (cfg.get("backend") or {}).get("trtllm_config")):
+        return trtllm_settings(cfg)
     d, p = _role(cfg, "decode"), _role(cfg, "prefill")
     steps = d.get("speculative-num-steps")
     topk = d.get("speculative-eagle-topk", 1)
@@ -94,6 +123,7 @@ def settings(cfg: dict[str, Any]) -> dict[str, str]:
         "prefill_max_running": str(p.get("max-running-requests", "") or ""),
         "prefill_dp": _dp(p),
         "prefill_chunked": str(p.get("chunked-prefill-size", "") or ""),
+        "prefill_max_tokens": "",
     }
 
 
@@ -116,7 +146,7 @@ def main() -> None:
     args = ap.parse_args()
     with LAYOUTS.open(newline="") as f:
         recipes = sorted({e["recipe"] for e in csv.DictReader(f)
-                          if e["backend"] == "sglang" and e["recipe"]})
+                          if e["backend"] in ("sglang", "trtllm") and e["recipe"]})
     rows = []
     for recipe in recipes:
         m = _VARIANT.match(recipe)

@@ -17,6 +17,7 @@ from clusterwright.sim.serving_steady import (
     disaggregated,
     opening_wave_s,
     prefill_batch_s,
+    prompts_per_batch,
     with_opening_wave,
 )
 
@@ -556,3 +557,21 @@ def test_request_polling_waits_half_an_interval_when_prompts_are_rare() -> None:
     assert busy_wait < wait and busy_taken > 5
     # One-iteration polling: half an iteration, as without it
     assert recv_wait(1, 1e-6, 0.01, 0.05)[0] == pytest.approx(0.005, rel=1e-3)
+
+
+def test_a_prefill_rank_batches_no_more_prompts_than_its_max_batch(cat: Catalog) -> None:
+    """A context worker's max batch (TensorRT-LLM's disaggregated recipes give 1-16 requests)
+    caps the prompts a prefill batch holds whatever the token budget: fewer prompts a batch,
+    a lower prefill capacity and, at a load near it, a longer TTFT."""
+    arch = cat.model("deepseek-v3")
+    e = cat.serving_engine("trtllm")
+    par = layout(arch, tp=8, moe_ep=8)
+    dep = deployment(cat, arch, cat.gpu("b200"), e, "fp4", prefill=Role(par, 1),
+                     decode=Role(par, 8))
+    dec = pool(cat, dep, par, 8, 1024, 1024, "decode.")
+    wide = pool(cat, dep, par, 1, 1024, 1024, "prefill.", max_tokens=16384)
+    narrow = pool(cat, dep, par, 1, 1024, 1024, "prefill.", max_batch=2, max_tokens=16384)
+    assert prompts_per_batch(wide, 1024) == 16 and prompts_per_batch(narrow, 1024) == 2
+    a = disaggregated(wide, dec, 4096, 1024, 1024, 70_000, 50e9)
+    b = disaggregated(narrow, dec, 4096, 1024, 1024, 70_000, 50e9)
+    assert b.ttft_s > 1.5 * a.ttft_s

@@ -1135,12 +1135,41 @@ zip_override_mtp_maxtpt:
     got = imp.settings(imp.config(text, "zip_override_mtp_maxtpt", 1))
     assert got == {"decode_draft_tokens": "2", "decode_max_running": "256", "decode_dp": "8",
                    "prefill_max_running": "512", "prefill_dp": "4",
-                   "prefill_chunked": "32768"}
+                   "prefill_chunked": "32768", "prefill_max_tokens": ""}
     plain = imp.settings(imp.config(text, None, 0))
     assert plain["decode_draft_tokens"] == "" and plain["decode_dp"] == "1"
     tree = text.replace("speculative-eagle-topk: 1", "speculative-eagle-topk: 4")
     assert imp.settings(imp.config(tree, "zip_override_mtp_maxtpt", 0))[
         "decode_draft_tokens"] == ""  # a draft tree is not k chained drafts
+
+
+def test_a_trtllm_recipe_gives_its_workers_batches_budget_and_mtp() -> None:
+    """srt-slurm's TensorRT-LLM recipes (``backend.trtllm_config``): ``max_batch_size`` per
+    attention-DP rank (so no division), the context workers' ``max_num_tokens``, the
+    generation workers' MTP drafts. ctx1_gen5_tep8_batch8 gives its generation workers 16,
+    not the 8 its name says."""
+    imp = _recipes_script()
+    text = """
+backend:
+  type: trtllm
+  trtllm_config:
+    prefill: {max_batch_size: 2, max_num_tokens: 16896, enable_attention_dp: true}
+    decode:
+      max_batch_size: 16
+      speculative_config: {decoding_type: MTP, max_draft_len: 3}
+"""
+    got = imp.settings(imp.config(text, None, 0))
+    assert got == {"decode_draft_tokens": "3", "decode_max_running": "16", "decode_dp": "1",
+                   "prefill_max_running": "2", "prefill_dp": "1", "prefill_chunked": "",
+                   "prefill_max_tokens": "16896"}
+    # The validation takes the recipe's batch over its name's, and its context budget
+    e = _layout(backend="trtllm", recipe="recipes/trtllm/b200-fp4/8k1k/stp/"
+                "ctx1_gen5_tep8_batch8_eplb0_mtp0.yaml")
+    assert ss._max_batch(e, "decode", "2026-02-01") == "16"
+    assert ss._max_batch(e, "prefill", "2026-02-01") == "2"
+    assert ss._max_tokens(e, "2026-02-01") == "16896"
+    named = _layout(backend="trtllm", recipe="recipes/x/ctx1_gen4_tep8_batch32_eplb0_mtp0.yaml")
+    assert ss._max_batch(named, "decode") == "32" and ss._max_tokens(named) == ""
 
 
 def test_an_sglang_entry_takes_mtp_and_batches_from_its_recipe_on_the_day() -> None:

@@ -42,6 +42,7 @@ from clusterwright.sim.serving_steady import (
     aggregated,
     disaggregated,
     prefill_batch_s,
+    prompts_per_batch,
 )
 
 GB = 1e9
@@ -63,6 +64,9 @@ class Role:
     # Requests one data-parallel rank batches at most (the engine's max batch size as the
     # deployment sets it); None: the engine's default
     max_batch: int | None = None
+    # Tokens one iteration of a rank carries at most (TensorRT-LLM's max_num_tokens, vLLM's
+    # max_num_batched_tokens as the role sets it); None: the engine's default
+    max_tokens: int | None = None
 
 
 @dataclass(frozen=True)
@@ -226,7 +230,8 @@ PoolCache = dict[tuple[ServingParallel, int, int, int | None], tuple[DeploymentS
 
 def pool(cat: Catalog, dep: Deployment, par: ServingParallel, workers: int, isl: int,
          osl: int, field_prefix: str = "", cache: PoolCache | None = None,
-         equal_lengths: bool = True, max_batch: int | None = None) -> Pool:
+         equal_lengths: bool = True, max_batch: int | None = None,
+         max_tokens: int | None = None) -> Pool:
     """The ``workers`` x ``par.adp`` data-parallel ranks of one role, ready to solve.
     ``equal_lengths``: the clients send prompts of one length for outputs of one length (a
     closed-loop benchmark such as AIPerf with fixed lengths), which a prefill-priority engine
@@ -247,8 +252,8 @@ def pool(cat: Catalog, dep: Deployment, par: ServingParallel, workers: int, isl:
             f"({weight_bytes(dep, par) / GB:.0f} GB of weights per GPU)",
             field=field_prefix + "tp")
     e = dep.engine
-    budget = token_budget(e, dep.gpu)
-    if e.adp_divides_budget and par.adp > 1:
+    budget = max_tokens or token_budget(e, dep.gpu)
+    if e.adp_divides_budget and par.adp > 1 and not max_tokens:
         # SGLang splits its chunked-prefill size over the attention-DP ranks.
         budget = max(1, budget // par.adp)
     return Pool(step=step, ranks=par.adp * workers, budget=budget,
@@ -294,14 +299,15 @@ def size_workers(cat: Catalog, dep: Deployment, clients: float, isl: int, osl: i
     if pw is None:
         dec = pool(cat, dep, dep.decode.par, dw, isl, osl, "decode.", cache,
                    max_batch=dep.decode.max_batch)
-        pre = pool(cat, dep, dep.prefill.par, 1, isl, osl, "prefill.", cache)
+        pre = pool(cat, dep, dep.prefill.par, 1, isl, osl, "prefill.", cache,
+                   max_batch=dep.prefill.max_batch, max_tokens=dep.prefill.max_tokens)
         b = clients / dec.ranks
         tpot = dec.step.step_s(0, max(1, round(b)), b * (isl + osl / 2.0))
         t1 = prefill_batch_s(pre, 1.0, isl)
         rate = clients / (max(osl - 1, 1) * tpot + t1)
         # A rank batches the prompts that gather (``disaggregated``): at batches filling
         # PREFILL_TARGET_UTIL of the budget it takes j / t(j) prompts a second.
-        j = max(1.0, PREFILL_TARGET_UTIL * max(1, pre.budget // isl))
+        j = max(1.0, PREFILL_TARGET_UTIL * prompts_per_batch(pre, isl))
         tj = prefill_batch_s(pre, j, isl)
         per_rank = max(j / tj, PREFILL_TARGET_UTIL / t1)
         pw = max(1, math.ceil(rate / (pre.ranks * per_rank)))
@@ -334,7 +340,7 @@ def steady(cat: Catalog, dep: Deployment, clients: float, isl: int, osl: int,
     try:
         if dep.agg is not None:
             p = pool(cat, dep, dep.agg.par, dep.agg.workers or 1, isl, osl, "", cache,
-                     equal_lengths, dep.agg.max_batch)
+                     equal_lengths, dep.agg.max_batch, dep.agg.max_tokens)
             return aggregated(p, clients, isl, osl, rounds), dep
         assert dep.prefill is not None and dep.decode is not None
         pw, dw, note = size_workers(cat, dep, clients, isl, osl, cache)
@@ -342,9 +348,9 @@ def steady(cat: Catalog, dep: Deployment, clients: float, isl: int, osl: int,
                          decode=replace(dep.decode, workers=dw),
                          notes=dep.notes + ((note,) if note else ()))
         pre = pool(cat, solved, dep.prefill.par, pw, isl, osl, "prefill.", cache,
-                   equal_lengths, dep.prefill.max_batch)
+                   equal_lengths, dep.prefill.max_batch, dep.prefill.max_tokens)
         dec = pool(cat, solved, dep.decode.par, dw, isl, osl, "decode.", cache, equal_lengths,
-                   dep.decode.max_batch)
+                   dep.decode.max_batch, dep.decode.max_tokens)
         gpus = solved.gpus() or 0
         link = kv_link_bytes_per_s(solved, pre, gpus)
         kv_bytes = kv_bytes_per_token(dep.arch, dep.kv_format)

@@ -104,6 +104,13 @@ def _mm1_wait(service: float, util: float) -> float:
     return service * util / (2.0 * (1.0 - util))
 
 
+def prompts_per_batch(pool: Pool, isl: int) -> int:
+    """Prompts of ``isl`` tokens a prefill-only rank runs in one batch: as many as its token
+    budget holds, and no more than its max batch (TensorRT-LLM's disaggregated recipes give
+    their context workers 1-16 requests, whatever the budget)."""
+    return max(1, min(pool.budget // isl, int(pool.max_seqs)))
+
+
 def prefill_batch_s(pool: Pool, prompts: float, isl: int) -> float:
     """Seconds for a prefill-only rank to prefill ``prompts`` prompts of ``isl`` tokens
     together: one iteration, or with chunked prefill a prompt longer than the token budget in
@@ -427,7 +434,7 @@ def disaggregated(prefill: Pool, decode: Pool, clients: float, isl: int, osl: in
     dec_cap = float(min(decode.max_seqs, math.floor(decode.kv_tokens / per_req)))
     if dec_cap < 1 or prefill.kv_tokens < isl:
         raise ValueError(f"one request of {isl} + {osl} tokens does not fit a worker's KV cache")
-    prompts_max = max(1, math.floor(prefill.budget / isl))
+    prompts_max = prompts_per_batch(prefill, isl)
     t1 = prefill_batch_s(prefill, 1.0, isl)
     t_full = prefill_batch_s(prefill, float(prompts_max), isl)
     xfer = kv_bytes_per_token * isl / link_bytes_per_s + link_latency_s

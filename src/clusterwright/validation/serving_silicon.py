@@ -415,8 +415,9 @@ RECIPES_FILE = "srt_slurm_recipes.csv"
 
 @lru_cache(maxsize=1)
 def load_recipes() -> dict[str, tuple[dict[str, str], ...]]:
-    """The SGLang settings of InferenceMAX's srt-slurm recipes, every version by date
-    (``validation/srt_slurm_recipes.csv``, ``scripts/import_srt_slurm_recipes.py``)."""
+    """The SGLang and TensorRT-LLM settings of InferenceMAX's srt-slurm recipes, every
+    version by date (``validation/srt_slurm_recipes.csv``,
+    ``scripts/import_srt_slurm_recipes.py``)."""
     out: dict[str, list[dict[str, str]]] = {}
     with (data_dir() / RECIPES_FILE).open(newline="") as f:
         for r in csv.DictReader(f):
@@ -441,13 +442,19 @@ def _max_batch(e: dict[str, str], role: str, day: str = "") -> str:
     per_dp_max_running_requests = max_running_requests // dp_size); "" where none says."""
     if e.get(f"{role}_max_batch"):
         return e[f"{role}_max_batch"]
+    cfg = recipe_settings(e.get("recipe") or "", day)
+    if cfg.get(f"{role}_max_running"):
+        return str(max(1, int(cfg[f"{role}_max_running"]) // int(cfg[f"{role}_dp"] or 1)))
     batch = _RECIPE_BATCH.search(e.get("recipe") or "") if role == "decode" else None
     if batch:
         return batch.group(1)
-    cfg = recipe_settings(e.get("recipe") or "", day) if e["backend"] == "sglang" else {}
-    if cfg.get(f"{role}_max_running"):
-        return str(max(1, int(cfg[f"{role}_max_running"]) // int(cfg[f"{role}_dp"] or 1)))
     return ""
+
+
+def _max_tokens(e: dict[str, str], day: str = "") -> str:
+    """The context workers' token budget an entry's TensorRT-LLM recipe sets
+    (``max_num_tokens``); "" where none says."""
+    return recipe_settings(e.get("recipe") or "", day).get("prefill_max_tokens", "")
 
 
 def _mtp_depth(e: dict[str, str], day: str) -> str:
@@ -492,6 +499,9 @@ def _layout_of(index: dict[tuple[str, ...], list[dict[str, str]]], r: dict[str, 
         batches = {_max_batch(x, role, day) for x in found}
         if len(batches) == 1 and "" not in batches:
             out[f"_{role}_max_batch"] = batches.pop()
+    budgets = {_max_tokens(x, day) for x in found}
+    if len(budgets) == 1 and "" not in budgets:
+        out["_prefill_max_tokens"] = budgets.pop()
     spec = sorted({x["spec_decoding"] for x in found})
     depths = {_mtp_depth(x, day) for x in found}
     mtp = spec == ["mtp"] and len(depths) == 1 and "" not in depths
@@ -1002,8 +1012,9 @@ def resolve(cat: Catalog, r: dict[str, str],
     # The generation workers' max batch where the benchmark's recipe names it
     mb = int(r["_decode_max_batch"]) if r.get("_decode_max_batch") else None
     pb = int(r["_prefill_max_batch"]) if r.get("_prefill_max_batch") else None
+    ptok = int(r["_prefill_max_tokens"]) if r.get("_prefill_max_tokens") else None
     k = int(r["_mtp"]) if r.get("_mtp") else 0
-    dep = Deployment(arch, gpu, engine, dense, moe, kv_fmt, prefill=Role(pre, pw, pb),
+    dep = Deployment(arch, gpu, engine, dense, moe, kv_fmt, prefill=Role(pre, pw, pb, ptok),
                      decode=Role(dec, dw, mb), notes=notes,
                      speculative=(k, MTP_ACCEPTANCE, None) if k else None)
     if pw is None or dw is None:
@@ -1014,7 +1025,8 @@ def resolve(cat: Catalog, r: dict[str, str],
             raise NotCoveredError(str(exc)) from None
         notes += (f"worker counts not recorded: {pw} prefill and {dw} decode worker(s), "
                   f"sized once for the sweep's highest concurrency ({max(sweep, c)} clients)",)
-        dep = replace(dep, prefill=Role(pre, pw, pb), decode=Role(dec, dw, mb), notes=notes)
+        dep = replace(dep, prefill=Role(pre, pw, pb, ptok), decode=Role(dec, dw, mb),
+                      notes=notes)
     if lens:
         dep = replace(dep, notes=(*dep.notes, lens))
     return RowConfig(dep, c, mi, mo, not lens, INFERENCEMAX_ROUNDS if lens else 0.0)
