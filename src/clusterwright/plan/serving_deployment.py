@@ -253,7 +253,7 @@ def pool(cat: Catalog, dep: Deployment, par: ServingParallel, workers: int, isl:
             field=field_prefix + "tp")
     e = dep.engine
     budget = max_tokens or token_budget(e, dep.gpu)
-    if e.adp_divides_budget and par.adp > 1 and not max_tokens:
+    if e.adp_divides_budget and par.adp > 1:
         # SGLang splits its chunked-prefill size over the attention-DP ranks.
         budget = max(1, budget // par.adp)
     return Pool(step=step, ranks=par.adp * workers, budget=budget,
