@@ -20,7 +20,8 @@ settings the validation needs:
 - ``prefill_chunked``: ``chunked-prefill-size``;
 - TensorRT-LLM recipes (``recipes/trtllm/...``, ``backend.trtllm_config``): each role's
   ``max_batch_size`` (per attention-DP rank), the context workers' ``max_num_tokens``
-  (``prefill_max_tokens``) and the generation workers' MTP drafts (``trtllm_settings``).
+  (``prefill_max_tokens``) and the generation workers' MTP drafts (``trtllm_settings``);
+- ``concurrencies``: the client counts the recipe's own benchmark section runs.
 
 A ``zip_override_NAME`` section holds lists whose i-th values make variant i; other values
 apply to every variant. Recipes deleted before the squash (``.../1k1k/mtp/*.yaml``) are read
@@ -46,7 +47,7 @@ OUT = ROOT / "validation" / "srt_slurm_recipes.csv"
 REPO = Path("/work/.mirror/NVIDIA+srt-slurm/repo")
 FIELDS = ("recipe", "commit", "date", "decode_draft_tokens", "decode_max_running",
           "decode_dp", "prefill_max_running", "prefill_dp", "prefill_chunked",
-          "prefill_max_tokens")
+          "prefill_max_tokens", "concurrencies")
 _VARIANT = re.compile(r"^(?P<path>[^:]+):(?P<section>zip_override_\w+)\[(?P<i>\d+)\]$")
 
 
@@ -109,7 +110,20 @@ def trtllm_settings(cfg: dict[str, Any]) -> dict[str, str]:
     }
 
 
+def concurrencies(cfg: dict[str, Any]) -> str:
+    """The client counts the recipe's own benchmark runs (``benchmark.concurrencies``,
+    ``"10x15x25"``), space-separated: a run InferenceMAX launched from the recipe ran these,
+    which its configuration's ``conc-list`` does not always repeat (``c4_ctx1_gen11_...``
+    lists 4 there and runs 44 = 4 x 11 generation workers)."""
+    raw = str((cfg.get("benchmark") or {}).get("concurrencies", "") or "")
+    return " ".join(str(int(c)) for c in re.split(r"[x,\s]+", raw) if c.strip().isdigit())
+
+
 def settings(cfg: dict[str, Any]) -> dict[str, str]:
+    return {**_settings(cfg), "concurrencies": concurrencies(cfg)}
+
+
+def _settings(cfg: dict[str, Any]) -> dict[str, str]:
     if ((cfg.get("backend") or {}).get("type") == "trtllm"
             or (cfg.get("backend") or {}).get("trtllm_config")):
         return trtllm_settings(cfg)

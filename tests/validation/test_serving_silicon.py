@@ -1135,7 +1135,7 @@ zip_override_mtp_maxtpt:
     got = imp.settings(imp.config(text, "zip_override_mtp_maxtpt", 1))
     assert got == {"decode_draft_tokens": "2", "decode_max_running": "256", "decode_dp": "8",
                    "prefill_max_running": "512", "prefill_dp": "4",
-                   "prefill_chunked": "32768", "prefill_max_tokens": ""}
+                   "prefill_chunked": "32768", "prefill_max_tokens": "", "concurrencies": ""}
     plain = imp.settings(imp.config(text, None, 0))
     assert plain["decode_draft_tokens"] == "" and plain["decode_dp"] == "1"
     tree = text.replace("speculative-eagle-topk: 1", "speculative-eagle-topk: 4")
@@ -1157,11 +1157,12 @@ backend:
     decode:
       max_batch_size: 16
       speculative_config: {decoding_type: MTP, max_draft_len: 3}
+benchmark: {type: sa-bench, concurrencies: "10x15x25"}
 """
     got = imp.settings(imp.config(text, None, 0))
     assert got == {"decode_draft_tokens": "3", "decode_max_running": "16", "decode_dp": "1",
                    "prefill_max_running": "2", "prefill_dp": "1", "prefill_chunked": "",
-                   "prefill_max_tokens": "16896"}
+                   "prefill_max_tokens": "16896", "concurrencies": "10 15 25"}
     # The validation takes the recipe's batch over its name's, and its context budget
     e = _layout(backend="trtllm", recipe="recipes/trtllm/b200-fp4/8k1k/stp/"
                 "ctx1_gen5_tep8_batch8_eplb0_mtp0.yaml")
@@ -1170,6 +1171,28 @@ backend:
     assert ss._max_tokens(e, "2026-02-01") == "16896"
     named = _layout(backend="trtllm", recipe="recipes/x/ctx1_gen4_tep8_batch32_eplb0_mtp0.yaml")
     assert ss._max_batch(named, "decode") == "32" and ss._max_tokens(named) == ""
+
+
+def test_an_entry_also_matches_the_clients_its_recipe_runs() -> None:
+    """InferenceMAX's H200 TensorRT-LLM entry lists 4 clients for
+    ``c4_ctx1_gen11_tep8_batch128_eplb0_mtp3``, whose srt-slurm benchmark section runs 44
+    (4 x 11 generation workers): a row at 44 clients takes the entry's deployment and MTP."""
+    e = _layout(system="h200_sxm", backend="trtllm", precision="fp8", concurrencies="4",
+                prefill_workers="1", prefill_tp="8", prefill_ep="8", prefill_dp_attn="no",
+                decode_workers="11", decode_tp="8", decode_ep="8", decode_dp_attn="no",
+                spec_decoding="mtp",
+                recipe="recipes/trtllm/h200/1k1k/mtp/c4_ctx1_gen11_tep8_batch128_eplb0_mtp3.yaml")
+    assert "44" in ss._entry_clients(e, "2026-03-23")
+    row = _open_row(system="h200_sxm", precision="fp8", prefill_tp_size="8", decode_tp_size="8",
+                    silicon_data_source="source_file=2026-03-25.csv; model=DeepSeek-R1; "
+                    "silicon_concurrency=44; measured=2026-01-15T00:00:00Z")
+    got = ss.complete_from_layouts([row], [e])[0]
+    assert (got["decode_num_workers"], got["_mtp"], got["_decode_max_batch"]) == ("11", "3",
+                                                                                 "128")
+    other = _open_row(**{**{k: row[k] for k in ("system", "precision", "prefill_tp_size",
+                                               "decode_tp_size")},
+                         "silicon_data_source": row["silicon_data_source"].replace("=44", "=45")})
+    assert ss.complete_from_layouts([other], [e])[0] == other
 
 
 def test_an_sglang_entry_takes_mtp_and_batches_from_its_recipe_on_the_day() -> None:

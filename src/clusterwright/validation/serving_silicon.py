@@ -470,6 +470,14 @@ def _mtp_depth(e: dict[str, str], day: str) -> str:
     return ""
 
 
+def _entry_clients(e: dict[str, str], day: str) -> list[str]:
+    """The client counts a configuration entry ran: its own list, and where it names an
+    srt-slurm recipe, the ones the recipe's benchmark section runs (InferenceMAX's H200
+    TensorRT-LLM entry lists 4 for ``c4_ctx1_gen11_...``, whose benchmark runs 44)."""
+    return e["concurrencies"].split() + recipe_settings(
+        e.get("recipe") or "", day).get("concurrencies", "").split()
+
+
 def _role_ints(d: dict[str, str]) -> tuple[int, ...]:
     """Both roles' workers, TP, attention-DP, MoE TP and EP (empty or 0 read as 1)."""
     return tuple(int(float(d.get(k) or 0) or 1) for k in _ROLE_LAYOUT)
@@ -488,7 +496,7 @@ def _layout_of(index: dict[tuple[str, ...], list[dict[str, str]]], r: dict[str, 
         "decode_tp_size")}
     found = [e for e in index.get((col["system"], col["backend"], col["model_path"].lower(),
                                    col["precision"], col["isl"], col["osl"]), [])
-             if _in_force(e, day) and str(clients) in e["concurrencies"].split()
+             if _in_force(e, day) and str(clients) in _entry_clients(e, day)
              and (_gpus(e) == gpus if gpus is not None else
                   _role_ints(_layout_roles(e)) == roles if roles is not None else
                   e["prefill_tp"] == col["prefill_tp_size"]
