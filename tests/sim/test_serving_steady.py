@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from clusterwright.catalog.registry import Catalog, load_catalog
-from clusterwright.plan.serving_deployment import Role, pool
+from clusterwright.model.serving_step import ServingParallel
+from clusterwright.plan.serving_deployment import Deployment, Role, pool
 from clusterwright.plan.serving_engine import deployment, layout
 from clusterwright.sim.serving import ClusterConfig, EngineConfig, Lengths, Workload, simulate
 from clusterwright.sim.serving_steady import (
@@ -141,12 +142,17 @@ def test_a_budget_below_one_prompt_dissolves_the_clusters(cat: Catalog) -> None:
     assert simulated(wide) > 2.0 * aggregated(wide, 64, 1000, 200).ttft_s
 
 
-def test_disaggregated_decode_workers_lower_tpot(cat: Catalog) -> None:
+def deepseek_b200(cat: Catalog, decode_workers: int) -> tuple[Deployment, ServingParallel]:
+    """DeepSeek-V3 in FP4 on B200s under TensorRT-LLM, TP 8 x EP 8 workers: one prefill
+    worker and ``decode_workers`` decode workers."""
     arch = cat.model("deepseek-v3")
-    e = cat.serving_engine("trtllm")
     par = layout(arch, tp=8, moe_ep=8)
-    one = deployment(cat, arch, cat.gpu("b200"), e, "fp4", prefill=Role(par, 1),
-                     decode=Role(par, 1))
+    return deployment(cat, arch, cat.gpu("b200"), cat.serving_engine("trtllm"), "fp4",
+                      prefill=Role(par, 1), decode=Role(par, decode_workers)), par
+
+
+def test_disaggregated_decode_workers_lower_tpot(cat: Catalog) -> None:
+    one, par = deepseek_b200(cat, 1)
     pre = pool(cat, one, par, 1, 1024, 1024, "prefill.")
     dec1 = pool(cat, one, par, 1, 1024, 1024, "decode.")
     dec3 = pool(cat, one, par, 3, 1024, 1024, "decode.")
@@ -563,11 +569,7 @@ def test_a_prefill_rank_batches_no_more_prompts_than_its_max_batch(cat: Catalog)
     """A context worker's max batch (TensorRT-LLM's disaggregated recipes give 1-16 requests)
     caps the prompts a prefill batch holds whatever the token budget: fewer prompts a batch,
     a lower prefill capacity and, at a load near it, a longer TTFT."""
-    arch = cat.model("deepseek-v3")
-    e = cat.serving_engine("trtllm")
-    par = layout(arch, tp=8, moe_ep=8)
-    dep = deployment(cat, arch, cat.gpu("b200"), e, "fp4", prefill=Role(par, 1),
-                     decode=Role(par, 8))
+    dep, par = deepseek_b200(cat, 8)
     dec = pool(cat, dep, par, 8, 1024, 1024, "decode.")
     wide = pool(cat, dep, par, 1, 1024, 1024, "prefill.", max_tokens=16384)
     narrow = pool(cat, dep, par, 1, 1024, 1024, "prefill.", max_batch=2, max_tokens=16384)
