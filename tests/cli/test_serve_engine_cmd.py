@@ -221,6 +221,34 @@ def test_a_roles_bad_max_batch_exits_2_naming_the_flag(value: str, message: str)
     assert "Traceback" not in r.output
 
 
+@pytest.mark.parametrize("value, message", [
+    ("0", "max_tokens=0 must be >= 1"), ("x", "max_tokens='x' is not an integer"),
+    ("99999999999", "is above 10,000,000 tokens an iteration"),
+])
+def test_a_roles_bad_max_tokens_exits_2_naming_the_flag(value: str, message: str) -> None:
+    r = cw(*BASE, *DISAGG_DS, "--decode", "workers=2,tp=8,moe_ep=8",
+           "--prefill", f"workers=1,tp=8,max_tokens={value}")
+    assert r.exit_code == 2, r.output
+    assert "--prefill" in r.stderr and message in r.stderr.replace("\n", " ")
+    assert "Traceback" not in r.output
+
+
+def test_a_context_workers_batch_limits_lengthen_ttft_under_load() -> None:
+    """A TensorRT-LLM recipe's context workers take 2 requests a batch: at a load near the
+    prefill's capacity, prompts wait longer than with the engine's defaults (a batch of up to
+    8 1k prompts), and the deployment reports the limits."""
+    args = ("--model", "deepseek-v3", "--gpu", "b200", "--engine", "trtllm", "--precision",
+            "fp4", "--decode", "workers=8,tp=8,moe_ep=8", "--concurrency", "4096",
+            "--steady-only", "--json")
+    free = cw(*BASE, *args, "--prefill", "workers=1,tp=8,moe_ep=8")
+    capped = cw(*BASE, *args, "--prefill", "workers=1,tp=8,moe_ep=8,max_batch=2,max_tokens=16896")
+    assert free.exit_code == 0 and capped.exit_code == 0, free.output + capped.output
+    f, c = json.loads(free.stdout), json.loads(capped.stdout)
+    assert c["deployment"]["prefill"]["max_tokens"] == 16896
+    assert f["deployment"]["prefill"]["max_tokens"] == 8192
+    assert c["steady_state"]["ttft_mean_s"] > 1.5 * f["steady_state"]["ttft_mean_s"]
+
+
 def test_a_roles_max_batch_holds_clients_back() -> None:
     """2 decode workers of at most 8 requests serve 16 of 48 clients; the rest wait."""
     capped = cw(*BASE, *DISAGG_DS, "--decode", "workers=2,tp=8,moe_ep=8,max_batch=8", "--json")

@@ -109,7 +109,7 @@ _ENGINE_DISAGG = ["serve", "estimate", "--model", "llama-3.1-8b", "--gpu", "h100
                   "workers=1,tp=1"]
 
 
-@pytest.mark.parametrize("where", ["--max-num-seqs", "max_batch="])
+@pytest.mark.parametrize("where", ["--max-num-seqs", "max_batch=", "max_tokens="])
 def test_hostile_batch_limits_on_the_engine_path(where: str) -> None:
     found = []
     for value, must_refuse in NUMBER_VALUES:
@@ -117,7 +117,7 @@ def test_hostile_batch_limits_on_the_engine_path(where: str) -> None:
         if where == "--max-num-seqs":
             args = [*_ENGINE_AGG, "--max-num-seqs", value]
         else:
-            args = [*_ENGINE_DISAGG, "--decode", f"workers=1,tp=1,max_batch={value}"]
+            args = [*_ENGINE_DISAGG, "--decode", f"workers=1,tp=1,{where}{value}"]
         o = invoke(args)
         found += [f"{o.describe()}\n  -> {p}" for p in problems(o, must_refuse)]
     assert not found, "\n\n".join(found)

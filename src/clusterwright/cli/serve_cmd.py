@@ -123,7 +123,9 @@ def estimate_cmd(
         None, "--moe-quant", help="--engine: weight format of the routed experts."),
     prefill: str | None = typer.Option(
         None, "--prefill", help="--engine, disaggregated: prefill workers as "
-        "'workers=2,tp=4,adp=1,moe_ep=4' (workers=auto sizes them)."),
+        "'workers=2,tp=4,adp=1,moe_ep=4' (workers=auto sizes them; max_batch= and "
+        "max_tokens= bound a rank's requests and tokens an iteration, e.g. a TensorRT-LLM "
+        "recipe's context workers at max_batch=2,max_tokens=16896)."),
     decode: str | None = typer.Option(
         None, "--decode", help="--engine, disaggregated: decode workers, same form."),
     speculative: str | None = typer.Option(

@@ -18,7 +18,10 @@ from clusterwright.errors import ClusterwrightError, InputError
 from clusterwright.plan.serving_deployment import Role
 from clusterwright.spec.scenario import MAX_BATCH
 
-ROLE_KEYS = ("workers", "tp", "pp", "adp", "moe_tp", "moe_ep", "max_batch")
+ROLE_KEYS = ("workers", "tp", "pp", "adp", "moe_tp", "moe_ep", "max_batch", "max_tokens")
+# Tokens one iteration of a rank may carry: far above any engine's budget (TensorRT-LLM's
+# disaggregated recipes give their context workers 2,048-16,896)
+MAX_ROLE_TOKENS = 10_000_000
 # Serving field paths whose flag is not ``--`` + the field with dashes (serve_cmd uses it too).
 FIELD_FLAGS = {"qps_or_concurrency": "--qps/--concurrency",
                "request_len": "--input-len/--output-len", "ttft_p99_s": "--ttft-p99",
@@ -52,7 +55,8 @@ def engine_errors() -> Iterator[None]:
 def parse_role(flag: str, spec: str) -> dict[str, int | None]:
     """``workers=2,tp=4,adp=1,moe_ep=4`` (``workers=auto``: sized for the load;
     ``max_batch``: requests a data-parallel rank batches at most, the engine's max batch
-    size as the deployment sets it)."""
+    size as the deployment sets it; ``max_tokens``: tokens one iteration of a rank carries
+    at most, TensorRT-LLM's ``max_num_tokens`` or vLLM's ``max_num_batched_tokens``)."""
     out: dict[str, int | None] = {}
     for part in (p.strip() for p in spec.split(",") if p.strip()):
         key, eq, value = part.partition("=")
@@ -70,6 +74,8 @@ def parse_role(flag: str, spec: str) -> dict[str, int | None]:
             fail(f"{flag}: {key}={n} must be >= 1")
         if key == "max_batch" and n > MAX_BATCH:
             fail(f"{flag}: max_batch={n} is above {MAX_BATCH:,} requests")
+        if key == "max_tokens" and n > MAX_ROLE_TOKENS:
+            fail(f"{flag}: max_tokens={n} is above {MAX_ROLE_TOKENS:,} tokens an iteration")
         out[key] = n
     out.setdefault("workers", 1)
     return out
@@ -164,7 +170,8 @@ def estimate_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str
                 kv = parse_role(flag, text)
                 par = layout(arch, kv.get("tp") or 1, kv.get("pp") or 1, kv.get("adp") or 1,
                              kv.get("moe_tp"), kv.get("moe_ep"), flag[2:] + ".", eng.pads_heads)
-                roles.append(Role(par, kv["workers"], kv.get("max_batch")))
+                roles.append(Role(par, kv["workers"], kv.get("max_batch"),
+                                  kv.get("max_tokens")))
             dep = deployment(cat, arch, g, eng, precision, gemm_quant, moe_quant,
                              prefill=roles[0], decode=roles[1], speculative=spec)
         else:

@@ -36,6 +36,7 @@ from clusterwright.plan.serving_deployment import (
     pool,
     silicon_gemm,
     steady,
+    token_budget,
 )
 from clusterwright.sim.serving import (
     ClusterConfig,
@@ -236,7 +237,9 @@ def _roles(dep: Deployment) -> dict[str, Any]:
         p = r.par
         return {"workers": r.workers, "tp": p.tp, "pp": p.pp, "adp": p.adp, "moe_tp": p.moe_tp,
                 "moe_ep": p.moe_ep, "expert_slots_per_gpu": p.expert_slots(dep.arch),
-                "max_batch": r.max_batch or dep.engine.max_batch, "gpus_per_worker": p.gpus}
+                "max_batch": r.max_batch or dep.engine.max_batch,
+                "max_tokens": r.max_tokens or token_budget(dep.engine, dep.gpu),
+                "gpus_per_worker": p.gpus}
     if dep.agg is not None:
         out: dict[str, Any] = {"mode": "agg", "agg": one(dep.agg)}
         if dep.engine.batch_wait_iterations and dep.engine.batch_wait_tokens_ratio:
