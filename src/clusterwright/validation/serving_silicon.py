@@ -131,11 +131,13 @@ def inferencemax_runs(rows: list[dict[str, str]]) -> list[dict[str, str]]:
     Two runs do not agree in both to a hundredth of a millisecond by chance. Such a row takes
     the run's source (its client, its date and so its script's options), keeps its own
     columns and concurrency, and ``_run`` names the run for the row's note."""
+    def key(r: dict[str, str]) -> tuple[str, ...]:
+        return tuple((r.get(c) or "").strip() for c in ("system", "backend", "mode", "isl",
+                                                        "osl"))
     runs: dict[tuple[str, ...], list[dict[str, str]]] = {}
     for r in rows:
         if _INFERENCEMAX.search((r.get("silicon_data_source") or "").strip()):
-            runs.setdefault(tuple((r.get(c) or "").strip() for c in (
-                "system", "backend", "mode", "isl", "osl")), []).append(r)
+            runs.setdefault(key(r), []).append(r)
     if not runs:
         return rows
     out = []
@@ -149,9 +151,7 @@ def inferencemax_runs(rows: list[dict[str, str]]) -> list[dict[str, str]]:
             except ValueError:
                 out.append(r)
                 continue
-            key = tuple((r.get(c) or "").strip() for c in ("system", "backend", "mode", "isl",
-                                                          "osl"))
-            same = [x for x in runs.get(key, [])
+            same = [x for x in runs.get(key(r), [])
                     if round(float(x["silicon_ttft_ms"]), td) == round(t, td)
                     and round(float(x["silicon_tpot_ms"]), pd) == round(p, pd)]
             run = same[0] if same and (td or pd) else None
@@ -437,9 +437,10 @@ def recipe_settings(recipe: str, day: str) -> dict[str, str]:
 
 def _max_batch(e: dict[str, str], role: str, day: str = "") -> str:
     """A role's max batch per attention-DP rank in a configuration entry: its column, else
-    (decode) the number its TensorRT-LLM recipe's name carries, else its SGLang recipe's
-    ``max-running-requests`` over the attention-DP ranks (SGLang's scheduler:
-    per_dp_max_running_requests = max_running_requests // dp_size); "" where none says."""
+    its srt-slurm recipe's (TensorRT-LLM's ``max_batch_size``, per rank; SGLang's
+    ``max-running-requests`` over the attention-DP ranks, as its scheduler divides it:
+    per_dp_max_running_requests = max_running_requests // dp_size), else (decode) the number
+    a TensorRT-LLM recipe's name carries; "" where none says."""
     if e.get(f"{role}_max_batch"):
         return e[f"{role}_max_batch"]
     cfg = recipe_settings(e.get("recipe") or "", day)
