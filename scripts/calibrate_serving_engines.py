@@ -119,7 +119,8 @@ def errors(cat: Catalog, engine: ServingEngine, rows: list[tuple[dict[str, str],
         try:
             # The candidate with the options the row's benchmark script set (batch waiting,
             # token budget), as the row was read
-            eng, _ = ss.script_settings(r, engine)
+            eng, _ = ss.script_settings(r, engine.at_version(
+                (r.get("backend_version") or "").strip()))
             st, _ = ss.predict(cat, dataclasses.replace(
                 cfg, dep=dataclasses.replace(cfg.dep, engine=eng)))
         except ss.NotCoveredError:

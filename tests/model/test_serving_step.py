@@ -284,3 +284,35 @@ def test_linear_attention_layers_read_their_state_not_the_context(cat: Catalog) 
     hbm = hybrid.gpu.memory_bandwidth_gbps * 1e9 * (
         hybrid.engine.kv_bandwidth_efficiency or hybrid.engine.decode_bandwidth_efficiency)
     assert hybrid.step_s(0, 64, 64) - hybrid.step_s(0, 32, 32) > 0.99 * state / hbm
+
+
+def test_a_synchronous_scheduler_adds_the_hosts_work_per_running_sequence(
+        cat: Catalog) -> None:
+    """Without async scheduling the GPU waits while the engine core does the running
+    sequences' work: it adds to the iteration, linearly in the batch. With it the host works
+    while the GPU runs the previous iteration: the iteration is the longer of the two."""
+    par = ServingParallel(tp=1)
+    base = step(cat, "llama-3.1-8b", "h100-sxm", par)
+    e = base.engine.model_copy(update={"seq_overhead_s": 50e-6})
+    sync = replace(base, engine=e.model_copy(update={"async_scheduling": False}))
+    overlap = replace(base, engine=e.model_copy(update={"async_scheduling": True}))
+    for d in (8, 64, 256):
+        gpu = sync.gpu_s(0, d, d * 1000)
+        assert gpu > 0 and gpu == pytest.approx(base.gpu_s(0, d, d * 1000))
+        assert sync.step_s(0, d, d * 1000) == pytest.approx(gpu + 50e-6 * d)
+        assert overlap.step_s(0, d, d * 1000) == pytest.approx(max(gpu, 50e-6 * d))
+    # A host far slower than the GPU bounds even the overlapped engine
+    slow = replace(overlap, engine=overlap.engine.model_copy(update={"seq_overhead_s": 1e-3}))
+    assert slow.step_s(0, 256, 256_000) == pytest.approx(0.256)
+
+
+def test_vllm_0_11_schedules_synchronously(cat: Catalog) -> None:
+    """Before vllm#27614 vLLM scheduled synchronously by default: the catalog's vLLM entry
+    runs 0.10 and 0.11 so (ML.ENERGY's 0.11.1 shows the host's cost), later versions (and
+    an unspecified one) overlapped (0.12's measured runs show no such cost)."""
+    for version, overlapped in (("0.10.2", False), ("0.11.1", False), ("0.12.0", True),
+                                ("0.14.1", True), ("0.19.0", True), ("", True)):
+        e = cat.serving_engine("vllm", version)
+        assert e.id == "vllm"
+        assert e.async_scheduling is overlapped, version
+    assert cat.serving_engine("vllm", "0.11.1").seq_overhead_s > 0

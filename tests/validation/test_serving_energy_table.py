@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from clusterwright.catalog.registry import load_catalog
 from clusterwright.errors import InputError
-from clusterwright.validation.rows import mape
-from clusterwright.validation.serving_energy_table import serving_energy_table
+from clusterwright.validation.rows import mape, read_csv
+from clusterwright.validation.serving_energy_table import ENGINE, FILE, serving_energy_table
 from clusterwright.validation.tables import TABLES
 from tests.validation import csvrows
 from tests.validation.shared import shipped_table
@@ -71,3 +72,22 @@ def test_a_malformed_energy_row_names_the_line_and_column(tmp_path: Path) -> Non
             serving_energy_table(path=csvrows.write(tmp_path / "e.csv", "serving_energy.csv",
                                                     B200, csvrows.like(rows[B200], **changes)))
         assert f"e.csv line 3, row {B200}_new: {message}" in str(exc.value)
+
+
+def test_vllm_host_cost_is_the_fitting_scripts_and_carries_to_held_out_rows() -> None:
+    """The vLLM engine's host cost per running sequence is what
+    ``scripts/calibrate_serving_host.py`` finds on the development rows, and the held-out
+    rows (B200, MoE, FP8, MXFP4: never fitted) predict better with it than without."""
+    from tests.scripts import load
+
+    host = load("calibrate_serving_host")
+    cat = load_catalog(env={})
+    rows = read_csv(FILE)
+    dev = [r for r in rows if r["set"] == "dev"]
+    held = [r for r in rows if r["set"] != "dev"]
+    value = cat.serving_engine(*ENGINE).seq_overhead_s
+    best = min(host.GRID_S, key=lambda h: host.itl_mape(
+        host.with_engine_value(cat, "vllm", seq_overhead_s=float(h)), dev))
+    assert value == pytest.approx(best, abs=1e-6)
+    without = host.itl_mape(host.with_engine_value(cat, "vllm", seq_overhead_s=0.0), held)
+    assert host.itl_mape(cat, held) < without - 0.05

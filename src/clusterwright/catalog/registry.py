@@ -127,10 +127,11 @@ class Catalog:
 
     def serving_engine(self, backend: str, version: str = "") -> ServingEngine:
         """The first engine entry of ``backend`` whose version prefixes cover ``version``
-        (an empty version: the backend's first entry)."""
+        (an empty version: the backend's first entry), as that version runs it
+        (``ServingEngine.at_version``)."""
         for e in self.entries["serving_engines"].values():
             if e.backend == backend and (not version or e.covers(version)):
-                return cast(ServingEngine, e)
+                return cast(ServingEngine, e).at_version(version)
         known = sorted({e.backend for e in self.entries["serving_engines"].values()})
         raise CatalogError(f"no serving engine {backend!r} at version {version!r} in the "
                            f"catalog (backends: {', '.join(known)})")

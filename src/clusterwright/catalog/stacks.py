@@ -330,6 +330,17 @@ class ServingEngine(CatalogEntry):
     # decodes, its scheduler takes new requests only every this many decode iterations, and
     # right after an iteration that ran a prefill; not with attention DP
     scheduler_recv_interval: Annotated[PositiveInt, Field(le=BATCH_WAIT_ITERATIONS)] = 1
+    # Host work per running sequence per iteration (seconds): the scheduler's bookkeeping,
+    # the next iteration's inputs and the last one's outputs, in Python, so it grows with
+    # the batch. An engine that schedules asynchronously does it while the GPU runs the
+    # previous iteration (vLLM's --async-scheduling, vllm#19970, on by default from
+    # vllm#27614; SGLang's and TensorRT-LLM's overlap schedulers): the iteration takes the
+    # longer of the two. One that does not leaves the GPU idle meanwhile: the two add.
+    seq_overhead_s: Annotated[FiniteFloat, Field(ge=0, le=0.01)] = 0.0
+    async_scheduling: StrictBool = True
+    # Versions (prefixes of ``versions``) that schedule synchronously by default, whatever
+    # ``async_scheduling`` says (vLLM before 0.14: vllm#27614 turned it on after v0.13.0)
+    sync_versions: list[StrictStr] = Field(default_factory=list)
     validated: list[EngineRegime] = Field(default_factory=list)
     calibration: StrictStr
 
@@ -343,6 +354,14 @@ class ServingEngine(CatalogEntry):
 
     def covers(self, version: str) -> bool:
         return any(version.startswith(v) for v in self.versions)
+
+    def at_version(self, version: str) -> ServingEngine:
+        """This engine as ``version`` runs it: synchronous scheduling for the versions
+        that had no other default (``sync_versions``)."""
+        if self.async_scheduling and version and any(
+                version.startswith(v) for v in self.sync_versions):
+            return self.model_copy(update={"async_scheduling": False})
+        return self
 
 
 PrecisionClass = Literal["bf16", "fp8"]

@@ -17,6 +17,11 @@ Power of one GPU during one iteration::
 - The cap at TDP is the board's power limit: above it the clocks drop (a slower step that
   this model does not lengthen).
 - ``P_idle``: the GPU's measured idle board power (catalog ``idle_power_w``).
+- An engine that schedules synchronously adds the host's work for the running sequences to
+  every iteration (``ServingEngine.seq_overhead_s``); ``u_tensor`` is over the whole
+  iteration, that part included, at the same power law: the GPU keeps its clocks through
+  such sub-millisecond waits (drawing ``P_idle`` in them instead fitted the development
+  rows at 13.8 % against 8.0 %, measured 2026-11-30).
 
 ``a`` and ``b`` are fitted on the development rows of ``validation/serving_energy.csv`` by
 ``scripts/calibrate_serving_power.py`` (catalog assumptions ``serving_power_active_floor``

@@ -387,10 +387,24 @@ class DeploymentStep:
 
     def step_s(self, prefill_tokens: float, decode_seqs: float, kv_tokens: float,
                prefill_pairs: float | None = None, queries: float = 1.0) -> float:
-        """Seconds for one iteration of one data-parallel rank (0 with no work).
+        """Seconds for one iteration of one data-parallel rank (0 with no work): the GPU's
+        time (``gpu_s``) and the host's work for the running sequences
+        (``ServingEngine.seq_overhead_s``), added for an engine that schedules synchronously
+        and overlapped (the longer of the two) for one that schedules asynchronously.
         ``queries``: tokens each decode sequence carries (1 + draft tokens when a
         speculative iteration verifies drafts; each reads the sequence's KV once more in
         the attention FLOPs, the KV bytes are read once)."""
+        gpu = self.gpu_s(prefill_tokens, decode_seqs, kv_tokens, prefill_pairs, queries)
+        e = self.engine
+        if gpu <= 0 or e.seq_overhead_s <= 0:
+            return gpu
+        host = e.seq_overhead_s * float(decode_seqs)
+        return gpu + host if not e.async_scheduling else max(gpu, host)
+
+    def gpu_s(self, prefill_tokens: float, decode_seqs: float, kv_tokens: float,
+              prefill_pairs: float | None = None, queries: float = 1.0) -> float:
+        """Seconds the GPUs of one data-parallel rank take for one iteration, host work for
+        the running sequences aside (``step_s``)."""
         p, d, kv_tokens, prefill_pairs = self._shapes(prefill_tokens, decode_seqs, kv_tokens,
                                                       prefill_pairs)
         n = p + d * queries
@@ -444,8 +458,8 @@ class DeploymentStep:
             return 0.0
         k = self._k  # type: ignore[attr-defined]
         e, par = self.engine, self.par
-        plain = self.step_s(0, d, kv_tokens)
-        verify = self.step_s(0, d, kv_tokens, queries=1.0 + draft_tokens) - plain
+        plain = self.gpu_s(0, d, kv_tokens)
+        verify = self.gpu_s(0, d, kv_tokens, queries=1.0 + draft_tokens) - plain
         fixed = e.graph_step_overhead_s + e.layer_overhead_s * k["stage_layers"]
         layer = max(plain / par.pp - fixed, 0.0) / max(k["stage_layers"], 1.0)
         head = max(k["head_flops_per_token"] * d / (k["peak_dense"] * self._gemm_eff(

@@ -148,6 +148,10 @@ def deployment(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine,
         notes = (f"{engine.id}'s constants were fitted on NVIDIA GPUs: GEMMs on {gpu.id} run "
                  f"at {factor:.2f} of its fitted rate ({dense.compute.value}: {stacks}, the "
                  "training model's GEMM efficiencies)",)
+    if not engine.async_scheduling and engine.seq_overhead_s > 0:
+        notes += (f"{engine.id} at this version schedules synchronously: the host's work, "
+                  f"{engine.seq_overhead_s * 1e6:.0f} us a running sequence, adds to every "
+                  "iteration (async scheduling would overlap it with the GPU's)",)
     return Deployment(arch, gpu, engine, dense, moe, kv_format_for(engine, dense), agg=agg,
                       prefill=prefill, decode=decode, speculative=speculative, notes=notes)
 

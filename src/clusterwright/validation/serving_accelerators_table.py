@@ -119,7 +119,8 @@ def predict(cat: Catalog, r: Mapping[str, str],
     gpu = cat.gpu(text(r, "gpu"))
     engine = engine_of(cat, text(r, "engine"))
     if engines and engine.id in engines:
-        engine = engines[engine.id]
+        # A candidate's constants, as the row's version runs them
+        engine = engines[engine.id].at_version(text(r, "engine").partition("@")[2])
     if flags:
         engine = engine.model_copy(update=flags)
     compiled = buckets(r)
