@@ -99,6 +99,22 @@ def test_without_chunked_prefill_a_prompt_over_the_budget_is_rejected() -> None:
         run([(0.0, 1000, 2)], max_num_batched_tokens=256, max_num_seqs=4, chunked_prefill=False)
 
 
+def test_only_an_evicting_engine_needs_room_for_a_preempted_requests_recompute() -> None:
+    """A preempted request recomputes its prompt and its generated tokens in one prefill,
+    so without chunked prefill an evicting engine needs budget for both. A reserving engine
+    (TensorRT-LLM's GUARANTEED_NO_EVICT) never preempts: 1,024 in and 8,192 out run on its
+    8,192-token budget."""
+    with pytest.raises(ServingError, match="after a preemption"):
+        run([(0.0, 1024, 8192)], max_num_batched_tokens=8192, chunked_prefill=False,
+            admission="evict")
+    res = run([(0.0, 1024, 8192)], max_num_batched_tokens=8192, chunked_prefill=False,
+              admission="reserve")
+    assert res.e2e_s["mean"] > 0
+    with pytest.raises(ServingError, match="9000 prompt tokens exceed"):
+        run([(0.0, 9000, 10)], max_num_batched_tokens=8192, chunked_prefill=False,
+            admission="reserve")
+
+
 def test_a_decode_joins_a_prefill_chunk_in_the_same_iteration() -> None:
     m = Linear()
     # Request 0 decodes while request 1's prompt is prefilled beside it (continuous batching).

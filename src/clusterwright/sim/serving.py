@@ -176,14 +176,19 @@ class _Sim:
                     f"exceed one replica's KV cache of {cap} tokens ({cfg.kv_blocks} blocks "
                     f"x {cfg.block_size}); raise kv_blocks or cap the lengths")
             if not cfg.chunked_prefill:
-                long = np.flatnonzero(tokens > cfg.max_num_batched_tokens)
+                # A request preempted under "evict" admission recomputes its prompt and the
+                # tokens it had generated in one prefill; "reserve" admission never preempts,
+                # so only the prompt has to fit
+                evict = cfg.admission == "evict"
+                need = tokens if evict else self.reqs.input_len
+                long = np.flatnonzero(need > cfg.max_num_batched_tokens)
                 if long.size:
                     i = int(long[0])
                     raise ServingError(
-                        f"request {i}: up to {int(tokens[i])} prompt tokens (after a "
-                        f"preemption) exceed max_num_batched_tokens "
-                        f"{cfg.max_num_batched_tokens} with chunked_prefill off; enable "
-                        "chunked prefill or raise the budget")
+                        f"request {i}: {'up to ' if evict else ''}{int(need[i])} prompt tokens"
+                        f"{' (after a preemption)' if evict else ''} exceed "
+                        f"max_num_batched_tokens {cfg.max_num_batched_tokens} with "
+                        "chunked_prefill off; enable chunked prefill or raise the budget")
 
     # ---- arrivals and routing -----------------------------------------------------------
     def route(self, pool: list[Replica]) -> Replica:
