@@ -350,6 +350,28 @@ def test_request_polling_delays_prompts_on_the_sglang_path() -> None:
     assert r.exit_code == 2 and "--recv-interval" in r.output
 
 
+def test_vllm_0_11_adds_its_host_work_unless_told_it_runs_async_scheduling() -> None:
+    """vLLM 0.11 schedules synchronously: the host's work for the running sequences adds to
+    every iteration, and the output says so. --async-scheduling overlaps it (the GPU's
+    iteration is then the longer); other engines refuse the flag."""
+    base = ["serve", "estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine",
+            "vllm@0.11.1", "--concurrency", "128", "--input-len", "100", "--output-len",
+            "400", "--steady-only", "--json"]
+    sync = json.loads(cw(*base).output)
+    overlapped = json.loads(cw(*base, "--async-scheduling").output)
+    host = sync["scheduling"]["host_s_per_sequence"]
+    assert sync["scheduling"]["async"] is False and overlapped["scheduling"]["async"] is True
+    assert host > 0
+    added = sync["steady_state"]["tpot_mean_s"] - overlapped["steady_state"]["tpot_mean_s"]
+    assert added == pytest.approx(128 * host, rel=0.1)
+    assert any("schedules synchronously" in n for n in sync["notes"])
+    assert not any("schedules synchronously" in n for n in overlapped["notes"])
+    later = json.loads(cw(*base[:7], "vllm@0.19.0", *base[8:]).output)
+    assert later["scheduling"]["async"] is True
+    r = cw(*base[:7], "trtllm", *base[8:], "--sync-scheduling")
+    assert r.exit_code == 2 and "vLLM only" in r.output
+
+
 def test_the_neuron_engine_on_trainium_and_not_on_a_gpu() -> None:
     r = cw(*BASE, "--model", "llama-3.1-70b", "--gpu", "trn2", "--engine", "neuron@nxdi-2.21",
            "--tp", "16", "--concurrency", "1", "--steady-only", "--json")

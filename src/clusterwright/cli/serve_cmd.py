@@ -142,6 +142,11 @@ def estimate_cmd(
         None, "--recv-interval", help="--engine sglang: --scheduler-recv-interval N: while "
         "sequences decode, new prompts are taken every N decode iterations (and right after "
         "a prefill); InferenceMAX's DeepSeek scripts run 30 at 16 clients or more, 10 below."),
+    async_scheduling: bool | None = typer.Option(
+        None, "--async-scheduling/--sync-scheduling", help="--engine vllm: whether the "
+        "engine overlaps its host work (scheduling, inputs, outputs: 34 us a running "
+        "sequence) with the GPU's iteration (vLLM's --async-scheduling) or adds it; default: "
+        "the version's (off before 0.12, on from it)."),
     no_sim: bool = typer.Option(
         False, "--steady-only", help="--engine, closed loop: only the steady-state solution "
         "(means, milliseconds), no request-level simulation."),
@@ -179,7 +184,9 @@ def estimate_cmd(
                         ("--prefill", prefill), ("--decode", decode),
                         ("--steady-only", no_sim), ("--speculative", speculative),
                         ("--benchmark-rounds", benchmark_rounds), ("--batch-wait", batch_wait),
-                        ("--recv-interval", recv_interval)):
+                        ("--recv-interval", recv_interval),
+                        ("--async-scheduling/--sync-scheduling",
+                         async_scheduling is not None)):
             if v:
                 fail(f"{flag}: only with --engine (a catalog serving engine)")
     else:
@@ -197,7 +204,7 @@ def estimate_cmd(
                          simulate_requests=not no_sim, as_json=as_json,
                          speculative=speculative, benchmark_rounds=benchmark_rounds,
                          max_batch=max_num_seqs, batch_wait=batch_wait,
-                         recv_interval=recv_interval)
+                         recv_interval=recv_interval, async_scheduling=async_scheduling)
         return
     max_num_seqs = 256 if max_num_seqs is None else max_num_seqs
 

@@ -129,7 +129,8 @@ def estimate_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str
                         benchmark_rounds: int | None = None,
                         max_batch: int | None = None,
                         batch_wait: str | None = None,
-                        recv_interval: int | None = None) -> None:
+                        recv_interval: int | None = None,
+                        async_scheduling: bool | None = None) -> None:
     from clusterwright.plan.serving_engine import (
         deployment,
         engine_of,
@@ -164,6 +165,11 @@ def estimate_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str
                 fail("--recv-interval: SGLang polls this way only without attention DP and "
                      "on an aggregated server")
             eng = eng.model_copy(update={"scheduler_recv_interval": recv_interval})
+        if async_scheduling is not None:
+            if eng.backend != "vllm":
+                fail("--async-scheduling/--sync-scheduling: the catalog has a host cost per "
+                     f"sequence for vLLM only; {eng.id} overlaps its scheduler")
+            eng = eng.model_copy(update={"async_scheduling": async_scheduling})
         if prefill is not None and decode is not None:
             roles = []
             for flag, text in (("--prefill", prefill), ("--decode", decode)):

@@ -304,6 +304,9 @@ class EngineEstimate:
         out.update({
             "model": d.arch.id, "gpu": d.gpu.id, "engine": d.engine.id,
             "engine_name": d.engine.name, "gpus": d.gpus(),
+            # The host's work per running sequence, and whether it overlaps the GPU's
+            "scheduling": {"async": d.engine.async_scheduling,
+                           "host_s_per_sequence": d.engine.seq_overhead_s},
             "gemm_quant": d.dense.name, "moe_quant": d.moe.name, "kv_cache": d.kv_format,
             "deployment": _roles(d), "notes": list(d.notes),
             "speculative": ({"draft_tokens": d.speculative[0], "acceptance": d.speculative[1],
