@@ -33,8 +33,11 @@ class AppState:
     _catalog: Catalog | None = None
 
     def catalog(self) -> Catalog:
+        """The catalog, loaded once; a bad file is the user's error (exit code 2) whether or
+        not the command loads it inside its own error handling."""
         if self._catalog is None:
-            self._catalog = load_catalog(self.catalog_files)
+            with user_errors():
+                self._catalog = load_catalog(self.catalog_files)
         return self._catalog
 
 
