@@ -64,6 +64,11 @@ def mape(rows: list[Row]) -> float:
     return statistics.fmean(abs(r.error) for r in rows) if rows else float("nan")
 
 
+def median_error(rows: list[Row]) -> float:
+    """The median signed error, (model - measured) / measured, rounded as the catalog keeps it."""
+    return round(statistics.median(r.error for r in rows), 3) if rows else 0.0
+
+
 def score(cat: Catalog, engine: ServingEngine) -> float:
     return mape([r for r in engine_rows(cat, engine) if r.set == "dev"])
 
@@ -86,7 +91,9 @@ def regimes(cat: Catalog) -> dict[str, list[dict[str, Any]]]:
             by[(r.group, r.quantity)].append(r)
         out[e.id] = [{"gpu": gpu, "mode": "agg", "rows": len(by[(gpu, "ttft_ms")]),
                       "ttft_mape": round(mape(by[(gpu, "ttft_ms")]), 3),
-                      "tpot_mape": round(mape(by[(gpu, "tpot_ms")]), 3)}
+                      "tpot_mape": round(mape(by[(gpu, "tpot_ms")]), 3),
+                      "ttft_median_error": median_error(by[(gpu, "ttft_ms")]),
+                      "tpot_median_error": median_error(by[(gpu, "tpot_ms")])}
                      for gpu in sorted({g for g, _ in by})]
     return out
 

@@ -207,7 +207,9 @@ def regimes(cat: Catalog) -> dict[str, list[dict[str, Any]]]:
         out[eng].append({
             "gpu": gpu, "mode": mode, "rows": len(xs),
             "ttft_mape": round(mape([x.ttft_error or 0.0 for x in xs]), 3),
-            "tpot_mape": round(mape([x.tpot_error or 0.0 for x in xs]), 3)})
+            "tpot_mape": round(mape([x.tpot_error or 0.0 for x in xs]), 3),
+            "ttft_median_error": round(ss.median_error(x.ttft_error for x in xs) or 0.0, 3),
+            "tpot_median_error": round(ss.median_error(x.tpot_error for x in xs) or 0.0, 3)})
     return out
 
 
@@ -233,7 +235,9 @@ def write_regimes(path: str, regs: dict[str, list[dict[str, Any]]]) -> None:
         new = "\n".join(keep)
         body = "".join(
             f'\n      - {{gpu: "{i["gpu"]}", mode: "{i["mode"]}", rows: {i["rows"]}, '
-            f'ttft_mape: {i["ttft_mape"]}, tpot_mape: {i["tpot_mape"]}}}' for i in items)
+            f'ttft_mape: {i["ttft_mape"]}, tpot_mape: {i["tpot_mape"]}'
+            + "".join(f', {k}: {i[k]}' for k in ("ttft_median_error", "tpot_median_error")
+                      if k in i) + "}" for i in items)
         anchor = "    calibration:"
         new = new.replace(anchor, "    validated:" + body + "\n" + anchor, 1)
         text = text[:start] + new + text[end:]

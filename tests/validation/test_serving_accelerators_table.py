@@ -84,7 +84,8 @@ def test_the_neuron_engines_validated_regimes_are_what_the_table_scores(tab) -> 
 
     cat = load_catalog(env={})
     fresh = mod.regimes(cat)
-    stored = {e.id: [(v.gpu, v.mode, v.rows, v.ttft_mape, v.tpot_mape) for v in e.validated]
+    stored = {e.id: [(v.gpu, v.mode, v.rows, v.ttft_mape, v.tpot_mape, v.ttft_median_error,
+                      v.tpot_median_error) for v in e.validated]
               for e in cat.all("serving_engines") if e.vendors}
     assert set(stored) == set(fresh) == {"neuron"}
     for eng, items in fresh.items():
@@ -92,6 +93,8 @@ def test_the_neuron_engines_validated_regimes_are_what_the_table_scores(tab) -> 
         for i, x in zip(items, stored[eng], strict=True):
             assert i["ttft_mape"] == pytest.approx(x[3], abs=0.002)
             assert i["tpot_mape"] == pytest.approx(x[4], abs=0.002)
+            assert i["ttft_median_error"] == pytest.approx(x[5], abs=0.002)
+            assert i["tpot_median_error"] == pytest.approx(x[6], abs=0.002)
 
 
 T2 = "neuron_nxdi221_llama33_70b_trn2_tp16_10000_1501_bs1_ttft"

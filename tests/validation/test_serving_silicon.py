@@ -304,7 +304,8 @@ def test_a_small_file_predicts_every_row(tmp_path: Path) -> None:
     # The issue's contract, plus keys added beside it (never renamed or dropped)
     assert {"total", "covered", "ttft_mape", "tpot_mape", "partitions", "rows"} <= set(p)
     assert set(p) - {"total", "covered", "ttft_mape", "tpot_mape", "partitions", "rows"} == {
-        "recorded", "repeat_noise", "unwarmed", "warmed"}
+        "recorded", "repeat_noise", "unwarmed", "warmed", "ttft_median_error",
+        "tpot_median_error"}
     assert p["recorded"]["n"] <= p["covered"]
     assert p["unwarmed"]["n"] + p["warmed"]["n"] == p["covered"]
     assert p["total"] == p["covered"] == 4
@@ -312,7 +313,8 @@ def test_a_small_file_predicts_every_row(tmp_path: Path) -> None:
         assert {"id", "ttft_ms", "tpot_ms", "pred_ttft_ms", "pred_tpot_ms", "skipped"} <= set(x)
         assert x["skipped"] is None and x["pred_ttft_ms"] > 0 and x["pred_tpot_ms"] > 0
     for q in p["partitions"]:
-        assert set(q) == {"system", "backend", "mode", "n", "ttft_mape", "tpot_mape"}
+        assert set(q) == {"system", "backend", "mode", "n", "ttft_mape", "tpot_mape",
+                          "ttft_median_error", "tpot_median_error"}
     assert res.passed  # no partition reaches 10 rows, so none is held to the target
 
 
@@ -415,6 +417,22 @@ def test_partitions_of_ten_rows_are_held_to_twenty_percent() -> None:
     bad = ss.SiliconResult([row(i, 0.3) for i in range(10)])
     small = ss.SiliconResult([row(i, 0.9) for i in range(9)])
     assert good.passed and not bad.passed and small.passed
+
+
+def test_partitions_say_which_way_the_model_misses() -> None:
+    """MAPE hides the direction: a partition whose rows mostly measure above the model (TTFT
+    -40 % on seven rows, +10 % on three) has a negative median error, the mean of the errors'
+    sizes aside; TPOT exact on every row is 0."""
+    def row(i: int, err: float) -> ss.RowResult:
+        return ss.RowResult(f"r{i}", i, "b200_sxm", "vllm", "agg", 100.0, 10.0,
+                            100.0 * (1 + err), 10.0, None)
+    res = ss.SiliconResult([row(i, -0.4) for i in range(7)] + [row(i, 0.1) for i in range(3)])
+    (q,) = res.partitions()
+    assert q["ttft_mape"] == pytest.approx(0.31)
+    assert q["ttft_median_error"] == pytest.approx(-0.4)
+    assert q["tpot_median_error"] == 0.0
+    assert res.payload()["ttft_median_error"] == pytest.approx(-0.4)
+    assert ss.median_error([None, None]) is None
 
 
 # ---------------------------------------------------------------------------- command
@@ -537,14 +555,16 @@ def test_engine_regimes_in_the_catalog_match_the_model(
     for e in cat.all("serving_engines"):
         if e.vendors:
             continue  # fitted and scored on serving_accelerators.csv (its own test)
-        stored = {(v.gpu, v.mode): (v.rows, v.ttft_mape, v.tpot_mape) for v in e.validated}
-        fresh = {(v["gpu"], v["mode"]): (v["rows"], v["ttft_mape"], v["tpot_mape"])
+        stored = {(v.gpu, v.mode): (v.rows, v.ttft_mape, v.tpot_mape, v.ttft_median_error,
+                                    v.tpot_median_error) for v in e.validated}
+        fresh = {(v["gpu"], v["mode"]): (v["rows"], v["ttft_mape"], v["tpot_mape"],
+                                         v["ttft_median_error"], v["tpot_median_error"])
                  for v in now.get(e.id, [])}
         assert stored.keys() == fresh.keys(), e.id
-        for k, (n, t, p) in fresh.items():
+        for k, (n, *errors) in fresh.items():
             assert stored[k][0] == n, (e.id, k)
-            assert stored[k][1] == pytest.approx(t, abs=0.002), (e.id, k)
-            assert stored[k][2] == pytest.approx(p, abs=0.002), (e.id, k)
+            for s, f in zip(stored[k][1:], errors, strict=True):
+                assert s == pytest.approx(f, abs=0.002), (e.id, k)
 
 
 def test_an_inferencemax_row_is_read_at_its_clients_mean_lengths() -> None:

@@ -232,6 +232,10 @@ class EngineRegime(BaseModel):
     rows: PositiveInt
     ttft_mape: Annotated[FiniteFloat, Field(ge=0)]
     tpot_mape: Annotated[FiniteFloat, Field(ge=0)]
+    # The median signed error, (model - measured) / measured, which way the model misses most
+    # rows (None: not recorded, as in a user catalog written before it existed)
+    ttft_median_error: Annotated[FiniteFloat, Field(ge=-1)] | None = None
+    tpot_median_error: Annotated[FiniteFloat, Field(ge=-1)] | None = None
 
 
 # The longest hold accepted, iterations: far past the 20-60 InferenceMAX's TensorRT-LLM scripts

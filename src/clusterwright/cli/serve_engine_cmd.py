@@ -221,6 +221,17 @@ def _roles_text(dep: dict[str, Any]) -> str:
 SIM_GAP = 0.25  # relative difference of the two mean TTFTs worth pointing out
 
 
+def _direction(median_error: float | None) -> str:
+    """Which way the model missed most of the regime's measured rows: a median signed error
+    of (model - measured) / measured, read as how the measurement compares with the
+    estimate (a median within 5 % is no direction)."""
+    if median_error is None or abs(median_error) < 0.05:
+        return ""
+    ratio = 1.0 / (1.0 + median_error)
+    side = "above" if median_error < 0 else "below"
+    return f" (the median row measured {ratio:.2f}x the model: {side} it)"
+
+
 def _sim_gap(d: dict[str, Any]) -> str:
     """A sentence when the request-level simulation's mean TTFT and the steady state's
     differ by more than SIM_GAP, saying which one was checked against measurements, else
@@ -270,7 +281,9 @@ def render_estimate(d: dict[str, Any]) -> None:
     if v["validated"]:
         console.print(f"validated (the steady state's means): {v['rows']} measured "
                       f"{v['engine']} rows on {v['gpu']} ({v['mode']}): TTFT MAPE "
-                      f"{100 * v['ttft_mape']:.0f}%, TPOT MAPE {100 * v['tpot_mape']:.0f}%")
+                      f"{100 * v['ttft_mape']:.0f}%{_direction(v['ttft_median_error'])}, "
+                      f"TPOT MAPE {100 * v['tpot_mape']:.0f}%"
+                      f"{_direction(v['tpot_median_error'])}")
     else:
         console.print(f"[yellow]not validated:[/] {v['note']}")
     gap = _sim_gap(d)

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich import box
 from rich.table import Table
 
 from clusterwright.cli.common import console, emit_json, fail, progress_bar, user_errors
@@ -125,21 +126,30 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.1f}%"
 
 
+def _signed(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:+.0f}%"
+
+
 def _print_silicon(res: SiliconResult) -> None:
     """Per-partition (system x backend x mode) MAPE, the worst rows, and what is not covered."""
     p = res.payload()
+    # Nine columns: without the vertical rules they fit an 80-column terminal (CI logs)
     t = Table(title=f"serving-silicon: {p['covered']} of {p['total']} rows predicted, "
-              "per system x backend x mode", title_justify="left")
-    for col in ("system", "backend", "mode", "rows", "TTFT MAPE", "TPOT MAPE", "held"):
-        t.add_column(col, justify="right" if col in ("rows", "TTFT MAPE", "TPOT MAPE")
-                     else "left")
+              "per system x backend x mode", title_justify="left", box=box.SIMPLE_HEAD)
+    numbers = ("rows", "TTFT MAPE", "TTFT median", "TPOT MAPE", "TPOT median")
+    for col in ("system", "backend", "mode", *numbers, "held"):
+        t.add_column(col, justify="right" if col in numbers else "left",
+                     no_wrap=col not in numbers)
     for q in p["partitions"]:
         held = "-" if q["n"] < PARTITION_MIN else (
             "yes" if (q["ttft_mape"] or 0) <= TARGET and (q["tpot_mape"] or 0) <= TARGET
             else "no")
         t.add_row(q["system"], q["backend"], q["mode"], str(q["n"]), _pct(q["ttft_mape"]),
-                  _pct(q["tpot_mape"]), held)
+                  _signed(q["ttft_median_error"]), _pct(q["tpot_mape"]),
+                  _signed(q["tpot_median_error"]), held)
     console.print(t)
+    console.print("  median: the median signed error, (model - measured) / measured; below 0 "
+                  "the model is under most measurements (optimistic for an SLO)")
     skipped: dict[str, int] = {}
     for r in res.rows:
         if r.skipped:
@@ -170,8 +180,9 @@ def _print_silicon(res: SiliconResult) -> None:
             f"and engine) TTFT {_pct(inp['ttft_mape'])}, TPOT {_pct(inp['tpot_mape'])}")
     console.print(
         f"[bold]serving-silicon[/]: {p['covered']}/{p['total']} rows "
-        f"({100 * p['covered'] / max(p['total'], 1):.1f}%), TTFT MAPE {_pct(p['ttft_mape'])}, "
-        f"TPOT MAPE {_pct(p['tpot_mape'])}; partitions of {PARTITION_MIN}+ rows within "
+        f"({100 * p['covered'] / max(p['total'], 1):.1f}%), TTFT MAPE {_pct(p['ttft_mape'])} "
+        f"(median {_signed(p['ttft_median_error'])}), TPOT MAPE {_pct(p['tpot_mape'])} "
+        f"(median {_signed(p['tpot_median_error'])}); partitions of {PARTITION_MIN}+ rows within "
         f"{100 * TARGET:.0f}%: {'all' if res.passed else 'not all'}")
 
 

@@ -181,7 +181,8 @@ def validation_regime(dep: Deployment) -> dict[str, Any]:
         if v.gpu == dep.gpu.id and v.mode == mode:
             return {"validated": True, "engine": dep.engine.id, "gpu": v.gpu, "mode": mode,
                     "rows": v.rows, "ttft_mape": v.ttft_mape, "tpot_mape": v.tpot_mape,
-                    **extra}
+                    "ttft_median_error": v.ttft_median_error,
+                    "tpot_median_error": v.tpot_median_error, **extra}
     seen = sorted({f"{v.gpu} {v.mode}" for v in dep.engine.validated})
     return {"validated": False, "engine": dep.engine.id, "gpu": dep.gpu.id, "mode": mode,
             "note": (f"no measured {dep.engine.id} rows on {dep.gpu.id} ({mode}); the "

@@ -1125,9 +1125,23 @@ def _mape(errs: list[float | None]) -> float | None:
     return sum(v) / len(v) if v else None
 
 
+def median_error(errs: Iterable[float | None]) -> float | None:
+    """The median signed error, (model - measured) / measured: below 0, the model is under
+    the measurement for most rows (MAPE alone does not say which way it misses)."""
+    v = [e for e in errs if e is not None]
+    return statistics.median(v) if v else None
+
+
 def _summary(rows: list[RowResult]) -> dict[str, Any]:
-    return {"n": len(rows), "ttft_mape": _mape([r.ttft_error for r in rows]),
-            "tpot_mape": _mape([r.tpot_error for r in rows])}
+    return {"n": len(rows), **_errors(rows)}
+
+
+def _errors(rows: list[RowResult]) -> dict[str, float | None]:
+    """TTFT and TPOT MAPE and median signed error of ``rows``."""
+    return {"ttft_mape": _mape([r.ttft_error for r in rows]),
+            "tpot_mape": _mape([r.tpot_error for r in rows]),
+            "ttft_median_error": median_error(r.ttft_error for r in rows),
+            "tpot_median_error": median_error(r.tpot_error for r in rows)}
 
 
 # A configuration: every column but the row's name, source text (its concurrency aside) and
@@ -1215,9 +1229,7 @@ class SiliconResult:
         groups: dict[tuple[str, str, str], list[RowResult]] = {}
         for r in self.covered:
             groups.setdefault((r.system, r.backend, r.mode), []).append(r)
-        return [{"system": s, "backend": b, "mode": m, "n": len(rs),
-                 "ttft_mape": _mape([x.ttft_error for x in rs]),
-                 "tpot_mape": _mape([x.tpot_error for x in rs])}
+        return [{"system": s, "backend": b, "mode": m, "n": len(rs), **_errors(rs)}
                 for (s, b, m), rs in sorted(groups.items())]
 
     @property
@@ -1239,8 +1251,7 @@ class SiliconResult:
         return {
             "total": len(self.rows),
             "covered": len(cov),
-            "ttft_mape": _mape([r.ttft_error for r in cov]),
-            "tpot_mape": _mape([r.tpot_error for r in cov]),
+            **_errors(cov),
             "recorded": _summary(rec),
             # InferenceMAX rows measured before its client warmed the server up, and the rest
             "unwarmed": _summary([r for r in cov if r.unwarmed]),
