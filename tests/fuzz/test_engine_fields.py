@@ -54,3 +54,32 @@ def test_the_scheduling_flags_take_no_value() -> None:
     for flag in ("--async-scheduling=yes", "--sync-scheduling=1"):
         o = invoke([*ESTIMATE, flag])
         assert not problems(o, must_refuse=True), o.stderr[:300]
+
+
+def _regime_catalog(tmp: Path, value: object) -> Path:
+    """The vLLM entry with its H100 regime's ``ttft_median_error`` set to ``value``."""
+    entry = load_catalog().serving_engine("vllm").model_dump(mode="json")
+    for v in entry["validated"]:
+        v["ttft_median_error"] = "RAW"
+    text = yaml.safe_dump({"serving_engines": [entry | {"override": True}]}, sort_keys=False)
+    f = tmp / "engine.yaml"
+    f.write_text(text.replace("ttft_median_error: RAW", f"ttft_median_error: {value}"),
+                 encoding="utf-8")
+    return f
+
+
+def test_hostile_median_errors_are_refused_and_a_missing_one_is_silent(tmp_path: Path) -> None:
+    """A median error below -100 %, infinite, NaN or text is refused by name; ``null`` (a
+    catalog written before the field) runs, and the output states no direction."""
+    found = []
+    for bad in ("-1.5", ".inf", ".nan", "1e400", "lean"):
+        o = invoke(["--catalog", str(_regime_catalog(tmp_path, bad)), *ESTIMATE])
+        found += [f"ttft_median_error={bad}: {p}" for p in problems(o, must_refuse=True)]
+        if o.exit_code == 2 and "ttft_median_error" not in o.stderr + o.stdout:
+            found.append(f"ttft_median_error={bad}: the message does not name the field")
+    assert not found, "\n".join(found)
+    text = [a for a in ESTIMATE if a != "--json"]
+    o = invoke(["--catalog", str(_regime_catalog(tmp_path, "null")), *text])
+    assert o.exit_code == 0 and not problems(o), o.stderr[:500]
+    flat = " ".join(o.stdout.split())
+    assert "TTFT MAPE" in flat and "the median row measured" not in flat.split("TPOT MAPE")[0]

@@ -19,14 +19,17 @@ from clusterwright.plan.serving_deployment import (
     steady,
 )
 from clusterwright.plan.serving_engine import (
+    PlanCandidate,
     deployment,
     engine_of,
     estimate_engine,
     layout,
+    measured_lean,
     plan_engine,
     validation_regime,
 )
 from clusterwright.sim.serving import Lengths, Workload
+from clusterwright.sim.serving_steady import SteadyState
 
 
 @pytest.fixture(scope="module")
@@ -177,6 +180,34 @@ def test_plan_finds_both_modes_and_a_verdict(cat: Catalog) -> None:
         d["disaggregated"] is not None and (d["aggregated"] is None
                                             or d["disaggregated"]["gpus"]
                                             < d["aggregated"]["gpus"]))
+    # The choice's p99s read at the way its regime's measured rows lean (vLLM on H100)
+    lean, v = d["measured_lean"], c["validation"]
+    assert lean["ttft_ratio"] == pytest.approx(1.0 / (1.0 + v["ttft_median_error"]))
+    assert lean["ttft_p99_s"] == pytest.approx(c["ttft_p99_s"] * lean["ttft_ratio"])
+    assert lean["tpot_p99_s"] == pytest.approx(c["tpot_p99_s"] * lean["tpot_ratio"])
+    assert lean["meets_slo"] == (lean["ttft_p99_s"] <= 2.0 and lean["tpot_p99_s"] <= 0.05)
+
+
+def test_the_measured_lean_is_none_where_nothing_was_measured(cat: Catalog) -> None:
+    """A regime without measured rows (vLLM on MI300X) or without recorded medians (a user
+    catalog written before they existed) gives no lean; a TTFT the rows measure 1.5x the
+    model's turns a p99 that met the SLO into one that misses it."""
+    arch = cat.model("llama-3.1-8b")
+    st = SteadyState(0.1, 0.01, 1.0, 1.0, 1.0, "")
+    vllm = engine_of(cat, "vllm")
+    dep = deployment(cat, arch, cat.gpu("mi300x"), vllm, "fp8", agg=Role(layout(arch), 1))
+    assert measured_lean(PlanCandidate(dep, 1.0, st, 1, (0.2, 0.02)), 1.0, 1.0) is None
+    dep = deployment(cat, arch, cat.gpu("h100-sxm"), vllm, "fp8", agg=Role(layout(arch), 1))
+    regime = [x for x in vllm.validated if x.gpu == "h100-sxm" and x.mode == "agg"]
+    leaning = regime[0].model_copy(update={"ttft_median_error": -1.0 / 3.0,
+                                           "tpot_median_error": 0.0})
+    dep = replace(dep, engine=vllm.model_copy(update={"validated": [leaning]}))
+    lean = measured_lean(PlanCandidate(dep, 1.0, st, 1, (0.3, 0.02)), 0.4, 0.05)
+    assert lean is not None and lean["ttft_ratio"] == pytest.approx(1.5)
+    assert lean["ttft_p99_s"] == pytest.approx(0.45) and not lean["meets_slo"]
+    unrecorded = leaning.model_copy(update={"ttft_median_error": None})
+    dep = replace(dep, engine=vllm.model_copy(update={"validated": [unrecorded]}))
+    assert measured_lean(PlanCandidate(dep, 1.0, st, 1, (0.3, 0.02)), 0.4, 0.05) is None
 
 
 def test_plan_with_unreachable_slos_is_an_input_error(cat: Catalog) -> None:

@@ -342,5 +342,12 @@ def plan_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str, qp
     console.print(t)
     for n in d["choice"]["notes"]:
         console.print(f"note: {n}")
+    lean = d.get("measured_lean")
+    if lean and (abs(lean["ttft_ratio"] - 1.0) >= 0.05 or abs(lean["tpot_ratio"] - 1.0) >= 0.05):
+        held = "still meets" if lean["meets_slo"] else "[yellow]misses[/]"
+        console.print(f"measured lean: this regime's rows measured TTFT {lean['ttft_ratio']:.2f}x "
+                      f"and TPOT {lean['tpot_ratio']:.2f}x the model (medians); at those "
+                      f"ratios the choice's p99s are TTFT {_ms(lean['ttft_p99_s'])}, TPOT "
+                      f"{_ms(lean['tpot_p99_s'])}: it {held} the SLOs")
     console.print(f"[bold]{d['verdict']}[/] ({d['deployments_evaluated']} deployments "
                   f"evaluated). {d['note']}.")

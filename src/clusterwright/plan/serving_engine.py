@@ -450,6 +450,24 @@ class PlanCandidate:
                 "validation": validation_regime(self.dep), "notes": list(self.dep.notes)}
 
 
+def measured_lean(c: PlanCandidate, ttft_slo: float, tpot_slo: float) -> dict[str, Any] | None:
+    """How the chosen deployment's p99s would read at the way its regime's measured rows
+    lean: each p99 x measured / model at the regime's median error (1 / (1 + median)), and
+    whether the SLOs still hold. None when the regime was not validated or records no
+    median. The plan itself is sized on the model's numbers; this says how much margin the
+    measurements suggest."""
+    v = validation_regime(c.dep)
+    if not v["validated"] or c.p99 is None:
+        return None
+    med_t, med_p = v.get("ttft_median_error"), v.get("tpot_median_error")
+    if med_t is None or med_p is None:
+        return None
+    rt, rp = 1.0 / (1.0 + med_t), 1.0 / (1.0 + med_p)
+    ttft, tpot = c.p99[0] * rt, c.p99[1] * rp
+    return {"ttft_ratio": rt, "tpot_ratio": rp, "ttft_p99_s": ttft, "tpot_p99_s": tpot,
+            "meets_slo": ttft <= ttft_slo and tpot <= tpot_slo}
+
+
 def _verify_p99(cat: Catalog, c: PlanCandidate, qps: float, isl: int, osl: int,
                 ttft_slo: float, tpot_slo: float, requests: int, seed: int) -> PlanCandidate:
     """Simulate one copy at its share of ``qps`` (Poisson) and add copies until the p99s
@@ -592,6 +610,7 @@ def plan_engine(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine, 
     choice = d if pays else a
     assert choice is not None
     return {"model": arch.id, "gpu": gpu.id, "engine": engine.id, "qps": qps,
+            "measured_lean": measured_lean(choice, ttft_slo, tpot_slo),
             "input_len": isl, "output_len": osl,
             "slo": {"ttft_p99_s": ttft_slo, "tpot_p99_s": tpot_slo},
             "choice": choice.as_dict(), "aggregated": a.as_dict() if a else None,
@@ -604,5 +623,5 @@ def plan_engine(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine, 
 
 
 __all__ = ["EngineEstimate", "deployment", "disaggregation_check", "engine_of",
-           "estimate_engine", "layout", "plan_engine", "simulate_deployment",
+           "estimate_engine", "layout", "measured_lean", "plan_engine", "simulate_deployment",
            "validation_regime"]
