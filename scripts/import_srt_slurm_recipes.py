@@ -21,6 +21,9 @@ settings the validation needs:
 - TensorRT-LLM recipes (``recipes/trtllm/...``, ``backend.trtllm_config``): each role's
   ``max_batch_size`` (per attention-DP rank), the context workers' ``max_num_tokens``
   (``prefill_max_tokens``) and the generation workers' MTP drafts (``trtllm_settings``);
+- ``decode_stream_interval``: SGLang recipes' ``stream-interval`` of the decode workers (the
+  tokens between two streamed chunks; empty: SGLang's default, 1). Not read for TensorRT-LLM,
+  whose disaggregated client gets the first token from the context worker;
 - ``concurrencies``: the client counts the recipe's own benchmark section runs.
 
 A ``zip_override_NAME`` section holds lists whose i-th values make variant i; other values
@@ -47,7 +50,7 @@ OUT = ROOT / "validation" / "srt_slurm_recipes.csv"
 REPO = Path("/work/.mirror/NVIDIA+srt-slurm/repo")
 FIELDS = ("recipe", "commit", "date", "decode_draft_tokens", "decode_max_running",
           "decode_dp", "prefill_max_running", "prefill_dp", "prefill_chunked",
-          "prefill_max_tokens", "concurrencies")
+          "prefill_max_tokens", "decode_stream_interval", "concurrencies")
 _VARIANT = re.compile(r"^(?P<path>[^:]+):(?P<section>zip_override_\w+)\[(?P<i>\d+)\]$")
 
 
@@ -107,6 +110,7 @@ def trtllm_settings(cfg: dict[str, Any]) -> dict[str, str]:
         "prefill_dp": "1",
         "prefill_chunked": "",
         "prefill_max_tokens": str(p.get("max_num_tokens", "") or ""),
+        "decode_stream_interval": "",
     }
 
 
@@ -138,6 +142,8 @@ def _settings(cfg: dict[str, Any]) -> dict[str, str]:
         "prefill_dp": _dp(p),
         "prefill_chunked": str(p.get("chunked-prefill-size", "") or ""),
         "prefill_max_tokens": "",
+        "decode_stream_interval": str(d.get("stream-interval", d.get("stream_interval", ""))
+                                      or ""),
     }
 
 

@@ -414,3 +414,33 @@ def test_the_output_says_which_figures_were_validated() -> None:
                "--output-len", "128")
     assert other.exit_code == 0, other.output
     assert "not validated:" in other.stdout
+
+
+def test_a_decode_role_s_stream_interval_moves_the_first_token() -> None:
+    """``--decode ...,stream_interval=30`` on SGLang: the client's first token waits for the
+    decode worker's first chunk (29 tokens of TPOT more, JSON ``first_chunk_tokens``);
+    TensorRT-LLM's client gets it from the context worker, so the key changes nothing there;
+    a value that is not a positive integer, or absurdly large, is refused with exit 2."""
+    def run(engine: str, decode: str) -> dict:  # type: ignore[type-arg]
+        r = cw("serve", "estimate", "--model", "deepseek-r1", "--gpu", "b200", "--engine",
+               engine, "--precision", "fp8", "--concurrency", "32", "--input-len", "1024",
+               "--output-len", "1024", "--prefill", "workers=1,tp=8", "--decode", decode,
+               "--steady-only", "--json")
+        assert r.exit_code == 0, r.output
+        return json.loads(r.stdout)  # type: ignore[no-any-return]
+    base = run("sglang", "workers=1,tp=8")
+    chunk = run("sglang", "workers=1,tp=8,stream_interval=30")
+    s0, s1 = base["steady_state"], chunk["steady_state"]
+    assert s1["ttft_mean_s"] == pytest.approx(s0["ttft_mean_s"] + 29 * s0["tpot_mean_s"])
+    assert chunk["deployment"]["first_chunk_tokens"] == 30
+    assert "first_chunk_tokens" not in base["deployment"]
+    t0 = run("trtllm", "workers=1,tp=8")["steady_state"]
+    t1 = run("trtllm", "workers=1,tp=8,stream_interval=30")["steady_state"]
+    assert t1["ttft_mean_s"] == pytest.approx(t0["ttft_mean_s"])
+    for bad in ("0", "-3", "abc", "100000000"):
+        r = cw("serve", "estimate", "--model", "deepseek-r1", "--gpu", "b200", "--engine",
+               "sglang", "--precision", "fp8", "--concurrency", "32", "--input-len", "1024",
+               "--output-len", "1024", "--prefill", "workers=1,tp=8", "--decode",
+               f"workers=1,tp=8,stream_interval={bad}")
+        assert r.exit_code == 2 and "--decode" in r.stderr and "Traceback" not in r.output
+

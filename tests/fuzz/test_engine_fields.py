@@ -19,6 +19,8 @@ REFUSED: dict[str, list[object]] = {
     "seq_overhead_s": [-1e-6, ".inf", ".nan", "1e400", 0.5, "fast", [1e-5], {"a": 1}],
     "async_scheduling": ["maybe", 2, [True], {"a": 1}],
     "sync_versions": ["0.11", [0.11], [["0.11"]], {"a": 1}],
+    "stream_interval": [0, -1, 10**9, "fast", ".inf", 2.5],
+    "disagg_first_token": ["decode", 1, ["prefill"], {"a": 1}],
 }
 
 

@@ -5,7 +5,7 @@ against the one-event-per-iteration reference."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -484,3 +484,24 @@ def test_a_full_decode_replica_delays_the_first_token() -> None:
                                                                   (0.0, 100, 50)))
     first, second = sorted(per(res, "ttft_s"))
     assert second > first + 40 * m.step_s(0, 1, 0)  # behind the other's 49 decode steps
+
+
+def test_a_first_chunk_delays_ttft_and_not_the_end() -> None:
+    """A disaggregated cluster whose client gets its first token with the decode replica's
+    first chunk of 3 tokens: TTFT two decode steps later than with the prefill's token, the
+    request's end where it was."""
+    m = Linear()
+    base_pd = Disaggregation(prefill_replicas=1, decode_replicas=1, kv_bytes_per_token=131072,
+                             link_bytes_per_s=50e9)
+    out = []
+    for k in (0, 3):
+        cl = ClusterConfig(EngineConfig(kv_blocks=1000),
+                           disaggregation=replace(base_pd, first_chunk_tokens=k))
+        out.append(simulate(cl, Workload(arrival="trace"), m, requests=reqs((0.0, 1000, 5))))
+    step = m.step_s(0, 1, 0)
+    assert out[1].ttft_s["mean"] == pytest.approx(out[0].ttft_s["mean"] + 2 * step)
+    assert out[1].e2e_s["mean"] == pytest.approx(out[0].e2e_s["mean"])
+    bad = ClusterConfig(EngineConfig(kv_blocks=1000),
+                        disaggregation=replace(base_pd, first_chunk_tokens=-1))
+    with pytest.raises(ServingError, match="first_chunk_tokens"):
+        simulate(bad, Workload(arrival="trace"), m, requests=reqs((0.0, 1000, 5)))

@@ -577,3 +577,33 @@ def test_a_prefill_rank_batches_no_more_prompts_than_its_max_batch(cat: Catalog)
     a = disaggregated(wide, dec, 4096, 1024, 1024, 70_000, 50e9)
     b = disaggregated(narrow, dec, 4096, 1024, 1024, 70_000, 50e9)
     assert b.ttft_s > 1.5 * a.ttft_s
+
+
+def test_a_first_chunk_of_k_tokens_moves_the_client_s_first_token() -> None:
+    """SGLang's disaggregated client gets its first token with the decode worker's first
+    chunk of ``stream_interval`` tokens: k - 1 tokens of TPOT later than the one-token path,
+    never past the last output token; the measured TPOT spreads the same request over the
+    remaining tokens, so TTFT + (osl - 1) TPOT and the rate stay as they are."""
+    pre = Pool(step=_Affine(0.030, 20e-6, 0.0), ranks=1, budget=8192, chunked=False,
+               admission="reserve", kv_tokens=1e9)
+    dec = Pool(step=_Affine(0.0, 0.0, 0.010), ranks=1, budget=8192, chunked=False,
+               admission="reserve", kv_tokens=1e9)
+    base = disaggregated(pre, dec, 50, 1000, 1001, 0.0, 1e12)
+    for k in (0, 1):
+        assert disaggregated(pre, dec, 50, 1000, 1001, 0.0, 1e12,
+                             first_chunk_tokens=k) == base
+    st = disaggregated(pre, dec, 50, 1000, 1001, 0.0, 1e12, first_chunk_tokens=30)
+    assert st.ttft_s == pytest.approx(base.ttft_s + 29 * base.tpot_s)
+    assert st.tpot_s == pytest.approx(base.tpot_s * (1000 - 29) / 1000)
+    assert st.ttft_s + 1000 * st.tpot_s == pytest.approx(base.ttft_s + 1000 * base.tpot_s)
+    assert st.requests_per_s == base.requests_per_s
+    # An interval past the output: the first chunk is the last one
+    short = disaggregated(pre, dec, 50, 1000, 11, 0.0, 1e12)
+    st = disaggregated(pre, dec, 50, 1000, 11, 0.0, 1e12, first_chunk_tokens=500)
+    assert st.ttft_s == pytest.approx(short.ttft_s + 10 * short.tpot_s)
+    assert st.tpot_s == 0.0
+    # With an opening wave the shift is the same: the first round waits for its chunk too
+    waved = disaggregated(pre, dec, 50, 1000, 1001, 0.0, 1e12, rounds=10.0)
+    waved_k = disaggregated(pre, dec, 50, 1000, 1001, 0.0, 1e12, rounds=10.0,
+                            first_chunk_tokens=30)
+    assert waved_k.ttft_s == pytest.approx(waved.ttft_s + 29 * base.tpot_s)

@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -1141,7 +1142,7 @@ base:
     sglang_config:
       prefill: {max-running-requests: 512, chunked-prefill-size: 32768,
                 data-parallel-size: 4, enable-dp-attention: true}
-      decode: {max-running-requests: 512, data-parallel-size: 1}
+      decode: {max-running-requests: 512, data-parallel-size: 1, stream-interval: 50}
 zip_override_mtp_maxtpt:
   backend:
     sglang_config:
@@ -1155,7 +1156,8 @@ zip_override_mtp_maxtpt:
     got = imp.settings(imp.config(text, "zip_override_mtp_maxtpt", 1))
     assert got == {"decode_draft_tokens": "2", "decode_max_running": "256", "decode_dp": "8",
                    "prefill_max_running": "512", "prefill_dp": "4",
-                   "prefill_chunked": "32768", "prefill_max_tokens": "", "concurrencies": ""}
+                   "prefill_chunked": "32768", "prefill_max_tokens": "",
+                   "decode_stream_interval": "50", "concurrencies": ""}
     plain = imp.settings(imp.config(text, None, 0))
     assert plain["decode_draft_tokens"] == "" and plain["decode_dp"] == "1"
     tree = text.replace("speculative-eagle-topk: 1", "speculative-eagle-topk: 4")
@@ -1182,7 +1184,8 @@ benchmark: {type: sa-bench, concurrencies: "10x15x25"}
     got = imp.settings(imp.config(text, None, 0))
     assert got == {"decode_draft_tokens": "3", "decode_max_running": "16", "decode_dp": "1",
                    "prefill_max_running": "2", "prefill_dp": "1", "prefill_chunked": "",
-                   "prefill_max_tokens": "16896", "concurrencies": "10 15 25"}
+                   "prefill_max_tokens": "16896", "decode_stream_interval": "",
+                   "concurrencies": "10 15 25"}
     # The validation takes the recipe's batch over its name's, and its context budget
     e = _layout(backend="trtllm", recipe="recipes/trtllm/b200-fp4/8k1k/stp/"
                 "ctx1_gen5_tep8_batch8_eplb0_mtp0.yaml")
@@ -1230,3 +1233,37 @@ def test_an_sglang_entry_takes_mtp_and_batches_from_its_recipe_on_the_day() -> N
     assert ss._mtp_depth(e, "2026-03-10") == first["decode_draft_tokens"] == "2"
     assert ss._max_batch(e, "decode", "2026-03-10") == str(
         int(first["decode_max_running"]) // int(first["decode_dp"]))
+
+
+def test_an_sglang_recipe_s_stream_interval_delays_the_first_token() -> None:
+    """A disaggregated SGLang row whose srt-slurm recipe sets the decode workers'
+    ``stream-interval`` k: its client gets the first token with the decode worker's first
+    chunk, k - 1 tokens later than the model's first-token path, and TPOT as the client
+    measures it, (end - TTFT) / (osl - 1), shares the same output over the remaining tokens;
+    the closed loop's rate is unchanged. The shipped table holds such recipes (k = 10, 30,
+    50)."""
+    recipes = ss.load_recipes()
+    ks = {int(v["decode_stream_interval"]) for vs in recipes.values() for v in vs
+          if v["decode_stream_interval"]}
+    assert {10, 30, 50} <= ks
+    cat = load_catalog()
+    rows = ss.read_rows(ss.data_dir() / ss.FILE)
+    hit = [r for r in rows if r.get("_decode_stream_interval") and r["backend"] == "sglang"]
+    assert len(hit) >= 100
+    r = hit[0]
+    k, osl = int(r["_decode_stream_interval"]), int(r["osl"])
+    cfg = ss.resolve(cat, r)
+    assert cfg.dep.decode is not None and cfg.dep.decode.stream_interval == k
+    with_chunk, _ = ss.predict(cat, cfg)
+    plain = replace(cfg, dep=replace(cfg.dep, decode=replace(cfg.dep.decode,
+                                                              stream_interval=1)))
+    without, _ = ss.predict(cat, plain)
+    assert with_chunk.requests_per_s == pytest.approx(without.requests_per_s)
+    assert with_chunk.ttft_s > without.ttft_s
+    assert "first token with a chunk of" in with_chunk.detail
+    # TTFT + (osl - 1) TPOT, the client's view of a request, is the same request
+    out1 = cfg.osl - 1
+    assert (with_chunk.ttft_s + out1 * with_chunk.tpot_s) == pytest.approx(
+        without.ttft_s + out1 * without.tpot_s, rel=1e-9)
+    assert osl > k
+

@@ -334,6 +334,14 @@ class ServingEngine(CatalogEntry):
     # decodes, its scheduler takes new requests only every this many decode iterations, and
     # right after an iteration that ran a prefill; not with attention DP
     scheduler_recv_interval: Annotated[PositiveInt, Field(le=BATCH_WAIT_ITERATIONS)] = 1
+    # Tokens between two streamed chunks of a request (SGLang ``--stream-interval``,
+    # TensorRT-LLM ``stream_interval``; 1 by default). ``disagg_first_token`` says where a
+    # disaggregated deployment's client gets its first token: "prefill", with the prefill
+    # worker's token (the interval then only groups the later tokens), or "decode_chunk",
+    # with the decode worker's first streamed chunk, one interval of tokens after the prefill
+    # worker's token (SGLang; docs/serving.md, "The first chunk")
+    stream_interval: Annotated[PositiveInt, Field(le=BATCH_WAIT_ITERATIONS)] = 1
+    disagg_first_token: Literal["prefill", "decode_chunk"] = "prefill"
     # Host work per running sequence per iteration (seconds): the scheduler's bookkeeping,
     # the next iteration's inputs and the last one's outputs, in Python, so it grows with
     # the batch. An engine that schedules asynchronously does it while the GPU runs the

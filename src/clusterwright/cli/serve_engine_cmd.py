@@ -18,7 +18,8 @@ from clusterwright.errors import ClusterwrightError, InputError
 from clusterwright.plan.serving_deployment import Role
 from clusterwright.spec.scenario import MAX_BATCH
 
-ROLE_KEYS = ("workers", "tp", "pp", "adp", "moe_tp", "moe_ep", "max_batch", "max_tokens")
+ROLE_KEYS = ("workers", "tp", "pp", "adp", "moe_tp", "moe_ep", "max_batch", "max_tokens",
+             "stream_interval")
 # Tokens one iteration of a rank may carry: far above any engine's budget (TensorRT-LLM's
 # disaggregated recipes give their context workers 2,048-16,896)
 MAX_ROLE_TOKENS = 10_000_000
@@ -56,7 +57,8 @@ def parse_role(flag: str, spec: str) -> dict[str, int | None]:
     """``workers=2,tp=4,adp=1,moe_ep=4`` (``workers=auto``: sized for the load;
     ``max_batch``: requests a data-parallel rank batches at most, the engine's max batch
     size as the deployment sets it; ``max_tokens``: tokens one iteration of a rank carries
-    at most, TensorRT-LLM's ``max_num_tokens`` or vLLM's ``max_num_batched_tokens``)."""
+    at most, TensorRT-LLM's ``max_num_tokens`` or vLLM's ``max_num_batched_tokens``;
+    ``stream_interval``: tokens between two streamed chunks, SGLang's ``--stream-interval``)."""
     out: dict[str, int | None] = {}
     for part in (p.strip() for p in spec.split(",") if p.strip()):
         key, eq, value = part.partition("=")
@@ -76,6 +78,8 @@ def parse_role(flag: str, spec: str) -> dict[str, int | None]:
             fail(f"{flag}: max_batch={n} is above {MAX_BATCH:,} requests")
         if key == "max_tokens" and n > MAX_ROLE_TOKENS:
             fail(f"{flag}: max_tokens={n} is above {MAX_ROLE_TOKENS:,} tokens an iteration")
+        if key == "stream_interval" and n > BATCH_WAIT_ITERATIONS:
+            fail(f"{flag}: stream_interval={n} is above {BATCH_WAIT_ITERATIONS:,} tokens")
         out[key] = n
     out.setdefault("workers", 1)
     return out
@@ -177,7 +181,7 @@ def estimate_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str
                 par = layout(arch, kv.get("tp") or 1, kv.get("pp") or 1, kv.get("adp") or 1,
                              kv.get("moe_tp"), kv.get("moe_ep"), flag[2:] + ".", eng.pads_heads)
                 roles.append(Role(par, kv["workers"], kv.get("max_batch"),
-                                  kv.get("max_tokens")))
+                                  kv.get("max_tokens"), kv.get("stream_interval")))
             dep = deployment(cat, arch, g, eng, precision, gemm_quant, moe_quant,
                              prefill=roles[0], decode=roles[1], speculative=spec)
         else:

@@ -67,6 +67,9 @@ class Role:
     # Tokens one iteration of a rank carries at most (TensorRT-LLM's max_num_tokens, vLLM's
     # max_num_batched_tokens as the role sets it); None: the engine's default
     max_tokens: int | None = None
+    # Tokens between two streamed chunks (``ServingEngine.stream_interval``) as the role sets
+    # it; None: the engine's default
+    stream_interval: int | None = None
 
 
 @dataclass(frozen=True)
@@ -325,6 +328,15 @@ def kv_link_bytes_per_s(dep: Deployment, prefill: Pool, gpus: int) -> float:
     return float(per_gpu * dep.prefill.par.tp * dep.engine.kv_transfer_efficiency)
 
 
+def first_chunk_tokens(dep: Deployment) -> int:
+    """Tokens after the prefill worker's token that a disaggregated deployment's client
+    waits for its first one (``ServingEngine.disagg_first_token``): the decode workers'
+    stream interval where the first token comes with their first streamed chunk, else 0."""
+    if dep.decode is None or dep.engine.disagg_first_token != "decode_chunk":
+        return 0
+    return dep.decode.stream_interval or dep.engine.stream_interval
+
+
 def steady(cat: Catalog, dep: Deployment, clients: float, isl: int, osl: int,
            cache: PoolCache | None = None, equal_lengths: bool = True, rounds: float = 0.0
            ) -> tuple[SteadyState, Deployment]:
@@ -355,7 +367,8 @@ def steady(cat: Catalog, dep: Deployment, clients: float, isl: int, osl: int,
         link = kv_link_bytes_per_s(solved, pre, gpus)
         kv_bytes = kv_bytes_per_token(dep.arch, dep.kv_format)
         return disaggregated(pre, dec, clients, isl, osl, kv_bytes, link,
-                             overhead_s=dep.engine.disagg_overhead_s, rounds=rounds), solved
+                             overhead_s=dep.engine.disagg_overhead_s, rounds=rounds,
+                             first_chunk_tokens=first_chunk_tokens(dep)), solved
     except ValueError as exc:
         raise DeploymentError(str(exc), field="concurrency") from None
 

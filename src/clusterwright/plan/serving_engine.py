@@ -31,6 +31,7 @@ from clusterwright.plan.serving_deployment import (
     DeploymentError,
     PoolCache,
     Role,
+    first_chunk_tokens,
     kv_format_for,
     kv_link_bytes_per_s,
     pool,
@@ -231,7 +232,7 @@ def simulate_deployment(cat: Catalog, dep: Deployment, w: Workload, isl: int, os
                          kv_bytes_per_token=kv_bytes_per_token(dep.arch, dep.kv_format),
                          link_bytes_per_s=link,
                          prefill_engine=_engine_config(pre, replace(dep, speculative=None)),
-                         prefill_model=pre.step)
+                         prefill_model=pre.step, first_chunk_tokens=first_chunk_tokens(dep))
     cluster = ClusterConfig(engine=_engine_config(dec, dep), router="least_outstanding",
                             disaggregation=dis)
     return simulate(cluster, w, dec.step, slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s)
@@ -254,7 +255,11 @@ def _roles(dep: Deployment) -> dict[str, Any]:
             out["recv_interval"] = dep.engine.scheduler_recv_interval
         return out
     assert dep.prefill is not None and dep.decode is not None
-    return {"mode": "disagg", "prefill": one(dep.prefill), "decode": one(dep.decode)}
+    out = {"mode": "disagg", "prefill": one(dep.prefill), "decode": one(dep.decode)}
+    if first_chunk_tokens(dep) > 1:
+        # The client's first token waits for the decode workers' first streamed chunk
+        out["first_chunk_tokens"] = first_chunk_tokens(dep)
+    return out
 
 
 @dataclass(frozen=True)

@@ -339,6 +339,14 @@ def simulate(cluster: ClusterConfig, workload: Workload, model: StepModel, *,
         step = np.where(out > 1, (fin - first) / np.maximum(out - 1, 1), 0.0)
         shift = eng.token_delay_s + eng.token_delay_steps * step
         first, fin = first + shift, fin + shift
+    d = cluster.disaggregation
+    if d is not None and d.first_chunk_tokens > 1:
+        # The first token reaches the client with the decode replica's first chunk, k - 1
+        # tokens beyond the one-token path above (never past the last token): TTFT later,
+        # the end unchanged, so TPOT, (end - TTFT) / (out - 1), spreads the rest
+        step = np.where(out > 1, (fin - first) / np.maximum(out - 1, 1), 0.0)
+        wait = np.minimum(float(d.first_chunk_tokens - 1), np.maximum(out - 1, 0))
+        first = first + wait * step
     ttft = first - arr
     e2e = fin - arr
     tpot = np.where(out > 1, (e2e - ttft) / np.maximum(out - 1, 1), 0.0)

@@ -112,6 +112,10 @@ class Disaggregation:
     # Step times of the prefill replicas when their layout differs from the decode
     # replicas' (None: the model passed to ``simulate``)
     prefill_model: StepModel | None = None
+    # The client's first token comes with the decode replica's first streamed chunk, this
+    # many tokens after the prefill's token (``ServingEngine.disagg_first_token``); 0 or 1:
+    # with the prefill's token
+    first_chunk_tokens: int = 0
 
 
 @dataclass(frozen=True)
@@ -139,5 +143,8 @@ class ClusterConfig:
                 raise ServingError(
                     "disaggregation: link_bytes_per_s must be > 0, kv_bytes_per_token and "
                     "link_latency_s >= 0")
+            if d.first_chunk_tokens < 0:
+                raise ServingError("disaggregation.first_chunk_tokens: "
+                                   f"{d.first_chunk_tokens} must be >= 0")
             if d.prefill_engine is not None:
                 d.prefill_engine.validate("disaggregation.prefill_engine")

@@ -417,7 +417,7 @@ def _aggregated(pool: Pool, clients: float, isl: int, osl: int) -> SteadyState:
 def disaggregated(prefill: Pool, decode: Pool, clients: float, isl: int, osl: int,
                   kv_bytes_per_token: float, link_bytes_per_s: float,
                   link_latency_s: float = 0.0, overhead_s: float = 0.0,
-                  rounds: float = 0.0) -> SteadyState:
+                  rounds: float = 0.0, first_chunk_tokens: int = 0) -> SteadyState:
     """Steady state of ``clients`` closed-loop clients on separate prefill and decode pools.
 
     Solved on the decode batch ``d`` per decode rank: it sets TPOT, the completion rate
@@ -428,7 +428,13 @@ def disaggregated(prefill: Pool, decode: Pool, clients: float, isl: int, osl: in
     With ``rounds`` > 0, TTFT is the mean over a benchmark of that many requests per client
     that starts every client at once: in its first round each prefill rank takes its share
     of the clients' prompts in full batches, and each batch's KV caches leave over the
-    rank's link one after another."""
+    rank's link one after another.
+
+    ``first_chunk_tokens`` k > 1: the client's first token comes with the decode worker's
+    first streamed chunk, k tokens after the prefill worker's token, where the first-token
+    path above (fitted with chunks of one token) already covers one: TTFT as the client
+    measures it is k - 1 tokens later, and its TPOT, (end - TTFT) / (osl - 1), spreads the
+    rest of the output over the same tokens (``first_chunk``)."""
     out1 = float(max(osl - 1, 0))
     per_req = isl + (osl if decode.admission == "reserve" else osl / 2.0)
     dec_cap = float(min(decode.max_seqs, math.floor(decode.kv_tokens / per_req)))
@@ -535,8 +541,9 @@ def disaggregated(prefill: Pool, decode: Pool, clients: float, isl: int, osl: in
               f"({t1 * 1e3:.1f} ms a prompt), KV transfer {xfer * 1e3:.2f} ms, decode "
               f"{decode.ranks} ranks at batch {d:.0f}"
               + (f", {waiting:.0f} clients waiting" if waiting > 0.5 else ""))
-    st = SteadyState(ttft, tpot, rate, d, d, detail, slot_wait,
-                     ttft - slot_wait - t1 - prefill.frontend_s, t1)
+    st = first_chunk(SteadyState(ttft, tpot, rate, d, d, detail, slot_wait,
+                                 ttft - slot_wait - t1 - prefill.frontend_s, t1),
+                     first_chunk_tokens, out1)
     if rounds <= 0.0:
         return st
     a = max(min(clients, dec_cap * decode.ranks) / prefill.ranks, 1.0)
@@ -544,5 +551,24 @@ def disaggregated(prefill: Pool, decode: Pool, clients: float, isl: int, osl: in
     batches = math.ceil(a / batch)
     wave = (prefill.frontend_s + overhead_s
             + (batches + 1.0) / 2.0 * prefill_batch_s(prefill, batch, isl)
-            + (batch + 1.0) / 2.0 * xfer + (0.5 + decode.first_token_iterations) * tpot)
+            + (batch + 1.0) / 2.0 * xfer + (0.5 + decode.first_token_iterations) * tpot
+            + _first_chunk_wait(first_chunk_tokens, out1) * tpot)
     return with_opening_wave(st, wave, rounds)
+
+
+def _first_chunk_wait(tokens: int, out1: float) -> float:
+    """Tokens a client waits past the first-token path for a first chunk of ``tokens``
+    (``disaggregated``): k - 1, and never past the last of the ``out1`` output tokens."""
+    return min(float(max(tokens - 1, 0)), out1)
+
+
+def first_chunk(st: SteadyState, tokens: int, out1: float) -> SteadyState:
+    """``st`` as a client measures it when its first token comes with a chunk of ``tokens``
+    (``disaggregated``): TTFT later by k - 1 tokens of ``st.tpot_s``, TPOT over the
+    ``out1`` later tokens shorter by the same share; unchanged for k <= 1."""
+    wait = _first_chunk_wait(tokens, out1)
+    if wait <= 0.0 or out1 <= 0.0:
+        return st
+    return replace(st, ttft_s=st.ttft_s + wait * st.tpot_s,
+                   tpot_s=st.tpot_s * (out1 - wait) / out1,
+                   detail=st.detail + f"; first token with a chunk of {tokens} tokens")

@@ -513,6 +513,10 @@ def _layout_of(index: dict[tuple[str, ...], list[dict[str, str]]], r: dict[str, 
     budgets = {_max_tokens(x, day) for x in found}
     if len(budgets) == 1 and "" not in budgets:
         out["_prefill_max_tokens"] = budgets.pop()
+    intervals = {recipe_settings(x.get("recipe") or "", day).get("decode_stream_interval", "")
+                 for x in found}
+    if len(intervals) == 1 and "" not in intervals:
+        out["_decode_stream_interval"] = intervals.pop()
     spec = sorted({x["spec_decoding"] for x in found})
     depths = {_mtp_depth(x, day) for x in found}
     mtp = spec == ["mtp"] and len(depths) == 1 and "" not in depths
@@ -1024,9 +1028,11 @@ def resolve(cat: Catalog, r: dict[str, str],
     mb = int(r["_decode_max_batch"]) if r.get("_decode_max_batch") else None
     pb = int(r["_prefill_max_batch"]) if r.get("_prefill_max_batch") else None
     ptok = int(r["_prefill_max_tokens"]) if r.get("_prefill_max_tokens") else None
+    # The decode workers' --stream-interval where the recipe sets it
+    si = int(r["_decode_stream_interval"]) if r.get("_decode_stream_interval") else None
     k = int(r["_mtp"]) if r.get("_mtp") else 0
     dep = Deployment(arch, gpu, engine, dense, moe, kv_fmt, prefill=Role(pre, pw, pb, ptok),
-                     decode=Role(dec, dw, mb), notes=notes,
+                     decode=Role(dec, dw, mb, stream_interval=si), notes=notes,
                      speculative=(k, MTP_ACCEPTANCE, None) if k else None)
     if pw is None or dw is None:
         sweep = int(r.get("_sweep_clients") or c)
@@ -1036,8 +1042,8 @@ def resolve(cat: Catalog, r: dict[str, str],
             raise NotCoveredError(str(exc)) from None
         notes += (f"worker counts not recorded: {pw} prefill and {dw} decode worker(s), "
                   f"sized once for the sweep's highest concurrency ({max(sweep, c)} clients)",)
-        dep = replace(dep, prefill=Role(pre, pw, pb, ptok), decode=Role(dec, dw, mb),
-                      notes=notes)
+        dep = replace(dep, prefill=Role(pre, pw, pb, ptok),
+                      decode=Role(dec, dw, mb, stream_interval=si), notes=notes)
     if lens:
         dep = replace(dep, notes=(*dep.notes, lens))
     return RowConfig(dep, c, mi, mo, not lens, INFERENCEMAX_ROUNDS if lens else 0.0)
