@@ -433,6 +433,8 @@ def test_a_decode_role_s_stream_interval_moves_the_first_token() -> None:
     s0, s1 = base["steady_state"], chunk["steady_state"]
     assert s1["ttft_mean_s"] == pytest.approx(s0["ttft_mean_s"] + 29 * s0["tpot_mean_s"])
     assert chunk["deployment"]["first_chunk_tokens"] == 30
+    assert s1["ttft_parts_s"]["first_chunk"] == pytest.approx(29 * s0["tpot_mean_s"])
+    assert s0["ttft_parts_s"]["first_chunk"] == 0.0
     assert "first_chunk_tokens" not in base["deployment"]
     t0 = run("trtllm", "workers=1,tp=8")["steady_state"]
     t1 = run("trtllm", "workers=1,tp=8,stream_interval=30")["steady_state"]

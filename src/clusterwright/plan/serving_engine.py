@@ -301,7 +301,7 @@ class EngineEstimate:
                 "throughput_tokens_per_s": st.requests_per_s * self.osl,
                 "decode_batch_per_rank": st.decode_batch, "detail": st.detail,
                 "ttft_parts_s": {"slot_wait": st.slot_wait_s, "queue_wait": st.queue_wait_s,
-                                 "prefill": st.prefill_s},
+                                 "prefill": st.prefill_s, "first_chunk": st.first_chunk_s},
             }
             if self.benchmark is not None:
                 out["steady_state"]["benchmark"] = {"rounds": self.benchmark[0],

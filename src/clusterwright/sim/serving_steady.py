@@ -97,6 +97,8 @@ class SteadyState:
     slot_wait_s: float = 0.0
     queue_wait_s: float = 0.0
     prefill_s: float = 0.0
+    # waiting for the decode worker's first streamed chunk (disaggregated, ``first_chunk``)
+    first_chunk_s: float = 0.0
 
 
 def _mm1_wait(service: float, util: float) -> float:
@@ -569,6 +571,6 @@ def first_chunk(st: SteadyState, tokens: int, out1: float) -> SteadyState:
     wait = _first_chunk_wait(tokens, out1)
     if wait <= 0.0 or out1 <= 0.0:
         return st
-    return replace(st, ttft_s=st.ttft_s + wait * st.tpot_s,
+    return replace(st, ttft_s=st.ttft_s + wait * st.tpot_s, first_chunk_s=wait * st.tpot_s,
                    tpot_s=st.tpot_s * (out1 - wait) / out1,
                    detail=st.detail + f"; first token with a chunk of {tokens} tokens")
