@@ -235,9 +235,9 @@ def write_regimes(path: str, regs: dict[str, list[dict[str, Any]]]) -> None:
         new = "\n".join(keep)
         body = "".join(
             f'\n      - {{gpu: "{i["gpu"]}", mode: "{i["mode"]}", rows: {i["rows"]}, '
-            f'ttft_mape: {i["ttft_mape"]}, tpot_mape: {i["tpot_mape"]}'
-            + "".join(f', {k}: {i[k]}' for k in ("ttft_median_error", "tpot_median_error")
-                      if k in i) + "}" for i in items)
+            f'ttft_mape: {i["ttft_mape"]}, tpot_mape: {i["tpot_mape"]}, '
+            f'ttft_median_error: {i["ttft_median_error"]}, '
+            f'tpot_median_error: {i["tpot_median_error"]}}}' for i in items)
         anchor = "    calibration:"
         new = new.replace(anchor, "    validated:" + body + "\n" + anchor, 1)
         text = text[:start] + new + text[end:]

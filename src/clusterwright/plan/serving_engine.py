@@ -256,9 +256,10 @@ def _roles(dep: Deployment) -> dict[str, Any]:
         return out
     assert dep.prefill is not None and dep.decode is not None
     out = {"mode": "disagg", "prefill": one(dep.prefill), "decode": one(dep.decode)}
-    if first_chunk_tokens(dep) > 1:
+    chunk = first_chunk_tokens(dep)
+    if chunk > 1:
         # The client's first token waits for the decode workers' first streamed chunk
-        out["first_chunk_tokens"] = first_chunk_tokens(dep)
+        out["first_chunk_tokens"] = chunk
     return out
 
 
