@@ -178,6 +178,18 @@ def test_plan_is_the_same_in_one_process_or_several(cat: Catalog) -> None:
     assert one.as_dict() == two.as_dict()
 
 
+def test_capacity_is_the_same_whether_failing_runs_stop_early_or_not(cat: Catalog) -> None:
+    rep = replica(cat, "llama-3.1-8b", "h100-sxm", 1)
+    kw: dict[str, Any] = {"num_requests": 300, "rel_tol": 0.1}
+    whole = serve.capacity(rep, 512, 256, 0.5, 0.05, stop_early=False, **kw)
+    cut = serve.capacity(rep, 512, 256, 0.5, 0.05, **kw)
+    assert cut.qps == whole.qps and cut.at_capacity == whole.at_capacity
+    assert [p.meets_slo for p in cut.points] == [p.meets_slo for p in whole.points]
+    stopped = [p for p in cut.points if p.truncated]
+    assert stopped and all(not p.meets_slo and p.ttft_p99_s > 0.5 for p in stopped)
+    assert not cut.low_load.truncated
+
+
 def test_plan_reports_an_impossible_slo_as_infeasible(cat: Catalog) -> None:
     p = plan(cat, "llama-3.1-8b", 20.0, 512, 128, 0.001, 0.05, gpu="h100-sxm", tps=(1, 2),
              num_requests=200)

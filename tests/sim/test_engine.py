@@ -102,6 +102,23 @@ def test_max_events_stops_after_that_many_callbacks() -> None:
     assert seen == [0, 1, 2, 3, 4]
 
 
+def test_stop_ends_the_run_after_the_current_callback_and_a_later_run_resumes() -> None:
+    eng = Engine()
+    seen: list[int] = []
+
+    def note(i: int) -> None:
+        seen.append(i)
+        if i == 1:
+            eng.stop()
+
+    for i in range(4):
+        eng.at(float(i), note, i)
+    eng.run()
+    assert seen == [0, 1] and eng.stopped and eng.pending() == 2
+    eng.run()
+    assert seen == [0, 1, 2, 3] and not eng.stopped
+
+
 def test_scheduling_in_the_past_raises() -> None:
     eng = Engine()
     eng.at(5.0, lambda: None)

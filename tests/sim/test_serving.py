@@ -157,6 +157,38 @@ def test_littles_law_holds_at_steady_state() -> None:
     assert sampled == pytest.approx(lam_w, rel=0.1)
 
 
+def test_an_overloaded_run_stops_once_its_ttft_p99_must_exceed_the_bound() -> None:
+    # 3x what one replica serves: the queue grows for the whole run.
+    w = Workload(num_requests=1500, qps=90, seed=3, input_len=IN, output_len=OUT)
+    cl = ClusterConfig(EngineConfig(kv_blocks=30_000))
+    full = simulate(cl, w, REAL)
+    cut = simulate(cl, w, REAL, stop_ttft_p99_over=1.0)
+    assert not full.truncated and cut.truncated
+    assert full.ttft_s["p99"] > 1.0  # the whole run misses too
+    # A lower bound: above the bound, below the whole run's p99.
+    assert 1.0 < cut.ttft_s["p99"] <= full.ttft_s["p99"]
+    assert cut.steps < full.steps / 5 and cut.events < full.events / 2
+    assert len(cut.per_request["e2e_s"]) == len(cut.per_request["arrival_s"]) < 1500
+
+
+def test_a_run_that_meets_the_bound_is_not_stopped_and_is_unchanged() -> None:
+    w = Workload(num_requests=1500, qps=10, seed=3, input_len=IN, output_len=OUT)
+    cl = ClusterConfig(EngineConfig(kv_blocks=30_000))
+    full = simulate(cl, w, REAL)
+    same = simulate(cl, w, REAL, stop_ttft_p99_over=full.ttft_s["p99"] * 1.01)
+    assert not same.truncated
+    assert same.ttft_s == full.ttft_s and same.tpot_s == full.tpot_s
+    assert same.e2e_s == full.e2e_s and same.events == full.events
+
+
+@pytest.mark.parametrize("bound", [-1.0, math.nan])
+def test_a_negative_or_nan_stop_bound_is_refused(bound: float) -> None:
+    w = Workload(num_requests=10, qps=1, seed=3, input_len=IN, output_len=OUT)
+    with pytest.raises(ServingError, match="stop_ttft_p99_over"):
+        simulate(ClusterConfig(EngineConfig(kv_blocks=30_000)), w, REAL,
+                 stop_ttft_p99_over=bound)
+
+
 def test_throughput_saturates_as_qps_grows() -> None:
     cl = ClusterConfig(EngineConfig(kv_blocks=30_000))
     rps = []

@@ -62,6 +62,9 @@ class LoadPoint:
     usd_per_gpu_hour: float | None
     ep: int = 1  # expert-parallel GPUs inside the TP group
     e2e_p99_s: float = math.nan  # arrival to last token
+    # Stopped once its TTFT p99 was sure to miss the SLO: ttft_p99_s is then a lower bound
+    # above the SLO, and the other figures cover the requests finished by then.
+    truncated: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         usd = None
@@ -141,8 +144,12 @@ class ServePlan:
 
 
 def _point(rep: Replica, w: Workload, ttft_slo: float, tpot_slo: float,
-           price: float | None, e2e_slo: float | None = None) -> LoadPoint:
-    r = simulate(ClusterConfig(engine=rep.engine), w, rep.model)
+           price: float | None, e2e_slo: float | None = None,
+           stop_early: bool = False) -> LoadPoint:
+    """One simulated load; ``stop_early``: end the run once its TTFT p99 must miss the SLO
+    (the point fails either way; an overloaded queue costs its whole run otherwise)."""
+    r = simulate(ClusterConfig(engine=rep.engine), w, rep.model,
+                 stop_ttft_p99_over=ttft_slo if stop_early else None)
     tpot_mean = r.tpot_s["mean"]
     return LoadPoint(
         gpu=rep.model.gpu.id,
@@ -158,6 +165,7 @@ def _point(rep: Replica, w: Workload, ttft_slo: float, tpot_slo: float,
         usd_per_gpu_hour=price,
         ep=rep.model.ep,
         e2e_p99_s=r.e2e_s["p99"],
+        truncated=r.truncated,
     )
 
 
@@ -176,22 +184,25 @@ def capacity(rep: Replica, input_len: int, output_len: int, ttft_slo: float,
              tpot_slo: float, *, num_requests: int = 2000, seed: int = 0,
              length_dist: str = "fixed", length_cv: float = 1.0, rel_tol: float = 0.05,
              max_sims: int = 16, price: tuple[float, str] | None = None,
-             e2e_slo: float | None = None) -> Capacity:
+             e2e_slo: float | None = None, stop_early: bool = True) -> Capacity:
     """Largest Poisson load one replica sustains with p99 TTFT <= ``ttft_slo``, p99 TPOT
     <= ``tpot_slo`` and, when given, p99 end-to-end latency <= ``e2e_slo`` (seconds): a
     light-load run first (if it misses, nothing will), then a bracket
     doubled from the saturation estimate, then geometric bisection to ``rel_tol``. The same
-    seed at every load scales one set of arrival gaps, so feasibility is monotone in load."""
+    seed at every load scales one set of arrival gaps, so feasibility is monotone in load.
+    ``stop_early``: the bracket and bisection runs end once their TTFT p99 must miss the SLO
+    (same capacity, without simulating an overloaded queue to its end; the light-load run,
+    whose p99s a plan reports when nothing fits, always runs whole)."""
     cap = min(rep.model.arch.max_seq_len, rep.memory.kv_tokens)
     usd = price[0] if price else None
 
-    def run(q: float, n: int) -> LoadPoint:
+    def run(q: float, n: int, probe: bool = True) -> LoadPoint:
         w = workload(input_len, output_len, qps=q, num_requests=n, seed=seed,
                      length_dist=length_dist, length_cv=length_cv, max_context=cap)
-        return _point(rep, w, ttft_slo, tpot_slo, usd, e2e_slo)
+        return _point(rep, w, ttft_slo, tpot_slo, usd, e2e_slo, stop_early and probe)
 
     sat = saturation_qps(rep, input_len, output_len)
-    low = run(sat / 100, min(num_requests, 500))
+    low = run(sat / 100, min(num_requests, 500), probe=False)
     points = [low]
     gpu, tp, ep = rep.model.gpu.id, rep.model.tp, rep.model.ep
     offer = price[1] if price else None
@@ -237,14 +248,16 @@ def plan(cat: Catalog, model: str | ModelArch, qps: float, input_len: int, outpu
          seed: int = 0, length_dist: str = "fixed", length_cv: float = 1.0,
          rel_tol: float = 0.05, workers: int | None = None,
          expert_parallel: bool = True, e2e_p99_s: float | None = None,
-         progress: Callable[[int, int], None] | None = None) -> ServePlan:
+         progress: Callable[[int, int], None] | None = None,
+         stop_early: bool = True) -> ServePlan:
     """Cheapest fleet of identical replicas serving ``qps`` requests/s within p99 SLOs
     (TTFT and TPOT, and end-to-end latency when ``e2e_p99_s`` is given; seconds).
     ``workers``: processes for the per-layout searches (default: one per CPU).
     ``progress(done, total)`` is called as each layout's search ends.
     ``expert_parallel``: for a MoE model, also try ep = tp at every TP > 1 whose degree
     divides the experts (``_ep_layouts`` keeps only what a cheap step-model screen cannot
-    rule out).
+    rule out). ``stop_early``: end each search's failing runs once their TTFT p99 must miss
+    the SLO (``capacity``; the plan is the same either way, only faster).
 
     For every candidate GPU (``gpu``, or with "choose" every catalog GPU with a serving
     calibration) and TP in ``tps`` that fits the NVLink domain and memory: the per-replica
@@ -305,7 +318,8 @@ def plan(cat: Catalog, model: str | ModelArch, qps: float, input_len: int, outpu
     search = functools.partial(_capacity_of, input_len=input_len, output_len=output_len,
                                ttft_slo=ttft_p99_s, tpot_slo=tpot_p99_s,
                                num_requests=num_requests, seed=seed, length_dist=length_dist,
-                               length_cv=length_cv, rel_tol=rel_tol, e2e_slo=e2e_p99_s)
+                               length_cv=length_cv, rel_tol=rel_tol, e2e_slo=e2e_p99_s,
+                               stop_early=stop_early)
     n_workers = min(workers if workers is not None else (os.cpu_count() or 1), len(layouts))
     tick = progress or (lambda done, total: None)
     tick(0, len(layouts))
@@ -399,11 +413,11 @@ def _ep_layouts(tp_rep: Replica, ep_rep: Replica, input_len: int,
 def _capacity_of(layout: tuple[Replica, tuple[float, str] | None], *, input_len: int,
                  output_len: int, ttft_slo: float, tpot_slo: float, num_requests: int,
                  seed: int, length_dist: str, length_cv: float, rel_tol: float,
-                 e2e_slo: float | None = None) -> Capacity:
+                 e2e_slo: float | None = None, stop_early: bool = True) -> Capacity:
     rep, price = layout
     return capacity(rep, input_len, output_len, ttft_slo, tpot_slo, num_requests=num_requests,
                     seed=seed, length_dist=length_dist, length_cv=length_cv, rel_tol=rel_tol,
-                    price=price, e2e_slo=e2e_slo)
+                    price=price, e2e_slo=e2e_slo, stop_early=stop_early)
 
 
 def _candidate(c: Capacity, qps: float, output_len: int) -> dict[str, Any]:

@@ -59,6 +59,7 @@ class Engine:
         # the event itself is never compared), as tuples compare in C.
         self._queue: list[tuple[float, int, Event]] = []
         self._seq = itertools.count()
+        self._stopped = False
 
     def at(self, time: float, fn: Callable[..., Any], *args: Any) -> Event:
         """Schedule ``fn(*args)`` at absolute time ``time`` (s); never in the past."""
@@ -74,13 +75,22 @@ class Engine:
         """Schedule ``fn(*args)`` ``delay`` seconds from now."""
         return self.at(self.now + max(0.0, delay), fn, *args)
 
+    def stop(self) -> None:
+        """End ``run`` after the event running now (the queue is kept)."""
+        self._stopped = True
+
+    @property
+    def stopped(self) -> bool:
+        return self._stopped
+
     def pending(self) -> int:
         return sum(1 for _, _, e in self._queue if not e.cancelled)
 
     def run(self, until: float | None = None, max_events: int | None = None) -> None:
-        """Run events in time order until the queue is empty, ``until`` (s) or
-        ``max_events`` callbacks."""
+        """Run events in time order until the queue is empty, ``until`` (s), ``max_events``
+        callbacks or a callback calls ``stop()``."""
         ran = 0
+        self._stopped = False
         while self._queue:
             ev = self._queue[0][2]
             if until is not None and ev.time > until:
@@ -93,5 +103,7 @@ class Engine:
             ev.fn(*ev.args)
             self.events += 1
             ran += 1
+            if self._stopped:
+                return
             if max_events is not None and ran >= max_events:
                 return

@@ -99,6 +99,10 @@ class ServingResult:
     events: int  # engine callbacks run
     steps: int  # engine iterations simulated (a fast-forwarded block counts all its steps)
     wall_s: float
+    # Stopped once the TTFT p99 was sure to exceed ``stop_ttft_p99_over`` (``simulate``):
+    # the TTFT statistics are then lower bounds over the requests that had arrived, the
+    # others over the requests that had finished.
+    truncated: bool = False
     per_request: dict[str, FloatArray] = field(repr=False, default_factory=dict)
 
     def summary(self) -> dict[str, object]:
@@ -112,7 +116,8 @@ class _Sim:
     (the ``ReplicaHost`` its replicas report to)."""
 
     def __init__(self, cluster: ClusterConfig, reqs: Requests, model: StepModel,
-                 workload: Workload, fast_forward: bool) -> None:
+                 workload: Workload, fast_forward: bool,
+                 stop_ttft_p99_over: float | None = None) -> None:
         self.eng = Engine(seed=workload.seed)
         self.model = model
         self.fast_forward = fast_forward
@@ -142,6 +147,10 @@ class _Sim:
         self.last_t = 0.0
         self.sample_dt = 1e-3
         self.next_sample = 0.0
+        # The TTFT p99 over n requests (numpy's linear interpolation) exceeds a bound as soon
+        # as n - floor(0.99 (n - 1)) of them do: a token still to come counts from its wait.
+        self.stop_over = stop_ttft_p99_over
+        self.stop_late = n - math.floor(0.99 * (n - 1))
         self.ser_t = array("d")
         self.ser_kv = array("d")
         self.ser_q = array("d")
@@ -282,6 +291,21 @@ class _Sim:
         self.ser_q.append(float(sum(len(r.waiting) for r in self.all)))
         self.ser_run.append(float(sum(len(r.decode) + len(r.prefilling) for r in self.all)))
         self.next_sample = now + self.sample_dt
+        if self.stop_over is not None and self.late(now) >= self.stop_late:
+            self.eng.stop()
+
+    def ttft_floor(self, now: float) -> FloatArray:
+        """Each arrived request's TTFT as known at ``now`` (s): measured, or for a first
+        token still to come the wait so far (the client-side delays ``simulate`` adds later
+        only lengthen it)."""
+        k = self.next_i
+        a, f = self.arrival_s[:k], self.first_s[:k]
+        return np.where(np.isnan(f), now - a, f - a)
+
+    def late(self, now: float) -> int:
+        """Arrived requests whose TTFT already exceeds ``stop_over``."""
+        assert self.stop_over is not None
+        return int(np.count_nonzero(self.ttft_floor(now) > self.stop_over))
 
     def run(self) -> None:
         if self.closed:
@@ -290,7 +314,7 @@ class _Sim:
         else:
             self.eng.at(float(self.arrival_s[0]), self.arrive)
         self.eng.run()
-        if self.finished < self.n:
+        if self.finished < self.n and not self.eng.stopped:
             raise ServingError(
                 f"simulation stalled with {self.n - self.finished} of {self.n} requests "
                 "unfinished (a scheduler bug or a configuration no request can fit)")
@@ -318,20 +342,29 @@ def _weighted_stats(v: FloatArray, w: FloatArray) -> dict[str, float]:
 
 def simulate(cluster: ClusterConfig, workload: Workload, model: StepModel, *,
              slo_ttft_s: float = math.inf, slo_tpot_s: float = math.inf,
-             fast_forward: bool = True, requests: Requests | None = None) -> ServingResult:
+             fast_forward: bool = True, requests: Requests | None = None,
+             stop_ttft_p99_over: float | None = None) -> ServingResult:
     """Simulate ``workload`` on ``cluster`` with step times from ``model``.
 
     ``fast_forward=False`` runs one event per engine iteration (the reference path).
     ``requests`` overrides the workload's stream (its arrival process still decides open or
-    closed loop).
+    closed loop). ``stop_ttft_p99_over`` (s): stop as soon as enough requests have waited
+    longer than that for their first token that the whole run's TTFT p99 must exceed it (a
+    capacity search asks only whether a load meets an SLO; an overloaded run's queue would
+    otherwise be simulated to its end). The result is then ``truncated``: its TTFT p99 is
+    a lower bound above the bound (see ``ServingResult``).
     """
     t_wall = time.perf_counter()
     cluster.validate()
     reqs = requests if requests is not None else make_requests(workload)
     if len(reqs) == 0:
         raise ServingError("workload: no requests")
-    sim = _Sim(cluster, reqs, model, workload, fast_forward)
+    if stop_ttft_p99_over is not None and not stop_ttft_p99_over >= 0:
+        raise ServingError(f"stop_ttft_p99_over: must be a non-negative number of seconds, "
+                           f"got {stop_ttft_p99_over}")
+    sim = _Sim(cluster, reqs, model, workload, fast_forward, stop_ttft_p99_over)
     sim.run()
+    truncated = sim.eng.stopped
     arr, first, fin = sim.arrival_s, sim.first_s, sim.finish_s
     out = reqs.output_len.astype(np.float64)
     eng = cluster.engine
@@ -350,20 +383,33 @@ def simulate(cluster: ClusterConfig, workload: Workload, model: StepModel, *,
     ttft = first - arr
     e2e = fin - arr
     tpot = np.where(out > 1, (e2e - ttft) / np.maximum(out - 1, 1), 0.0)
-    duration = float(fin.max() - arr.min())
+    if truncated:
+        # The requests that arrived; a TTFT not known yet (or not shifted yet: the shifts
+        # need the last token) is its floor so far.
+        now = sim.eng.now
+        k = sim.next_i
+        done = ~np.isnan(fin[:k])
+        ttft_s = _stats(np.where(np.isnan(ttft[:k]), sim.ttft_floor(now), ttft[:k]))
+        ttft_s["p99"] = float(np.sort(sim.ttft_floor(now))[-sim.stop_late])
+        e2e, tpot, out = e2e[:k][done], tpot[:k][done], out[:k][done]
+        ttft, arr = ttft[:k][done], arr[:k][done]
+        duration = float(now - sim.arrival_s[0])
+    else:
+        ttft_s = _stats(ttft)
+        duration = float(fin.max() - arr.min())
     dur = duration if duration > 0 else math.inf
     good = int(np.count_nonzero((ttft <= slo_ttft_s) & (tpot <= slo_tpot_s)))
     kv = np.frombuffer(sim.ser_kv, dtype=np.float64).copy()
     return ServingResult(
         requests=sim.n,
         duration_s=duration,
-        ttft_s=_stats(ttft),
+        ttft_s=ttft_s,
         tpot_s=_stats(tpot[out > 1]),
         itl_s=_weighted_stats(np.frombuffer(sim.itl_dt, dtype=np.float64),
                               np.frombuffer(sim.itl_w, dtype=np.float64)),
         e2e_s=_stats(e2e),
         output_tokens_per_s=float(out.sum()) / dur,
-        requests_per_s=sim.n / dur,
+        requests_per_s=int(out.size) / dur,
         goodput_rps=good / dur,
         slo_ttft_s=slo_ttft_s,
         slo_tpot_s=slo_tpot_s,
@@ -378,5 +424,6 @@ def simulate(cluster: ClusterConfig, workload: Workload, model: StepModel, *,
         events=sim.eng.events,
         steps=sim.steps,
         wall_s=time.perf_counter() - t_wall,
+        truncated=truncated,
         per_request={"arrival_s": arr, "ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e},
     )
