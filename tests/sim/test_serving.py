@@ -115,6 +115,20 @@ def test_only_an_evicting_engine_needs_room_for_a_preempted_requests_recompute()
             admission="reserve")
 
 
+def test_a_request_waiting_for_a_reservation_lets_the_running_decode_fast_forward() -> None:
+    """Under ``reserve`` a waiting request that cannot reserve its whole length waits for an
+    admitted one to finish, so the running decode runs as blocks, not one event a token:
+    the same latencies as the one-event-per-iteration path."""
+    rows = [(0.01 * i, 500, 4000) for i in range(6)]  # only one 4,500-token request fits
+    cfg = EngineConfig(kv_blocks=300, admission="reserve")
+    fast = simulate(ClusterConfig(cfg), Workload(arrival="trace"), REAL, requests=reqs(*rows))
+    slow = simulate(ClusterConfig(cfg), Workload(arrival="trace"), REAL, requests=reqs(*rows),
+                    fast_forward=False)
+    assert fast.steps == slow.steps and fast.events < 100 < slow.events
+    for key in ("ttft_s", "e2e_s"):
+        assert per(fast, key) == pytest.approx(per(slow, key), rel=0.01)
+
+
 def test_a_decode_joins_a_prefill_chunk_in_the_same_iteration() -> None:
     m = Linear()
     # Request 0 decodes while request 1's prompt is prefilled beside it (continuous batching).

@@ -151,6 +151,8 @@ class _Sim:
         # as n - floor(0.99 (n - 1)) of them do: a token still to come counts from its wait.
         self.stop_over = stop_ttft_p99_over
         self.stop_late = n - math.floor(0.99 * (n - 1))
+        self.firsts = 0  # first tokens recorded
+        self.late_firsts = 0  # ... later than ``stop_over`` after their arrival
         self.ser_t = array("d")
         self.ser_kv = array("d")
         self.ser_q = array("d")
@@ -246,7 +248,7 @@ class _Sim:
             self.eng.at(now, rep.schedule)
         if r.g >= r.output:
             if self.first_s[r.i] != self.first_s[r.i]:
-                self.first_s[r.i] = now  # a one-token request: its token comes with the KV
+                self.first_token(r.i, now)  # a one-token request: its token comes with the KV
             self.finish(r)
             return
         # The first token reaches the client when a decode replica admits the request: the
@@ -291,8 +293,19 @@ class _Sim:
         self.ser_q.append(float(sum(len(r.waiting) for r in self.all)))
         self.ser_run.append(float(sum(len(r.decode) + len(r.prefilling) for r in self.all)))
         self.next_sample = now + self.sample_dt
-        if self.stop_over is not None and self.late(now) >= self.stop_late:
+        # The count is taken only once the late first tokens and the arrived requests still
+        # waiting for theirs could reach the stop (an unloaded run never pays for it).
+        if (self.stop_over is not None
+                and self.late_firsts + self.next_i - self.firsts >= self.stop_late
+                and self.late(now) >= self.stop_late):
             self.eng.stop()
+
+    def first_token(self, i: int, now: float) -> None:
+        """Request ``i``'s first token, generated at ``now`` (s)."""
+        self.first_s[i] = now
+        self.firsts += 1
+        if self.stop_over is not None and now - self.arrival_s[i] > self.stop_over:
+            self.late_firsts += 1
 
     def ttft_floor(self, now: float) -> FloatArray:
         """Each arrived request's TTFT as known at ``now`` (s): measured, or for a first

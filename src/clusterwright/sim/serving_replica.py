@@ -35,6 +35,8 @@ class ReplicaHost(Protocol):
 
     def handoff(self, rep: Replica, r: Req) -> None: ...
 
+    def first_token(self, i: int, now: float) -> None: ...
+
     def finish(self, r: Req) -> None: ...
 
     def record_steps(self, k: int, mean_dt: float, n: int) -> None: ...
@@ -359,6 +361,11 @@ class Replica:
         request finishes, since decoding only uses blocks up)."""
         if len(self.decode) + len(self.prefilling) >= self.max_seqs:
             return False
+        if self.reserve and r.computed == 0 and not r.remote and (
+                self.committed + -(-(r.input + r.output) // self.bs) > self.nblocks):
+            # The whole request's blocks cannot be reserved until an admitted one finishes
+            # (the scheduler's test below): decoding may fast-forward meanwhile.
+            return False
         avail = self.free() + self.evictable
         bs = self.bs
         if r.remote:
@@ -392,7 +399,7 @@ class Replica:
             waiting.popleft()
             self.join(r, r.target)
             if sim.first_s[r.i] != sim.first_s[r.i]:  # NaN: admitted from a prefill replica
-                sim.first_s[r.i] = self.eng.now
+                sim.first_token(r.i, self.eng.now)
         self.poll()
         n = len(decode)
         if (sim.fast_forward and n and not self.prefilling
@@ -610,7 +617,7 @@ class Replica:
             sim.handoff(self, r)
             return
         if sim.first_s[r.i] != sim.first_s[r.i]:  # NaN: first token of this request
-            sim.first_s[r.i] = now
+            sim.first_token(r.i, now)
         if r.g >= r.output:
             self.release(r, r.target)
             self.outstanding -= 1
