@@ -254,9 +254,19 @@ def test_other_silicon_runs_gemms_at_its_training_stacks_efficiency(cat: Catalog
     from clusterwright.catalog.schema import Dtype
     from clusterwright.plan.serving_deployment import silicon_gemm, step_model
 
-    # The engines were fitted on NVIDIA GPUs: no factor there, whatever the format.
-    for gid in ("h100-sxm", "b200", "gb300"):
-        assert silicon_gemm(cat, cat.gpu(gid), Dtype.fp8) == (1.0, "")
+    # The engines' constants stand for H100's GEMMs: no factor on Hopper, whatever the format.
+    for gid in ("h100-sxm", "h200-sxm"):
+        for d in (Dtype.fp8, Dtype.bf16):
+            assert silicon_gemm(cat, cat.gpu(gid), d) == (1.0, "")
+    # Blackwell at its stack's top against Hopper's, 0.648 / 0.779 (Azure's cuBLASLt FP8
+    # tables: 0.556 of GB200's peak against 0.652 of H100's, 0.85); GB300 and B300 with their
+    # measured FP8 speedup over it, FP4 without.
+    b200, src = silicon_gemm(cat, cat.gpu("b200"), Dtype.fp8)
+    assert b200 == pytest.approx(0.648 / 0.779, rel=1e-3)
+    assert src == "megatron-core-blackwell-2025 against megatron-core-h100-2025"
+    for gid in ("gb300", "b300-sxm"):
+        assert silicon_gemm(cat, cat.gpu(gid), Dtype.fp8)[0] == pytest.approx(b200 * 1.18)
+        assert silicon_gemm(cat, cat.gpu(gid), Dtype.fp4)[0] == pytest.approx(b200)
     # MI300X FP8: its stack's hipBLASLt-derived FP8 ratio against Hopper's, below 1 and
     # below its BF16 factor (the narrow format is where CDNA 3 falls furthest behind).
     f8, src = silicon_gemm(cat, cat.gpu("mi300x"), Dtype.fp8)

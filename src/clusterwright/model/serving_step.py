@@ -265,7 +265,7 @@ class DeploymentStep:
     moe_format: WeightFormat
     kv_bytes_per_token: float  # whole model, one token
     # GEMM rate on this silicon relative to the engine's fitted one (dense, grouped experts);
-    # 1 on the GPUs the engine was calibrated on (``plan.serving_deployment.silicon_gemm``)
+    # 1 on the silicon the engine's constants stand for (``plan.serving_deployment.silicon_gemm``)
     gemm_factor: float = 1.0
     moe_gemm_factor: float = 1.0
     # Compiled shapes of a static-shape engine (None: iterations run the shapes they carry):

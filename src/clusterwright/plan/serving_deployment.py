@@ -172,24 +172,30 @@ def kv_capacity(cat: Catalog, dep: Deployment, par: ServingParallel, isl: int,
     return max(free, 0.0) / per_token
 
 
-# The serving engines' constants were fitted on NVIDIA GPUs only (serving_engines.yaml, the
-# serving-silicon rows: H100, H200, B200, GB200, B300, GB300). Elsewhere a GEMM runs at the
-# efficiency the training model's stack for that silicon gives (stacks.yaml: the top of its
-# GEMM curve, and its FP8 ratio for 8- and 4-bit formats) relative to the Hopper stack's:
-# on MI300X in FP8, 0.455 against 0.682, 0.67 of the engine's fitted rate (the stacks' values;
-# Azure's GEMM tables measure 1,159 of 2,615 TFLOP/s, 0.44, with hipBLASLt on ND MI300X v5 and
-# 1,382 of 1,979, 0.70, with cuBLASLt on ND H100 v5).
-CALIBRATED_VENDOR = "nvidia"
+# The serving engines' constants were fitted on NVIDIA GPUs (serving_engines.yaml, the
+# serving-silicon rows: H100, B200, GB200) as if every one ran its GEMMs as H100 does. A GEMM
+# runs at the efficiency the training model's stack for that silicon gives (stacks.yaml: the
+# top of its GEMM curve, and its FP8 ratio for 8- and 4-bit formats), times the GPU's own
+# measured FP8 speedup over its stack (gpus.yaml fp8_gemm_speedup: GB300), relative to the
+# Hopper stack's. The two independent sources agree where both exist:
+# - Blackwell against Hopper, 0.648 / 0.779 = 0.83 (the stacks, fitted on training runs);
+#   Azure's cuBLASLt FP8 tables, 8192^3, 2,782 of 5,000 TFLOP/s on ND GB200 v6 (0.556) and
+#   1,290 of 1,979 on ND H100 v5 (0.652): 0.85. GB300 at 3,286 of 5,000 (0.657): 1.0, the
+#   stack's 0.83 x its 1.18.
+# - MI300X in FP8, 0.455 against 0.682: 0.67; Azure measures 1,159 of 2,615 TFLOP/s (0.44)
+#   with hipBLASLt on ND MI300X v5 and 1,382 of 1,979 (0.70) on ND H100 v5.
+# An engine fitted on another vendor's parts (``ServingEngine.vendors``: AWS Neuron) runs at
+# its fitted rate there.
 HOPPER_REFERENCE_GPU = "h100-sxm"
 
 
 def silicon_gemm(cat: Catalog, gpu: Gpu, compute: Dtype,
                  engine: ServingEngine | None = None) -> tuple[float, str]:
-    """GEMM rate of ``gpu`` in ``compute`` relative to the serving engine's fitted one, and
-    the training stacks it comes from ('' on the vendor's accelerators it was fitted on,
-    factor 1: NVIDIA's unless the engine names its vendors)."""
-    fitted_on = engine.vendors if engine is not None and engine.vendors else [CALIBRATED_VENDOR]
-    if gpu.vendor in fitted_on:
+    """GEMM rate of ``gpu`` in ``compute`` relative to the serving engine's fitted one (its
+    rate on H100), and the training stacks it comes from ('' where the factor is 1 by
+    construction: the reference's stack, or the accelerators an engine naming its vendors was
+    fitted on)."""
+    if engine is not None and engine.vendors and gpu.vendor in engine.vendors:
         return 1.0, ""
     own, ref = cat.stack_for_gpu(gpu.id), cat.stack_for_gpu(HOPPER_REFERENCE_GPU)
     narrow = compute in (Dtype.fp8, Dtype.fp4)
@@ -200,7 +206,11 @@ def silicon_gemm(cat: Catalog, gpu: Gpu, compute: Dtype,
         return max(y for _, y in st.gemm_efficiency) * (
             (st.fp8_gemm_ratio or ref_ratio) if narrow else 1.0)
 
-    return top(own) / top(ref), f"{own.id} against {ref.id}"
+    # The measured speedup is FP8's only: the same tables' FP4 ratios give no clean factor.
+    speedup = gpu.fp8_gemm_speedup if compute == Dtype.fp8 else 1.0
+    if own.id == ref.id and speedup == 1.0:
+        return 1.0, ""
+    return top(own) / top(ref) * speedup, f"{own.id} against {ref.id}"
 
 
 def step_model(cat: Catalog, dep: Deployment, par: ServingParallel,

@@ -146,9 +146,9 @@ def deployment(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine,
     factor, stacks = silicon_gemm(cat, gpu, dense.compute, engine)
     notes: tuple[str, ...] = ()
     if stacks:
-        notes = (f"{engine.id}'s constants were fitted on NVIDIA GPUs: GEMMs on {gpu.id} run "
-                 f"at {factor:.2f} of its fitted rate ({dense.compute.value}: {stacks}, the "
-                 "training model's GEMM efficiencies)",)
+        notes = (f"{engine.id}'s constants were fitted on NVIDIA GPUs at H100's GEMM rate: "
+                 f"GEMMs on {gpu.id} run at {factor:.2f} of its fitted rate "
+                 f"({dense.compute.value}: {stacks}, the training model's GEMM efficiencies)",)
     if not engine.async_scheduling and engine.seq_overhead_s > 0:
         notes += (f"{engine.id} at this version schedules synchronously: the host's work, "
                   f"{engine.seq_overhead_s * 1e6:.0f} us a running sequence, adds to every "
