@@ -848,6 +848,8 @@ OPTION_BAD = [
     pytest.param([*L7, "--cp", "2", "--cp-comm", "ring"], ["--cp-comm", "ring"], id="cp-comm"),
     pytest.param([*L7, "--precision", "fp8", "--fp8-recipe", "mx"],
                  ["--fp8-recipe", "not supported"], id="fp8-recipe-unsupported"),
+    pytest.param([*L7, "--zero", "1", "--grad-reduce", "ring"],
+                 ["--grad-reduce", "'ring'", "allreduce"], id="grad-reduce"),
     pytest.param([*Z3, "--prefetch", "-1"], ["--prefetch", "got -1"], id="prefetch-negative"),
     pytest.param([*L7, "--prefetch", "2"], ["--prefetch", "zero 3"], id="prefetch-without-z3"),
     pytest.param([*L7, "--shard-group", "4"], ["--shard-group", "zero 3"],

@@ -465,3 +465,28 @@ def test_fewer_ffn_blocks_than_mixers_shorten_the_layers(catalog: Catalog) -> No
     t54 = float(estimate(job_for(catalog, arch, "h100-sxm", 8192, 256), lay).compute_s[0])
     t64 = float(estimate(job_for(catalog, every, "h100-sxm", 8192, 256), lay).compute_s[0])
     assert 0.8 * t64 < t54 < 0.97 * t64
+
+
+def test_zero_gradients_all_reduced_cost_twice_the_reduce_scatter_and_show_unoverlapped(
+        dense: Job) -> None:
+    # DeepSpeed ZeRO-1/2 with "reduce_scatter": false all-reduces each bucket and keeps its
+    # shard: twice the bytes of a reduce-scatter; with overlap_comm off (its default below
+    # stage 3) the whole reduction and the parameter all-gather sit after the last backward.
+    lay = _layouts([(8, 1, 8, 1, 1, 1, 1, z, 1, 1) for z in (0, 1, 2)])
+    rs = estimate(dense, lay)
+    ar = estimate(dataclasses.replace(
+        dense, opts=dataclasses.replace(dense.opts, grad_reduce="allreduce")), lay)
+    all_reduce = rs.comm_s["dp"][0]  # ZeRO-0 all-reduces the gradients either way
+    assert ar.comm_s["dp"][0] == pytest.approx(all_reduce, rel=1e-12)
+    # ZeRO-1/2 all-reducing: the same all-reduce, plus the updated parameters' all-gather
+    gather = ar.comm_s["dp"][1:] - all_reduce
+    assert np.all(gather > 0.0)
+    # reduce-scattering instead: about half the all-reduce (the same bytes once, not twice)
+    reduce_scatter = rs.comm_s["dp"][1:] - gather
+    assert np.allclose(reduce_scatter / all_reduce, 0.5, rtol=0.1)
+    exposed = estimate(dataclasses.replace(
+        dense, opts=dataclasses.replace(dense.opts, grad_overlap=False, param_overlap=False,
+                                        grad_reduce="allreduce")), lay)
+    assert np.allclose(exposed.dp_comm_exposed_s, exposed.comm_s["dp"], rtol=1e-12)
+    assert np.all(exposed.dp_comm_exposed_s > ar.dp_comm_exposed_s)
+    assert np.all(exposed.step_time_s > ar.step_time_s)

@@ -177,6 +177,8 @@ def test_a_time_in_another_unit_is_compared_in_that_unit(tmp_path: Path) -> None
     ({"unit": "TFLOP/s"}, "unit 'TFLOP/s' is not a unit of tokens_per_s_per_gpu"),
     ({"n_gpus": "16"}, "n_gpus 16 is not tp x pp x dp x cp = 8"),
     ({"recompute": "attention_only"}, "recompute 'attention_only' is not a recompute mode"),
+    ({"grad_reduce": "ring"}, "grad_reduce 'ring' is not one of"),
+    ({"grad_overlap": "maybe"}, "grad_overlap 'maybe' is not one of"),
     ({"id": H100}, f"id '{H100}' repeats line 2"),
 ])
 def test_a_malformed_value_names_the_file_line_and_column(

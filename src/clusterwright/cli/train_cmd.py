@@ -52,6 +52,9 @@ TP_OVERLAP_OPT = typer.Option(None, "--tp-overlap/--no-tp-overlap",
                               help="TP collectives pipelined with their GEMMs (needs SP).")
 GRAD_OVERLAP_OPT = typer.Option(None, "--grad-overlap/--no-grad-overlap",
                                 help="Gradient buckets reduced during backward.")
+GRAD_REDUCE_OPT = typer.Option(None, "--grad-reduce", help="ZeRO-1/2 gradient collective: "
+                               "reduce_scatter (default), or allreduce (DeepSpeed "
+                               "reduce_scatter false: twice the bytes).")
 PARAM_OVERLAP_OPT = typer.Option(None, "--param-overlap/--no-param-overlap",
                                  help="Parameter all-gather under the next forward.")
 P2P_OVERLAP_OPT = typer.Option(None, "--p2p-overlap/--no-p2p-overlap",
@@ -176,6 +179,7 @@ def estimate_cmd(
     fp8_recipe: str | None = FP8_RECIPE_OPT,
     tp_overlap: bool | None = TP_OVERLAP_OPT,
     grad_overlap: bool | None = GRAD_OVERLAP_OPT,
+    grad_reduce: str | None = GRAD_REDUCE_OPT,
     param_overlap: bool | None = PARAM_OVERLAP_OPT,
     p2p_overlap: bool | None = P2P_OVERLAP_OPT,
     offload: str | None = OFFLOAD_OPT,
@@ -218,7 +222,8 @@ def estimate_cmd(
     lim.nonempty(("--offload", offload))
     lim.nonempty(("--server", server), ("--stack", stack), ("--schedule", schedule),
                  ("--ep-overlap", ep_overlap), ("--ep-dispatcher", ep_dispatcher),
-                 ("--cp-comm", cp_comm), ("--fp8-recipe", fp8_recipe))
+                 ("--cp-comm", cp_comm), ("--fp8-recipe", fp8_recipe),
+                 ("--grad-reduce", grad_reduce))
     with user_errors():
         cat = state(ctx).catalog()
     req = TrainEstimateRequest(
@@ -230,7 +235,8 @@ def estimate_cmd(
         seed=seed, lora=_lora(lora_rank, lora_targets),
         options=_options(schedule=schedule, ep_overlap=ep_overlap, ep_dispatcher=ep_dispatcher,
                          cp_comm=cp_comm, fp8_recipe=fp8_recipe, tp_overlap=tp_overlap,
-                         grad_overlap=grad_overlap, param_overlap=param_overlap,
+                         grad_overlap=grad_overlap, grad_reduce=grad_reduce,
+                         param_overlap=param_overlap,
                          p2p_overlap=p2p_overlap, dispatch_fp8=dispatch_fp8,
                          expert_imbalance=expert_imbalance, prefetch=prefetch, zeropp=zeropp,
                          offload=offload),
@@ -276,6 +282,7 @@ def plan_cmd(
     fp8_recipe: str | None = FP8_RECIPE_OPT,
     tp_overlap: bool | None = TP_OVERLAP_OPT,
     grad_overlap: bool | None = GRAD_OVERLAP_OPT,
+    grad_reduce: str | None = GRAD_REDUCE_OPT,
     param_overlap: bool | None = PARAM_OVERLAP_OPT,
     p2p_overlap: bool | None = P2P_OVERLAP_OPT,
     offload: str | None = OFFLOAD_OPT,
@@ -319,7 +326,8 @@ def plan_cmd(
     lim.nonempty(("--offload", offload), ("--slice", slice_shape))
     lim.nonempty(("--server", server), ("--stack", stack), ("--schedule", schedule),
                  ("--ep-overlap", ep_overlap), ("--ep-dispatcher", ep_dispatcher),
-                 ("--cp-comm", cp_comm), ("--fp8-recipe", fp8_recipe))
+                 ("--cp-comm", cp_comm), ("--fp8-recipe", fp8_recipe),
+                 ("--grad-reduce", grad_reduce))
     with user_errors():
         cat = state(ctx).catalog()
     req = TrainPlanRequest(
@@ -329,7 +337,8 @@ def plan_cmd(
         routing=routing, slice=slice_shape, lora=_lora(lora_rank, lora_targets),
         options=_options(schedule=schedule, ep_overlap=ep_overlap, ep_dispatcher=ep_dispatcher,
                          cp_comm=cp_comm, fp8_recipe=fp8_recipe, tp_overlap=tp_overlap,
-                         grad_overlap=grad_overlap, param_overlap=param_overlap,
+                         grad_overlap=grad_overlap, grad_reduce=grad_reduce,
+                         param_overlap=param_overlap,
                          p2p_overlap=p2p_overlap, offload=offload),
     )
     with user_errors(name_flags=True):

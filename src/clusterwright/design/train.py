@@ -36,6 +36,7 @@ from clusterwright.model.train_job import (
     CP_COMMS,
     EP_DISPATCHERS,
     EP_OVERLAPS,
+    GRAD_REDUCES,
     SCHEDULES,
     Job,
     Options,
@@ -105,6 +106,9 @@ def options_for(stack: Stack, **given: Any) -> Options:
     for name, supported in flags.items():
         if chosen.get(name) and not supported:
             raise InputError(f"{name}: stack {stack.id} cannot do it", field=name)
+    if "grad_reduce" in chosen and chosen["grad_reduce"] not in GRAD_REDUCES:
+        raise InputError(f"grad_reduce: {chosen['grad_reduce']!r} is not one of "
+                         f"{', '.join(GRAD_REDUCES)}", field="grad_reduce")
     if "offload" in chosen and chosen["offload"] not in OFFLOADS:
         raise InputError(f"offload: {chosen['offload']!r} is not one of {', '.join(OFFLOADS)}",
                          field="offload")

@@ -22,6 +22,10 @@ SCHEDULES = ("1f1b", "zb", "dualpipe")
 EP_OVERLAPS = ("none", "1f1b", "dualpipe")
 CP_COMMS = ("p2p", "allgather", "a2a")
 EP_DISPATCHERS = ("alltoall", "deepep")
+# How ZeRO-1/2 reduce gradients: a reduce-scatter to each rank's shard (DeepSpeed's default,
+# Megatron's distributed optimizer), or an all-reduce of which each rank keeps its shard
+# (DeepSpeed "reduce_scatter": false: twice the bytes on the wire).
+GRAD_REDUCES = ("reduce_scatter", "allreduce")
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,7 @@ class Options:
     dispatch_fp8: bool = False  # MoE dispatch in FP8 (DeepEP / DeepSeek-V3)
     expert_imbalance: float = 1.1  # busiest GPU's expert load over the mean (MoE)
     bucket_params: float = 4.0e7  # DP gradient bucket (Megatron-Core: max(40M, 1M x dp))
+    grad_reduce: str = "reduce_scatter"  # ZeRO-1/2 gradient collective (GRAD_REDUCES)
     # Optimizer state (fp32 master weights, Adam moments) kept in the superchip's CPU memory
     # (Grace LPDDR5X over NVLink-C2C) and streamed through the link at each update: "none" or
     # "optimizer" (DeepSpeed ZeRO-Offload's split: Ren et al., arXiv 2101.06840).

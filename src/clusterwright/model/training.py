@@ -413,10 +413,13 @@ def _step(job: Job, lay: Layouts, ops: Ops, mem: dict[str, Any] | None = None
         return nb * (fn(per * dense_share, ranks_d, t, net, ops)
                      + fn(per * (1.0 - dense_share), ranks_e, e, net, ops))
 
-    grad_ar = _when(ops, z < 1, lambda: per_bucket(allreduce_s, grad_b, dp_ranks, edp))
-    grad_rs = _when(ops, z >= 1, lambda: per_bucket(reducescatter_s, grad_b, dp_ranks, edp))
+    # ZeRO-1/2 reduce-scatter to the shards, unless the run all-reduces and keeps its shard
+    sharded_rs = (z >= 1) & (o.grad_reduce != "allreduce")
+    grad_ar = _when(ops, ops is ArrayOps or not sharded_rs,
+                    lambda: per_bucket(allreduce_s, grad_b, dp_ranks, edp))
+    grad_rs = _when(ops, sharded_rs, lambda: per_bucket(reducescatter_s, grad_b, dp_ranks, edp))
     param_ag = _when(ops, (z >= 1) & (z < 3), lambda: per_bucket(allgather_s, w_b, dp_ranks, edp))
-    grad_comm = ops.where(z >= 1, grad_rs, grad_ar) * job.dp_comm_factor
+    grad_comm = ops.where(sharded_rs, grad_rs, grad_ar) * job.dp_comm_factor
     # Gradients of the last micro-batch become final while stage 0's last backward runs; with
     # interleaving the chunks finish one after another through the cool-down.
     window = bwd_c / v * (1.0 + (v - 1.0) * ops.minimum(p, m1))

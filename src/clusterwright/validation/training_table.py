@@ -17,7 +17,14 @@ from clusterwright.model.memory import training_memory
 from clusterwright.model.precision import Precision, training_dtype
 from clusterwright.model.recompute import parse_recompute
 from clusterwright.model.train_compute import FP8_CAST_BYTES
-from clusterwright.model.train_job import CP_COMMS, EP_DISPATCHERS, EP_OVERLAPS, SCHEDULES, Job
+from clusterwright.model.train_job import (
+    CP_COMMS,
+    EP_DISPATCHERS,
+    EP_OVERLAPS,
+    GRAD_REDUCES,
+    SCHEDULES,
+    Job,
+)
 from clusterwright.model.xp import ScalarOps
 from clusterwright.plan.layouts import plan
 from clusterwright.spec.parallel import ParallelConfig
@@ -127,8 +134,9 @@ def _memory_row(r: CsvRow, set_: str) -> list[Row]:
 # values the frameworks have (a value a row's stack lacks is not covered, not malformed).
 OPTION_COLUMNS: dict[str, tuple[str, ...]] = {
     "schedule": SCHEDULES, "ep_overlap": EP_OVERLAPS, "ep_dispatcher": EP_DISPATCHERS,
-    "cp_comm": CP_COMMS, "fp8_recipe": tuple(FP8_CAST_BYTES)}
-BOOL_OPTION_COLUMNS = {"tp_overlap": "tp_overlap", "dispatch_fp8": "dispatch_fp8"}
+    "cp_comm": CP_COMMS, "fp8_recipe": tuple(FP8_CAST_BYTES), "grad_reduce": GRAD_REDUCES}
+BOOL_OPTION_COLUMNS = {"tp_overlap": "tp_overlap", "dispatch_fp8": "dispatch_fp8",
+                       "grad_overlap": "grad_overlap"}
 FLAGS = {"yes": True, "true": True, "1": True, "no": False, "false": False, "0": False}
 PRECISIONS = tuple(p.value for p in Precision)
 
