@@ -490,3 +490,16 @@ def test_zero_gradients_all_reduced_cost_twice_the_reduce_scatter_and_show_unove
     assert np.allclose(exposed.dp_comm_exposed_s, exposed.comm_s["dp"], rtol=1e-12)
     assert np.all(exposed.dp_comm_exposed_s > ar.dp_comm_exposed_s)
     assert np.all(exposed.step_time_s > ar.step_time_s)
+
+
+def test_unfused_attention_moves_the_scores_through_hbm_and_keeps_them(dense: Job) -> None:
+    # Eager attention (no fused kernel): the s x s scores and probabilities are written,
+    # read back and stored for backward, unless the attention core is recomputed.
+    lay = _layouts([(8, 1, 8, 1, 1, 1, 1, 1, rc, 1) for rc in (0, 1)])
+    fused = estimate(dense, lay)
+    eager = estimate(dataclasses.replace(
+        dense, opts=dataclasses.replace(dense.opts, flash_attention=False)), lay)
+    assert np.all(eager.compute_s > fused.compute_s)
+    grown = eager.memory_parts["activations"] - fused.memory_parts["activations"]
+    assert grown[0] > 0.0
+    assert grown[1] < 0.1 * grown[0]  # selective recompute drops the stored scores

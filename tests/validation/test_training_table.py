@@ -179,6 +179,7 @@ def test_a_time_in_another_unit_is_compared_in_that_unit(tmp_path: Path) -> None
     ({"recompute": "attention_only"}, "recompute 'attention_only' is not a recompute mode"),
     ({"grad_reduce": "ring"}, "grad_reduce 'ring' is not one of"),
     ({"grad_overlap": "maybe"}, "grad_overlap 'maybe' is not one of"),
+    ({"flash_attention": "fused"}, "flash_attention 'fused' is not one of"),
     ({"id": H100}, f"id '{H100}' repeats line 2"),
 ])
 def test_a_malformed_value_names_the_file_line_and_column(

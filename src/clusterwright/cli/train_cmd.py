@@ -55,6 +55,9 @@ GRAD_OVERLAP_OPT = typer.Option(None, "--grad-overlap/--no-grad-overlap",
 GRAD_REDUCE_OPT = typer.Option(None, "--grad-reduce", help="ZeRO-1/2 gradient collective: "
                                "reduce_scatter (default), or allreduce (DeepSpeed "
                                "reduce_scatter false: twice the bytes).")
+FLASH_OPT = typer.Option(None, "--flash-attention/--no-flash-attention",
+                         help="Fused attention (off: scores and probabilities through HBM, "
+                         "as Hugging Face eager attention runs).")
 PARAM_OVERLAP_OPT = typer.Option(None, "--param-overlap/--no-param-overlap",
                                  help="Parameter all-gather under the next forward.")
 P2P_OVERLAP_OPT = typer.Option(None, "--p2p-overlap/--no-p2p-overlap",
@@ -180,6 +183,7 @@ def estimate_cmd(
     tp_overlap: bool | None = TP_OVERLAP_OPT,
     grad_overlap: bool | None = GRAD_OVERLAP_OPT,
     grad_reduce: str | None = GRAD_REDUCE_OPT,
+    flash_attention: bool | None = FLASH_OPT,
     param_overlap: bool | None = PARAM_OVERLAP_OPT,
     p2p_overlap: bool | None = P2P_OVERLAP_OPT,
     offload: str | None = OFFLOAD_OPT,
@@ -236,6 +240,7 @@ def estimate_cmd(
         options=_options(schedule=schedule, ep_overlap=ep_overlap, ep_dispatcher=ep_dispatcher,
                          cp_comm=cp_comm, fp8_recipe=fp8_recipe, tp_overlap=tp_overlap,
                          grad_overlap=grad_overlap, grad_reduce=grad_reduce,
+                         flash_attention=flash_attention,
                          param_overlap=param_overlap,
                          p2p_overlap=p2p_overlap, dispatch_fp8=dispatch_fp8,
                          expert_imbalance=expert_imbalance, prefetch=prefetch, zeropp=zeropp,
@@ -283,6 +288,7 @@ def plan_cmd(
     tp_overlap: bool | None = TP_OVERLAP_OPT,
     grad_overlap: bool | None = GRAD_OVERLAP_OPT,
     grad_reduce: str | None = GRAD_REDUCE_OPT,
+    flash_attention: bool | None = FLASH_OPT,
     param_overlap: bool | None = PARAM_OVERLAP_OPT,
     p2p_overlap: bool | None = P2P_OVERLAP_OPT,
     offload: str | None = OFFLOAD_OPT,
@@ -338,6 +344,7 @@ def plan_cmd(
         options=_options(schedule=schedule, ep_overlap=ep_overlap, ep_dispatcher=ep_dispatcher,
                          cp_comm=cp_comm, fp8_recipe=fp8_recipe, tp_overlap=tp_overlap,
                          grad_overlap=grad_overlap, grad_reduce=grad_reduce,
+                         flash_attention=flash_attention,
                          param_overlap=param_overlap,
                          p2p_overlap=p2p_overlap, offload=offload),
     )

@@ -47,6 +47,10 @@ class Options:
     expert_imbalance: float = 1.1  # busiest GPU's expert load over the mean (MoE)
     bucket_params: float = 4.0e7  # DP gradient bucket (Megatron-Core: max(40M, 1M x dp))
     grad_reduce: str = "reduce_scatter"  # ZeRO-1/2 gradient collective (GRAD_REDUCES)
+    # Fused attention (FlashAttention, cuDNN/TE, the vendors' fused SDPA): off, the scores and
+    # probabilities (s x s per head) go through HBM and are kept for backward, as in the
+    # eager attention of Hugging Face models run without a fused kernel
+    flash_attention: bool = True
     # Optimizer state (fp32 master weights, Adam moments) kept in the superchip's CPU memory
     # (Grace LPDDR5X over NVLink-C2C) and streamed through the link at each update: "none" or
     # "optimizer" (DeepSpeed ZeRO-Offload's split: Ren et al., arXiv 2101.06840).
@@ -66,6 +70,7 @@ class Options:
             ep_dispatcher=f.ep_dispatchers[0],
             fp8_recipe=f.fp8_recipes[0] if f.fp8_recipes else "delayed",
             bucket_params=f.dp_bucket_params,
+            flash_attention=stack.flash_attention,
         )
         return replace(base, **overrides)
 
@@ -134,7 +139,7 @@ class Job:
             # Measured for FP8 (not FP4) GEMMs: FP4 runs keep the datasheet ratio.
             fp8_gemm_speedup=(self.gpu.fp8_gemm_speedup if self.precision == Precision.fp8
                               else 1.0),
-            lora=self.lora,
+            lora=self.lora, flash=self.opts.flash_attention,
         )
 
     @functools.cached_property

@@ -527,7 +527,7 @@ def memory(job: Job, lay: Layouts, m: Any = None, ops: Ops = ArrayOps) -> dict[s
     storage = Precision.bf16 if job.precision in (Precision.fp8, Precision.fp4) else job.precision
     mem = layout_memory(
         job.arch, lay, job.seq_len, m, storage, job.grad_precision, "adam",
-        job.stack.flash_attention, job.dropout, job.precision in (Precision.fp8, Precision.fp4),
+        job.opts.flash_attention, job.dropout, job.precision in (Precision.fp8, Precision.fp4),
         job.reserve_bytes, job.opts.prefetch, job.opts.schedule == "dualpipe", ops,
         lora=job.lora, frozen=frozen_weight_precision(job),
     )

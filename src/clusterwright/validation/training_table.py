@@ -136,7 +136,7 @@ OPTION_COLUMNS: dict[str, tuple[str, ...]] = {
     "schedule": SCHEDULES, "ep_overlap": EP_OVERLAPS, "ep_dispatcher": EP_DISPATCHERS,
     "cp_comm": CP_COMMS, "fp8_recipe": tuple(FP8_CAST_BYTES), "grad_reduce": GRAD_REDUCES}
 BOOL_OPTION_COLUMNS = {"tp_overlap": "tp_overlap", "dispatch_fp8": "dispatch_fp8",
-                       "grad_overlap": "grad_overlap"}
+                       "grad_overlap": "grad_overlap", "flash_attention": "flash_attention"}
 FLAGS = {"yes": True, "true": True, "1": True, "no": False, "false": False, "0": False}
 PRECISIONS = tuple(p.value for p in Precision)
 
