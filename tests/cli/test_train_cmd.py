@@ -949,10 +949,23 @@ def test_gaudi3_bands_come_from_its_runs_by_family() -> None:
     gets the LoRA runs' band, a full-model one the DDP/ZeRO runs' (ptd-p family), narrower."""
     lora = estimate("--model", "llama-2-7b", "--gpu", "gaudi3", "--gpus", "8",
                     "--lora-rank", "8", "--lora-targets", "attention")["confidence"]
-    full = estimate("--model", "llama-2-7b", "--gpu", "gaudi3", "--gpus", "8")["confidence"]
+    full = estimate("--model", "llama-2-7b", "--gpu", "gaudi3", "--gpus", "8",
+                    "--zero", "1")["confidence"]
     assert lora["regime"]["family"] == "lora" and lora["matched"] == ["gaudi-2024.bf16.lora"]
     assert full["validated"] is True and full["matched"] == ["gaudi-2024.bf16.ptd-p"]
     assert 0 < full["band"] < lora["band"]
+
+
+def test_gaudi3_runs_eager_attention_unless_asked_for_the_fused_kernel() -> None:
+    """Optimum Habana's default is eager attention (the runs gaudi-2024 was fitted on); its
+    fused SDPA is a choice, and fused attention keeps no s x s scores."""
+    args = ("--model", "llama-2-7b", "--gpu", "gaudi3", "--gpus", "8", "--seq-len", "2048",
+            "--micro-batch", "1")
+    eager, fused = estimate(*args), estimate(*args, "--flash-attention")
+    assert eager["options"]["flash_attention"] is False
+    assert fused["options"]["flash_attention"] is True
+    assert fused["step_time_s"] < eager["step_time_s"]
+    assert fused["memory_gb"]["activations"] < eager["memory_gb"]["activations"]
 
 
 def test_a_gpu_without_runs_on_a_validated_stack_says_so() -> None:

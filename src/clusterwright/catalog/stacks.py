@@ -147,6 +147,10 @@ class StackFeatures(BaseModel):
     zero3_with_pp: StrictBool = False
     hsdp: StrictBool = False  # hybrid sharding: shard in a group, replicate across groups
     zeropp: StrictBool = False  # ZeRO++ (hpZ, qwZ, qgZ)
+    # A fused attention kernel the framework has but does not run unless asked (Optimum
+    # Habana's --use_flash_attention): the stack's flash_attention is its default, this the
+    # choice a run may make (train estimate --flash-attention)
+    fused_attention_optional: StrictBool = False
     fp8_recipes: list[Fp8Recipe] = Field(default_factory=list)  # empty: no FP8 training
     dp_bucket_params: PositiveFloat = 4.0e7  # gradient bucket (Megatron-Core default)
     # ZeRO-3 collectives per layer and pass: 1 when a layer's parameters are gathered as one

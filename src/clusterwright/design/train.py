@@ -102,7 +102,8 @@ def options_for(stack: Stack, **given: Any) -> Options:
                 field=name)
     flags = {"tp_overlap": f.tp_comm_overlap, "grad_overlap": f.overlap_grad_reduce,
              "param_overlap": f.overlap_param_gather, "p2p_overlap": f.overlap_p2p,
-             "zeropp": f.zeropp, "flash_attention": stack.flash_attention}
+             "zeropp": f.zeropp,
+             "flash_attention": stack.flash_attention or f.fused_attention_optional}
     for name, supported in flags.items():
         if chosen.get(name) and not supported:
             raise InputError(f"{name}: stack {stack.id} cannot do it", field=name)
