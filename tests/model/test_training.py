@@ -418,7 +418,8 @@ def test_fp8_gemm_speedup_scales_only_the_fp8_linear_gemms(catalog: Catalog) -> 
 
     def times(fp8: bool, x: float):  # type: ignore[no-untyped-def]
         cj = compute_job(arch, 4096, stack, 5e15 if fp8 else 2.5e15, 2.5e15, 8e12, fp8,
-                         "current" if fp8 else "delayed", False, 1.0, fp8_gemm_speedup=x)
+                         "current" if fp8 else "delayed", False, 1.0, fp8_gemm_speedup=x,
+                         flash=stack.flash_attention)
         return layer_times(ScalarOps, cj, 8192.0, 1.0, 1.0, 0.0, 0.0, 8.0, False)
 
     base, fast = times(True, 1.0), times(True, 1.25)

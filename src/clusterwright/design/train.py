@@ -84,10 +84,11 @@ def options_for(stack: Stack, **given: Any) -> Options:
         "ep_dispatcher": (f.ep_dispatchers, "MoE token dispatchers"),
         "cp_comm": (f.context_parallel, "context-parallel kinds"),
         "fp8_recipe": (f.fp8_recipes, "FP8 recipes"),
+        "grad_reduce": (GRAD_REDUCES, "ZeRO-1/2 gradient collectives"),
     }
     known = {"schedule": SCHEDULES, "ep_overlap": EP_OVERLAPS, "cp_comm": CP_COMMS,
              "ep_dispatcher": EP_DISPATCHERS,
-             "fp8_recipe": tuple(FP8_CAST_BYTES)}
+             "fp8_recipe": tuple(FP8_CAST_BYTES), "grad_reduce": GRAD_REDUCES}
     for name, (allowed, what) in checks.items():
         if name not in chosen:
             continue
@@ -107,9 +108,6 @@ def options_for(stack: Stack, **given: Any) -> Options:
     for name, supported in flags.items():
         if chosen.get(name) and not supported:
             raise InputError(f"{name}: stack {stack.id} cannot do it", field=name)
-    if "grad_reduce" in chosen and chosen["grad_reduce"] not in GRAD_REDUCES:
-        raise InputError(f"grad_reduce: {chosen['grad_reduce']!r} is not one of "
-                         f"{', '.join(GRAD_REDUCES)}", field="grad_reduce")
     if "offload" in chosen and chosen["offload"] not in OFFLOADS:
         raise InputError(f"offload: {chosen['offload']!r} is not one of {', '.join(OFFLOADS)}",
                          field="offload")

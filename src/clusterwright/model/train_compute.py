@@ -114,13 +114,13 @@ def compute_job(arch: ModelArch, seq_len: int, stack: Stack, peak: float, peak16
                 hbm_bytes_s: float, fp8: bool, recipe: str, dropout: bool,
                 expert_imbalance: float,
                 attention_speedup: tuple[float, float] = (1.0, 1.0),
-                fp8_gemm_speedup: float = 1.0, lora: Lora | None = None,
-                flash: bool | None = None) -> ComputeJob:
+                fp8_gemm_speedup: float = 1.0, lora: Lora | None = None, *,
+                flash: bool) -> ComputeJob:
     """``attention_speedup``: the GPU's (forward, backward) attention-kernel throughput over
     the part the stack's attention efficiencies were fitted on (catalog ``Gpu``);
     ``fp8_gemm_speedup``: its sustained FP8 GEMM throughput over what its datasheet peak and
     the stack's curve give (catalog ``Gpu``; applied to the FP8 linear layers only);
-    ``flash``: fused attention (None: the stack's)."""
+    ``flash``: fused attention (the job's option, whose default is the stack's)."""
     fwd_x, bwd_x = attention_speedup
     return ComputeJob(
         arch=arch, seq_len=float(seq_len), peak=peak, peak16=peak16,
@@ -129,7 +129,7 @@ def compute_job(arch: ModelArch, seq_len: int, stack: Stack, peak: float, peak16
         attention_efficiency=stack.attention_efficiency * fwd_x,
         attention_bwd_efficiency=(stack.attention_bwd_efficiency
                                   or stack.attention_efficiency) * bwd_x,
-        flash=stack.flash_attention if flash is None else flash, dropout=dropout,
+        flash=flash, dropout=dropout,
         expert_imbalance=expert_imbalance,
         fp8_gemm_speedup=fp8_gemm_speedup if fp8 else 1.0, lora=lora,
     )
