@@ -43,3 +43,26 @@ def test_a_malformed_curve_row_names_the_line_and_column(
         collective_curves_table(csvrows.write(tmp_path / "c.csv", "collective_curves.csv", AR,
                                               csvrows.like(rows[AR], **changes)))
     assert f"c.csv line 3, row {AR}_new: {message}" in str(exc.value)
+
+
+def test_a_run_that_forced_an_algorithm_is_predicted_with_it() -> None:
+    """NCCL_ALGO in a row's env picks the algorithm the run used (Azure forces Ring on its
+    4-GPU GB200 hosts); where the system lacks it (NVLS on A100) NCCL falls back, and so does
+    the prediction."""
+    from clusterwright.catalog.registry import load_catalog
+    from clusterwright.validation.collective_curves_table import predicted_time_s
+
+    cat = load_catalog(env={})
+    gb200 = {"collective": "all_reduce", "nodes": "1", "gpus_per_node": "4",
+             "size_bytes": str(1 << 30), "gpu": "gb200", "server": "gb200-nvl72", "env": ""}
+    free = predicted_time_s(cat, gb200)
+    ring = predicted_time_s(cat, {**gb200, "env": "NCCL_ALGO=Ring (forced)"})
+    nvls = predicted_time_s(cat, {**gb200, "env": "NCCL_ALGO=NVLS"})
+    assert free == pytest.approx(nvls) and ring > nvls
+    # 1 GiB over 8 B200s: NVLS (845 GB/s busbw) beats the ring (695 GB/s) by about 1.2x
+    b200 = {**gb200, "gpus_per_node": "8", "gpu": "b200", "server": "dgx-b200"}
+    assert predicted_time_s(cat, {**b200, "env": "NCCL_ALGO=Ring"}) == pytest.approx(
+        1.2 * predicted_time_s(cat, b200), rel=0.03)
+    a100 = {**gb200, "gpus_per_node": "8", "gpu": "a100-80gb-sxm", "server": "dgx-a100"}
+    assert predicted_time_s(cat, {**a100, "env": "NCCL_ALGO=NVLS"}) == pytest.approx(
+        predicted_time_s(cat, a100))

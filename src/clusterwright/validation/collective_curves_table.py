@@ -16,6 +16,8 @@ NVL72, AWS EFA, send/recv) were never used to fit anything.
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -23,6 +25,7 @@ from clusterwright.catalog.registry import Catalog
 from clusterwright.catalog.stacks import CollectiveLib
 from clusterwright.design.train import net_for
 from clusterwright.model import collectives as coll
+from clusterwright.model.xp import ScalarOps
 from clusterwright.validation.rows import (
     CsvRow,
     NotCoveredError,
@@ -63,6 +66,20 @@ def measured_time_s(r: Mapping[str, str]) -> float:
         number(r, "busbw_gbps", positive=True) * 1e9)
 
 
+def forced_algorithm(r: Mapping[str, str]) -> str:
+    """The all-reduce algorithm the run forced with ``NCCL_ALGO`` in its ``env`` column (ring,
+    tree or nvls; "" when NCCL chose). NCCL_ALGO=NVLSTree is NVLS here (the model's NVLS path
+    runs NVLS-tree across domains)."""
+    m = _ALGO.search(r.get("env") or "")
+    if not m:
+        return ""
+    return {"ring": "ring", "tree": "tree", "nvls": "nvls", "nvlstree": "nvls"}.get(
+        m.group(1).lower(), "")
+
+
+_ALGO = re.compile(r"NCCL_ALGO=([A-Za-z]+)")
+
+
 def predicted_time_s(cat: Catalog, r: Mapping[str, str],
                      libs: Mapping[str, CollectiveLib] | None = None) -> float:
     """The model's time (s) for one row."""
@@ -85,6 +102,14 @@ def predicted_time_s(cat: Catalog, r: Mapping[str, str],
     host = HOST_GPUS.get(gpu.id, server.gpus)
     stride = max(1, host // ppn)
     if kind == "all_reduce":
+        forced = forced_algorithm(r)
+        if forced:
+            nodes = int(coll.nodes_spanned(ScalarOps, float(n), float(stride), net))
+            t = coll.allreduce_algorithm_s(forced, size, n, nodes, net)
+            if math.isfinite(t):
+                return t
+            # An algorithm the system cannot run (NVLS without NVLink SHARP, Azure's A100
+            # runs): NCCL falls back to the ones it can, as without the variable.
         return float(coll.allreduce_s(size, n, stride, net))
     if kind in ("all_gather", "reduce_scatter"):
         return float(coll.allgather_s(size, n, stride, net))
