@@ -446,3 +446,50 @@ def test_a_decode_role_s_stream_interval_moves_the_first_token() -> None:
                f"workers=1,tp=8,stream_interval={bad}")
         assert r.exit_code == 2 and "--decode" in r.stderr and "Traceback" not in r.output
 
+
+
+def test_expert_imbalance_slows_the_busiest_expert_parallel_gpu() -> None:
+    """--expert-imbalance 1.5 on DeepSeek-V3 with attention DP and EP 8: the busiest GPU's
+    expert GEMMs and all-to-all share grow 1.5x, so iterations lengthen (TPOT and TTFT up, by
+    less than 1.5x: attention and the dense layers do not change); the deployment and a note
+    say so; a dense model, a value below 1 or above 64 and the request-level path refuse it."""
+    base = ["serve", "estimate", "--model", "deepseek-v3", "--gpu", "b200", "--engine",
+            "sglang", "--tp", "8", "--adp", "8", "--moe-ep", "8", "--precision", "fp8",
+            "--concurrency", "256", "--input-len", "1024", "--output-len", "1024",
+            "--steady-only", "--json"]
+    even = json.loads(cw(*base).output)
+    skew = json.loads(cw(*base, "--expert-imbalance", "1.5").output)
+    assert even["deployment"]["expert_imbalance"] == 1.0
+    assert skew["deployment"]["expert_imbalance"] == 1.5
+    ratio = skew["steady_state"]["tpot_mean_s"] / even["steady_state"]["tpot_mean_s"]
+    assert 1.05 < ratio < 1.5
+    assert skew["steady_state"]["ttft_mean_s"] > even["steady_state"]["ttft_mean_s"]
+    assert any("expert load imbalance 1.5" in n and "not validated" in n
+               for n in skew["notes"])
+    assert not any("imbalance" in n for n in even["notes"])
+    for value, words in (("0.9", "outside 1 .. 64"), ("65", "outside 1 .. 64"),
+                         ("nan", "outside 1 .. 64")):
+        r = cw(*base, "--expert-imbalance", value)
+        assert r.exit_code == 2 and f"--expert-imbalance: {value}"[:22] in r.output, r.output
+        assert words in r.output
+    r = cw("serve", "estimate", "--model", "llama-3.1-8b", "--gpu", "b200", "--engine",
+           "sglang", "--concurrency", "16", "--input-len", "1024", "--output-len", "128",
+           "--steady-only", "--expert-imbalance", "1.2")
+    assert r.exit_code == 2 and "has no routed experts" in r.output, r.output
+    r = cw("serve", "estimate", "--model", "deepseek-v3", "--gpu", "b200", "--tp", "8",
+           "--qps", "1", "--input-len", "100", "--output-len", "10",
+           "--expert-imbalance", "1.2")
+    assert r.exit_code == 2 and "--expert-imbalance: only with --engine" in r.output
+
+
+def test_serve_plan_takes_the_expert_imbalance_on_the_engine_path_only() -> None:
+    base = ["serve", "plan", "--qps", "2", "--input-len", "512", "--output-len", "128",
+            "--ttft-p99", "2", "--tpot-p99", "0.05"]
+    r = cw(*base, "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "vllm",
+           "--expert-imbalance", "1.3")
+    assert r.exit_code == 2 and "llama-3.1-8b has no routed experts" in r.output, r.output
+    r = cw(*base, "--model", "deepseek-v3", "--expert-imbalance", "1.3")
+    assert r.exit_code == 2 and "--expert-imbalance: only with --engine" in r.output, r.output
+    r = cw(*base, "--model", "deepseek-v3", "--gpu", "b200", "--engine", "sglang",
+           "--expert-imbalance", "100")
+    assert r.exit_code == 2 and "outside 1 .. 64" in r.output, r.output

@@ -245,6 +245,9 @@ class EngineRegime(BaseModel):
 # The longest hold accepted, iterations: far past the 20-60 InferenceMAX's TensorRT-LLM scripts
 # set (batch_wait_timeout_iters 20 and 40, attention_dp_config timeout_iters 60)
 BATCH_WAIT_ITERATIONS = 10_000
+# The busiest expert-parallel GPU's routed tokens over the mean, at most: every token on one
+# GPU of a 64-way group
+EXPERT_IMBALANCE_MAX = 64.0
 
 
 class ServingEngine(CatalogEntry):
@@ -297,7 +300,8 @@ class ServingEngine(CatalogEntry):
     gemm_scale: Annotated[FiniteFloat, Field(gt=0, le=1.5)] = 1.0
     moe_gemm_scale: Annotated[FiniteFloat, Field(gt=0, le=1.5)] = 1.0  # grouped expert GEMMs
     attention_efficiency: Share
-    expert_imbalance: Annotated[FiniteFloat, Field(ge=1)] = 1.0  # busiest expert GPU over the mean
+    # busiest expert-parallel GPU's routed tokens over the mean
+    expert_imbalance: Annotated[FiniteFloat, Field(ge=1, le=EXPERT_IMBALANCE_MAX)] = 1.0
     # Fixed costs, seconds
     step_overhead_s: NonNegativeFloat  # an eager iteration: scheduling, sampling, launches
     graph_step_overhead_s: NonNegativeFloat  # a decode-only iteration replayed as a graph

@@ -142,6 +142,11 @@ def estimate_cmd(
         None, "--recv-interval", help="--engine sglang: --scheduler-recv-interval N: while "
         "sequences decode, new prompts are taken every N decode iterations (and right after "
         "a prefill); InferenceMAX's DeepSeek scripts run 30 at 16 clients or more, 10 below."),
+    expert_imbalance: float | None = typer.Option(
+        None, "--expert-imbalance", help="--engine, MoE models: the busiest expert-parallel "
+        "GPU's routed tokens over the mean (1-64; default 1.0, balanced routing): its expert "
+        "GEMMs and its share of each all-to-all grow by that factor, and every rank waits for "
+        "it."),
     async_scheduling: bool | None = typer.Option(
         None, "--async-scheduling/--sync-scheduling", help="--engine vllm: whether the "
         "engine overlaps its host work (scheduling, inputs, outputs: 34 us a running "
@@ -185,6 +190,7 @@ def estimate_cmd(
                         ("--steady-only", no_sim), ("--speculative", speculative),
                         ("--benchmark-rounds", benchmark_rounds), ("--batch-wait", batch_wait),
                         ("--recv-interval", recv_interval),
+                        ("--expert-imbalance", expert_imbalance),
                         ("--async-scheduling/--sync-scheduling",
                          async_scheduling is not None)):
             if v:
@@ -204,7 +210,8 @@ def estimate_cmd(
                          simulate_requests=not no_sim, as_json=as_json,
                          speculative=speculative, benchmark_rounds=benchmark_rounds,
                          max_batch=max_num_seqs, batch_wait=batch_wait,
-                         recv_interval=recv_interval, async_scheduling=async_scheduling)
+                         recv_interval=recv_interval, async_scheduling=async_scheduling,
+                         expert_imbalance=expert_imbalance)
         return
     max_num_seqs = 256 if max_num_seqs is None else max_num_seqs
 
@@ -293,6 +300,10 @@ def plan_cmd(
                                           "weight format (default from --precision)."),
     moe_quant: str | None = typer.Option(None, "--moe-quant", help="--engine: expert "
                                          "weight format."),
+    expert_imbalance: float | None = typer.Option(
+        None, "--expert-imbalance", help="--engine, MoE models: the busiest expert-parallel "
+        "GPU's routed tokens over the mean (1-64; default 1.0, balanced routing), charged to "
+        "every layout with expert parallelism."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Cheapest fleet (GPU type, TP, replicas) serving --qps within the p99 SLOs, found by
@@ -308,13 +319,16 @@ def plan_cmd(
     lim.nonempty(("--engine", engine), ("--gemm-quant", gemm_quant), ("--moe-quant", moe_quant))
     if engine is None and (gemm_quant or moe_quant):
         fail("--gemm-quant/--moe-quant: only with --engine")
+    if engine is None and expert_imbalance is not None:
+        fail("--expert-imbalance: only with --engine (a catalog serving engine)")
     if engine is not None:
         _positive(qps=qps, input_len=input_len, output_len=output_len, ttft_p99=ttft_p99,
                   tpot_p99=tpot_p99)
         plan_engine_cli(ctx, model=model, gpu=gpu, engine=engine, qps=qps,
                         input_len=input_len, output_len=output_len, ttft=ttft_p99,
                         tpot=tpot_p99, precision=precision.value, gemm_quant=gemm_quant,
-                        moe_quant=moe_quant, as_json=as_json)
+                        moe_quant=moe_quant, as_json=as_json,
+                        expert_imbalance=expert_imbalance)
         return
 
     _positive(qps=qps, input_len=input_len, output_len=output_len, ttft_p99=ttft_p99,

@@ -12,7 +12,12 @@ import typer
 from rich.table import Table
 
 from clusterwright.catalog.registry import Catalog, resolve_model
-from clusterwright.catalog.stacks import BATCH_WAIT_ITERATIONS
+from clusterwright.catalog.schema import ModelArch
+from clusterwright.catalog.stacks import (
+    BATCH_WAIT_ITERATIONS,
+    EXPERT_IMBALANCE_MAX,
+    ServingEngine,
+)
 from clusterwright.cli.common import console, emit_json, fail, field_flag_message, state
 from clusterwright.errors import ClusterwrightError, InputError
 from clusterwright.plan.serving_deployment import Role
@@ -117,6 +122,19 @@ def parse_batch_wait(text: str) -> tuple[int, float]:
     return iters, ratio
 
 
+def with_imbalance(eng: ServingEngine, arch: ModelArch, value: float | None) -> ServingEngine:
+    """The engine with ``--expert-imbalance`` (the busiest expert-parallel GPU's routed tokens
+    over the mean) where given; a dense model or a value outside 1-64 is refused."""
+    if value is None:
+        return eng
+    if not 1.0 <= value <= EXPERT_IMBALANCE_MAX:  # also refuses nan
+        fail(f"--expert-imbalance: {value:g} is outside 1 .. {EXPERT_IMBALANCE_MAX:g} (the "
+             "busiest GPU's routed tokens over the mean)")
+    if not arch.is_moe:
+        fail(f"--expert-imbalance: {arch.id} has no routed experts")
+    return eng.model_copy(update={"expert_imbalance": value})
+
+
 def _ms(s: float | None) -> str:
     return "-" if s is None or s != s else f"{1e3 * s:.1f} ms"
 
@@ -134,7 +152,8 @@ def estimate_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str
                         max_batch: int | None = None,
                         batch_wait: str | None = None,
                         recv_interval: int | None = None,
-                        async_scheduling: bool | None = None) -> None:
+                        async_scheduling: bool | None = None,
+                        expert_imbalance: float | None = None) -> None:
     from clusterwright.plan.serving_engine import (
         deployment,
         engine_of,
@@ -169,6 +188,7 @@ def estimate_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str
                 fail("--recv-interval: SGLang polls this way only without attention DP and "
                      "on an aggregated server")
             eng = eng.model_copy(update={"scheduler_recv_interval": recv_interval})
+        eng = with_imbalance(eng, arch, expert_imbalance)
         if async_scheduling is not None:
             if eng.backend != "vllm":
                 fail("--async-scheduling/--sync-scheduling: the catalog has a host cost per "
@@ -309,7 +329,7 @@ def render_estimate(d: dict[str, Any]) -> None:
 def plan_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str, qps: float,
                     input_len: int, output_len: int, ttft: float, tpot: float,
                     precision: str, gemm_quant: str | None, moe_quant: str | None,
-                    as_json: bool) -> None:
+                    as_json: bool, expert_imbalance: float | None = None) -> None:
     from clusterwright.plan.serving_engine import engine_of, plan_engine
 
     if gpu == "choose":
@@ -319,7 +339,7 @@ def plan_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str, qp
     with engine_errors():
         arch = resolve_model(cat, model)
         g = cat.gpu(gpu)
-        eng = engine_of(cat, engine)
+        eng = with_imbalance(engine_of(cat, engine), arch, expert_imbalance)
         d = plan_engine(cat, arch, g, eng, qps, input_len, output_len, ttft, tpot,
                         precision, gemm_quant, moe_quant)
     if as_json:

@@ -18,7 +18,7 @@ import numpy as np
 
 from clusterwright.catalog.registry import Catalog
 from clusterwright.catalog.schema import Gpu, ModelArch, Server
-from clusterwright.catalog.stacks import Stack
+from clusterwright.catalog.stacks import EXPERT_IMBALANCE_MAX, Stack
 from clusterwright.errors import InputError
 from clusterwright.model.collectives import Interconnect, interconnect
 from clusterwright.model.layouts import Layouts
@@ -113,9 +113,11 @@ def options_for(stack: Stack, **given: Any) -> Options:
                          field="offload")
     if "prefetch" in chosen and int(chosen["prefetch"]) < 0:
         raise InputError(f"prefetch: must be >= 0, got {chosen['prefetch']}", field="prefetch")
-    if "expert_imbalance" in chosen and not (1.0 <= float(chosen["expert_imbalance"]) <= 64.0):
+    if "expert_imbalance" in chosen and not (
+            1.0 <= float(chosen["expert_imbalance"]) <= EXPERT_IMBALANCE_MAX):
         raise InputError("expert_imbalance: the busiest expert's load over the mean is in "
-                         f"[1, 64], got {chosen['expert_imbalance']}", field="expert_imbalance")
+                         f"[1, {EXPERT_IMBALANCE_MAX:g}], got {chosen['expert_imbalance']}",
+                         field="expert_imbalance")
     return Options.for_stack(stack, **chosen)
 
 

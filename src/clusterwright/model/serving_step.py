@@ -544,7 +544,9 @@ class DeploymentStep:
                 disp = float(moe_dispatch_s(disp_b, tokens, a.top_k, group, 1.0, net))
                 comb = float(moe_dispatch_s(a.hidden * ACT_BYTES, tokens, a.top_k, group,
                                             1.0, net))
-                total += (disp + comb) * moe_layers
+                # The busiest GPU receives (and returns) imbalance x the mean copies, and the
+                # all-to-all ends with it, as the training model charges it.
+                total += (disp + comb) * self.engine.expert_imbalance * moe_layers
             else:
                 total += ar * moe_layers  # the MoE output all-reduce, as TP uses it
         return total

@@ -149,6 +149,12 @@ def deployment(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine,
         notes = (f"{engine.id}'s constants were fitted on NVIDIA GPUs at H100's GEMM rate: "
                  f"GEMMs on {gpu.id} run at {factor:.2f} of its fitted rate "
                  f"({dense.compute.value}: {stacks}, the training model's GEMM efficiencies)",)
+    if engine.expert_imbalance > 1.0 and arch.is_moe:
+        notes += (f"expert load imbalance {engine.expert_imbalance:g}: the busiest "
+                  "expert-parallel GPU's routed tokens (its expert GEMMs and its share of each "
+                  "all-to-all) are that many times the mean, and every rank waits for it; not "
+                  "validated: the measured rows the engines were fitted and checked on are "
+                  "read with balanced routing (benchmark clients send random prompts)",)
     if not engine.async_scheduling and engine.seq_overhead_s > 0:
         notes += (f"{engine.id} at this version schedules synchronously: the host's work, "
                   f"{engine.seq_overhead_s * 1e6:.0f} us a running sequence, adds to every "
@@ -248,6 +254,8 @@ def _roles(dep: Deployment) -> dict[str, Any]:
                 "gpus_per_worker": p.gpus}
     if dep.agg is not None:
         out: dict[str, Any] = {"mode": "agg", "agg": one(dep.agg)}
+        if dep.arch.is_moe:
+            out["expert_imbalance"] = dep.engine.expert_imbalance
         if dep.engine.batch_wait_iterations and dep.engine.batch_wait_tokens_ratio:
             out["batch_wait"] = {"iterations": dep.engine.batch_wait_iterations,
                                  "tokens_ratio": dep.engine.batch_wait_tokens_ratio}
@@ -256,6 +264,8 @@ def _roles(dep: Deployment) -> dict[str, Any]:
         return out
     assert dep.prefill is not None and dep.decode is not None
     out = {"mode": "disagg", "prefill": one(dep.prefill), "decode": one(dep.decode)}
+    if dep.arch.is_moe:
+        out["expert_imbalance"] = dep.engine.expert_imbalance
     chunk = first_chunk_tokens(dep)
     if chunk > 1:
         # The client's first token waits for the decode workers' first streamed chunk
