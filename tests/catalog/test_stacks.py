@@ -9,7 +9,7 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from clusterwright.catalog.registry import ENTRY_TYPES, Catalog
-from clusterwright.catalog.stacks import CollectiveLib, Stack, StackFeatures
+from clusterwright.catalog.stacks import CollectiveLib, ServingEngine, Stack, StackFeatures
 
 
 def changed(entry: BaseModel, **fields: Any) -> dict[str, Any]:
@@ -43,3 +43,12 @@ def test_a_feature_list_names_its_default_first() -> None:
 def test_every_software_kind_loads_with_its_model() -> None:
     assert ENTRY_TYPES["stacks"] is Stack
     assert ENTRY_TYPES["collective_libs"] is CollectiveLib
+
+
+def test_mixed_chunks_need_chunked_prefill_and_end_prompts_first(catalog: Catalog) -> None:
+    sg = catalog.serving_engine("sglang")
+    assert sg.prefill_priority and sg.prompts_first
+    mixed = ServingEngine.model_validate(changed(sg, mixed_chunk=True))
+    assert not mixed.prompts_first
+    with pytest.raises(ValidationError, match="mixed_chunk"):
+        ServingEngine.model_validate(changed(sg, mixed_chunk=True, chunked_prefill=False))

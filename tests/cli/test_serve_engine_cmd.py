@@ -493,3 +493,29 @@ def test_serve_plan_takes_the_expert_imbalance_on_the_engine_path_only() -> None
     r = cw(*base, "--model", "deepseek-v3", "--gpu", "b200", "--engine", "sglang",
            "--expert-imbalance", "100")
     assert r.exit_code == 2 and "outside 1 .. 64" in r.output, r.output
+
+
+def test_mixed_chunks_break_sglang_s_lockstep() -> None:
+    """--mixed-chunk (SGLang's --enable-mixed-chunk): equal-length clients no longer move in
+    lockstep, the deployment says so; it is refused on another engine, on a disaggregated
+    deployment and without --engine."""
+    base = ["serve", "estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine",
+            "sglang", "--concurrency", "64", "--input-len", "2048", "--output-len", "512",
+            "--steady-only", "--json"]
+    first = json.loads(cw(*base).output)
+    mixed = json.loads(cw(*base, "--mixed-chunk").output)
+    assert "mixed_chunk" not in first["deployment"]
+    assert mixed["deployment"]["mixed_chunk"] is True
+    assert "lockstep" in first["steady_state"]["detail"]
+    assert "lockstep" not in mixed["steady_state"]["detail"]
+    assert mixed["steady_state"]["ttft_mean_s"] < first["steady_state"]["ttft_mean_s"]
+    r = cw(*base[:7], "trtllm", *base[8:], "--mixed-chunk")
+    assert r.exit_code == 2 and "--mixed-chunk: mixing a prompt's chunk" in r.output, r.output
+    r = cw(*base, "--mixed-chunk", "--prefill", "workers=1,tp=1", "--decode", "workers=1,tp=1")
+    assert r.exit_code == 2 and "--mixed-chunk: an aggregated server's option" in r.output
+    r = cw("serve", "estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm",
+           "--concurrency", "8", "--input-len", "512", "--output-len", "64", "--mixed-chunk")
+    assert r.exit_code == 2 and "--mixed-chunk: only with --engine" in r.output, r.output
+    r = cw("serve", "plan", "--model", "llama-3.1-8b", "--qps", "2", "--input-len", "512",
+           "--output-len", "128", "--ttft-p99", "2", "--tpot-p99", "0.05", "--mixed-chunk")
+    assert r.exit_code == 2 and "--mixed-chunk: only with --engine sglang" in r.output

@@ -321,3 +321,25 @@ def test_int8_weights_are_weight_only(cat: Catalog) -> None:
     assert (dep.dense.name, dep.dense.compute.value, dep.dense.bytes_per_weight) == (
         "int8_wo", "bf16", 1.0)
     assert dep.kv_format == "bf16"
+
+
+def test_the_simulator_takes_a_roles_token_budget_as_the_steady_state_does(
+        cat: Catalog) -> None:
+    """A role's max_tokens bounds the simulated iterations too (it did only the steady
+    state's): 8 equal clients with 2k prompts on a budget of one prompt an iteration no longer
+    wait for one batch of all eight, in the simulation as in the steady state."""
+    from clusterwright.plan.serving_engine import simulate_deployment
+
+    arch = cat.model("llama-3.1-8b")
+    eng = engine_of(cat, "trtllm")
+    par = layout(arch, 1, 1, 1, None, None)
+    wide = deployment(cat, arch, cat.gpu("h100-sxm"), eng, "fp8",
+                      agg=Role(par, 1, max_tokens=16384))
+    narrow = replace(wide, agg=Role(par, 1, max_tokens=2048 + 64))
+    w = closed(8, 2048, 64, n=80)
+    sim_wide = simulate_deployment(cat, wide, w, 2048, 64).ttft_s["mean"]
+    sim_narrow = simulate_deployment(cat, narrow, w, 2048, 64).ttft_s["mean"]
+    st_wide = steady(cat, wide, 8, 2048, 64)[0].ttft_s
+    st_narrow = steady(cat, narrow, 8, 2048, 64)[0].ttft_s
+    assert sim_narrow < 0.8 * sim_wide
+    assert st_narrow < st_wide

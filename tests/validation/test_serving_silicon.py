@@ -1267,3 +1267,51 @@ def test_an_sglang_recipe_s_stream_interval_delays_the_first_token() -> None:
         without.ttft_s + out1 * without.tpot_s, rel=1e-9)
     assert osl > k
 
+
+
+def _aic_sglang_row(version: str, extra: str = "") -> dict[str, str]:
+    r = pick(backend="sglang", mode="agg", system="h100_sxm", backend_version="0.5.1.post1")
+    r["backend_version"] = version
+    r["silicon_data_source"] = (f"source_file=h100_sxm/sglang/{version}/Qwen_Qwen3-32B.csv; "
+                                f"silicon_concurrency=16{extra}")
+    return r
+
+
+@pytest.mark.parametrize(("version", "extra", "mixed"), [
+    ("0.5.1.post1", "", False),  # collected before the generator deployed SGLang
+    ("0.5.6.post2", "", True),
+    ("0.5.8.post1", "", True),
+    ("0.5.6.post2", "; measured=2026-01-10", False),  # a dated run before the flag
+    ("0.5.1.post1", "; measured=2026-02-02", True),  # a dated run after it
+])
+def test_aiconfigurator_s_own_sglang_servers_mix_prompt_chunks_from_its_generator_s_date(
+        version: str, extra: str, mixed: bool) -> None:
+    """AIConfigurator's generator runs aggregated SGLang with --enable-mixed-chunk since
+    2026-01-19: such a row is read with prompt chunks mixed into the decode batch (no lockstep
+    of its equal-length clients), and a note says so; older collections keep the default."""
+    cfg = ss.resolve(load_catalog(), _aic_sglang_row(version, extra))
+    assert cfg.dep.engine.mixed_chunk is mixed
+    assert cfg.dep.engine.prompts_first is not mixed
+    assert any("--enable-mixed-chunk" in n for n in cfg.dep.notes) is mixed
+
+
+def test_mixed_chunks_change_the_prediction_of_an_aiconfigurator_sglang_row() -> None:
+    """The same measured row predicted as lockstep and as mixed chunks: the steady states
+    differ (a mixed batch spreads the prefills over the decode iterations)."""
+    cat = load_catalog()
+    old = ss.predict(cat, ss.resolve(cat, _aic_sglang_row("0.5.1.post1")))[0]
+    new = ss.predict(cat, ss.resolve(cat, _aic_sglang_row("0.5.6.post2")))[0]
+    assert "lockstep" in old.detail and "lockstep" not in new.detail
+    assert abs(new.ttft_s - old.ttft_s) > 0.05 * old.ttft_s
+
+
+@pytest.mark.parametrize("change", [
+    {"mode": "disagg"},  # the flag is the generator's aggregated rule
+    {"silicon_data_source": "source_file=2026-04-06.csv; model=Qwen3-32B; "
+                            "silicon_concurrency=16; measured=2026-02-02T00:00:00.000Z"},
+])
+def test_only_aiconfigurator_s_own_aggregated_sglang_rows_take_the_generator_s_flag(
+        change: dict[str, str]) -> None:
+    r = {**_aic_sglang_row("0.5.6.post2"), **change}
+    engine = load_catalog().serving_engine("sglang", "0.5.6.post2")
+    assert ss.aic_generator_settings(r, engine) == (engine, "")

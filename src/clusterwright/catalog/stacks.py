@@ -280,6 +280,10 @@ class ServingEngine(CatalogEntry):
     # Every waiting prompt is prefilled before the running sequences decode again, in
     # iterations of its own (no prefill chunk mixed into a decode batch)
     prefill_priority: StrictBool = False
+    # SGLang's --enable-mixed-chunk: a prompt's chunk joins the running decode batch, whose
+    # tokens come off the chunk budget (schedule_policy.PrefillAdder's mixed decode tokens),
+    # so prompts no longer run first; off by default (server_args enable_mixed_chunk=False)
+    mixed_chunk: StrictBool = False
     # The budget is the whole attention-DP group's, split over its ranks (SGLang)
     adp_divides_budget: StrictBool = False
     max_batch: PositiveInt  # requests one data-parallel rank runs at once
@@ -371,6 +375,20 @@ class ServingEngine(CatalogEntry):
     @property
     def gemm_ys(self) -> tuple[float, ...]:
         return tuple(y for _, y in self.gemm_efficiency)
+
+    @model_validator(mode="after")
+    def _mixed_chunks_are_chunks(self) -> ServingEngine:
+        # SGLang mixes only chunked prefill (scheduler: is_mixed_chunk needs a chunk size)
+        if self.mixed_chunk and not self.chunked_prefill:
+            raise ValueError("mixed_chunk: mixing a prompt's chunk into the decode batch "
+                             "needs chunked_prefill")
+        return self
+
+    @property
+    def prompts_first(self) -> bool:
+        """Waiting prompts run in iterations of their own before the sequences decode again
+        (SGLang's scheduler unless ``mixed_chunk``)."""
+        return self.prefill_priority and not self.mixed_chunk
 
     def covers(self, version: str) -> bool:
         return any(version.startswith(v) for v in self.versions)

@@ -147,6 +147,11 @@ def estimate_cmd(
         "GPU's routed tokens over the mean (1-64; default 1.0, balanced routing): its expert "
         "GEMMs and its share of each all-to-all grow by that factor, and every rank waits for "
         "it."),
+    mixed_chunk: bool = typer.Option(
+        False, "--mixed-chunk", help="--engine sglang, aggregated: --enable-mixed-chunk: a "
+        "prompt's chunk joins the running decode batch (the decodes' tokens come off the "
+        "chunk budget) instead of every waiting prompt running first; AIConfigurator's "
+        "generator sets it since 2026-01-19."),
     async_scheduling: bool | None = typer.Option(
         None, "--async-scheduling/--sync-scheduling", help="--engine vllm: whether the "
         "engine overlaps its host work (scheduling, inputs, outputs: 34 us a running "
@@ -191,6 +196,7 @@ def estimate_cmd(
                         ("--benchmark-rounds", benchmark_rounds), ("--batch-wait", batch_wait),
                         ("--recv-interval", recv_interval),
                         ("--expert-imbalance", expert_imbalance),
+                        ("--mixed-chunk", mixed_chunk),
                         ("--async-scheduling/--sync-scheduling",
                          async_scheduling is not None)):
             if v:
@@ -211,7 +217,7 @@ def estimate_cmd(
                          speculative=speculative, benchmark_rounds=benchmark_rounds,
                          max_batch=max_num_seqs, batch_wait=batch_wait,
                          recv_interval=recv_interval, async_scheduling=async_scheduling,
-                         expert_imbalance=expert_imbalance)
+                         expert_imbalance=expert_imbalance, mixed_chunk=mixed_chunk)
         return
     max_num_seqs = 256 if max_num_seqs is None else max_num_seqs
 
@@ -304,6 +310,9 @@ def plan_cmd(
         None, "--expert-imbalance", help="--engine, MoE models: the busiest expert-parallel "
         "GPU's routed tokens over the mean (1-64; default 1.0, balanced routing), charged to "
         "every layout with expert parallelism."),
+    mixed_chunk: bool = typer.Option(
+        False, "--mixed-chunk", help="--engine sglang: --enable-mixed-chunk on the aggregated "
+        "layouts (a prompt's chunk joins the running decode batch)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Cheapest fleet (GPU type, TP, replicas) serving --qps within the p99 SLOs, found by
@@ -321,6 +330,8 @@ def plan_cmd(
         fail("--gemm-quant/--moe-quant: only with --engine")
     if engine is None and expert_imbalance is not None:
         fail("--expert-imbalance: only with --engine (a catalog serving engine)")
+    if engine is None and mixed_chunk:
+        fail("--mixed-chunk: only with --engine sglang")
     if engine is not None:
         _positive(qps=qps, input_len=input_len, output_len=output_len, ttft_p99=ttft_p99,
                   tpot_p99=tpot_p99)
@@ -328,7 +339,7 @@ def plan_cmd(
                         input_len=input_len, output_len=output_len, ttft=ttft_p99,
                         tpot=tpot_p99, precision=precision.value, gemm_quant=gemm_quant,
                         moe_quant=moe_quant, as_json=as_json,
-                        expert_imbalance=expert_imbalance)
+                        expert_imbalance=expert_imbalance, mixed_chunk=mixed_chunk)
         return
 
     _positive(qps=qps, input_len=input_len, output_len=output_len, ttft_p99=ttft_p99,

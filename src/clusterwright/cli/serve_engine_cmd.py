@@ -135,6 +135,21 @@ def with_imbalance(eng: ServingEngine, arch: ModelArch, value: float | None) -> 
     return eng.model_copy(update={"expert_imbalance": value})
 
 
+def with_mixed_chunk(eng: ServingEngine, on: bool, disaggregated: bool = False
+                     ) -> ServingEngine:
+    """The engine with SGLang's ``--enable-mixed-chunk`` where asked; refused on another
+    engine or a disaggregated deployment (its prefill workers run no decodes to mix with)."""
+    if not on:
+        return eng
+    if eng.backend != "sglang":
+        fail(f"--mixed-chunk: mixing a prompt's chunk into the decode batch is SGLang's "
+             f"option; {eng.id} schedules its own way")
+    if disaggregated:
+        fail("--mixed-chunk: an aggregated server's option (a disaggregated prefill worker "
+             "has no decode batch to mix into)")
+    return eng.model_copy(update={"mixed_chunk": True})
+
+
 def _ms(s: float | None) -> str:
     return "-" if s is None or s != s else f"{1e3 * s:.1f} ms"
 
@@ -153,7 +168,8 @@ def estimate_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str
                         batch_wait: str | None = None,
                         recv_interval: int | None = None,
                         async_scheduling: bool | None = None,
-                        expert_imbalance: float | None = None) -> None:
+                        expert_imbalance: float | None = None,
+                        mixed_chunk: bool = False) -> None:
     from clusterwright.plan.serving_engine import (
         deployment,
         engine_of,
@@ -189,6 +205,7 @@ def estimate_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str
                      "on an aggregated server")
             eng = eng.model_copy(update={"scheduler_recv_interval": recv_interval})
         eng = with_imbalance(eng, arch, expert_imbalance)
+        eng = with_mixed_chunk(eng, mixed_chunk, prefill is not None)
         if async_scheduling is not None:
             if eng.backend != "vllm":
                 fail("--async-scheduling/--sync-scheduling: the catalog has a host cost per "
@@ -238,7 +255,8 @@ def _roles_text(dep: dict[str, Any]) -> str:
         return "aggregated " + one(dep["agg"]) + (
             f", prompts held up to {wait['iterations']} iterations or "
             f"{wait['tokens_ratio']:.0%} of the token budget" if wait else "") + (
-            f", new prompts taken every {recv} decode iterations" if recv else "")
+            f", new prompts taken every {recv} decode iterations" if recv else "") + (
+            ", prompt chunks mixed into the decode batch" if dep.get("mixed_chunk") else "")
     return f"prefill {one(dep['prefill'])}, decode {one(dep['decode'])}"
 
 
@@ -329,7 +347,8 @@ def render_estimate(d: dict[str, Any]) -> None:
 def plan_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str, qps: float,
                     input_len: int, output_len: int, ttft: float, tpot: float,
                     precision: str, gemm_quant: str | None, moe_quant: str | None,
-                    as_json: bool, expert_imbalance: float | None = None) -> None:
+                    as_json: bool, expert_imbalance: float | None = None,
+                    mixed_chunk: bool = False) -> None:
     from clusterwright.plan.serving_engine import engine_of, plan_engine
 
     if gpu == "choose":
@@ -339,7 +358,8 @@ def plan_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str, qp
     with engine_errors():
         arch = resolve_model(cat, model)
         g = cat.gpu(gpu)
-        eng = with_imbalance(engine_of(cat, engine), arch, expert_imbalance)
+        eng = with_mixed_chunk(with_imbalance(engine_of(cat, engine), arch,
+                                              expert_imbalance), mixed_chunk)
         d = plan_engine(cat, arch, g, eng, qps, input_len, output_len, ttft, tpot,
                         precision, gemm_quant, moe_quant)
     if as_json:

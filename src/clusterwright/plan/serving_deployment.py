@@ -287,8 +287,8 @@ def pool(cat: Catalog, dep: Deployment, par: ServingParallel, workers: int, isl:
                 spec_yield=dep.spec_yield(),
                 spec_cost=dep.speculative[2] if dep.speculative else 1.0,
                 spec_draft=dep.speculative[0] if dep.speculative else 0,
-                lockstep=equal_lengths and e.prefill_priority,
-                prefill_first=e.prefill_priority)
+                lockstep=equal_lengths and e.prompts_first,
+                prefill_first=e.prompts_first)
 
 
 def size_workers(cat: Catalog, dep: Deployment, clients: float, isl: int, osl: int,

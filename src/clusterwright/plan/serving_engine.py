@@ -208,7 +208,7 @@ def _engine_config(p: Pool, dep: Deployment, max_seqs: int | None = None) -> Eng
                         speculative=spec,
                         max_num_seqs=seqs, max_num_batched_tokens=p.budget,
                         chunked_prefill=p.chunked, admission=p.admission,
-                        prefill_first=dep.engine.prefill_priority,
+                        prefill_first=dep.engine.prompts_first,
                         token_delay_s=p.frontend_s,
                         token_delay_steps=p.first_token_iterations + p.context_wait_iterations,
                         batch_wait_iterations=int(p.batch_wait_iterations),
@@ -223,16 +223,16 @@ def simulate_deployment(cat: Catalog, dep: Deployment, w: Workload, isl: int, os
     is a replica behind the router (attention-DP ranks take their own requests)."""
     if dep.agg is not None:
         p = pool(cat, dep, dep.agg.par, dep.agg.workers or 1, isl, osl,
-                 max_batch=dep.agg.max_batch)
+                 max_batch=dep.agg.max_batch, max_tokens=dep.agg.max_tokens)
         cluster = ClusterConfig(engine=_engine_config(p, dep), replicas=p.ranks,
                                 router="least_outstanding")
         return simulate(cluster, w, p.step, slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s)
     assert dep.prefill is not None and dep.decode is not None
     assert dep.prefill.workers is not None and dep.decode.workers is not None
     pre = pool(cat, dep, dep.prefill.par, dep.prefill.workers, isl, osl, "prefill.",
-               max_batch=dep.prefill.max_batch)
+               max_batch=dep.prefill.max_batch, max_tokens=dep.prefill.max_tokens)
     dec = pool(cat, dep, dep.decode.par, dep.decode.workers, isl, osl, "decode.",
-               max_batch=dep.decode.max_batch)
+               max_batch=dep.decode.max_batch, max_tokens=dep.decode.max_tokens)
     link = kv_link_bytes_per_s(dep, pre, dep.gpus() or 0)
     dis = Disaggregation(prefill_replicas=pre.ranks, decode_replicas=dec.ranks,
                          kv_bytes_per_token=kv_bytes_per_token(dep.arch, dep.kv_format),
@@ -261,6 +261,8 @@ def _roles(dep: Deployment) -> dict[str, Any]:
                                  "tokens_ratio": dep.engine.batch_wait_tokens_ratio}
         if dep.engine.scheduler_recv_interval > 1 and dep.agg.par.adp == 1:
             out["recv_interval"] = dep.engine.scheduler_recv_interval
+        if dep.engine.mixed_chunk:
+            out["mixed_chunk"] = True
         return out
     assert dep.prefill is not None and dep.decode is not None
     out = {"mode": "disagg", "prefill": one(dep.prefill), "decode": one(dep.decode)}

@@ -937,6 +937,49 @@ def _workers(r: dict[str, str], arch: ModelArch, par: ServingParallel,
 _DEV_BUILD = re.compile(r"(^|[-_.])(nightly|dev|main|hopper|blackwell)([-_.]|\d|$)", re.I)
 
 
+# AIConfigurator's own measurements (not InferenceMAX's): the file names the collection as
+# source_file=<system>/<backend>/<version>/<model>.csv
+_AIC_OWN = re.compile(r"^source_file=[a-z0-9_]+/([a-z]+)/([^/;]+)/")
+# AIConfigurator's generator deploys SGLang aggregated servers with --enable-mixed-chunk
+# since 2026-01-19 (ai-dynamo/aiconfigurator fa895ffb1 and 07a377923, rule_plugin/sglang.rule
+# "agg enable_mixed_chunk = true"); its first SGLang collected after that is 0.5.6.post2
+# (the file's dated 0.5.6.post2 runs: 2026-01-23 to 01-25, Dynamo 0.8.0's runtime). The 0.5.1
+# collection predates the generator's SGLang support (95ddf241a, 2025-12-04).
+AIC_MIXED_CHUNK_FROM = "2026-01-19"
+AIC_MIXED_CHUNK_VERSION = (0, 5, 6)
+
+
+def _release(version: str) -> tuple[int, ...]:
+    """The numeric release of a version string (``0.5.6.post2`` -> (0, 5, 6))."""
+    out: list[int] = []
+    for part in version.split("."):
+        if not part.isdigit():
+            break
+        out.append(int(part))
+    return tuple(out)
+
+
+def aic_generator_settings(r: dict[str, str], engine: ServingEngine
+                           ) -> tuple[ServingEngine, str]:
+    """The row's engine with the options AIConfigurator's generator set on its own aggregated
+    SGLang runs (``--enable-mixed-chunk``), and a note ("" when none applies)."""
+    src = (r.get("silicon_data_source") or "").strip()
+    own = _AIC_OWN.search(src)
+    if (own is None or engine.backend != "sglang" or own.group(1) != "sglang"
+            or (r.get("mode") or "").strip() != "agg"):
+        return engine, ""
+    day = _MEASURED.search(src)
+    if day is not None:
+        if day.group(1) < AIC_MIXED_CHUNK_FROM:
+            return engine, ""
+    elif _release(own.group(2)) < AIC_MIXED_CHUNK_VERSION:
+        return engine, ""
+    return engine.model_copy(update={"mixed_chunk": True}), (
+        "AIConfigurator's generator ran this SGLang server with --enable-mixed-chunk (set "
+        f"from {AIC_MIXED_CHUNK_FROM}; its collections from SGLang 0.5.6 on): prompt chunks "
+        "mixed into the decode batch")
+
+
 def _engine(cat: Catalog, r: dict[str, str], backend: str,
             version: str) -> tuple[ServingEngine, str]:
     """The catalog engine that covers the row's version, and a note when the row names a
@@ -963,6 +1006,8 @@ def resolve(cat: Catalog, r: dict[str, str],
     version = (r.get("backend_version") or "").strip()
     engine, build_note = _engine(cat, r, backend, version)
     engine, set_note = script_settings(r, engine)
+    engine, aic_note = aic_generator_settings(r, engine)
+    set_note = "; ".join(n for n in (set_note, aic_note) if n)
     if set_note:
         build_note = "; ".join(n for n in (build_note, set_note) if n)
     mode = (r.get("mode") or "").strip()
