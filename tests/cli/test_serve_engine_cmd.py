@@ -513,6 +513,8 @@ def test_mixed_chunks_break_sglang_s_lockstep() -> None:
     assert r.exit_code == 2 and "--mixed-chunk: mixing a prompt's chunk" in r.output, r.output
     r = cw(*base, "--mixed-chunk", "--prefill", "workers=1,tp=1", "--decode", "workers=1,tp=1")
     assert r.exit_code == 2 and "--mixed-chunk: an aggregated server's option" in r.output
+    r = cw(*base, "--mixed-chunk", "--speculative", "3:0.7")
+    assert r.exit_code == 2 and "turns mixed chunks off under speculative" in r.output
     r = cw("serve", "estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm",
            "--concurrency", "8", "--input-len", "512", "--output-len", "64", "--mixed-chunk")
     assert r.exit_code == 2 and "--mixed-chunk: only with --engine" in r.output, r.output

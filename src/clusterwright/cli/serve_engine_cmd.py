@@ -206,6 +206,11 @@ def estimate_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str
             eng = eng.model_copy(update={"scheduler_recv_interval": recv_interval})
         eng = with_imbalance(eng, arch, expert_imbalance)
         eng = with_mixed_chunk(eng, mixed_chunk, prefill is not None)
+        if mixed_chunk and spec is not None:
+            # server_args: "Mixed chunked prefill is disabled because of using ... speculative
+            # decoding"
+            fail("--mixed-chunk: SGLang turns mixed chunks off under speculative decoding; "
+                 "give one of --mixed-chunk and --speculative")
         if async_scheduling is not None:
             if eng.backend != "vllm":
                 fail("--async-scheduling/--sync-scheduling: the catalog has a host cost per "
