@@ -521,3 +521,16 @@ def test_mixed_chunks_break_sglang_s_lockstep() -> None:
     r = cw("serve", "plan", "--model", "llama-3.1-8b", "--qps", "2", "--input-len", "512",
            "--output-len", "128", "--ttft-p99", "2", "--tpot-p99", "0.05", "--mixed-chunk")
     assert r.exit_code == 2 and "--mixed-chunk: only with --engine sglang" in r.output
+
+
+def test_serve_plan_searches_mixed_chunk_layouts() -> None:
+    r = cw("serve", "plan", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "sglang",
+           "--qps", "2", "--input-len", "512", "--output-len", "128", "--ttft-p99", "2",
+           "--tpot-p99", "0.05", "--mixed-chunk", "--json")
+    assert r.exit_code == 0, r.output
+    agg = json.loads(r.stdout)["aggregated"]
+    assert agg is not None and agg["mixed_chunk"] is True
+    r = cw("serve", "plan", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "vllm",
+           "--qps", "2", "--input-len", "512", "--output-len", "128", "--ttft-p99", "2",
+           "--tpot-p99", "0.05", "--mixed-chunk")
+    assert r.exit_code == 2 and "--mixed-chunk: mixing a prompt's chunk" in r.output, r.output
