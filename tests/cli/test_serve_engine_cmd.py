@@ -509,6 +509,8 @@ def test_mixed_chunks_break_sglang_s_lockstep() -> None:
     assert "lockstep" in first["steady_state"]["detail"]
     assert "lockstep" not in mixed["steady_state"]["detail"]
     assert mixed["steady_state"]["ttft_mean_s"] < first["steady_state"]["ttft_mean_s"]
+    assert any("--enable-mixed-chunk" in n and "held-out H200" in n for n in mixed["notes"])
+    assert not any("--enable-mixed-chunk" in n for n in first["notes"])
     r = cw(*base[:7], "trtllm", *base[8:], "--mixed-chunk")
     assert r.exit_code == 2 and "--mixed-chunk: mixing a prompt's chunk" in r.output, r.output
     r = cw(*base, "--mixed-chunk", "--prefill", "workers=1,tp=1", "--decode", "workers=1,tp=1")

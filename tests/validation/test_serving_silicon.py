@@ -1315,3 +1315,24 @@ def test_only_aiconfigurator_s_own_aggregated_sglang_rows_take_the_generator_s_f
     r = {**_aic_sglang_row("0.5.6.post2"), **change}
     engine = load_catalog().serving_engine("sglang", "0.5.6.post2")
     assert ss.aic_generator_settings(r, engine) == (engine, "")
+
+
+def test_the_mixed_chunk_note_states_the_rows_that_ran_it(
+        shipped_result: ss.SiliconResult) -> None:
+    """``serve estimate --engine sglang --mixed-chunk`` quotes how the mixed scheduler did on
+    the rows read with it; the figures follow the model (recomputed here, held out too)."""
+    from clusterwright.plan.serving_engine import MIXED_CHUNK_NOTE
+
+    held = ss.predict_all([r for r in ss.read_rows(data_dir() / "serving_silicon_aic012.csv")
+                           if r["backend"] == "sglang" and r["mode"] == "agg"])
+
+    def figures(rows: list[ss.RowResult]) -> tuple[int, int, int]:
+        mixed = [r for r in rows if "--enable-mixed-chunk" in r.note and r.skipped is None]
+        assert mixed
+        return (len(mixed), round(100 * ss._mape([r.ttft_error for r in mixed]) or 0),
+                round(100 * ss._mape([r.tpot_error for r in mixed]) or 0))
+
+    n, ttft, tpot = figures(held)
+    assert f"{n} held-out H200 rows at TTFT {ttft} % / TPOT {tpot} %" in MIXED_CHUNK_NOTE
+    n, ttft, tpot = figures(shipped_result.rows)
+    assert f"{n} H100 rows at {ttft} % / {tpot} %" in MIXED_CHUNK_NOTE
