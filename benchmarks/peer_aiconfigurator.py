@@ -294,6 +294,20 @@ def import_ours() -> tuple[Callable[[list[dict[str, str]]], list[dict]] | None, 
     return predict_rows, ""
 
 
+def read_as_ours(path: Path, rows: list[dict[str, str]]) -> list[dict[str, str]]:
+    """The rows as `validate --table serving-silicon` reads the file: its readings that take
+    a deployment from another row of the same run or from InferenceMAX's published
+    configuration, and size a sweep once (`serving_silicon.read_rows` on the whole file),
+    so that Clusterwright's side is the command's; the raw row where the reading fails."""
+    try:
+        from clusterwright.validation.serving_silicon import read_rows
+        read = {r["id"]: r for r in read_rows(path)}
+    except Exception as e:
+        print(f"Clusterwright: the file's readings are not applied ({short_error(e)})")
+        return rows
+    return [read.get(r["id"], r) for r in rows]
+
+
 def check_ours(row: dict[str, str], p: dict | None) -> dict[str, Any]:
     out: dict[str, Any] = {"id": row["id"], "skipped": None}
     if not isinstance(p, dict):
@@ -583,7 +597,7 @@ def main() -> None:
     if predict_rows is None:
         print(f"{NOT_AVAILABLE} ({why})")
     else:
-        ours, ours_info = run_ours(predict_rows, rows)
+        ours, ours_info = run_ours(predict_rows, read_as_ours(args.data, rows))
 
     versions = {p: metadata.version(p) for p in ("aiconfigurator", "aiconfigurator-core")}
     if versions["aiconfigurator"] != PEER_VERSION:
@@ -630,7 +644,10 @@ def main() -> None:
             batch = f"one `predict_rows` call on all rows raised {ours_info['batch_error']}"
         ours_lines = [
             "- Clusterwright: `clusterwright.validation.serving_silicon.predict_rows`, called "
-            f"with one row per call (the timed numbers); {batch}."
+            f"with one row per call (the timed numbers); {batch}. The rows are read as `validate "
+            "--table serving-silicon` reads the file (`read_rows` on the whole file: deployments "
+            "from a twin row of the same run or from InferenceMAX's configuration, a sweep sized "
+            "once), so the errors are the command's."
         ]
 
     out = [
