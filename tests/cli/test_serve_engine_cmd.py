@@ -536,3 +536,30 @@ def test_serve_plan_searches_mixed_chunk_layouts() -> None:
            "--qps", "2", "--input-len", "512", "--output-len", "128", "--ttft-p99", "2",
            "--tpot-p99", "0.05", "--mixed-chunk")
     assert r.exit_code == 2 and "--mixed-chunk: mixing a prompt's chunk" in r.output, r.output
+
+
+def test_max_tokens_bounds_an_aggregated_iteration() -> None:
+    """--max-tokens (vLLM --max-num-batched-tokens): 8k prompts in 1,024-token chunks take
+    eight iterations each, so TTFT grows; the deployment reports the budget. Refused without
+    --engine, beside --prefill/--decode, out of bounds, and below the prompt on an engine that
+    takes prompts whole."""
+    base = ["serve", "estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine",
+            "vllm", "--concurrency", "16", "--input-len", "8192", "--output-len", "256",
+            "--steady-only", "--json"]
+    wide = json.loads(cw(*base).output)
+    narrow = json.loads(cw(*base, "--max-tokens", "1024").output)
+    assert narrow["deployment"]["agg"]["max_tokens"] == 1024
+    assert wide["deployment"]["agg"]["max_tokens"] > 1024
+    assert narrow["steady_state"]["ttft_mean_s"] > 1.5 * wide["steady_state"]["ttft_mean_s"]
+    for extra, words in ((("--max-tokens", "0"), "--max-tokens: must be"),
+                         (("--max-tokens", "20000000"), "--max-tokens: must be"),
+                         (("--max-tokens", "1024", "--prefill", "workers=1,tp=1", "--decode",
+                           "workers=1,tp=1"), "give each role's max_tokens= instead")):
+        r = cw(*base, *extra)
+        assert r.exit_code == 2 and words in r.output, r.output
+    r = cw(*base[:7], "trtllm", *base[8:], "--max-tokens", "4096")
+    assert r.exit_code == 2 and "takes a prompt whole" in r.output, r.output
+    r = cw("serve", "estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm",
+           "--concurrency", "8", "--input-len", "512", "--output-len", "64",
+           "--max-tokens", "1024")
+    assert r.exit_code == 2 and "--max-tokens: only with --engine" in r.output, r.output

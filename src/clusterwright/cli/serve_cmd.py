@@ -102,6 +102,11 @@ def estimate_cmd(
         None, "--max-num-seqs", help="Sequences per iteration (default 256). With --engine: "
         "requests a data-parallel rank batches at most (the engine's max batch size; default "
         "the engine's); disaggregated roles take max_batch= instead."),
+    max_tokens: int | None = typer.Option(
+        None, "--max-tokens", help="--engine, aggregated: tokens one iteration of a rank "
+        "carries at most (vLLM --max-num-batched-tokens, TensorRT-LLM max_num_tokens, SGLang "
+        "--chunked-prefill-size; default the engine's); disaggregated roles take max_tokens= "
+        "instead."),
     ttft_slo: float | None = typer.Option(
         None, "--ttft-slo", help="Seconds; requests within both SLOs count as goodput."
     ),
@@ -183,6 +188,7 @@ def estimate_cmd(
                ("--num-requests", num_requests, lim.REQUESTS), ("--seed", seed, lim.SEED),
                ("--replicas", replicas, lim.REPLICAS),
                ("--max-num-seqs", max_num_seqs, lim.SEQUENCES),
+               ("--max-tokens", max_tokens, lim.ITERATION_TOKENS),
                ("--ttft-slo", ttft_slo, lim.SLO_S), ("--tpot-slo", tpot_slo, lim.SLO_S),
                ("--recv-interval", recv_interval, lim.RECV_INTERVAL))
     lim.nonempty(("--server", server), ("--engine", engine), ("--gemm-quant", gemm_quant),
@@ -197,6 +203,7 @@ def estimate_cmd(
                         ("--recv-interval", recv_interval),
                         ("--expert-imbalance", expert_imbalance),
                         ("--mixed-chunk", mixed_chunk),
+                        ("--max-tokens", max_tokens is not None),
                         ("--async-scheduling/--sync-scheduling",
                          async_scheduling is not None)):
             if v:
@@ -206,6 +213,8 @@ def estimate_cmd(
             fail("--ep: with --engine, give --moe-ep (and --adp) instead")
         if max_num_seqs is not None and (prefill is not None or decode is not None):
             fail("--max-num-seqs: with --prefill/--decode, give each role's max_batch= instead")
+        if max_tokens is not None and (prefill is not None or decode is not None):
+            fail("--max-tokens: with --prefill/--decode, give each role's max_tokens= instead")
         estimate_engine_cli(ctx, model=model, gpu=gpu, engine=engine, tp=tp, pp=pp, adp=adp,
                          moe_tp=moe_tp, moe_ep=moe_ep, precision=precision.value,
                          gemm_quant=gemm_quant, moe_quant=moe_quant, prefill=prefill,
@@ -217,7 +226,8 @@ def estimate_cmd(
                          speculative=speculative, benchmark_rounds=benchmark_rounds,
                          max_batch=max_num_seqs, batch_wait=batch_wait,
                          recv_interval=recv_interval, async_scheduling=async_scheduling,
-                         expert_imbalance=expert_imbalance, mixed_chunk=mixed_chunk)
+                         expert_imbalance=expert_imbalance, mixed_chunk=mixed_chunk,
+                         max_tokens=max_tokens)
         return
     max_num_seqs = 256 if max_num_seqs is None else max_num_seqs
 

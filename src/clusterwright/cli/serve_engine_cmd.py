@@ -18,6 +18,7 @@ from clusterwright.catalog.stacks import (
     EXPERT_IMBALANCE_MAX,
     ServingEngine,
 )
+from clusterwright.cli import limits as lim
 from clusterwright.cli.common import console, emit_json, fail, field_flag_message, state
 from clusterwright.errors import ClusterwrightError, InputError
 from clusterwright.plan.serving_deployment import Role
@@ -25,9 +26,8 @@ from clusterwright.spec.scenario import MAX_BATCH
 
 ROLE_KEYS = ("workers", "tp", "pp", "adp", "moe_tp", "moe_ep", "max_batch", "max_tokens",
              "stream_interval")
-# Tokens one iteration of a rank may carry: far above any engine's budget (TensorRT-LLM's
-# disaggregated recipes give their context workers 2,048-16,896)
-MAX_ROLE_TOKENS = 10_000_000
+# Tokens one iteration of a rank may carry (the --max-tokens bound)
+MAX_ROLE_TOKENS = int(lim.ITERATION_TOKENS.high)
 # Serving field paths whose flag is not ``--`` + the field with dashes (serve_cmd uses it too).
 FIELD_FLAGS = {"qps_or_concurrency": "--qps/--concurrency",
                "request_len": "--input-len/--output-len", "ttft_p99_s": "--ttft-p99",
@@ -169,7 +169,8 @@ def estimate_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str
                         recv_interval: int | None = None,
                         async_scheduling: bool | None = None,
                         expert_imbalance: float | None = None,
-                        mixed_chunk: bool = False) -> None:
+                        mixed_chunk: bool = False,
+                        max_tokens: int | None = None) -> None:
     from clusterwright.plan.serving_engine import (
         deployment,
         engine_of,
@@ -228,8 +229,12 @@ def estimate_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str
                              prefill=roles[0], decode=roles[1], speculative=spec)
         else:
             par = layout(arch, tp, pp, adp, moe_tp, moe_ep, pads_heads=eng.pads_heads)
+            if max_tokens is not None and not eng.chunked_prefill and max_tokens < input_len:
+                fail(f"--max-tokens: {eng.id} takes a prompt whole (no chunked prefill): "
+                     f"{max_tokens:,} tokens an iteration cannot hold a {input_len:,}-token "
+                     "prompt")
             dep = deployment(cat, arch, g, eng, precision, gemm_quant, moe_quant,
-                             agg=Role(par, replicas, max_batch), speculative=spec)
+                             agg=Role(par, replicas, max_batch, max_tokens), speculative=spec)
         w = workload(input_len, output_len, qps=qps, concurrency=concurrency,
                      num_requests=num_requests, seed=seed, length_dist=length_dist,
                      length_cv=length_cv, max_context=arch.max_seq_len)
