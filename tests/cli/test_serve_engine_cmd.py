@@ -563,3 +563,16 @@ def test_max_tokens_bounds_an_aggregated_iteration() -> None:
            "--concurrency", "8", "--input-len", "512", "--output-len", "64",
            "--max-tokens", "1024")
     assert r.exit_code == 2 and "--max-tokens: only with --engine" in r.output, r.output
+
+
+def test_serve_plan_takes_a_token_budget_for_its_aggregated_layouts() -> None:
+    base = ["serve", "plan", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--qps", "2",
+            "--input-len", "2048", "--output-len", "128", "--ttft-p99", "3", "--tpot-p99", "0.05"]
+    r = cw(*base, "--engine", "vllm", "--max-tokens", "512", "--json")
+    assert r.exit_code == 0, r.output
+    agg = json.loads(r.stdout)["aggregated"]
+    assert agg is not None and agg["agg"]["max_tokens"] == 512
+    r = cw(*base, "--max-tokens", "512")
+    assert r.exit_code == 2 and "--max-tokens: only with --engine" in r.output, r.output
+    r = cw(*base, "--engine", "trtllm", "--max-tokens", "512")
+    assert r.exit_code == 2 and "takes a prompt whole" in r.output, r.output

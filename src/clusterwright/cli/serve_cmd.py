@@ -323,6 +323,10 @@ def plan_cmd(
     mixed_chunk: bool = typer.Option(
         False, "--mixed-chunk", help="--engine sglang: --enable-mixed-chunk on the aggregated "
         "layouts (a prompt's chunk joins the running decode batch)."),
+    max_tokens: int | None = typer.Option(
+        None, "--max-tokens", help="--engine: the aggregated layouts' tokens an iteration of a "
+        "rank carries at most (vLLM --max-num-batched-tokens, TensorRT-LLM max_num_tokens, "
+        "SGLang --chunked-prefill-size; default the engine's)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Cheapest fleet (GPU type, TP, replicas) serving --qps within the p99 SLOs, found by
@@ -334,7 +338,8 @@ def plan_cmd(
     lim.within(("--qps", qps, lim.QPS), ("--input-len", input_len, lim.SEQ_TOKENS),
                ("--output-len", output_len, lim.SEQ_TOKENS), ("--ttft-p99", ttft_p99, lim.SLO_S),
                ("--tpot-p99", tpot_p99, lim.SLO_S), ("--length-cv", length_cv, lim.LENGTH_CV),
-               ("--num-requests", num_requests, lim.PLAN_REQUESTS), ("--seed", seed, lim.SEED))
+               ("--num-requests", num_requests, lim.PLAN_REQUESTS), ("--seed", seed, lim.SEED),
+               ("--max-tokens", max_tokens, lim.ITERATION_TOKENS))
     lim.nonempty(("--engine", engine), ("--gemm-quant", gemm_quant), ("--moe-quant", moe_quant))
     if engine is None and (gemm_quant or moe_quant):
         fail("--gemm-quant/--moe-quant: only with --engine")
@@ -342,6 +347,8 @@ def plan_cmd(
         fail("--expert-imbalance: only with --engine (a catalog serving engine)")
     if engine is None and mixed_chunk:
         fail("--mixed-chunk: only with --engine sglang")
+    if engine is None and max_tokens is not None:
+        fail("--max-tokens: only with --engine (a catalog serving engine)")
     if engine is not None:
         _positive(qps=qps, input_len=input_len, output_len=output_len, ttft_p99=ttft_p99,
                   tpot_p99=tpot_p99)
@@ -349,7 +356,8 @@ def plan_cmd(
                         input_len=input_len, output_len=output_len, ttft=ttft_p99,
                         tpot=tpot_p99, precision=precision.value, gemm_quant=gemm_quant,
                         moe_quant=moe_quant, as_json=as_json,
-                        expert_imbalance=expert_imbalance, mixed_chunk=mixed_chunk)
+                        expert_imbalance=expert_imbalance, mixed_chunk=mixed_chunk,
+                        max_tokens=max_tokens)
         return
 
     _positive(qps=qps, input_len=input_len, output_len=output_len, ttft_p99=ttft_p99,

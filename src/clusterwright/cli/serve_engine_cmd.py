@@ -150,6 +150,13 @@ def with_mixed_chunk(eng: ServingEngine, on: bool, disaggregated: bool = False
     return eng.model_copy(update={"mixed_chunk": True})
 
 
+def check_budget(eng: ServingEngine, max_tokens: int | None, input_len: int) -> None:
+    """``--max-tokens`` below the prompt on an engine that takes prompts whole is refused."""
+    if max_tokens is not None and not eng.chunked_prefill and max_tokens < input_len:
+        fail(f"--max-tokens: {eng.id} takes a prompt whole (no chunked prefill): "
+             f"{max_tokens:,} tokens an iteration cannot hold a {input_len:,}-token prompt")
+
+
 def _ms(s: float | None) -> str:
     return "-" if s is None or s != s else f"{1e3 * s:.1f} ms"
 
@@ -229,10 +236,7 @@ def estimate_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str
                              prefill=roles[0], decode=roles[1], speculative=spec)
         else:
             par = layout(arch, tp, pp, adp, moe_tp, moe_ep, pads_heads=eng.pads_heads)
-            if max_tokens is not None and not eng.chunked_prefill and max_tokens < input_len:
-                fail(f"--max-tokens: {eng.id} takes a prompt whole (no chunked prefill): "
-                     f"{max_tokens:,} tokens an iteration cannot hold a {input_len:,}-token "
-                     "prompt")
+            check_budget(eng, max_tokens, input_len)
             dep = deployment(cat, arch, g, eng, precision, gemm_quant, moe_quant,
                              agg=Role(par, replicas, max_batch, max_tokens), speculative=spec)
         w = workload(input_len, output_len, qps=qps, concurrency=concurrency,
@@ -358,7 +362,7 @@ def plan_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str, qp
                     input_len: int, output_len: int, ttft: float, tpot: float,
                     precision: str, gemm_quant: str | None, moe_quant: str | None,
                     as_json: bool, expert_imbalance: float | None = None,
-                    mixed_chunk: bool = False) -> None:
+                    mixed_chunk: bool = False, max_tokens: int | None = None) -> None:
     from clusterwright.plan.serving_engine import engine_of, plan_engine
 
     if gpu == "choose":
@@ -370,8 +374,9 @@ def plan_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str, qp
         g = cat.gpu(gpu)
         eng = with_mixed_chunk(with_imbalance(engine_of(cat, engine), arch,
                                               expert_imbalance), mixed_chunk)
+        check_budget(eng, max_tokens, input_len)
         d = plan_engine(cat, arch, g, eng, qps, input_len, output_len, ttft, tpot,
-                        precision, gemm_quant, moe_quant)
+                        precision, gemm_quant, moe_quant, max_tokens=max_tokens)
     if as_json:
         emit_json(d)
         return

@@ -567,12 +567,14 @@ def plan_engine(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine, 
                 isl: int, osl: int, ttft_slo: float, tpot_slo: float,
                 precision: str = "bf16", gemm_quant: str | None = None,
                 moe_quant: str | None = None, max_gpus_per_copy: int = 64,
-                requests: int = 800, seed: int = 0) -> dict[str, Any]:
+                requests: int = 800, seed: int = 0,
+                max_tokens: int | None = None) -> dict[str, Any]:
     """Cheapest aggregated and disaggregated deployments serving ``qps`` with p99 TTFT and
     TPOT within the SLOs, and whether disaggregation pays (fewer GPUs). Layouts and splits
     are screened on the steady state's means (a deployment whose means miss the SLOs cannot
     meet them at p99); the cheapest of each mode is then simulated at its share of ``qps``
-    and given copies until its p99s meet them."""
+    and given copies until its p99s meet them. ``max_tokens``: the aggregated layouts'
+    token budget an iteration (None: the engine's)."""
     if not (qps > 0 and ttft_slo > 0 and tpot_slo > 0):
         raise InputError("qps and the SLOs must be positive", field="qps")
     from clusterwright.plan.serving_deployment import step_model
@@ -601,7 +603,7 @@ def plan_engine(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine, 
             best[mode] = cand
 
     for par in layouts:
-        consider("agg", replace(base, agg=Role(par, 1)))
+        consider("agg", replace(base, agg=Role(par, 1, max_tokens=max_tokens)))
     fits = []
     for par in layouts:
         try:
