@@ -99,7 +99,8 @@ def test_any_value_on_any_option(data: st.DataObject, tmp_path_factory: pytest.T
 
 
 # The base invocation of ``serve estimate`` has no --engine, so the engine path's batch
-# limits (--max-num-seqs with --engine, a role's max_batch=) are fuzzed here on their own.
+# limits (--max-num-seqs and --max-tokens with --engine, a role's max_batch= and
+# max_tokens=) are fuzzed here on their own.
 _ENGINE_AGG = ["serve", "estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine",
                "vllm", "--concurrency", "16", "--input-len", "512", "--output-len", "128",
                "--steady-only", "--json"]
@@ -109,13 +110,14 @@ _ENGINE_DISAGG = ["serve", "estimate", "--model", "llama-3.1-8b", "--gpu", "h100
                   "workers=1,tp=1"]
 
 
-@pytest.mark.parametrize("where", ["--max-num-seqs", "max_batch=", "max_tokens="])
+@pytest.mark.parametrize("where", ["--max-num-seqs", "--max-tokens", "max_batch=",
+                                   "max_tokens="])
 def test_hostile_batch_limits_on_the_engine_path(where: str) -> None:
     found = []
     for value, must_refuse in NUMBER_VALUES:
         must_refuse = must_refuse or value in INT_ONLY_REFUSED
-        if where == "--max-num-seqs":
-            args = [*_ENGINE_AGG, "--max-num-seqs", value]
+        if where.startswith("--"):
+            args = [*_ENGINE_AGG, where, value]
         else:
             args = [*_ENGINE_DISAGG, "--decode", f"workers=1,tp=1,{where}{value}"]
         o = invoke(args)

@@ -21,6 +21,7 @@ REFUSED: dict[str, list[object]] = {
     "sync_versions": ["0.11", [0.11], [["0.11"]], {"a": 1}],
     "stream_interval": [0, -1, 10**9, "fast", ".inf", 2.5],
     "disagg_first_token": ["decode", 1, ["prefill"], {"a": 1}],
+    "mixed_chunk": ["maybe", 2, [True], {"a": 1}],
 }
 
 
@@ -53,7 +54,7 @@ def test_the_largest_host_cost_runs_cleanly(tmp_path: Path) -> None:
 
 
 def test_the_scheduling_flags_take_no_value() -> None:
-    for flag in ("--async-scheduling=yes", "--sync-scheduling=1"):
+    for flag in ("--async-scheduling=yes", "--sync-scheduling=1", "--mixed-chunk=yes"):
         o = invoke([*ESTIMATE, flag])
         assert not problems(o, must_refuse=True), o.stderr[:300]
 
