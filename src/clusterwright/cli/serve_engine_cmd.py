@@ -135,10 +135,11 @@ def with_imbalance(eng: ServingEngine, arch: ModelArch, value: float | None) -> 
     return eng.model_copy(update={"expert_imbalance": value})
 
 
-def with_mixed_chunk(eng: ServingEngine, on: bool, disaggregated: bool = False
-                     ) -> ServingEngine:
+def with_mixed_chunk(eng: ServingEngine, on: bool, disaggregated: bool = False,
+                     speculative: bool = False) -> ServingEngine:
     """The engine with SGLang's ``--enable-mixed-chunk`` where asked; refused on another
-    engine or a disaggregated deployment (its prefill workers run no decodes to mix with)."""
+    engine, a disaggregated deployment (its prefill workers run no decodes to mix with) and
+    under speculative decoding (SGLang's server_args turn mixed chunks off there)."""
     if not on:
         return eng
     if eng.backend != "sglang":
@@ -147,6 +148,9 @@ def with_mixed_chunk(eng: ServingEngine, on: bool, disaggregated: bool = False
     if disaggregated:
         fail("--mixed-chunk: an aggregated server's option (a disaggregated prefill worker "
              "has no decode batch to mix into)")
+    if speculative:
+        fail("--mixed-chunk: SGLang turns mixed chunks off under speculative decoding; "
+             "give one of --mixed-chunk and --speculative")
     return eng.model_copy(update={"mixed_chunk": True})
 
 
@@ -213,12 +217,7 @@ def estimate_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str
                      "on an aggregated server")
             eng = eng.model_copy(update={"scheduler_recv_interval": recv_interval})
         eng = with_imbalance(eng, arch, expert_imbalance)
-        eng = with_mixed_chunk(eng, mixed_chunk, prefill is not None)
-        if mixed_chunk and spec is not None:
-            # server_args: "Mixed chunked prefill is disabled because of using ... speculative
-            # decoding"
-            fail("--mixed-chunk: SGLang turns mixed chunks off under speculative decoding; "
-                 "give one of --mixed-chunk and --speculative")
+        eng = with_mixed_chunk(eng, mixed_chunk, prefill is not None, spec is not None)
         if async_scheduling is not None:
             if eng.backend != "vllm":
                 fail("--async-scheduling/--sync-scheduling: the catalog has a host cost per "
