@@ -80,16 +80,16 @@ MAPPED = {
     "stepfun-ai/Step-3.7-Flash": "step-3.7-flash",
     "stepfun-ai/Step-3.7-Flash-FP8": "step-3.7-flash",
     "XiaomiMiMo/MiMo-V2-Flash": "mimo-v2-flash",
+    "nvidia/Llama-3_3-Nemotron-Super-49B-v1": "llama-3.3-nemotron-super-49b",
+    "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8": "nemotron-3-super-120b-a12b",
+    "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4": "nemotron-3-super-120b-a12b",
+    "nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16": "nemotron-3-ultra-550b-a55b",
+    "nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-FP8": "nemotron-3-ultra-550b-a55b",
+    "nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-NVFP4": "nemotron-3-ultra-550b-a55b",
 }
 
 # Left out on purpose (docs/serving.md, Known limits, says why).
 LEFT_OUT = [
-    "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8",
-    "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4",
-    "nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16",
-    "nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-FP8",
-    "nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-NVFP4",
-    "nvidia/Llama-3_3-Nemotron-Super-49B-v1",
     "deepseek-ai/DeepSeek-V4-Flash",
     "deepseek-ai/DeepSeek-V4-Pro",
     "nvidia/DeepSeek-V4-Flash-NVFP4",

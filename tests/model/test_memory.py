@@ -184,3 +184,15 @@ def test_mamba2_layers_keep_a_state_and_no_kv_cache(catalog: Catalog) -> None:
     # and C (16,384 + 2 x 8 x 256 wide) in 16 bits, per Mamba-2 layer
     per_layer = 256 * 64 * 256 * 4 + (16384 + 4096) * 3 * 2
     assert recurrent_state_bytes_per_sequence(m) == 54 * per_layer
+
+
+def test_ffn_activations_follow_the_ffn_blocks_per_mixer(catalog: Catalog) -> None:
+    """A model with 80 FFN blocks over 49 attention mixers keeps 80/49 FFNs' activations per
+    layer, as its step time charges them."""
+    m = catalog.model("llama-3.3-nemotron-super-49b")
+    one = m.model_copy(update={"ffn_layers": None})
+    nofn = m.model_copy(update={"ffn_layers": None, "ffn_hidden": 1})
+    per = activation_bytes_per_layer(m, 4096, 1, 8, True)
+    base, mixer = activation_bytes_per_layer(one, 4096, 1, 8, True), \
+        activation_bytes_per_layer(nofn, 4096, 1, 8, True)
+    assert per - mixer == pytest.approx((base - mixer) * 80 / 49, rel=1e-3)

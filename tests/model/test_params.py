@@ -108,3 +108,40 @@ def test_mamba2_mixers_and_ffn_blocks_count_from_the_config(catalog: Catalog) ->
     assert (m.layers, m.full_attention_layers, m.moe_layers) == (29, 6, 23)
     # The derived count lands on the published 31.6B (the general check holds it to 1 %).
     assert total_params(m) == pytest.approx(31.6e9, rel=0.002)
+
+
+def test_latent_moe_experts_sit_in_the_latent_and_its_projections_count_once(
+        catalog: Catalog) -> None:
+    # Nemotron 3 Super's config.json: 40 MoE blocks of 512 experts (2,688 wide, squared
+    # ReLU) in a 1,024-wide latent, a shared expert of 5,376 at the hidden width 4,096, and
+    # per block a down (4,096 x 1,024) and an up (1,024 x 4,096) latent projection.
+    m = catalog.model("nemotron-3-super-120b-a12b")
+    c = param_counts(m)
+    assert m.expert_width == 1024
+    assert c.experts == 40 * 512 * 2 * 1024 * 2688
+    assert c.shared_experts == 40 * (2 * 4096 * 5376 + 2 * 4096 * 1024)
+    assert c.router == 40 * 512 * 4096
+    # 120.67B derived without the MTP layer, against the published 120B total
+    assert total_params(m) == pytest.approx(120.67e9, rel=1e-4)
+    # Every token of an MoE block passes the projections: they count as active.
+    wide = m.model_copy(update={"moe_latent": None})
+    assert param_counts(wide).experts == 4 * c.experts
+    assert active_params(m) - c.experts * 22 // 512 == (
+        active_params(wide) - param_counts(wide).experts * 22 // 512 + 40 * 2 * 4096 * 1024)
+
+
+def test_a_latent_needs_experts() -> None:
+    with pytest.raises(ValueError, match="moe_latent"):
+        ModelArch(id="x", name="x", source="a test shape", layers=2, hidden=64, heads=4,
+                  ffn_hidden=128, vocab=100, max_seq_len=128, moe_latent=16)
+
+
+def test_a_pruned_model_counts_its_attention_blocks_and_every_ffn(catalog: Catalog) -> None:
+    # Llama 3.3 Nemotron Super 49B's config.json: 49 of 80 blocks keep attention (64 Q / 8 KV
+    # heads of 128), all 80 have a SwiGLU FFN, their widths summing to 1,642,496.
+    m = catalog.model("llama-3.3-nemotron-super-49b")
+    c = param_counts(m)
+    assert (m.full_attention_layers, m.n_ffn_layers) == (49, 80)
+    assert c.attention == 49 * (2 * 8192 * 8192 + 2 * 8192 * 1024)
+    assert c.dense_mlp == pytest.approx(3 * 8192 * 1_642_496, rel=1e-5)  # at the mean width
+    assert c.norms == (49 + 80 + 1) * 8192

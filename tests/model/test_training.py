@@ -504,3 +504,15 @@ def test_unfused_attention_moves_the_scores_through_hbm_and_keeps_them(dense: Jo
     grown = eager.memory_parts["activations"] - fused.memory_parts["activations"]
     assert grown[0] > 0.0
     assert grown[1] < 0.1 * grown[0]  # selective recompute drops the stored scores
+
+
+def test_latent_moe_shrinks_expert_compute_and_dispatch(catalog: Catalog) -> None:
+    """Nemotron 3 Super's experts run in a 1,024-wide latent: at the same layout its step
+    computes and dispatches less than the same shape with experts at the hidden width."""
+    arch = catalog.model("nemotron-3-super-120b-a12b")
+    wide = arch.model_copy(update={"moe_latent": None})
+    lay = _layouts([(1, 1, 8, 1, 8, 1, 1, 1, 0, 0)])
+    lat = estimate(job_for(catalog, arch, "h100-sxm", 4096, 64), lay)
+    full = estimate(job_for(catalog, wide, "h100-sxm", 4096, 64), lay)
+    assert float(lat.compute_s[0]) < float(full.compute_s[0])
+    assert 0 < float(lat.ep_comm_s[0]) < float(full.ep_comm_s[0])

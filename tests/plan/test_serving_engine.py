@@ -9,6 +9,7 @@ import pytest
 
 from clusterwright.catalog.registry import Catalog, load_catalog
 from clusterwright.errors import InputError
+from clusterwright.model.serving_step import ServingParallel
 from clusterwright.plan.serving_deployment import (
     PREFILL_TARGET_UTIL,
     DeploymentError,
@@ -92,6 +93,21 @@ def test_a_hybrid_linear_attention_model_is_reported_outside_the_fitted_rows(
     v = validation_regime(dep)
     assert v["validated"] is True  # the engine on this GPU...
     assert "Gated DeltaNet" in v["architecture_note"]  # ...but not on this architecture
+
+
+def test_a_latent_moe_model_says_both_unmeasured_parts(cat: Catalog) -> None:
+    arch = cat.model("nemotron-3-super-120b-a12b")
+    dep = deployment(cat, arch, cat.gpu("b200"), engine_of(cat, "trtllm"), "fp4",
+                     agg=Role(ServingParallel(tp=1, adp=4, moe_ep=4), 1))
+    note = validation_regime(dep)["architecture_note"]
+    assert "Mamba-2" in note and "LatentMoE" in note
+
+
+def test_a_pruned_model_says_its_blocks_are_at_their_mean_width(cat: Catalog) -> None:
+    arch = cat.model("llama-3.3-nemotron-super-49b")
+    dep = deployment(cat, arch, cat.gpu("h100-sxm"), engine_of(cat, "vllm"), "fp8",
+                     agg=Role(layout(arch, 2), 1))
+    assert "mean width" in validation_regime(dep)["architecture_note"]
 
 
 def test_fp8_kv_cache_doubles_capacity(cat: Catalog) -> None:

@@ -460,6 +460,12 @@ class ModelArch(CatalogEntry):
     # ``route_groups_per_token`` of them.
     route_groups: PositiveInt | None = None
     route_groups_per_token: PositiveInt | None = None
+    # LatentMoE (Nemotron 3 Super and Ultra; NVIDIA, "LatentMoE", arXiv 2601.18089): the routed
+    # experts run in a latent space of this width (config.json moe_latent_size), behind a
+    # down projection hidden -> latent and an up projection latent -> hidden that every token
+    # of an MoE layer passes. The router and the shared experts stay at the hidden width;
+    # expert-parallel dispatch and combine carry latent-wide tokens.
+    moe_latent: PositiveInt | None = None
     # Multi-head latent attention (DeepSeek-V2/V3)
     q_lora_rank: PositiveInt | None = None
     kv_lora_rank: PositiveInt | None = None
@@ -496,7 +502,8 @@ class ModelArch(CatalogEntry):
     mamba_groups: PositiveInt | None = None
     mamba_conv_kernel: PositiveInt | None = None
     # Models whose blocks hold either a token mixer or an FFN (Nemotron-H's
-    # hybrid_override_pattern: M, * and -/E blocks) have fewer FFNs than mixers: ``layers``
+    # hybrid_override_pattern: M, * and -/E blocks) have fewer FFNs than mixers, and models
+    # pruned by NAS (Llama 3.3 Nemotron Super's blocks without attention) more: ``layers``
     # counts the mixers, ``ffn_layers`` the FFN blocks (None: one per layer). MoE FFNs are
     # the last ffn_layers - dense_layers of them.
     ffn_layers: PositiveInt | None = None
@@ -524,8 +531,8 @@ class ModelArch(CatalogEntry):
                 raise ValueError(f"top_k={self.top_k} must be in 1..experts={self.experts}")
             if self.dense_layers >= self.n_ffn_layers:
                 raise ValueError("dense_layers must leave at least one MoE layer")
-        elif self.top_k or self.shared_experts or self.dense_layers:
-            raise ValueError("top_k/shared_experts/dense_layers need experts > 0")
+        elif self.top_k or self.shared_experts or self.dense_layers or self.moe_latent:
+            raise ValueError("top_k/shared_experts/dense_layers/moe_latent need experts > 0")
         groups = (self.route_groups, self.route_groups_per_token)
         if any(g is not None for g in groups):
             g, per = groups
@@ -589,6 +596,12 @@ class ModelArch(CatalogEntry):
     @property
     def is_moe(self) -> bool:
         return self.experts > 0
+
+    @property
+    def expert_width(self) -> int:
+        """Width of a routed expert's input and output, and of a token as expert
+        parallelism moves it: the latent width of a LatentMoE model, else ``hidden``."""
+        return self.moe_latent or self.hidden
 
     @property
     def is_mla(self) -> bool:

@@ -116,10 +116,12 @@ def adapter_shapes(arch: ModelArch, lora: Lora, moe_layer: bool = False) -> list
         if arch.shared_experts:
             widths.append((float(arch.shared_experts), False))
         for copies, routed in widths:
+            # A LatentMoE expert sits between latent-wide tokens; shared experts do not.
+            w = float(arch.expert_width) if routed else h
             if lora.has("fc1"):
-                out.append(AdapterShape("fc1", h, f_e * g, True, copies, routed))
+                out.append(AdapterShape("fc1", w, f_e * g, True, copies, routed))
             if lora.has("fc2"):
-                out.append(AdapterShape("fc2", f_e, h, False, copies, routed))
+                out.append(AdapterShape("fc2", f_e, w, False, copies, routed))
     else:
         f = float(arch.ffn_hidden)
         if lora.has("fc1"):

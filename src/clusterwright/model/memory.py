@@ -229,13 +229,22 @@ def activation_bytes_per_layer_array(
         f_e = arch.expert_ffn_hidden or arch.ffn_hidden
         tok = s * arch.top_k * b
         # moe recompute keeps only the layer input; moe_act drops the activation outputs.
-        routed = (1.0 - has(8)) * (tok * h * lin_in * keeps("fc1")
+        # LatentMoE: an expert's input is latent-wide, and the down projection's output
+        # (the up projection's input) is kept once per token.
+        routed = (1.0 - has(8)) * (tok * arch.expert_width * lin_in * keeps("fc1")
+                                   + (s * b * arch.moe_latent * lin_in if arch.moe_latent
+                                      else 0.0)
                                    + tok * f_e * (fc1_out + act_out * (1.0 - has(16))))
         shared = (1.0 - has(8)) * s * b * f_e * arch.shared_experts * (fc1_out + act_out)
         router = 4.0 * s * b * arch.experts  # fp32 router logits
         ffn = routed + shared + router
     else:
         ffn = (1.0 - has(4)) * s * b * arch.ffn_hidden * (fc1_out + act_out)
+        if arch.ffn_layers is not None:
+            # Mixers and FFN blocks apart (Nemotron-H, Puzzle-pruned Llama): the dense FFNs
+            # spread over the layers that are not MoE, on average, as the step time has them.
+            ffn = ffn * ((arch.n_ffn_layers - arch.moe_layers)
+                         / max(arch.layers - arch.moe_layers, 1))
 
     kept = replicated / sp_div + (attention + ffn) / t
     if lora is not None:

@@ -20,7 +20,9 @@ class ParamCounts:
     attention: int  # all layers
     dense_mlp: int  # all dense FFN layers
     experts: int  # routed experts, all MoE layers
-    shared_experts: int  # shared experts, all MoE layers
+    # Shared experts, all MoE layers, with LatentMoE's latent projections: dense weights every
+    # token of an MoE layer multiplies.
+    shared_experts: int
     router: int  # gate weights, all MoE layers
     norms: int  # layer norms, all layers plus the final one
 
@@ -110,13 +112,20 @@ def mamba_params_per_layer(arch: ModelArch) -> int:
             + 3 * arch.mamba_heads + inner + inner * h)
 
 
-def mlp_params(arch: ModelArch, ffn_hidden: int) -> int:
-    """One feed-forward block of width ``ffn_hidden``: gated units have three matrices."""
-    h = arch.hidden
+def mlp_params(arch: ModelArch, ffn_hidden: int, width: int | None = None) -> int:
+    """One feed-forward block of width ``ffn_hidden`` between tokens ``width`` wide (default
+    ``hidden``; a LatentMoE expert: the latent width): gated units have three matrices."""
+    h = width or arch.hidden
     gated = arch.activation in (Activation.swiglu, Activation.geglu)
     weights = (3 if gated else 2) * h * ffn_hidden
     biases = ((2 if gated else 1) * ffn_hidden + h) if arch.bias else 0
     return weights + biases
+
+
+def latent_projection_params(arch: ModelArch) -> int:
+    """LatentMoE's down (hidden -> latent) and up (latent -> hidden) projections of one MoE
+    layer, in parameters; 0 without a latent."""
+    return 2 * arch.hidden * arch.moe_latent if arch.moe_latent else 0
 
 
 def param_counts(arch: ModelArch) -> ParamCounts:
@@ -133,8 +142,9 @@ def param_counts(arch: ModelArch) -> ParamCounts:
     experts = shared = router = 0
     if arch.is_moe:
         f_e = arch.expert_ffn_hidden or arch.ffn_hidden
-        experts = moe_layers * arch.experts * mlp_params(arch, f_e)
-        shared = moe_layers * arch.shared_experts * mlp_params(arch, f_e)
+        experts = moe_layers * arch.experts * mlp_params(arch, f_e, arch.expert_width)
+        shared = moe_layers * (arch.shared_experts * mlp_params(arch, f_e)
+                               + latent_projection_params(arch))
         router = moe_layers * arch.experts * h
     # A pre-norm per mixer and per FFN (two per layer), and the final one.
     norms = (L + arch.n_ffn_layers) * _norm_params(arch) + _norm_params(arch)

@@ -540,9 +540,11 @@ class DeploymentStep:
                 # Dispatch (FP8 where the experts run FP8 or FP4) and combine (16-bit) of each
                 # GPU's tokens (a rank's tp GPUs split its tokens) over the MoE group.
                 tokens = n / par.tp
-                disp_b = a.hidden * (1.0 if self.moe_format.compute != Dtype.bf16 else 2.0)
+                # LatentMoE: tokens travel at the latent width.
+                disp_b = a.expert_width * (1.0 if self.moe_format.compute != Dtype.bf16
+                                           else 2.0)
                 disp = float(moe_dispatch_s(disp_b, tokens, a.top_k, group, 1.0, net))
-                comb = float(moe_dispatch_s(a.hidden * ACT_BYTES, tokens, a.top_k, group,
+                comb = float(moe_dispatch_s(a.expert_width * ACT_BYTES, tokens, a.top_k, group,
                                             1.0, net))
                 # The busiest GPU receives (and returns) imbalance x the mean copies, and the
                 # all-to-all ends with it, as the training model charges it.

@@ -263,20 +263,28 @@ def layer_times(ops: Ops, c: ComputeJob, tok: Num, t: Num, ep: Num, sp: Num, rc:
         # ``expert_imbalance`` times the mean, and the step waits for it.
         Tm = tok / t
         tok_e = Tm * k * ep / E
-        up, up_c = _linear(ops, c, tok_e, h, f_e * g, m, 1.0)
-        dn, dn_c = _linear(ops, c, tok_e, f_e, h, m, 1.0)
+        w_e = float(a.expert_width)  # LatentMoE: experts between latent-wide tokens
+        up, up_c = _linear(ops, c, tok_e, w_e, f_e * g, m, 1.0)
+        dn, dn_c = _linear(ops, c, tok_e, f_e, w_e, m, 1.0)
         local = E / ep
         routed = local * (up + dn + up_c + dn_c) * c.expert_imbalance
         shared = 0.0 * tok
         shared_c = 0.0 * tok
+        if a.moe_latent:
+            # The latent down and up projections, on the GPU's routed tokens (the same FLOPs
+            # per GPU as splitting them over the tensor-parallel ranks).
+            ld, ld_c = _linear(ops, c, Tm, h, w_e, m, 1.0)
+            lu, lu_c = _linear(ops, c, Tm, w_e, h, m, 1.0)
+            shared = ld + lu
+            shared_c = ld_c + lu_c
         if a.shared_experts:
             su, su_c = _linear(ops, c, tok, h, f_e * a.shared_experts * g / t, m, 1.0)
             sd, sd_c = _linear(ops, c, tok, f_e * a.shared_experts / t, h, m, 1.0)
-            shared = su + sd
-            shared_c = su_c + sd_c
+            shared = shared + su + sd
+            shared_c = shared_c + su_c + sd_c
         router = gemm_s(ops, 2.0 * Tm * h * E, c.peak16, c.curves.xs16, c.curves.ys16)
-        # Permute and unpermute copy each routed token's hidden state (read + write, 16-bit).
-        permute = Tm * k * h * 2.0 * 2.0 * 2.0 / c.hbm
+        # Permute and unpermute copy each routed token's state (read + write, 16-bit).
+        permute = Tm * k * w_e * 2.0 * 2.0 * 2.0 / c.hbm
         act_e = Tm * k * f_e * (6.0 if gated else 4.0) * c.expert_imbalance / c.hbm
         moe_f = routed + permute + act_e
         fc1 = shared + router  # what runs next to the TP collectives

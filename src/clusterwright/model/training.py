@@ -292,9 +292,11 @@ def _step(job: Job, lay: Layouts, ops: Ops, mem: dict[str, Any] | None = None
         ep_stride = 1.0
         dedup = o.ep_dispatcher == "deepep"
         reach = _remote_domains(a, ops) if dedup else None
-        d_bytes = h * (1.0 if o.dispatch_fp8 else ACT_BYTES)
+        w_e = float(a.expert_width)  # LatentMoE: tokens travel at the latent width
+        d_bytes = w_e * (1.0 if o.dispatch_fp8 else ACT_BYTES)
         disp = moe_dispatch_s(d_bytes, Tm, a.top_k, e, ep_stride, net, ops, dedup, reach)
-        comb = moe_dispatch_s(h * ACT_BYTES, Tm, a.top_k, e, ep_stride, net, ops, dedup, reach)
+        comb = moe_dispatch_s(w_e * ACT_BYTES, Tm, a.top_k, e, ep_stride, net, ops, dedup,
+                              reach)
         a2a_f = (disp + comb) * o.expert_imbalance * job.ep_comm_factor
         # Backward: the gradients of the combine go out as a dispatch and come back (16-bit).
         a2a_b = 2.0 * comb * o.expert_imbalance * job.ep_comm_factor

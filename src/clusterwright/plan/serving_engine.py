@@ -180,15 +180,25 @@ HYBRID_NOTE = ("hybrid linear attention (Gated DeltaNet) is not in the rows the 
                "32-50 % on TTFT and 15-18 % on TPOT")
 MAMBA_NOTE = ("Mamba-2 layers are in no measured row, fitted or held out: their state and "
               "scan are modelled from the config, not checked")
+PRUNED_NOTE = ("blocks without attention and FFNs of varying width (a NAS-pruned model) "
+               "are in no measured row: modelled with every FFN at their mean width")
+LATENT_MOE_NOTE = ("LatentMoE experts (a latent-wide expert space behind shared projections) "
+                   "are in no measured row: their GEMMs and dispatch are modelled from the "
+                   "config, not checked")
 
 
 def validation_regime(dep: Deployment) -> dict[str, Any]:
     """How this engine did on measured rows of this GPU and mode, or that none exist; a
-    hybrid linear-attention model adds ``architecture_note``."""
+    hybrid linear-attention, Mamba-2, LatentMoE or NAS-pruned model adds
+    ``architecture_note``."""
     mode = "disagg" if dep.disaggregated else "agg"
-    extra: dict[str, Any] = (
-        {"architecture_note": MAMBA_NOTE} if dep.arch.mamba_layers else
-        {"architecture_note": HYBRID_NOTE} if dep.arch.linear_attention_layers else {})
+    arch_notes = ([MAMBA_NOTE] if dep.arch.mamba_layers else
+                  [HYBRID_NOTE] if dep.arch.linear_attention_layers else [])
+    if dep.arch.moe_latent:
+        arch_notes.append(LATENT_MOE_NOTE)
+    if dep.arch.n_ffn_layers > dep.arch.layers:
+        arch_notes.append(PRUNED_NOTE)
+    extra: dict[str, Any] = {"architecture_note": "; ".join(arch_notes)} if arch_notes else {}
     # ``validate --table serving-silicon`` checks the closed loop's steady state (its mean
     # TTFT and TPOT), not the request-level simulation's percentiles
     extra["figures"] = "steady_state"
