@@ -81,6 +81,9 @@ MAPPED = {
     "stepfun-ai/Step-3.7-Flash-FP8": "step-3.7-flash",
     "XiaomiMiMo/MiMo-V2-Flash": "mimo-v2-flash",
     "nvidia/Llama-3_3-Nemotron-Super-49B-v1": "llama-3.3-nemotron-super-49b",
+    "google/gemma-4-26B-A4B": "gemma-4-26b-a4b",
+    "nvidia/Gemma-4-26B-A4B-NVFP4": "gemma-4-26b-a4b",
+    "nvidia/Gemma-4-31B-IT-NVFP4": "gemma-4-31b",
     "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8": "nemotron-3-super-120b-a12b",
     "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4": "nemotron-3-super-120b-a12b",
     "nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16": "nemotron-3-ultra-550b-a55b",
@@ -97,9 +100,6 @@ LEFT_OUT = [
     "sgl-project/DeepSeek-V4-Flash-FP8",
     "sgl-project/DeepSeek-V4-Pro-FP8",
     "moonshotai/Kimi-K3",
-    "google/gemma-4-26B-A4B",
-    "nvidia/Gemma-4-26B-A4B-NVFP4",
-    "nvidia/Gemma-4-31B-IT-NVFP4",
     "XiaomiMiMo/MiMo-7B-Base",
 ]
 

@@ -6,6 +6,7 @@ import pytest
 from clusterwright.catalog.registry import Catalog
 from clusterwright.catalog.schema import ModelArch
 from clusterwright.model.flops import (
+    attention_flops_per_token,
     finetune_flops_per_token,
     forward_flops_per_token,
     megatron_iteration_flops,
@@ -116,3 +117,14 @@ def test_linear_attention_costs_the_same_per_token_at_any_context(catalog: Catal
     grow = float(attention_flops_per_token(m, 2000) - attention_flops_per_token(m, 1000))
     assert grow == 2 * 15 * (32 * 256 * 2) * 1000
     assert float(attention_flops_per_token(m, 0)) == delta
+
+
+def test_banded_layers_count_their_window_only(catalog: Catalog) -> None:
+    """Gemma 4 31B's 50 banded layers (heads of 256) attend at most 1,024 tokens, its 10
+    global ones (heads of 512) the whole context."""
+    m = catalog.model("gemma-4-31b")
+    got = float(attention_flops_per_token(m, 8192.0))
+    want = 2.0 * (10 * 2 * 32 * 512 * 8192 + 50 * 2 * 32 * 256 * 1024)
+    assert got == pytest.approx(want)
+    assert float(attention_flops_per_token(m, 512.0)) == pytest.approx(
+        2.0 * (10 * 2 * 32 * 512 + 50 * 2 * 32 * 256) * 512)

@@ -196,3 +196,16 @@ def test_ffn_activations_follow_the_ffn_blocks_per_mixer(catalog: Catalog) -> No
     base, mixer = activation_bytes_per_layer(one, 4096, 1, 8, True), \
         activation_bytes_per_layer(nofn, 4096, 1, 8, True)
     assert per - mixer == pytest.approx((base - mixer) * 80 / 49, rel=1e-3)
+
+
+def test_gemma4_kv_cache_keeps_each_layer_types_heads(catalog: Catalog) -> None:
+    """Gemma 4 31B caches 16 KV heads of 256 on its 50 banded layers and 4 of 512 on its 10
+    global ones (K and V both, though one projection makes them); at TP 8 the banded heads
+    split 8 ways, the global ones only 4."""
+    from clusterwright.model.memory import kv_cache_bytes_per_token_split
+
+    m = catalog.model("gemma-4-31b")
+    whole, banded = kv_cache_bytes_per_token_split(m, "bf16")
+    assert whole == 10 * 2 * 4 * 512 * 2 and banded == 50 * 2 * 16 * 256 * 2
+    assert kv_cache_bytes_per_token(m, "bf16") == whole + banded
+    assert kv_cache_bytes(m, 1, 1, "bf16", tp=8) == pytest.approx(whole / 4 + banded / 8)

@@ -145,3 +145,24 @@ def test_a_pruned_model_counts_its_attention_blocks_and_every_ffn(catalog: Catal
     assert c.attention == 49 * (2 * 8192 * 8192 + 2 * 8192 * 1024)
     assert c.dense_mlp == pytest.approx(3 * 8192 * 1_642_496, rel=1e-5)  # at the mean width
     assert c.norms == (49 + 80 + 1) * 8192
+
+
+def test_gemma4_global_layers_have_their_own_heads_and_one_kv_projection(
+        catalog: Catalog) -> None:
+    # Gemma 4 31B's config.json: 50 banded layers of 32 Q / 16 KV heads of 256, 10 global
+    # layers of 32 Q / 4 KV heads of 512 whose V is read from K's projection.
+    from clusterwright.model.params import attention_params_per_layer
+
+    m = catalog.model("gemma-4-31b")
+    h = 5376
+    assert attention_params_per_layer(m) == h * 8192 + 2 * h * 4096 + 8192 * h
+    assert attention_params_per_layer(m, global_layer=True) == h * 16384 + h * 2048 + 16384 * h
+    assert (m.banded_layers, m.global_layers) == (50, 10)
+    # 30.7B published for the text model
+    assert total_params(m) == pytest.approx(30.7e9, rel=0.001)
+
+
+def test_global_layer_shapes_need_banded_layers_beside_them() -> None:
+    with pytest.raises(ValueError, match="global_head_dim"):
+        ModelArch(id="x", name="x", source="a test shape", layers=4, hidden=64, heads=4,
+                  ffn_hidden=128, vocab=100, max_seq_len=128, global_head_dim=32)

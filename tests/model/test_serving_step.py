@@ -333,3 +333,25 @@ def test_latent_moe_dispatches_latent_wide_tokens(cat: Catalog) -> None:
 
     latent, wide = comm(arch), comm(arch.model_copy(update={"moe_latent": 4096}))
     assert wide / 4 <= latent < wide
+
+
+def test_gemma4_banded_layers_carry_their_share_of_flops_and_kv(cat: Catalog) -> None:
+    """Gemma 4 31B's 50 banded layers have half the head width of its 10 global ones and
+    four times their KV heads: beyond the window, long contexts cost the global layers'
+    share only, a larger share of the FLOPs than of the KV bytes."""
+    from clusterwright.model.flops import banded_attention_share
+
+    arch = cat.model("gemma-4-31b")
+    assert banded_attention_share(arch) == pytest.approx(50 * 256 / (50 * 256 + 10 * 512))
+    s = step(cat, "gemma-4-31b", "h100-sxm", ServingParallel(tp=2), "fp8", "vllm", "fp8")
+    k = s._k  # type: ignore[attr-defined]
+    assert k["banded_kv_share"] == pytest.approx(50 * 16 * 256 / (50 * 16 * 256 + 10 * 4 * 512))
+    # Decode at 64k of context reads little more KV than at 32k: the banded layers stop
+    # at their window.
+    t32, t64 = s.step_s(0, 16, 16 * 32_000), s.step_s(0, 16, 16 * 64_000)
+    full = arch.model_copy(update={"sliding_window": None, "sliding_window_layers": 0,
+                                   "global_head_dim": None, "global_kv_heads": None,
+                                   "global_k_eq_v": False})
+    f = DeploymentStep(full, s.gpu, s.engine, s.net, s.par, s.dense_format, s.moe_format,
+                       kv_bytes_per_token(full, "fp8"))
+    assert t64 - t32 < f.step_s(0, 16, 16 * 64_000) - f.step_s(0, 16, 16 * 32_000)

@@ -359,3 +359,10 @@ def test_the_simulator_takes_a_roles_token_budget_as_the_steady_state_does(
     st_narrow = steady(cat, narrow, 8, 2048, 64)[0].ttft_s
     assert sim_narrow < 0.8 * sim_wide
     assert st_narrow < st_wide
+
+
+def test_gemma4_says_its_global_layers_are_unmeasured(cat: Catalog) -> None:
+    arch = cat.model("gemma-4-31b")
+    dep = deployment(cat, arch, cat.gpu("h100-sxm"), engine_of(cat, "vllm"), "fp8",
+                     agg=Role(layout(arch, 2), 1))
+    assert "own shape" in validation_regime(dep)["architecture_note"]

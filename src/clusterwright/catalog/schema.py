@@ -476,6 +476,13 @@ class ModelArch(CatalogEntry):
     # ``sliding_window`` tokens there (gpt-oss: every other layer, 128 tokens).
     sliding_window: PositiveInt | None = None
     sliding_window_layers: NonNegativeInt = 0
+    # Global layers of their own shape (Gemma 4: the banded layers' heads are 256 wide, the
+    # whole-context layers' 512, with fewer KV heads and one projection for K and V, config
+    # global_head_dim, num_global_key_value_heads, attention_k_eq_v): the softmax layers
+    # that are not banded take these where set. Query heads stay ``heads``.
+    global_head_dim: PositiveInt | None = None
+    global_kv_heads: PositiveInt | None = None
+    global_k_eq_v: StrictBool = False  # V is read from K's projection: no v_proj
     # Hybrid linear attention (Qwen3.5's and Qwen3-Next's Gated DeltaNet, Yang et al. 2025):
     # ``linear_attention_layers`` of the layers replace softmax attention with a gated delta
     # rule that keeps a fixed state of key_dim x value_dim per value head and sequence instead
@@ -565,6 +572,17 @@ class ModelArch(CatalogEntry):
                                  f"mamba_heads={self.mamba_heads}")
         elif any(v is not None for v in mamba):
             raise ValueError("mamba_heads ... mamba_conv_kernel need mamba_layers > 0")
+        if (self.global_head_dim or self.global_kv_heads or self.global_k_eq_v):
+            if not (self.sliding_window and 0 < self.sliding_window_layers
+                    < self.full_attention_layers):
+                raise ValueError("global_head_dim, global_kv_heads and global_k_eq_v shape the "
+                                 "layers that are not banded: they need sliding_window and "
+                                 "sliding_window_layers below the full-attention layers")
+            if self.is_mla:
+                raise ValueError("global layers of their own shape with MLA are not modelled")
+            if self.global_kv_heads and self.heads % self.global_kv_heads:
+                raise ValueError(f"heads={self.heads} is not a multiple of "
+                                 f"global_kv_heads={self.global_kv_heads}")
         if self.linear_attention_layers:
             if not all(v is not None for v in lin):
                 raise ValueError("linear_attention_layers needs linear_key_heads, "
@@ -582,6 +600,24 @@ class ModelArch(CatalogEntry):
         """Layers with softmax attention and a KV cache (all but the linear-attention and
         Mamba-2 ones)."""
         return self.layers - self.linear_attention_layers - self.mamba_layers
+
+    @property
+    def banded_layers(self) -> int:
+        """Softmax layers that attend only their sliding window."""
+        return self.sliding_window_layers if self.sliding_window else 0
+
+    @property
+    def global_layers(self) -> int:
+        """Softmax layers that attend the whole context."""
+        return self.full_attention_layers - self.banded_layers
+
+    def layer_kv_heads(self, global_layer: bool = False) -> int:
+        """KV heads of a banded (or, with ``global_layer``, a whole-context) layer."""
+        return (self.global_kv_heads or self.n_kv_heads) if global_layer else self.n_kv_heads
+
+    def layer_head_dim(self, global_layer: bool = False) -> int:
+        """Head width of a banded (or, with ``global_layer``, a whole-context) layer."""
+        return (self.global_head_dim or self.d_head) if global_layer else self.d_head
 
     @property
     def n_ffn_layers(self) -> int:

@@ -19,23 +19,55 @@ from clusterwright.model.params import matmul_params
 Recompute = Literal["none", "selective", "full"]
 
 
-def attention_dims(arch: ModelArch) -> tuple[int, int]:
-    """(query-key width, value width) summed over heads, in elements."""
+def attention_dims(arch: ModelArch, global_layer: bool | None = None) -> tuple[float, float]:
+    """(query-key width, value width) summed over heads, in elements: of a banded layer
+    (``global_layer`` False), a whole-context one (True), or the mean over the softmax
+    layers (None), which differ only where the global layers have a shape of their own
+    (Gemma 4)."""
     if arch.is_mla:
         assert arch.qk_nope_head_dim and arch.qk_rope_head_dim and arch.v_head_dim
         return (
             arch.heads * (arch.qk_nope_head_dim + arch.qk_rope_head_dim),
             arch.heads * arch.v_head_dim,
         )
-    return arch.heads * arch.d_head, arch.heads * arch.d_head
+    if global_layer is None:
+        b, g = arch.banded_layers, arch.global_layers
+        w = (b * arch.layer_head_dim() + g * arch.layer_head_dim(True)) / max(b + g, 1)
+        return arch.heads * w, arch.heads * w
+    w = arch.layer_head_dim(global_layer)
+    return arch.heads * w, arch.heads * w
+
+
+def kv_width(arch: ModelArch) -> float:
+    """K and V widths of one softmax layer (2 x KV heads x head width), in elements: the
+    mean over the banded and the whole-context layers, which differ only where the global
+    layers have a shape of their own (Gemma 4). Not for MLA."""
+    b, g = arch.banded_layers, arch.global_layers
+
+    def of(global_layer: bool) -> float:
+        return 2.0 * arch.layer_kv_heads(global_layer) * arch.layer_head_dim(global_layer)
+
+    return (b * of(False) + g * of(True)) / max(b + g, 1)
+
+
+def banded_attention_share(arch: ModelArch) -> float:
+    """Share of the softmax layers' attention FLOPs per query-key pair that falls in the
+    banded (sliding-window) layers: their share of the layers, weighted by head width."""
+    b = arch.banded_layers * sum(attention_dims(arch, False))
+    g = arch.global_layers * sum(attention_dims(arch, True))
+    return b / (b + g) if b + g else 0.0
 
 
 def attention_flops_per_token(arch: ModelArch, context: ArrayLike) -> np.ndarray:
-    """Forward FLOPs of QK^T and AV for one token attending to ``context`` tokens (all
-    full-attention layers), plus the recurrent layers' (linear attention, Mamba-2), which do
-    not grow with the context (``recurrent_flops_per_token``)."""
-    dqk, dv = attention_dims(arch)
-    return (2.0 * arch.full_attention_layers * (dqk + dv) * np.asarray(context, dtype=float)
+    """Forward FLOPs of QK^T and AV for one token attending to ``context`` tokens in the
+    whole-context softmax layers and at most their window in the banded ones, plus the
+    recurrent layers' (linear attention, Mamba-2), which do not grow with the context
+    (``recurrent_flops_per_token``)."""
+    ctx = np.asarray(context, dtype=float)
+    banded_ctx = (np.minimum(ctx, float(arch.sliding_window))
+                  if arch.sliding_window and arch.banded_layers else ctx)
+    return (2.0 * arch.global_layers * sum(attention_dims(arch, True)) * ctx
+            + 2.0 * arch.banded_layers * sum(attention_dims(arch, False)) * banded_ctx
             + recurrent_flops_per_token(arch))
 
 

@@ -19,7 +19,7 @@ experts included); groups ``attention`` (qkv, proj; NeMo's ``target_modules: [at
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from clusterwright.catalog.schema import Activation, ModelArch
@@ -91,6 +91,13 @@ class AdapterShape:
         return self.copies * (self.k_in + self.n_out)  # times the rank
 
 
+def _mean(arch: ModelArch, of: Callable[[bool], int]) -> float:
+    """Mean of a softmax layer's ``of(global_layer)`` over the banded and whole-context
+    layers (they differ where the global layers have a shape of their own: Gemma 4)."""
+    b, g = arch.banded_layers, arch.global_layers
+    return (b * of(False) + g * of(True)) / max(b + g, 1)
+
+
 def adapter_shapes(arch: ModelArch, lora: Lora, moe_layer: bool = False) -> list[AdapterShape]:
     """The adapted linear layers of one dense (``moe_layer`` False) or MoE layer."""
     h = float(arch.hidden)
@@ -103,11 +110,12 @@ def adapter_shapes(arch: ModelArch, lora: Lora, moe_layer: bool = False) -> list
             out.append(AdapterShape("qkv", h, q_out + arch.kv_lora_rank + arch.qk_rope_head_dim,
                                     True))
         else:
-            out.append(AdapterShape("qkv", h, float((arch.heads + 2 * arch.n_kv_heads)
-                                                    * arch.d_head), True))
+            out.append(AdapterShape("qkv", h, arch.heads * _mean(arch, arch.layer_head_dim)
+                                    + 2.0 * _mean(arch, lambda g: arch.layer_kv_heads(g)
+                                                  * arch.layer_head_dim(g)), True))
     if lora.has("proj"):
-        dv = float(arch.heads * (arch.v_head_dim if arch.is_mla and arch.v_head_dim
-                                 else arch.d_head))
+        dv = float(arch.heads * arch.v_head_dim) if arch.is_mla and arch.v_head_dim else (
+            arch.heads * _mean(arch, arch.layer_head_dim))
         out.append(AdapterShape("proj", dv, h, False))
     g = 2.0 if arch.activation in (Activation.swiglu, Activation.geglu) else 1.0
     if moe_layer:

@@ -20,6 +20,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from clusterwright.catalog.schema import Activation, ModelArch
+from clusterwright.model.flops import attention_dims, kv_width
 from clusterwright.model.layouts import Layouts, in_flight, stage_layers
 from clusterwright.model.lora import Lora, adapter_params, adapter_shapes
 from clusterwright.model.params import param_counts
@@ -195,16 +196,16 @@ def activation_bytes_per_layer_array(
     if arch.is_mla:
         assert arch.qk_nope_head_dim and arch.qk_rope_head_dim and arch.v_head_dim
         assert arch.kv_lora_rank is not None
-        dqk = a * (arch.qk_nope_head_dim + arch.qk_rope_head_dim)
-        dv = a * arch.v_head_dim
+        dqk = float(a * (arch.qk_nope_head_dim + arch.qk_rope_head_dim))
+        dv = float(a * arch.v_head_dim)
         latents = arch.kv_lora_rank + (arch.q_lora_rank or 0)
         # Q, K (full per-head width after up-projection), V, and the compressed latents;
         # mla_up_proj recompute keeps only the latents.
         qkv = ACT_BYTES * s * b * ((2 * dqk + dv) * (1.0 - has(64)) + latents)
     else:
-        dqk = a * arch.d_head
-        dv = a * arch.d_head
-        dkv = arch.n_kv_heads * arch.d_head
+        # (the mean over banded and whole-context layers where they differ: Gemma 4)
+        dqk, dv = attention_dims(arch)
+        dkv = kv_width(arch) / 2.0
         qkv = ACT_BYTES * s * b * (dqk + 2 * dkv)
     context = lin_in * s * b * dv  # attention output = input of the output projection
     if lora is not None and not lora.has("proj"):
@@ -296,12 +297,24 @@ def kv_cache_bytes_per_token(arch: ModelArch, kv_precision: Precision | str = "b
     """KV-cache bytes per token, whole model: 2 * layers * kv_heads * head_dim (K and V);
     MLA caches the compressed latent plus the decoupled RoPE key (DeepSeek-V2, section 2.1).
     Linear-attention and Mamba-2 layers keep none (``recurrent_state_bytes_per_sequence``)."""
+    return sum(kv_cache_bytes_per_token_split(arch, kv_precision))
+
+
+def kv_cache_bytes_per_token_split(arch: ModelArch, kv_precision: Precision | str = "bf16"
+                                   ) -> tuple[float, float]:
+    """``kv_cache_bytes_per_token`` as (whole-context layers, banded sliding-window layers):
+    a layer type of its own shape (Gemma 4's global layers) keeps its own heads. A K = V
+    layer still caches both: K after its norm and RoPE, V after its own norm."""
     if arch.is_mla:
         assert arch.kv_lora_rank is not None and arch.qk_rope_head_dim is not None
-        per_layer = arch.kv_lora_rank + arch.qk_rope_head_dim
-    else:
-        per_layer = 2 * arch.n_kv_heads * arch.d_head
-    return arch.full_attention_layers * per_layer * bytes_per(kv_precision)
+        per_layer = float(arch.kv_lora_rank + arch.qk_rope_head_dim)
+        return (arch.full_attention_layers * per_layer * bytes_per(kv_precision), 0.0)
+    b = bytes_per(kv_precision)
+
+    def per_layer_of(global_layer: bool) -> float:
+        return 2.0 * arch.layer_kv_heads(global_layer) * arch.layer_head_dim(global_layer) * b
+
+    return (arch.global_layers * per_layer_of(True), arch.banded_layers * per_layer_of(False))
 
 
 # The recurrent layers' state is kept in FP32: Qwen3.5's config.json sets mamba_ssm_dtype
@@ -346,10 +359,11 @@ def kv_cache_bytes(
     parallelism. KV heads split over TP until each GPU holds one; beyond that they are
     replicated (vLLM does this), so the per-GPU size stops shrinking. MLA's latent is
     replicated on every TP rank."""
-    total = kv_cache_bytes_per_token(arch, kv_precision) * batch * context
     if arch.is_mla:
-        return total
-    return total / min(tp, arch.n_kv_heads)
+        return kv_cache_bytes_per_token(arch, kv_precision) * batch * context
+    whole, banded = kv_cache_bytes_per_token_split(arch, kv_precision)
+    return (whole / min(tp, arch.layer_kv_heads(True))
+            + banded / min(tp, arch.layer_kv_heads(False))) * batch * context
 
 
 @dataclass(frozen=True)

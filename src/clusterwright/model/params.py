@@ -50,8 +50,10 @@ def _norm_params(arch: ModelArch) -> int:
     return 2 * arch.hidden if arch.norm == "layernorm" else arch.hidden
 
 
-def attention_params_per_layer(arch: ModelArch) -> int:
-    """Q, K, V and output projections (and biases) of one layer, in parameters."""
+def attention_params_per_layer(arch: ModelArch, global_layer: bool = False) -> int:
+    """Q, K, V and output projections (and biases) of one banded (or, with ``global_layer``,
+    whole-context) softmax layer, in parameters; the two differ only where the model gives
+    its global layers a shape of their own (Gemma 4)."""
     h = arch.hidden
     if arch.is_mla:
         # DeepSeek-V2/V3 multi-head latent attention (DeepSeek-V2 report, section 2.1.2).
@@ -66,11 +68,13 @@ def attention_params_per_layer(arch: ModelArch) -> int:
         kv_up = arch.kv_lora_rank * arch.heads * (arch.qk_nope_head_dim + arch.v_head_dim)
         o = arch.heads * arch.v_head_dim * h
         return q + kv_down + kv_up + o
-    dq = arch.heads * arch.d_head
-    dkv = arch.n_kv_heads * arch.d_head
+    head_dim = arch.layer_head_dim(global_layer)
+    dq = arch.heads * head_dim
+    dkv = arch.layer_kv_heads(global_layer) * head_dim
+    kv_proj = 1 if (global_layer and arch.global_k_eq_v) else 2  # K = V: one projection
     # (gated attention: q_proj also emits the output gate, dq more outputs)
-    weights = h * dq * (2 if arch.attention_output_gate else 1) + 2 * h * dkv + dq * h
-    biases = (dq + 2 * dkv + h) if arch.bias else 0
+    weights = h * dq * (2 if arch.attention_output_gate else 1) + kv_proj * h * dkv + dq * h
+    biases = (dq + kv_proj * dkv + h) if arch.bias else 0
     return weights + biases
 
 
@@ -133,7 +137,8 @@ def param_counts(arch: ModelArch) -> ParamCounts:
     h, L = arch.hidden, arch.layers
     embedding = arch.vocab * h + (arch.max_seq_len * h if arch.position == "learned" else 0)
     output = 0 if arch.tied_embeddings else arch.vocab * h
-    attention = (arch.full_attention_layers * attention_params_per_layer(arch)
+    attention = (arch.banded_layers * attention_params_per_layer(arch)
+                 + arch.global_layers * attention_params_per_layer(arch, global_layer=True)
                  + arch.linear_attention_layers * linear_attention_params_per_layer(arch)
                  + arch.mamba_layers * mamba_params_per_layer(arch))
     moe_layers = arch.moe_layers

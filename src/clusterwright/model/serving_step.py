@@ -42,9 +42,17 @@ from clusterwright.catalog.schema import Dtype, Gpu, ModelArch
 from clusterwright.catalog.stacks import ServingEngine
 from clusterwright.errors import InputError
 from clusterwright.model.collectives import Interconnect, allreduce_s, moe_dispatch_s
-from clusterwright.model.flops import attention_dims, recurrent_flops_per_token
+from clusterwright.model.flops import (
+    attention_dims,
+    banded_attention_share,
+    recurrent_flops_per_token,
+)
 from clusterwright.model.inference import _busiest_touched, _interp
-from clusterwright.model.memory import kv_cache_bytes_per_token, recurrent_state_bytes_per_sequence
+from clusterwright.model.memory import (
+    kv_cache_bytes_per_token,
+    kv_cache_bytes_per_token_split,
+    recurrent_state_bytes_per_sequence,
+)
 from clusterwright.model.params import param_counts
 
 ACT_BYTES = 2.0  # activations and all-reduces in 16-bit
@@ -193,16 +201,20 @@ def padding_params(arch: ModelArch, heads: int) -> float:
 
 
 def _attended(k: dict[str, float], p: float, d: float, kv_tokens: float,
-              prefill_pairs: float | None) -> tuple[float, float]:
-    """(query-key pairs the prefill tokens attend, KV tokens the decode sequences read) of
-    one iteration; banded (sliding-window) layers see at most their window."""
+              prefill_pairs: float | None) -> tuple[float, float, float]:
+    """(query-key pairs the prefill tokens attend, KV tokens the decode sequences attend,
+    KV tokens they read) of one iteration, as if every softmax layer were a whole-context
+    one: banded (sliding-window) layers see at most their window, weighted by their share of
+    the FLOPs (the first two) and of the KV bytes (the last)."""
     pairs = p * p / 2.0 if prefill_pairs is None else float(prefill_pairs)
-    kv = float(kv_tokens)
-    if k["full_share"] < 1.0:
-        w, f = k["window"], k["full_share"]
-        pairs = f * pairs + (1.0 - f) * min(pairs, p * w)
-        kv = f * kv + (1.0 - f) * min(kv, d * w)
-    return pairs, kv
+    kv = kv_read = float(kv_tokens)
+    fb, kb = k["banded_flops_share"], k["banded_kv_share"]
+    if fb or kb:
+        w = k["window"]
+        pairs = (1.0 - fb) * pairs + fb * min(pairs, p * w)
+        kv = (1.0 - fb) * kv_read + fb * min(kv_read, d * w)
+        kv_read = (1.0 - kb) * kv_read + kb * min(kv_read, d * w)
+    return pairs, kv, kv_read
 
 
 @dataclass(frozen=True)
@@ -308,28 +320,37 @@ class DeploymentStep:
             consts["expert_bytes"] = per_expert * self.moe_format.bytes_per_weight / par.moe_tp
             consts["local_experts"] = par.expert_slots(a)
         dqk, dv = attention_dims(a)
-        dqk, dv = dqk * heads // a.heads, dv * heads // a.heads
+        dqk, dv = dqk * heads / a.heads, dv * heads / a.heads
+        ranks = g.tp_ranks_per_device
+
+        def kv_shard_of(kvh: int) -> float:
+            # Each TP rank keeps at least one KV head (replicated when the ranks outnumber
+            # the heads: NxD Inference's REPLICATE_TO_TP_DEGREE), and a device holds its
+            # ranks'. Multi-head attention pads its KV heads with the query heads;
+            # grouped-query attention replicates its KV heads instead.
+            padded = heads if kvh == a.heads else kvh
+            return float(min(par.tp * ranks, padded)) / ranks * kvh / padded
+
+        whole_b, banded_b = kv_cache_bytes_per_token_split(a)
         if a.is_mla:
             assert a.kv_lora_rank is not None and a.qk_rope_head_dim is not None
             # Decode attends in the latent space (projections absorbed): per head the
             # query-key width is the latent plus the RoPE part, the value width the latent.
-            decode_qk = a.heads * (a.kv_lora_rank + a.qk_rope_head_dim)
-            decode_v = a.heads * a.kv_lora_rank
+            decode_qk = float(a.heads * (a.kv_lora_rank + a.qk_rope_head_dim))
+            decode_v = float(a.heads * a.kv_lora_rank)
             kv_shard = 1.0  # the latent is not split by heads: every TP rank holds it
         else:
             decode_qk, decode_v = dqk, dv
-            # Each TP rank keeps at least one KV head (replicated when the ranks outnumber
-            # the heads: NxD Inference's REPLICATE_TO_TP_DEGREE), and a device holds its ranks'.
-            # Multi-head attention pads its KV heads with the query heads; grouped-query
-            # attention replicates its KV heads instead.
-            ranks = g.tp_ranks_per_device
-            kv_heads = heads if a.n_kv_heads == a.heads else a.n_kv_heads
-            kv_shard = (float(min(par.tp * ranks, kv_heads)) / ranks
-                        * a.n_kv_heads / kv_heads)
+            whole_b /= kv_shard_of(a.layer_kv_heads(True))
+            banded_b /= kv_shard_of(a.layer_kv_heads(False))
+            kv_shard = (sum(kv_cache_bytes_per_token_split(a)) / (whole_b + banded_b)
+                        if whole_b + banded_b else 1.0)
         # Banded layers (gpt-oss: every other layer, 128 tokens) attend and keep only their
-        # window; the rest attend the whole context.
-        banded = float(a.sliding_window_layers if a.sliding_window else 0) / L
-        consts["full_share"] = 1.0 - banded
+        # window; the rest attend the whole context. Their shares of the attention FLOPs
+        # and of the KV bytes a GPU reads follow their count, and where the whole-context
+        # layers have a shape of their own (Gemma 4), their widths and KV heads.
+        consts["banded_flops_share"] = banded_attention_share(a)
+        consts["banded_kv_share"] = banded_b / (whole_b + banded_b) if banded_b else 0.0
         consts["window"] = float(a.sliding_window or 0)
         # Softmax attention runs in the full-attention layers only; a recurrent layer (Gated
         # DeltaNet, Mamba-2) costs the same per token whatever the context, and each decoding
@@ -433,12 +454,13 @@ class DeploymentStep:
             eff = e.moe_gemm_scale * self._gemm_eff(per_expert_gemm / 3.0)
             experts = max(flops_e / (k["peak_moe"] * eff), bytes_e / k["hbm_moe"])
         # Attention: prefill pairs at the attention kernels' rate, decode KV read.
-        pairs, kv = _attended(k, p, d, kv_tokens, prefill_pairs)
+        pairs, kv, kv_read = _attended(k, p, d, kv_tokens, prefill_pairs)
         attn = ((k["prefill_attn_flops_per_pair"] * pairs
                  + k["decode_attn_flops_per_kv"] * kv * queries
                  + k["recurrent_flops_per_token"] * n)
                 / (k["peak16"] * e.attention_efficiency)
-                + (k["kv_bytes_read_per_token"] * kv + 2.0 * k["state_bytes_per_seq"] * d)
+                + (k["kv_bytes_read_per_token"] * kv_read
+                   + 2.0 * k["state_bytes_per_seq"] * d)
                 / k["hbm_kv"])
         comm = self._comm(n, layers, k)
         graph = p == 0 and d <= e.cuda_graph_max_batch
@@ -491,11 +513,11 @@ class DeploymentStep:
             touched = _busiest_touched(k["local_experts"], par.moe_ep, a.top_k, a.experts,
                                        tokens_all)
             nbytes += touched * k["expert_bytes"] * k["moe_layers"]
-        pairs, kv = _attended(k, p, d, kv_tokens, prefill_pairs)
+        pairs, kv, kv_read = _attended(k, p, d, kv_tokens, prefill_pairs)
         tensor += (k["prefill_attn_flops_per_pair"] * pairs
                    + k["decode_attn_flops_per_kv"] * kv
                    + k["recurrent_flops_per_token"] * n) / k["peak16"]
-        nbytes += k["kv_bytes_read_per_token"] * kv + 2.0 * k["state_bytes_per_seq"] * d
+        nbytes += k["kv_bytes_read_per_token"] * kv_read + 2.0 * k["state_bytes_per_seq"] * d
         hbm = self.gpu.memory_bandwidth_gbps * 1e9
         return tensor * par.pp, nbytes / hbm * par.pp
 

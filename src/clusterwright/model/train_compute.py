@@ -31,7 +31,11 @@ from dataclasses import dataclass
 
 from clusterwright.catalog.schema import Activation, ModelArch
 from clusterwright.catalog.stacks import Stack
-from clusterwright.model.flops import recurrent_flops_per_token
+from clusterwright.model.flops import (
+    attention_dims,
+    banded_attention_share,
+    recurrent_flops_per_token,
+)
 from clusterwright.model.lora import Lora, adapter_shapes
 from clusterwright.model.params import attention_params_per_layer, param_counts
 from clusterwright.model.recompute import FULL
@@ -228,19 +232,24 @@ def layer_times(ops: Ops, c: ComputeJob, tok: Num, t: Num, ep: Num, sp: Num, rc:
         qkv, qkv_c = _linear(ops, c, tok, h, (dqk + gate + 2.0 * dkv) / t, m, 1.0)
         mla_up = 0.0 * tok
     proj, proj_c = _linear(ops, c, tok, dv / t, h, m, 1.0)
-    if a.linear_attention_layers or a.mamba_layers:
+    if (a.linear_attention_layers or a.mamba_layers or a.global_head_dim
+            or a.global_kv_heads or a.global_k_eq_v):
         # A hybrid's layer is the mean of its kinds: Gated DeltaNet and Mamba-2 layers project
-        # more (their gates, heads and out_proj) than the full-attention shape above; its
-        # projections' time scales by the weights' ratio.
+        # more (their gates, heads and out_proj) than the full-attention shape above, and
+        # global layers of their own shape (Gemma 4) otherwise; its projections' time scales
+        # by the weights' ratio.
         mix = float(param_counts(a).attention) / (a.layers * attention_params_per_layer(a))
         qkv, qkv_c, proj, proj_c = qkv * mix, qkv_c * mix, proj * mix, proj_c * mix
+    if not a.is_mla:
+        dqk, dv = attention_dims(a)  # the softmax layers' mean widths
 
     # --- attention core (16-bit): flash skips the masked half of the causal scores --------
     causal = 0.5 if c.flash else 1.0
     attn_flops = 2.0 * tok * s * (dqk + dv) / t * causal
     if a.sliding_window and c.flash:
-        # Banded layers see at most the window: min(w, s/2) keys on average, not s/2.
-        fw = a.sliding_window_layers / a.layers
+        # Banded layers see at most the window: min(w, s/2) keys on average, not s/2 (their
+        # share of the attention FLOPs: their count, weighted by their head widths).
+        fw = banded_attention_share(a)
         attn_flops = attn_flops * ((1.0 - fw) + fw * min(1.0, 2.0 * a.sliding_window / s))
     if a.linear_attention_layers or a.mamba_layers:
         # Softmax attention in the full-attention layers only; the delta rule or the scan

@@ -54,6 +54,8 @@ from clusterwright.model.collectives import (
     p2p_s,
     reducescatter_s,
 )
+from clusterwright.model.flops import attention_dims
+from clusterwright.model.flops import kv_width as kv_width_of
 from clusterwright.model.layouts import Layouts, stage_layers
 from clusterwright.model.memory import ACT_BYTES, layout_memory
 from clusterwright.model.precision import Precision, bytes_per
@@ -252,9 +254,9 @@ def _step(job: Job, lay: Layouts, ops: Ops, mem: dict[str, Any] | None = None
     # --- context parallelism ----------------------------------------------------------------
     if a.is_mla:
         assert a.qk_nope_head_dim and a.qk_rope_head_dim and a.v_head_dim
-        kv_width = a.heads * (a.qk_nope_head_dim + a.qk_rope_head_dim + a.v_head_dim)
+        kv_width = float(a.heads * (a.qk_nope_head_dim + a.qk_rope_head_dim + a.v_head_dim))
     else:
-        kv_width = 2 * a.n_kv_heads * a.d_head
+        kv_width = kv_width_of(a)
     kv = T * kv_width / t * ACT_BYTES  # this GPU's K and V of one micro-batch
     attn_f = _mix(dense.attn_f, moe.attn_f, mf)
     attn_b = _mix(dense.attn_b, moe.attn_b, mf)
@@ -266,7 +268,7 @@ def _step(job: Job, lay: Layouts, ops: Ops, mem: dict[str, Any] | None = None
         cp_f, cp_b = cp_f_total, cp_b_total
     elif o.cp_comm == "a2a":
         # Ulysses: all-to-all Q, K, V before attention and the output after, both ways.
-        qkv_b = T * (a.heads * a.d_head + kv_width) / t * ACT_BYTES
+        qkv_b = T * (attention_dims(a)[0] + kv_width) / t * ACT_BYTES
         cp_f_total = alltoall_s(qkv_b, c, t, net, ops) + alltoall_s(act / t, c, t, net, ops)
         cp_b_total = cp_f_total
         cp_f, cp_b = cp_f_total, cp_b_total

@@ -24,7 +24,11 @@ from clusterwright.catalog.schema import Dtype, Gpu, ModelArch
 from clusterwright.catalog.stacks import ServingEngine, Stack
 from clusterwright.design.train import net_for, server_for
 from clusterwright.errors import InputError
-from clusterwright.model.memory import inference_memory, recurrent_state_bytes_per_sequence
+from clusterwright.model.memory import (
+    inference_memory,
+    kv_cache_bytes_per_token_split,
+    recurrent_state_bytes_per_sequence,
+)
 from clusterwright.model.params import param_counts
 from clusterwright.model.serving_step import (
     ACT_BYTES,
@@ -158,14 +162,18 @@ def kv_capacity(cat: Catalog, dep: Deployment, par: ServingParallel, isl: int,
         free = (mem - w - act - graphs) * e.kv_memory_fraction
     else:
         free = mem * e.kv_memory_fraction - w - act - graphs
-    shard = 1.0 if a.is_mla else float(min(par.tp, a.n_kv_heads))
-    per_token = kv_bytes_per_token(a, dep.kv_format) / shard / par.pp
-    if a.sliding_window and a.sliding_window_layers:
-        # Banded layers keep only their window of each request (engines size those layers'
-        # pools apart: vLLM's hybrid allocator, TRT-LLM's per-layer attention windows).
-        banded = a.sliding_window_layers / a.layers
-        ctx = isl + osl / 2.0
-        per_token *= (1.0 - banded) + banded * min(1.0, a.sliding_window / ctx)
+    # Banded layers keep only their window of each request (engines size those layers'
+    # pools apart: vLLM's hybrid allocator, TRT-LLM's per-layer attention windows); each
+    # layer type's KV heads split over TP until a GPU holds one.
+    whole, banded = kv_cache_bytes_per_token_split(a, "fp8" if dep.kv_format == "fp8"
+                                                   else "bf16")
+    if not a.is_mla:
+        whole /= min(par.tp, a.layer_kv_heads(True))
+        banded /= min(par.tp, a.layer_kv_heads(False))
+    if banded:
+        assert a.sliding_window is not None
+        banded *= min(1.0, a.sliding_window / (isl + osl / 2.0))
+    per_token = (whole + banded) / par.pp
     # Each request also holds its recurrent layers' fixed state (SGLang's mamba pool, vLLM's
     # hybrid allocator; 0 without them), here spread over its mean context.
     per_token += recurrent_state_bytes_per_sequence(a) / par.tp / par.pp / (isl + osl / 2.0)

@@ -182,6 +182,9 @@ MAMBA_NOTE = ("Mamba-2 layers are in no measured row, fitted or held out: their 
               "scan are modelled from the config, not checked")
 PRUNED_NOTE = ("blocks without attention and FFNs of varying width (a NAS-pruned model) "
                "are in no measured row: modelled with every FFN at their mean width")
+GLOBAL_SHAPE_NOTE = ("whole-context layers with heads of their own shape (wider, fewer KV "
+                     "heads, K = V) beside the sliding-window ones are in no measured row: "
+                     "their attention and KV cache are modelled from the config, not checked")
 LATENT_MOE_NOTE = ("LatentMoE experts (a latent-wide expert space behind shared projections) "
                    "are in no measured row: their GEMMs and dispatch are modelled from the "
                    "config, not checked")
@@ -189,13 +192,15 @@ LATENT_MOE_NOTE = ("LatentMoE experts (a latent-wide expert space behind shared 
 
 def validation_regime(dep: Deployment) -> dict[str, Any]:
     """How this engine did on measured rows of this GPU and mode, or that none exist; a
-    hybrid linear-attention, Mamba-2, LatentMoE or NAS-pruned model adds
+    hybrid linear-attention, Mamba-2, LatentMoE, NAS-pruned or Gemma-4-style model adds
     ``architecture_note``."""
     mode = "disagg" if dep.disaggregated else "agg"
     arch_notes = ([MAMBA_NOTE] if dep.arch.mamba_layers else
                   [HYBRID_NOTE] if dep.arch.linear_attention_layers else [])
     if dep.arch.moe_latent:
         arch_notes.append(LATENT_MOE_NOTE)
+    if dep.arch.global_head_dim or dep.arch.global_kv_heads or dep.arch.global_k_eq_v:
+        arch_notes.append(GLOBAL_SHAPE_NOTE)
     if dep.arch.n_ffn_layers > dep.arch.layers:
         arch_notes.append(PRUNED_NOTE)
     extra: dict[str, Any] = {"architecture_note": "; ".join(arch_notes)} if arch_notes else {}
