@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import pytest
@@ -149,8 +150,7 @@ def test_attention_dp_routes_every_ranks_tokens_through_the_experts(cat: Catalog
 def test_mla_latent_cache_is_not_split_by_tensor_parallelism(cat: Catalog) -> None:
     a = step(cat, "deepseek-v3", "b200", ServingParallel(tp=8, moe_tp=8), "fp8", "sglang")
     b = step(cat, "deepseek-v3", "b200", ServingParallel(tp=4, moe_tp=4), "fp8", "sglang")
-    ka, kb = a._k["kv_bytes_read_per_token"], b._k["kv_bytes_read_per_token"]  # type: ignore
-    assert ka == kb
+    assert a.kv_bytes_read_per_token == b.kv_bytes_read_per_token
 
 
 def test_a_part_with_bf16_but_no_fp16_peak_runs_attention_at_bf16(cat: Catalog) -> None:
@@ -224,8 +224,8 @@ def test_each_tp_rank_keeps_a_kv_head(cat: Catalog) -> None:
     trn2 = step(cat, "llama-3.1-70b", "trn2", ServingParallel(tp=16), engine="neuron")
     h100 = step(cat, "llama-3.1-70b", "h100-sxm", ServingParallel(tp=8))
     per_token = kv_bytes_per_token(cat.model("llama-3.1-70b"), "bf16")
-    assert trn2._k["kv_bytes_read_per_token"] == pytest.approx(per_token * 4 / 8)  # type: ignore[attr-defined]
-    assert h100._k["kv_bytes_read_per_token"] == pytest.approx(per_token / 8)  # type: ignore[attr-defined]
+    assert trn2.kv_bytes_read_per_token == pytest.approx(per_token * 4 / 8)
+    assert h100.kv_bytes_read_per_token == pytest.approx(per_token / 8)
 
 
 def test_an_engine_that_pads_heads_runs_any_tp_at_the_padded_count(cat: Catalog) -> None:
@@ -245,7 +245,7 @@ def test_an_engine_that_pads_heads_runs_any_tp_at_the_padded_count(cat: Catalog)
     s = step(cat, "llama-2-13b", "trn1", ServingParallel(tp=16), engine="neuron")
     per_token = kv_bytes_per_token(arch, "bf16")
     # 64 KV heads over 32 ranks: 2 a rank, 4 a chip, of the model's 40
-    assert s._k["kv_bytes_read_per_token"] == pytest.approx(per_token * 4 / 40)  # type: ignore[attr-defined]
+    assert s.kv_bytes_read_per_token == pytest.approx(per_token * 4 / 40)
 
 
 def test_a_static_engine_decodes_its_compiled_batch(cat: Catalog) -> None:
@@ -344,8 +344,10 @@ def test_gemma4_banded_layers_carry_their_share_of_flops_and_kv(cat: Catalog) ->
     arch = cat.model("gemma-4-31b")
     assert banded_attention_share(arch) == pytest.approx(50 * 256 / (50 * 256 + 10 * 512))
     s = step(cat, "gemma-4-31b", "h100-sxm", ServingParallel(tp=2), "fp8", "vllm", "fp8")
-    k = s._k  # type: ignore[attr-defined]
-    assert k["banded_kv_share"] == pytest.approx(50 * 16 * 256 / (50 * 16 * 256 + 10 * 4 * 512))
+    whole, banded = s._bands  # type: ignore[attr-defined]
+    assert (whole[1], banded[1]) == (math.inf, 1024)  # the bands' windows
+    assert banded[4] / (whole[4] + banded[4]) == pytest.approx(
+        50 * 16 * 256 / (50 * 16 * 256 + 10 * 4 * 512))  # the banded layers' share of KV
     # Decode at 64k of context reads little more KV than at 32k: the banded layers stop
     # at their window.
     t32, t64 = s.step_s(0, 16, 16 * 32_000), s.step_s(0, 16, 16 * 64_000)

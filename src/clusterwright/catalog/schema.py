@@ -423,6 +423,19 @@ class CloudOffer(CatalogEntry):
         return self
 
 
+class CompressedAttention(BaseModel):
+    """Layers whose KV cache keeps one entry per ``ratio`` tokens of the context (DeepSeek-V4's
+    compressed attention, arXiv 2606.19348): with ``topk`` each query attends only the
+    entries a lightning indexer scores highest (Compressed Sparse Attention), without it
+    every entry (Heavily Compressed Attention)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    layers: PositiveInt
+    ratio: Annotated[PositiveInt, Field(ge=2)]
+    topk: PositiveInt | None = None
+
+
 class Activation(StrEnum):
     gelu = "gelu"
     relu = "relu"
@@ -466,12 +479,27 @@ class ModelArch(CatalogEntry):
     # of an MoE layer passes. The router and the shared experts stay at the hidden width;
     # expert-parallel dispatch and combine carry latent-wide tokens.
     moe_latent: PositiveInt | None = None
+    # Hyper-connections (DeepSeek-V4's mHC, config hc_mult): the residual stream is hc_mult
+    # streams wide, mixed before and after each sub-layer by small learned maps.
+    hc_mult: PositiveInt = 1
     # Multi-head latent attention (DeepSeek-V2/V3)
     q_lora_rank: PositiveInt | None = None
     kv_lora_rank: PositiveInt | None = None
     qk_nope_head_dim: PositiveInt | None = None
     qk_rope_head_dim: PositiveInt | None = None
     v_head_dim: PositiveInt | None = None
+    # DeepSeek-V4's attention over the latent (arXiv 2606.19348): one shared head, K and V at
+    # once (kv_lora_rank + qk_rope_head_dim wide, no up-projection; queries are as wide,
+    # qk_nope_head_dim = kv_lora_rank, v_head_dim = the whole head), a grouped low-rank
+    # output projection (o_groups groups, each to o_lora_rank), and compressed KV on the
+    # layers of ``compressed_attention``, whose sparse groups score with an indexer of
+    # index_heads heads of index_head_dim (config.json index_n_heads, index_head_dim).
+    mla_shared_kv: StrictBool = False
+    o_lora_rank: PositiveInt | None = None
+    o_groups: PositiveInt | None = None
+    compressed_attention: list[CompressedAttention] = Field(default_factory=list)
+    index_heads: PositiveInt | None = None
+    index_head_dim: PositiveInt | None = None
     # Banded (sliding-window) attention on some layers: each token sees the last
     # ``sliding_window`` tokens there (gpt-oss: every other layer, 128 tokens).
     sliding_window: PositiveInt | None = None
@@ -572,6 +600,35 @@ class ModelArch(CatalogEntry):
                                  f"mamba_heads={self.mamba_heads}")
         elif any(v is not None for v in mamba):
             raise ValueError("mamba_heads ... mamba_conv_kernel need mamba_layers > 0")
+        if self.mla_shared_kv:
+            if not self.is_mla:
+                raise ValueError("mla_shared_kv needs MLA (kv_lora_rank and its head widths)")
+            assert self.kv_lora_rank and self.qk_rope_head_dim
+            if (self.qk_nope_head_dim != self.kv_lora_rank
+                    or self.v_head_dim != self.kv_lora_rank + self.qk_rope_head_dim):
+                raise ValueError("mla_shared_kv: K and V are one head, so qk_nope_head_dim must "
+                                 "equal kv_lora_rank and v_head_dim kv_lora_rank + "
+                                 "qk_rope_head_dim")
+        if (self.o_lora_rank is None) != (self.o_groups is None):
+            raise ValueError("o_lora_rank and o_groups go together")
+        if self.o_groups and self.heads % self.o_groups:
+            raise ValueError(f"o_groups={self.o_groups} must divide heads={self.heads}")
+        if self.compressed_attention:
+            if not self.sliding_window:
+                raise ValueError("compressed_attention needs sliding_window: every compressed "
+                                 "layer also attends its window of recent tokens")
+            n = sum(g.layers for g in self.compressed_attention)
+            if n > self.full_attention_layers - self.banded_layers:
+                raise ValueError(f"compressed_attention covers {n} layers, more than the "
+                                 f"{self.full_attention_layers - self.banded_layers} softmax "
+                                 "layers that are not window-only")
+            if any(g.topk for g in self.compressed_attention) and not (
+                    self.index_heads and self.index_head_dim):
+                raise ValueError("a compressed group with topk needs index_heads and "
+                                 "index_head_dim (its indexer)")
+        elif self.index_heads or self.index_head_dim:
+            raise ValueError("index_heads and index_head_dim need a compressed_attention "
+                             "group with topk")
         if (self.global_head_dim or self.global_kv_heads or self.global_k_eq_v):
             if not (self.sliding_window and 0 < self.sliding_window_layers
                     < self.full_attention_layers):
@@ -608,8 +665,13 @@ class ModelArch(CatalogEntry):
 
     @property
     def global_layers(self) -> int:
-        """Softmax layers that attend the whole context."""
+        """Softmax layers that attend the whole context (compressed or not)."""
         return self.full_attention_layers - self.banded_layers
+
+    @property
+    def compressed_layers(self) -> int:
+        """Softmax layers whose KV is compressed along the sequence."""
+        return sum(g.layers for g in self.compressed_attention)
 
     def layer_kv_heads(self, global_layer: bool = False) -> int:
         """KV heads of a banded (or, with ``global_layer``, a whole-context) layer."""

@@ -13,6 +13,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from clusterwright.catalog.schema import ModelArch
+from clusterwright.model.attention_bands import attention_bands
 from clusterwright.model.lora import Lora, adapter_flops_per_token
 from clusterwright.model.params import matmul_params
 
@@ -64,11 +65,11 @@ def attention_flops_per_token(arch: ModelArch, context: ArrayLike) -> np.ndarray
     recurrent layers' (linear attention, Mamba-2), which do not grow with the context
     (``recurrent_flops_per_token``)."""
     ctx = np.asarray(context, dtype=float)
-    banded_ctx = (np.minimum(ctx, float(arch.sliding_window))
-                  if arch.sliding_window and arch.banded_layers else ctx)
-    return (2.0 * arch.global_layers * sum(attention_dims(arch, True)) * ctx
-            + 2.0 * arch.banded_layers * sum(attention_dims(arch, False)) * banded_ctx
-            + recurrent_flops_per_token(arch))
+    total = 0.0 * ctx
+    for b in attention_bands(arch):
+        seen = ctx if b.window is None else np.minimum(ctx, b.window)
+        total = total + b.layers * b.prefill_flops_per_key * b.scale * seen
+    return total + recurrent_flops_per_token(arch)
 
 
 def recurrent_flops_per_token(arch: ModelArch) -> float:

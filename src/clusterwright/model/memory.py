@@ -20,6 +20,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from clusterwright.catalog.schema import Activation, ModelArch
+from clusterwright.model.attention_bands import attention_bands
 from clusterwright.model.flops import attention_dims, kv_width
 from clusterwright.model.layouts import Layouts, in_flight, stage_layers
 from clusterwright.model.lora import Lora, adapter_params, adapter_shapes
@@ -302,19 +303,21 @@ def kv_cache_bytes_per_token(arch: ModelArch, kv_precision: Precision | str = "b
 
 def kv_cache_bytes_per_token_split(arch: ModelArch, kv_precision: Precision | str = "bf16"
                                    ) -> tuple[float, float]:
-    """``kv_cache_bytes_per_token`` as (whole-context layers, banded sliding-window layers):
-    a layer type of its own shape (Gemma 4's global layers) keeps its own heads. A K = V
-    layer still caches both: K after its norm and RoPE, V after its own norm."""
-    if arch.is_mla:
-        assert arch.kv_lora_rank is not None and arch.qk_rope_head_dim is not None
-        per_layer = float(arch.kv_lora_rank + arch.qk_rope_head_dim)
-        return (arch.full_attention_layers * per_layer * bytes_per(kv_precision), 0.0)
+    """``kv_cache_bytes_per_token`` as (what the cache keeps of the whole context, what it
+    keeps of a sliding window: bytes per token of context there), from
+    ``attention_bands``: a layer type of its own shape (Gemma 4's global layers) keeps its
+    own heads, and a K = V layer still caches both (K after its norm and RoPE, V after its
+    own norm); a compressed layer (DeepSeek-V4) keeps one entry per ratio tokens of the
+    whole context, its indexer's keys beside them, and its window."""
     b = bytes_per(kv_precision)
-
-    def per_layer_of(global_layer: bool) -> float:
-        return 2.0 * arch.layer_kv_heads(global_layer) * arch.layer_head_dim(global_layer) * b
-
-    return (arch.global_layers * per_layer_of(True), arch.banded_layers * per_layer_of(False))
+    whole = banded = 0.0
+    for band in attention_bands(arch):
+        per_token = band.layers * band.scale * band.kv_elems_per_key * b
+        if band.kept is None:
+            whole += per_token
+        else:
+            banded += per_token
+    return whole, banded
 
 
 # The recurrent layers' state is kept in FP32: Qwen3.5's config.json sets mamba_ssm_dtype
@@ -359,11 +362,12 @@ def kv_cache_bytes(
     parallelism. KV heads split over TP until each GPU holds one; beyond that they are
     replicated (vLLM does this), so the per-GPU size stops shrinking. MLA's latent is
     replicated on every TP rank."""
-    if arch.is_mla:
-        return kv_cache_bytes_per_token(arch, kv_precision) * batch * context
-    whole, banded = kv_cache_bytes_per_token_split(arch, kv_precision)
-    return (whole / min(tp, arch.layer_kv_heads(True))
-            + banded / min(tp, arch.layer_kv_heads(False))) * batch * context
+    b = bytes_per(kv_precision)
+    total = 0.0
+    for band in attention_bands(arch):
+        per_token = band.layers * band.scale * band.kv_elems_per_key * b
+        total += per_token / (min(tp, band.kv_heads) if band.kv_heads else 1)
+    return total * batch * context
 
 
 @dataclass(frozen=True)

@@ -41,16 +41,12 @@ from dataclasses import dataclass, replace
 from clusterwright.catalog.schema import Dtype, Gpu, ModelArch
 from clusterwright.catalog.stacks import ServingEngine
 from clusterwright.errors import InputError
+from clusterwright.model.attention_bands import attention_bands
 from clusterwright.model.collectives import Interconnect, allreduce_s, moe_dispatch_s
-from clusterwright.model.flops import (
-    attention_dims,
-    banded_attention_share,
-    recurrent_flops_per_token,
-)
+from clusterwright.model.flops import attention_dims, recurrent_flops_per_token
 from clusterwright.model.inference import _busiest_touched, _interp
 from clusterwright.model.memory import (
     kv_cache_bytes_per_token,
-    kv_cache_bytes_per_token_split,
     recurrent_state_bytes_per_sequence,
 )
 from clusterwright.model.params import param_counts
@@ -200,21 +196,23 @@ def padding_params(arch: ModelArch, heads: int) -> float:
 # --------------------------------------------------------------------------- step
 
 
-def _attended(k: dict[str, float], p: float, d: float, kv_tokens: float,
-              prefill_pairs: float | None) -> tuple[float, float, float]:
-    """(query-key pairs the prefill tokens attend, KV tokens the decode sequences attend,
-    KV tokens they read) of one iteration, as if every softmax layer were a whole-context
-    one: banded (sliding-window) layers see at most their window, weighted by their share of
-    the FLOPs (the first two) and of the KV bytes (the last)."""
+def _attended(bands: tuple[tuple[float, float, float, float, float], ...], p: float,
+              d: float, kv_tokens: float, prefill_pairs: float | None
+              ) -> tuple[float, float, float]:
+    """(prefill attention FLOPs, decode attention FLOPs per query, KV bytes read) of one
+    iteration on one GPU: each band's layers attend scale x min(context, window) keys of
+    the prefill's query-key pairs and of the decode sequences' KV tokens (``bands``: the
+    step's (scale, window, prefill FLOPs per key, decode FLOPs per key, bytes per key))."""
     pairs = p * p / 2.0 if prefill_pairs is None else float(prefill_pairs)
-    kv = kv_read = float(kv_tokens)
-    fb, kb = k["banded_flops_share"], k["banded_kv_share"]
-    if fb or kb:
-        w = k["window"]
-        pairs = (1.0 - fb) * pairs + fb * min(pairs, p * w)
-        kv = (1.0 - fb) * kv_read + fb * min(kv_read, d * w)
-        kv_read = (1.0 - kb) * kv_read + kb * min(kv_read, d * w)
-    return pairs, kv, kv_read
+    kv = float(kv_tokens)
+    pf = dec = read = 0.0
+    for scale, window, f_pf, f_dec, nbytes in bands:
+        seen_pairs = scale * min(pairs, p * window)
+        seen_kv = scale * min(kv, d * window)
+        pf += f_pf * seen_pairs
+        dec += f_dec * seen_kv
+        read += nbytes * seen_kv
+    return pf, dec, read
 
 
 @dataclass(frozen=True)
@@ -286,6 +284,13 @@ class DeploymentStep:
     buckets: Buckets | None = None
     static_batch: int | None = None
 
+    @property
+    def kv_bytes_read_per_token(self) -> float:
+        """Bytes a GPU reads per token of a decoding sequence's context below every window,
+        all its layers (bands of a compressed cache count their share)."""
+        return sum(scale * nbytes
+                   for scale, _, _, _, nbytes in self._bands)  # type: ignore[attr-defined]
+
     def __post_init__(self) -> None:
         a, g, e, par = self.arch, self.gpu, self.engine, self.par
         c = param_counts(a)
@@ -319,46 +324,42 @@ class DeploymentStep:
             consts["expert_flops_per_copy"] = 2.0 * per_expert / par.moe_tp
             consts["expert_bytes"] = per_expert * self.moe_format.bytes_per_weight / par.moe_tp
             consts["local_experts"] = par.expert_slots(a)
-        dqk, dv = attention_dims(a)
-        dqk, dv = dqk * heads / a.heads, dv * heads / a.heads
         ranks = g.tp_ranks_per_device
 
         def kv_shard_of(kvh: int) -> float:
             # Each TP rank keeps at least one KV head (replicated when the ranks outnumber
             # the heads: NxD Inference's REPLICATE_TO_TP_DEGREE), and a device holds its
             # ranks'. Multi-head attention pads its KV heads with the query heads;
-            # grouped-query attention replicates its KV heads instead.
+            # grouped-query attention replicates its KV heads instead. An MLA latent is not
+            # split by heads: every TP rank holds it.
+            if not kvh:
+                return 1.0
             padded = heads if kvh == a.heads else kvh
             return float(min(par.tp * ranks, padded)) / ranks * kvh / padded
 
-        whole_b, banded_b = kv_cache_bytes_per_token_split(a)
-        if a.is_mla:
-            assert a.kv_lora_rank is not None and a.qk_rope_head_dim is not None
-            # Decode attends in the latent space (projections absorbed): per head the
-            # query-key width is the latent plus the RoPE part, the value width the latent.
-            decode_qk = float(a.heads * (a.kv_lora_rank + a.qk_rope_head_dim))
-            decode_v = float(a.heads * a.kv_lora_rank)
-            kv_shard = 1.0  # the latent is not split by heads: every TP rank holds it
-        else:
-            decode_qk, decode_v = dqk, dv
-            whole_b /= kv_shard_of(a.layer_kv_heads(True))
-            banded_b /= kv_shard_of(a.layer_kv_heads(False))
-            kv_shard = (sum(kv_cache_bytes_per_token_split(a)) / (whole_b + banded_b)
-                        if whole_b + banded_b else 1.0)
-        # Banded layers (gpt-oss: every other layer, 128 tokens) attend and keep only their
-        # window; the rest attend the whole context. Their shares of the attention FLOPs
-        # and of the KV bytes a GPU reads follow their count, and where the whole-context
-        # layers have a shape of their own (Gemma 4), their widths and KV heads.
-        consts["banded_flops_share"] = banded_attention_share(a)
-        consts["banded_kv_share"] = banded_b / (whole_b + banded_b) if banded_b else 0.0
-        consts["window"] = float(a.sliding_window or 0)
-        # Softmax attention runs in the full-attention layers only; a recurrent layer (Gated
-        # DeltaNet, Mamba-2) costs the same per token whatever the context, and each decoding
-        # sequence reads and writes its fixed state there (heads split over TP).
-        full = float(a.full_attention_layers)
-        consts["prefill_attn_flops_per_pair"] = 2.0 * full * stage * (dqk + dv) / par.tp
-        consts["decode_attn_flops_per_kv"] = 2.0 * full * stage * (decode_qk + decode_v) / par.tp
-        consts["kv_bytes_read_per_token"] = self.kv_bytes_per_token * stage / kv_shard
+        # Softmax attention, band by band (``attention_bands``): the whole context, a sliding
+        # window (gpt-oss, Gemma 4), or a compressed cache and its indexer (DeepSeek-V4), each
+        # with its FLOPs per attended key and the bytes a GPU reads of it. Padded query heads
+        # compute all the same; MLA decodes in the latent, with the model's own heads.
+        pad = heads / a.heads
+        bands = attention_bands(a)
+        elems = sum(b.layers * b.scale * b.kv_elems_per_key for b in bands)
+        per_elem = self.kv_bytes_per_token / elems if elems else 0.0
+        fp8 = g.peak_tflops.get(Dtype.fp8)
+        rows = []
+        for b in bands:
+            # The indexer scores in FP8: at the FP8 peak where the part has one.
+            lane = _peak16(g) / fp8 if b.fp8 and fp8 else 1.0
+            rows.append((b.scale, math.inf if b.window is None else b.window,
+                         b.layers * stage * b.prefill_flops_per_key * pad * lane / par.tp,
+                         b.layers * stage * b.decode_flops_per_key * lane / par.tp
+                         * (1.0 if a.is_mla else pad),
+                         b.layers * stage * b.kv_elems_per_key * per_elem
+                         / kv_shard_of(b.kv_heads)))
+        object.__setattr__(self, "_bands", tuple(rows))
+        # A recurrent layer (Gated DeltaNet, Mamba-2) costs the same per token whatever the
+        # context, and each decoding sequence reads and writes its fixed state there (heads
+        # split over TP).
         consts["recurrent_flops_per_token"] = recurrent_flops_per_token(a) * stage / par.tp
         consts["state_bytes_per_seq"] = recurrent_state_bytes_per_sequence(a) * stage / par.tp
         consts["act_bytes_per_token"] = a.hidden * ACT_BYTES
@@ -454,13 +455,11 @@ class DeploymentStep:
             eff = e.moe_gemm_scale * self._gemm_eff(per_expert_gemm / 3.0)
             experts = max(flops_e / (k["peak_moe"] * eff), bytes_e / k["hbm_moe"])
         # Attention: prefill pairs at the attention kernels' rate, decode KV read.
-        pairs, kv, kv_read = _attended(k, p, d, kv_tokens, prefill_pairs)
-        attn = ((k["prefill_attn_flops_per_pair"] * pairs
-                 + k["decode_attn_flops_per_kv"] * kv * queries
-                 + k["recurrent_flops_per_token"] * n)
+        pf, dec, kv_read = _attended(self._bands, p, d, kv_tokens,  # type: ignore[attr-defined]
+                                        prefill_pairs)
+        attn = ((pf + dec * queries + k["recurrent_flops_per_token"] * n)
                 / (k["peak16"] * e.attention_efficiency)
-                + (k["kv_bytes_read_per_token"] * kv_read
-                   + 2.0 * k["state_bytes_per_seq"] * d)
+                + (kv_read + 2.0 * k["state_bytes_per_seq"] * d)
                 / k["hbm_kv"])
         comm = self._comm(n, layers, k)
         graph = p == 0 and d <= e.cuda_graph_max_batch
@@ -513,11 +512,10 @@ class DeploymentStep:
             touched = _busiest_touched(k["local_experts"], par.moe_ep, a.top_k, a.experts,
                                        tokens_all)
             nbytes += touched * k["expert_bytes"] * k["moe_layers"]
-        pairs, kv, kv_read = _attended(k, p, d, kv_tokens, prefill_pairs)
-        tensor += (k["prefill_attn_flops_per_pair"] * pairs
-                   + k["decode_attn_flops_per_kv"] * kv
-                   + k["recurrent_flops_per_token"] * n) / k["peak16"]
-        nbytes += k["kv_bytes_read_per_token"] * kv_read + 2.0 * k["state_bytes_per_seq"] * d
+        pf, dec, kv_read = _attended(self._bands, p, d, kv_tokens,  # type: ignore[attr-defined]
+                                        prefill_pairs)
+        tensor += (pf + dec + k["recurrent_flops_per_token"] * n) / k["peak16"]
+        nbytes += kv_read + 2.0 * k["state_bytes_per_seq"] * d
         hbm = self.gpu.memory_bandwidth_gbps * 1e9
         return tensor * par.pp, nbytes / hbm * par.pp
 
