@@ -81,6 +81,12 @@ MAPPED = {
     "stepfun-ai/Step-3.7-Flash-FP8": "step-3.7-flash",
     "XiaomiMiMo/MiMo-V2-Flash": "mimo-v2-flash",
     "nvidia/Llama-3_3-Nemotron-Super-49B-v1": "llama-3.3-nemotron-super-49b",
+    "deepseek-ai/DeepSeek-V4-Flash": "deepseek-v4-flash",
+    "nvidia/DeepSeek-V4-Flash-NVFP4": "deepseek-v4-flash",
+    "sgl-project/DeepSeek-V4-Flash-FP8": "deepseek-v4-flash",
+    "deepseek-ai/DeepSeek-V4-Pro": "deepseek-v4-pro",
+    "nvidia/DeepSeek-V4-Pro-NVFP4": "deepseek-v4-pro",
+    "sgl-project/DeepSeek-V4-Pro-FP8": "deepseek-v4-pro",
     "google/gemma-4-26B-A4B": "gemma-4-26b-a4b",
     "nvidia/Gemma-4-26B-A4B-NVFP4": "gemma-4-26b-a4b",
     "nvidia/Gemma-4-31B-IT-NVFP4": "gemma-4-31b",
@@ -93,12 +99,6 @@ MAPPED = {
 
 # Left out on purpose (docs/serving.md, Known limits, says why).
 LEFT_OUT = [
-    "deepseek-ai/DeepSeek-V4-Flash",
-    "deepseek-ai/DeepSeek-V4-Pro",
-    "nvidia/DeepSeek-V4-Flash-NVFP4",
-    "nvidia/DeepSeek-V4-Pro-NVFP4",
-    "sgl-project/DeepSeek-V4-Flash-FP8",
-    "sgl-project/DeepSeek-V4-Pro-FP8",
     "moonshotai/Kimi-K3",
     "XiaomiMiMo/MiMo-7B-Base",
 ]

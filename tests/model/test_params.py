@@ -166,3 +166,48 @@ def test_global_layer_shapes_need_banded_layers_beside_them() -> None:
     with pytest.raises(ValueError, match="global_head_dim"):
         ModelArch(id="x", name="x", source="a test shape", layers=4, hidden=64, heads=4,
                   ffn_hidden=128, vocab=100, max_seq_len=128, global_head_dim=32)
+
+
+def test_deepseek_v4_counts_its_shared_head_grouped_output_and_compressors(
+        catalog: Catalog) -> None:
+    # DeepSeek-V4-Flash's config.json: wq_a 4,096 x 1,024, wq_b 1,024 x 64 x 512, wkv
+    # 4,096 x 512 (one shared head, no up-projection), wo_a 1,024 x 64 x 512 over 8 groups,
+    # wo_b 8 x 1,024 x 4,096; the paper's 284B total (arXiv 2606.19348).
+    from clusterwright.model.params import attention_params_per_layer, compression_params
+
+    m = catalog.model("deepseek-v4-flash")
+    q = 4096 * 1024 + 1024 + 1024 * 64 * 512
+    kv = 4096 * 512 + 512 + 64  # the shared head, its norm, the attention sinks
+    o = 1024 * 64 * 512 + 8 * 1024 * 4096
+    assert attention_params_per_layer(m) == q + kv + o
+    # 21 sparse layers: a compressor with overlapping windows (2 x 512 wide) and an
+    # indexer (64 heads of 128 from the q latent, its weights, its own compressor); 20
+    # heavily compressed layers: a compressor 512 wide
+    csa = (2 * 4096 * 1024 + 4 * 1024 + 512
+           + 1024 * 64 * 128 + 4096 * 64 + 2 * 4096 * 256 + 4 * 256 + 128)
+    hca = 2 * 4096 * 512 + 128 * 512 + 512
+    assert compression_params(m) == 21 * csa + 20 * hca
+    assert total_params(m) == pytest.approx(284e9, rel=0.002)
+    assert total_params(catalog.model("deepseek-v4-pro")) == pytest.approx(1.573e12, rel=0.001)
+
+
+def test_deepseek_v4_shapes_are_checked() -> None:
+    base = dict(id="x", name="x", source="a test shape", layers=4, hidden=64, heads=4,
+                ffn_hidden=128, vocab=100, max_seq_len=128, q_lora_rank=32,
+                kv_lora_rank=24, qk_nope_head_dim=24, qk_rope_head_dim=8, v_head_dim=32)
+    ModelArch(**base, mla_shared_kv=True)
+    with pytest.raises(ValueError, match="v_head_dim"):
+        ModelArch(**{**base, "v_head_dim": 24}, mla_shared_kv=True)
+    with pytest.raises(ValueError, match="sliding_window"):
+        ModelArch(**base, compressed_attention=[{"layers": 2, "ratio": 4}])
+    with pytest.raises(ValueError, match="index_heads"):
+        ModelArch(**base, sliding_window=8, compressed_attention=[
+            {"layers": 2, "ratio": 4, "topk": 16}])
+    with pytest.raises(ValueError, match="covers 5 layers"):
+        ModelArch(**base, sliding_window=8, compressed_attention=[{"layers": 5, "ratio": 4}])
+    with pytest.raises(ValueError, match="MLA models"):
+        ModelArch(id="x", name="x", source="a test shape", layers=4, hidden=64, heads=4,
+                  ffn_hidden=128, vocab=100, max_seq_len=128, sliding_window=8,
+                  compressed_attention=[{"layers": 2, "ratio": 4}])
+    with pytest.raises(ValueError, match="o_lora_rank and o_groups"):
+        ModelArch(**base, o_lora_rank=16)

@@ -339,10 +339,12 @@ def test_gemma4_banded_layers_carry_their_share_of_flops_and_kv(cat: Catalog) ->
     """Gemma 4 31B's 50 banded layers have half the head width of its 10 global ones and
     four times their KV heads: beyond the window, long contexts cost the global layers'
     share only, a larger share of the FLOPs than of the KV bytes."""
-    from clusterwright.model.flops import banded_attention_share
+    from clusterwright.model.attention_bands import attended_share
 
     arch = cat.model("gemma-4-31b")
-    assert banded_attention_share(arch) == pytest.approx(50 * 256 / (50 * 256 + 10 * 512))
+    # at 8,192 tokens of context the banded layers attend 1,024 of them
+    fb = 50 * 256 / (50 * 256 + 10 * 512)
+    assert attended_share(arch, 8192) == pytest.approx(1 - fb + fb / 8)
     s = step(cat, "gemma-4-31b", "h100-sxm", ServingParallel(tp=2), "fp8", "vllm", "fp8")
     whole, banded = s._bands  # type: ignore[attr-defined]
     assert (whole[1], banded[1]) == (math.inf, 1024)  # the bands' windows
@@ -357,3 +359,23 @@ def test_gemma4_banded_layers_carry_their_share_of_flops_and_kv(cat: Catalog) ->
     f = DeploymentStep(full, s.gpu, s.engine, s.net, s.par, s.dense_format, s.moe_format,
                        kv_bytes_per_token(full, "fp8"))
     assert t64 - t32 < f.step_s(0, 16, 16 * 64_000) - f.step_s(0, 16, 16 * 32_000)
+
+
+def test_deepseek_v4_long_contexts_cost_its_compressed_cache_not_the_context(
+        cat: Catalog) -> None:
+    """DeepSeek-V4-Flash decodes a 64k-token context reading a fraction of the KV a dense
+    latent of the same width would: its sparse layers attend the indexer's top 512 entries
+    (the indexer scoring every one, in FP8), its heavily compressed layers one entry per 128
+    tokens, every layer its window."""
+    par = ServingParallel(tp=1, adp=8, moe_ep=8)
+    s = step(cat, "deepseek-v4-flash", "b200", par, "nvfp4", "sglang", "fp8")
+    bands = s._bands  # type: ignore[attr-defined]
+    scales = sorted((b[0], b[1]) for b in bands)
+    assert scales == [(1 / 128, math.inf), (0.25, 2048.0), (0.25, math.inf), (1.0, 128.0)]
+    short, long_ = s.step_s(0, 16, 16 * 4_000), s.step_s(0, 16, 16 * 64_000)
+    dense = cat.model("deepseek-v4-flash").model_copy(update={
+        "compressed_attention": [], "index_heads": None, "index_head_dim": None,
+        "sliding_window": None, "sliding_window_layers": 0})
+    d = DeploymentStep(dense, s.gpu, s.engine, s.net, par, s.dense_format, s.moe_format,
+                       kv_bytes_per_token(dense, "fp8"))
+    assert long_ - short < 0.25 * (d.step_s(0, 16, 16 * 64_000) - d.step_s(0, 16, 16 * 4_000))

@@ -366,3 +366,10 @@ def test_gemma4_says_its_global_layers_are_unmeasured(cat: Catalog) -> None:
     dep = deployment(cat, arch, cat.gpu("h100-sxm"), engine_of(cat, "vllm"), "fp8",
                      agg=Role(layout(arch, 2), 1))
     assert "own shape" in validation_regime(dep)["architecture_note"]
+
+
+def test_deepseek_v4_says_its_compressed_attention_is_unmeasured(cat: Catalog) -> None:
+    arch = cat.model("deepseek-v4-flash")
+    dep = deployment(cat, arch, cat.gpu("b200"), engine_of(cat, "sglang"), "fp4",
+                     agg=Role(ServingParallel(tp=1, adp=8, moe_ep=8), 1))
+    assert "compressed KV cache" in validation_regime(dep)["architecture_note"]

@@ -614,6 +614,9 @@ class ModelArch(CatalogEntry):
         if self.o_groups and self.heads % self.o_groups:
             raise ValueError(f"o_groups={self.o_groups} must divide heads={self.heads}")
         if self.compressed_attention:
+            if not self.is_mla:
+                raise ValueError("compressed_attention is modelled on MLA models (DeepSeek-V4's "
+                                 "shared head) only")
             if not self.sliding_window:
                 raise ValueError("compressed_attention needs sliding_window: every compressed "
                                  "layer also attends its window of recent tokens")

@@ -51,14 +51,6 @@ def kv_width(arch: ModelArch) -> float:
     return (b * of(False) + g * of(True)) / max(b + g, 1)
 
 
-def banded_attention_share(arch: ModelArch) -> float:
-    """Share of the softmax layers' attention FLOPs per query-key pair that falls in the
-    banded (sliding-window) layers: their share of the layers, weighted by head width."""
-    b = arch.banded_layers * sum(attention_dims(arch, False))
-    g = arch.global_layers * sum(attention_dims(arch, True))
-    return b / (b + g) if b + g else 0.0
-
-
 def attention_flops_per_token(arch: ModelArch, context: ArrayLike) -> np.ndarray:
     """Forward FLOPs of QK^T and AV for one token attending to ``context`` tokens in the
     whole-context softmax layers and at most their window in the banded ones, plus the

@@ -361,13 +361,16 @@ def kv_cache_bytes(
     """KV cache for ``batch`` sequences of ``context`` tokens, per GPU under tensor
     parallelism. KV heads split over TP until each GPU holds one; beyond that they are
     replicated (vLLM does this), so the per-GPU size stops shrinking. MLA's latent is
-    replicated on every TP rank."""
+    replicated on every TP rank. Sliding-window layers keep their window of a sequence, a
+    compressed cache one entry per its ratio tokens (``attention_bands``)."""
     b = bytes_per(kv_precision)
     total = 0.0
     for band in attention_bands(arch):
         per_token = band.layers * band.scale * band.kv_elems_per_key * b
-        total += per_token / (min(tp, band.kv_heads) if band.kv_heads else 1)
-    return total * batch * context
+        # A sliding-window band keeps only its window of each sequence.
+        held = context if band.kept is None else min(context, band.kept)
+        total += per_token * held / (min(tp, band.kv_heads) if band.kv_heads else 1)
+    return total * batch
 
 
 @dataclass(frozen=True)

@@ -64,9 +64,21 @@ def attention_params_per_layer(arch: ModelArch, global_layer: bool = False) -> i
             q = h * arch.q_lora_rank + arch.q_lora_rank + arch.q_lora_rank * arch.heads * qk
         else:
             q = h * arch.heads * qk
-        kv_down = h * (arch.kv_lora_rank + arch.qk_rope_head_dim) + arch.kv_lora_rank
-        kv_up = arch.kv_lora_rank * arch.heads * (arch.qk_nope_head_dim + arch.v_head_dim)
-        o = arch.heads * arch.v_head_dim * h
+        latent = arch.kv_lora_rank + arch.qk_rope_head_dim
+        if arch.mla_shared_kv:
+            # DeepSeek-V4: wkv makes the one shared head (normed whole), no up-projection;
+            # a learned attention sink per head.
+            kv_down, kv_up = h * latent + latent, arch.heads
+        else:
+            kv_down = h * latent + arch.kv_lora_rank
+            kv_up = arch.kv_lora_rank * arch.heads * (arch.qk_nope_head_dim + arch.v_head_dim)
+        if arch.o_lora_rank and arch.o_groups:
+            # Grouped low-rank output (DeepSeek-V4's wo_a, block-diagonal over o_groups
+            # groups of heads, then wo_b from the groups' o_lora_rank outputs).
+            o = (arch.o_lora_rank * arch.heads * arch.v_head_dim
+                 + arch.o_groups * arch.o_lora_rank * h)
+        else:
+            o = arch.heads * arch.v_head_dim * h
         return q + kv_down + kv_up + o
     head_dim = arch.layer_head_dim(global_layer)
     dq = arch.heads * head_dim
@@ -126,6 +138,46 @@ def mlp_params(arch: ModelArch, ffn_hidden: int, width: int | None = None) -> in
     return weights + biases
 
 
+def compression_params(arch: ModelArch) -> int:
+    """DeepSeek-V4's compressors and indexers, all layers, in parameters (0 without
+    ``compressed_attention``). A compressor gates and projects each token to the cached
+    head (wkv, wgate), twice as wide where its windows overlap (the sparse groups: ratio 4 in
+    the released configs), with a learned position per slot of its ratio and a norm; a
+    sparse group's indexer adds its query up-projection (from the q latent), per-head
+    weights and a compressor of its own at index_head_dim."""
+    if not arch.compressed_attention:
+        return 0
+    assert arch.kv_lora_rank is not None and arch.qk_rope_head_dim is not None
+    h, head = arch.hidden, arch.kv_lora_rank + arch.qk_rope_head_dim
+
+    def compressor(width: int, ratio: int, overlap: bool) -> int:
+        out = (2 if overlap else 1) * width
+        return 2 * h * out + ratio * out + width
+
+    total = 0
+    for g in arch.compressed_attention:
+        per_layer = compressor(head, g.ratio, bool(g.topk))
+        if g.topk:
+            assert arch.index_heads and arch.index_head_dim
+            per_layer += ((arch.q_lora_rank or h) * arch.index_heads * arch.index_head_dim
+                          + h * arch.index_heads
+                          + compressor(arch.index_head_dim, g.ratio, True))
+        total += g.layers * per_layer
+    return total
+
+
+def hyper_connection_params(arch: ModelArch) -> int:
+    """DeepSeek-V4's manifold-constrained hyper-connections, all layers, in parameters (0 at
+    hc_mult 1): per sub-layer a map from the hc_mult streams to (2 + hc_mult) x hc_mult
+    mixing weights with its bias, and one more map before the head."""
+    n = arch.hc_mult
+    if n == 1:
+        return 0
+    mix = (2 + n) * n
+    per_layer = 2 * (mix * n * arch.hidden + mix + 3)
+    return arch.layers * per_layer + n * n * arch.hidden + n + 1
+
+
 def latent_projection_params(arch: ModelArch) -> int:
     """LatentMoE's down (hidden -> latent) and up (latent -> hidden) projections of one MoE
     layer, in parameters; 0 without a latent."""
@@ -140,7 +192,8 @@ def param_counts(arch: ModelArch) -> ParamCounts:
     attention = (arch.banded_layers * attention_params_per_layer(arch)
                  + arch.global_layers * attention_params_per_layer(arch, global_layer=True)
                  + arch.linear_attention_layers * linear_attention_params_per_layer(arch)
-                 + arch.mamba_layers * mamba_params_per_layer(arch))
+                 + arch.mamba_layers * mamba_params_per_layer(arch)
+                 + compression_params(arch) + hyper_connection_params(arch))
     moe_layers = arch.moe_layers
     dense_layers = arch.n_ffn_layers - moe_layers
     dense_mlp = dense_layers * mlp_params(arch, arch.ffn_hidden)

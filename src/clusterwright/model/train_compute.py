@@ -31,11 +31,8 @@ from dataclasses import dataclass
 
 from clusterwright.catalog.schema import Activation, ModelArch
 from clusterwright.catalog.stacks import Stack
-from clusterwright.model.flops import (
-    attention_dims,
-    banded_attention_share,
-    recurrent_flops_per_token,
-)
+from clusterwright.model.attention_bands import attended_share
+from clusterwright.model.flops import attention_dims, recurrent_flops_per_token
 from clusterwright.model.lora import Lora, adapter_shapes
 from clusterwright.model.params import attention_params_per_layer, param_counts
 from clusterwright.model.recompute import FULL
@@ -218,8 +215,13 @@ def layer_times(ops: Ops, c: ComputeJob, tok: Num, t: Num, ep: Num, sp: Num, rc:
             q_dn, q_dn_c = _linear(ops, c, tok, h, dqk / t, m, 1.0)
             q_up, q_up_c = 0.0 * tok, 0.0 * tok
         kv_dn, kv_dn_c = _linear(ops, c, tok, h, kvr, m, 1.0)
-        kv_up, kv_up_c = _linear(ops, c, tok, float(a.kv_lora_rank),
-                                 a.heads * (a.qk_nope_head_dim + a.v_head_dim) / t, m, 1.0)
+        if a.mla_shared_kv:
+            # DeepSeek-V4: the shared head is K and V as projected, no up-projection.
+            kv_up, kv_up_c = 0.0 * tok, 0.0 * tok
+        else:
+            kv_up, kv_up_c = _linear(ops, c, tok, float(a.kv_lora_rank),
+                                     a.heads * (a.qk_nope_head_dim + a.v_head_dim) / t, m,
+                                     1.0)
         qkv = q_dn + q_up + kv_dn + kv_up
         qkv_c = q_dn_c + q_up_c + kv_dn_c + kv_up_c
         mla_up = q_up + kv_up
@@ -231,13 +233,23 @@ def layer_times(ops: Ops, c: ComputeJob, tok: Num, t: Num, ep: Num, sp: Num, rc:
         gate = dqk if a.attention_output_gate else 0.0
         qkv, qkv_c = _linear(ops, c, tok, h, (dqk + gate + 2.0 * dkv) / t, m, 1.0)
         mla_up = 0.0 * tok
-    proj, proj_c = _linear(ops, c, tok, dv / t, h, m, 1.0)
+    if a.o_lora_rank and a.o_groups:
+        # A grouped low-rank output (DeepSeek-V4): each group's heads to o_lora_rank, the
+        # groups' outputs to the hidden width.
+        lo = float(a.o_lora_rank * a.o_groups)
+        pa, pa_c = _linear(ops, c, tok, dv / t, float(a.o_lora_rank), m, 1.0)
+        pb, pb_c = _linear(ops, c, tok, lo / t, h, m, 1.0)
+        proj, proj_c = pa + pb, pa_c + pb_c
+    else:
+        proj, proj_c = _linear(ops, c, tok, dv / t, h, m, 1.0)
     if (a.linear_attention_layers or a.mamba_layers or a.global_head_dim
-            or a.global_kv_heads or a.global_k_eq_v):
+            or a.global_kv_heads or a.global_k_eq_v or a.compressed_attention
+            or a.hc_mult > 1):
         # A hybrid's layer is the mean of its kinds: Gated DeltaNet and Mamba-2 layers project
         # more (their gates, heads and out_proj) than the full-attention shape above, and
-        # global layers of their own shape (Gemma 4) otherwise; its projections' time scales
-        # by the weights' ratio.
+        # global layers of their own shape (Gemma 4) otherwise, and DeepSeek-V4's layers
+        # add their compressors, indexers and hyper-connection maps; its projections' time
+        # scales by the weights' ratio.
         mix = float(param_counts(a).attention) / (a.layers * attention_params_per_layer(a))
         qkv, qkv_c, proj, proj_c = qkv * mix, qkv_c * mix, proj * mix, proj_c * mix
     if not a.is_mla:
@@ -247,10 +259,10 @@ def layer_times(ops: Ops, c: ComputeJob, tok: Num, t: Num, ep: Num, sp: Num, rc:
     causal = 0.5 if c.flash else 1.0
     attn_flops = 2.0 * tok * s * (dqk + dv) / t * causal
     if a.sliding_window and c.flash:
-        # Banded layers see at most the window: min(w, s/2) keys on average, not s/2 (their
-        # share of the attention FLOPs: their count, weighted by their head widths).
-        fw = banded_attention_share(a)
-        attn_flops = attn_flops * ((1.0 - fw) + fw * min(1.0, 2.0 * a.sliding_window / s))
+        # Banded layers see at most the window: min(w, s/2) keys on average, not s/2, and a
+        # compressed cache (DeepSeek-V4) one entry per its ratio, or its top-k, with the
+        # indexer's scoring (``attended_share``: each band's share of the FLOPs).
+        attn_flops = attn_flops * attended_share(a, s / 2.0)
     if a.linear_attention_layers or a.mamba_layers:
         # Softmax attention in the full-attention layers only; the delta rule or the scan
         # elsewhere, at a cost per token that does not grow with the sequence (per layer, on

@@ -185,6 +185,10 @@ PRUNED_NOTE = ("blocks without attention and FFNs of varying width (a NAS-pruned
 GLOBAL_SHAPE_NOTE = ("whole-context layers with heads of their own shape (wider, fewer KV "
                      "heads, K = V) beside the sliding-window ones are in no measured row: "
                      "their attention and KV cache are modelled from the config, not checked")
+COMPRESSED_NOTE = ("attention over a compressed KV cache (DeepSeek-V4's compressed sparse and "
+                   "heavily compressed layers, their indexer and sliding windows) is in no "
+                   "measured row: modelled from the config and the paper's cache sizes, not "
+                   "checked against a run")
 LATENT_MOE_NOTE = ("LatentMoE experts (a latent-wide expert space behind shared projections) "
                    "are in no measured row: their GEMMs and dispatch are modelled from the "
                    "config, not checked")
@@ -192,13 +196,15 @@ LATENT_MOE_NOTE = ("LatentMoE experts (a latent-wide expert space behind shared 
 
 def validation_regime(dep: Deployment) -> dict[str, Any]:
     """How this engine did on measured rows of this GPU and mode, or that none exist; a
-    hybrid linear-attention, Mamba-2, LatentMoE, NAS-pruned or Gemma-4-style model adds
-    ``architecture_note``."""
+    hybrid linear-attention, Mamba-2, LatentMoE, NAS-pruned, Gemma-4-style or compressed-cache
+    model adds ``architecture_note``."""
     mode = "disagg" if dep.disaggregated else "agg"
     arch_notes = ([MAMBA_NOTE] if dep.arch.mamba_layers else
                   [HYBRID_NOTE] if dep.arch.linear_attention_layers else [])
     if dep.arch.moe_latent:
         arch_notes.append(LATENT_MOE_NOTE)
+    if dep.arch.compressed_attention:
+        arch_notes.append(COMPRESSED_NOTE)
     if dep.arch.global_head_dim or dep.arch.global_kv_heads or dep.arch.global_k_eq_v:
         arch_notes.append(GLOBAL_SHAPE_NOTE)
     if dep.arch.n_ffn_layers > dep.arch.layers:
