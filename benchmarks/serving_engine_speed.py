@@ -58,6 +58,14 @@ COMMANDS = [
      ["serve", "plan", "--model", "llama-3.1-70b", "--gpu", "b200", "--engine", "trtllm",
       "--precision", "fp8", "--qps", "20", "--input-len", "2048", "--output-len", "512",
       "--ttft-p99", "2", "--tpot-p99", "0.04", "--json"]),
+    ("serve plan --engine sglang, DeepSeek-V3 FP4 on B200, 5 req/s, 8k in",
+     ["serve", "plan", "--model", "deepseek-v3", "--gpu", "b200", "--engine", "sglang",
+      "--precision", "fp4", "--qps", "5", "--input-len", "8192", "--output-len", "1024",
+      "--ttft-p99", "3", "--tpot-p99", "0.05", "--json"]),
+    ("serve plan --engine sglang, DeepSeek-V4-Flash FP4 on B200, 5 req/s, 8k in",
+     ["serve", "plan", "--model", "deepseek-v4-flash", "--gpu", "b200", "--engine", "sglang",
+      "--precision", "fp4", "--qps", "5", "--input-len", "8192", "--output-len", "1024",
+      "--ttft-p99", "3", "--tpot-p99", "0.05", "--json"]),
 ]
 
 

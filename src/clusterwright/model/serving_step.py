@@ -50,6 +50,7 @@ from clusterwright.model.memory import (
     recurrent_state_bytes_per_sequence,
 )
 from clusterwright.model.params import param_counts
+from clusterwright.model.xp import ScalarOps
 
 ACT_BYTES = 2.0  # activations and all-reduces in 16-bit
 
@@ -416,12 +417,25 @@ class DeploymentStep:
         ``queries``: tokens each decode sequence carries (1 + draft tokens when a
         speculative iteration verifies drafts; each reads the sequence's KV once more in
         the attention FLOPs, the KV bytes are read once)."""
+        # The steady state's solvers ask the same iterations of a step model many times
+        # over (a sixth of a plan's calls are new): remembered per step model, which is
+        # frozen.
+        memo = self.__dict__.setdefault("_step_memo", {})
+        key = (prefill_tokens, decode_seqs, kv_tokens, prefill_pairs, queries)
+        got = memo.get(key)
+        if got is not None:
+            return float(got)
+        if len(memo) > 65536:
+            memo.clear()
         gpu = self.gpu_s(prefill_tokens, decode_seqs, kv_tokens, prefill_pairs, queries)
         e = self.engine
         if gpu <= 0 or e.seq_overhead_s <= 0:
+            memo[key] = gpu
             return gpu
         host = e.seq_overhead_s * float(decode_seqs)
-        return gpu + host if not e.async_scheduling else max(gpu, host)
+        out = gpu + host if not e.async_scheduling else max(gpu, host)
+        memo[key] = out
+        return out
 
     def gpu_s(self, prefill_tokens: float, decode_seqs: float, kv_tokens: float,
               prefill_pairs: float | None = None, queries: float = 1.0) -> float:
@@ -560,15 +574,24 @@ class DeploymentStep:
                 # Dispatch (FP8 where the experts run FP8 or FP4) and combine (16-bit) of each
                 # GPU's tokens (a rank's tp GPUs split its tokens) over the MoE group.
                 tokens = n / par.tp
-                # LatentMoE: tokens travel at the latent width.
-                disp_b = a.expert_width * (1.0 if self.moe_format.compute != Dtype.bf16
-                                           else 2.0)
-                disp = float(moe_dispatch_s(disp_b, tokens, a.top_k, group, 1.0, net))
-                comb = float(moe_dispatch_s(a.expert_width * ACT_BYTES, tokens, a.top_k, group,
-                                            1.0, net))
+                # (on floats, and once per token count: the steady state's solvers ask for
+                # the same few counts millions of times)
+                memo = self.__dict__.setdefault("_a2a_memo", {})
+                if len(memo) > 65536:  # a long simulation's many counts: start over
+                    memo.clear()
+                a2a = memo.get(tokens)
+                if a2a is None:
+                    # LatentMoE: tokens travel at the latent width.
+                    disp_b = a.expert_width * (1.0 if self.moe_format.compute != Dtype.bf16
+                                               else 2.0)
+                    disp = float(moe_dispatch_s(disp_b, tokens, a.top_k, group, 1.0, net,
+                                                ScalarOps))
+                    comb = float(moe_dispatch_s(a.expert_width * ACT_BYTES, tokens, a.top_k,
+                                                group, 1.0, net, ScalarOps))
+                    a2a = memo[tokens] = disp + comb
                 # The busiest GPU receives (and returns) imbalance x the mean copies, and the
                 # all-to-all ends with it, as the training model charges it.
-                total += (disp + comb) * self.engine.expert_imbalance * moe_layers
+                total += a2a * self.engine.expert_imbalance * moe_layers
             else:
                 total += ar * moe_layers  # the MoE output all-reduce, as TP uses it
         return total
