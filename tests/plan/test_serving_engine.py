@@ -95,19 +95,23 @@ def test_a_hybrid_linear_attention_model_is_reported_outside_the_fitted_rows(
     assert "Gated DeltaNet" in v["architecture_note"]  # ...but not on this architecture
 
 
-def test_a_latent_moe_model_says_both_unmeasured_parts(cat: Catalog) -> None:
-    arch = cat.model("nemotron-3-super-120b-a12b")
-    dep = deployment(cat, arch, cat.gpu("b200"), engine_of(cat, "trtllm"), "fp4",
-                     agg=Role(ServingParallel(tp=1, adp=4, moe_ep=4), 1))
+@pytest.mark.parametrize(("model", "gpu", "engine", "par", "says"), [
+    # Nemotron 3 Super: Mamba-2 mixers and LatentMoE experts
+    ("nemotron-3-super-120b-a12b", "b200", "trtllm", ServingParallel(tp=1, adp=4, moe_ep=4),
+     ("Mamba-2", "LatentMoE")),
+    ("llama-3.3-nemotron-super-49b", "h100-sxm", "vllm", ServingParallel(tp=2),
+     ("mean width",)),
+    ("gemma-4-31b", "h100-sxm", "vllm", ServingParallel(tp=2), ("own shape",)),
+    ("deepseek-v4-flash", "b200", "sglang", ServingParallel(tp=1, adp=8, moe_ep=8),
+     ("compressed KV cache",)),
+])
+def test_an_architecture_no_row_measured_says_so(cat: Catalog, model: str, gpu: str,
+                                                  engine: str, par: ServingParallel,
+                                                  says: tuple[str, ...]) -> None:
+    dep = deployment(cat, cat.model(model), cat.gpu(gpu), engine_of(cat, engine), "fp8",
+                     agg=Role(par, 1))
     note = validation_regime(dep)["architecture_note"]
-    assert "Mamba-2" in note and "LatentMoE" in note
-
-
-def test_a_pruned_model_says_its_blocks_are_at_their_mean_width(cat: Catalog) -> None:
-    arch = cat.model("llama-3.3-nemotron-super-49b")
-    dep = deployment(cat, arch, cat.gpu("h100-sxm"), engine_of(cat, "vllm"), "fp8",
-                     agg=Role(layout(arch, 2), 1))
-    assert "mean width" in validation_regime(dep)["architecture_note"]
+    assert all(s in note for s in says), note
 
 
 def test_fp8_kv_cache_doubles_capacity(cat: Catalog) -> None:
@@ -359,17 +363,3 @@ def test_the_simulator_takes_a_roles_token_budget_as_the_steady_state_does(
     st_narrow = steady(cat, narrow, 8, 2048, 64)[0].ttft_s
     assert sim_narrow < 0.8 * sim_wide
     assert st_narrow < st_wide
-
-
-def test_gemma4_says_its_global_layers_are_unmeasured(cat: Catalog) -> None:
-    arch = cat.model("gemma-4-31b")
-    dep = deployment(cat, arch, cat.gpu("h100-sxm"), engine_of(cat, "vllm"), "fp8",
-                     agg=Role(layout(arch, 2), 1))
-    assert "own shape" in validation_regime(dep)["architecture_note"]
-
-
-def test_deepseek_v4_says_its_compressed_attention_is_unmeasured(cat: Catalog) -> None:
-    arch = cat.model("deepseek-v4-flash")
-    dep = deployment(cat, arch, cat.gpu("b200"), engine_of(cat, "sglang"), "fp4",
-                     agg=Role(ServingParallel(tp=1, adp=8, moe_ep=8), 1))
-    assert "compressed KV cache" in validation_regime(dep)["architecture_note"]
