@@ -3,6 +3,8 @@ serving calibration so the properties do not move with the catalog's."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -254,3 +256,27 @@ def _assert_scalar_equals_array(m: StepModel, seed: int) -> None:
         arr = float(m.step_array(np.asarray(p), np.asarray(d), np.asarray(kv),
                                  None if pairs is None else np.asarray(pairs)))
         assert m.step_s(p, d, kv, pairs) == pytest.approx(arr, rel=1e-9, abs=1e-15)
+
+
+# The growth's share left: gpt-oss attends the whole context on half its layers; Gemma 4 on a
+# sixth, with a quarter of the banded layers' KV heads; DeepSeek-V4 one entry per 4 or 128
+# tokens, or the indexer's top 512.
+@pytest.mark.parametrize(("model", "share"), [("gpt-oss-120b", 0.51), ("gemma-4-31b", 0.1),
+                                              ("deepseek-v4-flash", 0.03)])
+def test_windowed_and_compressed_layers_read_their_keys_on_the_stack_path(
+        catalog: Catalog, model: str, share: float) -> None:
+    """The stack path reads attention by bands too: decoding at 64k tokens of context costs
+    a windowed or compressed model far less than the same shape attending everything, the
+    scalar and array forms agreeing; a model without windows keeps one whole-context band."""
+    m = _model(catalog, model, tp=8, weights=Precision.fp8)
+    arch = catalog.model(model)
+    full = arch.model_copy(update={
+        "sliding_window": None, "sliding_window_layers": 0, "compressed_attention": [],
+        "index_heads": None, "index_head_dim": None, "global_head_dim": None,
+        "global_kv_heads": None, "global_k_eq_v": False})
+    g = catalog.gpu("h100-sxm")
+    dense = StepModel(full, g, m.stack, m.net, tp=8, weights=Precision.fp8)
+    grow = m.step_s(0, 16, 16 * 64_000) - m.step_s(0, 16, 16 * 4_000)
+    assert grow < share * (dense.step_s(0, 16, 16 * 64_000) - dense.step_s(0, 16, 16 * 4_000))
+    _assert_scalar_equals_array(m, seed=7)
+    assert _model(catalog, "llama-3.1-70b")._consts.attn_bands == ((1.0, 1.0, 1.0, math.inf),)

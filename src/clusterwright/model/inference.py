@@ -34,6 +34,7 @@ import numpy as np
 from clusterwright.catalog.schema import Dtype, Gpu, ModelArch
 from clusterwright.catalog.stacks import Stack
 from clusterwright.errors import InfeasibleError, InputError
+from clusterwright.model.attention_bands import attention_bands, dense_flops_per_key
 from clusterwright.model.collectives import Interconnect
 from clusterwright.model.flops import attention_dims
 from clusterwright.model.memory import kv_cache_bytes_per_token
@@ -136,6 +137,10 @@ class _StepConsts:
     attn_flops_per_pair: float
     attn_rate: float
     kv_read_bytes_per_token: float
+    # Softmax attention by band (``attention_bands``): (share of attn_flops_per_pair, share
+    # of kv_read_bytes_per_token, keys per context token, window in tokens); one band
+    # (1, 1, 1, inf) where every layer attends the whole context.
+    attn_bands: tuple[tuple[float, float, float, float], ...]
     ar_calls: float
     ar_bytes_per_token: float
     ring_lat: float
@@ -174,6 +179,33 @@ def _interp(x: float, xs: tuple[float, ...], ys: tuple[float, ...]) -> float:
     i = bisect.bisect_right(xs, x)
     x0, x1, y0, y1 = xs[i - 1], xs[i], ys[i - 1], ys[i]
     return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+
+
+def _attn_bands(arch: ModelArch) -> tuple[tuple[float, float, float, float], ...]:
+    """``_StepConsts.attn_bands`` of ``arch``: each band's share of the dense per-pair FLOPs
+    and of the per-token KV bytes, its keys per context token, its window."""
+    bands = attention_bands(arch)
+    dense = dense_flops_per_key(arch)
+    elems = sum(b.layers * b.scale * b.kv_elems_per_key for b in bands)
+    return tuple((b.layers * b.prefill_flops_per_key / dense if dense else 0.0,
+                  b.layers * b.kv_elems_per_key / elems if elems else 0.0,
+                  b.scale, math.inf if b.window is None else b.window) for b in bands)
+
+
+def _attended_keys(bands: tuple[tuple[float, float, float, float], ...], p: float, d: float,
+                   kv: float, pairs: float) -> tuple[float, float]:
+    """(pairs and KV tokens in units of attn_flops_per_pair, KV tokens in units of
+    kv_read_bytes_per_token) one iteration attends: each band its window of each sequence,
+    its share of the keys."""
+    flops = nbytes = 0.0
+    for wf, wb, scale, window in bands:
+        if window == math.inf:  # (0 x inf would be NaN)
+            seen_kv, seen_pairs = scale * kv, scale * pairs
+        else:
+            seen_kv, seen_pairs = scale * min(kv, d * window), scale * min(pairs, p * window)
+        flops += wf * (seen_kv + seen_pairs)
+        nbytes += wb * seen_kv
+    return flops, nbytes
 
 
 def _moe_weight_bytes(c: _StepConsts, tokens: float) -> float:
@@ -276,8 +308,9 @@ class StepModel:
             compute = flops / (c.peak * gemm_eff)
         linear = max(compute, w_bytes / c.hbm)
         pairs = p * p / 2.0 if prefill_pairs is None else float(prefill_pairs)
-        attn = (c.attn_flops_per_pair * (float(kv_tokens) + pairs) / c.attn_rate
-                + c.kv_read_bytes_per_token * float(kv_tokens) / c.hbm)
+        seen, read = _attended_keys(c.attn_bands, p, d, float(kv_tokens), pairs)
+        attn = (c.attn_flops_per_pair * seen / c.attn_rate
+                + c.kv_read_bytes_per_token * read / c.hbm)
         comm = 0.0
         if c.ar_calls:
             size = tokens * c.ar_bytes_per_token
@@ -301,9 +334,10 @@ class StepModel:
                    _moe_weight_bytes(c, tokens))
         pairs = p * p / 2.0 if prefill_pairs is None else float(prefill_pairs)
         peak16 = self.gpu.peak_tflops.get(Dtype.bf16, c.peak / 1e12) * 1e12
+        seen, read = _attended_keys(c.attn_bands, p, d, float(kv_tokens), pairs)
         tensor = (c.flops_per_token * tokens / c.peak
-                  + c.attn_flops_per_pair * (float(kv_tokens) + pairs) / peak16)
-        nbytes = w_bytes + c.kv_read_bytes_per_token * float(kv_tokens)
+                  + c.attn_flops_per_pair * seen / peak16)
+        nbytes = w_bytes + c.kv_read_bytes_per_token * read
         return tensor * self.pp, nbytes / (self.gpu.memory_bandwidth_gbps * 1e9) * self.pp
 
     @functools.cached_property
@@ -357,6 +391,7 @@ class StepModel:
             attn_flops_per_pair=2.0 * a.full_attention_layers / pp * (dqk + dv) / tp,
             attn_rate=peak16 * _attention(st),
             kv_read_bytes_per_token=kv_read,
+            attn_bands=_attn_bands(a),
             ar_calls=ar_calls if tp > 1 else 0.0,
             ar_bytes_per_token=a.hidden * ACT_BYTES,
             ring_lat=ring_lat, ring_coef=ring_coef, nvls_lat=nvls_lat, nvls_coef=nvls_coef,
@@ -422,8 +457,17 @@ class StepModel:
         dqk, dv = attention_dims(a)
         # Decode tokens attend their whole context (kv); prefill chunks their pairs.
         pairs = p * p / 2.0 if prefill_pairs is None else np.asarray(prefill_pairs, dtype=float)
-        attn_flops = 2.0 * a.full_attention_layers / pp * (dqk + dv) * (kv + pairs) / tp
-        kv_b = kv_cache_bytes_per_token(a, self.kv_precision) / (tp * pp) * kv
+        seen, read = 0.0 * kv, 0.0 * kv
+        for wf, wb, scale, window in self._consts.attn_bands:
+            if window == math.inf:
+                seen_kv, seen_pairs = scale * kv, scale * pairs
+            else:
+                seen_kv = scale * np.minimum(kv, d * window)
+                seen_pairs = scale * np.minimum(pairs, p * window)
+            seen = seen + wf * (seen_kv + seen_pairs)
+            read = read + wb * seen_kv
+        attn_flops = 2.0 * a.full_attention_layers / pp * (dqk + dv) * seen / tp
+        kv_b = kv_cache_bytes_per_token(a, self.kv_precision) / (tp * pp) * read
         if not sv.gqa_kv_reuse:
             kv_b = kv_b * (a.heads // a.n_kv_heads)
         attn = attn_flops / (peak16 * _attention(st)) + kv_b / hbm

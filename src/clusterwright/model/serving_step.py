@@ -208,8 +208,10 @@ def _attended(bands: tuple[tuple[float, float, float, float, float], ...], p: fl
     kv = float(kv_tokens)
     pf = dec = read = 0.0
     for scale, window, f_pf, f_dec, nbytes in bands:
-        seen_pairs = scale * min(pairs, p * window)
-        seen_kv = scale * min(kv, d * window)
+        if window == math.inf:  # (0 x inf would be NaN)
+            seen_pairs, seen_kv = scale * pairs, scale * kv
+        else:
+            seen_pairs, seen_kv = scale * min(pairs, p * window), scale * min(kv, d * window)
         pf += f_pf * seen_pairs
         dec += f_dec * seen_kv
         read += nbytes * seen_kv
