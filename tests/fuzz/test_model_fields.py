@@ -76,3 +76,54 @@ def test_huge_hybrid_widths_end_cleanly(field: str, tmp_path: Path) -> None:
                   "--engine", "vllm", "--json"]):
         o = invoke(args)
         assert not problems(o), (args[:2], problems(o), o.stderr[:500])
+
+
+# The fields of LatentMoE (Nemotron 3 Super), Gemma 4's global layers and DeepSeek-V4's
+# attention, each on the catalog model that has it.
+NEW_FIELDS = {"moe_latent": "nemotron-3-super-120b-a12b",
+              "global_head_dim": "gemma-4-31b", "global_kv_heads": "gemma-4-31b",
+              "global_k_eq_v": "gemma-4-31b", "mla_shared_kv": "deepseek-v4-flash",
+              "o_lora_rank": "deepseek-v4-flash", "o_groups": "deepseek-v4-flash",
+              "compressed_attention": "deepseek-v4-flash", "index_heads": "deepseek-v4-flash",
+              "index_head_dim": "deepseek-v4-flash", "hc_mult": "deepseek-v4-flash"}
+
+
+def test_the_unchanged_new_models_are_accepted(tmp_path: Path) -> None:
+    for model in sorted(set(NEW_FIELDS.values())):
+        o = invoke(["size", "--model", str(_write(tmp_path, _hybrid(model), {})), "--gpu",
+                    "h100-sxm", "--json"])
+        assert o.exit_code == 0 and not problems(o), (model, o.stderr[:500])
+
+
+@pytest.mark.parametrize("field", sorted(NEW_FIELDS))
+def test_hostile_new_architecture_fields_are_refused_by_name(field: str,
+                                                             tmp_path: Path) -> None:
+    base = _hybrid(NEW_FIELDS[field])
+    found = []
+    for bad in REFUSED:
+        data = {k: v for k, v in base.items() if k != field}
+        raw = {field: str(bad)} if isinstance(bad, str) else {}
+        if not raw:
+            data[field] = bad
+        o = invoke(["size", "--model", str(_write(tmp_path, data, raw)), "--gpu", "h100-sxm",
+                    "--json"])
+        found += [f"{bad!r}: {p}" for p in problems(o, must_refuse=True)]
+        if o.exit_code == 2 and field not in o.stderr:
+            found.append(f"{bad!r}: the message does not name {field}: {o.stderr[:300]}")
+    assert not found, "\n".join(found)
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("moe_latent", HUGE), ("global_head_dim", HUGE), ("index_head_dim", HUGE),
+    ("hc_mult", HUGE),
+    ("compressed_attention", [{"layers": 21, "ratio": HUGE, "topk": HUGE},
+                              {"layers": 20, "ratio": 128}])])
+def test_huge_new_architecture_values_end_cleanly(field: str, value: object,
+                                                  tmp_path: Path) -> None:
+    f = _write(tmp_path, _hybrid(NEW_FIELDS[field]) | {field: value}, {})
+    for args in (["size", "--model", str(f), "--gpu", "h100-sxm", "--json"],
+                 ["serve", "estimate", "--model", str(f), "--gpu", "b200",
+                  "--input-len", "1024", "--output-len", "128", "--concurrency", "4",
+                  "--engine", "sglang", "--tp", "8", "--json"]):
+        o = invoke(args)
+        assert not problems(o), (args[:2], problems(o), o.stderr[:500])

@@ -480,8 +480,9 @@ class ModelArch(CatalogEntry):
     # expert-parallel dispatch and combine carry latent-wide tokens.
     moe_latent: PositiveInt | None = None
     # Hyper-connections (DeepSeek-V4's mHC, config hc_mult): the residual stream is hc_mult
-    # streams wide, mixed before and after each sub-layer by small learned maps.
-    hc_mult: PositiveInt = 1
+    # streams wide, mixed before and after each sub-layer by small learned maps. Their weights
+    # grow as hc_mult cubed; the released configs use 4, so 64 bounds it far above any.
+    hc_mult: Annotated[PositiveInt, Field(le=64)] = 1
     # Multi-head latent attention (DeepSeek-V2/V3)
     q_lora_rank: PositiveInt | None = None
     kv_lora_rank: PositiveInt | None = None

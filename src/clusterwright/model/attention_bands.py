@@ -11,9 +11,17 @@ a layer type costs and keeps the same in each of them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from clusterwright.catalog.schema import ModelArch
+
+
+def softmax_mean(arch: ModelArch, of: Callable[[bool], float]) -> float:
+    """Mean of a softmax layer's ``of(global_layer)`` over the banded and the whole-context
+    layers (they differ where the global layers have a shape of their own: Gemma 4)."""
+    b, g = arch.banded_layers, arch.global_layers
+    return (b * of(False) + g * of(True)) / max(b + g, 1)
 
 
 @dataclass(frozen=True)

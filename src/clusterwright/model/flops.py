@@ -13,7 +13,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from clusterwright.catalog.schema import ModelArch
-from clusterwright.model.attention_bands import attention_bands
+from clusterwright.model.attention_bands import attention_bands, softmax_mean
 from clusterwright.model.lora import Lora, adapter_flops_per_token
 from clusterwright.model.params import matmul_params
 
@@ -32,8 +32,7 @@ def attention_dims(arch: ModelArch, global_layer: bool | None = None) -> tuple[f
             arch.heads * arch.v_head_dim,
         )
     if global_layer is None:
-        b, g = arch.banded_layers, arch.global_layers
-        w = (b * arch.layer_head_dim() + g * arch.layer_head_dim(True)) / max(b + g, 1)
+        w = softmax_mean(arch, arch.layer_head_dim)
         return arch.heads * w, arch.heads * w
     w = arch.layer_head_dim(global_layer)
     return arch.heads * w, arch.heads * w
@@ -43,12 +42,7 @@ def kv_width(arch: ModelArch) -> float:
     """K and V widths of one softmax layer (2 x KV heads x head width), in elements: the
     mean over the banded and the whole-context layers, which differ only where the global
     layers have a shape of their own (Gemma 4). Not for MLA."""
-    b, g = arch.banded_layers, arch.global_layers
-
-    def of(global_layer: bool) -> float:
-        return 2.0 * arch.layer_kv_heads(global_layer) * arch.layer_head_dim(global_layer)
-
-    return (b * of(False) + g * of(True)) / max(b + g, 1)
+    return softmax_mean(arch, lambda g: 2.0 * arch.layer_kv_heads(g) * arch.layer_head_dim(g))
 
 
 def attention_flops_per_token(arch: ModelArch, context: ArrayLike) -> np.ndarray:

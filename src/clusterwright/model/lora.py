@@ -19,11 +19,12 @@ experts included); groups ``attention`` (qkv, proj; NeMo's ``target_modules: [at
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from clusterwright.catalog.schema import Activation, ModelArch
 from clusterwright.errors import InputError
+from clusterwright.model.attention_bands import softmax_mean
 
 LORA_MODULES = ("qkv", "proj", "fc1", "fc2")
 LORA_GROUPS: dict[str, tuple[str, ...]] = {
@@ -91,13 +92,6 @@ class AdapterShape:
         return self.copies * (self.k_in + self.n_out)  # times the rank
 
 
-def _mean(arch: ModelArch, of: Callable[[bool], int]) -> float:
-    """Mean of a softmax layer's ``of(global_layer)`` over the banded and whole-context
-    layers (they differ where the global layers have a shape of their own: Gemma 4)."""
-    b, g = arch.banded_layers, arch.global_layers
-    return (b * of(False) + g * of(True)) / max(b + g, 1)
-
-
 def adapter_shapes(arch: ModelArch, lora: Lora, moe_layer: bool = False) -> list[AdapterShape]:
     """The adapted linear layers of one dense (``moe_layer`` False) or MoE layer."""
     h = float(arch.hidden)
@@ -110,12 +104,12 @@ def adapter_shapes(arch: ModelArch, lora: Lora, moe_layer: bool = False) -> list
             out.append(AdapterShape("qkv", h, q_out + arch.kv_lora_rank + arch.qk_rope_head_dim,
                                     True))
         else:
-            out.append(AdapterShape("qkv", h, arch.heads * _mean(arch, arch.layer_head_dim)
-                                    + 2.0 * _mean(arch, lambda g: arch.layer_kv_heads(g)
-                                                  * arch.layer_head_dim(g)), True))
+            q = arch.heads * softmax_mean(arch, arch.layer_head_dim)
+            kv = softmax_mean(arch, lambda g: 2.0 * arch.layer_kv_heads(g) * arch.layer_head_dim(g))
+            out.append(AdapterShape("qkv", h, q + kv, True))
     if lora.has("proj"):
         dv = float(arch.heads * arch.v_head_dim) if arch.is_mla and arch.v_head_dim else (
-            arch.heads * _mean(arch, arch.layer_head_dim))
+            arch.heads * softmax_mean(arch, arch.layer_head_dim))
         out.append(AdapterShape("proj", dv, h, False))
     g = 2.0 if arch.activation in (Activation.swiglu, Activation.geglu) else 1.0
     if moe_layer:
