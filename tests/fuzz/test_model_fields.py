@@ -36,6 +36,23 @@ def _write(tmp: Path, data: dict[str, object], raw: dict[str, str]) -> Path:
     return f
 
 
+def _refusals(base: dict[str, object], field: str, tmp: Path) -> list[str]:
+    """What goes wrong when ``size`` reads ``base`` with each REFUSED value in ``field``:
+    anything but a clean refusal that names the field."""
+    found = []
+    for bad in REFUSED:
+        data = {k: v for k, v in base.items() if k != field}
+        raw = {field: str(bad)} if isinstance(bad, str) else {}
+        if not raw:
+            data[field] = bad
+        o = invoke(["size", "--model", str(_write(tmp, data, raw)), "--gpu", "h100-sxm",
+                    "--json"])
+        found += [f"{bad!r}: {p}" for p in problems(o, must_refuse=True)]
+        if o.exit_code == 2 and field not in o.stderr:
+            found.append(f"{bad!r}: the message does not name {field}: {o.stderr[:300]}")
+    return found
+
+
 def test_the_unchanged_models_are_accepted(tmp_path: Path) -> None:
     # (so that each refusal below is the changed field's)
     for model in ("nemotron-3-nano-30b-a3b", "qwen3.5-27b"):
@@ -48,17 +65,7 @@ def test_the_unchanged_models_are_accepted(tmp_path: Path) -> None:
 def test_hostile_hybrid_fields_are_refused_by_name(field: str, tmp_path: Path) -> None:
     base = _hybrid("nemotron-3-nano-30b-a3b" if field.startswith(("mamba", "ffn"))
                    else "qwen3.5-27b")
-    found = []
-    for bad in REFUSED:
-        data = {k: v for k, v in base.items() if k != field}
-        raw = {field: str(bad)} if isinstance(bad, str) else {}
-        if not raw:
-            data[field] = bad
-        f = _write(tmp_path, data, raw)
-        o = invoke(["size", "--model", str(f), "--gpu", "h100-sxm", "--json"])
-        found += [f"{bad!r}: {p}" for p in problems(o, must_refuse=True)]
-        if o.exit_code == 2 and field not in o.stderr:
-            found.append(f"{bad!r}: the message does not name {field}: {o.stderr[:300]}")
+    found = _refusals(base, field, tmp_path)
     assert not found, "\n".join(found)
 
 
@@ -98,18 +105,7 @@ def test_the_unchanged_new_models_are_accepted(tmp_path: Path) -> None:
 @pytest.mark.parametrize("field", sorted(NEW_FIELDS))
 def test_hostile_new_architecture_fields_are_refused_by_name(field: str,
                                                              tmp_path: Path) -> None:
-    base = _hybrid(NEW_FIELDS[field])
-    found = []
-    for bad in REFUSED:
-        data = {k: v for k, v in base.items() if k != field}
-        raw = {field: str(bad)} if isinstance(bad, str) else {}
-        if not raw:
-            data[field] = bad
-        o = invoke(["size", "--model", str(_write(tmp_path, data, raw)), "--gpu", "h100-sxm",
-                    "--json"])
-        found += [f"{bad!r}: {p}" for p in problems(o, must_refuse=True)]
-        if o.exit_code == 2 and field not in o.stderr:
-            found.append(f"{bad!r}: the message does not name {field}: {o.stderr[:300]}")
+    found = _refusals(_hybrid(NEW_FIELDS[field]), field, tmp_path)
     assert not found, "\n".join(found)
 
 
