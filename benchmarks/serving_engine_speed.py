@@ -66,6 +66,14 @@ COMMANDS = [
      ["serve", "plan", "--model", "deepseek-v4-flash", "--gpu", "b200", "--engine", "sglang",
       "--precision", "fp4", "--qps", "5", "--input-len", "8192", "--output-len", "1024",
       "--ttft-p99", "3", "--tpot-p99", "0.05", "--json"]),
+    ("serve plan --engine trtllm, Nemotron 3 Super FP4 on B200, 20 req/s, 4k in",
+     ["serve", "plan", "--model", "nemotron-3-super-120b-a12b", "--gpu", "b200", "--engine",
+      "trtllm", "--precision", "fp4", "--qps", "20", "--input-len", "4000", "--output-len",
+      "500", "--ttft-p99", "2", "--tpot-p99", "0.05", "--json"]),
+    ("serve plan --engine trtllm, Qwen3-235B-A22B FP8 on H200, 30 req/s, 8k in",
+     ["serve", "plan", "--model", "qwen3-235b-a22b", "--gpu", "h200-sxm", "--engine",
+      "trtllm", "--precision", "fp8", "--qps", "30", "--input-len", "8000", "--output-len",
+      "1000", "--ttft-p99", "3", "--tpot-p99", "0.05", "--json"]),
 ]
 
 

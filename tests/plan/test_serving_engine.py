@@ -363,3 +363,30 @@ def test_the_simulator_takes_a_roles_token_budget_as_the_steady_state_does(
     st_narrow = steady(cat, narrow, 8, 2048, 64)[0].ttft_s
     assert sim_narrow < 0.8 * sim_wide
     assert st_narrow < st_wide
+
+
+def test_skipping_deployments_that_cannot_win_keeps_the_plan(cat: Catalog,
+                                                            monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    """A deployment whose one copy takes more GPUs than its mode's cheapest so far is not
+    solved: the plan is the same as solving every one, and fewer are solved."""
+    import clusterwright.plan.serving_engine as se
+
+    solved: list[int] = []
+    real = se._max_clients
+
+    def counting(*args: object, **kwargs: object) -> object:
+        solved.append(1)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(se, "_max_clients", counting)
+    arch = cat.model("llama-3.1-8b")
+    args = (cat, arch, cat.gpu("h100-sxm"), engine_of(cat, "vllm"), 20.0, 1024, 256, 2.0,
+            0.05)
+    pruned = plan_engine(*args, requests=200)
+    n_pruned = len(solved)
+    solved.clear()
+    full = plan_engine(*args, requests=200, prune=False)
+    assert pruned == full
+    assert len(solved) == full["deployments_evaluated"]
+    assert n_pruned < len(solved)

@@ -589,13 +589,15 @@ def plan_engine(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine, 
                 precision: str = "bf16", gemm_quant: str | None = None,
                 moe_quant: str | None = None, max_gpus_per_copy: int = 64,
                 requests: int = 800, seed: int = 0,
-                max_tokens: int | None = None) -> dict[str, Any]:
+                max_tokens: int | None = None, prune: bool = True) -> dict[str, Any]:
     """Cheapest aggregated and disaggregated deployments serving ``qps`` with p99 TTFT and
     TPOT within the SLOs, and whether disaggregation pays (fewer GPUs). Layouts and splits
     are screened on the steady state's means (a deployment whose means miss the SLOs cannot
     meet them at p99); the cheapest of each mode is then simulated at its share of ``qps``
     and given copies until its p99s meet them. ``max_tokens``: the aggregated layouts'
-    token budget an iteration (None: the engine's)."""
+    token budget an iteration (None: the engine's). ``prune``: skip a deployment whose one
+    copy takes more GPUs than its mode's cheapest so far (it cannot win; False solves every
+    one, for the same answer)."""
     if not (qps > 0 and ttft_slo > 0 and tpot_slo > 0):
         raise InputError("qps and the SLOs must be positive", field="qps")
     from clusterwright.plan.serving_deployment import step_model
@@ -610,8 +612,14 @@ def plan_engine(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine, 
 
     def consider(mode: str, dep: Deployment) -> None:
         nonlocal evaluated
-        r = _max_clients(cat, dep, isl, osl, ttft_slo, tpot_slo, cache)
         evaluated += 1
+        cur = best[mode]
+        per_copy = dep.gpus()
+        if prune and cur is not None and per_copy is not None and per_copy > cur.gpus:
+            # One copy already takes more GPUs than the mode's cheapest so far: it cannot
+            # win, whatever its steady state (the same choice, without solving it)
+            return
+        r = _max_clients(cat, dep, isl, osl, ttft_slo, tpot_slo, cache)
         if r is None:
             return
         c, st, solved = r

@@ -416,6 +416,14 @@ def _aggregated(pool: Pool, clients: float, isl: int, osl: int) -> SteadyState:
     return SteadyState(ttft, tpot, rate, d, admitted, detail, slot_wait, queue_wait, prefill)
 
 
+# The decode batch a disaggregated steady state solves for, to this share of itself: the
+# rate it sets moves by as much (1e-10: far below anything a measurement resolves; 35-45
+# halvings of the batch range, where all 60 ran before)
+_BATCH_TOL = 1e-10
+# (clients kept busy, requests/s, TTFT s, TPOT s, prefill utilisation) at one decode batch
+_At = tuple[float, float, float, float, float]
+
+
 def disaggregated(prefill: Pool, decode: Pool, clients: float, isl: int, osl: int,
                   kv_bytes_per_token: float, link_bytes_per_s: float,
                   link_latency_s: float = 0.0, overhead_s: float = 0.0,
@@ -492,14 +500,17 @@ def disaggregated(prefill: Pool, decode: Pool, clients: float, isl: int, osl: in
 
     cap = rate_p_max * 0.999
 
-    def decode_rate(d: float) -> float:
-        """Requests a second that a decode batch of ``d`` a rank completes (Little's law)."""
-        return d * decode.ranks / (out1 * tpot_at(d)) if out1 > 0 else rate_p_max * 0.5
+    def decode_rate(d: float, tpot: float | None = None) -> float:
+        """Requests a second that a decode batch of ``d`` a rank completes (Little's law);
+        ``tpot``: ``tpot_at(d)`` where the caller has it."""
+        if out1 <= 0:
+            return rate_p_max * 0.5
+        return d * decode.ranks / (out1 * (tpot_at(d) if tpot is None else tpot))
 
-    def at(d: float) -> tuple[float, float, float, float, float]:
+    def at(d: float) -> _At:
         """(clients kept busy, rate, ttft, tpot, prefill utilisation) at decode batch d."""
         tpot = tpot_at(d)
-        rate = min(decode_rate(d), cap)
+        rate = min(decode_rate(d, tpot), cap)
         pre, util, _ = prefill_at(rate)
         # Clusters (as in ``aggregated``): requests that finish in one decode iteration come
         # back together, k = 1 + burst x (d - 1), spread over the prefill ranks and batched
@@ -521,6 +532,8 @@ def disaggregated(prefill: Pool, decode: Pool, clients: float, isl: int, osl: in
         # it queue for the prefill instead of joining a larger batch
         a, b = 1e-6, hi
         for _ in range(60):
+            if b - a <= _BATCH_TOL * b:
+                break
             mid = 0.5 * (a + b)
             if decode_rate(mid) < cap:
                 a = mid
@@ -529,6 +542,8 @@ def disaggregated(prefill: Pool, decode: Pool, clients: float, isl: int, osl: in
         hi = a
     if at(hi)[0] >= clients:
         for _ in range(60):
+            if hi - lo <= _BATCH_TOL * hi:
+                break
             mid = 0.5 * (lo + hi)
             if at(mid)[0] < clients:
                 lo = mid
