@@ -36,14 +36,12 @@ def _clients(row: dict[str, str]) -> int:
     return int(row["batch_size"] or 0) * int(row["attention_dp_size"] or 1)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", type=Path, default=_DEFAULT)
-    ap.add_argument("--detail", default="")
-    args = ap.parse_args()
-
+def slope_ratios(path: Path, detail: str = "") -> dict[tuple[str, int], list[float]]:
+    """Per (source file, clients): each aggregated configuration's TTFT slope against the
+    output length over TPOT / clients (dimensionless). ``detail``: print the configurations
+    whose source names it."""
     groups: dict[tuple[str, ...], list[tuple[int, float, float]]] = defaultdict(list)
-    with args.data.open(newline="") as f:
+    with path.open(newline="") as f:
         for row in csv.DictReader(f):
             if row["mode"] != "agg":
                 continue
@@ -65,10 +63,19 @@ def main() -> None:
         slope = (t2 - t1) / (o2 - o1)  # ms of TTFT per output token
         gap = statistics.mean(p[2] for p in points) / clients  # ms per output token
         ratios[(key[0], clients)].append(slope / gap)
-        if args.detail and args.detail in key[0]:
+        if detail and detail in key[0]:
             print(f"{key[2]} tp {key[4]} isl {key[7]} clients {clients}: TTFT "
                   f"{[round(p[1]) for p in points]} ms at osl {[p[0] for p in points]}; "
                   f"slope {slope:.3f} ms/token, TPOT/clients {gap:.3f}, ratio {slope / gap:.2f}")
+    return ratios
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", type=Path, default=_DEFAULT)
+    ap.add_argument("--detail", default="")
+    args = ap.parse_args()
+    ratios = slope_ratios(args.data, args.detail)
     print("source file | clients | configurations | slope / (TPOT / clients): median [p25, p75]")
     for (source, clients), rs in sorted(ratios.items()):
         q = statistics.quantiles(rs, n=4) if len(rs) > 1 else [rs[0]] * 3
