@@ -576,3 +576,11 @@ def test_serve_plan_takes_a_token_budget_for_its_aggregated_layouts() -> None:
     assert r.exit_code == 2 and "--max-tokens: only with --engine" in r.output, r.output
     r = cw(*base, "--engine", "trtllm", "--max-tokens", "512")
     assert r.exit_code == 2 and "takes a prompt whole" in r.output, r.output
+
+
+def test_serve_plan_refuses_a_request_past_the_context() -> None:
+    r = cw("serve", "plan", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "vllm",
+           "--qps", "2", "--input-len", "2000000", "--output-len", "128", "--ttft-p99", "2",
+           "--tpot-p99", "0.05")
+    assert r.exit_code == 2, r.output
+    assert "--input-len: 2000000 + 128 tokens exceed the 131072-token context" in r.output

@@ -237,6 +237,16 @@ def test_plan_with_unreachable_slos_is_an_input_error(cat: Catalog) -> None:
                     0.001, 0.001, requests=200)
 
 
+def test_a_plan_past_the_model_s_context_names_the_lengths(cat: Catalog) -> None:
+    """A request longer than the model's context is refused as such, not as SLOs no
+    deployment meets."""
+    arch = cat.model("llama-3.1-8b")
+    with pytest.raises(InputError, match="exceed the 131072-token context") as err:
+        plan_engine(cat, arch, cat.gpu("h100-sxm"), engine_of(cat, "vllm"), 5.0,
+                    arch.max_seq_len, 1, 2.0, 0.05, requests=200)
+    assert err.value.field == "input_len"
+
+
 def test_a_gpu_holds_its_expert_slots_redundant_copies_included(cat: Catalog) -> None:
     """EP 48 over 256 experts holds 6 experts a GPU (288 slots, EPLB's redundant copies),
     EP 32 holds 8: weights per GPU differ by the 2 experts' bytes, no more."""

@@ -600,6 +600,9 @@ def plan_engine(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine, 
     one, for the same answer)."""
     if not (qps > 0 and ttft_slo > 0 and tpot_slo > 0):
         raise InputError("qps and the SLOs must be positive", field="qps")
+    if isl + osl > arch.max_seq_len:
+        raise InputError(f"input_len: {isl} + {osl} tokens exceed the {arch.max_seq_len}-token "
+                         f"context of {arch.id}", field="input_len")
     from clusterwright.plan.serving_deployment import step_model
 
     base = deployment(cat, arch, gpu, engine, precision, gemm_quant, moe_quant,
