@@ -584,3 +584,32 @@ def test_serve_plan_refuses_a_request_past_the_context() -> None:
            "--tpot-p99", "0.05")
     assert r.exit_code == 2, r.output
     assert "--input-len: 2000000 + 128 tokens exceed the 131072-token context" in r.output
+
+
+def test_cpu_offload_on_a_grace_superchip() -> None:
+    """--cpu-offload-gb: Llama-3.1-70B in 16 bits fits one GH200 only with an offload, which
+    the estimate streams over NVLink-C2C and reports as not validated; elsewhere it is
+    refused with the flag named."""
+    base = ["serve", "estimate", "--model", "llama-3.1-70b", "--gpu", "gh200", "--engine",
+            "vllm", "--concurrency", "4", "--input-len", "1024", "--output-len", "128",
+            "--steady-only"]
+    r = cw(*base)
+    assert r.exit_code == 2 and "no room for one request's KV cache" in r.output, r.output
+    r = cw(*base, "--cpu-offload-gb", "30", "--json")
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["deployment"]["agg"]["offloaded_gib_per_gpu"] == pytest.approx(30.0)
+    assert d["validation"]["validated"] is False and d["validation"]["offload_note"]
+    # 32 GB over the link in every decode iteration: over 86 ms a token
+    assert d["steady_state"]["tpot_mean_s"] > 32.2e9 / 374e9
+    for args, msg in ((("--engine", "trtllm"), "--cpu-offload-gb: trtllm has no weight offload"),
+                      (("--gpu", "h100-sxm"), "--cpu-offload-gb: h100-sxm has no CPU memory")):
+        swapped = list(base)
+        swapped[swapped.index(args[0]) + 1] = args[1]
+        r = cw(*swapped, "--cpu-offload-gb", "30")
+        assert r.exit_code == 2 and msg in r.output, r.output
+    r = cw("serve", "plan", "--model", "llama-3.1-70b", "--gpu", "gh200", "--engine", "vllm",
+           "--qps", "1", "--input-len", "1024", "--output-len", "512", "--ttft-p99", "10",
+           "--tpot-p99", "0.3", "--cpu-offload-gb", "30")
+    assert r.exit_code == 0, r.output
+    assert "the offload pays" in r.output and "no deployment meets the SLOs without it" in r.output

@@ -180,3 +180,21 @@ def test_hostile_speculative_decoding_on_the_engine_path(part: str) -> None:
         o = invoke([*_ENGINE_SPEC, arg])
         found += [f"{o.describe()}\n  -> {p}" for p in problems(o, must_refuse)]
     assert not found, "\n\n".join(found)
+
+
+@pytest.mark.parametrize("command", ["estimate", "plan"])
+def test_hostile_weight_offloads_on_a_grace_superchip(command: str) -> None:
+    """--cpu-offload-gb where it applies (vLLM on GH200; the base invocations have no
+    --engine, so the fuzzer above only sees it refused): a share of a GPU's 480 GB is
+    accepted, hostile numbers are refused."""
+    base = (["serve", "estimate", "--model", "llama-3.1-8b", "--gpu", "gh200", "--engine",
+             "vllm", "--concurrency", "4", "--input-len", "512", "--output-len", "64",
+             "--steady-only", "--json"] if command == "estimate" else
+            ["serve", "plan", "--model", "llama-3.1-8b", "--gpu", "gh200", "--engine", "vllm",
+             "--qps", "1", "--input-len", "512", "--output-len", "64", "--ttft-p99", "5",
+             "--tpot-p99", "1", "--json"])
+    found = []
+    for value, must_refuse in NUMBER_VALUES:
+        o = invoke([*base, "--cpu-offload-gb", value])
+        found += [f"{o.describe()}\n  -> {p}" for p in problems(o, must_refuse)]
+    assert not found, "\n\n".join(found)

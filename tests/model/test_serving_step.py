@@ -379,3 +379,25 @@ def test_deepseek_v4_long_contexts_cost_its_compressed_cache_not_the_context(
     d = DeploymentStep(dense, s.gpu, s.engine, s.net, par, s.dense_format, s.moe_format,
                        kv_bytes_per_token(dense, "fp8"))
     assert long_ - short < 0.25 * (d.step_s(0, 16, 16 * 64_000) - d.step_s(0, 16, 16 * 4_000))
+
+
+def test_offloaded_weights_cross_the_host_link_in_every_pass(cat: Catalog) -> None:
+    """A share f of the layer weights in CPU memory: a batch-1 decode reads that share over
+    the link instead of HBM, so it takes f x weights x (1 / link - 1 / HBM) longer; a large
+    prefill, bound by its GEMMs, stays bound by them while streaming takes less; MoE
+    experts stream their share the same way."""
+    plain = step(cat, "llama-3.1-70b", "gh200", ServingParallel(tp=1), "fp8")
+    link = 375e9
+    off = replace(plain, offload_share=0.5, host_read_bps=link)
+    k = plain._k  # type: ignore[attr-defined]
+    extra = 0.5 * k["dense_bytes"] * (1.0 / link - 1.0 / k["hbm"])
+    assert off.step_s(0, 1, 1000) - plain.step_s(0, 1, 1000) == pytest.approx(extra, rel=1e-9)
+    assert extra > 0.08  # 35 GB more over the link: tens of milliseconds
+    # 16k prompt tokens: 2.3 PFLOP of GEMMs (~3 s) against ~0.1 s of streaming
+    assert off.step_s(16384, 0, 0) == pytest.approx(plain.step_s(16384, 0, 0), rel=1e-9)
+    moe = step(cat, "qwen3-235b-a22b", "gb200", ServingParallel(tp=4, moe_ep=4), "fp8")
+    moe_off = replace(moe, offload_share=0.25, host_read_bps=187e9)
+    assert moe_off.step_s(0, 1, 1000) > moe.step_s(0, 1, 1000) * 1.5
+    for share, rate in ((1.5, link), (-0.1, link), (0.2, 0.0)):
+        with pytest.raises(ValueError, match="offload_share"):
+            replace(plain, offload_share=share, host_read_bps=rate)

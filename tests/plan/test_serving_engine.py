@@ -9,15 +9,20 @@ import pytest
 
 from clusterwright.catalog.registry import Catalog, load_catalog
 from clusterwright.errors import InputError
-from clusterwright.model.serving_step import ServingParallel
+from clusterwright.model.serving_step import ServingParallel, kv_bytes_per_token
 from clusterwright.plan.serving_deployment import (
+    GIB,
     PREFILL_TARGET_UTIL,
     DeploymentError,
     Role,
+    host_read_bps,
     kv_capacity,
+    offload_bytes,
     pool,
     size_workers,
     steady,
+    step_model,
+    weight_bytes,
 )
 from clusterwright.plan.serving_engine import (
     PlanCandidate,
@@ -400,3 +405,72 @@ def test_skipping_deployments_that_cannot_win_keeps_the_plan(cat: Catalog,
     assert pruned == full
     assert len(solved) == full["deployments_evaluated"]
     assert n_pruned < len(solved)
+
+
+def test_weights_offloaded_to_grace_memory_free_hbm_for_the_kv_cache(cat: Catalog) -> None:
+    """--cpu-offload-gb on a Grace superchip: the offloaded GiB leave HBM for the KV cache,
+    no more than a GPU's layer weights are offloaded, the step model streams that share over
+    NVLink-C2C at the measured 0.83 of its rate, and the estimate says it is not
+    validated."""
+    arch, g, e = cat.model("llama-3.1-70b"), cat.gpu("gh200"), engine_of(cat, "vllm")
+    par = layout(arch, tp=1)
+    plain = deployment(cat, arch, g, e, "fp8", agg=Role(par))
+    off = deployment(cat, arch, g, e, "fp8", agg=Role(par), cpu_offload_gb=20)
+    assert offload_bytes(plain, par) == 0.0 and offload_bytes(off, par) == 20 * GIB
+    more = kv_capacity(cat, off, par, 1024, 256) - kv_capacity(cat, plain, par, 1024, 256)
+    # vLLM's rule gives the engine a fraction of all memory: every freed byte is KV cache
+    assert more * kv_bytes_per_token(arch, off.kv_format) == pytest.approx(20 * GIB)
+    assert host_read_bps(cat, g) == pytest.approx(0.83 * 450e9)
+    assert host_read_bps(cat, cat.gpu("gb200")) == pytest.approx(0.83 * 225e9)
+    assert host_read_bps(cat, cat.gpu("h100-sxm")) == 0.0
+    st = step_model(cat, off, par)
+    assert st.offload_share == pytest.approx(20 * GIB / (weight_bytes(off, par)
+                                                         - 2 * arch.vocab * arch.hidden * 2))
+    # More than the layers hold: all of them, the embedding and LM head stay in HBM
+    big = deployment(cat, arch, g, e, "fp8", agg=Role(par), cpu_offload_gb=400)
+    assert step_model(cat, big, par).offload_share == pytest.approx(1.0)
+    regime = validation_regime(off)
+    assert regime["validated"] is False and "offload" in regime["offload_note"]
+    assert any("NVLink-C2C at 374 GB/s" in n for n in off.notes)
+
+
+def test_a_validated_regime_is_not_validated_with_an_offload(cat: Catalog) -> None:
+    arch, g, e = cat.model("deepseek-r1"), cat.gpu("gb200"), engine_of(cat, "sglang")
+    par = layout(arch, tp=1, adp=8, moe_ep=8)
+    roles = {"prefill": Role(par, 1), "decode": Role(par, 1)}
+    assert validation_regime(deployment(cat, arch, g, e, "fp4", **roles))["validated"]
+    off = deployment(cat, arch, g, e, "fp4", cpu_offload_gb=10, **roles)
+    assert not validation_regime(off)["validated"]
+
+
+@pytest.mark.parametrize(("engine", "gpu", "gib", "match"), [
+    ("trtllm", "gh200", 10.0, "trtllm has no weight offload"),
+    ("vllm", "h100-sxm", 10.0, "no CPU memory behind a coherent link"),
+    ("vllm", "gb200", 300.0, "exceeds the 240 GB of CPU memory"),
+    ("vllm", "gh200", -1.0, "positive number of GiB"),
+    ("vllm", "gh200", float("nan"), "positive number of GiB"),
+])
+def test_an_offload_the_part_or_engine_cannot_do_names_the_field(
+        cat: Catalog, engine: str, gpu: str, gib: float, match: str) -> None:
+    arch = cat.model("llama-3.1-8b")
+    with pytest.raises(InputError, match=match) as err:
+        deployment(cat, arch, cat.gpu(gpu), engine_of(cat, engine), agg=Role(layout(arch)),
+                   cpu_offload_gb=gib)
+    assert err.value.field == "cpu_offload_gb"
+
+
+def test_the_plan_says_whether_the_offload_pays(cat: Catalog) -> None:
+    """Llama-3.1-70B in 16 bits (141 GB) leaves a 144 GB GH200 no KV cache: only the offload
+    serves it. In FP8 it fits, and streaming a third of it every pass does not pay."""
+    arch, g, e = cat.model("llama-3.1-70b"), cat.gpu("gh200"), engine_of(cat, "vllm")
+    needed = plan_engine(cat, arch, g, e, 1.0, 1024, 512, 10.0, 0.3, requests=200,
+                         cpu_offload_gb=30)
+    assert needed["offload"]["pays"] and needed["offload"]["gpus_without"] is None
+    assert needed["choice"]["agg"]["offloaded_gib_per_gpu"] == pytest.approx(30.0)
+    with pytest.raises(InputError, match="no room for one request's KV cache") as err:
+        plan_engine(cat, arch, g, e, 1.0, 1024, 512, 10.0, 0.3, requests=200)
+    assert err.value.field == "model"
+    costly = plan_engine(cat, arch, g, e, 20.0, 1024, 512, 10.0, 0.3, "fp8", requests=200,
+                         cpu_offload_gb=30)
+    v = costly["offload"]
+    assert not v["pays"] and v["gpus"] > v["gpus_without"] and "does not pay" in v["verdict"]

@@ -263,6 +263,9 @@ class ServingEngine(CatalogEntry):
     # engine's own rate); empty: any, with NVIDIA's as the fitted rate
     vendors: list[Literal["nvidia", "amd", "intel", "google", "aws"]] = Field(
         default_factory=list)
+    # Weights offload (vLLM's and SGLang's --cpu-offload-gb): part of each GPU's weights lives
+    # in CPU memory and crosses the CPU-GPU link in every forward pass
+    weight_offload: StrictBool = False
     # Static shapes: a prompt runs as the smallest context-encoding bucket that holds it,
     # and a decode step attends the smallest token-generation bucket that holds its context
     # (``model/serving_step.Buckets``); powers of two from 128 up to the longest sequence

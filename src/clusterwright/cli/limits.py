@@ -114,6 +114,8 @@ BENCHMARK_ROUNDS = Bound(1, 10_000, why="requests per client in one benchmark ru
 RECV_INTERVAL = Bound(1, 10_000, why="decode iterations between polls, as the engine catalog")
 # Far past any engine's budget (TensorRT-LLM's disaggregated recipes give 2,048-16,896)
 ITERATION_TOKENS = Bound(1, 10_000_000, why="tokens one iteration carries")
+CPU_OFFLOAD_GIB = Bound(0, 10_000, low_open=True,
+                        why="GiB of weights a GPU keeps in CPU memory, past any superchip's")
 REPLICAS = Bound(1, MAX_REPLICAS, why="replicas simulated; serve plan sizes larger fleets")
 LENGTH_CV = Bound(0, MAX_LENGTH_CV, low_open=True)
 NETSIM_QPS = Bound(1, MAX_QPS_PER_CONNECTION, why="NCCL_IB_QPS_PER_CONNECTION's maximum")

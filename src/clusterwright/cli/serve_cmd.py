@@ -162,6 +162,11 @@ def estimate_cmd(
         "engine overlaps its host work (scheduling, inputs, outputs: 34 us a running "
         "sequence) with the GPU's iteration (vLLM's --async-scheduling) or adds it; default: "
         "the version's (off before 0.12, on from it)."),
+    cpu_offload_gb: float | None = typer.Option(
+        None, "--cpu-offload-gb", help="--engine vllm or sglang on a Grace superchip (gh200, "
+        "gb200, gb300): GiB of weights each GPU keeps in its CPU's memory (the engines' "
+        "--cpu-offload-gb), read over NVLink-C2C in every forward pass; the HBM they free "
+        "holds KV cache. Not validated."),
     no_sim: bool = typer.Option(
         False, "--steady-only", help="--engine, closed loop: only the steady-state solution "
         "(means, milliseconds), no request-level simulation."),
@@ -190,7 +195,8 @@ def estimate_cmd(
                ("--max-num-seqs", max_num_seqs, lim.SEQUENCES),
                ("--max-tokens", max_tokens, lim.ITERATION_TOKENS),
                ("--ttft-slo", ttft_slo, lim.SLO_S), ("--tpot-slo", tpot_slo, lim.SLO_S),
-               ("--recv-interval", recv_interval, lim.RECV_INTERVAL))
+               ("--recv-interval", recv_interval, lim.RECV_INTERVAL),
+               ("--cpu-offload-gb", cpu_offload_gb, lim.CPU_OFFLOAD_GIB))
     lim.nonempty(("--server", server), ("--engine", engine), ("--gemm-quant", gemm_quant),
                  ("--moe-quant", moe_quant), ("--prefill", prefill), ("--decode", decode),
                  ("--speculative", speculative), ("--batch-wait", batch_wait))
@@ -204,6 +210,7 @@ def estimate_cmd(
                         ("--expert-imbalance", expert_imbalance),
                         ("--mixed-chunk", mixed_chunk),
                         ("--max-tokens", max_tokens is not None),
+                        ("--cpu-offload-gb", cpu_offload_gb is not None),
                         ("--async-scheduling/--sync-scheduling",
                          async_scheduling is not None)):
             if v:
@@ -227,7 +234,7 @@ def estimate_cmd(
                          max_batch=max_num_seqs, batch_wait=batch_wait,
                          recv_interval=recv_interval, async_scheduling=async_scheduling,
                          expert_imbalance=expert_imbalance, mixed_chunk=mixed_chunk,
-                         max_tokens=max_tokens)
+                         max_tokens=max_tokens, cpu_offload_gb=cpu_offload_gb or 0.0)
         return
     max_num_seqs = 256 if max_num_seqs is None else max_num_seqs
 
@@ -327,6 +334,10 @@ def plan_cmd(
         None, "--max-tokens", help="--engine: the aggregated layouts' tokens an iteration of a "
         "rank carries at most (vLLM --max-num-batched-tokens, TensorRT-LLM max_num_tokens, "
         "SGLang --chunked-prefill-size; default the engine's)."),
+    cpu_offload_gb: float | None = typer.Option(
+        None, "--cpu-offload-gb", help="--engine vllm or sglang on a Grace superchip: GiB of "
+        "weights each GPU keeps in its CPU's memory (the engines' --cpu-offload-gb), for "
+        "every layout searched. Not validated."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Cheapest fleet (GPU type, TP, replicas) serving --qps within the p99 SLOs, found by
@@ -339,7 +350,8 @@ def plan_cmd(
                ("--output-len", output_len, lim.SEQ_TOKENS), ("--ttft-p99", ttft_p99, lim.SLO_S),
                ("--tpot-p99", tpot_p99, lim.SLO_S), ("--length-cv", length_cv, lim.LENGTH_CV),
                ("--num-requests", num_requests, lim.PLAN_REQUESTS), ("--seed", seed, lim.SEED),
-               ("--max-tokens", max_tokens, lim.ITERATION_TOKENS))
+               ("--max-tokens", max_tokens, lim.ITERATION_TOKENS),
+               ("--cpu-offload-gb", cpu_offload_gb, lim.CPU_OFFLOAD_GIB))
     lim.nonempty(("--engine", engine), ("--gemm-quant", gemm_quant), ("--moe-quant", moe_quant))
     if engine is None and (gemm_quant or moe_quant):
         fail("--gemm-quant/--moe-quant: only with --engine")
@@ -349,6 +361,8 @@ def plan_cmd(
         fail("--mixed-chunk: only with --engine sglang")
     if engine is None and max_tokens is not None:
         fail("--max-tokens: only with --engine (a catalog serving engine)")
+    if engine is None and cpu_offload_gb is not None:
+        fail("--cpu-offload-gb: only with --engine vllm or sglang")
     if engine is not None:
         _positive(qps=qps, input_len=input_len, output_len=output_len, ttft_p99=ttft_p99,
                   tpot_p99=tpot_p99)
@@ -357,7 +371,7 @@ def plan_cmd(
                         tpot=tpot_p99, precision=precision.value, gemm_quant=gemm_quant,
                         moe_quant=moe_quant, as_json=as_json,
                         expert_imbalance=expert_imbalance, mixed_chunk=mixed_chunk,
-                        max_tokens=max_tokens)
+                        max_tokens=max_tokens, cpu_offload_gb=cpu_offload_gb or 0.0)
         return
 
     _positive(qps=qps, input_len=input_len, output_len=output_len, ttft_p99=ttft_p99,

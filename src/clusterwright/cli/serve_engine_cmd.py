@@ -37,7 +37,7 @@ FLAGS = {"tp": "--tp", "pp": "--pp", "adp": "--adp", "moe_tp": "--moe-tp",
          "moe_ep": "--moe-ep", "engine": "--engine", "precision": "--precision",
          "gemm_quant": "--gemm-quant", "moe_quant": "--moe-quant",
          "concurrency": "--concurrency", "qps": "--qps", "ttft_slo": "--ttft-p99",
-         "speculative": "--speculative"}
+         "speculative": "--speculative", "cpu_offload_gb": "--cpu-offload-gb"}
 
 
 @contextmanager
@@ -181,7 +181,8 @@ def estimate_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str
                         async_scheduling: bool | None = None,
                         expert_imbalance: float | None = None,
                         mixed_chunk: bool = False,
-                        max_tokens: int | None = None) -> None:
+                        max_tokens: int | None = None,
+                        cpu_offload_gb: float = 0.0) -> None:
     from clusterwright.plan.serving_engine import (
         deployment,
         engine_of,
@@ -232,12 +233,14 @@ def estimate_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str
                 roles.append(Role(par, kv["workers"], kv.get("max_batch"),
                                   kv.get("max_tokens"), kv.get("stream_interval")))
             dep = deployment(cat, arch, g, eng, precision, gemm_quant, moe_quant,
-                             prefill=roles[0], decode=roles[1], speculative=spec)
+                             prefill=roles[0], decode=roles[1], speculative=spec,
+                             cpu_offload_gb=cpu_offload_gb)
         else:
             par = layout(arch, tp, pp, adp, moe_tp, moe_ep, pads_heads=eng.pads_heads)
             check_budget(eng, max_tokens, input_len)
             dep = deployment(cat, arch, g, eng, precision, gemm_quant, moe_quant,
-                             agg=Role(par, replicas, max_batch, max_tokens), speculative=spec)
+                             agg=Role(par, replicas, max_batch, max_tokens), speculative=spec,
+                             cpu_offload_gb=cpu_offload_gb)
         w = workload(input_len, output_len, qps=qps, concurrency=concurrency,
                      num_requests=num_requests, seed=seed, length_dist=length_dist,
                      length_cv=length_cv, max_context=arch.max_seq_len)
@@ -361,7 +364,8 @@ def plan_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str, qp
                     input_len: int, output_len: int, ttft: float, tpot: float,
                     precision: str, gemm_quant: str | None, moe_quant: str | None,
                     as_json: bool, expert_imbalance: float | None = None,
-                    mixed_chunk: bool = False, max_tokens: int | None = None) -> None:
+                    mixed_chunk: bool = False, max_tokens: int | None = None,
+                    cpu_offload_gb: float = 0.0) -> None:
     from clusterwright.plan.serving_engine import engine_of, plan_engine
 
     if gpu == "choose":
@@ -375,7 +379,8 @@ def plan_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str, qp
                                               expert_imbalance), mixed_chunk)
         check_budget(eng, max_tokens, input_len)
         d = plan_engine(cat, arch, g, eng, qps, input_len, output_len, ttft, tpot,
-                        precision, gemm_quant, moe_quant, max_tokens=max_tokens)
+                        precision, gemm_quant, moe_quant, max_tokens=max_tokens,
+                        cpu_offload_gb=cpu_offload_gb)
     if as_json:
         emit_json(d)
         return
@@ -409,3 +414,6 @@ def plan_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str, qp
                       f"{_ms(lean['tpot_p99_s'])}: it {held} the SLOs")
     console.print(f"[bold]{d['verdict']}[/] ({d['deployments_evaluated']} deployments "
                   f"evaluated). {d['note']}.")
+    if d.get("offload"):
+        console.print(f"[bold]{d['offload']['verdict']}[/] (the same search with every "
+                      f"layout keeping its weights in HBM).")

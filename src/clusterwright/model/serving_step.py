@@ -286,6 +286,11 @@ class DeploymentStep:
     # included
     buckets: Buckets | None = None
     static_batch: int | None = None
+    # Weight offload (vLLM's and SGLang's --cpu-offload-gb): the share of this GPU's layer
+    # weights held in CPU memory, and the bytes/s at which the GPU reads them there; every
+    # forward pass streams them over the link instead of reading them from HBM
+    offload_share: float = 0.0
+    host_read_bps: float = 0.0
 
     @property
     def kv_bytes_read_per_token(self) -> float:
@@ -295,6 +300,10 @@ class DeploymentStep:
                    for scale, _, _, _, nbytes in self._bands)  # type: ignore[attr-defined]
 
     def __post_init__(self) -> None:
+        if not (0.0 <= self.offload_share <= 1.0) or (
+                self.offload_share > 0 and not self.host_read_bps > 0):
+            raise ValueError(f"offload_share {self.offload_share} needs a share in [0, 1] and "
+                             f"a positive host_read_bps, got {self.host_read_bps}")
         a, g, e, par = self.arch, self.gpu, self.engine, self.par
         c = param_counts(a)
         L = float(a.layers)
@@ -457,7 +466,10 @@ class DeploymentStep:
         flops_h = k["head_flops_per_token"] * out_tokens
         per_gemm = (flops_d + flops_h) / max(6.0 * layers, 1.0)
         compute = (flops_d + flops_h) / (k["peak_dense"] * self._gemm_eff(per_gemm))
-        dense = max(compute, (k["dense_bytes"] + k["head_bytes"]) / k["hbm"])
+        stream = (k["dense_bytes"] + k["head_bytes"]) / k["hbm"]
+        if self.offload_share > 0:
+            stream += self._offloaded_s(k["dense_bytes"], k["hbm"])
+        dense = max(compute, stream)
         # Routed experts: every rank's tokens, top_k copies, over the MoE group.
         experts = 0.0
         if a.is_moe and k["moe_layers"] > 0:
@@ -469,7 +481,10 @@ class DeploymentStep:
             bytes_e = touched * k["expert_bytes"] * k["moe_layers"]
             per_expert_gemm = copies / max(k["local_experts"], 1) * k["expert_flops_per_copy"]
             eff = e.moe_gemm_scale * self._gemm_eff(per_expert_gemm / 3.0)
-            experts = max(flops_e / (k["peak_moe"] * eff), bytes_e / k["hbm_moe"])
+            stream_e = bytes_e / k["hbm_moe"]
+            if self.offload_share > 0:
+                stream_e += self._offloaded_s(bytes_e, k["hbm_moe"])
+            experts = max(flops_e / (k["peak_moe"] * eff), stream_e)
         # Attention: prefill pairs at the attention kernels' rate, decode KV read.
         pf, dec, kv_read = _attended(self._bands, p, d, kv_tokens,  # type: ignore[attr-defined]
                                         prefill_pairs)
@@ -482,6 +497,11 @@ class DeploymentStep:
         fixed = (e.graph_step_overhead_s if graph else e.step_overhead_s) + (
             e.layer_overhead_s * layers)
         return float((dense + experts + attn + comm + fixed) * par.pp)
+
+    def _offloaded_s(self, nbytes: float, hbm: float) -> float:
+        """Seconds the offloaded share of ``nbytes`` of weights adds to reading them all
+        from HBM at ``hbm`` bytes/s: that share crosses the CPU-GPU link instead."""
+        return nbytes * self.offload_share * (1.0 / self.host_read_bps - 1.0 / hbm)
 
     def speculative_extra_s(self, decode_seqs: float, kv_tokens: float,
                             draft_tokens: int) -> float:

@@ -96,6 +96,10 @@ class Deployment:
     # A static-shape engine's compiled buckets; None: its automatic ones for the lengths
     # served (``Buckets.powers_of_two``), or no padding on an engine without static shapes
     buckets: Buckets | None = None
+    # Weights each GPU keeps in CPU memory, GiB (vLLM's and SGLang's --cpu-offload-gb, which
+    # count GiB): at most its layer weights (the engines offload layer by layer until the
+    # budget is met or no layer is left)
+    cpu_offload_gb: float = 0.0
 
     def spec_yield(self) -> float:
         """Expected tokens per sequence and decode iteration: 1 + a (1 - a^k) / (1 - a)
@@ -148,12 +152,30 @@ def weight_bytes(dep: Deployment, par: ServingParallel) -> float:
     return w / par.pp
 
 
+GIB = float(1 << 30)
+
+
+def offload_bytes(dep: Deployment, par: ServingParallel) -> float:
+    """Weights one GPU of ``par`` keeps in CPU memory, bytes: the deployment's
+    ``cpu_offload_gb``, at most its layer weights (embedding and LM head stay in HBM)."""
+    if dep.cpu_offload_gb <= 0:
+        return 0.0
+    return min(dep.cpu_offload_gb * GIB, _layer_weight_bytes(dep, par))
+
+
+def _layer_weight_bytes(dep: Deployment, par: ServingParallel) -> float:
+    """``weight_bytes`` without the embedding and LM head, bytes."""
+    c = param_counts(dep.arch)
+    return max(weight_bytes(dep, par) - (c.embedding + c.output) * ACT_BYTES / par.tp / par.pp,
+               0.0)
+
+
 def kv_capacity(cat: Catalog, dep: Deployment, par: ServingParallel, isl: int,
                 osl: int) -> float:
     """KV-cache tokens one data-parallel rank of ``par`` holds, for requests of ``isl`` +
     ``osl`` tokens (every GPU of the rank holds its shard of the same tokens)."""
     a, g, e = dep.arch, dep.gpu, dep.engine
-    w = weight_bytes(dep, par)
+    w = weight_bytes(dep, par) - offload_bytes(dep, par)
     act = inference_memory(a, 0, 0, "bf16", "bf16", par.tp, par.pp,
                            token_budget(e, g)).activations
     graphs = cat.assumption("inference_cuda_graph_reserve_gb") * GB
@@ -237,11 +259,28 @@ def step_model(cat: Catalog, dep: Deployment, par: ServingParallel,
     static = dep.engine.static_buckets
     buckets = (dep.buckets or Buckets.powers_of_two(max_len or dep.arch.max_seq_len)
                if static else None)
+    share, host = 0.0, 0.0
+    off = offload_bytes(dep, par)
+    if off > 0:
+        # serving_engine.deployment refuses an offload on a GPU without CPU memory behind it
+        share, host = off / _layer_weight_bytes(dep, par), host_read_bps(cat, dep.gpu)
     return DeploymentStep(dep.arch, dep.gpu, dep.engine, net, par, dep.dense, dep.moe,
                           kv_bytes_per_token(dep.arch, dep.kv_format),
                           silicon_gemm(cat, dep.gpu, dep.dense.compute, dep.engine)[0],
                           silicon_gemm(cat, dep.gpu, dep.moe.compute, dep.engine)[0],
-                          buckets, (batch or dep.engine.max_batch) if static else None)
+                          buckets, (batch or dep.engine.max_batch) if static else None,
+                          offload_share=share, host_read_bps=host)
+
+
+def host_read_bps(cat: Catalog, gpu: Gpu) -> float:
+    """Bytes/s at which ``gpu`` reads its CPU's memory: the coherent link's per-direction
+    rate at its measured efficiency (assumption ``host_link_read_efficiency``), at most the
+    CPU memory's bandwidth share; 0 without CPU memory behind a coherent link."""
+    hm = gpu.host_memory
+    if hm is None:
+        return 0.0
+    link = hm.link_gbps_per_direction * cat.assumption("host_link_read_efficiency")
+    return min(link, hm.memory_bandwidth_gbps) * GB
 
 
 # A planner evaluating many deployments of one model, GPU, engine and formats passes a dict
@@ -267,10 +306,12 @@ def pool(cat: Catalog, dep: Deployment, par: ServingParallel, workers: int, isl:
         if cache is not None:
             cache[key] = (step, kv)
     if kv < isl + 1:
+        off = offload_bytes(dep, par)
         raise DeploymentError(
             f"{field_prefix}tp: the weights leave no room for one request's KV cache on "
             f"tp {par.tp} x attention-DP {par.adp} x pp {par.pp} {dep.gpu.id} "
-            f"({weight_bytes(dep, par) / GB:.0f} GB of weights per GPU)",
+            f"({weight_bytes(dep, par) / GB:.0f} GB of weights per GPU"
+            + (f", {off / GB:.0f} GB of them offloaded to CPU memory" if off else "") + ")",
             field=field_prefix + "tp")
     e = dep.engine
     budget = max_tokens or token_budget(e, dep.gpu)
@@ -391,5 +432,6 @@ def steady(cat: Catalog, dep: Deployment, clients: float, isl: int, osl: int,
         raise DeploymentError(str(exc), field="concurrency") from None
 
 
-__all__ = ["Deployment", "DeploymentError", "Role", "kv_capacity", "kv_format_for", "pool",
-           "size_workers", "steady", "step_model", "token_budget", "weight_bytes"]
+__all__ = ["Deployment", "DeploymentError", "Role", "host_read_bps", "kv_capacity",
+           "kv_format_for", "offload_bytes", "pool", "size_workers", "steady", "step_model",
+           "token_budget", "weight_bytes"]

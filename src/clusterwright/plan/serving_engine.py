@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -27,13 +28,16 @@ from clusterwright.catalog.stacks import ServingEngine
 from clusterwright.errors import InputError
 from clusterwright.model.serving_step import ServingParallel, kv_bytes_per_token, weight_format
 from clusterwright.plan.serving_deployment import (
+    GIB,
     Deployment,
     DeploymentError,
     PoolCache,
     Role,
     first_chunk_tokens,
+    host_read_bps,
     kv_format_for,
     kv_link_bytes_per_s,
+    offload_bytes,
     pool,
     silicon_gemm,
     steady,
@@ -120,9 +124,11 @@ def deployment(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine,
                precision: str = "bf16", gemm_quant: str | None = None,
                moe_quant: str | None = None, agg: Role | None = None,
                prefill: Role | None = None, decode: Role | None = None,
-               speculative: tuple[int, float, float | None] | None = None) -> Deployment:
+               speculative: tuple[int, float, float | None] | None = None,
+               cpu_offload_gb: float = 0.0) -> Deployment:
     """A deployment of ``arch`` on ``gpu`` under ``engine``: aggregated (``agg``) or
-    disaggregated (``prefill`` and ``decode``)."""
+    disaggregated (``prefill`` and ``decode``); ``cpu_offload_gb``: GiB of weights each GPU
+    keeps in its CPU's memory (vLLM's and SGLang's --cpu-offload-gb)."""
     if precision not in PRECISION_FORMATS:
         raise InputError(f"precision: {precision!r} is not one of "
                          f"{', '.join(PRECISION_FORMATS)}", field="precision")
@@ -161,8 +167,35 @@ def deployment(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine,
         notes += (f"{engine.id} at this version schedules synchronously: the host's work, "
                   f"{engine.seq_overhead_s * 1e6:.0f} us a running sequence, adds to every "
                   "iteration (async scheduling would overlap it with the GPU's)",)
+    if cpu_offload_gb != 0:
+        notes += (_offload_note(cat, engine, gpu, cpu_offload_gb),)
     return Deployment(arch, gpu, engine, dense, moe, kv_format_for(engine, dense), agg=agg,
-                      prefill=prefill, decode=decode, speculative=speculative, notes=notes)
+                      prefill=prefill, decode=decode, speculative=speculative, notes=notes,
+                      cpu_offload_gb=cpu_offload_gb)
+
+
+def _offload_note(cat: Catalog, engine: ServingEngine, gpu: Gpu, gib: float) -> str:
+    """What a weight offload of ``gib`` GiB a GPU does, once it is checked possible."""
+    field = "cpu_offload_gb"
+    if not (math.isfinite(gib) and gib > 0):
+        raise InputError(f"{field}: must be a positive number of GiB a GPU, got {gib:g}",
+                         field=field)
+    if not engine.weight_offload:
+        raise InputError(f"{field}: {engine.id} has no weight offload (vLLM's and SGLang's "
+                         "--cpu-offload-gb)", field=field)
+    hm = gpu.host_memory
+    if hm is None:
+        raise InputError(f"{field}: {gpu.id} has no CPU memory behind a coherent link (a "
+                         "Grace superchip's, over NVLink-C2C: gh200, gb200, gb300); an offload "
+                         "over PCIe is not modelled", field=field)
+    if gib * GIB > hm.memory_gb * 1e9:
+        raise InputError(f"{field}: {gib:g} GiB exceeds the {hm.memory_gb:g} GB of CPU memory "
+                         f"one {gpu.id} GPU has", field=field)
+    rate = host_read_bps(cat, gpu) / 1e9
+    return (f"weights offloaded to CPU memory: up to {gib:g} GiB a GPU (at most its layers' "
+            f"weights), read over {hm.link} at {rate:.0f} GB/s in every forward pass "
+            f"({hm.link_gbps_per_direction:g} GB/s a direction at the efficiency measured on "
+            f"GH200) and freed from HBM for the KV cache; {OFFLOAD_NOTE}")
 
 
 # validate --table serving-silicon on the rows read with --enable-mixed-chunk (2026-11-30)
@@ -189,6 +222,8 @@ COMPRESSED_NOTE = ("attention over a compressed KV cache (DeepSeek-V4's compress
                    "heavily compressed layers, their indexer and sliding windows) is in no "
                    "measured row: modelled from the config and the paper's cache sizes, not "
                    "checked against a run")
+OFFLOAD_NOTE = ("not validated: no measured row offloads weights, and the engines' own "
+                "offload paths may not reach the link's rate")
 LATENT_MOE_NOTE = ("LatentMoE experts (a latent-wide expert space behind shared projections) "
                    "are in no measured row: their GEMMs and dispatch are modelled from the "
                    "config, not checked")
@@ -214,16 +249,20 @@ def validation_regime(dep: Deployment) -> dict[str, Any]:
     # TTFT and TPOT), not the request-level simulation's percentiles
     extra["figures"] = "steady_state"
 
+    if dep.cpu_offload_gb > 0:
+        extra["offload_note"] = OFFLOAD_NOTE
     for v in dep.engine.validated:
-        if v.gpu == dep.gpu.id and v.mode == mode:
+        if v.gpu == dep.gpu.id and v.mode == mode and dep.cpu_offload_gb <= 0:
             return {"validated": True, "engine": dep.engine.id, "gpu": v.gpu, "mode": mode,
                     "rows": v.rows, "ttft_mape": v.ttft_mape, "tpot_mape": v.tpot_mape,
                     "ttft_median_error": v.ttft_median_error,
                     "tpot_median_error": v.tpot_median_error, **extra}
     seen = sorted({f"{v.gpu} {v.mode}" for v in dep.engine.validated})
+    what = ("rows offloading weights" if dep.cpu_offload_gb > 0 else
+            f"{dep.engine.id} rows on {dep.gpu.id} ({mode})")
     return {"validated": False, "engine": dep.engine.id, "gpu": dep.gpu.id, "mode": mode,
-            "note": (f"no measured {dep.engine.id} rows on {dep.gpu.id} ({mode}); the "
-                     f"engine's constants were validated on: {', '.join(seen) or 'nothing'}"),
+            "note": (f"no measured {what}; the engine's constants were validated on: "
+                     f"{', '.join(seen) or 'nothing'}"),
             **extra}
 
 
@@ -277,11 +316,16 @@ def simulate_deployment(cat: Catalog, dep: Deployment, w: Workload, isl: int, os
 def _roles(dep: Deployment) -> dict[str, Any]:
     def one(r: Role) -> dict[str, Any]:
         p = r.par
-        return {"workers": r.workers, "tp": p.tp, "pp": p.pp, "adp": p.adp, "moe_tp": p.moe_tp,
-                "moe_ep": p.moe_ep, "expert_slots_per_gpu": p.expert_slots(dep.arch),
-                "max_batch": r.max_batch or dep.engine.max_batch,
-                "max_tokens": r.max_tokens or token_budget(dep.engine, dep.gpu),
-                "gpus_per_worker": p.gpus}
+        role: dict[str, Any] = {
+            "workers": r.workers, "tp": p.tp, "pp": p.pp, "adp": p.adp, "moe_tp": p.moe_tp,
+            "moe_ep": p.moe_ep, "expert_slots_per_gpu": p.expert_slots(dep.arch),
+            "max_batch": r.max_batch or dep.engine.max_batch,
+            "max_tokens": r.max_tokens or token_budget(dep.engine, dep.gpu),
+            "gpus_per_worker": p.gpus}
+        if dep.cpu_offload_gb > 0:
+            # What a GPU of this layout offloads (the GiB asked, at most its layers' weights)
+            role["offloaded_gib_per_gpu"] = offload_bytes(dep, p) / GIB
+        return role
     if dep.agg is not None:
         out: dict[str, Any] = {"mode": "agg", "agg": one(dep.agg)}
         if dep.arch.is_moe:
@@ -589,7 +633,8 @@ def plan_engine(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine, 
                 precision: str = "bf16", gemm_quant: str | None = None,
                 moe_quant: str | None = None, max_gpus_per_copy: int = 64,
                 requests: int = 800, seed: int = 0,
-                max_tokens: int | None = None, prune: bool = True) -> dict[str, Any]:
+                max_tokens: int | None = None, prune: bool = True,
+                cpu_offload_gb: float = 0.0) -> dict[str, Any]:
     """Cheapest aggregated and disaggregated deployments serving ``qps`` with p99 TTFT and
     TPOT within the SLOs, and whether disaggregation pays (fewer GPUs). Layouts and splits
     are screened on the steady state's means (a deployment whose means miss the SLOs cannot
@@ -597,7 +642,8 @@ def plan_engine(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine, 
     and given copies until its p99s meet them. ``max_tokens``: the aggregated layouts'
     token budget an iteration (None: the engine's). ``prune``: skip a deployment whose one
     copy takes more GPUs than its mode's cheapest so far (it cannot win; False solves every
-    one, for the same answer)."""
+    one, for the same answer). ``cpu_offload_gb``: GiB of weights each GPU keeps in CPU
+    memory (``deployment``)."""
     if not (qps > 0 and ttft_slo > 0 and tpot_slo > 0):
         raise InputError("qps and the SLOs must be positive", field="qps")
     if isl + osl > arch.max_seq_len:
@@ -606,7 +652,7 @@ def plan_engine(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine, 
     from clusterwright.plan.serving_deployment import step_model
 
     base = deployment(cat, arch, gpu, engine, precision, gemm_quant, moe_quant,
-                      agg=Role(ServingParallel()))
+                      agg=Role(ServingParallel()), cpu_offload_gb=cpu_offload_gb)
     domain = step_model(cat, base, ServingParallel()).net.domain_gpus
     layouts = _candidates(arch, min(domain, max_gpus_per_copy))
     best: dict[str, PlanCandidate | None] = {"agg": None, "disagg": None}
@@ -655,6 +701,12 @@ def plan_engine(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine, 
         a = _verify_p99(cat, a, qps, isl, osl, ttft_slo, tpot_slo, requests, seed)
     if d is not None:
         d = _verify_p99(cat, d, qps, isl, osl, ttft_slo, tpot_slo, requests, seed)
+    if not fits:
+        largest = max(p.gpus for p in layouts)
+        raise InputError(f"model: {arch.id}'s weights leave no room for one request's KV cache "
+                         f"on any layout of up to {largest} {gpu.id} GPUs (one NVLink domain"
+                         + (f", {cpu_offload_gb:g} GiB of weights a GPU offloaded"
+                            if cpu_offload_gb > 0 else "") + ")", field="model")
     if a is None and d is None:
         raise InputError(f"no deployment of {arch.id} on {gpu.id} under {engine.id} meets "
                          f"TTFT {ttft_slo:g} s and TPOT {tpot_slo:g} s (means) for one "
@@ -670,7 +722,13 @@ def plan_engine(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine, 
         verdict = "only a disaggregated deployment meets the SLOs"
     choice = d if pays else a
     assert choice is not None
-    return {"model": arch.id, "gpu": gpu.id, "engine": engine.id, "qps": qps,
+    extra: dict[str, Any] = {}
+    if cpu_offload_gb > 0:
+        extra["offload"] = _offload_verdict(
+            choice.gpus, cpu_offload_gb, lambda: plan_engine(
+                cat, arch, gpu, engine, qps, isl, osl, ttft_slo, tpot_slo, precision,
+                gemm_quant, moe_quant, max_gpus_per_copy, requests, seed, max_tokens, prune))
+    return {"model": arch.id, "gpu": gpu.id, "engine": engine.id, "qps": qps, **extra,
             "measured_lean": measured_lean(choice, ttft_slo, tpot_slo),
             "input_len": isl, "output_len": osl,
             "slo": {"ttft_p99_s": ttft_slo, "tpot_p99_s": tpot_slo},
@@ -681,6 +739,26 @@ def plan_engine(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine, 
             "note": ("layouts screened on the steady state's means (the model validate "
                      "--table serving-silicon checks), the cheapest of each mode simulated "
                      "for its p99s")}
+
+
+def _offload_verdict(gpus: int, gib: float,
+                     without: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """Whether offloading ``gib`` GiB of weights a GPU pays: the plan's GPUs against the
+    same plan's without the offload (``without``; an InputError there: none meets the SLOs
+    without it, or the weights do not fit)."""
+    try:
+        plain: int | None = int(without()["choice"]["gpus"])
+    except InputError:
+        plain = None
+    pays = plain is None or gpus < plain
+    if plain is None:
+        verdict = (f"the offload pays: {gpus} GPUs, and no deployment meets the SLOs "
+                   "without it")
+    else:
+        verdict = (f"the offload {'pays' if pays else 'does not pay'}: {gpus} GPUs against "
+                   f"{plain} without it")
+    return {"cpu_offload_gb": gib, "gpus": gpus, "gpus_without": plain, "pays": pays,
+            "verdict": verdict}
 
 
 __all__ = ["EngineEstimate", "deployment", "disaggregation_check", "engine_of",
