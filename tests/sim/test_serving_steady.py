@@ -609,13 +609,17 @@ def test_a_first_chunk_of_k_tokens_moves_the_client_s_first_token() -> None:
     assert waved_k.ttft_s == pytest.approx(waved.ttft_s + 29 * base.tpot_s)
 
 
-def test_the_disaggregated_solution_keeps_its_clients_busy_to_the_tolerance(
-        cat: Catalog) -> None:
+def test_the_disaggregated_solution_keeps_its_clients_busy_to_the_tolerance() -> None:
     """The decode batch is solved until the clients it keeps busy (Little's law over a
-    whole request, rate x (TTFT + (osl - 1) TPOT)) are the clients asked for, to 1e-9."""
-    pre, dec = one_prefill_eight_decode(cat, 1024, 256)
-    for clients in (2.0, 11.0, 37.0):
-        st = disaggregated(pre, dec, clients, 1024, 256, 131_072, 50e9)
+    whole request, rate x (TTFT + (osl - 1) TPOT)) are the clients asked for, to 1e-9. Pools
+    whose times do not step with the batch (at a step the solution sits on the jump) and a
+    prefill rank below half its load (one prompt at a time)."""
+    pre = Pool(step=_Affine(0.030, 20e-6, 0.0), ranks=1, budget=8192, chunked=False,
+               admission="reserve", kv_tokens=1e9)
+    dec = Pool(step=_Affine(0.0, 0.0, 0.010), ranks=1, budget=8192, chunked=False,
+               admission="reserve", kv_tokens=1e9)
+    for clients in (3.0, 17.0, 60.0):
+        st = disaggregated(pre, dec, clients, 1000, 1001, 0.0, 1e12)
         assert st.slot_wait_s == 0.0
-        busy = st.requests_per_s * (st.ttft_s + 255 * st.tpot_s)
+        busy = st.requests_per_s * (st.ttft_s + 1000 * st.tpot_s)
         assert busy == pytest.approx(clients, rel=1e-9)
