@@ -374,10 +374,13 @@ def test_the_simulator_takes_a_roles_token_budget_as_the_steady_state_does(
     w = closed(8, 2048, 64, n=80)
     sim_wide = simulate_deployment(cat, wide, w, 2048, 64).ttft_s["mean"]
     sim_narrow = simulate_deployment(cat, narrow, w, 2048, 64).ttft_s["mean"]
-    st_wide = steady(cat, wide, 8, 2048, 64)[0].ttft_s
-    st_narrow = steady(cat, narrow, 8, 2048, 64)[0].ttft_s
     assert sim_narrow < 0.8 * sim_wide
-    assert st_narrow < st_wide
+    # The steady state's clusters are smaller than the simulation's opening batch (1 +
+    # arrival_burst x the other clients: under two prompts at 8 clients, where the two budgets
+    # nearly tie); at 32 clients, about four prompts split one an iteration come out sooner
+    st_wide = steady(cat, wide, 32, 2048, 64)[0].ttft_s
+    st_narrow = steady(cat, narrow, 32, 2048, 64)[0].ttft_s
+    assert st_narrow < 0.98 * st_wide
 
 
 def test_skipping_deployments_that_cannot_win_keeps_the_plan(cat: Catalog,
