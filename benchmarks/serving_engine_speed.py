@@ -74,6 +74,11 @@ COMMANDS = [
      ["serve", "plan", "--model", "qwen3-235b-a22b", "--gpu", "h200-sxm", "--engine",
       "trtllm", "--precision", "fp8", "--qps", "30", "--input-len", "8000", "--output-len",
       "1000", "--ttft-p99", "3", "--tpot-p99", "0.05", "--json"]),
+    ("serve plan --engine vllm, Llama-3.1-70B on GH200, 30 GiB of weights a GPU offloaded "
+     "(and the same search without)",
+     ["serve", "plan", "--model", "llama-3.1-70b", "--gpu", "gh200", "--engine", "vllm",
+      "--qps", "1", "--input-len", "1024", "--output-len", "512", "--ttft-p99", "10",
+      "--tpot-p99", "0.3", "--cpu-offload-gb", "30", "--json"]),
 ]
 
 
