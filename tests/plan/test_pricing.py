@@ -48,6 +48,19 @@ def test_a_provider_a_term_and_an_offer(catalog: Catalog) -> None:
     assert cloud_price(catalog, "mi300x", CloudPolicy(provider="aws")) is None
 
 
+def test_cloud_tpus_rent_by_the_chip_hour_as_estimates(catalog: Catalog) -> None:
+    """Cloud TPU offers are one host each, priced at Google's per-chip-hour rates (a secondary
+    quote, so an estimate); Ironwood has none yet."""
+    for gpu, on_demand, three_year in (("tpu-v5e", 1.20, 0.54), ("tpu-v5p", 4.20, 1.89),
+                                       ("tpu-v6e", 2.70, 1.22)):
+        c = cloud_price(catalog, gpu)
+        assert c is not None and c.usd_per_gpu_hour == pytest.approx(on_demand)
+        assert c.chosen.estimate and "estimate" in c.why
+        committed = cloud_price(catalog, gpu, CloudPolicy(term="3y"))
+        assert committed is not None and committed.usd_per_gpu_hour == pytest.approx(three_year)
+    assert cloud_price(catalog, "tpu-v7") is None
+
+
 def test_pricing_decision_names_every_other_offer_by_how_much(catalog: Catalog) -> None:
     c = cloud_price(catalog, "h100-sxm")
     assert c is not None
