@@ -48,9 +48,9 @@ def test_a_provider_a_term_and_an_offer(catalog: Catalog) -> None:
     assert cloud_price(catalog, "mi300x", CloudPolicy(provider="aws")) is None
 
 
-def test_cloud_tpus_rent_by_the_chip_hour_as_estimates(catalog: Catalog) -> None:
+def test_cloud_tpus_and_mi300x_rent_as_estimates(catalog: Catalog) -> None:
     """Cloud TPU offers are one host each, priced at Google's per-chip-hour rates (a secondary
-    quote, so an estimate); Ironwood has none yet."""
+    quote, so an estimate); Ironwood has none yet; MI300X rents on Azure."""
     for gpu, on_demand, three_year in (("tpu-v5e", 1.20, 0.54), ("tpu-v5p", 4.20, 1.89),
                                        ("tpu-v6e", 2.70, 1.22)):
         c = cloud_price(catalog, gpu)
@@ -59,6 +59,9 @@ def test_cloud_tpus_rent_by_the_chip_hour_as_estimates(catalog: Catalog) -> None
         committed = cloud_price(catalog, gpu, CloudPolicy(term="3y"))
         assert committed is not None and committed.usd_per_gpu_hour == pytest.approx(three_year)
     assert cloud_price(catalog, "tpu-v7") is None
+    # MI300X rents on Azure at a rate quoted second-hand: an estimate too
+    mi = cloud_price(catalog, "mi300x")
+    assert mi is not None and mi.usd_per_gpu_hour == pytest.approx(6.0) and mi.chosen.estimate
 
 
 def test_pricing_decision_names_every_other_offer_by_how_much(catalog: Catalog) -> None:
