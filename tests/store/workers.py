@@ -120,3 +120,15 @@ class Holder:
             self.proc.kill()
             self.proc.join()
         self.report.close()
+
+
+def open_new_files(root: Path, rounds: int, barrier: Any, failures: Any) -> None:
+    """Open a ``Store`` on a new file ``root/<round>.db`` each round, all workers together.
+
+    Every failed open is put on ``failures`` as its message, so the test can show it."""
+    for r in range(rounds):
+        barrier.wait()
+        try:
+            Store(root / f"{r}.db").close()
+        except Exception as exc:  # reported, not raised: the other rounds still run
+            failures.put(f"round {r}: {exc}")

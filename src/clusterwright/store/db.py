@@ -16,6 +16,7 @@ import os
 import shutil
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import replace
@@ -61,6 +62,30 @@ def _dumps(value: dict[str, Any], field: str) -> str:
 def _exists(conn: sqlite3.Connection, table: str, row_id: int) -> bool:
     # ``table`` is one of our two table names, never user input.
     return conn.execute(f"SELECT 1 FROM {table} WHERE id = ?", (row_id,)).fetchone() is not None
+
+
+def _use_wal(conn: sqlite3.Connection) -> None:
+    """Switch the file to WAL, waiting up to ``BUSY_TIMEOUT_S`` for other connections.
+
+    The mode is persistent in the file; setting it on every open heals a file created by
+    another tool. While another connection is switching the same new file, SQLite answers
+    "database is locked" at once, without calling its busy handler: five processes opening
+    a new file together failed that way in CI, and 0.4-4 % of opens with eight at a time
+    (``tests/store/test_concurrency.py``). So the switch is retried here."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    pause = 0.001
+    while True:
+        try:
+            if conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
+                return
+            conn.execute("PRAGMA journal_mode = WAL").fetchone()
+            return
+        except sqlite3.OperationalError as exc:
+            busy = "locked" in str(exc) or "busy" in str(exc)
+            if not busy or time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
 
 
 class Store:
@@ -110,9 +135,7 @@ class Store:
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
             conn.execute("PRAGMA foreign_keys = ON")
-            # Persistent in the file; setting it on every open is cheap and heals a file
-            # created by another tool.
-            conn.execute("PRAGMA journal_mode = WAL").fetchone()
+            _use_wal(conn)
         except sqlite3.Error as exc:
             conn.close()
             raise StoreError(f"{self.path}: cannot open database: {exc}") from exc
