@@ -613,3 +613,36 @@ def test_cpu_offload_on_a_grace_superchip() -> None:
            "--tpot-p99", "0.3", "--cpu-offload-gb", "30")
     assert r.exit_code == 0, r.output
     assert "the offload pays" in r.output and "no deployment meets the SLOs without it" in r.output
+
+
+def test_shared_prefixes_and_a_kv_host_tier() -> None:
+    """--prefix-len, --prefix-groups, --kv-offload-gb: prompts that share prefixes reuse them
+    from HBM or the host tier; the estimate says how much and what the tier changes, and bad
+    combinations exit 2 naming the flag."""
+    base = ["serve", "estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine",
+            "vllm", "--qps", "3", "--input-len", "8500", "--output-len", "200",
+            "--num-requests", "800"]
+    r = cw(*base, "--prefix-len", "8000", "--prefix-groups", "100", "--kv-offload-gb", "100",
+           "--json")
+    assert r.exit_code == 0, r.output
+    pc = json.loads(r.stdout)["prefix_cache"]
+    assert pc["groups"] == 100 and pc["prefix_len"] == 8000
+    assert pc["hit_rate"] > pc["without_host_tier"]["hit_rate"]
+    r = cw(*base, "--prefix-len", "8000", "--prefix-groups", "100", "--kv-offload-gb", "100")
+    assert r.exit_code == 0, r.output
+    assert "loaded from the host tier" in r.output and "without the host tier" in r.output
+    for extra, msg in (
+            (("--kv-offload-gb", "10"), "--kv-offload-gb: the host tier serves prompts that "
+                                        "share a prefix"),
+            (("--prefix-groups", "3"), "--prefix-groups: give --prefix-len"),
+            (("--prefix-len", "9000"), "--prefix-len: 9000 tokens exceed the 8500-token"),
+            (("--prefix-len", "0"), "--prefix-len"),
+            (("--prefix-len", "100", "--kv-offload-gb", "5000"), "--kv-offload-gb: 5000 GiB "
+                                                                "exceeds the 256 GiB"),
+            (("--prefix-len", "100", "--kv-offload-gb", "nan"), "--kv-offload-gb"),
+            (("--prefix-len", "100", "--prefix-groups", "-1"), "--prefix-groups")):
+        r = cw(*base, *extra)
+        assert r.exit_code == 2 and msg in r.output, (extra, r.output)
+    r = cw("serve", "estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--qps", "1",
+           "--input-len", "100", "--output-len", "10", "--prefix-len", "50")
+    assert r.exit_code == 2 and "--prefix-len: only with --engine" in r.output, r.output

@@ -476,4 +476,5 @@ def test_the_plan_says_whether_the_offload_pays(cat: Catalog) -> None:
     costly = plan_engine(cat, arch, g, e, 20.0, 1024, 512, 10.0, 0.3, "fp8", requests=200,
                          cpu_offload_gb=30)
     v = costly["offload"]
-    assert not v["pays"] and v["gpus"] > v["gpus_without"] and "does not pay" in v["verdict"]
+    # No fewer GPUs with the offload (as many, with vLLM's stop-53 constants; one more before)
+    assert not v["pays"] and v["gpus"] >= v["gpus_without"] and "does not pay" in v["verdict"]

@@ -551,3 +551,65 @@ def test_a_first_chunk_delays_ttft_and_not_the_end() -> None:
                         disaggregation=replace(base_pd, first_chunk_tokens=-1))
     with pytest.raises(ServingError, match="first_chunk_tokens"):
         simulate(bad, Workload(arrival="trace"), m, requests=reqs((0.0, 1000, 5)))
+
+
+def _prefix_reqs(*rows: tuple[float, int, int, int]) -> Requests:
+    """Requests from (arrival s, input tokens, output tokens, prefix id) rows, each sharing
+    its whole prompt under its prefix id."""
+    a = np.array(rows, dtype=np.float64)
+    return Requests(a[:, 0], a[:, 1].astype(np.int64), a[:, 2].astype(np.int64),
+                    a[:, 3].astype(np.int64), a[:, 1].astype(np.int64))
+
+
+def test_host_tier_loads_a_prefix_hbm_no_longer_holds_at_its_block_rate() -> None:
+    m = Linear()
+    load = 44e-6  # seconds a block
+    cfg = dict(enable_prefix_caching=True, gpu_prefix_cache=False, host_kv_blocks=1000,
+               host_block_load_s=load)
+    rows = [(0.0, 1600, 1, 7), (10.0, 1600, 1, 7)]
+    res = simulate(ClusterConfig(EngineConfig(kv_blocks=1000, **cfg)),  # type: ignore[arg-type]
+                   Workload(arrival="trace"), m, requests=_prefix_reqs(*rows))
+    first, second = per(res, "ttft_s")
+    assert first == pytest.approx(m.step_s(1600, 0, 0))
+    # 99 of the 100 blocks load (the last token is always computed): its 16 tokens' step
+    # plus 99 block loads.
+    assert second == pytest.approx(m.step_s(16, 0, 0) + 99 * load)
+    assert res.host_hit_rate == pytest.approx(99 * 16 / 3200)
+    assert res.prefix_hit_rate == pytest.approx(99 * 16 / 3200)
+    # Without the host tier, the second request computes its prompt again.
+    cold = simulate(ClusterConfig(EngineConfig(kv_blocks=1000, enable_prefix_caching=True,
+                                               gpu_prefix_cache=False)),
+                    Workload(arrival="trace"), m, requests=_prefix_reqs(*rows))
+    assert per(cold, "ttft_s")[1] == pytest.approx(first)
+    assert cold.host_hit_rate == 0.0
+
+
+def test_host_tier_is_least_recently_used_and_hbm_hits_come_first() -> None:
+    m = Linear()
+    # Room for one 100-block prefix in the host tier: prefix 2 evicts prefix 1.
+    cfg = EngineConfig(kv_blocks=1000, enable_prefix_caching=True, gpu_prefix_cache=False,
+                       host_kv_blocks=150, host_block_load_s=1e-4)
+    rows = [(0.0, 1600, 1, 1), (10.0, 1600, 1, 2), (20.0, 1600, 1, 1), (30.0, 1600, 1, 2)]
+    res = simulate(ClusterConfig(cfg), Workload(arrival="trace"), m,
+                   requests=_prefix_reqs(*rows))
+    assert res.host_hit_rate == 0.0
+    # With HBM caching on and room for both, HBM serves the hits and nothing loads.
+    hbm = simulate(ClusterConfig(replace(cfg, gpu_prefix_cache=True)),
+                   Workload(arrival="trace"), m, requests=_prefix_reqs(*rows))
+    assert hbm.host_hit_rate == 0.0
+    assert hbm.prefix_hit_rate == pytest.approx(2 * 99 * 16 / 6400)
+    # HBM too small to keep a prefix once a second one arrives: the host tier serves it.
+    small = simulate(ClusterConfig(replace(cfg, gpu_prefix_cache=True, kv_blocks=120,
+                                           host_kv_blocks=1000)),
+                     Workload(arrival="trace"), m, requests=_prefix_reqs(*rows))
+    assert small.host_hit_rate == pytest.approx(2 * 99 * 16 / 6400)
+    assert max(per(small, "ttft_s")[2:]) == pytest.approx(m.step_s(16, 0, 0) + 99 * 1e-4)
+
+
+def test_host_tier_settings_are_checked() -> None:
+    with pytest.raises(sv.ServingError, match="host_kv_blocks"):
+        simulate(ClusterConfig(EngineConfig(kv_blocks=10, host_kv_blocks=-1)),
+                 Workload(num_requests=1), Linear())
+    with pytest.raises(sv.ServingError, match="host_block_load_s"):
+        simulate(ClusterConfig(EngineConfig(kv_blocks=10, host_block_load_s=math.nan)),
+                 Workload(num_requests=1), Linear())

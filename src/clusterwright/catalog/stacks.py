@@ -266,6 +266,10 @@ class ServingEngine(CatalogEntry):
     # Weights offload (vLLM's and SGLang's --cpu-offload-gb): part of each GPU's weights lives
     # in CPU memory and crosses the CPU-GPU link in every forward pass
     weight_offload: StrictBool = False
+    # A host tier for the KV cache (vLLM's OffloadingConnector, SGLang's HiCache,
+    # TensorRT-LLM's host cache): computed prefix blocks are written to CPU memory and loaded
+    # back when a later request shares them and HBM no longer holds them
+    kv_host_tier: StrictBool = False
     # Static shapes: a prompt runs as the smallest context-encoding bucket that holds it,
     # and a decode step attends the smallest token-generation bucket that holds its context
     # (``model/serving_step.Buckets``); powers of two from 128 up to the longest sequence

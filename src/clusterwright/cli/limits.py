@@ -116,6 +116,9 @@ RECV_INTERVAL = Bound(1, 10_000, why="decode iterations between polls, as the en
 ITERATION_TOKENS = Bound(1, 10_000_000, why="tokens one iteration carries")
 CPU_OFFLOAD_GIB = Bound(0, 10_000, low_open=True,
                         why="GiB of weights a GPU keeps in CPU memory, past any superchip's")
+KV_OFFLOAD_GIB = Bound(0, 100_000, low_open=True,
+                       why="GiB of CPU memory a GPU gives its KV cache, past any server's")
+PREFIX_GROUPS = Bound(1, MAX_REQUESTS, why="shared prefixes, one a request at most")
 REPLICAS = Bound(1, MAX_REPLICAS, why="replicas simulated; serve plan sizes larger fleets")
 LENGTH_CV = Bound(0, MAX_LENGTH_CV, low_open=True)
 NETSIM_QPS = Bound(1, MAX_QPS_PER_CONNECTION, why="NCCL_IB_QPS_PER_CONNECTION's maximum")

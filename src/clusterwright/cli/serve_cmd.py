@@ -167,6 +167,18 @@ def estimate_cmd(
         "gb200, gb300): GiB of weights each GPU keeps in its CPU's memory (the engines' "
         "--cpu-offload-gb), read over NVLink-C2C in every forward pass; the HBM they free "
         "holds KV cache. Not validated."),
+    prefix_len: int | None = typer.Option(
+        None, "--prefix-len", help="--engine: the first tokens of every prompt (of "
+        "--input-len) it shares with the other prompts of its group (a system prompt, a "
+        "document many questions ask about); the engine's prefix cache reuses them."),
+    prefix_groups: int | None = typer.Option(
+        None, "--prefix-groups", help="--engine, with --prefix-len: how many distinct shared "
+        "prefixes the prompts draw from, uniformly (default 1)."),
+    kv_offload_gb: float | None = typer.Option(
+        None, "--kv-offload-gb", help="--engine, with --prefix-len: GiB of CPU memory each "
+        "GPU gives the KV cache's host tier (vLLM's --kv-offloading-size is the total over a "
+        "replica's GPUs; SGLang's HiCache, TensorRT-LLM's host_cache_size): prefixes HBM no "
+        "longer holds load back over the CPU link instead of being computed again."),
     no_sim: bool = typer.Option(
         False, "--steady-only", help="--engine, closed loop: only the steady-state solution "
         "(means, milliseconds), no request-level simulation."),
@@ -196,7 +208,10 @@ def estimate_cmd(
                ("--max-tokens", max_tokens, lim.ITERATION_TOKENS),
                ("--ttft-slo", ttft_slo, lim.SLO_S), ("--tpot-slo", tpot_slo, lim.SLO_S),
                ("--recv-interval", recv_interval, lim.RECV_INTERVAL),
-               ("--cpu-offload-gb", cpu_offload_gb, lim.CPU_OFFLOAD_GIB))
+               ("--cpu-offload-gb", cpu_offload_gb, lim.CPU_OFFLOAD_GIB),
+               ("--prefix-len", prefix_len, lim.SEQ_TOKENS),
+               ("--prefix-groups", prefix_groups, lim.PREFIX_GROUPS),
+               ("--kv-offload-gb", kv_offload_gb, lim.KV_OFFLOAD_GIB))
     lim.nonempty(("--server", server), ("--engine", engine), ("--gemm-quant", gemm_quant),
                  ("--moe-quant", moe_quant), ("--prefill", prefill), ("--decode", decode),
                  ("--speculative", speculative), ("--batch-wait", batch_wait))
@@ -211,6 +226,9 @@ def estimate_cmd(
                         ("--mixed-chunk", mixed_chunk),
                         ("--max-tokens", max_tokens is not None),
                         ("--cpu-offload-gb", cpu_offload_gb is not None),
+                        ("--prefix-len", prefix_len is not None),
+                        ("--prefix-groups", prefix_groups is not None),
+                        ("--kv-offload-gb", kv_offload_gb is not None),
                         ("--async-scheduling/--sync-scheduling",
                          async_scheduling is not None)):
             if v:
@@ -222,6 +240,17 @@ def estimate_cmd(
             fail("--max-num-seqs: with --prefill/--decode, give each role's max_batch= instead")
         if max_tokens is not None and (prefill is not None or decode is not None):
             fail("--max-tokens: with --prefill/--decode, give each role's max_tokens= instead")
+        if prefix_len is None and prefix_groups is not None:
+            fail("--prefix-groups: give --prefix-len, the tokens the prompts of a group share")
+        if prefix_len is None and kv_offload_gb is not None:
+            fail("--kv-offload-gb: the host tier serves prompts that share a prefix; give "
+                 "--prefix-len")
+        if prefix_len is not None and prefix_len > input_len:
+            fail(f"--prefix-len: {prefix_len} tokens exceed the {input_len}-token prompt "
+                 "(--input-len) they begin")
+        if prefix_len is not None and no_sim:
+            fail("--steady-only: the steady state knows no prefix cache; drop --prefix-len or "
+                 "simulate")
         estimate_engine_cli(ctx, model=model, gpu=gpu, engine=engine, tp=tp, pp=pp, adp=adp,
                          moe_tp=moe_tp, moe_ep=moe_ep, precision=precision.value,
                          gemm_quant=gemm_quant, moe_quant=moe_quant, prefill=prefill,
@@ -234,7 +263,9 @@ def estimate_cmd(
                          max_batch=max_num_seqs, batch_wait=batch_wait,
                          recv_interval=recv_interval, async_scheduling=async_scheduling,
                          expert_imbalance=expert_imbalance, mixed_chunk=mixed_chunk,
-                         max_tokens=max_tokens, cpu_offload_gb=cpu_offload_gb or 0.0)
+                         max_tokens=max_tokens, cpu_offload_gb=cpu_offload_gb or 0.0,
+                         prefix_len=prefix_len or 0, prefix_groups=prefix_groups or 1,
+                         kv_offload_gb=kv_offload_gb or 0.0)
         return
     max_num_seqs = 256 if max_num_seqs is None else max_num_seqs
 

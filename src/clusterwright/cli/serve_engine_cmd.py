@@ -37,7 +37,9 @@ FLAGS = {"tp": "--tp", "pp": "--pp", "adp": "--adp", "moe_tp": "--moe-tp",
          "moe_ep": "--moe-ep", "engine": "--engine", "precision": "--precision",
          "gemm_quant": "--gemm-quant", "moe_quant": "--moe-quant",
          "concurrency": "--concurrency", "qps": "--qps", "ttft_slo": "--ttft-p99",
-         "speculative": "--speculative", "cpu_offload_gb": "--cpu-offload-gb"}
+         "speculative": "--speculative", "cpu_offload_gb": "--cpu-offload-gb",
+         "kv_offload_gb": "--kv-offload-gb", "prefix_len": "--prefix-len",
+         "prefix_groups": "--prefix-groups"}
 
 
 @contextmanager
@@ -182,7 +184,8 @@ def estimate_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str
                         expert_imbalance: float | None = None,
                         mixed_chunk: bool = False,
                         max_tokens: int | None = None,
-                        cpu_offload_gb: float = 0.0) -> None:
+                        cpu_offload_gb: float = 0.0, prefix_len: int = 0,
+                        prefix_groups: int = 1, kv_offload_gb: float = 0.0) -> None:
     from clusterwright.plan.serving_engine import (
         deployment,
         engine_of,
@@ -234,16 +237,17 @@ def estimate_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str
                                   kv.get("max_tokens"), kv.get("stream_interval")))
             dep = deployment(cat, arch, g, eng, precision, gemm_quant, moe_quant,
                              prefill=roles[0], decode=roles[1], speculative=spec,
-                             cpu_offload_gb=cpu_offload_gb)
+                             cpu_offload_gb=cpu_offload_gb, kv_offload_gb=kv_offload_gb)
         else:
             par = layout(arch, tp, pp, adp, moe_tp, moe_ep, pads_heads=eng.pads_heads)
             check_budget(eng, max_tokens, input_len)
             dep = deployment(cat, arch, g, eng, precision, gemm_quant, moe_quant,
                              agg=Role(par, replicas, max_batch, max_tokens), speculative=spec,
-                             cpu_offload_gb=cpu_offload_gb)
+                             cpu_offload_gb=cpu_offload_gb, kv_offload_gb=kv_offload_gb)
         w = workload(input_len, output_len, qps=qps, concurrency=concurrency,
                      num_requests=num_requests, seed=seed, length_dist=length_dist,
-                     length_cv=length_cv, max_context=arch.max_seq_len)
+                     length_cv=length_cv, max_context=arch.max_seq_len,
+                     prefix_len=prefix_len, prefix_groups=prefix_groups)
         if input_len + output_len > arch.max_seq_len:
             raise InputError(f"input_len: {input_len} + {output_len} tokens exceed the "
                              f"{arch.max_seq_len}-token context of {arch.id}",
@@ -335,9 +339,25 @@ def render_estimate(d: dict[str, Any]) -> None:
         console.print(f"{d['throughput_tokens_per_s']:,.0f} output tokens/s "
                       f"({d['tokens_per_s_per_gpu']:,.0f} per GPU), "
                       f"{d['requests_per_s']:.2f} requests/s, {d['preemptions']} preemptions")
+    pc = d.get("prefix_cache")
+    if pc is not None:
+        host = (f", {100 * pc['host_hit_rate']:.0f}% loaded from the host tier"
+                if pc["kv_offload_gib_per_gpu"] else "")
+        console.print(f"prefix cache: {100 * pc['hit_rate']:.0f}% of prompt tokens reused"
+                      f"{host} ({pc['groups']} shared prefixes of {pc['prefix_len']:,} tokens)")
+        b = pc.get("without_host_tier")
+        if b is not None:
+            console.print(f"  without the host tier: {100 * b['hit_rate']:.0f}% reused, TTFT "
+                          f"mean {_ms(b['ttft_mean_s'])} (p99 {_ms(b['ttft_p99_s'])}) against "
+                          f"{_ms(d['ttft_mean_s'])} ({_ms(d['ttft_p99_s'])}), "
+                          f"{b['requests_per_s']:.2f} against {d['requests_per_s']:.2f} "
+                          "requests/s")
+        console.print("  the steady state knows no prefix cache: these are the simulation's")
     v = d["validation"]
     if v["validated"]:
-        console.print(f"validated (the steady state's means): {v['rows']} measured "
+        what = ("the engine's constants, without prefix reuse" if pc is not None
+                else "the steady state's means")
+        console.print(f"validated ({what}): {v['rows']} measured "
                       f"{v['engine']} rows on {v['gpu']} ({v['mode']}): TTFT MAPE "
                       f"{100 * v['ttft_mape']:.0f}%{_direction(v['ttft_median_error'])}, "
                       f"TPOT MAPE {100 * v['tpot_mape']:.0f}%"

@@ -59,6 +59,7 @@ from clusterwright.design.fabric_oob import OobGroup, build_oob
 from clusterwright.design.fabric_shape import FabricError, FabricShape, fabric_shape, split_ports
 from clusterwright.design.media import End, MediaPicker, joins
 from clusterwright.errors import UnknownIdError
+from clusterwright.model.host_link import pcie_bytes_per_s
 from clusterwright.spec.fabric import FabricRequest
 
 # Re-exported: the model, the OOB builder and the error are imported from here by the stages.
@@ -315,8 +316,8 @@ def topology(fab: Fabric, cat: Catalog) -> nx.MultiGraph[str]:
     gpus_per_host = fab.server.gpus // fab.server.hosts
     domain_hosts = max(1, fab.server.nvlink_domain_gpus // gpus_per_host)
     nvlink_bps = gpu.scale_up.bandwidth_gbps_per_direction * 8e9
-    # x16, one direction, GB/s -> bits/s (PCIe 3.0-6.0 raw rates, PCI-SIG).
-    pcie_bps = {3: 16, 4: 32, 5: 64, 6: 128}.get(gpu.pcie_gen, 64) * 8e9
+    # x16, one direction, bytes/s -> bits/s (PCIe raw rates, PCI-SIG).
+    pcie_bps = pcie_bytes_per_s(gpu.pcie_gen) * 8.0
     sw_latency = {
         d.part: (cat.switch(d.part).latency_ns or 0.0) * 1e-9
         for d in fab.devices if d.role in SWITCH_ROLES

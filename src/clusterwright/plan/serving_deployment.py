@@ -24,6 +24,7 @@ from clusterwright.catalog.schema import Dtype, Gpu, ModelArch
 from clusterwright.catalog.stacks import ServingEngine, Stack
 from clusterwright.design.train import net_for, server_for
 from clusterwright.errors import InputError
+from clusterwright.model.host_link import block_copy_s, pcie_bytes_per_s
 from clusterwright.model.memory import (
     inference_memory,
     kv_cache_bytes_per_token_split,
@@ -100,6 +101,10 @@ class Deployment:
     # count GiB): at most its layer weights (the engines offload layer by layer until the
     # budget is met or no layer is left)
     cpu_offload_gb: float = 0.0
+    # CPU memory each GPU gives the KV cache's host tier, GiB (0: none): prefix blocks are
+    # written there once computed and loaded back over the host link when a later request
+    # shares them and HBM no longer holds them
+    kv_offload_gb: float = 0.0
 
     def spec_yield(self) -> float:
         """Expected tokens per sequence and decode iteration: 1 + a (1 - a^k) / (1 - a)
@@ -184,6 +189,17 @@ def kv_capacity(cat: Catalog, dep: Deployment, par: ServingParallel, isl: int,
         free = (mem - w - act - graphs) * e.kv_memory_fraction
     else:
         free = mem * e.kv_memory_fraction - w - act - graphs
+    per_token = kv_token_bytes(dep, par, isl, osl)
+    # Each request also holds its recurrent layers' fixed state (SGLang's mamba pool, vLLM's
+    # hybrid allocator; 0 without them), here spread over its mean context.
+    per_token += recurrent_state_bytes_per_sequence(a) / par.tp / par.pp / (isl + osl / 2.0)
+    return max(free, 0.0) / per_token
+
+
+def kv_token_bytes(dep: Deployment, par: ServingParallel, isl: int, osl: int) -> float:
+    """KV-cache bytes one GPU of a rank of ``par`` holds per cached token, for requests of
+    ``isl`` + ``osl`` tokens."""
+    a = dep.arch
     # Banded layers keep only their window of each request (engines size those layers'
     # pools apart: vLLM's hybrid allocator, TRT-LLM's per-layer attention windows); each
     # layer type's KV heads split over TP until a GPU holds one.
@@ -195,11 +211,7 @@ def kv_capacity(cat: Catalog, dep: Deployment, par: ServingParallel, isl: int,
     if banded:
         assert a.sliding_window is not None
         banded *= min(1.0, a.sliding_window / (isl + osl / 2.0))
-    per_token = (whole + banded) / par.pp
-    # Each request also holds its recurrent layers' fixed state (SGLang's mamba pool, vLLM's
-    # hybrid allocator; 0 without them), here spread over its mean context.
-    per_token += recurrent_state_bytes_per_sequence(a) / par.tp / par.pp / (isl + osl / 2.0)
-    return max(free, 0.0) / per_token
+    return (whole + banded) / par.pp
 
 
 # The serving engines' constants were fitted on NVIDIA GPUs (serving_engines.yaml, the
@@ -281,6 +293,42 @@ def host_read_bps(cat: Catalog, gpu: Gpu) -> float:
         return 0.0
     link = hm.link_gbps_per_direction * cat.assumption("host_link_read_efficiency")
     return min(link, hm.memory_bandwidth_gbps) * GB
+
+
+def host_kv_link(cat: Catalog, gpu: Gpu) -> tuple[float, str]:
+    """Bytes/s at which ``gpu`` copies KV blocks from its CPU's memory, and the link's name:
+    a Grace superchip's NVLink-C2C (``host_read_bps``), else its PCIe x16 port at the
+    measured copy-engine efficiency (assumption ``pcie_host_read_efficiency``)."""
+    if gpu.host_memory is not None:
+        return host_read_bps(cat, gpu), gpu.host_memory.link
+    return (pcie_bytes_per_s(gpu.pcie_gen) * cat.assumption("pcie_host_read_efficiency"),
+            f"PCIe Gen{gpu.pcie_gen} x16")
+
+
+def host_memory_gib(cat: Catalog, gpu: Gpu) -> tuple[float, str] | None:
+    """CPU memory one GPU can use, GiB, and where the figure comes from: a superchip's own
+    (``host_memory``, decimal GB), else its catalog server's DRAM over its GPUs (the catalog
+    records DIMM capacity, GiB); None when neither is known."""
+    if gpu.host_memory is not None:
+        return gpu.host_memory.memory_gb * GB / GIB, f"{gpu.id}'s CPU memory"
+    srv = server_for(cat, gpu)
+    if srv is None:
+        return None
+    return srv.dram_gb / srv.gpus, f"{srv.id}: {srv.dram_gb:g} GiB over {srv.gpus} GPUs"
+
+
+def host_kv_tier(cat: Catalog, dep: Deployment, par: ServingParallel, isl: int,
+                 osl: int, block_tokens: int) -> tuple[int, float]:
+    """The host tier of one data-parallel rank: blocks of ``block_tokens`` tokens it holds
+    (``dep.kv_offload_gb`` on every GPU of the rank, each holding its shard), and the seconds
+    one block takes to load back to HBM (the rank's GPUs load their shards in parallel, one
+    DMA copy each: ``model/host_link``). (0, 0.0) without a host tier."""
+    if dep.kv_offload_gb <= 0:
+        return 0, 0.0
+    block = block_tokens * kv_token_bytes(dep, par, isl, osl)
+    rate, _ = host_kv_link(cat, dep.gpu)
+    blocks = int(dep.kv_offload_gb * GIB // block)
+    return blocks, block_copy_s(block, rate, cat.assumption("host_copy_latency_s"))
 
 
 # A planner evaluating many deployments of one model, GPU, engine and formats passes a dict

@@ -34,6 +34,9 @@ from clusterwright.plan.serving_deployment import (
     PoolCache,
     Role,
     first_chunk_tokens,
+    host_kv_link,
+    host_kv_tier,
+    host_memory_gib,
     host_read_bps,
     kv_format_for,
     kv_link_bytes_per_s,
@@ -53,6 +56,7 @@ from clusterwright.sim.serving import (
     simulate,
 )
 from clusterwright.sim.serving_steady import Pool, SteadyState
+from clusterwright.sim.serving_trace import Requests
 
 BLOCK = 16  # KV block of the event simulator, tokens
 # Quantization modes a --precision stands for on the engine path (NVFP4 for 4-bit floats,
@@ -125,10 +129,11 @@ def deployment(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine,
                moe_quant: str | None = None, agg: Role | None = None,
                prefill: Role | None = None, decode: Role | None = None,
                speculative: tuple[int, float, float | None] | None = None,
-               cpu_offload_gb: float = 0.0) -> Deployment:
+               cpu_offload_gb: float = 0.0, kv_offload_gb: float = 0.0) -> Deployment:
     """A deployment of ``arch`` on ``gpu`` under ``engine``: aggregated (``agg``) or
     disaggregated (``prefill`` and ``decode``); ``cpu_offload_gb``: GiB of weights each GPU
-    keeps in its CPU's memory (vLLM's and SGLang's --cpu-offload-gb)."""
+    keeps in its CPU's memory (vLLM's and SGLang's --cpu-offload-gb); ``kv_offload_gb``: GiB
+    of CPU memory each GPU gives the KV cache's host tier."""
     if precision not in PRECISION_FORMATS:
         raise InputError(f"precision: {precision!r} is not one of "
                          f"{', '.join(PRECISION_FORMATS)}", field="precision")
@@ -169,17 +174,52 @@ def deployment(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine,
                   "iteration (async scheduling would overlap it with the GPU's)",)
     if cpu_offload_gb != 0:
         notes += (_offload_note(cat, engine, gpu, cpu_offload_gb),)
+    if kv_offload_gb != 0:
+        notes += (_kv_offload_note(cat, engine, gpu, kv_offload_gb, max(cpu_offload_gb, 0.0)),)
     return Deployment(arch, gpu, engine, dense, moe, kv_format_for(engine, dense), agg=agg,
                       prefill=prefill, decode=decode, speculative=speculative, notes=notes,
-                      cpu_offload_gb=cpu_offload_gb)
+                      cpu_offload_gb=cpu_offload_gb, kv_offload_gb=kv_offload_gb)
+
+
+KV_OFFLOAD_NOTE = ("the host tier helps requests that share a prefix (--prefix-len); its loads "
+                   "are checked against vLLM's measured loads on H100 (validate --table "
+                   "kv-offload), not on other engines, GPUs or links")
+
+
+def _check_gib(field: str, gib: float) -> None:
+    if not (math.isfinite(gib) and gib > 0):
+        raise InputError(f"{field}: must be a positive number of GiB a GPU, got {gib:g}",
+                         field=field)
+
+
+def _kv_offload_note(cat: Catalog, engine: ServingEngine, gpu: Gpu, gib: float,
+                     weights_gib: float) -> str:
+    """What a KV host tier of ``gib`` GiB a GPU does, once it is checked possible."""
+    field = "kv_offload_gb"
+    _check_gib(field, gib)
+    if not engine.kv_host_tier:
+        raise InputError(f"{field}: {engine.id} has no host tier for its KV cache (vLLM's "
+                         "OffloadingConnector, SGLang's HiCache, TensorRT-LLM's host cache)",
+                         field=field)
+    have = host_memory_gib(cat, gpu)
+    if have is None:
+        raise InputError(f"{field}: the catalog records no CPU memory for {gpu.id} (no "
+                         "superchip memory, no catalog server)", field=field)
+    if gib + weights_gib > have[0]:
+        both = f" with {weights_gib:g} GiB of offloaded weights" if weights_gib else ""
+        raise InputError(f"{field}: {gib:g} GiB{both} exceeds the {have[0]:.0f} GiB of CPU "
+                         f"memory one {gpu.id} GPU has ({have[1]})", field=field)
+    rate, link = host_kv_link(cat, gpu)
+    return (f"KV cache host tier: {gib:g} GiB of CPU memory a GPU keeps computed prefix "
+            f"blocks; a request whose prefix HBM no longer holds loads it over {link} at "
+            f"{rate / 1e9:.0f} GB/s (a DMA copy a block) in the iteration that admits it; "
+            f"{KV_OFFLOAD_NOTE}")
 
 
 def _offload_note(cat: Catalog, engine: ServingEngine, gpu: Gpu, gib: float) -> str:
     """What a weight offload of ``gib`` GiB a GPU does, once it is checked possible."""
     field = "cpu_offload_gb"
-    if not (math.isfinite(gib) and gib > 0):
-        raise InputError(f"{field}: must be a positive number of GiB a GPU, got {gib:g}",
-                         field=field)
+    _check_gib(field, gib)
     if not engine.weight_offload:
         raise InputError(f"{field}: {engine.id} has no weight offload (vLLM's and SGLang's "
                          "--cpu-offload-gb)", field=field)
@@ -269,11 +309,16 @@ def validation_regime(dep: Deployment) -> dict[str, Any]:
 # ---------------------------------------------------------------------------- estimate
 
 
-def _engine_config(p: Pool, dep: Deployment, max_seqs: int | None = None) -> EngineConfig:
+def _engine_config(p: Pool, dep: Deployment, max_seqs: int | None = None,
+                   caching: bool = False, host: tuple[int, float] = (0, 0.0)) -> EngineConfig:
+    """The simulator's engine for one rank of pool ``p``; ``caching``: prefix caching (the
+    workload shares prefixes), ``host``: the host tier's (blocks, seconds to load one)."""
     spec = dep.speculative
     per_seq = 1 + (spec[0] if spec else 0)
     seqs = min(p.max_seqs, max_seqs or p.max_seqs, p.budget // per_seq)
     return EngineConfig(kv_blocks=max(1, int(p.kv_tokens // BLOCK)), block_size=BLOCK,
+                        enable_prefix_caching=caching, host_kv_blocks=host[0],
+                        host_block_load_s=host[1],
                         speculative=spec,
                         max_num_seqs=seqs, max_num_batched_tokens=p.budget,
                         chunked_prefill=p.chunked, admission=p.admission,
@@ -286,16 +331,26 @@ def _engine_config(p: Pool, dep: Deployment, max_seqs: int | None = None) -> Eng
 
 
 def simulate_deployment(cat: Catalog, dep: Deployment, w: Workload, isl: int, osl: int,
-                        slo_ttft_s: float = math.inf, slo_tpot_s: float = math.inf
+                        slo_ttft_s: float = math.inf, slo_tpot_s: float = math.inf,
+                        requests: Requests | None = None, gpu_prefix_cache: bool = True
                         ) -> ServingResult:
     """The request-level simulator on the deployment's step models: every data-parallel rank
-    is a replica behind the router (attention-DP ranks take their own requests)."""
+    is a replica behind the router (attention-DP ranks take their own requests).
+    ``requests``: a stream to simulate instead of the workload's (which still says open or
+    closed loop); prefix caching is on when requests share prefixes, in HBM unless
+    ``gpu_prefix_cache`` is False (the host tier alone, as vLLM's offloading benchmark
+    measures it)."""
+    caching = (w.prefix_groups > 0 and w.shared_prefix_len > 0) or (
+        requests is not None and bool((requests.prefix_id >= 0).any()))
     if dep.agg is not None:
         p = pool(cat, dep, dep.agg.par, dep.agg.workers or 1, isl, osl,
                  max_batch=dep.agg.max_batch, max_tokens=dep.agg.max_tokens)
-        cluster = ClusterConfig(engine=_engine_config(p, dep), replicas=p.ranks,
-                                router="least_outstanding")
-        return simulate(cluster, w, p.step, slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s)
+        host = host_kv_tier(cat, dep, dep.agg.par, isl, osl, BLOCK)
+        eng = replace(_engine_config(p, dep, caching=caching, host=host),
+                      gpu_prefix_cache=gpu_prefix_cache)
+        cluster = ClusterConfig(engine=eng, replicas=p.ranks, router="least_outstanding")
+        return simulate(cluster, w, p.step, slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s,
+                        requests=requests)
     assert dep.prefill is not None and dep.decode is not None
     assert dep.prefill.workers is not None and dep.decode.workers is not None
     pre = pool(cat, dep, dep.prefill.par, dep.prefill.workers, isl, osl, "prefill.",
@@ -306,11 +361,15 @@ def simulate_deployment(cat: Catalog, dep: Deployment, w: Workload, isl: int, os
     dis = Disaggregation(prefill_replicas=pre.ranks, decode_replicas=dec.ranks,
                          kv_bytes_per_token=kv_bytes_per_token(dep.arch, dep.kv_format),
                          link_bytes_per_s=link,
-                         prefill_engine=_engine_config(pre, replace(dep, speculative=None)),
+                         prefill_engine=replace(_engine_config(
+                             pre, replace(dep, speculative=None), caching=caching,
+                             host=host_kv_tier(cat, dep, dep.prefill.par, isl, osl, BLOCK)),
+                             gpu_prefix_cache=gpu_prefix_cache),
                          prefill_model=pre.step, first_chunk_tokens=first_chunk_tokens(dep))
     cluster = ClusterConfig(engine=_engine_config(dec, dep), router="least_outstanding",
                             disaggregation=dis)
-    return simulate(cluster, w, dec.step, slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s)
+    return simulate(cluster, w, dec.step, slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s,
+                    requests=requests)
 
 
 def _roles(dep: Deployment) -> dict[str, Any]:
@@ -361,6 +420,27 @@ class EngineEstimate:
     # The same closed loop measured by a benchmark of ``rounds`` requests per client that
     # starts every client at once on an idle deployment: (rounds, its mean TTFT in seconds)
     benchmark: tuple[int, float] | None = None
+    # The same simulation without the KV host tier (a deployment that has one)
+    without_host: ServingResult | None = None
+
+    def _prefix_cache(self, r: ServingResult) -> dict[str, Any]:
+        """Prefix reuse: the share of prompt tokens served from a cache (HBM or the host
+        tier), and what the host tier changes."""
+        w, d = self.workload, self.dep
+        # A whole-prompt prefix lends its last token to the prompt's own part (workload())
+        whole = w.input_len.dist == "fixed" and w.input_len.mean == 1.0
+        out: dict[str, Any] = {
+            "groups": w.prefix_groups,
+            "prefix_len": w.shared_prefix_len + (1 if whole else 0),
+            "hit_rate": r.prefix_hit_rate, "host_hit_rate": r.host_hit_rate,
+            "kv_offload_gib_per_gpu": d.kv_offload_gb}
+        b = self.without_host
+        if b is not None:
+            out["without_host_tier"] = {
+                "hit_rate": b.prefix_hit_rate, "ttft_mean_s": b.ttft_s["mean"],
+                "ttft_p99_s": b.ttft_s["p99"], "requests_per_s": b.requests_per_s,
+                "throughput_tokens_per_s": b.output_tokens_per_s}
+        return out
 
     def as_dict(self) -> dict[str, Any]:
         """The contract keys of ``serve estimate`` first (from the simulation), then the
@@ -381,6 +461,9 @@ class EngineEstimate:
                 "tokens_per_s_per_gpu": r.output_tokens_per_s / gpus,
                 "sim": {"events": r.events, "steps": r.steps},
             })
+            w = self.workload
+            if w.prefix_groups > 0 and w.shared_prefix_len > 0:
+                out["prefix_cache"] = self._prefix_cache(r)
         if st is not None:
             out["steady_state"] = {
                 "ttft_mean_s": st.ttft_s, "tpot_mean_s": st.tpot_s,
@@ -432,6 +515,7 @@ def estimate_engine(cat: Catalog, dep: Deployment, w: Workload, isl: int, osl: i
     st: SteadyState | None = None
     bench: tuple[int, float] | None = None
     fixed = w.input_len.dist == "fixed" and w.output_len.dist == "fixed"
+    shares = w.prefix_groups > 0 and w.shared_prefix_len > 0
     if w.arrival == "closed" and fixed:
         cache: PoolCache = {}  # the benchmark's solve reuses the steady state's step models
         st, dep = steady(cat, dep, w.concurrency, isl, osl, cache)
@@ -448,10 +532,17 @@ def estimate_engine(cat: Catalog, dep: Deployment, w: Workload, isl: int, osl: i
         _, dep = steady(cat, dep, clients, isl, osl)
     res = (simulate_deployment(cat, dep, w, isl, osl, slo_ttft_s, slo_tpot_s)
            if simulate_requests else None)
+    without = None
+    if res is not None and shares and dep.kv_offload_gb > 0:
+        without = simulate_deployment(cat, replace(dep, kv_offload_gb=0.0), w, isl, osl,
+                                      slo_ttft_s, slo_tpot_s)
+    if shares:
+        # The steady state knows no cache: it sized the workers; the simulation reports
+        st, bench = None, None
     dis = None
     if dep.agg is not None and w.arrival == "closed" and fixed and st is not None:
         dis = disaggregation_check(cat, dep, w.concurrency, isl, osl, st)
-    return EngineEstimate(dep, w, isl, osl, st, res, dis, bench)
+    return EngineEstimate(dep, w, isl, osl, st, res, dis, bench, without)
 
 
 # ---------------------------------------------------------------------------- disaggregation

@@ -151,9 +151,22 @@ def lengths(dist: str, mean: int, cv: float, name: str, cap: int) -> Lengths:
 def workload(input_len: int, output_len: int, *, qps: float | None = None,
              concurrency: int | None = None, num_requests: int = 1000, seed: int = 0,
              length_dist: str = "fixed", length_cv: float = 1.0,
-             max_context: int | None = None) -> Workload:
+             max_context: int | None = None, prefix_len: int = 0,
+             prefix_groups: int = 1) -> Workload:
     """Open loop (Poisson arrivals at ``qps``) or closed loop (``concurrency`` clients).
-    Lognormal lengths are clipped so prompt plus output stays within ``max_context``."""
+    Lognormal lengths are clipped so prompt plus output stays within ``max_context``.
+    ``prefix_len``: the first tokens of every prompt (of ``input_len`` in all) are shared
+    with the other prompts of its group, one of ``prefix_groups`` drawn uniformly (a system
+    prompt, a document many questions ask about); the rest of the prompt is its own."""
+    if prefix_len < 0 or prefix_len > input_len:
+        raise InputError(f"prefix_len: {prefix_len} tokens must be within 0-{input_len} (the "
+                         "prompt they begin)", field="prefix_len")
+    if prefix_len and prefix_len == input_len and length_dist != "fixed":
+        raise InputError("prefix_len: with lognormal lengths the shared prefix must leave a "
+                         "part of the prompt to vary", field="prefix_len")
+    if prefix_groups < 1:
+        raise InputError(f"prefix_groups: must be a positive integer, got {prefix_groups}",
+                         field="prefix_groups")
     if (qps is None) == (concurrency is None):
         raise InputError("qps_or_concurrency: give exactly one (open loop at a request rate, "
                          "or a closed loop of clients)", field="qps_or_concurrency")
@@ -170,14 +183,21 @@ def workload(input_len: int, output_len: int, *, qps: float | None = None,
         # Split the context between prompt and output in proportion to their means.
         cap_in = max(1, max_context * input_len // max(input_len + output_len, 1))
         cap_out = max(1, max_context - cap_in)
+    own = input_len - prefix_len
     return Workload(
         num_requests=num_requests,
         arrival="poisson" if qps is not None else "closed",
         qps=qps if qps is not None else 1.0,
         concurrency=concurrency if concurrency is not None else 1,
-        input_len=lengths(length_dist, input_len, length_cv, "input_len", cap_in),
+        # A whole-prompt prefix leaves a fixed 0 tokens of its own (sampling needs >= 1:
+        # the prefix then lends its last token)
+        input_len=(lengths(length_dist, own, length_cv, "input_len",
+                           max(cap_in - prefix_len, 1) if cap_in else 0)
+                   if own > 0 else Lengths("fixed", 1.0)),
         output_len=lengths(length_dist, output_len, length_cv, "output_len", cap_out),
         seed=seed,
+        prefix_groups=prefix_groups if prefix_len > 0 else 0,
+        shared_prefix_len=prefix_len - (1 if own == 0 else 0),
     )
 
 

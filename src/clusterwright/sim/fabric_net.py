@@ -22,6 +22,7 @@ import numpy as np
 
 from clusterwright.catalog.registry import Catalog
 from clusterwright.design.fabric import Fabric
+from clusterwright.model.host_link import pcie_bytes_per_s
 from clusterwright.sim.engine import SimError
 
 _MASK = (1 << 64) - 1
@@ -66,7 +67,7 @@ class FabricNet:
         self.nvls_bps = gpu.scale_up.bandwidth_gbps_per_direction * 1e9 * (
             stack.nvls_busbw_fraction if efficiency else 1.0
         )
-        pcie = {3: 16e9, 4: 32e9, 5: 64e9, 6: 128e9}.get(gpu.pcie_gen, 64e9)  # x16, one way
+        pcie = pcie_bytes_per_s(gpu.pcie_gen)  # x16, one way
         # GPU k uses its own rail's NIC; a partial build (--rails) shares the cabled ones.
         self.rails = rails = fab.shape.rails
         gph = self.gpus_per_host

@@ -90,6 +90,8 @@ class ServingResult:
     slo_tpot_s: float
     preemptions: int
     prefix_hit_rate: float  # prompt tokens served from the prefix cache / prompt tokens
+    # of which loaded from the host tier (CPU memory) / prompt tokens
+    host_hit_rate: float
     mean_in_system: float  # time-average of requests arrived and not finished
     kv_util_mean: float
     series_t_s: FloatArray  # sample times of the series below
@@ -137,6 +139,7 @@ class _Sim:
         self.preemptions = 0
         self.prompt_tokens = 0
         self.hit_tokens = 0
+        self.host_hit_tokens = 0
         self.finished = 0
         self.next_i = 0
         self.steps = 0
@@ -429,6 +432,7 @@ def simulate(cluster: ClusterConfig, workload: Workload, model: StepModel, *,
         slo_tpot_s=slo_tpot_s,
         preemptions=sim.preemptions,
         prefix_hit_rate=sim.hit_tokens / sim.prompt_tokens if sim.prompt_tokens else 0.0,
+        host_hit_rate=sim.host_hit_tokens / sim.prompt_tokens if sim.prompt_tokens else 0.0,
         mean_in_system=sim.area / dur,
         kv_util_mean=float(kv.mean()) if kv.size else 0.0,
         series_t_s=np.frombuffer(sim.ser_t, dtype=np.float64).copy(),

@@ -7,6 +7,7 @@ Units: seconds, bytes, tokens.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -46,6 +47,12 @@ class EngineConfig:
     # decode; vLLM and TensorRT-LLM decode the running sequences in every iteration.
     prefill_first: bool = False
     enable_prefix_caching: bool = False
+    # With prefix caching: whether HBM keeps prefixes for reuse (False only to measure the
+    # host tier alone, as vLLM's offloading benchmark does), and the host tier: blocks of
+    # CPU memory holding prefixes, and the seconds one block takes to load back to HBM
+    gpu_prefix_cache: bool = True
+    host_kv_blocks: int = 0
+    host_block_load_s: float = 0.0
     # "evict": admit while blocks last and preempt when they run out (vLLM); "reserve": admit
     # only when the blocks of the whole request (prompt + output) can be reserved, so nothing
     # is ever preempted (TensorRT-LLM's default GUARANTEED_NO_EVICT capacity scheduler).
@@ -73,6 +80,11 @@ class EngineConfig:
                     "recv_interval"):
             if getattr(self, key) < 1:
                 raise ServingError(f"{name}.{key}: {getattr(self, key)} must be >= 1")
+        if self.host_kv_blocks < 0:
+            raise ServingError(f"{name}.host_kv_blocks: {self.host_kv_blocks} must be >= 0")
+        if not (self.host_block_load_s >= 0 and math.isfinite(self.host_block_load_s)):
+            raise ServingError(f"{name}.host_block_load_s: {self.host_block_load_s} must be "
+                               "a finite number of seconds >= 0")
         for key in ("batch_wait_iterations", "batch_wait_tokens"):
             if getattr(self, key) < 0:
                 raise ServingError(f"{name}.{key}: {getattr(self, key)} must be >= 0")

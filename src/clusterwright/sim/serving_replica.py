@@ -32,6 +32,7 @@ class ReplicaHost(Protocol):
     preemptions: int
     prompt_tokens: int
     hit_tokens: int
+    host_hit_tokens: int
 
     def handoff(self, rep: Replica, r: Req) -> None: ...
 
@@ -47,8 +48,8 @@ class ReplicaHost(Protocol):
 class Req:
     """One request as the replica serving it holds it (slots: every iteration touches it)."""
 
-    __slots__ = ("committed", "computed", "entry", "g", "hit", "i", "input", "key", "output",
-                 "pid", "remote", "share", "shared", "target", "ver")
+    __slots__ = ("committed", "computed", "entry", "g", "hit", "i", "input", "key", "loaded",
+                 "output", "pid", "remote", "share", "shared", "target", "ver")
 
     def __init__(self, i: int, inp: int, out: int, pid: int, share: int) -> None:
         self.i = i  # arrival index: the preemption order
@@ -62,6 +63,7 @@ class Req:
         self.key = 0  # context length minus the replica's G, while decoding
         self.shared = 0  # blocks referenced from the prefix cache (not owned)
         self.hit = 0
+        self.loaded = 0  # blocks of the hit loaded from the host tier (owned, not shared)
         self.entry: list[int] | None = None  # [blocks, refs] of the prefix-cache entry used
         self.ver = 0
         self.remote = False  # KV arrives from a prefill replica: no prefill here
@@ -85,6 +87,15 @@ class Replica:
         self.chunked = cfg.chunked_prefill
         self.prefill_first = cfg.prefill_first
         self.caching = cfg.enable_prefix_caching
+        self.gpu_cache = cfg.gpu_prefix_cache
+        # The host tier (vLLM's OffloadingConnector, SGLang's HiCache, TensorRT-LLM's host
+        # cache): a prefix's blocks are written through to CPU memory once computed (the copy
+        # is asynchronous and not on any request's path), kept least recently used first out,
+        # and loaded back over the host link when HBM no longer holds them
+        self.host_cap = cfg.host_kv_blocks if cfg.enable_prefix_caching else 0
+        self.host: OrderedDict[int, int] = OrderedDict()  # prefix id -> blocks held
+        self.host_used = 0
+        self.block_load_s = cfg.host_block_load_s
         self.y = cfg.tokens_per_step()
         self.spec_k = cfg.speculative[0] if cfg.speculative else 0
         # A factor on a decode iteration, or None: the step model's own speculative cost
@@ -193,19 +204,26 @@ class Replica:
         r.shared = 0
 
     def prefix_hit(self, r: Req) -> None:
-        """On admission of a fresh prefill: reuse cached full blocks of ``r``'s prefix."""
-        ent = self.cache.get(r.pid)
-        if ent is None:
+        """On admission of a fresh prefill: reuse cached full blocks of ``r``'s prefix, from
+        HBM (shared) or, beyond what HBM holds, loaded from the host tier (``r.loaded``
+        blocks, which ``r`` owns)."""
+        most = min(r.share // self.bs, (r.target - 1) // self.bs)
+        if most <= 0:
             return
-        hit = min(ent[0], r.share // self.bs, (r.target - 1) // self.bs)
-        if hit <= 0:
-            return
-        self.cache.move_to_end(r.pid)
-        if ent[1] == 0:
-            self.evictable -= ent[0]
-        ent[1] += 1
-        r.entry = ent
-        r.shared = hit
+        ent = self.cache.get(r.pid) if self.gpu_cache else None
+        hbm = min(ent[0], most) if ent is not None else 0
+        host = min(self.host.get(r.pid, 0), most) if self.host_cap else 0
+        if host > hbm:
+            self.host.move_to_end(r.pid)
+            r.loaded = host - hbm
+        if ent is not None and hbm > 0:
+            self.cache.move_to_end(r.pid)
+            if ent[1] == 0:
+                self.evictable -= ent[0]
+            ent[1] += 1
+            r.entry = ent
+            r.shared = hbm
+        hit = max(hbm, host)
         r.computed = hit * self.bs
         r.hit = hit * self.bs
 
@@ -213,10 +231,29 @@ class Replica:
         self.drop_entry(r)
         r.computed = 0
         r.hit = 0
+        r.loaded = 0
+
+    def store_host(self, pid: int, blocks: int) -> None:
+        """Write ``blocks`` leading blocks of prefix ``pid`` through to the host tier,
+        evicting its least recently used prefixes to make room."""
+        blocks = min(blocks, self.host_cap)
+        old = self.host.pop(pid, 0)
+        self.host_used -= old
+        blocks = max(blocks, old)
+        while self.host and self.host_used + blocks > self.host_cap:
+            _, b = self.host.popitem(last=False)
+            self.host_used -= b
+        self.host[pid] = blocks
+        self.host_used += blocks
 
     def register_prefix(self, r: Req) -> None:
-        """After ``r``'s prefill: its full shared-prefix blocks become a cache entry."""
+        """After ``r``'s prefill: its full shared-prefix blocks become a cache entry (and go
+        to the host tier)."""
         s = min(r.share, r.input) // self.bs
+        if self.host_cap and s > 0:
+            self.store_host(r.pid, s)
+        if not self.gpu_cache:
+            return
         ent = self.cache.get(r.pid)
         if ent is None:
             if s <= 0:
@@ -454,7 +491,10 @@ class Replica:
         n = 0 if prefill_only else len(decode)
         hold = bool(self.bw_iters and self.bw_tokens > 0 and n and waiting
                     and not waiting[0].remote) and self.held(n, budget)
-        # Waiting requests, FCFS, while budget, seats and blocks last.
+        # Waiting requests, FCFS, while budget, seats and blocks last. Blocks loaded from the
+        # host tier cost this iteration their transfer: the loads and the GPU's work add up
+        # (a request whose prompt the host tier holds is admitted with its load)
+        load_s = 0.0
         while (not hold and waiting and budget > 0
                and len(decode) + len(self.prefilling) < self.max_seqs):
             r = waiting[0]
@@ -474,7 +514,7 @@ class Replica:
                 if fresh:
                     self.undo_hit(r)
                 break
-            need = -(-(r.computed + chunk) // bs) - -(-r.computed // bs)
+            need = -(-(r.computed + chunk) // bs) - -(-r.computed // bs) + r.loaded
             if not self.alloc(need):
                 if fresh:
                     self.undo_hit(r)
@@ -486,6 +526,10 @@ class Replica:
             if fresh:
                 sim.prompt_tokens += r.target
                 sim.hit_tokens += r.hit
+                if r.loaded:
+                    sim.host_hit_tokens += r.loaded * bs
+                    load_s += r.loaded * self.block_load_s
+                    r.loaded = 0
             self.prefilling.append(r)
             r.key = chunk
             budget -= chunk
@@ -502,7 +546,7 @@ class Replica:
             return
         # A prefill in this iteration makes the next boundary a poll
         self.recv_count = self.recv if ptoks else self.recv_count + 1
-        dt = self.speculate(self.step_s(ptoks, n, kv, pairs), n, kv)
+        dt = self.speculate(self.step_s(ptoks, n, kv, pairs), n, kv) + load_s
         self.ev = self.eng.at(self.eng.now + dt, self.step_end, n, dt)
 
     def speculate(self, dt: float, n: int, kv: float) -> float:

@@ -10,6 +10,7 @@ from clusterwright.validation.carbon_table import carbon_table
 from clusterwright.validation.collective_curves_table import collective_curves_table
 from clusterwright.validation.collectives_table import collectives_table
 from clusterwright.validation.fabric_table import fabric_table
+from clusterwright.validation.kv_offload_table import kv_offload_table
 from clusterwright.validation.multisite_table import multisite_table
 from clusterwright.validation.power_table import power_table
 from clusterwright.validation.reliability_table import reliability_table
@@ -35,4 +36,5 @@ TABLES: dict[str, Callable[[], TableResult]] = {
     "multisite": multisite_table,
     "serving_accelerators": serving_accelerators_table,
     "serving_energy": serving_energy_table,
+    "kv_offload": kv_offload_table,
 }
