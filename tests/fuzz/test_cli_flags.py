@@ -198,3 +198,30 @@ def test_hostile_weight_offloads_on_a_grace_superchip(command: str) -> None:
         o = invoke([*base, "--cpu-offload-gb", value])
         found += [f"{o.describe()}\n  -> {p}" for p in problems(o, must_refuse)]
     assert not found, "\n\n".join(found)
+
+
+_PREFIX = ["serve", "estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine",
+           "vllm", "--qps", "2", "--input-len", "2000", "--output-len", "32",
+           "--num-requests", "60", "--json"]
+
+
+@pytest.mark.parametrize("flag", ["--prefix-len", "--prefix-groups", "--kv-offload-gb"])
+def test_hostile_prefixes_and_host_tiers_on_the_engine_path(flag: str) -> None:
+    """--prefix-len, --prefix-groups and --kv-offload-gb where they apply (the base
+    invocation of ``serve estimate`` has no --engine, so the fuzzer above only sees them
+    refused): each hostile in turn beside valid values of the others. A prefix past the
+    2,000-token prompt and a host tier past the GPU's 256 GiB share of DGX H100's memory
+    are refused too."""
+    others = {"--prefix-len": "1500", "--prefix-groups": "4", "--kv-offload-gb": "20"}
+    found = []
+    for value, must_refuse in NUMBER_VALUES:
+        if flag != "--kv-offload-gb":
+            must_refuse = must_refuse or value in INT_ONLY_REFUSED
+        # None of the three takes 0, and 1e30 or 2^32 is past each one's bound
+        must_refuse = must_refuse or value in ("0", "1e30", "4294967296")
+        args = [*_PREFIX]
+        for f, v in others.items():
+            args += [f, value if f == flag else v]
+        o = invoke(args)
+        found += [f"{o.describe()}\n  -> {p}" for p in problems(o, must_refuse)]
+    assert not found, "\n\n".join(found)
