@@ -478,3 +478,25 @@ def test_the_plan_says_whether_the_offload_pays(cat: Catalog) -> None:
     v = costly["offload"]
     # No fewer GPUs with the offload (as many, with vLLM's stop-53 constants; one more before)
     assert not v["pays"] and v["gpus"] >= v["gpus_without"] and "does not pay" in v["verdict"]
+
+
+def test_a_hopper_kernel_s_attention_rate_moves_to_other_silicon_by_the_stacks(
+        cat: Catalog) -> None:
+    """vLLM's attention is FlashAttention-3's measured rate on H100; on Blackwell it runs at
+    the training stacks' attention ratio (0.30 / 0.50), on an engine fitted on every GPU at
+    once not at all."""
+    from clusterwright.plan.serving_deployment import silicon_attention
+
+    vllm, trt = engine_of(cat, "vllm"), engine_of(cat, "trtllm")
+    assert vllm.attention_from_hopper and not trt.attention_from_hopper
+    assert silicon_attention(cat, cat.gpu("h100-sxm"), vllm) == (1.0, "")
+    factor, why = silicon_attention(cat, cat.gpu("b200"), vllm)
+    assert factor == pytest.approx(0.30 / 0.50) and "blackwell" in why
+    assert silicon_attention(cat, cat.gpu("b200"), trt)[0] == 1.0
+    # The prefill's attention slows by the factor; a decode step is untouched
+    arch = cat.model("llama-3.1-8b")
+    dep = deployment(cat, arch, cat.gpu("b200"), vllm, "bf16", agg=Role(layout(arch, tp=1)))
+    step = step_model(cat, dep, dep.agg.par)
+    fast = replace(step, attention_factor=1.0)
+    assert step.step_s(32768, 0, 0) > fast.step_s(32768, 0, 0)
+    assert step.step_s(0, 8, 8 * 4096) == pytest.approx(fast.step_s(0, 8, 8 * 4096))

@@ -52,9 +52,9 @@ BOUNDS = {
     # Gaudi 3 (engine not named by the source; the vllm entry stands in): -23 to +23 %, 9.7 %
     # on average once GEMMs run at the gaudi-2024 stack's fitted FP8 efficiency (14.8 % at
     # the generic prior's, which no Gaudi 3 row had checked); 11.1 % since the stack's
-    # collectives run at HCCL's measured bus bandwidth (0.97 of the ports, was 0.80); 14.7 %
-    # since stop 53's vLLM refit (attention at FlashAttention-3's rate, GEMMs at 0.71 of the
-    # curve), which moved MI300X the other way (17.9 -> 14.6 %).
+    # collectives run at HCCL's measured bus bandwidth (0.97 of the ports, was 0.80); 13.8 %
+    # since stop 53's vLLM refit (attention at FlashAttention-3's rate, GEMMs at 0.735 of the
+    # curve), which moved MI300X the other way (17.9 -> 14.9 %).
     ("gaudi3", "output_throughput"): 0.16,
     # Trn1, Transformers NeuronX (TP 32 NeuronCores = 16 chips), dev and held out: TPOT 6 %;
     # TTFT 26 %, most of it Llama 2 13B's long prompts (74-83 % short), the static batches of

@@ -270,6 +270,11 @@ class ServingEngine(CatalogEntry):
     # TensorRT-LLM's host cache): computed prefix blocks are written to CPU memory and loaded
     # back when a later request shares them and HBM no longer holds them
     kv_host_tier: StrictBool = False
+    # Whether attention_efficiency is a kernel's measured rate on Hopper (FlashAttention-3),
+    # which other silicon scales by the training stacks' attention ratio
+    # (``plan.serving_deployment.silicon_attention``); False: fitted on every GPU's rows at
+    # once, as if each ran attention at Hopper's share of its peak
+    attention_from_hopper: StrictBool = False
     # Static shapes: a prompt runs as the smallest context-encoding bucket that holds it,
     # and a decode step attends the smallest token-generation bucket that holds its context
     # (``model/serving_step.Buckets``); powers of two from 128 up to the longest sequence

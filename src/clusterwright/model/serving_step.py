@@ -291,6 +291,9 @@ class DeploymentStep:
     # forward pass streams them over the link instead of reading them from HBM
     offload_share: float = 0.0
     host_read_bps: float = 0.0
+    # Attention-kernel rate on this silicon relative to the engine's fitted one, as a share
+    # of the 16-bit peak (``plan.serving_deployment.silicon_attention``)
+    attention_factor: float = 1.0
 
     @property
     def kv_bytes_read_per_token(self) -> float:
@@ -326,6 +329,7 @@ class DeploymentStep:
             "peak_dense": g.peak_tflops[self.dense_format.compute] * 1e12 * self.gemm_factor,
             "peak_moe": g.peak_tflops[self.moe_format.compute] * 1e12 * self.moe_gemm_factor,
             "peak16": _peak16(g) * 1e12,
+            "peak_attn": _peak16(g) * 1e12 * self.attention_factor,
             "hbm": g.memory_bandwidth_gbps * 1e9 * e.decode_bandwidth_efficiency,
             "hbm_kv": g.memory_bandwidth_gbps * 1e9 * (
                 e.kv_bandwidth_efficiency or e.decode_bandwidth_efficiency),
@@ -488,7 +492,8 @@ class DeploymentStep:
         # Attention: prefill pairs at the attention kernels' rate, decode KV read.
         pf, dec, kv_read = _attended(self._bands, p, d, kv_tokens,  # type: ignore[attr-defined]
                                         prefill_pairs)
-        attn = ((pf + dec * queries + k["recurrent_flops_per_token"] * n)
+        attn = (pf / (k["peak_attn"] * e.attention_efficiency)
+                + (dec * queries + k["recurrent_flops_per_token"] * n)
                 / (k["peak16"] * e.attention_efficiency)
                 + (kv_read + 2.0 * k["state_bytes_per_seq"] * d)
                 / k["hbm_kv"])

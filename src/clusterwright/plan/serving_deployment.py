@@ -255,6 +255,27 @@ def silicon_gemm(cat: Catalog, gpu: Gpu, compute: Dtype,
     return top(own) / top(ref) * speedup, f"{own.id} against {ref.id}"
 
 
+def silicon_attention(cat: Catalog, gpu: Gpu, engine: ServingEngine | None = None
+                      ) -> tuple[float, str]:
+    """Prefill-attention rate of ``gpu`` relative to the serving engine's, as a fraction of
+    each part's 16-bit peak, for an engine whose attention is a kernel's measured rate on
+    Hopper (``attention_from_hopper``; 1 for the others, fitted on every GPU's rows). From
+    the training stacks, as ``silicon_gemm`` takes GEMMs: the stack's forward attention
+    efficiency on this silicon (times the part's measured attention speedup over its die's
+    sibling) over Hopper's. Blackwell's 2025 stack runs attention at 0.30 of its peak
+    against Hopper's 0.50: FlashAttention-3's kernels are Hopper's own, and Blackwell's
+    before FlashAttention-4 (cuDNN 9.13, Triton) ran 1.3-2.7x below its 71 % of the peak
+    ("FlashAttention-4", arXiv 2603.05451; Together AI's blog, 2026-03)."""
+    if engine is None or not engine.attention_from_hopper or (
+            engine.vendors and gpu.vendor in engine.vendors):
+        return 1.0, ""
+    own, ref = cat.stack_for_gpu(gpu.id), cat.stack_for_gpu(HOPPER_REFERENCE_GPU)
+    if own.id == ref.id and gpu.attention_fwd_speedup == 1.0:
+        return 1.0, ""
+    return (own.attention_efficiency * gpu.attention_fwd_speedup / ref.attention_efficiency,
+            f"{own.id} against {ref.id}")
+
+
 def step_model(cat: Catalog, dep: Deployment, par: ServingParallel,
                field_prefix: str = "", max_len: int | None = None,
                batch: int | None = None) -> DeploymentStep:
@@ -281,7 +302,8 @@ def step_model(cat: Catalog, dep: Deployment, par: ServingParallel,
                           silicon_gemm(cat, dep.gpu, dep.dense.compute, dep.engine)[0],
                           silicon_gemm(cat, dep.gpu, dep.moe.compute, dep.engine)[0],
                           buckets, (batch or dep.engine.max_batch) if static else None,
-                          offload_share=share, host_read_bps=host)
+                          offload_share=share, host_read_bps=host,
+                          attention_factor=silicon_attention(cat, dep.gpu, dep.engine)[0])
 
 
 def host_read_bps(cat: Catalog, gpu: Gpu) -> float:
