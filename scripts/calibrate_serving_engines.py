@@ -241,7 +241,8 @@ def regimes(cat: Catalog) -> dict[str, list[dict[str, Any]]]:
             "ttft_mape": round(mape([x.ttft_error or 0.0 for x in xs]), 3),
             "tpot_mape": round(mape([x.tpot_error or 0.0 for x in xs]), 3),
             "ttft_median_error": round(ss.median_error(x.ttft_error for x in xs) or 0.0, 3),
-            "tpot_median_error": round(ss.median_error(x.tpot_error for x in xs) or 0.0, 3)})
+            "tpot_median_error": round(ss.median_error(x.tpot_error for x in xs) or 0.0, 3),
+            "max_input_len": max(int(float(rows[x.id]["isl"])) for x in xs)})
     return out
 
 
@@ -269,7 +270,8 @@ def write_regimes(path: str, regs: dict[str, list[dict[str, Any]]]) -> None:
             f'\n      - {{gpu: "{i["gpu"]}", mode: "{i["mode"]}", rows: {i["rows"]}, '
             f'ttft_mape: {i["ttft_mape"]}, tpot_mape: {i["tpot_mape"]}, '
             f'ttft_median_error: {i["ttft_median_error"]}, '
-            f'tpot_median_error: {i["tpot_median_error"]}}}' for i in items)
+            f'tpot_median_error: {i["tpot_median_error"]}, '
+            f'max_input_len: {i["max_input_len"]}}}' for i in items)
         anchor = "    calibration:"
         new = new.replace(anchor, "    validated:" + body + "\n" + anchor, 1)
         text = text[:start] + new + text[end:]

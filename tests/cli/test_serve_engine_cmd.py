@@ -646,3 +646,18 @@ def test_shared_prefixes_and_a_kv_host_tier() -> None:
     r = cw("serve", "estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--qps", "1",
            "--input-len", "100", "--output-len", "10", "--prefix-len", "50")
     assert r.exit_code == 2 and "--prefix-len: only with --engine" in r.output, r.output
+
+
+def test_a_prompt_longer_than_the_measured_rows_says_so() -> None:
+    """The validated regime's longest measured prompt bounds what its TTFT error covers;
+    vLLM adds where its prefill alone was checked (validate --table kv-offload)."""
+    base = ["serve", "estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--concurrency",
+            "2", "--output-len", "64", "--steady-only", "--json"]
+    short = json.loads(cw(*base, "--engine", "sglang", "--input-len", "1000").stdout)
+    assert short["validation"]["validated"] and "prompt_note" not in short["validation"]
+    for engine, extra in (("sglang", None), ("vllm", "checked on H100 up to 100,000 tokens")):
+        r = cw(*base, "--engine", engine, "--input-len", "60000")
+        assert r.exit_code == 0, r.output
+        note = json.loads(r.stdout)["validation"]["prompt_note"]
+        assert "prompts of 60,000 tokens are longer than any measured" in note
+        assert (extra in note) if extra else ("kv-offload" not in note)

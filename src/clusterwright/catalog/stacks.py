@@ -240,6 +240,9 @@ class EngineRegime(BaseModel):
     # rows (None: not recorded, as in a user catalog written before it existed)
     ttft_median_error: Annotated[FiniteFloat, Field(ge=-1)] | None = None
     tpot_median_error: Annotated[FiniteFloat, Field(ge=-1)] | None = None
+    # The longest prompt among those rows, tokens (None: not recorded): a longer one is
+    # outside what they checked
+    max_input_len: PositiveInt | None = None
 
 
 # The longest hold accepted, iterations: far past the 20-60 InferenceMAX's TensorRT-LLM scripts
@@ -270,6 +273,9 @@ class ServingEngine(CatalogEntry):
     # TensorRT-LLM's host cache): computed prefix blocks are written to CPU memory and loaded
     # back when a later request shares them and HBM no longer holds them
     kv_host_tier: StrictBool = False
+    # Prompt tokens up to which the engine's isolated prefills were checked on Hopper apart
+    # from the serving rows (validation/kv_offload.csv), None: none were
+    prefill_checked_tokens: PositiveInt | None = None
     # Whether attention_efficiency is a kernel's measured rate on Hopper (FlashAttention-3),
     # which other silicon scales by the training stacks' attention ratio
     # (``plan.serving_deployment.silicon_attention``); False: fitted on every GPU's rows at

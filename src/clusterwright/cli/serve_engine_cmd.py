@@ -367,6 +367,8 @@ def render_estimate(d: dict[str, Any]) -> None:
     gap = _sim_gap(d)
     if gap:
         console.print(f"[yellow]note:[/] {gap}")
+    if v.get("prompt_note"):
+        console.print(f"[yellow]prompt outside the measured rows:[/] {v['prompt_note']}")
     if v.get("architecture_note"):
         console.print(f"[yellow]model outside the fitted rows:[/] {v['architecture_note']}")
     dis = d.get("disaggregation")

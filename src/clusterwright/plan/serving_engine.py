@@ -186,6 +186,17 @@ KV_OFFLOAD_NOTE = ("the host tier helps requests that share a prefix (--prefix-l
                    "kv-offload), not on other engines, GPUs or links")
 
 
+def _prompt_note(dep: Deployment, isl: int, longest: int) -> str:
+    """Why a prompt longer than the regime's measured ones is outside what they checked."""
+    e = dep.engine
+    note = (f"prompts of {isl:,} tokens are longer than any measured {e.id} row on "
+            f"{dep.gpu.id} ({longest:,}): the TTFT error above does not cover them")
+    if e.prefill_checked_tokens:
+        note += (f"; {e.id}'s prefill alone is checked on H100 up to "
+                 f"{e.prefill_checked_tokens:,} tokens (validate --table kv-offload)")
+    return note
+
+
 def _check_gib(field: str, gib: float) -> None:
     if not (math.isfinite(gib) and gib > 0):
         raise InputError(f"{field}: must be a positive number of GiB a GPU, got {gib:g}",
@@ -269,10 +280,11 @@ LATENT_MOE_NOTE = ("LatentMoE experts (a latent-wide expert space behind shared 
                    "config, not checked")
 
 
-def validation_regime(dep: Deployment) -> dict[str, Any]:
+def validation_regime(dep: Deployment, isl: int | None = None) -> dict[str, Any]:
     """How this engine did on measured rows of this GPU and mode, or that none exist; a
     hybrid linear-attention, Mamba-2, LatentMoE, NAS-pruned, Gemma-4-style or compressed-cache
-    model adds ``architecture_note``."""
+    model adds ``architecture_note``; a prompt of ``isl`` tokens longer than those rows'
+    longest adds ``prompt_note``."""
     mode = "disagg" if dep.disaggregated else "agg"
     arch_notes = ([MAMBA_NOTE] if dep.arch.mamba_layers else
                   [HYBRID_NOTE] if dep.arch.linear_attention_layers else [])
@@ -293,6 +305,8 @@ def validation_regime(dep: Deployment) -> dict[str, Any]:
         extra["offload_note"] = OFFLOAD_NOTE
     for v in dep.engine.validated:
         if v.gpu == dep.gpu.id and v.mode == mode and dep.cpu_offload_gb <= 0:
+            if isl is not None and v.max_input_len is not None and isl > v.max_input_len:
+                extra["prompt_note"] = _prompt_note(dep, isl, v.max_input_len)
             return {"validated": True, "engine": dep.engine.id, "gpu": v.gpu, "mode": mode,
                     "rows": v.rows, "ttft_mape": v.ttft_mape, "tpot_mape": v.tpot_mape,
                     "ttft_median_error": v.ttft_median_error,
@@ -493,7 +507,7 @@ class EngineEstimate:
                             if self.workload.arrival == "closed" else None),
             "qps": self.workload.qps if self.workload.arrival == "poisson" else None,
             "input_len": self.isl, "output_len": self.osl,
-            "validation": validation_regime(d),
+            "validation": validation_regime(d, self.isl),
         })
         if self.disaggregation is not None:
             out["disaggregation"] = self.disaggregation
