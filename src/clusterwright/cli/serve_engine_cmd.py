@@ -427,6 +427,9 @@ def plan_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str, qp
     console.print(t)
     for n in d["choice"]["notes"]:
         console.print(f"note: {n}")
+    prompt = d["choice"]["validation"].get("prompt_note")
+    if prompt:
+        console.print(f"[yellow]prompt outside the measured rows:[/] {prompt}")
     lean = d.get("measured_lean")
     if lean and (abs(lean["ttft_ratio"] - 1.0) >= 0.05 or abs(lean["tpot_ratio"] - 1.0) >= 0.05):
         held = "still meets" if lean["meets_slo"] else "[yellow]misses[/]"

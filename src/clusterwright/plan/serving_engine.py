@@ -632,6 +632,7 @@ class PlanCandidate:
     state: SteadyState
     copies: int  # deployments to serve the target rate
     p99: tuple[float, float] | None = None  # simulated (TTFT, TPOT) p99 at the target rate
+    isl: int | None = None  # prompt tokens planned for (whether the regime measured them)
 
     @property
     def gpus(self) -> int:
@@ -644,7 +645,8 @@ class PlanCandidate:
                 "ttft_mean_s": self.state.ttft_s, "tpot_mean_s": self.state.tpot_s,
                 "ttft_p99_s": self.p99[0] if self.p99 else None,
                 "tpot_p99_s": self.p99[1] if self.p99 else None,
-                "validation": validation_regime(self.dep), "notes": list(self.dep.notes)}
+                "validation": validation_regime(self.dep, self.isl),
+                "notes": list(self.dep.notes)}
 
 
 def measured_lean(c: PlanCandidate, ttft_slo: float, tpot_slo: float) -> dict[str, Any] | None:
@@ -780,7 +782,7 @@ def plan_engine(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine, 
         if st.requests_per_s <= 0:
             return
         copies = max(1, math.ceil(qps / st.requests_per_s))
-        cand = PlanCandidate(solved, c, st, copies)
+        cand = PlanCandidate(solved, c, st, copies, isl=isl)
         cur = best[mode]
         if cur is None or (cand.gpus, cand.state.tpot_s) < (cur.gpus, cur.state.tpot_s):
             best[mode] = cand

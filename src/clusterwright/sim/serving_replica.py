@@ -419,8 +419,23 @@ class Replica:
         if not self.chunked and rem > budget:
             return False
         done = r.computed + hit * bs
+        if self.prefill_first:
+            return self.remainder_fits(r.target, done)
         chunk = min(rem, budget)
         return -(-(done + chunk) // bs) - -(-done // bs) <= avail
+
+    def remainder_fits(self, target: int, done: int, extra: int = 0) -> bool:
+        """Whether a prompt's blocks from ``done`` to ``target`` tokens (and ``extra`` more)
+        fit in the blocks left once the prompts being prefilled have taken theirs. A
+        prefill-first engine admits a prompt only then (SGLang's PrefillAdder budgets a
+        request's whole input against the memory left, ``rem_total_tokens``): its decodes
+        pause while prompts prefill, so a prompt admitted a chunk at a time could wait forever
+        for blocks the paused decodes hold."""
+        bs = self.bs
+        pledged = sum(-(-p.target // bs) - -(-(p.computed + p.key) // bs)
+                      for p in self.prefilling)
+        rest = -(-target // bs) - -(-done // bs) + extra
+        return rest <= self.free() + self.evictable - pledged
 
     def schedule(self) -> None:
         """Start the next iteration (or fast-forwarded block), or go idle."""
@@ -504,7 +519,9 @@ class Replica:
             if fresh and self.caching:
                 self.prefix_hit(r)
             rem = r.target - r.computed
-            if not self.chunked and rem > budget:
+            if (not self.chunked and rem > budget) or (
+                    self.prefill_first and not self.remainder_fits(r.target, r.computed,
+                                                                   r.loaded)):
                 if fresh:
                     self.undo_hit(r)
                 break
