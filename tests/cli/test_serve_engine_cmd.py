@@ -640,7 +640,8 @@ def test_shared_prefixes_and_a_kv_host_tier() -> None:
             (("--prefix-len", "100", "--kv-offload-gb", "5000"), "--kv-offload-gb: 5000 GiB "
                                                                 "exceeds the 256 GiB"),
             (("--prefix-len", "100", "--kv-offload-gb", "nan"), "--kv-offload-gb"),
-            (("--prefix-len", "100", "--prefix-groups", "-1"), "--prefix-groups")):
+            (("--prefix-len", "100", "--prefix-groups", "-1"), "--prefix-groups"),
+            (("--prefix-len", "100", "--benchmark-rounds", "10"), "--benchmark-rounds")):
         r = cw(*base, *extra)
         assert r.exit_code == 2 and msg in r.output, (extra, r.output)
     r = cw("serve", "estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--qps", "1",

@@ -251,6 +251,9 @@ def estimate_cmd(
         if prefix_len is not None and no_sim:
             fail("--steady-only: the steady state knows no prefix cache; drop --prefix-len or "
                  "simulate")
+        if prefix_len is not None and benchmark_rounds is not None:
+            fail("--benchmark-rounds: a benchmark's rounds are read from the steady state, "
+                 "which knows no prefix cache; drop --prefix-len")
         estimate_engine_cli(ctx, model=model, gpu=gpu, engine=engine, tp=tp, pp=pp, adp=adp,
                          moe_tp=moe_tp, moe_ep=moe_ep, precision=precision.value,
                          gemm_quant=gemm_quant, moe_quant=moe_quant, prefill=prefill,

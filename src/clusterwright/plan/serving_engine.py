@@ -533,7 +533,7 @@ def estimate_engine(cat: Catalog, dep: Deployment, w: Workload, isl: int, osl: i
     if w.arrival == "closed" and fixed:
         cache: PoolCache = {}  # the benchmark's solve reuses the steady state's step models
         st, dep = steady(cat, dep, w.concurrency, isl, osl, cache)
-        if benchmark_rounds is not None:
+        if benchmark_rounds is not None and not shares:
             b, _ = steady(cat, dep, w.concurrency, isl, osl, cache,
                           rounds=float(benchmark_rounds))
             bench = (benchmark_rounds, b.ttft_s)
@@ -552,7 +552,7 @@ def estimate_engine(cat: Catalog, dep: Deployment, w: Workload, isl: int, osl: i
                                       slo_ttft_s, slo_tpot_s)
     if shares:
         # The steady state knows no cache: it sized the workers; the simulation reports
-        st, bench = None, None
+        st = None
     dis = None
     if dep.agg is not None and w.arrival == "closed" and fixed and st is not None:
         dis = disaggregation_check(cat, dep, w.concurrency, isl, osl, st)
