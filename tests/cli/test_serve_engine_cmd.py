@@ -649,6 +649,40 @@ def test_shared_prefixes_and_a_kv_host_tier() -> None:
     assert r.exit_code == 2 and "--prefix-len: only with --engine" in r.output, r.output
 
 
+def test_a_plan_on_shared_prefixes_and_a_kv_host_tier() -> None:
+    """serve plan --engine with --prefix-len, --prefix-groups, --kv-offload-gb: the plan
+    sizes the fleet with the prefix cache and says what it and the host tier save; bad
+    combinations exit 2 naming the flag."""
+    base = ["serve", "plan", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine",
+            "vllm", "--qps", "20", "--input-len", "8000", "--output-len", "200",
+            "--ttft-p99", "2", "--tpot-p99", "0.05"]
+    r = cw(*base, "--prefix-len", "7000", "--prefix-groups", "20", "--kv-offload-gb", "64",
+           "--json")
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    pc = d["prefix_cache"]
+    assert pc["groups"] == 20 and pc["prefix_len"] == 7000
+    assert pc["gpus"] < pc["gpus_without_reuse"]
+    r = cw(*base, "--prefix-len", "7000", "--prefix-groups", "20")
+    assert r.exit_code == 0, r.output
+    text = " ".join(r.output.split())  # as wrapped to the terminal's width
+    assert "prefix cache:" in text and "computing every prompt whole" in text
+    for extra, msg in (
+            (("--kv-offload-gb", "10"), "--kv-offload-gb: the host tier serves prompts that "
+                                        "share a prefix"),
+            (("--prefix-groups", "3"), "--prefix-groups: give --prefix-len"),
+            (("--prefix-len", "9000"), "--prefix-len: 9000 tokens exceed the 8000-token"),
+            (("--prefix-len", "0"), "--prefix-len"),
+            (("--prefix-len", "100", "--kv-offload-gb", "5000"), "--kv-offload-gb: 5000 GiB "
+                                                                "exceeds the 256 GiB"),
+            (("--prefix-len", "100", "--prefix-groups", "-1"), "--prefix-groups")):
+        r = cw(*base, *extra)
+        assert r.exit_code == 2 and msg in r.output, (extra, r.output)
+    no_engine = [a for a in base if a not in ("--engine", "vllm")]
+    r = cw(*no_engine, "--prefix-len", "50")
+    assert r.exit_code == 2 and "--prefix-len: only with --engine" in r.output, r.output
+
+
 def test_a_prompt_longer_than_the_measured_rows_says_so() -> None:
     """The validated regime's longest measured prompt bounds what its TTFT error covers;
     vLLM adds where its prefill alone was checked (validate --table kv-offload)."""

@@ -205,8 +205,14 @@ _PREFIX = ["serve", "estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", 
            "--num-requests", "60", "--json"]
 
 
+_PREFIX_PLAN = ["serve", "plan", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine",
+                "vllm", "--qps", "2", "--input-len", "2000", "--output-len", "32",
+                "--ttft-p99", "5", "--tpot-p99", "1", "--json"]
+
+
+@pytest.mark.parametrize("command", ["estimate", "plan"])
 @pytest.mark.parametrize("flag", ["--prefix-len", "--prefix-groups", "--kv-offload-gb"])
-def test_hostile_prefixes_and_host_tiers_on_the_engine_path(flag: str) -> None:
+def test_hostile_prefixes_and_host_tiers_on_the_engine_path(flag: str, command: str) -> None:
     """--prefix-len, --prefix-groups and --kv-offload-gb where they apply (the base
     invocation of ``serve estimate`` has no --engine, so the fuzzer above only sees them
     refused): each hostile in turn beside valid values of the others. A prefix past the
@@ -219,7 +225,7 @@ def test_hostile_prefixes_and_host_tiers_on_the_engine_path(flag: str) -> None:
             must_refuse = must_refuse or value in INT_ONLY_REFUSED
         # None of the three takes 0, and 1e30 or 2^32 is past each one's bound
         must_refuse = must_refuse or value in ("0", "1e30", "4294967296")
-        args = [*_PREFIX]
+        args = [*(_PREFIX if command == "estimate" else _PREFIX_PLAN)]
         for f, v in others.items():
             args += [f, value if f == flag else v]
         o = invoke(args)

@@ -500,3 +500,79 @@ def test_a_hopper_kernel_s_attention_rate_moves_to_other_silicon_by_the_stacks(
     fast = replace(step, attention_factor=1.0)
     assert step.step_s(32768, 0, 0) > fast.step_s(32768, 0, 0)
     assert step.step_s(0, 8, 8 * 4096) == pytest.approx(fast.step_s(0, 8, 8 * 4096))
+
+
+def test_a_plan_with_shared_prefixes_sizes_the_fleet_on_the_prefix_cache(cat: Catalog) -> None:
+    """8,000-token prompts of which 7,000 are one of four shared documents: the cache
+    reuses most prompt tokens, and the plan serves the load on fewer GPUs than computing
+    every prompt whole, which it reports; the choice's simulated p99s (with the cache) meet
+    the SLOs."""
+    arch, g, e = cat.model("llama-3.1-8b"), cat.gpu("h100-sxm"), engine_of(cat, "vllm")
+    args = (cat, arch, g, e, 20.0, 8000, 200, 2.0, 0.05)
+    d = plan_engine(*args, requests=300, prefix_len=7000, prefix_groups=4)
+    pc = d["prefix_cache"]
+    plain = plan_engine(*args, requests=300)
+    assert pc["gpus_without_reuse"] == plain["choice"]["gpus"]
+    assert pc["gpus"] == d["choice"]["gpus"] < pc["gpus_without_reuse"]
+    assert pc["hit_rate"] > 0.7 and pc["host_hit_rate"] == 0.0
+    assert d["choice"]["prefix_hit_rate"] == pc["hit_rate"]
+    assert d["choice"]["ttft_p99_s"] <= 2.0 and d["choice"]["tpot_p99_s"] <= 0.05
+    assert "gpus_without_host_tier" not in pc and "computing every prompt whole" in pc["verdict"]
+    # No shared prefix: the plan is the one without the options
+    assert plan_engine(*args, requests=300, prefix_len=0) == plain
+
+
+def test_the_prefix_screen_is_a_bound_below_the_simulation(
+        cat: Catalog, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The screen solves the steady state on each prompt's own tokens (every prefix cached),
+    so a deployment holds at least as many clients there as on whole prompts, and the plan
+    simulates its PREFIX_VERIFIED cheapest of each mode with the cache, not one."""
+    import clusterwright.plan.serving_engine as se
+
+    arch, g, e = cat.model("llama-3.1-8b"), cat.gpu("h100-sxm"), engine_of(cat, "vllm")
+    dep = deployment(cat, arch, g, e, agg=Role(layout(arch)))
+    own = se._max_clients(cat, dep, 1000, 200, 2.0, 0.05)
+    whole = se._max_clients(cat, dep, 8000, 200, 2.0, 0.05)
+    assert own is not None and whole is not None and own[0] >= whole[0]
+    verified: list[tuple[int, int]] = []
+    real = se._verify_p99
+
+    def counting(*a: object, **k: object) -> PlanCandidate:
+        verified.append(a[-1] if len(a) > 9 else (0, 1))  # type: ignore[arg-type]
+        return real(*a, **k)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(se, "_verify_p99", counting)
+    se.plan_engine(cat, arch, g, e, 20.0, 8000, 200, 2.0, 0.05, requests=200,
+                   prefix_len=7000, prefix_groups=4)
+    with_prefix = [v for v in verified if v == (7000, 4)]
+    assert 2 < len(with_prefix) <= 2 * se.PREFIX_VERIFIED
+
+
+def test_the_plan_says_what_the_kv_host_tier_saves(cat: Catalog) -> None:
+    """200 documents of 7,000 tokens (1.4 M tokens, 170 GiB of KV) overflow an H100's HBM: a
+    host tier of 100 GiB a GPU serves some prompts from CPU memory, and the plan compares
+    the fleet without it."""
+    arch, g, e = cat.model("llama-3.1-8b"), cat.gpu("h100-sxm"), engine_of(cat, "vllm")
+    d = plan_engine(cat, arch, g, e, 20.0, 8000, 200, 2.0, 0.05, requests=300,
+                    prefix_len=7000, prefix_groups=200, kv_offload_gb=100)
+    pc = d["prefix_cache"]
+    assert pc["host_hit_rate"] > 0.0 and pc["kv_offload_gib_per_gpu"] == 100
+    assert pc["gpus_without_host_tier"] is not None
+    assert pc["gpus"] <= pc["gpus_without_host_tier"] <= pc["gpus_without_reuse"]
+    assert "without the host tier" in pc["verdict"]
+
+
+@pytest.mark.parametrize(("kw", "field"), [
+    ({"prefix_len": 9000}, "prefix_len"),
+    ({"prefix_len": -1}, "prefix_len"),
+    ({"prefix_len": 100, "prefix_groups": 0}, "prefix_groups"),
+    ({"kv_offload_gb": 10.0}, "kv_offload_gb"),
+    ({"prefix_len": 100, "kv_offload_gb": 5000.0}, "kv_offload_gb"),
+])
+def test_a_plan_s_bad_prefix_names_the_field(cat: Catalog, kw: dict[str, float],
+                                            field: str) -> None:
+    arch = cat.model("llama-3.1-8b")
+    with pytest.raises(InputError) as err:
+        plan_engine(cat, arch, cat.gpu("h100-sxm"), engine_of(cat, "vllm"), 1.0, 8000, 200,
+                    2.0, 0.05, requests=100, **kw)  # type: ignore[arg-type]
+    assert err.value.field == field

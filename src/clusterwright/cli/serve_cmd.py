@@ -372,6 +372,18 @@ def plan_cmd(
         None, "--cpu-offload-gb", help="--engine vllm or sglang on a Grace superchip: GiB of "
         "weights each GPU keeps in its CPU's memory (the engines' --cpu-offload-gb), for "
         "every layout searched. Not validated."),
+    prefix_len: int | None = typer.Option(
+        None, "--prefix-len", help="--engine: the first tokens of every prompt (of "
+        "--input-len) it shares with the other prompts of its group (a system prompt, a "
+        "document many questions ask about); the plan sizes the fleet with the engine's "
+        "prefix cache reusing them, and says what that saves."),
+    prefix_groups: int | None = typer.Option(
+        None, "--prefix-groups", help="--engine, with --prefix-len: how many distinct shared "
+        "prefixes the prompts draw from, uniformly (default 1)."),
+    kv_offload_gb: float | None = typer.Option(
+        None, "--kv-offload-gb", help="--engine, with --prefix-len: GiB of CPU memory each "
+        "GPU gives the KV cache's host tier, for every layout searched; the plan says what "
+        "the tier saves."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Cheapest fleet (GPU type, TP, replicas) serving --qps within the p99 SLOs, found by
@@ -385,7 +397,10 @@ def plan_cmd(
                ("--tpot-p99", tpot_p99, lim.SLO_S), ("--length-cv", length_cv, lim.LENGTH_CV),
                ("--num-requests", num_requests, lim.PLAN_REQUESTS), ("--seed", seed, lim.SEED),
                ("--max-tokens", max_tokens, lim.ITERATION_TOKENS),
-               ("--cpu-offload-gb", cpu_offload_gb, lim.CPU_OFFLOAD_GIB))
+               ("--cpu-offload-gb", cpu_offload_gb, lim.CPU_OFFLOAD_GIB),
+               ("--prefix-len", prefix_len, lim.SEQ_TOKENS),
+               ("--prefix-groups", prefix_groups, lim.PREFIX_GROUPS),
+               ("--kv-offload-gb", kv_offload_gb, lim.KV_OFFLOAD_GIB))
     lim.nonempty(("--engine", engine), ("--gemm-quant", gemm_quant), ("--moe-quant", moe_quant))
     if engine is None and (gemm_quant or moe_quant):
         fail("--gemm-quant/--moe-quant: only with --engine")
@@ -397,6 +412,18 @@ def plan_cmd(
         fail("--max-tokens: only with --engine (a catalog serving engine)")
     if engine is None and cpu_offload_gb is not None:
         fail("--cpu-offload-gb: only with --engine vllm or sglang")
+    for flag, given in (("--prefix-len", prefix_len), ("--prefix-groups", prefix_groups),
+                        ("--kv-offload-gb", kv_offload_gb)):
+        if engine is None and given is not None:
+            fail(f"{flag}: only with --engine (a catalog serving engine)")
+    if prefix_len is None and prefix_groups is not None:
+        fail("--prefix-groups: give --prefix-len, the tokens the prompts of a group share")
+    if prefix_len is None and kv_offload_gb is not None:
+        fail("--kv-offload-gb: the host tier serves prompts that share a prefix; give "
+             "--prefix-len")
+    if prefix_len is not None and prefix_len > input_len:
+        fail(f"--prefix-len: {prefix_len} tokens exceed the {input_len}-token prompt "
+             "(--input-len) they begin")
     if engine is not None:
         _positive(qps=qps, input_len=input_len, output_len=output_len, ttft_p99=ttft_p99,
                   tpot_p99=tpot_p99)
@@ -405,7 +432,9 @@ def plan_cmd(
                         tpot=tpot_p99, precision=precision.value, gemm_quant=gemm_quant,
                         moe_quant=moe_quant, as_json=as_json,
                         expert_imbalance=expert_imbalance, mixed_chunk=mixed_chunk,
-                        max_tokens=max_tokens, cpu_offload_gb=cpu_offload_gb or 0.0)
+                        max_tokens=max_tokens, cpu_offload_gb=cpu_offload_gb or 0.0,
+                        prefix_len=prefix_len or 0, prefix_groups=prefix_groups or 1,
+                        kv_offload_gb=kv_offload_gb or 0.0)
         return
 
     _positive(qps=qps, input_len=input_len, output_len=output_len, ttft_p99=ttft_p99,

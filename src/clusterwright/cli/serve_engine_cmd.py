@@ -387,7 +387,8 @@ def plan_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str, qp
                     precision: str, gemm_quant: str | None, moe_quant: str | None,
                     as_json: bool, expert_imbalance: float | None = None,
                     mixed_chunk: bool = False, max_tokens: int | None = None,
-                    cpu_offload_gb: float = 0.0) -> None:
+                    cpu_offload_gb: float = 0.0, prefix_len: int = 0,
+                    prefix_groups: int = 1, kv_offload_gb: float = 0.0) -> None:
     from clusterwright.plan.serving_engine import engine_of, plan_engine
 
     if gpu == "choose":
@@ -402,7 +403,8 @@ def plan_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str, qp
         check_budget(eng, max_tokens, input_len)
         d = plan_engine(cat, arch, g, eng, qps, input_len, output_len, ttft, tpot,
                         precision, gemm_quant, moe_quant, max_tokens=max_tokens,
-                        cpu_offload_gb=cpu_offload_gb)
+                        cpu_offload_gb=cpu_offload_gb, prefix_len=prefix_len,
+                        prefix_groups=prefix_groups, kv_offload_gb=kv_offload_gb)
     if as_json:
         emit_json(d)
         return
@@ -442,3 +444,8 @@ def plan_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str, qp
     if d.get("offload"):
         console.print(f"[bold]{d['offload']['verdict']}[/] (the same search with every "
                       f"layout keeping its weights in HBM).")
+    pc = d.get("prefix_cache")
+    if pc:
+        console.print(f"[bold]prefix cache:[/] {pc['verdict']} ({pc['groups']} shared prefixes "
+                      f"of {pc['prefix_len']:,} tokens; the reuse is the simulation's, not "
+                      "validated against a measured plan).")

@@ -46,11 +46,11 @@ from clusterwright.plan.serving_deployment import (
     steady,
     token_budget,
 )
+from clusterwright.plan.serving_replica import workload
 from clusterwright.sim.serving import (
     ClusterConfig,
     Disaggregation,
     EngineConfig,
-    Lengths,
     ServingResult,
     Workload,
     simulate,
@@ -59,6 +59,13 @@ from clusterwright.sim.serving_steady import Pool, SteadyState
 from clusterwright.sim.serving_trace import Requests
 
 BLOCK = 16  # KV block of the event simulator, tokens
+# Deployments of each mode a plan with shared prefixes simulates: the screen's cheapest, whose
+# order is a bound's (every prefix cached), not the simulation's
+PREFIX_VERIFIED = 3
+# Requests a verifying simulation with shared prefixes runs: ten a group, so that each
+# group's first (cold) prompt weighs little, within these bounds
+PREFIX_REQUESTS_PER_GROUP = 10
+PREFIX_REQUESTS_MAX = 20_000
 # Quantization modes a --precision stands for on the engine path (NVFP4 for 4-bit floats,
 # as NVIDIA's checkpoints of these models ship).
 PRECISION_FORMATS = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "fp4": "nvfp4",
@@ -633,6 +640,9 @@ class PlanCandidate:
     copies: int  # deployments to serve the target rate
     p99: tuple[float, float] | None = None  # simulated (TTFT, TPOT) p99 at the target rate
     isl: int | None = None  # prompt tokens planned for (whether the regime measured them)
+    # Shared prefixes: the verifying simulation's share of prompt tokens reused, and of
+    # them loaded from the host tier (None without shared prefixes)
+    reuse: tuple[float, float] | None = None
 
     @property
     def gpus(self) -> int:
@@ -645,6 +655,8 @@ class PlanCandidate:
                 "ttft_mean_s": self.state.ttft_s, "tpot_mean_s": self.state.tpot_s,
                 "ttft_p99_s": self.p99[0] if self.p99 else None,
                 "tpot_p99_s": self.p99[1] if self.p99 else None,
+                **({"prefix_hit_rate": self.reuse[0], "host_hit_rate": self.reuse[1]}
+                   if self.reuse is not None else {}),
                 "validation": validation_regime(self.dep, self.isl),
                 "notes": list(self.dep.notes)}
 
@@ -668,21 +680,26 @@ def measured_lean(c: PlanCandidate, ttft_slo: float, tpot_slo: float) -> dict[st
 
 
 def _verify_p99(cat: Catalog, c: PlanCandidate, qps: float, isl: int, osl: int,
-                ttft_slo: float, tpot_slo: float, requests: int, seed: int) -> PlanCandidate:
+                ttft_slo: float, tpot_slo: float, requests: int, seed: int,
+                prefix: tuple[int, int] = (0, 1)) -> PlanCandidate:
     """Simulate one copy at its share of ``qps`` (Poisson) and add copies until the p99s
-    meet the SLOs (at most four more tries); the steady state screens on means only."""
+    meet the SLOs (at most four more tries); the steady state screens on means only.
+    ``prefix``: (tokens, groups) every prompt shares with its group (``workload``); each copy
+    then sees every group, as behind a router that does not route by prefix."""
     copies = c.copies
     p99 = (math.inf, math.inf)
+    reuse = None
     for _ in range(5):
-        w = Workload(num_requests=requests, arrival="poisson", qps=qps / copies, seed=seed,
-                     input_len=Lengths("fixed", float(isl)),
-                     output_len=Lengths("fixed", float(osl)))
+        w = workload(isl, osl, qps=qps / copies, num_requests=requests, seed=seed,
+                     prefix_len=prefix[0], prefix_groups=prefix[1])
         res = simulate_deployment(cat, c.dep, w, isl, osl)
         p99 = (res.ttft_s["p99"], res.tpot_s["p99"])
+        if prefix[0] > 0:
+            reuse = (res.prefix_hit_rate, res.host_hit_rate)
         if p99[0] <= ttft_slo and p99[1] <= tpot_slo:
             break
         copies = max(copies + 1, math.ceil(copies * 1.25))
-    return replace(c, copies=copies, p99=p99)
+    return replace(c, copies=copies, p99=p99, reuse=reuse)
 
 
 def _max_clients(cat: Catalog, dep: Deployment, isl: int, osl: int, ttft_slo: float,
@@ -741,7 +758,8 @@ def plan_engine(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine, 
                 moe_quant: str | None = None, max_gpus_per_copy: int = 64,
                 requests: int = 800, seed: int = 0,
                 max_tokens: int | None = None, prune: bool = True,
-                cpu_offload_gb: float = 0.0) -> dict[str, Any]:
+                cpu_offload_gb: float = 0.0, prefix_len: int = 0, prefix_groups: int = 1,
+                kv_offload_gb: float = 0.0) -> dict[str, Any]:
     """Cheapest aggregated and disaggregated deployments serving ``qps`` with p99 TTFT and
     TPOT within the SLOs, and whether disaggregation pays (fewer GPUs). Layouts and splits
     are screened on the steady state's means (a deployment whose means miss the SLOs cannot
@@ -750,7 +768,17 @@ def plan_engine(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine, 
     token budget an iteration (None: the engine's). ``prune``: skip a deployment whose one
     copy takes more GPUs than its mode's cheapest so far (it cannot win; False solves every
     one, for the same answer). ``cpu_offload_gb``: GiB of weights each GPU keeps in CPU
-    memory (``deployment``)."""
+    memory (``deployment``).
+
+    ``prefix_len`` > 0: every prompt's first ``prefix_len`` tokens are shared with the other
+    prompts of its group, one of ``prefix_groups`` (``workload``), and the engine's prefix
+    cache reuses them, with ``kv_offload_gb`` GiB a GPU of host tier behind HBM. The steady
+    state knows no cache, so the screen solves it for prompts of ``input_len - prefix_len``
+    tokens: every prefix cached, stored once, and the rest of each prompt attending to it
+    free, a bound below every deployment's real cost. The screen's PREFIX_VERIFIED cheapest
+    of each mode are then simulated with the shared prefixes (each copy seeing every group)
+    and the cheapest after their copies is kept. The result says what the reuse saves: the
+    same plan without it, and without the host tier."""
     if not (qps > 0 and ttft_slo > 0 and tpot_slo > 0):
         raise InputError("qps and the SLOs must be positive", field="qps")
     if isl + osl > arch.max_seq_len:
@@ -758,11 +786,27 @@ def plan_engine(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine, 
                          f"context of {arch.id}", field="input_len")
     from clusterwright.plan.serving_deployment import step_model
 
+    if not 0 <= prefix_len <= isl:
+        raise InputError(f"prefix_len: {prefix_len} tokens must be within 0-{isl} (the prompt "
+                         "they begin)", field="prefix_len")
+    if prefix_groups < 1:
+        raise InputError(f"prefix_groups: must be a positive integer, got {prefix_groups}",
+                         field="prefix_groups")
+    if kv_offload_gb > 0 and prefix_len == 0:
+        raise InputError("kv_offload_gb: the host tier serves prompts that share a prefix; "
+                         "give prefix_len", field="kv_offload_gb")
+    shares = prefix_len > 0
+    # Prompt tokens the screen charges: with shared prefixes, only each prompt's own part
+    # (an optimistic bound: the simulation charges the misses)
+    screen_isl = max(1, isl - prefix_len)
     base = deployment(cat, arch, gpu, engine, precision, gemm_quant, moe_quant,
-                      agg=Role(ServingParallel()), cpu_offload_gb=cpu_offload_gb)
+                      agg=Role(ServingParallel()), cpu_offload_gb=cpu_offload_gb,
+                      kv_offload_gb=kv_offload_gb)
     domain = step_model(cat, base, ServingParallel()).net.domain_gpus
     layouts = _candidates(arch, min(domain, max_gpus_per_copy))
     best: dict[str, PlanCandidate | None] = {"agg": None, "disagg": None}
+    # With shared prefixes, the screen's cheapest few of each mode (its order is a bound's)
+    ranked: dict[str, list[PlanCandidate]] = {"agg": [], "disagg": []}
     evaluated = 0
     cache: PoolCache = {}
 
@@ -771,11 +815,13 @@ def plan_engine(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine, 
         evaluated += 1
         cur = best[mode]
         per_copy = dep.gpus()
-        if prune and cur is not None and per_copy is not None and per_copy > cur.gpus:
+        if prune and not shares and cur is not None and per_copy is not None \
+                and per_copy > cur.gpus:
             # One copy already takes more GPUs than the mode's cheapest so far: it cannot
-            # win, whatever its steady state (the same choice, without solving it)
+            # win, whatever its steady state (the same choice, without solving it). With
+            # shared prefixes it may: the cheapest few are verified, not the cheapest alone
             return
-        r = _max_clients(cat, dep, isl, osl, ttft_slo, tpot_slo, cache)
+        r = _max_clients(cat, dep, screen_isl, osl, ttft_slo, tpot_slo, cache)
         if r is None:
             return
         c, st, solved = r
@@ -786,6 +832,9 @@ def plan_engine(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine, 
         cur = best[mode]
         if cur is None or (cand.gpus, cand.state.tpot_s) < (cur.gpus, cur.state.tpot_s):
             best[mode] = cand
+        if shares:
+            ranked[mode] = sorted(ranked[mode] + [cand],
+                                  key=lambda k: (k.gpus, k.state.tpot_s))[:PREFIX_VERIFIED]
 
     for par in layouts:
         consider("agg", replace(base, agg=Role(par, 1, max_tokens=max_tokens)))
@@ -804,10 +853,21 @@ def plan_engine(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine, 
                 consider("disagg", replace(base, agg=None, prefill=Role(pp_, pw),
                                            decode=Role(dp_, dw)))
     a, d = best["agg"], best["disagg"]
-    if a is not None:
-        a = _verify_p99(cat, a, qps, isl, osl, ttft_slo, tpot_slo, requests, seed)
-    if d is not None:
-        d = _verify_p99(cat, d, qps, isl, osl, ttft_slo, tpot_slo, requests, seed)
+    if shares:
+        # The bound's order is not the simulation's: verify the screen's cheapest few and
+        # keep the cheapest after their copies
+        prefix = (prefix_len, prefix_groups)
+        runs = min(max(requests, PREFIX_REQUESTS_PER_GROUP * prefix_groups),
+                   PREFIX_REQUESTS_MAX)
+        a, d = (min((_verify_p99(cat, k, qps, isl, osl, ttft_slo, tpot_slo, runs, seed,
+                                 prefix) for k in ranked[m]),
+                    key=lambda k: (k.gpus, k.state.tpot_s), default=None)
+                for m in ("agg", "disagg"))
+    else:
+        if a is not None:
+            a = _verify_p99(cat, a, qps, isl, osl, ttft_slo, tpot_slo, requests, seed)
+        if d is not None:
+            d = _verify_p99(cat, d, qps, isl, osl, ttft_slo, tpot_slo, requests, seed)
     if not fits:
         largest = max(p.gpus for p in layouts)
         raise InputError(f"model: {arch.id}'s weights leave no room for one request's KV cache "
@@ -830,11 +890,22 @@ def plan_engine(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine, 
     choice = d if pays else a
     assert choice is not None
     extra: dict[str, Any] = {}
+    def again(**kw: Any) -> dict[str, Any]:
+        args: dict[str, Any] = {"cpu_offload_gb": cpu_offload_gb, "prefix_len": prefix_len,
+                                "prefix_groups": prefix_groups, "kv_offload_gb": kv_offload_gb}
+        args.update(kw)
+        return plan_engine(cat, arch, gpu, engine, qps, isl, osl, ttft_slo, tpot_slo,
+                           precision, gemm_quant, moe_quant, max_gpus_per_copy, requests,
+                           seed, max_tokens, prune, **args)
+
     if cpu_offload_gb > 0:
-        extra["offload"] = _offload_verdict(
-            choice.gpus, cpu_offload_gb, lambda: plan_engine(
-                cat, arch, gpu, engine, qps, isl, osl, ttft_slo, tpot_slo, precision,
-                gemm_quant, moe_quant, max_gpus_per_copy, requests, seed, max_tokens, prune))
+        extra["offload"] = _offload_verdict(choice.gpus, cpu_offload_gb,
+                                            lambda: again(cpu_offload_gb=0.0))
+    if shares:
+        extra["prefix_cache"] = _prefix_verdict(
+            choice, prefix_len, prefix_groups, kv_offload_gb,
+            lambda: again(prefix_len=0, prefix_groups=1, kv_offload_gb=0.0),
+            (lambda: again(kv_offload_gb=0.0)) if kv_offload_gb > 0 else None)
     return {"model": arch.id, "gpu": gpu.id, "engine": engine.id, "qps": qps, **extra,
             "measured_lean": measured_lean(choice, ttft_slo, tpot_slo),
             "input_len": isl, "output_len": osl,
@@ -845,7 +916,44 @@ def plan_engine(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine, 
             "deployments_evaluated": evaluated,
             "note": ("layouts screened on the steady state's means (the model validate "
                      "--table serving-silicon checks), the cheapest of each mode simulated "
-                     "for its p99s")}
+                     "for its p99s" + (
+                         f"; with shared prefixes the screen charges each prompt's own "
+                         f"{screen_isl:,} tokens (every prefix cached: a bound), and its "
+                         f"{PREFIX_VERIFIED} cheapest of each mode are simulated with the "
+                         "prefix cache" if shares else ""))}
+
+
+def _plan_gpus(plan: Callable[[], dict[str, Any]]) -> int | None:
+    """GPUs of ``plan``'s choice, or None where no deployment meets the SLOs."""
+    try:
+        return int(plan()["choice"]["gpus"])
+    except InputError:
+        return None
+
+
+def _prefix_verdict(choice: PlanCandidate, prefix_len: int, groups: int, kv_offload_gb: float,
+                    without: Callable[[], dict[str, Any]],
+                    without_host: Callable[[], dict[str, Any]] | None) -> dict[str, Any]:
+    """What the prefix cache (and its host tier) saves: the choice's GPUs and reuse against
+    the same plan without shared prefixes (every prompt computed whole), and without the
+    host tier where the plan has one."""
+    hit, host = choice.reuse if choice.reuse is not None else (0.0, 0.0)
+    plain = _plan_gpus(without)
+    out: dict[str, Any] = {
+        "prefix_len": prefix_len, "groups": groups, "kv_offload_gib_per_gpu": kv_offload_gb,
+        "hit_rate": hit, "host_hit_rate": host, "gpus": choice.gpus,
+        "gpus_without_reuse": plain}
+    parts = [f"{choice.gpus} GPUs with {100 * hit:.0f} % of prompt tokens reused"
+             + (f" ({100 * host:.0f} % from the host tier)" if kv_offload_gb > 0 else ""),
+             "no deployment meets the SLOs computing every prompt whole" if plain is None
+             else f"{plain} computing every prompt whole"]
+    if without_host is not None:
+        no_host = _plan_gpus(without_host)
+        out["gpus_without_host_tier"] = no_host
+        parts.append("none meets them without the host tier" if no_host is None
+                     else f"{no_host} without the host tier")
+    out["verdict"] = "; ".join(parts)
+    return out
 
 
 def _offload_verdict(gpus: int, gib: float,
