@@ -79,6 +79,20 @@ COMMANDS = [
      ["serve", "plan", "--model", "llama-3.1-70b", "--gpu", "gh200", "--engine", "vllm",
       "--qps", "1", "--input-len", "1024", "--output-len", "512", "--ttft-p99", "10",
       "--tpot-p99", "0.3", "--cpu-offload-gb", "30", "--json"]),
+    ("serve plan --engine vllm, Llama-3.1-8B on H100, 20 req/s, 8k in, no shared prefix",
+     ["serve", "plan", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "vllm",
+      "--qps", "20", "--input-len", "8000", "--output-len", "200", "--ttft-p99", "2",
+      "--tpot-p99", "0.05", "--json"]),
+    ("the same, 7,000 tokens of each prompt one of 20 documents (--prefix-len; and the "
+     "search without the reuse)",
+     ["serve", "plan", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "vllm",
+      "--qps", "20", "--input-len", "8000", "--output-len", "200", "--ttft-p99", "2",
+      "--tpot-p99", "0.05", "--prefix-len", "7000", "--prefix-groups", "20", "--json"]),
+    ("the same, one of 200 documents, 100 GiB a GPU of KV host tier (three searches)",
+     ["serve", "plan", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "vllm",
+      "--qps", "20", "--input-len", "8000", "--output-len", "200", "--ttft-p99", "2",
+      "--tpot-p99", "0.05", "--prefix-len", "7000", "--prefix-groups", "200",
+      "--kv-offload-gb", "100", "--json"]),
 ]
 
 

@@ -608,3 +608,28 @@ def test_linear_attention_fields_are_checked(update: dict[str, object], message:
 
     with pytest.raises(ValidationError, match=message):
         ModelArch.model_validate({**gpt().model_dump(), **update})
+
+
+@pytest.mark.parametrize("slices, needle", [
+    ([[32, 32, 32]], "slice 32x32x32 does not fit the torus 16x16x24"),
+    ([[4, 4]], "slice 4x4 has 2 axes, the torus 16x16x24 3"),
+])
+def test_a_torus_slice_the_pod_cannot_form_is_refused(slices: list[list[int]],
+                                                     needle: str) -> None:
+    from pydantic import ValidationError
+
+    from clusterwright.catalog.schema import Torus
+
+    Torus(dims=[16, 16, 24], link_gbps_per_direction=45.0, slices=[[4, 4, 8], [16, 8, 4]])
+    with pytest.raises(ValidationError, match=needle):
+        Torus(dims=[16, 16, 24], link_gbps_per_direction=45.0, slices=slices)
+
+
+def test_a_server_s_gpus_split_evenly_over_its_hosts(catalog: Catalog) -> None:
+    from pydantic import ValidationError
+
+    from clusterwright.catalog.schema import Server
+
+    pod = next(s for s in catalog.all("servers") if s.hosts > 1)
+    with pytest.raises(ValidationError, match=r"is not a multiple of hosts"):
+        Server.model_validate({**pod.model_dump(), "gpus": pod.hosts + 1})

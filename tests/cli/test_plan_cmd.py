@@ -267,3 +267,18 @@ def test_a_trn1_cluster_is_wired_and_rented(tmp_path: Path) -> None:
     assert "sn4600c" in json.dumps(bp["fabric"])
     assert "aws-trn1.32xlarge" in json.dumps(bp["recommendation"])
     assert bp["workloads"][0]["confidence"]["band"] > 0
+
+
+def test_a_workload_the_sites_cannot_split_is_said_not_only_written(tmp_path: Path) -> None:
+    """The multi-site split of a training workload that no layout fits (here on Trainium2)
+    is printed with the plan, not only kept in blueprint.json's multisite section."""
+    src = (Path(__file__).parents[2] / "examples" / "multisite-two-sites.yaml").read_text()
+    assert 'gpus: ["h100-sxm"]' in src
+    scenario = tmp_path / "trn2.yaml"
+    scenario.write_text(src.replace('gpus: ["h100-sxm"]', 'gpus: ["trn2"]'))
+    r = cw("plan", str(scenario), "--out", str(tmp_path / "bp"))
+    assert r.exit_code == 0, r.output
+    text = " ".join(r.output.split())
+    assert "multi-site: pretrain-70b not split over the sites: gpus: no layout" in text
+    bp = json.loads((tmp_path / "bp" / "blueprint.json").read_text())
+    assert "no layout" in bp["multisite"]["workloads"][0]["error"]

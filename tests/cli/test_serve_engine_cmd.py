@@ -696,3 +696,50 @@ def test_a_prompt_longer_than_the_measured_rows_says_so() -> None:
         note = json.loads(r.stdout)["validation"]["prompt_note"]
         assert "prompts of 60,000 tokens are longer than any measured" in note
         assert (extra in note) if extra else ("kv-offload" not in note)
+
+
+ENGINE_EST = ["serve", "estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine",
+              "vllm", "--concurrency", "4", "--input-len", "512", "--output-len", "32"]
+DSV3 = ["serve", "estimate", "--model", "deepseek-v3", "--gpu", "gb200", "--engine", "trtllm",
+        "--precision", "fp4", "--concurrency", "64", "--input-len", "1024", "--output-len",
+        "256"]
+
+
+@pytest.mark.parametrize("args, msg", [
+    ((*ENGINE_EST, "--server", "nonexistent"), "--server: only without --engine"),
+    ((*ENGINE_EST, "--router", "bogus"), "--router: only without --engine"),
+    ((*ENGINE_EST, "--ep-comm", "alltoall"), "--ep-comm: only without --engine"),
+    ((*ENGINE_EST, "--kv-precision", "fp8"), "--kv-precision: only without --engine"),
+    ((*ENGINE_EST, "--steady-only", "--length-dist", "lognormal"),
+     "--steady-only: the steady state is for prompts and outputs of fixed lengths"),
+    ((*DSV3, "--prefill", "workers=1,tp=4", "--decode", "workers=1,tp=4", "--tp", "8"),
+     "--tp: with --prefill/--decode, give each role's layout"),
+    ((*DSV3, "--prefill", "workers=1,tp=4,tp=8", "--decode", "workers=1,tp=4"),
+     "--prefill: tp is given twice"),
+    ((*DSV3, "--prefill", "workers=1000000,tp=4", "--decode", "workers=1,tp=4"),
+     "--prefill: workers=1000000 is above 1,024 workers a role"),
+    ((*DSV3, "--prefill", ",,,", "--decode", "workers=1,tp=4"), "--prefill: empty"),
+    ((*DSV3, "--prefill", "workers=1,tp=4,max_tokens=1", "--decode", "workers=1,tp=4"),
+     "--prefill: max_tokens=1 cannot hold a 1,024-token prompt"),
+    (("serve", "estimate", "--model", "deepseek-v3", "--engine", "sglang", "--gpu", "b200",
+      "--tp", "8", "--precision", "fp8", "--moe-tp", "16", "--concurrency", "8",
+      "--input-len", "100", "--output-len", "10"), "--moe-tp: 16 does not divide"),
+    (("serve", "estimate", "--engine", "trtllm", "--model", "llama-3.1-70b", "--gpu", "b200",
+      "--tp", "8", "--input-len", "100000", "--output-len", "100", "--concurrency", "2"),
+     "--input-len: a 100,000-token prompt exceeds trtllm's budget of 8,192 tokens"),
+    (("serve", "plan", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "vllm",
+      "--qps", "1", "--input-len", "512", "--output-len", "32", "--ttft-p99", "2",
+      "--tpot-p99", "0.1", "--kv-precision", "fp8"), "--kv-precision: only without --engine"),
+    (("serve", "plan", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "vllm",
+      "--qps", "1", "--input-len", "512", "--output-len", "32", "--ttft-p99", "2",
+      "--tpot-p99", "0.1", "--length-dist", "lognormal"), "--length-dist/--length-cv: only"),
+    ((*ENGINE_EST, "--speculative", "3"), "is not K:ACCEPT or K:ACCEPT:COST"),
+])
+def test_options_the_engine_path_would_drop_or_misread_exit_2_naming_the_flag(
+        args: tuple[str, ...], msg: str) -> None:
+    """Options of the engine-less path, role specs that repeat or overflow, budgets that
+    cannot hold a prompt: each is refused with its own flag (never accepted and dropped, or
+    blamed on another flag), and messages print as written (no emoji codes)."""
+    r = cw(*args)
+    assert r.exit_code == 2, r.output
+    assert msg in " ".join(r.output.split()), r.output

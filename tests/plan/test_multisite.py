@@ -45,3 +45,19 @@ def test_a_site_without_power_or_wan_link_is_an_input_error(cat, sites, field) -
     with pytest.raises(InputError) as err:
         plan_multisite(cat, _req(cat, sites))
     assert err.value.field == field
+
+
+@pytest.mark.parametrize("kw, field", [
+    ({"method": "streaming", "inner_steps": 100, "fragments": 4, "overlap_steps": 30.0},
+     "overlap_steps"),
+    ({"method": "diloco", "fragments": 4}, "fragments"),
+    ({"method": "sync", "overlap_steps": 2.0}, "overlap_steps"),
+])
+def test_streaming_settings_hold_together_or_name_the_field(cat, kw, field) -> None:  # type: ignore[no-untyped-def]
+    """A fragment's exchange cannot overlap more inner steps than pass between two fragments'
+    exchanges, and fragments and overlap belong to Streaming DiLoCo alone: given with another
+    method they would be dropped silently."""
+    sites = (Site("a", 2.0, 10.0), Site("b", 2.0, 10.0))
+    with pytest.raises(InputError) as err:
+        plan_multisite(cat, _req(cat, sites, **kw))
+    assert err.value.field == field

@@ -43,3 +43,25 @@ def test_a_site_without_power_or_wan_link_names_the_field_and_line(sites: str, n
 def test_streaming_fragments_must_divide_the_outer_period() -> None:
     with pytest.raises(ScenarioError, match=r"multisite\.fragments"):
         loads_scenario(BASE + "multisite: {method: streaming, inner_steps: 100, fragments: 3}\n")
+
+
+TWO = """sites:
+  - {name: "a", power_mw: 10, wan_gbps: 100}
+  - {name: "b", power_mw: 12, wan_gbps: 100}
+"""
+
+
+@pytest.mark.parametrize("extra, needle", [
+    ("  - {name: \"c\", power_mw: 1, wan_gbps: 1}\n",
+     "workloads[0].gpus (line 3): 64 GPUs do not split evenly over the 3 sites"),
+    ("multisite: {method: streaming, inner_steps: 100, fragments: 4, overlap_steps: 30}\n",
+     "multisite.overlap_steps (line 7)"),
+    ("multisite: {method: diloco, fragments: 4}\n", "multisite.fragments (line 7)"),
+])
+def test_a_split_the_sites_cannot_make_names_the_field_and_line(extra: str, needle: str
+                                                               ) -> None:
+    """Checked when the scenario loads, so `plan` exits 2 instead of writing a blueprint that
+    carries the error only inside its multi-site section."""
+    with pytest.raises(ScenarioError) as err:
+        loads_scenario(BASE + TWO + extra)
+    assert needle in str(err.value)

@@ -97,6 +97,57 @@ def test_bad_values_name_the_column_and_the_line(column: str, value: str,
     assert e.value.field == column
 
 
+@pytest.mark.parametrize(("column", "value", "message"), [
+    ("tp_size", "0", "tp_size: '0' is not an integer >= 1"),
+    ("pp_size", "0", "pp_size: '0' is not an integer >= 1"),
+    ("tp_size", "", "tp_size: an aggregated row needs its layout"),
+    ("isl", "1e30", "isl: '1e30' is more than 10,000,000"),
+    ("osl", "100000000", "osl: '100000000' is more than 10,000,000"),
+    ("gemm_quant_mode", "bogus", "gemm_quant_mode: 'bogus' is not one of"),
+])
+def test_values_no_layout_or_length_can_have_name_the_column_and_the_line(
+        column: str, value: str, message: str) -> None:
+    """A GPU count of 0 for TP or PP, an aggregated row without TP, lengths past any model's
+    context and an unknown weight format: exit 2 naming the column and the CSV line, not a
+    silent 1 (0 stays the file's "not used" for attention-DP and the MoE split)."""
+    r = pick(**AGG)
+    r[column] = value
+    r["_line"] = "9"
+    with pytest.raises(InputError, match=f"line 9: {message}") as e:
+        ss.resolve(load_catalog(), r)
+    assert e.value.field == column
+
+
+def test_worker_counts_past_the_planners_gpus_name_the_role(tmp_path: Path) -> None:
+    r = pick(**DISAGG)
+    r.update(prefill_num_workers="100000000", decode_num_workers="1", _line="4")
+    with pytest.raises(InputError, match=r"line 4: prefill_num_workers: '100000000' is more "
+                                         r"than") as e:
+        ss.resolve(load_catalog(), r)
+    assert e.value.field == "prefill_num_workers"
+
+
+def test_a_file_without_rows_or_ids_or_with_short_rows_is_refused(tmp_path: Path) -> None:
+    """No rows (a pass on nothing), an empty id (the JSON keys rows by it) and a row with
+    fewer values than columns (a quoted value broken over lines) exit 2 naming the line; a
+    spreadsheet's byte-order mark before the header is read past."""
+    with pytest.raises(InputError, match="no rows after the header"):
+        ss.read_rows(write(tmp_path / "empty.csv", []))
+    r = pick(**AGG)
+    with pytest.raises(InputError, match=r"line 2: id: empty") as e:
+        ss.read_rows(write(tmp_path / "noid.csv", [{**r, "id": " "}]))
+    assert e.value.field == "id"
+    text = write(tmp_path / "ok.csv", [r]).read_text(encoding="utf-8")
+    short = text.rstrip("\n").rsplit(",", 3)[0] + "\n"
+    (tmp_path / "short.csv").write_text(short, encoding="utf-8")
+    with pytest.raises(InputError, match=r"line 2: fewer values than columns"):
+        ss.read_rows(tmp_path / "short.csv")
+    (tmp_path / "bom.csv").write_text("\ufeff" + text, encoding="utf-8")
+    assert [x["id"] for x in ss.read_rows(tmp_path / "bom.csv")] == [r["id"]]
+    res = cw("validate", "--table", "serving-silicon", "--data", str(tmp_path / "empty.csv"))
+    assert res.exit_code == 2 and "no rows after the header" in res.output
+
+
 @pytest.mark.parametrize(("cols", "column"), [
     ({"moe_tp_size": "1000000000"}, "moe_tp_size"),
     ({"moe_tp_size": "99999999999999999999"}, "moe_tp_size"),

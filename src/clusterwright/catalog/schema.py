@@ -119,6 +119,20 @@ class Torus(BaseModel):
     def chips(self) -> int:
         return math.prod(self.dims)
 
+    @model_validator(mode="after")
+    def _slices_fit(self) -> Torus:
+        # A listed slice is a sub-torus: as many axes as the pod, each side within one of
+        # the pod's (in some orientation: sorted sides against sorted dims)
+        for shape in self.slices:
+            name = "x".join(map(str, shape))
+            if len(shape) != len(self.dims):
+                raise ValueError(f"slice {name} has {len(shape)} axes, the torus "
+                                 f"{'x'.join(map(str, self.dims))} {len(self.dims)}")
+            if any(a > b for a, b in zip(sorted(shape), sorted(self.dims), strict=True)):
+                raise ValueError(f"slice {name} does not fit the torus "
+                                 f"{'x'.join(map(str, self.dims))}")
+        return self
+
 
 class MigProfile(BaseModel):
     """One MIG GPU-instance profile (NVIDIA MIG user guide; mig-parted defaults)."""
@@ -265,6 +279,9 @@ class Server(CatalogEntry):
             )
         if self.price_usd is not None and not self.price_source:
             raise ValueError("price_usd needs a price_source (price list or report, with date)")
+        if self.gpus % self.hosts:
+            raise ValueError(f"gpus={self.gpus} is not a multiple of hosts={self.hosts} (each "
+                             "host carries an equal share)")
         if self.backend_nics.count % self.hosts:
             raise ValueError(
                 f"backend_nics.count={self.backend_nics.count} is not a multiple of "

@@ -21,8 +21,9 @@ from clusterwright.jsonsafe import jsonable
 
 GB = 1e9  # decimal gigabyte: sizes in output are GB unless a key says GiB
 
-console = Console()
-err_console = Console(stderr=True)
+# No emoji codes: a message such as "K:ACCEPT:COST" must print as written
+console = Console(emoji=False)
+err_console = Console(stderr=True, emoji=False)
 
 
 @dataclass

@@ -152,6 +152,11 @@ def _render(d: dict[str, Any], out: Path, files: int) -> None:
         for x in d["risks"]:
             k.add_row(f"[{colors[x['severity']]}]{x['severity']}[/]", x["area"], x["title"])
         console.print(k)
+    for w in ((d.get("multisite") or {}).get("workloads") or []):
+        if w.get("error"):
+            # The single-site plan stands; the split over the sites could not be made
+            console.print(f"[yellow]multi-site: {w['name']} not split over the sites:[/] "
+                          f"{w['error']}", highlight=False)
     for n in d["notes"]:
         console.print(f"  [yellow]note:[/] {n}", highlight=False)
     reports = [d["artifacts"][k] for k in ("report", "report_xlsx", "report_pdf")

@@ -236,6 +236,28 @@ def estimate_cmd(
     else:
         if ep != 1:
             fail("--ep: with --engine, give --moe-ep (and --adp) instead")
+        # Options of the engine-less path that the engine path would otherwise drop: its
+        # deployment takes the GPU's catalog server, routes to the least outstanding rank,
+        # picks the MoE collective per layout and the KV format by the engine's rule
+        if server is not None:
+            fail("--server: only without --engine (the engine path uses the GPU's catalog "
+                 "server)")
+        if router != "round_robin":
+            fail("--router: only without --engine (the engine path routes each request to "
+                 "the rank with the fewest outstanding)")
+        if ep_comm != "allreduce":
+            fail("--ep-comm: only without --engine (the engine path takes each layout's MoE "
+                 "collective: all-to-all with expert parallelism, else all-reduce)")
+        if kv_precision != Precision.bf16:
+            fail("--kv-precision: only without --engine (the engine keeps its KV cache in its "
+                 "own format: its quantized one with 8- or 4-bit weights, else 16-bit)")
+        if prefill is not None or decode is not None:
+            for flag, v in (("--tp", tp != 1), ("--pp", pp != 1), ("--adp", adp != 1),
+                            ("--moe-tp", moe_tp is not None), ("--moe-ep", moe_ep is not None),
+                            ("--replicas", replicas != 1)):
+                if v:
+                    fail(f"{flag}: with --prefill/--decode, give each role's layout (and "
+                         "workers=) in them instead")
         if max_num_seqs is not None and (prefill is not None or decode is not None):
             fail("--max-num-seqs: with --prefill/--decode, give each role's max_batch= instead")
         if max_tokens is not None and (prefill is not None or decode is not None):
@@ -344,8 +366,9 @@ def plan_cmd(
     kv_precision: Precision = typer.Option(Precision.bf16, "--kv-precision", help="KV cache."),
     length_dist: str = typer.Option("fixed", "--length-dist", help="fixed or lognormal."),
     length_cv: float = typer.Option(1.0, "--length-cv", help="Lognormal lengths: std / mean."),
-    num_requests: int = typer.Option(
-        2000, "--num-requests", help="Requests per capacity simulation."
+    num_requests: int | None = typer.Option(
+        None, "--num-requests", help="Requests per capacity simulation (default 2,000; with "
+        "--engine, per p99 check, 800)."
     ),
     seed: int = typer.Option(0, "--seed"),
     engine: str | None = typer.Option(
@@ -425,6 +448,12 @@ def plan_cmd(
         fail(f"--prefix-len: {prefix_len} tokens exceed the {input_len}-token prompt "
              "(--input-len) they begin")
     if engine is not None:
+        if kv_precision != Precision.bf16:
+            fail("--kv-precision: only without --engine (the engine keeps its KV cache in its "
+                 "own format: its quantized one with 8- or 4-bit weights, else 16-bit)")
+        if length_dist != "fixed" or length_cv != 1.0:
+            fail("--length-dist/--length-cv: only without --engine (the engine path plans "
+                 "for prompts and outputs of the given lengths)")
         _positive(qps=qps, input_len=input_len, output_len=output_len, ttft_p99=ttft_p99,
                   tpot_p99=tpot_p99)
         plan_engine_cli(ctx, model=model, gpu=gpu, engine=engine, qps=qps,
@@ -434,8 +463,10 @@ def plan_cmd(
                         expert_imbalance=expert_imbalance, mixed_chunk=mixed_chunk,
                         max_tokens=max_tokens, cpu_offload_gb=cpu_offload_gb or 0.0,
                         prefix_len=prefix_len or 0, prefix_groups=prefix_groups or 1,
-                        kv_offload_gb=kv_offload_gb or 0.0)
+                        kv_offload_gb=kv_offload_gb or 0.0,
+                        requests=800 if num_requests is None else num_requests, seed=seed)
         return
+    num_requests = 2000 if num_requests is None else num_requests
 
     _positive(qps=qps, input_len=input_len, output_len=output_len, ttft_p99=ttft_p99,
               tpot_p99=tpot_p99, num_requests=num_requests)

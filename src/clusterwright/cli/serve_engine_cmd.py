@@ -67,11 +67,15 @@ def parse_role(flag: str, spec: str) -> dict[str, int | None]:
     at most, TensorRT-LLM's ``max_num_tokens`` or vLLM's ``max_num_batched_tokens``;
     ``stream_interval``: tokens between two streamed chunks, SGLang's ``--stream-interval``)."""
     out: dict[str, int | None] = {}
+    if not spec.replace(",", "").strip():
+        fail(f"{flag}: empty: give the role as key=value pairs (e.g. workers=1,tp=4)")
     for part in (p.strip() for p in spec.split(",") if p.strip()):
         key, eq, value = part.partition("=")
         key = key.strip().replace("-", "_")
         if not eq or key not in ROLE_KEYS:
             fail(f"{flag}: {part!r} is not key=value with a key among {', '.join(ROLE_KEYS)}")
+        if key in out:
+            fail(f"{flag}: {key} is given twice")
         if key == "workers" and value.strip() == "auto":
             out[key] = None
             continue
@@ -81,6 +85,9 @@ def parse_role(flag: str, spec: str) -> dict[str, int | None]:
             fail(f"{flag}: {key}={value!r} is not an integer")
         if n < 1:
             fail(f"{flag}: {key}={n} must be >= 1")
+        if key == "workers" and n > lim.REPLICAS.high:
+            # Each worker's ranks are simulated replicas (--replicas' bound)
+            fail(f"{flag}: workers={n} is above {int(lim.REPLICAS.high):,} workers a role")
         if key == "max_batch" and n > MAX_BATCH:
             fail(f"{flag}: max_batch={n} is above {MAX_BATCH:,} requests")
         if key == "max_tokens" and n > MAX_ROLE_TOKENS:
@@ -201,6 +208,9 @@ def estimate_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str
     if benchmark_rounds is not None and (concurrency is None or length_dist != "fixed"):
         fail("--benchmark-rounds: a benchmark's rounds are a closed loop of fixed lengths; "
              "give --concurrency (and --length-dist fixed)")
+    if not simulate_requests and length_dist != "fixed":
+        fail("--steady-only: the steady state is for prompts and outputs of fixed lengths; "
+             "drop --length-dist or simulate")
     spec = parse_speculative(speculative) if speculative else None
     wait = parse_batch_wait(batch_wait) if batch_wait is not None else None
     cat: Catalog = state(ctx).catalog()
@@ -388,7 +398,8 @@ def plan_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str, qp
                     as_json: bool, expert_imbalance: float | None = None,
                     mixed_chunk: bool = False, max_tokens: int | None = None,
                     cpu_offload_gb: float = 0.0, prefix_len: int = 0,
-                    prefix_groups: int = 1, kv_offload_gb: float = 0.0) -> None:
+                    prefix_groups: int = 1, kv_offload_gb: float = 0.0,
+                    requests: int = 800, seed: int = 0) -> None:
     from clusterwright.plan.serving_engine import engine_of, plan_engine
 
     if gpu == "choose":
@@ -404,7 +415,8 @@ def plan_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str, qp
         d = plan_engine(cat, arch, g, eng, qps, input_len, output_len, ttft, tpot,
                         precision, gemm_quant, moe_quant, max_tokens=max_tokens,
                         cpu_offload_gb=cpu_offload_gb, prefix_len=prefix_len,
-                        prefix_groups=prefix_groups, kv_offload_gb=kv_offload_gb)
+                        prefix_groups=prefix_groups, kv_offload_gb=kv_offload_gb,
+                        requests=requests, seed=seed)
     if as_json:
         emit_json(d)
         return

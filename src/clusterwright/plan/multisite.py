@@ -85,6 +85,18 @@ def _check(req: MultisiteRequest) -> None:
     if req.method == "streaming" and req.inner_steps % req.fragments:
         raise InputError(f"fragments: {req.fragments} does not divide inner_steps "
                          f"{req.inner_steps}", field="fragments")
+    if req.method == "streaming" and req.overlap_steps > req.inner_steps / req.fragments:
+        raise InputError(f"overlap_steps: {req.overlap_steps:g} inner steps exceed the "
+                         f"{req.inner_steps // req.fragments} between two fragments' "
+                         f"exchanges (inner_steps {req.inner_steps} / fragments "
+                         f"{req.fragments}): an exchange must end before the next begins",
+                         field="overlap_steps")
+    if req.method != "streaming":
+        for name, v, default in (("fragments", req.fragments, 1),
+                                 ("overlap_steps", req.overlap_steps, 0.0)):
+            if v != default:
+                raise InputError(f"{name}: Streaming DiLoCo's, with method streaming only "
+                                 f"(method is {req.method})", field=name)
 
 
 def plan_multisite(cat: Catalog, req: MultisiteRequest) -> MultisitePlan:

@@ -105,6 +105,9 @@ def layout(arch: ModelArch, tp: int = 1, pp: int = 1, adp: int = 1, moe_tp: int 
             raise InputError(f"{prefix}moe_ep: {arch.id} is a dense model",
                              field=prefix + "moe_ep")
         return ServingParallel(tp=tp, pp=pp, adp=adp)
+    if moe_tp is not None and (moe_tp < 1 or group % moe_tp):
+        raise InputError(f"{prefix}moe_tp: {moe_tp} does not divide the tp x adp = {group} "
+                         "GPUs of the MoE group", field=prefix + "moe_tp")
     if moe_ep is None:
         moe_ep = group // moe_tp if moe_tp else (group if adp > 1 else 1)
     if moe_ep < 1 or group % moe_ep:
@@ -351,6 +354,24 @@ def _engine_config(p: Pool, dep: Deployment, max_seqs: int | None = None,
                         recv_interval=p.recv_interval)
 
 
+def _whole_prompts_fit(dep: Deployment, p: Pool, role: Role, field_prefix: str, w: Workload,
+                       isl: int) -> None:
+    """An engine that takes prompts whole (no chunked prefill) needs a token budget that
+    holds one: refused naming the budget that was set, or the prompt length where the
+    engine's default is the budget. Prompts of fixed length (``isl`` tokens) only: the
+    simulator checks each drawn one."""
+    if p.chunked or p.budget >= isl or w.input_len.dist != "fixed":
+        return
+    whole = f"{dep.engine.id} takes a prompt whole (no chunked prefill)"
+    if role.max_tokens:
+        field = field_prefix + "max_tokens"
+        raise InputError(f"{field}: max_tokens={p.budget:,} cannot hold a {isl:,}-token "
+                         f"prompt: {whole}", field=field)
+    raise InputError(f"input_len: a {isl:,}-token prompt exceeds {dep.engine.id}'s budget of "
+                     f"{p.budget:,} tokens an iteration, and {whole}: raise the budget "
+                     "(--max-tokens, or max_tokens= in a role)", field="input_len")
+
+
 def simulate_deployment(cat: Catalog, dep: Deployment, w: Workload, isl: int, osl: int,
                         slo_ttft_s: float = math.inf, slo_tpot_s: float = math.inf,
                         requests: Requests | None = None, gpu_prefix_cache: bool = True
@@ -366,6 +387,7 @@ def simulate_deployment(cat: Catalog, dep: Deployment, w: Workload, isl: int, os
     if dep.agg is not None:
         p = pool(cat, dep, dep.agg.par, dep.agg.workers or 1, isl, osl,
                  max_batch=dep.agg.max_batch, max_tokens=dep.agg.max_tokens)
+        _whole_prompts_fit(dep, p, dep.agg, "", w, isl)
         host = host_kv_tier(cat, dep, dep.agg.par, isl, osl, BLOCK)
         eng = replace(_engine_config(p, dep, caching=caching, host=host),
                       gpu_prefix_cache=gpu_prefix_cache)
@@ -378,6 +400,7 @@ def simulate_deployment(cat: Catalog, dep: Deployment, w: Workload, isl: int, os
                max_batch=dep.prefill.max_batch, max_tokens=dep.prefill.max_tokens)
     dec = pool(cat, dep, dep.decode.par, dep.decode.workers, isl, osl, "decode.",
                max_batch=dep.decode.max_batch, max_tokens=dep.decode.max_tokens)
+    _whole_prompts_fit(dep, pre, dep.prefill, "prefill.", w, isl)
     link = kv_link_bytes_per_s(dep, pre, dep.gpus() or 0)
     dis = Disaggregation(prefill_replicas=pre.ranks, decode_replicas=dec.ranks,
                          kv_bytes_per_token=kv_bytes_per_token(dep.arch, dep.kv_format),

@@ -81,6 +81,24 @@ def check_sites(sc: Scenario, doc: LoadedYaml | None) -> None:
             raise ScenarioError(
                 f"{src}: {where(('sites', i))}: site {s.name!r} has no WAN link to the other "
                 "sites; give sites[{i}].wan_gbps (Gb/s each way)".replace("{i}", str(i)))
+    if len(sc.sites) > 1:
+        for i, w in enumerate(sc.workloads):
+            gpus = getattr(w, "gpus", None) if w.kind == "training" else None
+            if gpus is not None and gpus % len(sc.sites):
+                raise ScenarioError(
+                    f"{src}: {where(('workloads', i, 'gpus'))}: {gpus} GPUs do not split "
+                    f"evenly over the {len(sc.sites)} sites (each site runs an equal share)")
+    pol = sc.multisite
+    if pol.method == "streaming" and pol.overlap_steps > pol.inner_steps / pol.fragments:
+        raise ScenarioError(
+            f"{src}: {where(('multisite', 'overlap_steps'))}: {pol.overlap_steps:g} inner steps "
+            f"exceed the {pol.inner_steps // pol.fragments} between two fragments' exchanges")
+    if pol.method != "streaming":
+        for name, v, default in (("fragments", pol.fragments, 1),
+                                 ("overlap_steps", pol.overlap_steps, 0.0)):
+            if v != default:
+                raise ScenarioError(f"{src}: {where(('multisite', name))}: Streaming DiLoCo's, "
+                                    f"with method streaming only (method is {pol.method})")
     if sc.multisite.method == "streaming" and sc.multisite.inner_steps % sc.multisite.fragments:
         raise ScenarioError(
             f"{src}: {where(('multisite', 'fragments'))}: {sc.multisite.fragments} fragments do "

@@ -41,7 +41,7 @@ from clusterwright.plan.serving_deployment import (
     steady,
 )
 from clusterwright.sim.serving_steady import SteadyState
-from clusterwright.spec.scenario import MAX_GPUS
+from clusterwright.spec.scenario import MAX_GPUS, MAX_SEQ_LEN
 from clusterwright.spec.yamlio import YamlError, read_text
 from clusterwright.validation.rows import NotCoveredError, data_dir
 
@@ -81,6 +81,8 @@ def read_rows(path: str | Path) -> list[dict[str, str]]:
         text = read_text(p, MAX_DATA_BYTES)
     except YamlError as exc:
         raise InputError(f"--data: {exc}", field="data") from None
+    # A spreadsheet's UTF-8 byte-order mark is not part of the first column's name
+    text = text.removeprefix("\ufeff")
     try:
         return _rows(p, csv.DictReader(io.StringIO(text, newline="")))
     except csv.Error as exc:
@@ -103,10 +105,23 @@ def _rows(p: Path, reader: csv.DictReader[str]) -> list[dict[str, str]]:
     for i, r in enumerate(reader, start=2):
         if None in r:
             raise InputError(f"{p}: line {i}: more values than columns", field="id")
+        short = [c for c, v in r.items() if v is None]
+        if short:
+            raise InputError(f"{p}: line {i}: fewer values than columns ({short[0]} and on "
+                             "are missing; a quoted value broken over lines?)", field=short[0])
         r = dict(r)
+        rid = (r.get("id") or "").strip()
+        if not rid:
+            raise InputError(f"{p}: line {i}: id: empty (each row's results are keyed by it)",
+                             field="id")
         r["_line"] = str(i)
         rows.append(r)
-    return mark_sweeps(complete_from_layouts(complete_from_twins(inferencemax_runs(rows))))
+    if not rows:
+        raise InputError(f"{p}: no rows after the header: nothing to validate", field="data")
+    try:
+        return mark_sweeps(complete_from_layouts(complete_from_twins(inferencemax_runs(rows))))
+    except InputError as exc:
+        raise InputError(f"{p}: {exc}", field=exc.field) from None
 
 
 def _run_note(r: dict[str, str]) -> str:
@@ -735,8 +750,10 @@ def _vllm_dp_unrecorded(r: dict[str, str], prefix: str) -> bool:
 
 def _parallel(r: dict[str, str], prefix: str, arch: ModelArch) -> tuple[ServingParallel, str]:
     """The role's layout, and a note when the row's columns were read by a rule."""
-    tp = _int(r, prefix + "tp_size", 1, low=0, high=MAX_GPUS) or 1
-    pp = _int(r, prefix + "pp_size", 1, low=0, high=MAX_GPUS) or 1
+    # An empty column is 1; 0 is the file's "not used" for attention-DP and the MoE split
+    # only (a GPU count of 0 for TP or PP is no layout)
+    tp = _int(r, prefix + "tp_size", 1, low=1, high=MAX_GPUS) or 1
+    pp = _int(r, prefix + "pp_size", 1, low=1, high=MAX_GPUS) or 1
     adp = _int(r, prefix + "attention_dp_size", 1, low=0, high=MAX_GPUS) or 1
     mtp = _int(r, prefix + "moe_tp_size", 0, low=0, high=MAX_GPUS) or 0
     mep = _int(r, prefix + "moe_ep_size", 0, low=0, high=MAX_GPUS) or 0
@@ -1017,7 +1034,8 @@ def resolve(cat: Catalog, r: dict[str, str],
     if prec not in PRECISIONS:
         raise _bad(r, "precision", f"{r.get('precision')!r} is not one of "
                    f"{', '.join(p or '(empty)' for p in PRECISIONS)}")
-    isl, osl = _int(r, "isl", None, low=1), _int(r, "osl", None, low=1)
+    isl = _int(r, "isl", None, low=1, high=MAX_SEQ_LEN)
+    osl = _int(r, "osl", None, low=1, high=MAX_SEQ_LEN)
     if isl is None or osl is None:
         raise _bad(r, "isl" if isl is None else "osl", "is required")
     _float(r, "silicon_ttft_ms")
@@ -1027,6 +1045,8 @@ def resolve(cat: Catalog, r: dict[str, str],
             if not (r.get(role + "tp_size") or "").strip():
                 raise _bad(r, role + "tp_size", "a disaggregated row needs both the prefill "
                            "and the decode role's layout")
+    elif not (r.get("tp_size") or "").strip():
+        raise _bad(r, "tp_size", "an aggregated row needs its layout (tp_size)")
     models, gpus = lookup or _lookup(cat)
     arch = models.get((r.get("model_path") or "").strip().lower())
     if arch is None:
@@ -1036,8 +1056,11 @@ def resolve(cat: Catalog, r: dict[str, str],
         raise NotCoveredError(f"system {r.get('system')!r} is not in the catalog")
     gemm = (r.get("gemm_quant_mode") or "").strip().lower() or PRECISION_DEFAULT_FORMAT[prec]
     moe_mode = (r.get("moe_quant_mode") or "").strip().lower() or gemm
-    dense = weight_format(gemm, gpu, "gemm_quant_mode")
-    moe = weight_format(moe_mode, gpu, "moe_quant_mode")
+    try:
+        dense = weight_format(gemm, gpu, "gemm_quant_mode")
+        moe = weight_format(moe_mode, gpu, "moe_quant_mode")
+    except InputError as exc:
+        raise InputError(f"line {r.get('_line', '?')}: {exc}", field=exc.field) from None
     c = concurrency(r)
     if c is None:
         raise NotCoveredError("no client concurrency: neither silicon_concurrency in the source "
@@ -1058,8 +1081,8 @@ def resolve(cat: Catalog, r: dict[str, str],
         return RowConfig(dep, c, mi, mo, not lens, INFERENCEMAX_ROUNDS if lens else 0.0)
     pre, n1 = _parallel(r, "prefill_", arch)
     dec, n2 = _parallel(r, "decode_", arch)
-    pw = _int(r, "prefill_num_workers", None, low=1)
-    dw = _int(r, "decode_num_workers", None, low=1)
+    pw = _int(r, "prefill_num_workers", None, low=1, high=MAX_GPUS // pre.gpus)
+    dw = _int(r, "decode_num_workers", None, low=1, high=MAX_GPUS // dec.gpus)
     notes = tuple(n for n in (_run_note(r), build_note, n1, n2) if n)
     if r.get("_recipe"):
         notes = (f"the recorded deployment is {r['_recipe']}: its limits taken", *notes)
