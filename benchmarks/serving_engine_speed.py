@@ -93,6 +93,11 @@ COMMANDS = [
       "--qps", "20", "--input-len", "8000", "--output-len", "200", "--ttft-p99", "2",
       "--tpot-p99", "0.05", "--prefix-len", "7000", "--prefix-groups", "200",
       "--kv-offload-gb", "100", "--json"]),
+    ("the same, one of 200 documents, behind a cache-aware router (no host tier)",
+     ["serve", "plan", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "vllm",
+      "--qps", "20", "--input-len", "8000", "--output-len", "200", "--ttft-p99", "2",
+      "--tpot-p99", "0.05", "--prefix-len", "7000", "--prefix-groups", "200",
+      "--router", "cache_aware", "--json"]),
 ]
 
 

@@ -707,7 +707,8 @@ DSV3 = ["serve", "estimate", "--model", "deepseek-v3", "--gpu", "gb200", "--engi
 
 @pytest.mark.parametrize("args, msg", [
     ((*ENGINE_EST, "--server", "nonexistent"), "--server: only without --engine"),
-    ((*ENGINE_EST, "--router", "bogus"), "--router: only without --engine"),
+    ((*ENGINE_EST, "--router", "bogus"), "--router: 'bogus' is not one of least_outstanding, "
+                                         "cache_aware"),
     ((*ENGINE_EST, "--ep-comm", "alltoall"), "--ep-comm: only without --engine"),
     ((*ENGINE_EST, "--kv-precision", "fp8"), "--kv-precision: only without --engine"),
     ((*ENGINE_EST, "--steady-only", "--length-dist", "lognormal"),
@@ -743,3 +744,36 @@ def test_options_the_engine_path_would_drop_or_misread_exit_2_naming_the_flag(
     r = cw(*args)
     assert r.exit_code == 2, r.output
     assert msg in " ".join(r.output.split()), r.output
+
+
+def test_a_cache_aware_router_keeps_prefixes_where_they_are_held() -> None:
+    """--router cache_aware on the engine path: four one-GPU ranks and 200 documents reuse
+    more of their prompts than behind the least-outstanding default, and serve plan sizes a
+    smaller fleet with it; without --engine the plan refuses the option."""
+    est = ["serve", "estimate", "--engine", "vllm", "--gpu", "h100-sxm", "--model",
+           "llama-3.1-8b", "--replicas", "4", "--qps", "12", "--input-len", "8000",
+           "--output-len", "200", "--prefix-len", "7000", "--prefix-groups", "200",
+           "--num-requests", "1500", "--json"]
+    hit = {}
+    for router in ("least_outstanding", "cache_aware"):
+        r = cw(*est, "--router", router)
+        assert r.exit_code == 0, r.output
+        d = json.loads(r.stdout)
+        assert d["sim"]["router"] == router
+        hit[router] = d["prefix_cache"]["hit_rate"]
+    assert hit["cache_aware"] > hit["least_outstanding"] + 0.3
+    plan = ["serve", "plan", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "vllm",
+            "--qps", "20", "--input-len", "8000", "--output-len", "200", "--ttft-p99", "2",
+            "--tpot-p99", "0.05", "--prefix-len", "7000", "--prefix-groups", "200", "--json"]
+    gpus = {}
+    for router in ("least_outstanding", "cache_aware"):
+        r = cw(*plan, "--router", router)
+        assert r.exit_code == 0, r.output
+        d = json.loads(r.stdout)
+        assert d["router"] == router
+        gpus[router] = d["choice"]["gpus"]
+    assert gpus["cache_aware"] < gpus["least_outstanding"]
+    r = cw("serve", "plan", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--qps", "2",
+           "--input-len", "512", "--output-len", "32", "--ttft-p99", "2", "--tpot-p99", "0.1",
+           "--router", "cache_aware")
+    assert r.exit_code == 2 and "--router: only with --engine" in r.output, r.output

@@ -538,7 +538,8 @@ def test_the_prefix_screen_is_a_bound_below_the_simulation(
     real = se._verify_p99
 
     def counting(*a: object, **k: object) -> PlanCandidate:
-        verified.append(a[-1] if len(a) > 9 else (0, 1))  # type: ignore[arg-type]
+        # (cat, candidate, qps, isl, osl, ttft, tpot, requests, seed, prefix, router)
+        verified.append(a[9] if len(a) > 9 else (0, 1))  # type: ignore[arg-type]
         return real(*a, **k)  # type: ignore[arg-type]
 
     monkeypatch.setattr(se, "_verify_p99", counting)
@@ -576,3 +577,31 @@ def test_a_plan_s_bad_prefix_names_the_field(cat: Catalog, kw: dict[str, float],
         plan_engine(cat, arch, cat.gpu("h100-sxm"), engine_of(cat, "vllm"), 1.0, 8000, 200,
                     2.0, 0.05, requests=100, **kw)  # type: ignore[arg-type]
     assert err.value.field == field
+
+
+def test_a_cache_aware_plan_gives_each_copy_its_share_of_the_prefixes(
+        cat: Catalog, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Behind the cache-aware router the fleet keeps each document on one copy: a copy is
+    simulated with its share of the 200 groups (and its ranks route by prefix), against
+    every group behind the least-outstanding router; an unknown router names the field."""
+    import clusterwright.plan.serving_engine as se
+
+    groups: list[tuple[str, int]] = []
+    real = se.simulate_deployment
+
+    def spy(*a: object, **k: object) -> object:
+        groups.append((str(k.get("router")), a[2].prefix_groups))  # type: ignore[attr-defined]
+        return real(*a, **k)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(se, "simulate_deployment", spy)
+    arch, g, e = cat.model("llama-3.1-8b"), cat.gpu("h100-sxm"), engine_of(cat, "vllm")
+    d = se.plan_engine(cat, arch, g, e, 20.0, 8000, 200, 2.0, 0.05, requests=300,
+                       prefix_len=7000, prefix_groups=200, router="cache_aware")
+    assert d["router"] == "cache_aware"
+    shared = [n for r, n in groups if r == "cache_aware" and n > 0]
+    # ceil(200 / copies): 200 for one copy, 100 for two, 67 for three ...
+    shares = {-(-200 // copies) for copies in range(1, 201)}
+    assert shared and min(shared) < 200 and set(shared) <= shares
+    with pytest.raises(InputError) as err:
+        se.plan_engine(cat, arch, g, e, 20.0, 8000, 200, 2.0, 0.05, router="random")
+    assert err.value.field == "router"

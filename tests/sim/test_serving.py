@@ -638,3 +638,51 @@ def test_a_prefill_first_engine_admits_a_prompt_only_when_all_of_it_fits() -> No
     assert events < 2_000
     # The prompt waits for the decodes to finish (200 tokens at about 5 ms), then prefills
     assert ttft > 0.5
+
+
+def test_a_cache_aware_router_keeps_each_prefix_on_one_replica() -> None:
+    """Eight shared documents of 1,024 tokens over four replicas whose caches (300 blocks of
+    16) hold two of them beside the running prompts: behind a least-outstanding router every
+    replica computes every document and evicts the others; the cache-aware router sends a
+    document's prompts where it was sent first, so each replica keeps its own two and the
+    reuse nears the prefix share of the prompt less the eight cold misses (1,024 / 1,088 x
+    (1 - 8 / 1,200) = 93.5 %)."""
+    w = Workload(num_requests=1200, qps=40, seed=7, prefix_groups=8, shared_prefix_len=1024,
+                 input_len=Lengths("fixed", 64), output_len=Lengths("fixed", 16))
+    eng = EngineConfig(kv_blocks=300, enable_prefix_caching=True)
+    hits = {}
+    for router in ("least_outstanding", "cache_aware"):
+        hits[router] = simulate(ClusterConfig(eng, replicas=4, router=router), w,
+                                REAL).prefix_hit_rate
+    assert hits["cache_aware"] == pytest.approx(1024 / 1088 * (1 - 8 / 1200), abs=0.01)
+    assert hits["least_outstanding"] < 0.6
+
+
+def test_the_cache_aware_router_balances_load_past_its_thresholds() -> None:
+    """One shared document and two replicas: within the thresholds every prompt follows the
+    document to one replica; with none allowed (balance_abs 0, balance_rel 1) the router
+    balances, and a prefix below the cache threshold never pins a prompt."""
+    w = Workload(num_requests=400, qps=30, seed=8, prefix_groups=1, shared_prefix_len=512,
+                 input_len=Lengths("fixed", 64), output_len=Lengths("fixed", 64))
+    eng = EngineConfig(kv_blocks=2000, enable_prefix_caching=True)
+
+    def busiest_share(**kw: float) -> float:
+        sim = sv._Sim(ClusterConfig(eng, replicas=2, router="cache_aware", **kw),
+                      make_requests(w), REAL, w, True)
+        seen: list[int] = []
+        real = sim.route_prefix
+
+        def spy(r: object) -> object:
+            rep = real(r)  # type: ignore[arg-type]
+            seen.append(sim.front.index(rep))
+            return rep
+
+        sim.route_prefix = spy  # type: ignore[method-assign]
+        sim.run()
+        return max(seen.count(0), seen.count(1)) / len(seen)
+
+    assert busiest_share() == 1.0
+    assert busiest_share(balance_abs=0, balance_rel=1.0) < 0.75
+    assert busiest_share(cache_threshold=0.95) < 0.75
+    with pytest.raises(InputError, match="router"):
+        ClusterConfig(eng, router="cache_aware", balance_rel=0.5).validate()

@@ -96,7 +96,9 @@ def estimate_cmd(
     seed: int = typer.Option(0, "--seed"),
     replicas: int = typer.Option(1, "--replicas", help="Model replicas behind the router."),
     router: str = typer.Option(
-        "round_robin", "--router", help="round_robin or least_outstanding."
+        "round_robin", "--router", help="round_robin or least_outstanding. With --engine: "
+        "least_outstanding (the default there) or cache_aware (SGLang's router: a prompt "
+        "goes to the rank holding its shared prefix while the load stays balanced)."
     ),
     max_num_seqs: int | None = typer.Option(
         None, "--max-num-seqs", help="Sequences per iteration (default 256). With --engine: "
@@ -242,9 +244,10 @@ def estimate_cmd(
         if server is not None:
             fail("--server: only without --engine (the engine path uses the GPU's catalog "
                  "server)")
-        if router != "round_robin":
-            fail("--router: only without --engine (the engine path routes each request to "
-                 "the rank with the fewest outstanding)")
+        if router == "round_robin":
+            # The option's default: the engine path sends each request to the rank with
+            # the fewest outstanding
+            router = "least_outstanding"
         if ep_comm != "allreduce":
             fail("--ep-comm: only without --engine (the engine path takes each layout's MoE "
                  "collective: all-to-all with expert parallelism, else all-reduce)")
@@ -290,7 +293,7 @@ def estimate_cmd(
                          expert_imbalance=expert_imbalance, mixed_chunk=mixed_chunk,
                          max_tokens=max_tokens, cpu_offload_gb=cpu_offload_gb or 0.0,
                          prefix_len=prefix_len or 0, prefix_groups=prefix_groups or 1,
-                         kv_offload_gb=kv_offload_gb or 0.0)
+                         kv_offload_gb=kv_offload_gb or 0.0, router=router)
         return
     max_num_seqs = 256 if max_num_seqs is None else max_num_seqs
 
@@ -407,6 +410,11 @@ def plan_cmd(
         None, "--kv-offload-gb", help="--engine, with --prefix-len: GiB of CPU memory each "
         "GPU gives the KV cache's host tier, for every layout searched; the plan says what "
         "the tier saves."),
+    router: str | None = typer.Option(
+        None, "--router", help="--engine: how requests are shared among a deployment's "
+        "ranks and copies: least_outstanding (default) or cache_aware (SGLang's router: each "
+        "shared prefix kept where it is held while the load stays balanced; with "
+        "--prefix-len, each copy then sees its share of the prefixes)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Cheapest fleet (GPU type, TP, replicas) serving --qps within the p99 SLOs, found by
@@ -435,8 +443,9 @@ def plan_cmd(
         fail("--max-tokens: only with --engine (a catalog serving engine)")
     if engine is None and cpu_offload_gb is not None:
         fail("--cpu-offload-gb: only with --engine vllm or sglang")
+    lim.nonempty(("--router", router))
     for flag, given in (("--prefix-len", prefix_len), ("--prefix-groups", prefix_groups),
-                        ("--kv-offload-gb", kv_offload_gb)):
+                        ("--kv-offload-gb", kv_offload_gb), ("--router", router)):
         if engine is None and given is not None:
             fail(f"{flag}: only with --engine (a catalog serving engine)")
     if prefix_len is None and prefix_groups is not None:
@@ -464,7 +473,8 @@ def plan_cmd(
                         max_tokens=max_tokens, cpu_offload_gb=cpu_offload_gb or 0.0,
                         prefix_len=prefix_len or 0, prefix_groups=prefix_groups or 1,
                         kv_offload_gb=kv_offload_gb or 0.0,
-                        requests=800 if num_requests is None else num_requests, seed=seed)
+                        requests=800 if num_requests is None else num_requests, seed=seed,
+                        router=router or "least_outstanding")
         return
     num_requests = 2000 if num_requests is None else num_requests
 

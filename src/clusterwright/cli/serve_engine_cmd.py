@@ -39,7 +39,7 @@ FLAGS = {"tp": "--tp", "pp": "--pp", "adp": "--adp", "moe_tp": "--moe-tp",
          "concurrency": "--concurrency", "qps": "--qps", "ttft_slo": "--ttft-p99",
          "speculative": "--speculative", "cpu_offload_gb": "--cpu-offload-gb",
          "kv_offload_gb": "--kv-offload-gb", "prefix_len": "--prefix-len",
-         "prefix_groups": "--prefix-groups"}
+         "prefix_groups": "--prefix-groups", "router": "--router"}
 
 
 @contextmanager
@@ -192,7 +192,8 @@ def estimate_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str
                         mixed_chunk: bool = False,
                         max_tokens: int | None = None,
                         cpu_offload_gb: float = 0.0, prefix_len: int = 0,
-                        prefix_groups: int = 1, kv_offload_gb: float = 0.0) -> None:
+                        prefix_groups: int = 1, kv_offload_gb: float = 0.0,
+                        router: str = "least_outstanding") -> None:
     from clusterwright.plan.serving_engine import (
         deployment,
         engine_of,
@@ -265,7 +266,7 @@ def estimate_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str
         est = estimate_engine(cat, dep, w, input_len, output_len, simulate_requests,
                               ttft_slo if ttft_slo is not None else math.inf,
                               tpot_slo if tpot_slo is not None else math.inf,
-                              benchmark_rounds)
+                              benchmark_rounds, router)
     payload = est.as_dict()
     if as_json:
         emit_json(payload)
@@ -353,8 +354,11 @@ def render_estimate(d: dict[str, Any]) -> None:
     if pc is not None:
         host = (f", {100 * pc['host_hit_rate']:.0f}% loaded from the host tier"
                 if pc["kv_offload_gib_per_gpu"] else "")
+        routed = (", routed by prefix (cache_aware)"
+                  if (d.get("sim") or {}).get("router") == "cache_aware" else "")
         console.print(f"prefix cache: {100 * pc['hit_rate']:.0f}% of prompt tokens reused"
-                      f"{host} ({pc['groups']} shared prefixes of {pc['prefix_len']:,} tokens)")
+                      f"{host} ({pc['groups']} shared prefixes of {pc['prefix_len']:,} tokens"
+                      f"{routed})")
         b = pc.get("without_host_tier")
         if b is not None:
             console.print(f"  without the host tier: {100 * b['hit_rate']:.0f}% reused, TTFT "
@@ -399,7 +403,8 @@ def plan_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str, qp
                     mixed_chunk: bool = False, max_tokens: int | None = None,
                     cpu_offload_gb: float = 0.0, prefix_len: int = 0,
                     prefix_groups: int = 1, kv_offload_gb: float = 0.0,
-                    requests: int = 800, seed: int = 0) -> None:
+                    requests: int = 800, seed: int = 0,
+                    router: str = "least_outstanding") -> None:
     from clusterwright.plan.serving_engine import engine_of, plan_engine
 
     if gpu == "choose":
@@ -416,7 +421,7 @@ def plan_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str, qp
                         precision, gemm_quant, moe_quant, max_tokens=max_tokens,
                         cpu_offload_gb=cpu_offload_gb, prefix_len=prefix_len,
                         prefix_groups=prefix_groups, kv_offload_gb=kv_offload_gb,
-                        requests=requests, seed=seed)
+                        requests=requests, seed=seed, router=router)
     if as_json:
         emit_json(d)
         return
@@ -458,6 +463,8 @@ def plan_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str, qp
                       f"layout keeping its weights in HBM).")
     pc = d.get("prefix_cache")
     if pc:
+        routed = ", each kept on one copy by a cache-aware router" if (
+            d.get("router") == "cache_aware") else ""
         console.print(f"[bold]prefix cache:[/] {pc['verdict']} ({pc['groups']} shared prefixes "
-                      f"of {pc['prefix_len']:,} tokens; the reuse is the simulation's, not "
-                      "validated against a measured plan).")
+                      f"of {pc['prefix_len']:,} tokens{routed}; the reuse is the simulation's, "
+                      "not validated against a measured plan).")

@@ -354,6 +354,23 @@ def _engine_config(p: Pool, dep: Deployment, max_seqs: int | None = None,
                         recv_interval=p.recv_interval)
 
 
+ENGINE_ROUTERS = ("least_outstanding", "cache_aware")
+
+
+def router_config(cat: Catalog, router: str) -> dict[str, Any]:
+    """ClusterConfig's router fields: the policy, and for cache_aware its thresholds from the
+    catalog's assumptions (SGLang's router defaults)."""
+    if router not in ENGINE_ROUTERS:
+        raise InputError(f"router: {router!r} is not one of {', '.join(ENGINE_ROUTERS)}",
+                         field="router")
+    if router != "cache_aware":
+        return {"router": router}
+    return {"router": router,
+            "cache_threshold": float(cat.assumption("router_cache_threshold")),
+            "balance_abs": int(cat.assumption("router_balance_abs_threshold")),
+            "balance_rel": float(cat.assumption("router_balance_rel_threshold"))}
+
+
 def _whole_prompts_fit(dep: Deployment, p: Pool, role: Role, field_prefix: str, w: Workload,
                        isl: int) -> None:
     """An engine that takes prompts whole (no chunked prefill) needs a token budget that
@@ -374,14 +391,15 @@ def _whole_prompts_fit(dep: Deployment, p: Pool, role: Role, field_prefix: str, 
 
 def simulate_deployment(cat: Catalog, dep: Deployment, w: Workload, isl: int, osl: int,
                         slo_ttft_s: float = math.inf, slo_tpot_s: float = math.inf,
-                        requests: Requests | None = None, gpu_prefix_cache: bool = True
-                        ) -> ServingResult:
+                        requests: Requests | None = None, gpu_prefix_cache: bool = True,
+                        router: str = "least_outstanding") -> ServingResult:
     """The request-level simulator on the deployment's step models: every data-parallel rank
     is a replica behind the router (attention-DP ranks take their own requests).
     ``requests``: a stream to simulate instead of the workload's (which still says open or
     closed loop); prefix caching is on when requests share prefixes, in HBM unless
     ``gpu_prefix_cache`` is False (the host tier alone, as vLLM's offloading benchmark
-    measures it)."""
+    measures it). ``router``: how the data-parallel ranks share the requests,
+    least_outstanding or cache_aware (``router_config``)."""
     caching = (w.prefix_groups > 0 and w.shared_prefix_len > 0) or (
         requests is not None and bool((requests.prefix_id >= 0).any()))
     if dep.agg is not None:
@@ -391,7 +409,7 @@ def simulate_deployment(cat: Catalog, dep: Deployment, w: Workload, isl: int, os
         host = host_kv_tier(cat, dep, dep.agg.par, isl, osl, BLOCK)
         eng = replace(_engine_config(p, dep, caching=caching, host=host),
                       gpu_prefix_cache=gpu_prefix_cache)
-        cluster = ClusterConfig(engine=eng, replicas=p.ranks, router="least_outstanding")
+        cluster = ClusterConfig(engine=eng, replicas=p.ranks, **router_config(cat, router))
         return simulate(cluster, w, p.step, slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s,
                         requests=requests)
     assert dep.prefill is not None and dep.decode is not None
@@ -410,8 +428,8 @@ def simulate_deployment(cat: Catalog, dep: Deployment, w: Workload, isl: int, os
                              host=host_kv_tier(cat, dep, dep.prefill.par, isl, osl, BLOCK)),
                              gpu_prefix_cache=gpu_prefix_cache),
                          prefill_model=pre.step, first_chunk_tokens=first_chunk_tokens(dep))
-    cluster = ClusterConfig(engine=_engine_config(dec, dep), router="least_outstanding",
-                            disaggregation=dis)
+    cluster = ClusterConfig(engine=_engine_config(dec, dep), disaggregation=dis,
+                            **router_config(cat, router))
     return simulate(cluster, w, dec.step, slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s,
                     requests=requests)
 
@@ -466,6 +484,7 @@ class EngineEstimate:
     benchmark: tuple[int, float] | None = None
     # The same simulation without the KV host tier (a deployment that has one)
     without_host: ServingResult | None = None
+    router: str = "least_outstanding"  # how the data-parallel ranks share the requests
 
     def _prefix_cache(self, r: ServingResult) -> dict[str, Any]:
         """Prefix reuse: the share of prompt tokens served from a cache (HBM or the host
@@ -503,7 +522,7 @@ class EngineEstimate:
                 "ttft_mean_s": r.ttft_s["mean"], "tpot_mean_s": r.tpot_s["mean"],
                 "goodput_requests_per_s": r.goodput_rps, "preemptions": r.preemptions,
                 "tokens_per_s_per_gpu": r.output_tokens_per_s / gpus,
-                "sim": {"events": r.events, "steps": r.steps},
+                "sim": {"events": r.events, "steps": r.steps, "router": self.router},
             })
             w = self.workload
             if w.prefix_groups > 0 and w.shared_prefix_len > 0:
@@ -549,8 +568,8 @@ class EngineEstimate:
 
 def estimate_engine(cat: Catalog, dep: Deployment, w: Workload, isl: int, osl: int,
                     simulate_requests: bool = True, slo_ttft_s: float = math.inf,
-                    slo_tpot_s: float = math.inf, benchmark_rounds: int | None = None
-                    ) -> EngineEstimate:
+                    slo_tpot_s: float = math.inf, benchmark_rounds: int | None = None,
+                    router: str = "least_outstanding") -> EngineEstimate:
     """Steady state (closed loop, fixed lengths) and simulation of ``w`` on ``dep``.
     Worker counts left open are sized for the closed loop's clients (or, open loop, for the
     clients Little's law gives at the steady state's latency). ``benchmark_rounds``: also the
@@ -574,19 +593,19 @@ def estimate_engine(cat: Catalog, dep: Deployment, w: Workload, isl: int, osl: i
             s0, _ = steady(cat, dep, clients, isl, osl)
             clients = max(1.0, w.qps * (s0.ttft_s + max(osl - 1, 0) * s0.tpot_s))
         _, dep = steady(cat, dep, clients, isl, osl)
-    res = (simulate_deployment(cat, dep, w, isl, osl, slo_ttft_s, slo_tpot_s)
+    res = (simulate_deployment(cat, dep, w, isl, osl, slo_ttft_s, slo_tpot_s, router=router)
            if simulate_requests else None)
     without = None
     if res is not None and shares and dep.kv_offload_gb > 0:
         without = simulate_deployment(cat, replace(dep, kv_offload_gb=0.0), w, isl, osl,
-                                      slo_ttft_s, slo_tpot_s)
+                                      slo_ttft_s, slo_tpot_s, router=router)
     if shares:
         # The steady state knows no cache: it sized the workers; the simulation reports
         st = None
     dis = None
     if dep.agg is not None and w.arrival == "closed" and fixed and st is not None:
         dis = disaggregation_check(cat, dep, w.concurrency, isl, osl, st)
-    return EngineEstimate(dep, w, isl, osl, st, res, dis, bench, without)
+    return EngineEstimate(dep, w, isl, osl, st, res, dis, bench, without, router)
 
 
 # ---------------------------------------------------------------------------- disaggregation
@@ -704,18 +723,22 @@ def measured_lean(c: PlanCandidate, ttft_slo: float, tpot_slo: float) -> dict[st
 
 def _verify_p99(cat: Catalog, c: PlanCandidate, qps: float, isl: int, osl: int,
                 ttft_slo: float, tpot_slo: float, requests: int, seed: int,
-                prefix: tuple[int, int] = (0, 1)) -> PlanCandidate:
+                prefix: tuple[int, int] = (0, 1), router: str = "least_outstanding"
+                ) -> PlanCandidate:
     """Simulate one copy at its share of ``qps`` (Poisson) and add copies until the p99s
     meet the SLOs (at most four more tries); the steady state screens on means only.
-    ``prefix``: (tokens, groups) every prompt shares with its group (``workload``); each copy
-    then sees every group, as behind a router that does not route by prefix."""
+    ``prefix``: (tokens, groups) every prompt shares with its group (``workload``). Behind a
+    least_outstanding router each copy sees every group; behind a cache_aware one, the
+    router keeps each group on one copy, so a copy sees its share of the groups (and its
+    ranks share them the same way)."""
     copies = c.copies
     p99 = (math.inf, math.inf)
     reuse = None
     for _ in range(5):
+        groups = (math.ceil(prefix[1] / copies) if router == "cache_aware" else prefix[1])
         w = workload(isl, osl, qps=qps / copies, num_requests=requests, seed=seed,
-                     prefix_len=prefix[0], prefix_groups=prefix[1])
-        res = simulate_deployment(cat, c.dep, w, isl, osl)
+                     prefix_len=prefix[0], prefix_groups=groups)
+        res = simulate_deployment(cat, c.dep, w, isl, osl, router=router)
         p99 = (res.ttft_s["p99"], res.tpot_s["p99"])
         if prefix[0] > 0:
             reuse = (res.prefix_hit_rate, res.host_hit_rate)
@@ -782,7 +805,8 @@ def plan_engine(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine, 
                 requests: int = 800, seed: int = 0,
                 max_tokens: int | None = None, prune: bool = True,
                 cpu_offload_gb: float = 0.0, prefix_len: int = 0, prefix_groups: int = 1,
-                kv_offload_gb: float = 0.0) -> dict[str, Any]:
+                kv_offload_gb: float = 0.0, router: str = "least_outstanding"
+                ) -> dict[str, Any]:
     """Cheapest aggregated and disaggregated deployments serving ``qps`` with p99 TTFT and
     TPOT within the SLOs, and whether disaggregation pays (fewer GPUs). Layouts and splits
     are screened on the steady state's means (a deployment whose means miss the SLOs cannot
@@ -801,7 +825,9 @@ def plan_engine(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine, 
     free, a bound below every deployment's real cost. The screen's PREFIX_VERIFIED cheapest
     of each mode are then simulated with the shared prefixes (each copy seeing every group)
     and the cheapest after their copies is kept. The result says what the reuse saves: the
-    same plan without it, and without the host tier."""
+    same plan without it, and without the host tier. ``router``: least_outstanding, or
+    cache_aware (SGLang's router: each prefix kept on the copy and rank that holds it, while
+    the load stays balanced)."""
     if not (qps > 0 and ttft_slo > 0 and tpot_slo > 0):
         raise InputError("qps and the SLOs must be positive", field="qps")
     if isl + osl > arch.max_seq_len:
@@ -818,6 +844,7 @@ def plan_engine(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine, 
     if kv_offload_gb > 0 and prefix_len == 0:
         raise InputError("kv_offload_gb: the host tier serves prompts that share a prefix; "
                          "give prefix_len", field="kv_offload_gb")
+    router_config(cat, router)  # an unknown router is refused before any search
     shares = prefix_len > 0
     # Prompt tokens the screen charges: with shared prefixes, only each prompt's own part
     # (an optimistic bound: the simulation charges the misses)
@@ -883,14 +910,16 @@ def plan_engine(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine, 
         runs = min(max(requests, PREFIX_REQUESTS_PER_GROUP * prefix_groups),
                    PREFIX_REQUESTS_MAX)
         a, d = (min((_verify_p99(cat, k, qps, isl, osl, ttft_slo, tpot_slo, runs, seed,
-                                 prefix) for k in ranked[m]),
+                                 prefix, router) for k in ranked[m]),
                     key=lambda k: (k.gpus, k.state.tpot_s), default=None)
                 for m in ("agg", "disagg"))
     else:
         if a is not None:
-            a = _verify_p99(cat, a, qps, isl, osl, ttft_slo, tpot_slo, requests, seed)
+            a = _verify_p99(cat, a, qps, isl, osl, ttft_slo, tpot_slo, requests, seed,
+                            router=router)
         if d is not None:
-            d = _verify_p99(cat, d, qps, isl, osl, ttft_slo, tpot_slo, requests, seed)
+            d = _verify_p99(cat, d, qps, isl, osl, ttft_slo, tpot_slo, requests, seed,
+                            router=router)
     if not fits:
         largest = max(p.gpus for p in layouts)
         raise InputError(f"model: {arch.id}'s weights leave no room for one request's KV cache "
@@ -915,7 +944,8 @@ def plan_engine(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine, 
     extra: dict[str, Any] = {}
     def again(**kw: Any) -> dict[str, Any]:
         args: dict[str, Any] = {"cpu_offload_gb": cpu_offload_gb, "prefix_len": prefix_len,
-                                "prefix_groups": prefix_groups, "kv_offload_gb": kv_offload_gb}
+                                "prefix_groups": prefix_groups, "kv_offload_gb": kv_offload_gb,
+                                "router": router}
         args.update(kw)
         return plan_engine(cat, arch, gpu, engine, qps, isl, osl, ttft_slo, tpot_slo,
                            precision, gemm_quant, moe_quant, max_gpus_per_copy, requests,
@@ -930,6 +960,7 @@ def plan_engine(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine, 
             lambda: again(prefix_len=0, prefix_groups=1, kv_offload_gb=0.0),
             (lambda: again(kv_offload_gb=0.0)) if kv_offload_gb > 0 else None)
     return {"model": arch.id, "gpu": gpu.id, "engine": engine.id, "qps": qps, **extra,
+            "router": router,
             "measured_lean": measured_lean(choice, ttft_slo, tpot_slo),
             "input_len": isl, "output_len": osl,
             "slo": {"ttft_p99_s": ttft_slo, "tpot_p99_s": tpot_slo},

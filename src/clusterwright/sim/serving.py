@@ -172,7 +172,12 @@ class _Sim:
                          for _ in range(d.decode_replicas)]
         self.all = self.front + ([] if self.back is self.front else self.back)
         self.total_blocks = sum(r.nblocks for r in self.all)
-        self.least = cluster.router == "least_outstanding"
+        self.least = cluster.router in ("least_outstanding", "cache_aware")
+        self.cache_aware = cluster.router == "cache_aware"
+        self.cluster = cluster
+        # cache_aware: the replica each prefix was last routed to (the router's tree holds
+        # what it sent where, not what the replicas evicted since)
+        self.holder: dict[int, Replica] = {}
         self.rr = {id(self.front): 0, id(self.back): 0}
         self.check_fits(cluster)
 
@@ -205,6 +210,21 @@ class _Sim:
                         "chunked_prefill off; enable chunked prefill or raise the budget")
 
     # ---- arrivals and routing -----------------------------------------------------------
+    def route_prefix(self, r: Req) -> Replica:
+        """SGLang's cache-aware policy over the front replicas for ``r``."""
+        pool, c = self.front, self.cluster
+        loads = [rep.outstanding for rep in pool]
+        lo, hi = min(loads), max(loads)
+        held = self.holder.get(r.pid) if r.pid >= 0 else None
+        balanced = not (hi - lo > c.balance_abs and hi > c.balance_rel * lo)
+        if (held is not None and balanced and r.input > 0
+                and r.share / r.input >= c.cache_threshold):
+            return held
+        rep = self.route(pool)
+        if r.pid >= 0:
+            self.holder[r.pid] = rep
+        return rep
+
     def route(self, pool: list[Replica]) -> Replica:
         if self.least:
             best = pool[0]
@@ -229,7 +249,7 @@ class _Sim:
         self.last_t = now
         self.in_system += 1
         r = Req(i, self._in[i], self._out[i], self._pid[i], self._share[i])
-        rep = self.route(self.front)
+        rep = self.route_prefix(r) if self.cache_aware else self.route(self.front)
         rep.outstanding += 1
         rep.enqueue(r)
 

@@ -13,7 +13,7 @@ from typing import Protocol
 
 from clusterwright.sim.serving_trace import ServingError
 
-ROUTERS = ("round_robin", "least_outstanding")
+ROUTERS = ("round_robin", "least_outstanding", "cache_aware")
 # Replicas behind one router: every step visits each (1,024 x 100,000 requests: about 6 s).
 MAX_REPLICAS = 1_024
 
@@ -134,13 +134,25 @@ class Disaggregation:
 class ClusterConfig:
     engine: EngineConfig
     replicas: int = 1
-    router: str = "round_robin"  # or "least_outstanding"
+    router: str = "round_robin"  # or "least_outstanding", "cache_aware"
     disaggregation: Disaggregation | None = None
+    # cache_aware (SGLang's router, sgl-model-gateway): a prompt goes to the replica that
+    # holds its prefix when that prefix is at least ``cache_threshold`` of the prompt, unless
+    # the replicas' outstanding requests differ by more than ``balance_abs`` and the busiest
+    # has ``balance_rel`` times the idlest's: then, as for a prompt without a held prefix, to
+    # the least loaded. The catalog's assumptions give the router's defaults.
+    cache_threshold: float = 0.3
+    balance_abs: int = 64
+    balance_rel: float = 1.5
 
     def validate(self) -> None:
         self.engine.validate()
         if self.router not in ROUTERS:
             raise ServingError(f"router: {self.router!r} is not one of {', '.join(ROUTERS)}")
+        if not (0.0 <= self.cache_threshold <= 1.0 and self.balance_abs >= 0
+                and self.balance_rel >= 1.0):
+            raise ServingError("router: cache_threshold must be within 0-1, balance_abs >= 0 "
+                               "and balance_rel >= 1", field="router")
         if self.replicas < 1:
             raise ServingError(f"replicas: {self.replicas} must be >= 1")
         if self.replicas > MAX_REPLICAS:
