@@ -21,6 +21,7 @@ from clusterwright.cli.common import (
 )
 from clusterwright.cli.serve_engine_cmd import (
     FIELD_FLAGS,
+    check_prefix_flags,
     estimate_engine_cli,
     plan_engine_cli,
 )
@@ -265,14 +266,7 @@ def estimate_cmd(
             fail("--max-num-seqs: with --prefill/--decode, give each role's max_batch= instead")
         if max_tokens is not None and (prefill is not None or decode is not None):
             fail("--max-tokens: with --prefill/--decode, give each role's max_tokens= instead")
-        if prefix_len is None and prefix_groups is not None:
-            fail("--prefix-groups: give --prefix-len, the tokens the prompts of a group share")
-        if prefix_len is None and kv_offload_gb is not None:
-            fail("--kv-offload-gb: the host tier serves prompts that share a prefix; give "
-                 "--prefix-len")
-        if prefix_len is not None and prefix_len > input_len:
-            fail(f"--prefix-len: {prefix_len} tokens exceed the {input_len}-token prompt "
-                 "(--input-len) they begin")
+        check_prefix_flags(prefix_len, prefix_groups, kv_offload_gb, input_len)
         if prefix_len is not None and no_sim:
             fail("--steady-only: the steady state knows no prefix cache; drop --prefix-len or "
                  "simulate")
@@ -448,14 +442,7 @@ def plan_cmd(
                         ("--kv-offload-gb", kv_offload_gb), ("--router", router)):
         if engine is None and given is not None:
             fail(f"{flag}: only with --engine (a catalog serving engine)")
-    if prefix_len is None and prefix_groups is not None:
-        fail("--prefix-groups: give --prefix-len, the tokens the prompts of a group share")
-    if prefix_len is None and kv_offload_gb is not None:
-        fail("--kv-offload-gb: the host tier serves prompts that share a prefix; give "
-             "--prefix-len")
-    if prefix_len is not None and prefix_len > input_len:
-        fail(f"--prefix-len: {prefix_len} tokens exceed the {input_len}-token prompt "
-             "(--input-len) they begin")
+    check_prefix_flags(prefix_len, prefix_groups, kv_offload_gb, input_len)
     if engine is not None:
         if kv_precision != Precision.bf16:
             fail("--kv-precision: only without --engine (the engine keeps its KV cache in its "

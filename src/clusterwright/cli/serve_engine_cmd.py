@@ -163,6 +163,20 @@ def with_mixed_chunk(eng: ServingEngine, on: bool, disaggregated: bool = False,
     return eng.model_copy(update={"mixed_chunk": True})
 
 
+def check_prefix_flags(prefix_len: int | None, prefix_groups: int | None,
+                       kv_offload_gb: float | None, input_len: int) -> None:
+    """--prefix-groups and --kv-offload-gb need --prefix-len, which must fit the prompt
+    (``serve estimate`` and ``serve plan`` alike)."""
+    if prefix_len is None and prefix_groups is not None:
+        fail("--prefix-groups: give --prefix-len, the tokens the prompts of a group share")
+    if prefix_len is None and kv_offload_gb is not None:
+        fail("--kv-offload-gb: the host tier serves prompts that share a prefix; give "
+             "--prefix-len")
+    if prefix_len is not None and prefix_len > input_len:
+        fail(f"--prefix-len: {prefix_len} tokens exceed the {input_len}-token prompt "
+             "(--input-len) they begin")
+
+
 def check_budget(eng: ServingEngine, max_tokens: int | None, input_len: int) -> None:
     """``--max-tokens`` below the prompt on an engine that takes prompts whole is refused."""
     if max_tokens is not None and not eng.chunked_prefill and max_tokens < input_len:
