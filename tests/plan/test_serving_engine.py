@@ -25,17 +25,13 @@ from clusterwright.plan.serving_deployment import (
     weight_bytes,
 )
 from clusterwright.plan.serving_engine import (
-    PlanCandidate,
     deployment,
     engine_of,
     estimate_engine,
     layout,
-    measured_lean,
-    plan_engine,
     validation_regime,
 )
 from clusterwright.sim.serving import Lengths, Workload
-from clusterwright.sim.serving_steady import SteadyState
 
 
 @pytest.fixture(scope="module")
@@ -191,67 +187,6 @@ def test_the_disaggregation_check_compares_the_same_gpus(cat: Catalog) -> None:
     assert isinstance(dis["pays"], bool) and dis["reason"]
 
 
-def test_plan_finds_both_modes_and_a_verdict(cat: Catalog) -> None:
-    arch = cat.model("llama-3.1-8b")
-    d = plan_engine(cat, arch, cat.gpu("h100-sxm"), engine_of(cat, "vllm"), 20.0, 1024, 256,
-                    2.0, 0.05, requests=300)
-    assert d["aggregated"] is not None
-    c = d["choice"]
-    assert c["ttft_p99_s"] <= 2.0 and c["tpot_p99_s"] <= 0.05
-    assert c["copies"] * c["requests_per_s_per_copy"] >= 20.0 * 0.999 or c["copies"] > 1
-    assert d["verdict"].startswith(("disaggregation pays", "disaggregation does not pay",
-                                    "no disaggregated", "only a disaggregated"))
-    assert d["disaggregation_pays"] == (
-        d["disaggregated"] is not None and (d["aggregated"] is None
-                                            or d["disaggregated"]["gpus"]
-                                            < d["aggregated"]["gpus"]))
-    # The choice's p99s read at the way its regime's measured rows lean (vLLM on H100)
-    lean, v = d["measured_lean"], c["validation"]
-    assert lean["ttft_ratio"] == pytest.approx(1.0 / (1.0 + v["ttft_median_error"]))
-    assert lean["ttft_p99_s"] == pytest.approx(c["ttft_p99_s"] * lean["ttft_ratio"])
-    assert lean["tpot_p99_s"] == pytest.approx(c["tpot_p99_s"] * lean["tpot_ratio"])
-    assert lean["meets_slo"] == (lean["ttft_p99_s"] <= 2.0 and lean["tpot_p99_s"] <= 0.05)
-
-
-def test_the_measured_lean_is_none_where_nothing_was_measured(cat: Catalog) -> None:
-    """A regime without measured rows (vLLM on MI300X) or without recorded medians (a user
-    catalog written before they existed) gives no lean; a TTFT the rows measure 1.5x the
-    model's turns a p99 that met the SLO into one that misses it."""
-    arch = cat.model("llama-3.1-8b")
-    st = SteadyState(0.1, 0.01, 1.0, 1.0, 1.0, "")
-    vllm = engine_of(cat, "vllm")
-    dep = deployment(cat, arch, cat.gpu("mi300x"), vllm, "fp8", agg=Role(layout(arch), 1))
-    assert measured_lean(PlanCandidate(dep, 1.0, st, 1, (0.2, 0.02)), 1.0, 1.0) is None
-    dep = deployment(cat, arch, cat.gpu("h100-sxm"), vllm, "fp8", agg=Role(layout(arch), 1))
-    regime = [x for x in vllm.validated if x.gpu == "h100-sxm" and x.mode == "agg"]
-    leaning = regime[0].model_copy(update={"ttft_median_error": -1.0 / 3.0,
-                                           "tpot_median_error": 0.0})
-    dep = replace(dep, engine=vllm.model_copy(update={"validated": [leaning]}))
-    lean = measured_lean(PlanCandidate(dep, 1.0, st, 1, (0.3, 0.02)), 0.4, 0.05)
-    assert lean is not None and lean["ttft_ratio"] == pytest.approx(1.5)
-    assert lean["ttft_p99_s"] == pytest.approx(0.45) and not lean["meets_slo"]
-    unrecorded = leaning.model_copy(update={"ttft_median_error": None})
-    dep = replace(dep, engine=vllm.model_copy(update={"validated": [unrecorded]}))
-    assert measured_lean(PlanCandidate(dep, 1.0, st, 1, (0.3, 0.02)), 0.4, 0.05) is None
-
-
-def test_plan_with_unreachable_slos_is_an_input_error(cat: Catalog) -> None:
-    arch = cat.model("llama-3.1-70b")
-    with pytest.raises(InputError, match="meets TTFT"):
-        plan_engine(cat, arch, cat.gpu("h100-sxm"), engine_of(cat, "vllm"), 5.0, 1024, 256,
-                    0.001, 0.001, requests=200)
-
-
-def test_a_plan_past_the_model_s_context_names_the_lengths(cat: Catalog) -> None:
-    """A request longer than the model's context is refused as such, not as SLOs no
-    deployment meets."""
-    arch = cat.model("llama-3.1-8b")
-    with pytest.raises(InputError, match="exceed the 131072-token context") as err:
-        plan_engine(cat, arch, cat.gpu("h100-sxm"), engine_of(cat, "vllm"), 5.0,
-                    arch.max_seq_len, 1, 2.0, 0.05, requests=200)
-    assert err.value.field == "input_len"
-
-
 def test_a_gpu_holds_its_expert_slots_redundant_copies_included(cat: Catalog) -> None:
     """EP 48 over 256 experts holds 6 experts a GPU (288 slots, EPLB's redundant copies),
     EP 32 holds 8: weights per GPU differ by the 2 experts' bytes, no more."""
@@ -383,33 +318,6 @@ def test_the_simulator_takes_a_roles_token_budget_as_the_steady_state_does(
     assert st_narrow < 0.98 * st_wide
 
 
-def test_skipping_deployments_that_cannot_win_keeps_the_plan(cat: Catalog,
-                                                            monkeypatch: pytest.MonkeyPatch
-                                                            ) -> None:
-    """A deployment whose one copy takes more GPUs than its mode's cheapest so far is not
-    solved: the plan is the same as solving every one, and fewer are solved."""
-    import clusterwright.plan.serving_engine as se
-
-    solved: list[int] = []
-    real = se._max_clients
-
-    def counting(*args: object, **kwargs: object) -> object:
-        solved.append(1)
-        return real(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(se, "_max_clients", counting)
-    arch = cat.model("llama-3.1-8b")
-    args = (cat, arch, cat.gpu("h100-sxm"), engine_of(cat, "vllm"), 20.0, 1024, 256, 2.0,
-            0.05)
-    pruned = plan_engine(*args, requests=200)
-    n_pruned = len(solved)
-    solved.clear()
-    full = plan_engine(*args, requests=200, prune=False)
-    assert pruned == full
-    assert len(solved) == full["deployments_evaluated"]
-    assert n_pruned < len(solved)
-
-
 def test_weights_offloaded_to_grace_memory_free_hbm_for_the_kv_cache(cat: Catalog) -> None:
     """--cpu-offload-gb on a Grace superchip: the offloaded GiB leave HBM for the KV cache,
     no more than a GPU's layer weights are offloaded, the step model streams that share over
@@ -462,24 +370,6 @@ def test_an_offload_the_part_or_engine_cannot_do_names_the_field(
     assert err.value.field == "cpu_offload_gb"
 
 
-def test_the_plan_says_whether_the_offload_pays(cat: Catalog) -> None:
-    """Llama-3.1-70B in 16 bits (141 GB) leaves a 144 GB GH200 no KV cache: only the offload
-    serves it. In FP8 it fits, and streaming a third of it every pass does not pay."""
-    arch, g, e = cat.model("llama-3.1-70b"), cat.gpu("gh200"), engine_of(cat, "vllm")
-    needed = plan_engine(cat, arch, g, e, 1.0, 1024, 512, 10.0, 0.3, requests=200,
-                         cpu_offload_gb=30)
-    assert needed["offload"]["pays"] and needed["offload"]["gpus_without"] is None
-    assert needed["choice"]["agg"]["offloaded_gib_per_gpu"] == pytest.approx(30.0)
-    with pytest.raises(InputError, match="no room for one request's KV cache") as err:
-        plan_engine(cat, arch, g, e, 1.0, 1024, 512, 10.0, 0.3, requests=200)
-    assert err.value.field == "model"
-    costly = plan_engine(cat, arch, g, e, 20.0, 1024, 512, 10.0, 0.3, "fp8", requests=200,
-                         cpu_offload_gb=30)
-    v = costly["offload"]
-    # No fewer GPUs with the offload (as many, with vLLM's stop-53 constants; one more before)
-    assert not v["pays"] and v["gpus"] >= v["gpus_without"] and "does not pay" in v["verdict"]
-
-
 def test_a_hopper_kernel_s_attention_rate_moves_to_other_silicon_by_the_stacks(
         cat: Catalog) -> None:
     """vLLM's attention is FlashAttention-3's measured rate on H100; on Blackwell it runs at
@@ -500,108 +390,3 @@ def test_a_hopper_kernel_s_attention_rate_moves_to_other_silicon_by_the_stacks(
     fast = replace(step, attention_factor=1.0)
     assert step.step_s(32768, 0, 0) > fast.step_s(32768, 0, 0)
     assert step.step_s(0, 8, 8 * 4096) == pytest.approx(fast.step_s(0, 8, 8 * 4096))
-
-
-def test_a_plan_with_shared_prefixes_sizes_the_fleet_on_the_prefix_cache(cat: Catalog) -> None:
-    """8,000-token prompts of which 7,000 are one of four shared documents: the cache
-    reuses most prompt tokens, and the plan serves the load on fewer GPUs than computing
-    every prompt whole, which it reports; the choice's simulated p99s (with the cache) meet
-    the SLOs."""
-    arch, g, e = cat.model("llama-3.1-8b"), cat.gpu("h100-sxm"), engine_of(cat, "vllm")
-    args = (cat, arch, g, e, 20.0, 8000, 200, 2.0, 0.05)
-    d = plan_engine(*args, requests=300, prefix_len=7000, prefix_groups=4)
-    pc = d["prefix_cache"]
-    plain = plan_engine(*args, requests=300)
-    assert pc["gpus_without_reuse"] == plain["choice"]["gpus"]
-    assert pc["gpus"] == d["choice"]["gpus"] < pc["gpus_without_reuse"]
-    assert pc["hit_rate"] > 0.7 and pc["host_hit_rate"] == 0.0
-    assert d["choice"]["prefix_hit_rate"] == pc["hit_rate"]
-    assert d["choice"]["ttft_p99_s"] <= 2.0 and d["choice"]["tpot_p99_s"] <= 0.05
-    assert "gpus_without_host_tier" not in pc and "computing every prompt whole" in pc["verdict"]
-    # No shared prefix: the plan is the one without the options
-    assert plan_engine(*args, requests=300, prefix_len=0) == plain
-
-
-def test_the_prefix_screen_is_a_bound_below_the_simulation(
-        cat: Catalog, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The screen solves the steady state on each prompt's own tokens (every prefix cached),
-    so a deployment holds at least as many clients there as on whole prompts, and the plan
-    simulates its PREFIX_VERIFIED cheapest of each mode with the cache, not one."""
-    import clusterwright.plan.serving_engine as se
-
-    arch, g, e = cat.model("llama-3.1-8b"), cat.gpu("h100-sxm"), engine_of(cat, "vllm")
-    dep = deployment(cat, arch, g, e, agg=Role(layout(arch)))
-    own = se._max_clients(cat, dep, 1000, 200, 2.0, 0.05)
-    whole = se._max_clients(cat, dep, 8000, 200, 2.0, 0.05)
-    assert own is not None and whole is not None and own[0] >= whole[0]
-    verified: list[tuple[int, int]] = []
-    real = se._verify_p99
-
-    def counting(*a: object, **k: object) -> PlanCandidate:
-        # (cat, candidate, qps, isl, osl, ttft, tpot, requests, seed, prefix, router)
-        verified.append(a[9] if len(a) > 9 else (0, 1))  # type: ignore[arg-type]
-        return real(*a, **k)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(se, "_verify_p99", counting)
-    se.plan_engine(cat, arch, g, e, 20.0, 8000, 200, 2.0, 0.05, requests=200,
-                   prefix_len=7000, prefix_groups=4)
-    with_prefix = [v for v in verified if v == (7000, 4)]
-    assert 2 < len(with_prefix) <= 2 * se.PREFIX_VERIFIED
-
-
-def test_the_plan_says_what_the_kv_host_tier_saves(cat: Catalog) -> None:
-    """200 documents of 7,000 tokens (1.4 M tokens, 170 GiB of KV) overflow an H100's HBM: a
-    host tier of 100 GiB a GPU serves some prompts from CPU memory, and the plan compares
-    the fleet without it."""
-    arch, g, e = cat.model("llama-3.1-8b"), cat.gpu("h100-sxm"), engine_of(cat, "vllm")
-    d = plan_engine(cat, arch, g, e, 20.0, 8000, 200, 2.0, 0.05, requests=300,
-                    prefix_len=7000, prefix_groups=200, kv_offload_gb=100)
-    pc = d["prefix_cache"]
-    assert pc["host_hit_rate"] > 0.0 and pc["kv_offload_gib_per_gpu"] == 100
-    assert pc["gpus_without_host_tier"] is not None
-    assert pc["gpus"] <= pc["gpus_without_host_tier"] <= pc["gpus_without_reuse"]
-    assert "without the host tier" in pc["verdict"]
-
-
-@pytest.mark.parametrize(("kw", "field"), [
-    ({"prefix_len": 9000}, "prefix_len"),
-    ({"prefix_len": -1}, "prefix_len"),
-    ({"prefix_len": 100, "prefix_groups": 0}, "prefix_groups"),
-    ({"kv_offload_gb": 10.0}, "kv_offload_gb"),
-    ({"prefix_len": 100, "kv_offload_gb": 5000.0}, "kv_offload_gb"),
-])
-def test_a_plan_s_bad_prefix_names_the_field(cat: Catalog, kw: dict[str, float],
-                                            field: str) -> None:
-    arch = cat.model("llama-3.1-8b")
-    with pytest.raises(InputError) as err:
-        plan_engine(cat, arch, cat.gpu("h100-sxm"), engine_of(cat, "vllm"), 1.0, 8000, 200,
-                    2.0, 0.05, requests=100, **kw)  # type: ignore[arg-type]
-    assert err.value.field == field
-
-
-def test_a_cache_aware_plan_gives_each_copy_its_share_of_the_prefixes(
-        cat: Catalog, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Behind the cache-aware router the fleet keeps each document on one copy: a copy is
-    simulated with its share of the 200 groups (and its ranks route by prefix), against
-    every group behind the least-outstanding router; an unknown router names the field."""
-    import clusterwright.plan.serving_engine as se
-
-    groups: list[tuple[str, int]] = []
-    real = se.simulate_deployment
-
-    def spy(*a: object, **k: object) -> object:
-        groups.append((str(k.get("router")), a[2].prefix_groups))  # type: ignore[attr-defined]
-        return real(*a, **k)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(se, "simulate_deployment", spy)
-    arch, g, e = cat.model("llama-3.1-8b"), cat.gpu("h100-sxm"), engine_of(cat, "vllm")
-    d = se.plan_engine(cat, arch, g, e, 20.0, 8000, 200, 2.0, 0.05, requests=300,
-                       prefix_len=7000, prefix_groups=200, router="cache_aware")
-    assert d["router"] == "cache_aware"
-    shared = [n for r, n in groups if r == "cache_aware" and n > 0]
-    # ceil(200 / copies): 200 for one copy, 100 for two, 67 for three ...
-    shares = {-(-200 // copies) for copies in range(1, 201)}
-    assert shared and min(shared) < 200 and set(shared) <= shares
-    with pytest.raises(InputError) as err:
-        se.plan_engine(cat, arch, g, e, 20.0, 8000, 200, 2.0, 0.05, router="random")
-    assert err.value.field == "router"

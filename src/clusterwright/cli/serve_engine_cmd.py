@@ -419,7 +419,8 @@ def plan_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str, qp
                     prefix_groups: int = 1, kv_offload_gb: float = 0.0,
                     requests: int = 800, seed: int = 0,
                     router: str = "least_outstanding") -> None:
-    from clusterwright.plan.serving_engine import engine_of, plan_engine
+    from clusterwright.plan.serving_engine import engine_of
+    from clusterwright.plan.serving_engine_plan import plan_engine
 
     if gpu == "choose":
         fail("--gpu: with --engine, name one GPU (the engine's constants are shared across "

@@ -1,12 +1,11 @@
-"""``serve estimate`` and ``serve plan`` on a catalog serving engine (vLLM, SGLang,
-TensorRT-LLM): aggregated or disaggregated deployments with TP/PP, attention data
-parallelism and MoE TP/EP per role.
+"""``serve estimate`` on a catalog serving engine (vLLM, SGLang, TensorRT-LLM): aggregated or
+disaggregated deployments with TP/PP, attention data parallelism and MoE TP/EP per role.
 
 An estimate solves the closed loop's steady state (``sim/serving_steady``: milliseconds, the
 model ``validate --table serving-silicon`` checks) and runs the request-level simulator on the
-same step model for percentiles. A plan searches layouts and prefill/decode splits on the
-steady state and says when disaggregation pays: when a disaggregated deployment serves the
-load within the SLOs on fewer GPUs than the best aggregated one.
+same step model for percentiles, and says whether splitting an aggregated deployment into
+prefill and decode workers would pay. ``plan/serving_engine_plan`` searches deployments on
+the same pieces (``serve plan``).
 
 Every result carries the regime it was validated in: the engine's measured rows on this GPU
 and serving mode (``serving_engines.yaml`` ``validated``), or that there are none.
@@ -16,9 +15,7 @@ Units: seconds, tokens, requests per second.
 
 from __future__ import annotations
 
-import contextlib
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -46,7 +43,6 @@ from clusterwright.plan.serving_deployment import (
     steady,
     token_budget,
 )
-from clusterwright.plan.serving_replica import workload
 from clusterwright.sim.serving import (
     ClusterConfig,
     Disaggregation,
@@ -59,13 +55,6 @@ from clusterwright.sim.serving_steady import Pool, SteadyState
 from clusterwright.sim.serving_trace import Requests
 
 BLOCK = 16  # KV block of the event simulator, tokens
-# Deployments of each mode a plan with shared prefixes simulates: the screen's cheapest, whose
-# order is a bound's (every prefix cached), not the simulation's
-PREFIX_VERIFIED = 3
-# Requests a verifying simulation with shared prefixes runs: ten a group, so that each
-# group's first (cold) prompt weighs little, within these bounds
-PREFIX_REQUESTS_PER_GROUP = 10
-PREFIX_REQUESTS_MAX = 20_000
 # Quantization modes a --precision stands for on the engine path (NVFP4 for 4-bit floats,
 # as NVIDIA's checkpoints of these models ship).
 PRECISION_FORMATS = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "fp4": "nvfp4",
@@ -434,7 +423,7 @@ def simulate_deployment(cat: Catalog, dep: Deployment, w: Workload, isl: int, os
                     requests=requests)
 
 
-def _roles(dep: Deployment) -> dict[str, Any]:
+def roles_view(dep: Deployment) -> dict[str, Any]:
     def one(r: Role) -> dict[str, Any]:
         p = r.par
         role: dict[str, Any] = {
@@ -547,7 +536,7 @@ class EngineEstimate:
             "scheduling": {"async": d.engine.async_scheduling,
                            "host_s_per_sequence": d.engine.seq_overhead_s},
             "gemm_quant": d.dense.name, "moe_quant": d.moe.name, "kv_cache": d.kv_format,
-            "deployment": _roles(d), "notes": list(d.notes),
+            "deployment": roles_view(d), "notes": list(d.notes),
             "speculative": ({"draft_tokens": d.speculative[0], "acceptance": d.speculative[1],
                              "cost": d.speculative[2], "tokens_per_step": d.spec_yield()}
                             if d.speculative else None),
@@ -664,372 +653,14 @@ def disaggregation_check(cat: Catalog, dep: Deployment, clients: float, isl: int
     gain = rate / agg_state.requests_per_s - 1.0 if agg_state.requests_per_s > 0 else 0.0
     pays = gain > 0.05
     return {**base, "pays": pays, "splits_tried": tried,
-            "best_split": {**_roles(cand), "requests_per_s": rate, "ttft_mean_s": st.ttft_s,
+            "best_split": {**roles_view(cand), "requests_per_s": rate, "ttft_mean_s": st.ttft_s,
                            "tpot_mean_s": st.tpot_s, "gain": gain},
             "reason": (f"{100 * gain:+.0f} % requests/s on the same {total} GPUs at no worse "
                        "latency" if pays else
                        f"the best split gains {100 * gain:+.0f} % requests/s (pays above 5 %)")}
 
 
-# ---------------------------------------------------------------------------- plan
 
-
-@dataclass(frozen=True)
-class PlanCandidate:
-    dep: Deployment
-    clients: float  # per deployment, the most that keep the SLOs
-    state: SteadyState
-    copies: int  # deployments to serve the target rate
-    p99: tuple[float, float] | None = None  # simulated (TTFT, TPOT) p99 at the target rate
-    isl: int | None = None  # prompt tokens planned for (whether the regime measured them)
-    # Shared prefixes: the verifying simulation's share of prompt tokens reused, and of
-    # them loaded from the host tier (None without shared prefixes)
-    reuse: tuple[float, float] | None = None
-
-    @property
-    def gpus(self) -> int:
-        return (self.dep.gpus() or 0) * self.copies
-
-    def as_dict(self) -> dict[str, Any]:
-        return {**_roles(self.dep), "gpus_per_copy": self.dep.gpus(), "copies": self.copies,
-                "gpus": self.gpus, "clients_per_copy": self.clients,
-                "requests_per_s_per_copy": self.state.requests_per_s,
-                "ttft_mean_s": self.state.ttft_s, "tpot_mean_s": self.state.tpot_s,
-                "ttft_p99_s": self.p99[0] if self.p99 else None,
-                "tpot_p99_s": self.p99[1] if self.p99 else None,
-                **({"prefix_hit_rate": self.reuse[0], "host_hit_rate": self.reuse[1]}
-                   if self.reuse is not None else {}),
-                "validation": validation_regime(self.dep, self.isl),
-                "notes": list(self.dep.notes)}
-
-
-def measured_lean(c: PlanCandidate, ttft_slo: float, tpot_slo: float) -> dict[str, Any] | None:
-    """How the chosen deployment's p99s would read at the way its regime's measured rows
-    lean: each p99 x measured / model at the regime's median error (1 / (1 + median)), and
-    whether the SLOs still hold. None when the regime was not validated or records no
-    median. The plan itself is sized on the model's numbers; this says how much margin the
-    measurements suggest."""
-    v = validation_regime(c.dep)
-    if not v["validated"] or c.p99 is None:
-        return None
-    med_t, med_p = v.get("ttft_median_error"), v.get("tpot_median_error")
-    if med_t is None or med_p is None:
-        return None
-    rt, rp = 1.0 / (1.0 + med_t), 1.0 / (1.0 + med_p)
-    ttft, tpot = c.p99[0] * rt, c.p99[1] * rp
-    return {"ttft_ratio": rt, "tpot_ratio": rp, "ttft_p99_s": ttft, "tpot_p99_s": tpot,
-            "meets_slo": ttft <= ttft_slo and tpot <= tpot_slo}
-
-
-def _verify_p99(cat: Catalog, c: PlanCandidate, qps: float, isl: int, osl: int,
-                ttft_slo: float, tpot_slo: float, requests: int, seed: int,
-                prefix: tuple[int, int] = (0, 1), router: str = "least_outstanding"
-                ) -> PlanCandidate:
-    """Simulate one copy at its share of ``qps`` (Poisson) and add copies until the p99s
-    meet the SLOs (at most four more tries); the steady state screens on means only.
-    ``prefix``: (tokens, groups) every prompt shares with its group (``workload``). Behind a
-    least_outstanding router each copy sees every group; behind a cache_aware one, the
-    router keeps each group on one copy, so a copy sees its share of the groups (and its
-    ranks share them the same way)."""
-    copies = c.copies
-    p99 = (math.inf, math.inf)
-    reuse = None
-    for _ in range(5):
-        groups = (math.ceil(prefix[1] / copies) if router == "cache_aware" else prefix[1])
-        w = workload(isl, osl, qps=qps / copies, num_requests=requests, seed=seed,
-                     prefix_len=prefix[0], prefix_groups=groups)
-        res = simulate_deployment(cat, c.dep, w, isl, osl, router=router)
-        p99 = (res.ttft_s["p99"], res.tpot_s["p99"])
-        if prefix[0] > 0:
-            reuse = (res.prefix_hit_rate, res.host_hit_rate)
-        if p99[0] <= ttft_slo and p99[1] <= tpot_slo:
-            break
-        copies = max(copies + 1, math.ceil(copies * 1.25))
-    return replace(c, copies=copies, p99=p99, reuse=reuse)
-
-
-def _max_clients(cat: Catalog, dep: Deployment, isl: int, osl: int, ttft_slo: float,
-                 tpot_slo: float, cache: PoolCache | None = None
-                 ) -> tuple[float, SteadyState, Deployment] | None:
-    """The most closed-loop clients ``dep`` serves with mean TTFT and TPOT within the SLOs
-    (bisection on a geometric grid; latencies rise with clients)."""
-    def ok(c: float) -> tuple[bool, SteadyState, Deployment] | None:
-        try:
-            st, solved = steady(cat, dep, c, isl, osl, cache)
-        except DeploymentError:
-            return None
-        return st.ttft_s <= ttft_slo and st.tpot_s <= tpot_slo, st, solved
-    first = ok(1.0)
-    if first is None or not first[0]:
-        return None
-    lo, lo_st, lo_dep = 1.0, first[1], first[2]
-    hi = 2.0
-    while hi < 1e6:
-        r = ok(hi)
-        if r is None or not r[0]:
-            break
-        lo, lo_st, lo_dep = hi, r[1], r[2]
-        hi *= 2.0
-    for _ in range(12):
-        mid = math.sqrt(lo * hi)
-        r = ok(mid)
-        if r is not None and r[0]:
-            lo, lo_st, lo_dep = mid, r[1], r[2]
-        else:
-            hi = mid
-    return lo, lo_st, lo_dep
-
-
-def _candidates(arch: ModelArch, domain: int) -> list[ServingParallel]:
-    """Worker layouts to search: TP within the NVLink domain; for MoE models attention DP
-    with expert parallelism over the group too."""
-    out = []
-    tp = 1
-    while tp <= domain:
-        if arch.heads % tp == 0:
-            out.append(layout(arch, tp=tp))
-            if arch.is_moe:
-                adp = 2
-                while tp * adp <= domain:
-                    with contextlib.suppress(InputError):
-                        out.append(layout(arch, tp=tp, adp=adp))
-                    adp *= 2
-        tp *= 2
-    return out
-
-
-def plan_engine(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine, qps: float,
-                isl: int, osl: int, ttft_slo: float, tpot_slo: float,
-                precision: str = "bf16", gemm_quant: str | None = None,
-                moe_quant: str | None = None, max_gpus_per_copy: int = 64,
-                requests: int = 800, seed: int = 0,
-                max_tokens: int | None = None, prune: bool = True,
-                cpu_offload_gb: float = 0.0, prefix_len: int = 0, prefix_groups: int = 1,
-                kv_offload_gb: float = 0.0, router: str = "least_outstanding"
-                ) -> dict[str, Any]:
-    """Cheapest aggregated and disaggregated deployments serving ``qps`` with p99 TTFT and
-    TPOT within the SLOs, and whether disaggregation pays (fewer GPUs). Layouts and splits
-    are screened on the steady state's means (a deployment whose means miss the SLOs cannot
-    meet them at p99); the cheapest of each mode is then simulated at its share of ``qps``
-    and given copies until its p99s meet them. ``max_tokens``: the aggregated layouts'
-    token budget an iteration (None: the engine's). ``prune``: skip a deployment whose one
-    copy takes more GPUs than its mode's cheapest so far (it cannot win; False solves every
-    one, for the same answer). ``cpu_offload_gb``: GiB of weights each GPU keeps in CPU
-    memory (``deployment``).
-
-    ``prefix_len`` > 0: every prompt's first ``prefix_len`` tokens are shared with the other
-    prompts of its group, one of ``prefix_groups`` (``workload``), and the engine's prefix
-    cache reuses them, with ``kv_offload_gb`` GiB a GPU of host tier behind HBM. The steady
-    state knows no cache, so the screen solves it for prompts of ``input_len - prefix_len``
-    tokens: every prefix cached, stored once, and the rest of each prompt attending to it
-    free, a bound below every deployment's real cost. The screen's PREFIX_VERIFIED cheapest
-    of each mode are then simulated with the shared prefixes (each copy seeing every group)
-    and the cheapest after their copies is kept. The result says what the reuse saves: the
-    same plan without it, and without the host tier. ``router``: least_outstanding, or
-    cache_aware (SGLang's router: each prefix kept on the copy and rank that holds it, while
-    the load stays balanced)."""
-    if not (qps > 0 and ttft_slo > 0 and tpot_slo > 0):
-        raise InputError("qps and the SLOs must be positive", field="qps")
-    if isl + osl > arch.max_seq_len:
-        raise InputError(f"input_len: {isl} + {osl} tokens exceed the {arch.max_seq_len}-token "
-                         f"context of {arch.id}", field="input_len")
-    from clusterwright.plan.serving_deployment import step_model
-
-    if not 0 <= prefix_len <= isl:
-        raise InputError(f"prefix_len: {prefix_len} tokens must be within 0-{isl} (the prompt "
-                         "they begin)", field="prefix_len")
-    if prefix_groups < 1:
-        raise InputError(f"prefix_groups: must be a positive integer, got {prefix_groups}",
-                         field="prefix_groups")
-    if kv_offload_gb > 0 and prefix_len == 0:
-        raise InputError("kv_offload_gb: the host tier serves prompts that share a prefix; "
-                         "give prefix_len", field="kv_offload_gb")
-    router_config(cat, router)  # an unknown router is refused before any search
-    shares = prefix_len > 0
-    # Prompt tokens the screen charges: with shared prefixes, only each prompt's own part
-    # (an optimistic bound: the simulation charges the misses)
-    screen_isl = max(1, isl - prefix_len)
-    base = deployment(cat, arch, gpu, engine, precision, gemm_quant, moe_quant,
-                      agg=Role(ServingParallel()), cpu_offload_gb=cpu_offload_gb,
-                      kv_offload_gb=kv_offload_gb)
-    domain = step_model(cat, base, ServingParallel()).net.domain_gpus
-    layouts = _candidates(arch, min(domain, max_gpus_per_copy))
-    best: dict[str, PlanCandidate | None] = {"agg": None, "disagg": None}
-    # With shared prefixes, the screen's cheapest few of each mode (its order is a bound's)
-    ranked: dict[str, list[PlanCandidate]] = {"agg": [], "disagg": []}
-    evaluated = 0
-    cache: PoolCache = {}
-
-    def consider(mode: str, dep: Deployment) -> None:
-        nonlocal evaluated
-        evaluated += 1
-        cur = best[mode]
-        per_copy = dep.gpus()
-        if prune and not shares and cur is not None and per_copy is not None \
-                and per_copy > cur.gpus:
-            # One copy already takes more GPUs than the mode's cheapest so far: it cannot
-            # win, whatever its steady state (the same choice, without solving it). With
-            # shared prefixes it may: the cheapest few are verified, not the cheapest alone
-            return
-        r = _max_clients(cat, dep, screen_isl, osl, ttft_slo, tpot_slo, cache)
-        if r is None:
-            return
-        c, st, solved = r
-        if st.requests_per_s <= 0:
-            return
-        copies = max(1, math.ceil(qps / st.requests_per_s))
-        cand = PlanCandidate(solved, c, st, copies, isl=isl)
-        cur = best[mode]
-        if cur is None or (cand.gpus, cand.state.tpot_s) < (cur.gpus, cur.state.tpot_s):
-            best[mode] = cand
-        if shares:
-            ranked[mode] = sorted(ranked[mode] + [cand],
-                                  key=lambda k: (k.gpus, k.state.tpot_s))[:PREFIX_VERIFIED]
-
-    for par in layouts:
-        consider("agg", replace(base, agg=Role(par, 1, max_tokens=max_tokens)))
-    fits = []
-    for par in layouts:
-        try:
-            pool(cat, base, par, 1, isl, osl, "", cache)
-            fits.append(par)
-        except DeploymentError:
-            continue
-    for pp_ in fits:
-        for dp_ in fits:
-            for pw, dw in ((1, 1), (1, 2), (1, 3), (2, 1), (1, 4), (2, 3)):
-                if pp_.gpus * pw + dp_.gpus * dw > max_gpus_per_copy:
-                    continue
-                consider("disagg", replace(base, agg=None, prefill=Role(pp_, pw),
-                                           decode=Role(dp_, dw)))
-    a, d = best["agg"], best["disagg"]
-    if shares:
-        # The bound's order is not the simulation's: verify the screen's cheapest few and
-        # keep the cheapest after their copies
-        prefix = (prefix_len, prefix_groups)
-        runs = min(max(requests, PREFIX_REQUESTS_PER_GROUP * prefix_groups),
-                   PREFIX_REQUESTS_MAX)
-        a, d = (min((_verify_p99(cat, k, qps, isl, osl, ttft_slo, tpot_slo, runs, seed,
-                                 prefix, router) for k in ranked[m]),
-                    key=lambda k: (k.gpus, k.state.tpot_s), default=None)
-                for m in ("agg", "disagg"))
-    else:
-        if a is not None:
-            a = _verify_p99(cat, a, qps, isl, osl, ttft_slo, tpot_slo, requests, seed,
-                            router=router)
-        if d is not None:
-            d = _verify_p99(cat, d, qps, isl, osl, ttft_slo, tpot_slo, requests, seed,
-                            router=router)
-    if not fits:
-        largest = max(p.gpus for p in layouts)
-        raise InputError(f"model: {arch.id}'s weights leave no room for one request's KV cache "
-                         f"on any layout of up to {largest} {gpu.id} GPUs (one NVLink domain"
-                         + (f", {cpu_offload_gb:g} GiB of weights a GPU offloaded"
-                            if cpu_offload_gb > 0 else "") + ")", field="model")
-    if a is None and d is None:
-        raise InputError(f"no deployment of {arch.id} on {gpu.id} under {engine.id} meets "
-                         f"TTFT {ttft_slo:g} s and TPOT {tpot_slo:g} s (means) for one "
-                         "client", field="ttft_slo")
-    pays = d is not None and (a is None or d.gpus < a.gpus)
-    if a is not None and d is not None:
-        verdict = (f"disaggregation pays: {d.gpus} GPUs against {a.gpus} aggregated"
-                   if pays else f"disaggregation does not pay: {d.gpus} GPUs against "
-                   f"{a.gpus} aggregated")
-    elif d is None:
-        verdict = "no disaggregated deployment meets the SLOs"
-    else:
-        verdict = "only a disaggregated deployment meets the SLOs"
-    choice = d if pays else a
-    assert choice is not None
-    extra: dict[str, Any] = {}
-    def again(**kw: Any) -> dict[str, Any]:
-        args: dict[str, Any] = {"cpu_offload_gb": cpu_offload_gb, "prefix_len": prefix_len,
-                                "prefix_groups": prefix_groups, "kv_offload_gb": kv_offload_gb,
-                                "router": router}
-        args.update(kw)
-        return plan_engine(cat, arch, gpu, engine, qps, isl, osl, ttft_slo, tpot_slo,
-                           precision, gemm_quant, moe_quant, max_gpus_per_copy, requests,
-                           seed, max_tokens, prune, **args)
-
-    if cpu_offload_gb > 0:
-        extra["offload"] = _offload_verdict(choice.gpus, cpu_offload_gb,
-                                            lambda: again(cpu_offload_gb=0.0))
-    if shares:
-        extra["prefix_cache"] = _prefix_verdict(
-            choice, prefix_len, prefix_groups, kv_offload_gb,
-            lambda: again(prefix_len=0, prefix_groups=1, kv_offload_gb=0.0),
-            (lambda: again(kv_offload_gb=0.0)) if kv_offload_gb > 0 else None)
-    return {"model": arch.id, "gpu": gpu.id, "engine": engine.id, "qps": qps, **extra,
-            "router": router,
-            "measured_lean": measured_lean(choice, ttft_slo, tpot_slo),
-            "input_len": isl, "output_len": osl,
-            "slo": {"ttft_p99_s": ttft_slo, "tpot_p99_s": tpot_slo},
-            "choice": choice.as_dict(), "aggregated": a.as_dict() if a else None,
-            "disaggregated": d.as_dict() if d else None,
-            "disaggregation_pays": pays, "verdict": verdict,
-            "deployments_evaluated": evaluated,
-            "note": ("layouts screened on the steady state's means (the model validate "
-                     "--table serving-silicon checks), the cheapest of each mode simulated "
-                     "for its p99s" + (
-                         f"; with shared prefixes the screen charges each prompt's own "
-                         f"{screen_isl:,} tokens (every prefix cached: a bound), and its "
-                         f"{PREFIX_VERIFIED} cheapest of each mode are simulated with the "
-                         "prefix cache" if shares else ""))}
-
-
-def _plan_gpus(plan: Callable[[], dict[str, Any]]) -> int | None:
-    """GPUs of ``plan``'s choice, or None where no deployment meets the SLOs."""
-    try:
-        return int(plan()["choice"]["gpus"])
-    except InputError:
-        return None
-
-
-def _prefix_verdict(choice: PlanCandidate, prefix_len: int, groups: int, kv_offload_gb: float,
-                    without: Callable[[], dict[str, Any]],
-                    without_host: Callable[[], dict[str, Any]] | None) -> dict[str, Any]:
-    """What the prefix cache (and its host tier) saves: the choice's GPUs and reuse against
-    the same plan without shared prefixes (every prompt computed whole), and without the
-    host tier where the plan has one."""
-    hit, host = choice.reuse if choice.reuse is not None else (0.0, 0.0)
-    plain = _plan_gpus(without)
-    out: dict[str, Any] = {
-        "prefix_len": prefix_len, "groups": groups, "kv_offload_gib_per_gpu": kv_offload_gb,
-        "hit_rate": hit, "host_hit_rate": host, "gpus": choice.gpus,
-        "gpus_without_reuse": plain}
-    parts = [f"{choice.gpus} GPUs with {100 * hit:.0f} % of prompt tokens reused"
-             + (f" ({100 * host:.0f} % from the host tier)" if kv_offload_gb > 0 else ""),
-             "no deployment meets the SLOs computing every prompt whole" if plain is None
-             else f"{plain} computing every prompt whole"]
-    if without_host is not None:
-        no_host = _plan_gpus(without_host)
-        out["gpus_without_host_tier"] = no_host
-        parts.append("none meets them without the host tier" if no_host is None
-                     else f"{no_host} without the host tier")
-    out["verdict"] = "; ".join(parts)
-    return out
-
-
-def _offload_verdict(gpus: int, gib: float,
-                     without: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-    """Whether offloading ``gib`` GiB of weights a GPU pays: the plan's GPUs against the
-    same plan's without the offload (``without``; an InputError there: none meets the SLOs
-    without it, or the weights do not fit)."""
-    try:
-        plain: int | None = int(without()["choice"]["gpus"])
-    except InputError:
-        plain = None
-    pays = plain is None or gpus < plain
-    if plain is None:
-        verdict = (f"the offload pays: {gpus} GPUs, and no deployment meets the SLOs "
-                   "without it")
-    else:
-        verdict = (f"the offload {'pays' if pays else 'does not pay'}: {gpus} GPUs against "
-                   f"{plain} without it")
-    return {"cpu_offload_gb": gib, "gpus": gpus, "gpus_without": plain, "pays": pays,
-            "verdict": verdict}
-
-
-__all__ = ["EngineEstimate", "deployment", "disaggregation_check", "engine_of",
-           "estimate_engine", "layout", "measured_lean", "plan_engine", "simulate_deployment",
-           "validation_regime"]
+__all__ = ["ENGINE_ROUTERS", "EngineEstimate", "deployment", "disaggregation_check",
+           "engine_of", "estimate_engine", "layout", "roles_view", "router_config",
+           "simulate_deployment", "validation_regime"]
