@@ -357,7 +357,7 @@ def test_a_validated_regime_is_not_validated_with_an_offload(cat: Catalog) -> No
 @pytest.mark.parametrize(("engine", "gpu", "gib", "match"), [
     ("trtllm", "gh200", 10.0, "trtllm has no weight offload"),
     ("vllm", "h100-sxm", 10.0, "no CPU memory behind a coherent link"),
-    ("vllm", "gb200", 300.0, "exceeds the 240 GB of CPU memory"),
+    ("vllm", "gb200", 300.0, r"exceeds the 224 GiB \(240 GB\) of CPU memory"),
     ("vllm", "gh200", -1.0, "positive number of GiB"),
     ("vllm", "gh200", float("nan"), "positive number of GiB"),
 ])

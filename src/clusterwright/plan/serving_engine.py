@@ -239,8 +239,10 @@ def _offload_note(cat: Catalog, engine: ServingEngine, gpu: Gpu, gib: float) -> 
                          "Grace superchip's, over NVLink-C2C: gh200, gb200, gb300); an offload "
                          "over PCIe is not modelled", field=field)
     if gib * GIB > hm.memory_gb * 1e9:
-        raise InputError(f"{field}: {gib:g} GiB exceeds the {hm.memory_gb:g} GB of CPU memory "
-                         f"one {gpu.id} GPU has", field=field)
+        # In GiB, as the flag and the KV host tier's check count it
+        raise InputError(f"{field}: {gib:g} GiB exceeds the {hm.memory_gb * 1e9 / GIB:.0f} GiB "
+                         f"({hm.memory_gb:g} GB) of CPU memory one {gpu.id} GPU has",
+                         field=field)
     rate = host_read_bps(cat, gpu) / 1e9
     return (f"weights offloaded to CPU memory: up to {gib:g} GiB a GPU (at most its layers' "
             f"weights), read over {hm.link} at {rate:.0f} GB/s in every forward pass "
