@@ -10,6 +10,7 @@ import pytest
 from clusterwright.catalog.registry import Catalog
 from clusterwright.design.blueprint import Blueprint
 from clusterwright.design.bom import plan_fabric
+from clusterwright.errors import ScenarioError
 from clusterwright.model import reliability as rel
 from clusterwright.plan.candidates import candidate_gpus
 from clusterwright.plan.inference import diurnal_multipliers
@@ -301,3 +302,39 @@ def test_the_blueprint_echoes_every_section_the_scenario_decides(catalog: Catalo
     s = bp.to_dict()["scenario"]
     assert s["fabric"]["oversubscription"] == 1.0 and s["cloud"]["term"] == "on_demand"
     assert s["cluster"]["spares"] == 0 and s["prices"]["server_usd"] == {}
+
+
+def test_an_inference_workload_s_shared_prefix_is_planned_and_reported(catalog: Catalog
+                                                                      ) -> None:
+    """A scenario's shared_prefix reaches the serving planner: fewer GPUs than the same
+    workload without it, and the reuse in the workload's row; a prefix longer than the
+    prompt names the field and its line."""
+    base = """name: "chat"
+seed: 3
+workloads:
+  - kind: "inference"
+    name: "chat"
+    model: "llama-3.1-8b"
+    qps: 20
+    input_len: 8000
+    output_len: 200
+    slo: {ttft_p99_s: 2.0, tpot_p99_s: 0.05}
+    precision: "fp8"
+constraints:
+  gpus: ["h100-sxm"]
+  deployment: "on-prem"
+"""
+    with_prefix = base.replace('    precision: "fp8"\n', '    precision: "fp8"\n'
+                               '    shared_prefix: {tokens: 7000, groups: 20}\n')
+    rows = {}
+    for label, text in (("whole", base), ("shared", with_prefix)):
+        sc, _ = loads_scenario(text)
+        bp = plan_scenario(sc, catalog, quick=True)
+        rows[label] = next(w for w in bp.workloads if w["name"] == "chat")
+    assert rows["shared"]["gpus"] < rows["whole"]["gpus"]
+    assert rows["whole"]["shared_prefix"] is None
+    sp = rows["shared"]["shared_prefix"]
+    assert sp["tokens"] == 7000 and sp["groups"] == 20 and sp["hit_rate"] > 0.5
+    with pytest.raises(ScenarioError, match=r"shared_prefix.*line 12.*9000 tokens exceed"):
+        loads_scenario(base.replace('    precision: "fp8"\n', '    precision: "fp8"\n'
+                                    '    shared_prefix: {tokens: 9000}\n'))

@@ -287,3 +287,19 @@ def test_plan_screens_expert_parallel_layouts(cat: Catalog) -> None:
     off = plan(cat, "mixtral-8x7b", 5.0, 8192, 64, 5.0, 0.1, gpu="h100-sxm", tps=(8,),
                num_requests=100, workers=1, expert_parallel=False)
     assert [c["ep"] for c in off.candidates] == [1]
+
+
+def test_a_plan_on_shared_prefixes_sizes_replicas_on_the_prefix_cache(cat: Catalog) -> None:
+    """8,000-token prompts of which 7,000 are one of 20 documents: each replica's prefix
+    cache serves most prompt tokens, so a replica carries more load within the SLOs and the
+    fleet needs fewer of them; the plan reports the reuse at capacity."""
+    kw: dict[str, Any] = {"gpu": "h100-sxm", "tps": (1,), "num_requests": 400, "rel_tol": 0.1,
+                          "workers": 1, "precision": "fp8"}
+    whole = plan(cat, "llama-3.1-8b", 20.0, 8000, 200, 2.0, 0.05, **kw)
+    shared = plan(cat, "llama-3.1-8b", 20.0, 8000, 200, 2.0, 0.05, prefix_len=7000,
+                  prefix_groups=20, **kw)
+    assert whole.best is not None and shared.best is not None
+    assert shared.best["qps_per_replica"] > 2 * whole.best["qps_per_replica"]
+    assert shared.best["replicas"] < whole.best["replicas"]
+    assert whole.best["prefix_hit_rate"] is None
+    assert 0.5 < shared.best["prefix_hit_rate"] < 7000 / 8000

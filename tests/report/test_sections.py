@@ -3,7 +3,7 @@ so beside its number."""
 
 from __future__ import annotations
 
-from clusterwright.report.sections import _training_line
+from clusterwright.report.sections import _serving_line, _training_line
 
 BASE = {"name": "pretrain", "time_to_train_days": 30.0, "deadline_days": 45, "mfu": 0.45,
         "mfu_highest_published": 0.49, "mfu_above_published": False,
@@ -55,3 +55,13 @@ def test_a_gpu_its_stack_never_ran_on_is_flagged_as_such() -> None:
                       "x's on mi325x"]}
     line = _training_line({**BASE, "confidence": conf})
     assert line["warn"] == "no published run on this GPU"
+
+
+def test_a_serving_line_on_shared_prefixes_says_its_reuse_is_simulated() -> None:
+    row = {"name": "chat", "replicas": 2, "qps_per_replica": 14.2, "peak_qps": 20.0, "tp": 1,
+           "slo": {"ttft_p99_s": 2.0, "tpot_p99_s": 0.05},
+           "shared_prefix": {"tokens": 7000, "groups": 20, "hit_rate": 0.8}}
+    why = _serving_line(row)["why"]
+    assert "7,000-token prefixes (20 groups)" in why and "80" in why
+    assert "not validated" in why
+    assert "prefix" not in _serving_line({**row, "shared_prefix": None})["why"]

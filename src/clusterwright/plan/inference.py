@@ -49,7 +49,9 @@ def size_inference(run: PlanRun, w: InferenceWorkload,
             precision=w.precision, kv_precision=kv,
             num_requests=400 if run.quick else 1500, seed=run.scenario.seed,
             workers=1 if run.quick else None, rel_tol=0.1 if run.quick else 0.05,
-            e2e_p99_s=w.slo.e2e_p99_s)
+            e2e_p99_s=w.slo.e2e_p99_s,
+            prefix_len=min(w.shared_prefix.tokens, inp) if w.shared_prefix else 0,
+            prefix_groups=w.shared_prefix.groups if w.shared_prefix else 1)
     except InputError as exc:
         what: ConstraintName = "memory" if rejection_reason(exc) == "memory" else "gpus"
         need = arch_weights_gb(arch, w.precision) if what == "memory" else None
@@ -83,6 +85,12 @@ def size_inference(run: PlanRun, w: InferenceWorkload,
         "cloud_cost_per_million_tokens_usd": b["cost_per_million_tokens_usd"],
         "curve": [], "pareto": sp.pareto, "diurnal_gpus": hourly,
         "simulations": sp.simulations,
+        # Prompts that share prefixes: what each replica's prefix cache reused at capacity
+        # (every replica sees every group)
+        "shared_prefix": ({"tokens": min(w.shared_prefix.tokens, inp),
+                           "groups": w.shared_prefix.groups,
+                           "hit_rate": b.get("prefix_hit_rate")}
+                          if w.shared_prefix else None),
         # What the capacity's accuracy rests on: the serving calibration of this GPU's stack
         # (its engine and how it was fitted, with its error on validation/serving.csv).
         "confidence": _serving_confidence(run, gpu),

@@ -15,7 +15,7 @@ import os
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from clusterwright.catalog.registry import Catalog, resolve_model
@@ -65,6 +65,8 @@ class LoadPoint:
     # Stopped once its TTFT p99 was sure to miss the SLO: ttft_p99_s is then a lower bound
     # above the SLO, and the other figures cover the requests finished by then.
     truncated: bool = False
+    # Prompts sharing prefixes: the share of prompt tokens the prefix cache served
+    prefix_hit_rate: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         usd = None
@@ -148,7 +150,9 @@ def _point(rep: Replica, w: Workload, ttft_slo: float, tpot_slo: float,
            stop_early: bool = False) -> LoadPoint:
     """One simulated load; ``stop_early``: end the run once its TTFT p99 must miss the SLO
     (the point fails either way; an overloaded queue costs its whole run otherwise)."""
-    r = simulate(ClusterConfig(engine=rep.engine), w, rep.model,
+    shares = w.prefix_groups > 0 and w.shared_prefix_len > 0
+    engine = replace(rep.engine, enable_prefix_caching=True) if shares else rep.engine
+    r = simulate(ClusterConfig(engine=engine), w, rep.model,
                  stop_ttft_p99_over=ttft_slo if stop_early else None)
     tpot_mean = r.tpot_s["mean"]
     return LoadPoint(
@@ -166,6 +170,7 @@ def _point(rep: Replica, w: Workload, ttft_slo: float, tpot_slo: float,
         ep=rep.model.ep,
         e2e_p99_s=r.e2e_s["p99"],
         truncated=r.truncated,
+        prefix_hit_rate=r.prefix_hit_rate if shares else None,
     )
 
 
@@ -184,7 +189,8 @@ def capacity(rep: Replica, input_len: int, output_len: int, ttft_slo: float,
              tpot_slo: float, *, num_requests: int = 2000, seed: int = 0,
              length_dist: str = "fixed", length_cv: float = 1.0, rel_tol: float = 0.05,
              max_sims: int = 16, price: tuple[float, str] | None = None,
-             e2e_slo: float | None = None, stop_early: bool = True) -> Capacity:
+             e2e_slo: float | None = None, stop_early: bool = True, prefix_len: int = 0,
+             prefix_groups: int = 1) -> Capacity:
     """Largest Poisson load one replica sustains with p99 TTFT <= ``ttft_slo``, p99 TPOT
     <= ``tpot_slo`` and, when given, p99 end-to-end latency <= ``e2e_slo`` (seconds): a
     light-load run first (if it misses, nothing will), then a bracket
@@ -192,13 +198,16 @@ def capacity(rep: Replica, input_len: int, output_len: int, ttft_slo: float,
     seed at every load scales one set of arrival gaps, so feasibility is monotone in load.
     ``stop_early``: the bracket and bisection runs end once their TTFT p99 must miss the SLO
     (same capacity, without simulating an overloaded queue to its end; the light-load run,
-    whose p99s a plan reports when nothing fits, always runs whole)."""
+    whose p99s a plan reports when nothing fits, always runs whole). ``prefix_len`` > 0: the
+    first ``prefix_len`` tokens of every prompt are one of ``prefix_groups`` shared prefixes,
+    which the replica's prefix cache reuses (``workload``)."""
     cap = min(rep.model.arch.max_seq_len, rep.memory.kv_tokens)
     usd = price[0] if price else None
 
     def run(q: float, n: int, probe: bool = True) -> LoadPoint:
         w = workload(input_len, output_len, qps=q, num_requests=n, seed=seed,
-                     length_dist=length_dist, length_cv=length_cv, max_context=cap)
+                     length_dist=length_dist, length_cv=length_cv, max_context=cap,
+                     prefix_len=prefix_len, prefix_groups=prefix_groups)
         return _point(rep, w, ttft_slo, tpot_slo, usd, e2e_slo, stop_early and probe)
 
     sat = saturation_qps(rep, input_len, output_len)
@@ -249,7 +258,7 @@ def plan(cat: Catalog, model: str | ModelArch, qps: float, input_len: int, outpu
          rel_tol: float = 0.05, workers: int | None = None,
          expert_parallel: bool = True, e2e_p99_s: float | None = None,
          progress: Callable[[int, int], None] | None = None,
-         stop_early: bool = True) -> ServePlan:
+         stop_early: bool = True, prefix_len: int = 0, prefix_groups: int = 1) -> ServePlan:
     """Cheapest fleet of identical replicas serving ``qps`` requests/s within p99 SLOs
     (TTFT and TPOT, and end-to-end latency when ``e2e_p99_s`` is given; seconds).
     ``workers``: processes for the per-layout searches (default: one per CPU).
@@ -257,7 +266,9 @@ def plan(cat: Catalog, model: str | ModelArch, qps: float, input_len: int, outpu
     ``expert_parallel``: for a MoE model, also try ep = tp at every TP > 1 whose degree
     divides the experts (``_ep_layouts`` keeps only what a cheap step-model screen cannot
     rule out). ``stop_early``: end each search's failing runs once their TTFT p99 must miss
-    the SLO (``capacity``; the plan is the same either way, only faster).
+    the SLO (``capacity``; the plan is the same either way, only faster). ``prefix_len`` and
+    ``prefix_groups``: prompts that share prefixes, reused by each replica's prefix cache
+    (``capacity``); every replica sees every group (no routing by prefix).
 
     For every candidate GPU (``gpu``, or with "choose" every catalog GPU with a serving
     calibration) and TP in ``tps`` that fits the NVLink domain and memory: the per-replica
@@ -319,7 +330,8 @@ def plan(cat: Catalog, model: str | ModelArch, qps: float, input_len: int, outpu
                                ttft_slo=ttft_p99_s, tpot_slo=tpot_p99_s,
                                num_requests=num_requests, seed=seed, length_dist=length_dist,
                                length_cv=length_cv, rel_tol=rel_tol, e2e_slo=e2e_p99_s,
-                               stop_early=stop_early)
+                               stop_early=stop_early, prefix_len=prefix_len,
+                               prefix_groups=prefix_groups)
     n_workers = min(workers if workers is not None else (os.cpu_count() or 1), len(layouts))
     tick = progress or (lambda done, total: None)
     tick(0, len(layouts))
@@ -413,11 +425,13 @@ def _ep_layouts(tp_rep: Replica, ep_rep: Replica, input_len: int,
 def _capacity_of(layout: tuple[Replica, tuple[float, str] | None], *, input_len: int,
                  output_len: int, ttft_slo: float, tpot_slo: float, num_requests: int,
                  seed: int, length_dist: str, length_cv: float, rel_tol: float,
-                 e2e_slo: float | None = None, stop_early: bool = True) -> Capacity:
+                 e2e_slo: float | None = None, stop_early: bool = True, prefix_len: int = 0,
+                 prefix_groups: int = 1) -> Capacity:
     rep, price = layout
     return capacity(rep, input_len, output_len, ttft_slo, tpot_slo, num_requests=num_requests,
                     seed=seed, length_dist=length_dist, length_cv=length_cv, rel_tol=rel_tol,
-                    price=price, e2e_slo=e2e_slo, stop_early=stop_early)
+                    price=price, e2e_slo=e2e_slo, stop_early=stop_early,
+                    prefix_len=prefix_len, prefix_groups=prefix_groups)
 
 
 def _candidate(c: Capacity, qps: float, output_len: int) -> dict[str, Any]:
@@ -439,6 +453,7 @@ def _candidate(c: Capacity, qps: float, output_len: int) -> dict[str, Any]:
         "e2e_p99_s": at.e2e_p99_s if at else c.low_load.e2e_p99_s,
         "tokens_per_s_per_gpu": at.tokens_per_s_per_gpu if at else None,
         "tokens_per_s_per_user": at.tokens_per_s_per_user if at else None,
+        "prefix_hit_rate": at.prefix_hit_rate if at else c.low_load.prefix_hit_rate,
         "light_load_ttft_p99_s": c.low_load.ttft_p99_s,
         "light_load_tpot_p99_s": c.low_load.tpot_p99_s,
         "usd_per_gpu_hour": c.usd_per_gpu_hour,

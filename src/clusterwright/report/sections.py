@@ -125,6 +125,13 @@ def _serving_line(w: Mapping[str, Any]) -> dict[str, str]:
     conf = mapping(w.get("confidence"))
     why = (f"serving calibration {conf.get('stack')} ({conf.get('engine')}); its error per "
            f"row: validate --table serving" if conf else "")
+    sp = mapping(w.get("shared_prefix"))
+    if sp:
+        # The capacity rests on the prefix cache's reuse, which no measured row checks
+        reuse = (f", {pct(sp.get('hit_rate'))} of prompt tokens reused (simulated, not "
+                 "validated)" if sp.get("hit_rate") is not None else "")
+        why = "; ".join(x for x in (why, f"prompts share {fmt(sp.get('tokens'))}-token "
+                                    f"prefixes ({fmt(sp.get('groups'))} groups){reuse}") if x)
     return {"name": text(w.get("name")),
             "value": f"{fmt(cap)} req/s" if cap is not None else DASH,
             "range": f"{fmt(reps)} × TP{text(w.get('tp'))} replicas, {head}".strip(", "),

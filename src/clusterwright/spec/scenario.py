@@ -24,7 +24,7 @@ from pydantic import (
 )
 
 from clusterwright.errors import ScenarioError
-from clusterwright.spec.cluster import Cluster, check_cluster
+from clusterwright.spec.cluster import Cluster, check_cluster, where
 from clusterwright.spec.numbers import (
     INTEGER,
     FiniteFloat,
@@ -66,6 +66,7 @@ MAX_SEQ_LEN = 10_000_000  # tokens of one sequence or request (Llama 4 Scout's c
 MAX_BATCH = 10_000_000  # sequences per global batch or micro-batch
 MAX_BATCH_TOKENS = 10**11  # tokens per global batch (Llama 3: 1.6e7)
 MAX_QPS = 1e6  # peak requests per second of one inference workload
+MAX_PREFIX_GROUPS = 1_000_000  # shared prefixes of one inference workload
 MAX_SLO_S = 86_400.0  # a latency target of more than a day is not a latency target
 MAX_DEADLINE_DAYS = 3_650.0  # ten years
 MAX_LORA_RANK = 65_536
@@ -264,6 +265,16 @@ class TrainingWorkload(_Strict):
         return self
 
 
+class SharedPrefix(_Strict):
+    """The first tokens of every prompt shared with the other prompts of its group: a system
+    prompt, a document many questions ask about."""
+
+    tokens: SeqTokens
+    """Tokens each prompt shares with its group (at most the prompt's mean length)."""
+    groups: Annotated[int, INTEGER, Field(gt=0, le=MAX_PREFIX_GROUPS)] = 1
+    """Distinct shared prefixes the prompts draw from, uniformly."""
+
+
 class InferenceWorkload(_Strict):
     kind: Literal["inference"]
     """inference: a model served online under latency SLOs."""
@@ -285,6 +296,9 @@ class InferenceWorkload(_Strict):
     """KV-cache precision. Unset: the weight precision (16-bit for integer weights)."""
     diurnal: Diurnal | None = None
     """Load over a day, as multipliers of qps. Unset: the peak at every hour."""
+    shared_prefix: SharedPrefix | None = None
+    """Prompts that begin alike: the replicas' prefix caches reuse the shared part. Unset:
+    every prompt its own."""
 
     @model_validator(mode="before")
     @classmethod
@@ -456,7 +470,22 @@ def parse_scenario(doc: LoadedYaml) -> Scenario:
         ) from None
     check_cluster(sc, doc)
     check_sites(sc, doc)
+    check_prefixes(sc, doc)
     return sc
+
+
+def check_prefixes(sc: Scenario, doc: LoadedYaml | None) -> None:
+    """Refuse an inference workload whose shared prefix is longer than its prompts' mean,
+    naming the field and its line."""
+    src = doc.path if doc is not None else "<scenario>"
+    for i, w in enumerate(sc.workloads):
+        if not isinstance(w, InferenceWorkload):
+            continue
+        sp = w.shared_prefix
+        if sp is not None and sp.tokens > w.input_len.mean:
+            at = where(doc, ("workloads", i, "shared_prefix", "tokens"))
+            raise ScenarioError(f"{src}: {at}: {sp.tokens} tokens exceed the prompts' mean of "
+                                f"{w.input_len.mean:g} (input_len) they begin")
 
 
 def load_scenario(path: str | Path) -> tuple[Scenario, LoadedYaml]:
