@@ -130,8 +130,10 @@ def _serving_line(w: Mapping[str, Any]) -> dict[str, str]:
         # The capacity rests on the prefix cache's reuse, which no measured row checks
         reuse = (f", {pct(sp.get('hit_rate'))} of prompt tokens reused (simulated, not "
                  "validated)" if sp.get("hit_rate") is not None else "")
+        n = sp.get("groups")
+        groups = f"{fmt(n)} group{'' if n == 1 else 's'}"
         why = "; ".join(x for x in (why, f"prompts share {fmt(sp.get('tokens'))}-token "
-                                    f"prefixes ({fmt(sp.get('groups'))} groups){reuse}") if x)
+                                    f"prefixes ({groups}){reuse}") if x)
     return {"name": text(w.get("name")),
             "value": f"{fmt(cap)} req/s" if cap is not None else DASH,
             "range": f"{fmt(reps)} × TP{text(w.get('tp'))} replicas, {head}".strip(", "),
