@@ -678,9 +678,15 @@ def test_a_plan_on_shared_prefixes_and_a_kv_host_tier() -> None:
             (("--prefix-len", "100", "--prefix-groups", "-1"), "--prefix-groups")):
         r = cw(*base, *extra)
         assert r.exit_code == 2 and msg in r.output, (extra, r.output)
+    # Without --engine the replicas' own prefix caches serve the prefixes; the host tier is
+    # the engines'
     no_engine = [a for a in base if a not in ("--engine", "vllm")]
-    r = cw(*no_engine, "--prefix-len", "50")
-    assert r.exit_code == 2 and "--prefix-len: only with --engine" in r.output, r.output
+    r = cw(*no_engine, "--precision", "fp8", "--prefix-len", "7000", "--prefix-groups", "20",
+           "--num-requests", "300", "--gpu", "h100-sxm", "--json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["best"]["prefix_hit_rate"] > 0.5
+    r = cw(*no_engine, "--prefix-len", "50", "--kv-offload-gb", "10")
+    assert r.exit_code == 2 and "--kv-offload-gb: only with --engine" in r.output, r.output
 
 
 def test_a_prompt_longer_than_the_measured_rows_says_so() -> None:

@@ -393,12 +393,12 @@ def plan_cmd(
         "weights each GPU keeps in its CPU's memory (the engines' --cpu-offload-gb), for "
         "every layout searched. Not validated."),
     prefix_len: int | None = typer.Option(
-        None, "--prefix-len", help="--engine: the first tokens of every prompt (of "
-        "--input-len) it shares with the other prompts of its group (a system prompt, a "
-        "document many questions ask about); the plan sizes the fleet with the engine's "
-        "prefix cache reusing them, and says what that saves."),
+        None, "--prefix-len", help="The first tokens of every prompt (of --input-len) it "
+        "shares with the other prompts of its group (a system prompt, a document many "
+        "questions ask about); the plan sizes the fleet with the replicas' prefix caches "
+        "reusing them (with --engine, and says what that saves)."),
     prefix_groups: int | None = typer.Option(
-        None, "--prefix-groups", help="--engine, with --prefix-len: how many distinct shared "
+        None, "--prefix-groups", help="With --prefix-len: how many distinct shared "
         "prefixes the prompts draw from, uniformly (default 1)."),
     kv_offload_gb: float | None = typer.Option(
         None, "--kv-offload-gb", help="--engine, with --prefix-len: GiB of CPU memory each "
@@ -438,8 +438,9 @@ def plan_cmd(
     if engine is None and cpu_offload_gb is not None:
         fail("--cpu-offload-gb: only with --engine vllm or sglang")
     lim.nonempty(("--router", router))
-    for flag, given in (("--prefix-len", prefix_len), ("--prefix-groups", prefix_groups),
-                        ("--kv-offload-gb", kv_offload_gb), ("--router", router)):
+    # Without --engine the replicas' own prefix caches serve --prefix-len; the host tier
+    # and the router are the engines'
+    for flag, given in (("--kv-offload-gb", kv_offload_gb), ("--router", router)):
         if engine is None and given is not None:
             fail(f"{flag}: only with --engine (a catalog serving engine)")
     check_prefix_flags(prefix_len, prefix_groups, kv_offload_gb, input_len)
@@ -477,6 +478,7 @@ def plan_cmd(
             cat, arch, qps, input_len, output_len, ttft_p99, tpot_p99, gpu=gpu,
             precision=precision, kv_precision=kv_precision, num_requests=num_requests,
             seed=seed, length_dist=length_dist, length_cv=length_cv, progress=tick,
+            prefix_len=prefix_len or 0, prefix_groups=prefix_groups or 1,
         )
     payload = res.as_dict()
     best = payload.get("best")
@@ -523,6 +525,10 @@ def _render_plan(d: dict[str, Any]) -> None:
             f"{b['qps_per_replica']:.2f} req/s per replica (p99 TTFT {_ms(b['ttft_p99_s'])}, "
             f"TPOT {_ms(b['tpot_p99_s'])}){cost}"
         )
+        if b.get("prefix_hit_rate") is not None:
+            console.print(f"prefix cache: {100 * b['prefix_hit_rate']:.0f}% of prompt tokens "
+                          "reused at capacity, each replica seeing every shared prefix "
+                          "(simulated, not validated)")
     t = Table(title="candidates", title_justify="left")
     for col in ("GPU", "tp", "ep", "req/s/replica", "replicas", "GPUs", "$/h", "$/M tok"):
         t.add_column(col, justify="right")
