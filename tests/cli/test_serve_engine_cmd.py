@@ -644,9 +644,18 @@ def test_shared_prefixes_and_a_kv_host_tier() -> None:
             (("--prefix-len", "100", "--benchmark-rounds", "10"), "--benchmark-rounds")):
         r = cw(*base, *extra)
         assert r.exit_code == 2 and msg in r.output, (extra, r.output)
-    r = cw("serve", "estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--qps", "1",
-           "--input-len", "100", "--output-len", "10", "--prefix-len", "50")
-    assert r.exit_code == 2 and "--prefix-len: only with --engine" in r.output, r.output
+    # Without --engine the replicas' prefix caches serve the prefixes; the host tier is the
+    # engines'
+    plain = ["serve", "estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--qps",
+             "3", "--input-len", "2000", "--output-len", "50", "--num-requests", "300"]
+    r = cw(*plain, "--prefix-len", "1500", "--prefix-groups", "4", "--json")
+    assert r.exit_code == 0, r.output
+    pc = json.loads(r.stdout)["prefix_cache"]
+    assert pc["groups"] == 4 and 0.5 < pc["hit_rate"] < 1500 / 2000
+    r = cw(*plain, "--prefix-len", "1500", "--kv-offload-gb", "10")
+    assert r.exit_code == 2 and "--kv-offload-gb: only with --engine" in r.output, r.output
+    r = cw(*plain, "--prefix-len", "3000")
+    assert r.exit_code == 2 and "--prefix-len: 3000 tokens exceed" in r.output, r.output
 
 
 def test_a_plan_on_shared_prefixes_and_a_kv_host_tier() -> None:

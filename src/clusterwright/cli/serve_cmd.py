@@ -171,11 +171,11 @@ def estimate_cmd(
         "--cpu-offload-gb), read over NVLink-C2C in every forward pass; the HBM they free "
         "holds KV cache. Not validated."),
     prefix_len: int | None = typer.Option(
-        None, "--prefix-len", help="--engine: the first tokens of every prompt (of "
-        "--input-len) it shares with the other prompts of its group (a system prompt, a "
-        "document many questions ask about); the engine's prefix cache reuses them."),
+        None, "--prefix-len", help="The first tokens of every prompt (of --input-len) it "
+        "shares with the other prompts of its group (a system prompt, a document many "
+        "questions ask about); the replicas' prefix caches reuse them."),
     prefix_groups: int | None = typer.Option(
-        None, "--prefix-groups", help="--engine, with --prefix-len: how many distinct shared "
+        None, "--prefix-groups", help="With --prefix-len: how many distinct shared "
         "prefixes the prompts draw from, uniformly (default 1)."),
     kv_offload_gb: float | None = typer.Option(
         None, "--kv-offload-gb", help="--engine, with --prefix-len: GiB of CPU memory each "
@@ -229,8 +229,6 @@ def estimate_cmd(
                         ("--mixed-chunk", mixed_chunk),
                         ("--max-tokens", max_tokens is not None),
                         ("--cpu-offload-gb", cpu_offload_gb is not None),
-                        ("--prefix-len", prefix_len is not None),
-                        ("--prefix-groups", prefix_groups is not None),
                         ("--kv-offload-gb", kv_offload_gb is not None),
                         ("--async-scheduling/--sync-scheduling",
                          async_scheduling is not None)):
@@ -290,6 +288,7 @@ def estimate_cmd(
                          kv_offload_gb=kv_offload_gb or 0.0, router=router)
         return
     max_num_seqs = 256 if max_num_seqs is None else max_num_seqs
+    check_prefix_flags(prefix_len, prefix_groups, kv_offload_gb, input_len)
 
     if (qps is None) == (concurrency is None):
         fail("--qps/--concurrency: give exactly one (open loop at a request rate, or a closed "
@@ -310,6 +309,7 @@ def estimate_cmd(
             slo_ttft_s=ttft_slo if ttft_slo is not None else math.inf,
             slo_tpot_s=tpot_slo if tpot_slo is not None else math.inf,
             max_num_seqs=max_num_seqs, ep=ep, ep_comm=ep_comm,
+            prefix_len=prefix_len or 0, prefix_groups=prefix_groups or 1,
         )
     payload = est.as_dict()
     if as_json:
@@ -339,6 +339,10 @@ def _render_estimate(d: dict[str, Any]) -> None:
     t.add_row("TPOT", _ms(d["tpot_p50_s"]), _ms(d["tpot_p99_s"]), _ms(d["tpot_mean_s"]))
     t.add_row("end to end", _ms(d["e2e_p50_s"]), _ms(d["e2e_p99_s"]), _ms(d["e2e_mean_s"]))
     console.print(t)
+    pc = d.get("prefix_cache")
+    if pc is not None:
+        console.print(f"prefix cache: {100 * pc['hit_rate']:.0f}% of prompt tokens reused "
+                      f"({pc['groups']} shared prefixes; simulated, not validated)")
     console.print(
         f"{d['throughput_tokens_per_s']:,.0f} output tokens/s "
         f"({d['tokens_per_s_per_gpu']:,.0f} per GPU), {d['requests_per_s']:.2f} requests/s, "

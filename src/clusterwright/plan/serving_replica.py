@@ -9,7 +9,7 @@ carry field paths (``tp``, ``request_len``); the faces word them.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from clusterwright.catalog.registry import Catalog, resolve_model
@@ -282,6 +282,10 @@ class ServeEstimate:
                 "max_num_batched_tokens": self.replica.engine.max_num_batched_tokens,
             },
             "sim": {"events": r.events, "steps": r.steps},
+            **({"prefix_cache": {"groups": self.workload.prefix_groups,
+                                 "hit_rate": r.prefix_hit_rate}}
+               if self.workload.prefix_groups > 0 and self.workload.shared_prefix_len > 0
+               else {}),
             # Wall-clock values only here: the rest is identical for the same seed.
             "timings": {"sim_wall_s": r.wall_s},
         }
@@ -295,11 +299,13 @@ def estimate(cat: Catalog, model: str | ModelArch, gpu: str, *, tp: int = 1, pp:
              length_dist: str = "fixed", length_cv: float = 1.0, replicas: int = 1,
              router: str = "round_robin", slo_ttft_s: float = math.inf,
              slo_tpot_s: float = math.inf, max_num_seqs: int | None = None, ep: int = 1,
-             ep_comm: str = "allreduce") -> ServeEstimate:
+             ep_comm: str = "allreduce", prefix_len: int = 0,
+             prefix_groups: int = 1) -> ServeEstimate:
     """Simulate ``num_requests`` requests on ``replicas`` replicas of ``model`` on ``gpu``.
     Goodput counts requests whose TTFT and TPOT meet ``slo_ttft_s`` / ``slo_tpot_s``.
     ``ep``: expert-parallel GPUs of a MoE model inside the TP group (``ep_comm`` how its
-    tokens move: ``allreduce`` or ``alltoall``)."""
+    tokens move: ``allreduce`` or ``alltoall``). ``prefix_len`` > 0: prompts share prefixes
+    (``workload``), which the replicas' prefix caches reuse."""
     for name, v in (("input_len", input_len), ("output_len", output_len),
                     ("replicas", replicas)):
         if v < 1:
@@ -313,7 +319,9 @@ def estimate(cat: Catalog, model: str | ModelArch, gpu: str, *, tp: int = 1, pp:
     cap = min(rep.model.arch.max_seq_len, rep.memory.kv_tokens)
     w = workload(input_len, output_len, qps=qps, concurrency=concurrency,
                  num_requests=num_requests, seed=seed, length_dist=length_dist,
-                 length_cv=length_cv, max_context=cap)
-    cluster = ClusterConfig(engine=rep.engine, replicas=replicas, router=router)
+                 length_cv=length_cv, max_context=cap, prefix_len=prefix_len,
+                 prefix_groups=prefix_groups)
+    engine = replace(rep.engine, enable_prefix_caching=True) if prefix_len > 0 else rep.engine
+    cluster = ClusterConfig(engine=engine, replicas=replicas, router=router)
     res = simulate(cluster, w, rep.model, slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s)
     return ServeEstimate(replica=rep, replicas=replicas, router=router, workload=w, result=res)
