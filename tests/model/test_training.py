@@ -516,3 +516,20 @@ def test_latent_moe_shrinks_expert_compute_and_dispatch(catalog: Catalog) -> Non
     full = estimate(job_for(catalog, wide, "h100-sxm", 4096, 64), lay)
     assert float(lat.compute_s[0]) < float(full.compute_s[0])
     assert 0 < float(lat.ep_comm_s[0]) < float(full.ep_comm_s[0])
+
+
+def test_matrix_rate_slows_matrix_work_not_hbm_bound_work(catalog: Catalog) -> None:
+    """MI300X's power-limited matrix rate (0.852 of MI325X's, the same die at 750 W against
+    1,000 W) slows every GEMM and attention kernel of a step by 1 / 0.852, and the step by
+    less: its FP8 casts and elementwise work run at HBM speed, which the power limit does not
+    touch. FP8 and BF16 alike."""
+    mi300x = catalog.gpu("mi300x")
+    assert mi300x.matrix_rate == pytest.approx(668.4 / 784.9, abs=1e-3)
+    assert catalog.gpu("mi325x").matrix_rate == 1.0
+    lay = _layouts([(1, 1, 8, 1, 1, 1, 1, 1, 0, 0)])
+    for precision in ("bf16", "fp8"):
+        job = job_for(catalog, catalog.model("llama-3.1-8b"), "mi300x", 8192, 64, precision)
+        free = dataclasses.replace(job, gpu=mi300x.model_copy(update={"matrix_rate": 1.0}))
+        slow, fast = (float(estimate(j, lay).compute_s[0]) for j in (job, free))
+        assert fast * 1.05 < slow < fast / 0.852, precision
+        assert job.peak_flops == pytest.approx(free.peak_flops * 0.852)

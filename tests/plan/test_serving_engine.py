@@ -243,6 +243,9 @@ def test_other_silicon_runs_gemms_at_its_training_stacks_efficiency(cat: Catalog
     f16, _ = silicon_gemm(cat, cat.gpu("mi300x"), Dtype.bf16)
     assert 0.5 < f8 < f16 < 1.0
     assert src == "megatron-rocm7-cdna3-2026 against megatron-core-h100-2025"
+    # Its power-limited matrix rate (0.852 of MI325X's, same die and stack) in both formats.
+    for d, f in ((Dtype.fp8, f8), (Dtype.bf16, f16)):
+        assert f == pytest.approx(silicon_gemm(cat, cat.gpu("mi325x"), d)[0] * 0.852)
     # A stack that states no FP8 ratio (the generic prior) keeps Hopper's: FP8 as BF16.
     arc = cat.gpu("arc-pro-b60")
     assert silicon_gemm(cat, arc, Dtype.fp8)[0] == pytest.approx(
@@ -250,6 +253,10 @@ def test_other_silicon_runs_gemms_at_its_training_stacks_efficiency(cat: Catalog
     # A prefill on one MI300X, its GEMMs compute-bound, slows by nearly that factor; a decode
     # step of one sequence, bound by streaming weights, does not slow at all.
     arch, gpu, eng = cat.model("llama-3.1-70b"), cat.gpu("mi300x"), engine_of(cat, "vllm")
+    if eng.attention_from_hopper:  # prefill attention is matrix work too
+        from clusterwright.plan.serving_deployment import silicon_attention
+        assert silicon_attention(cat, gpu, eng)[0] == pytest.approx(
+            silicon_attention(cat, cat.gpu("mi325x"), eng)[0] * 0.852)
     dep = deployment(cat, arch, gpu, eng, precision="fp8", agg=Role(layout(arch, tp=1), 1))
     assert dep.notes and f"{f8:.2f} of its fitted rate" in dep.notes[0]
     assert dep.agg is not None

@@ -21,11 +21,9 @@ def acc():  # type: ignore[no-untyped-def]
 # Accelerators whose rows miss the issue's 15 % target, held to where they are now, with why.
 # (GB300 met it once its catalog entry carried NVIDIA's measured BF16 attention ratios and
 # Azure's sustained FP8 GEMM ratio over GB200; nothing was fitted on its held-out rows.)
+# (MI300X met it once its catalog entry carried its power-limited matrix rate, MI325X's
+# measured maximum achievable matmul against its own; 17.4 % before.)
 KNOWN_MISSES: dict[str, float] = {
-    # MLPerf Llama 2 70B LoRA: AMD's recipe on one node (AMD, Dell, Oracle and Krai) is within
-    # 15 % (test below); MangoBoost's 2- and 4-node context-parallel runs are 19 % and 35 %
-    # slower than predicted (their multi-node scaling, 1.84x and 2.8x, is below the model's).
-    "mi300x": 0.18,
     # Krai's Isambard-AI runs (the 96 GB HBM3 part) are 22-24 % slower than predicted at every
     # node count; their system files state a 660 W power cap that the Grace CPU and the GPU
     # share, which the model does not charge (see docs/accelerators.md, Limits).
@@ -126,13 +124,14 @@ def test_mi325x_rows_are_held_out_on_the_cdna3_rocm7_stack(acc) -> None:  # type
 def test_lora_rows_are_held_out_and_mi300x_amd_recipe_within_15_percent(acc) -> None:  # type: ignore[no-untyped-def]
     """MLPerf Llama 2 70B LoRA (frozen FP8 base, rank-16 attention adapters): nothing was fitted
     on a fine-tuning run, so every row is held out; MI300X and GH200 on their family's default
-    stack. AMD's one-node recipe on MI300X (AMD, Dell, Oracle; v5.0 and v5.1) meets 15 %."""
+    stack. AMD's one-node recipe on MI300X (AMD, Dell, Oracle; v5.0 and v5.1) lands within
+    5 % at MI300X's power-limited matrix rate (12-16 % fast at MI325X's)."""
     lora = [r for r in acc.rows if "llama2_70b_lora" in r.id]
     assert len(lora) >= 16 and all(r.set == "held-out" for r in lora)
     assert all(r.tag("family") == "lora" for r in lora)
     one_node = [r for r in lora if r.tag("gpu") == "mi300x" and "_8_" in r.id]
-    assert len(one_node) >= 6 and mape(one_node) <= 0.15, [(r.id, round(r.error, 3))
-                                                            for r in one_node]
+    assert len(one_node) >= 6 and all(abs(r.error) <= 0.05 for r in one_node), [
+        (r.id, round(r.error, 3)) for r in one_node]
     assert {r.group for r in one_node} == {"megatron-rocm7-cdna3-2026"}
     gh = [r for r in lora if r.tag("gpu") == "gh200-96gb"]
     assert len(gh) >= 5 and {r.group for r in gh} == {"megatron-core-h100-2025"}

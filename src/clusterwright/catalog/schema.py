@@ -186,6 +186,12 @@ class Gpu(CatalogEntry):
     # curve give, where a published GEMM benchmark shows the part beating a sibling with the
     # same datasheet peak (GB300 over GB200). 1.0 where no such measurement is published.
     fp8_gemm_speedup: PositiveFloat = 1.0
+    # Sustained matrix-engine throughput (GEMMs and attention, every precision) over the level
+    # its stack stands for, where one benchmark run the same way measures the part against a
+    # sibling with the same die and datasheet peaks: the power limit sets the clock that
+    # back-to-back matrix work holds (MI300X at 750 W against MI325X at 1,000 W). HBM-bound
+    # work is not scaled. 1.0 where no such pair is measured.
+    matrix_rate: Annotated[FiniteFloat, Field(gt=0, le=1.5)] = 1.0
     price_usd: PositiveFloat | None = None
     price_source: StrictStr | None = None
 

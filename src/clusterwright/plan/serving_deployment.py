@@ -218,14 +218,16 @@ def kv_token_bytes(dep: Deployment, par: ServingParallel, isl: int, osl: int) ->
 # serving-silicon rows: H100, B200, GB200) as if every one ran its GEMMs as H100 does. A GEMM
 # runs at the efficiency the training model's stack for that silicon gives (stacks.yaml: the
 # top of its GEMM curve, and its FP8 ratio for 8- and 4-bit formats), times the GPU's own
-# measured FP8 speedup over its stack (gpus.yaml fp8_gemm_speedup: GB300), relative to the
-# Hopper stack's. The two independent sources agree where both exist:
+# measured FP8 speedup over its stack (gpus.yaml fp8_gemm_speedup: GB300) and its
+# power-limited matrix rate (gpus.yaml matrix_rate: MI300X), relative to the Hopper stack's.
+# The two independent sources agree where both exist:
 # - Blackwell against Hopper, 0.648 / 0.779 = 0.83 (the stacks, fitted on training runs);
 #   Azure's cuBLASLt FP8 tables, 8192^3, 2,782 of 5,000 TFLOP/s on ND GB200 v6 (0.556) and
 #   1,290 of 1,979 on ND H100 v5 (0.652): 0.85. GB300 at 3,286 of 5,000 (0.657): 1.0, the
 #   stack's 0.83 x its 1.18.
-# - MI300X in FP8, 0.455 against 0.682: 0.67; Azure measures 1,159 of 2,615 TFLOP/s (0.44)
-#   with hipBLASLt on ND MI300X v5 and 1,382 of 1,979 (0.70) on ND H100 v5.
+# - MI300X in FP8, 0.455 against 0.682, times its matrix rate 0.852: 0.57; Azure measures
+#   1,159 of 2,615 TFLOP/s (0.44) at 8192^3 with hipBLASLt on ND MI300X v5, 1,015-1,029
+#   (0.39) at 16384^3 and 32768^3, and 1,382 of 1,979 (0.70) on ND H100 v5: 0.63 and 0.56.
 # An engine fitted on another vendor's parts (``ServingEngine.vendors``: AWS Neuron) runs at
 # its fitted rate there.
 HOPPER_REFERENCE_GPU = "h100-sxm"
@@ -249,7 +251,7 @@ def silicon_gemm(cat: Catalog, gpu: Gpu, compute: Dtype,
             (st.fp8_gemm_ratio or ref_ratio) if narrow else 1.0)
 
     # The measured speedup is FP8's only: the same tables' FP4 ratios give no clean factor.
-    speedup = gpu.fp8_gemm_speedup if compute == Dtype.fp8 else 1.0
+    speedup = (gpu.fp8_gemm_speedup if compute == Dtype.fp8 else 1.0) * gpu.matrix_rate
     if own.id == ref.id and speedup == 1.0:
         return 1.0, ""
     return top(own) / top(ref) * speedup, f"{own.id} against {ref.id}"
@@ -270,9 +272,10 @@ def silicon_attention(cat: Catalog, gpu: Gpu, engine: ServingEngine | None = Non
             engine.vendors and gpu.vendor in engine.vendors):
         return 1.0, ""
     own, ref = cat.stack_for_gpu(gpu.id), cat.stack_for_gpu(HOPPER_REFERENCE_GPU)
-    if own.id == ref.id and gpu.attention_fwd_speedup == 1.0:
+    speedup = gpu.attention_fwd_speedup * gpu.matrix_rate
+    if own.id == ref.id and speedup == 1.0:
         return 1.0, ""
-    return (own.attention_efficiency * gpu.attention_fwd_speedup / ref.attention_efficiency,
+    return (own.attention_efficiency * speedup / ref.attention_efficiency,
             f"{own.id} against {ref.id}")
 
 
