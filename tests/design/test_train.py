@@ -174,6 +174,18 @@ def test_confidence_of_an_unvalidated_stack_says_so(catalog: Catalog) -> None:
     assert "unvalidated" in c["notes"][0]
 
 
+def test_confidence_says_when_a_part_runs_below_its_stacks_matrix_rate(catalog: Catalog) -> None:
+    """MI300X runs its matrix work at its power-limited 0.852 of the CDNA 3 stack's rate: the
+    estimate says so; MI325X, the level the stack stands for, carries no such note."""
+    for gpu, said in (("mi300x", True), ("mi325x", False)):
+        job = job_for(catalog, catalog.model("llama-3-8b"), gpu, 4096, 64, "fp8")
+        c = confidence(catalog, job, {"tp": 1, "pp": 1}, 8, 1.0)
+        hits = [n for n in c["notes"] if "matrix_rate" in n]
+        assert bool(hits) is said, gpu
+        if said:
+            assert hits[0].startswith("mi300x runs its GEMMs and attention at 0.852")
+
+
 def test_confidence_on_a_gpu_its_stack_never_ran_on_is_not_validated(catalog: Catalog) -> None:
     """GH200 shares the H100 stack, whose runs are on H100 and H200: the band is theirs, the
     estimate is not called validated and says on which GPUs the band was measured."""

@@ -381,6 +381,11 @@ def confidence(cat: Catalog, job: Job, layout: dict[str, object], gpus: int,
     percentile |error|, as a fraction and as a step-time range (seconds)."""
     reg = regime_of(job, layout, gpus)
     table = [r for r in cat.all("training_regimes") if r.stack == reg.stack]
+    rate = job.gpu.matrix_rate
+    # A part held below its sibling's clock by its power limit (catalog Gpu.matrix_rate).
+    rate_notes = [] if rate == 1.0 else [
+        f"{job.gpu.id} runs its GEMMs and attention at {rate:.3g} of stack {reg.stack}'s rate: "
+        "its measured sustained matmul under its power limit (catalog matrix_rate)"]
     out: dict[str, Any] = {"regime": {"stack": reg.stack, "gpu": reg.gpu,
                                       "precision": reg.precision, "family": reg.family,
                                       "scale": reg.scale, "gpus": gpus}}
@@ -388,7 +393,7 @@ def confidence(cat: Catalog, job: Job, layout: dict[str, object], gpus: int,
         out.update(validated=False, band=None, step_time_range_s=None, matched=[],
                    notes=[f"unvalidated: stack {reg.stack} has fewer than three published "
                           "runs in validation/training.csv and accelerators.csv, so no error "
-                          "band; treat this estimate as a guess"])
+                          "band; treat this estimate as a guess", *rate_notes])
         return out
     by_key = {(r.precision, r.family): r for r in table}
     matched = []
@@ -412,7 +417,7 @@ def confidence(cat: Catalog, job: Job, layout: dict[str, object], gpus: int,
         out.update(validated=False, band=None, step_time_range_s=None, matched=[],
                    notes=[f"unvalidated: no published run of this regime on stack {reg.stack} "
                           f"(its validated runs are of the {fams} family only), so no error "
-                          "band; treat this estimate as a guess"])
+                          "band; treat this estimate as a guess", *rate_notes])
         return out
     worst = max(matched, key=lambda r: r.band)
     biggest = max(r.max_gpus for r in matched)
@@ -432,7 +437,7 @@ def confidence(cat: Catalog, job: Job, layout: dict[str, object], gpus: int,
         band=worst.band, mape=worst.mape, bias=worst.bias, rows=worst.rows,
         matched=[r.id for r in matched],
         step_time_range_s=[step_time_s / (1.0 + worst.band), step_time_s * (1.0 + worst.band)],
-        notes=notes,
+        notes=notes + rate_notes,
     )
     return out
 
