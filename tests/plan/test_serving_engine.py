@@ -242,7 +242,8 @@ def test_other_silicon_runs_gemms_at_its_training_stacks_efficiency(cat: Catalog
     f8, src = silicon_gemm(cat, cat.gpu("mi300x"), Dtype.fp8)
     f16, _ = silicon_gemm(cat, cat.gpu("mi300x"), Dtype.bf16)
     assert 0.5 < f8 < f16 < 1.0
-    assert src == "megatron-rocm7-cdna3-2026 against megatron-core-h100-2025"
+    assert src == ("megatron-rocm7-cdna3-2026 against megatron-core-h100-2025, x 0.852 for "
+                   "mi300x's power-limited matrix rate")
     # Its power-limited matrix rate (0.852 of MI325X's, same die and stack) in both formats.
     for d, f in ((Dtype.fp8, f8), (Dtype.bf16, f16)):
         assert f == pytest.approx(silicon_gemm(cat, cat.gpu("mi325x"), d)[0] * 0.852)

@@ -233,6 +233,12 @@ def kv_token_bytes(dep: Deployment, par: ServingParallel, isl: int, osl: int) ->
 HOPPER_REFERENCE_GPU = "h100-sxm"
 
 
+def _rate_said(gpu: Gpu) -> str:
+    """The part's power-limited matrix rate, where it has one, for a factor's source."""
+    return "" if gpu.matrix_rate == 1.0 else (
+        f", x {gpu.matrix_rate:.3g} for {gpu.id}'s power-limited matrix rate")
+
+
 def silicon_gemm(cat: Catalog, gpu: Gpu, compute: Dtype,
                  engine: ServingEngine | None = None) -> tuple[float, str]:
     """GEMM rate of ``gpu`` in ``compute`` relative to the serving engine's fitted one (its
@@ -254,7 +260,7 @@ def silicon_gemm(cat: Catalog, gpu: Gpu, compute: Dtype,
     speedup = (gpu.fp8_gemm_speedup if compute == Dtype.fp8 else 1.0) * gpu.matrix_rate
     if own.id == ref.id and speedup == 1.0:
         return 1.0, ""
-    return top(own) / top(ref) * speedup, f"{own.id} against {ref.id}"
+    return top(own) / top(ref) * speedup, f"{own.id} against {ref.id}" + _rate_said(gpu)
 
 
 def silicon_attention(cat: Catalog, gpu: Gpu, engine: ServingEngine | None = None
@@ -276,7 +282,7 @@ def silicon_attention(cat: Catalog, gpu: Gpu, engine: ServingEngine | None = Non
     if own.id == ref.id and speedup == 1.0:
         return 1.0, ""
     return (own.attention_efficiency * speedup / ref.attention_efficiency,
-            f"{own.id} against {ref.id}")
+            f"{own.id} against {ref.id}" + _rate_said(gpu))
 
 
 def step_model(cat: Catalog, dep: Deployment, par: ServingParallel,
