@@ -14,7 +14,9 @@ percentage error over the stack's development rows of validation/training.csv:
 - layer_launch_us, moe_layer_launch_us, moe_expert_launch_us: the host floor of one
   layer's pass (an MoE layer's: a fixed part and a part per expert the GPU holds);
 - overlap_slowdown: compute lost per second of hidden communication;
-- zero3_busbw: the share of bus bandwidth the framework's ZeRO-3 collectives reach.
+- zero3_busbw: the share of bus bandwidth the framework's ZeRO-3 collectives reach;
+- zero3_fetch_ms: the host time a synchronous ZeRO-3 parameter fetch adds per layer and
+  pass (searched only with --only).
 
 Only the constants a stack's rows exercise are searched (no FP8 rows: gemm8_scale stays; no
 MoE rows: moe_layer_launch_us stays). The search is coordinate descent over fixed grids,
@@ -63,6 +65,10 @@ GRIDS: dict[str, tuple[float, ...]] = {
     "moe_expert_launch_us": (0.0, 10.0, 20.0, 40.0, 60.0, 80.0, 120.0, 160.0, 240.0),
     "overlap_slowdown": (0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4),
     "zero3_busbw": (0.05, 0.075, 0.1, 0.125, 0.15, 0.2, 0.3, 0.5, 1.0),
+    # DeepSpeed's synchronous fetch: a few ms per layer on A100 in 2021 (issue #1174: 420 ms
+    # over ZeRO-2's forward for 64 layers), more where the fetch also cuts a lazy graph.
+    "zero3_fetch_ms": (0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0,
+                       13.0, 14.0, 16.0, 18.0, 20.0),
     # Per-step host work outside the layers: data loader, gradient-norm and loss syncs,
     # logging (seconds lost each step whatever the model).
     "step_overhead_ms": (0.0, 10.0, 20.0, 40.0, 60.0, 80.0),
@@ -100,9 +106,13 @@ def apply(base: Stack, p: dict[str, float]) -> Stack:
         upd["overlap_slowdown"] = p["overlap_slowdown"]
     if "step_overhead_ms" in p:
         upd["step_overhead_s"] = p["step_overhead_ms"] * 1e-3
+    feats: dict[str, Any] = {}
     if "zero3_busbw" in p:
-        upd["features"] = base.features.model_copy(
-            update={"zero3_busbw_fraction": p["zero3_busbw"]})
+        feats["zero3_busbw_fraction"] = p["zero3_busbw"]
+    if "zero3_fetch_ms" in p:
+        feats["zero3_fetch_s"] = p["zero3_fetch_ms"] * 1e-3
+    if feats:
+        upd["features"] = base.features.model_copy(update=feats)
     return base.model_copy(update=upd)
 
 
@@ -145,6 +155,7 @@ def _start(base: Stack) -> dict[str, float]:
         "moe_expert_launch_us": base.moe_expert_launch_s * 1e6,
         "overlap_slowdown": base.overlap_slowdown,
         "zero3_busbw": base.features.zero3_busbw_fraction,
+        "zero3_fetch_ms": base.features.zero3_fetch_s * 1e3,
         "step_overhead_ms": base.step_overhead_s * 1e3,
     }
 

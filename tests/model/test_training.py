@@ -533,3 +533,23 @@ def test_matrix_rate_slows_matrix_work_not_hbm_bound_work(catalog: Catalog) -> N
         slow, fast = (float(estimate(j, lay).compute_s[0]) for j in (job, free))
         assert fast * 1.05 < slow < fast / 0.852, precision
         assert job.peak_flops == pytest.approx(free.peak_flops * 0.852)
+
+
+def test_a_synchronous_zero3_fetch_costs_time_per_layer_and_pass(catalog: Catalog) -> None:
+    """A stack whose ZeRO-3 fetch stalls the host (DeepSpeed's, gaudi-2024: 11 ms) adds it per
+    layer and pass to every micro-batch of a sharded run: forward and backward, and the
+    recompute's forward under full recompute; ZeRO-1 runs and unsharded ones pay nothing."""
+    base = job_for(catalog, catalog.model("llama-2-7b"), "gaudi3", 1024, 64)
+    assert base.stack.id == "gaudi-2024" and base.stack.features.zero3_fetch_s == 0.011
+    free = dataclasses.replace(base, stack=base.stack.model_copy(update={
+        "features": base.stack.features.model_copy(update={"zero3_fetch_s": 0.0})}))
+    #        tp pp dp cp ep mb  v  z rc sp
+    rows = [(1, 1, 8, 1, 1, 1, 1, 3, 0, 0), (1, 1, 8, 1, 1, 1, 1, 3, 2, 0),
+            (1, 1, 8, 1, 1, 1, 1, 1, 0, 0)]
+    lay = _layouts(rows)
+    slow, fast = estimate(base, lay), estimate(free, lay)
+    m = micro_batches(base, lay)
+    layers = float(base.arch.layers)
+    for i, passes in enumerate((2.0, 3.0, 0.0)):
+        extra = float(slow.dp_comm_exposed_s[i] - fast.dp_comm_exposed_s[i])
+        assert extra == pytest.approx(0.011 * layers * passes * float(m[i]), rel=1e-6), i

@@ -29,10 +29,9 @@ KNOWN_MISSES: dict[str, float] = {
     # share, which the model does not charge (see docs/accelerators.md, Limits).
     "gh200": 0.24,
     # Optimum Habana's CI baselines (the only Gaudi 3 training runs found with their
-    # configuration; the stack is fitted on one LoRA BF16/FP8 pair of them): DDP and ZeRO-1/2
-    # runs land within 30 %, but ZeRO-3/FSDP runs (per-parameter gathers in lazy mode) and
-    # Falcon-40B LoRA at one 256-token sequence per card are 2.6-2.9x slower than predicted.
-    "gaudi3": 0.30,
+    # configuration; the stack is fitted on three of them): the runs land within 40 %, but
+    # Falcon-40B LoRA at one 256-token sequence per card is 2.7x slower than predicted.
+    "gaudi3": 0.20,
 }
 
 
@@ -141,23 +140,28 @@ def test_lora_rows_are_held_out_and_mi300x_amd_recipe_within_15_percent(acc) -> 
         assert rows and all(abs(r.error) <= 0.05 for r in rows), gpu
 
 
-def test_gaudi3_stack_is_fitted_on_one_lora_pair_and_holds_on_the_other_runs(acc) -> None:  # type: ignore[no-untyped-def]
-    """The gaudi-2024 stack's BF16 curve and FP8 ratio come from the LLaMA 7B LoRA pair alone;
-    the other Optimum Habana runs are held out. Those whose parallelism the model represents
-    (DDP, ZeRO-1/2: other models, data sets, card counts) stay within 40 % each, 17 % on
-    average; ZeRO-3/FSDP and Falcon-40B at micro-batch 1 are the named misses, all slower than
-    predicted."""
+def test_gaudi3_stack_is_fitted_on_three_runs_and_holds_on_the_other_runs(acc) -> None:  # type: ignore[no-untyped-def]
+    """The gaudi-2024 stack's BF16 curve and FP8 ratio come from the LLaMA 7B LoRA pair alone,
+    its ZeRO-3 fetch cost from ChatGLM3-6B's ZeRO-3 run alone; the other Optimum Habana runs
+    are held out. The other sharded runs (Mixtral under DeepSpeed ZeRO-3 with leaf promotion,
+    LLaMA 7B under torch FSDP) land within 20 % on that one constant (-71 and -66 % without
+    it); every held-out run but Falcon-40B at one 256-token sequence a card stays within 40 %,
+    16 % on average. Falcon is the named miss, slower than predicted."""
     rows = [r for r in acc.rows if r.tag("gpu") == "gaudi3"]
     assert {r.id for r in rows if r.set == "dev"} == {
-        "ohf_gaudi3_llama7b_lora_bf16_8", "ohf_gaudi3_llama7b_lora_fp8_8"}
+        "ohf_gaudi3_llama7b_lora_bf16_8", "ohf_gaudi3_llama7b_lora_fp8_8",
+        "ohf_gaudi3_chatglm3_6b_zero3_8"}
     held = [r for r in rows if r.set != "dev"]
     assert len(held) >= 15 and {r.group for r in rows} == {"gaudi-2024"}
-    named = [r for r in held if "falcon40b" in r.id or " zero3 " in r.detail]
-    assert len(named) == 5 and all(r.error < -0.5 for r in named), [
+    sharded = [r for r in held if " zero3 " in r.detail]
+    assert len(sharded) == 2 and all(abs(r.error) <= 0.20 for r in sharded), [
+        (r.id, round(r.error, 3)) for r in sharded]
+    named = [r for r in held if "falcon40b" in r.id]
+    assert len(named) == 2 and all(r.error < -0.5 for r in named), [
         (r.id, round(r.error, 3)) for r in named]
     rest = [r for r in held if r not in named]
     assert all(abs(r.error) <= 0.40 for r in rest), [(r.id, round(r.error, 3)) for r in rest]
-    assert mape(rest) <= 0.17
+    assert mape(rest) <= 0.16
 
 
 def test_trn1_rows_fit_the_neuron_stack_on_three_nxd_runs_and_hold_on_the_rest(acc) -> None:  # type: ignore[no-untyped-def]

@@ -160,6 +160,14 @@ class StackFeatures(BaseModel):
     # Share of the ring's bus bandwidth the framework's ZeRO-3 collectives reach (1: NCCL's,
     # as FSDP's flat per-layer buffers do; DeepSpeed's 2021 partition gathers reached less).
     zero3_busbw_fraction: Share = 1.0
+    # Host seconds each ZeRO-3 parameter fetch adds, serialized with the layer's compute: one
+    # fetch per layer and pass (forward, the full recompute's forward, backward). DeepSpeed's
+    # fetch_sub_module gathers a submodule's parameters synchronously before its hook returns
+    # (DeepSpeed PR #1188: "the async version is not async at all"; issues #1174, #5047:
+    # ZeRO-3's forward 8x ZeRO-2's on 8 x A100, its gathers fragmented and not overlapped),
+    # and on a lazy-mode device each fetch also cuts the graph being built. 0 where the
+    # gathers are prefetched on a side stream (FSDP units, Megatron-FSDP, XLA).
+    zero3_fetch_s: Annotated[FiniteFloat, Field(ge=0, le=1)] = 0.0
 
     @model_validator(mode="after")
     def _defaults_first(self) -> StackFeatures:

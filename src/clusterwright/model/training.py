@@ -384,9 +384,13 @@ def _step(job: Job, lay: Layouts, ops: Ops, mem: dict[str, Any] | None = None
     z3_b = ov.prefetched_layers(ops, layer_b_wall, ag_b + rs_b, Ls, o.prefetch) - Ls * layer_b_wall
     z3_on = is_z3 & (shard > 1)
     z3_mb = ops.where(z3_on, z3_f + z3_b, 0.0)
+    # A framework that fetches synchronously also stalls the layer on the host, each pass:
+    # time the step loses beside its communication, not communication that overlap hides.
+    z3_host_mb = ops.where(z3_on, Ls * st.features.zero3_fetch_s
+                           * (2.0 + ops.where(full, full_frac, 0.0)), 0.0)
     z3_total_mb = ops.where(z3_on, Ls * (ag_f + ag_b + rs_b), 0.0)
 
-    per_mb = fwd_c + bwd_c + tp_mb + cp_mb + ep_mb + pp_mb + z3_mb
+    per_mb = fwd_c + bwd_c + tp_mb + cp_mb + ep_mb + pp_mb + z3_mb + z3_host_mb
 
     # --- the pipeline schedule ------------------------------------------------------------------
     pipelined = p > 1
@@ -477,6 +481,7 @@ def _step(job: Job, lay: Layouts, ops: Ops, mem: dict[str, Any] | None = None
         cp_comm = cp_comm + slow * ops.maximum(cp_total - cp_comm, 0.0)
         ep_comm = ep_comm + slow * ops.maximum(ep_total - ep_comm, 0.0)
         dp_exposed = dp_exposed + slow * ops.maximum(dp_total - dp_exposed, 0.0)
+    dp_exposed = dp_exposed + m * z3_host_mb
     other = ops.full(compute, st.step_overhead_s)
     # Synchronous training waits at every collective for the slowest GPU of the job: its
     # compute runs sigma sqrt(2 ln N) slower than the median's (Sinha et al., SC22).
