@@ -633,3 +633,14 @@ def test_a_server_s_gpus_split_evenly_over_its_hosts(catalog: Catalog) -> None:
     pod = next(s for s in catalog.all("servers") if s.hosts > 1)
     with pytest.raises(ValidationError, match=r"is not a multiple of hosts"):
         Server.model_validate({**pod.model_dump(), "gpus": pod.hosts + 1})
+
+
+def test_every_plannable_gpu_has_a_server() -> None:
+    """``train plan`` and ``plan`` need a server that holds the GPU (racks, fabric, power):
+    the parts without one are those the catalog keeps for validation rows only."""
+    from clusterwright.catalog.registry import load_catalog
+
+    cat = load_catalog(env={})
+    held = {s.gpu for s in cat.all("servers")}
+    missing = {g.id for g in cat.all("gpus")} - held
+    assert missing == {"a100-40gb-sxm", "a100-80gb-pcie", "h100-pcie", "h800-sxm"}, missing

@@ -1030,3 +1030,16 @@ def test_lora_rank_estimates_fine_tuning_faster_than_full_training() -> None:
 def test_bad_lora_flags_exit_2_naming_the_flag(flags: tuple[str, ...], named: str) -> None:
     err = user_error(cw("train", "estimate", *LORA_70B, *flags, "--json"))
     assert named in err
+
+
+@pytest.mark.parametrize("gpu", ["gaudi3", "mi325x"])
+def test_train_plan_designs_a_cluster_of_the_new_parts(gpu: str) -> None:
+    """Gaudi 3 (its 24 x 200GbE through 6 OSFP cages, 4 links each) and MI325X (MiTAC's
+    8-GPU platform) plan end to end: a layout, and a fabric the simulator can run."""
+    r = CliRunner().invoke(app, ["train", "plan", "--model", "llama-2-13b", "--gpu", gpu,
+                                 "--gpus", "64", "--seq-len", "4096", "--tokens", "1e11",
+                                 "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    assert out["best"]["gpu"] == gpu and out["best"]["gpus"] == 64
+    assert out["best"]["step_time_s"] > 0 and out["fidelity"] == "sim"

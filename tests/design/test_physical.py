@@ -459,3 +459,31 @@ def test_frontend_units_unlike_backend_sus_still_place(catalog: Catalog, server:
                                     oversubscription=over), catalog)
     assert all(d.rack for d in fab.devices)
     assert all(lk.length_m > 0 for lk in fab.links)
+
+
+def test_gaudi3_split_cages_get_4x200g_optics_and_their_fibres(catalog: Catalog) -> None:
+    """Gaudi 3's 24 x 200GbE leave the baseboard through 6 OSFP 800G cages, 4 links each: the
+    fabric joins them to a switch split 4 x 200G with one 2 x SR4 module per cage at each end
+    (never copper: a cage's links go to several leaves), and a fibre trunk carries the two
+    links of one MPO-12 port only where both land on the same switch cage."""
+    from clusterwright.design.physical import links_per_connector
+
+    xcvrs = {t.id: t for t in catalog.all("transceivers")}
+    assert links_per_connector(xcvrs["osfp800-sr8-4x200g"]) == 2
+    assert links_per_connector(xcvrs["mma4z00-ns"]) == 1  # twin-port 2 x 400G: one a port
+    assert links_per_connector(xcvrs["mma1z00-ns400"]) == 1
+    for nodes in (4, 32):
+        fab = _placed(catalog, server="gaudi3-8", nodes=nodes)
+        host = [lk for lk in fab.links if lk.tier == "node-leaf"]
+        assert len(host) == 24 * nodes
+        assert {(lk.speed_gbps, lk.media, lk.a_xcvr) for lk in host} == {
+            (200, "optics", "osfp800-sr8-4x200g")}
+        mods = transceiver_counts(fab, catalog)["osfp800-sr8-4x200g"]
+        assert mods == 2 * 6 * nodes  # a module per 4-link cage, both ends
+        per_pair = Counter((lk.a, lk.a_cage, lk.b, lk.b_cage) for lk in host)
+        fibres = sum(math.ceil(n / 2) for n in per_pair.values())
+        counted = sum(n for (part, _), n in cable_counts(fab, catalog).items()
+                      if part == host[0].cable)
+        other = sum(1 for lk in fab.links if lk.tier != "node-leaf" and lk.cable == host[0].cable)
+        assert counted == fibres + other
+        assert len(host) / 2 <= fibres <= len(host)

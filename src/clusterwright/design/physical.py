@@ -18,6 +18,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from clusterwright.catalog.registry import Catalog
+from clusterwright.catalog.schema import Transceiver
 from clusterwright.design.fabric import (
     STORAGE_SU,
     SWITCH_ROLES,
@@ -357,20 +358,35 @@ def transceiver_counts(fab: Fabric, cat: Catalog) -> dict[str, int]:
     return dict(out)
 
 
+def links_per_connector(t: Transceiver) -> int:
+    """Links one of a module's optical connectors carries: a twin-port 2 x 400G module has
+    two MPO-12 ports of one link each, the same module split 4 x 200G two links a port."""
+    m = re.match(r"\s*(\d+)\s*x\s", t.connector or "")
+    return max(1, t.links // (int(m.group(1)) if m else 1))
+
+
 def cable_counts(fab: Fabric, cat: Catalog) -> dict[tuple[str, float], int]:
-    """Cables per (part, stock length m). A twin-port DAC carries two links."""
+    """Cables per (part, stock length m). A twin-port DAC carries two links; a fibre trunk
+    carries the links one connector of its modules does (two 200GBASE-SR2 on an MPO-12)."""
     cables = {c.id: c for c in cat.all("cables")}
-    # A multi-link cable (twin-port DAC) joins one cage to one cage: only links between the
-    # same two cages can share it.
+    per_conn = {t.id: links_per_connector(t) for t in cat.all("transceivers")}
+    # A multi-link cable (twin-port DAC, or a trunk between split cages) joins one cage to one
+    # cage: only links between the same two cages can share it.
     per_pair: dict[tuple[str, float, str, str, str, str], int] = defaultdict(int)
+    share: dict[tuple[str, float, str, str, str, str], int] = {}
     for lk in fab.links:
-        length = stock_length(cables[lk.cable].lengths_m, lk.length_m)
-        if cables[lk.cable].links > 1:
+        c = cables[lk.cable]
+        length = stock_length(c.lengths_m, lk.length_m)
+        n_links = c.links
+        if c.kind == "fiber" and lk.a_xcvr and lk.b_xcvr:
+            n_links = min(per_conn[lk.a_xcvr], per_conn[lk.b_xcvr])
+        if n_links > 1:
             key = (lk.cable, length, lk.a, lk.a_cage or lk.a_port, lk.b, lk.b_cage or lk.b_port)
         else:
             key = (lk.cable, length, "", "", "", "")
         per_pair[key] += 1
+        share[key] = n_links
     out: dict[tuple[str, float], int] = defaultdict(int)
     for key, n in per_pair.items():
-        out[(key[0], key[1])] += math.ceil(n / cables[key[0]].links)
+        out[(key[0], key[1])] += math.ceil(n / share[key])
     return dict(out)
