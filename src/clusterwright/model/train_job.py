@@ -127,11 +127,11 @@ class Job:
     @functools.cached_property
     def compute(self) -> ComputeJob:
         dtype = training_dtype(self.precision)
+        tf = self.gpu.peak_tflops
+        raw = tf[dtype]
+        raw16 = tf.get(Dtype.bf16, tf.get(Dtype.fp16, raw))
         # The clock a power-limited part holds under back-to-back matrix work (catalog Gpu).
-        rate = self.gpu.matrix_rate
-        peak = self.gpu.peak_tflops[dtype] * 1e12 * rate
-        peak16 = self.gpu.peak_tflops.get(
-            Dtype.bf16, self.gpu.peak_tflops.get(Dtype.fp16, peak / rate / 1e12)) * 1e12 * rate
+        peak, peak16 = (x * 1e12 * self.gpu.matrix_rate for x in (raw, raw16))
         return compute_job(
             self.arch, self.seq_len, self.stack, peak, peak16,
             self.gpu.memory_bandwidth_gbps * 1e9,
