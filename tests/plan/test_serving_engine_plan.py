@@ -229,3 +229,19 @@ def test_a_cache_aware_plan_gives_each_copy_its_share_of_the_prefixes(
     with pytest.raises(InputError) as err:
         se.plan_engine(cat, arch, g, e, 20.0, 8000, 200, 2.0, 0.05, router="random")
     assert err.value.field == "router"
+
+
+def test_a_model_one_nvlink_domain_cannot_hold_is_planned_over_several(cat: Catalog) -> None:
+    """DeepSeek-R1 in FP8 (671 GB) leaves 8 H100s (640 GB) no room: the plan spreads a worker
+    over two HGX nodes, as the measured H100 rows run it (TP 16, or attention DP with EP 16).
+    Capped at one domain's 8 GPUs a worker, it is refused, naming the cap."""
+    arch, g, e = cat.model("deepseek-r1"), cat.gpu("h100-sxm"), engine_of(cat, "sglang")
+    d = plan_engine(cat, arch, g, e, 2.0, 2048, 512, 5.0, 0.1, "fp8", requests=200)
+    c = d["choice"]
+    roles = [c[k] for k in ("agg", "prefill", "decode") if c.get(k)]
+    assert roles and all(r["gpus_per_worker"] >= 16 for r in roles)
+    assert c["ttft_p99_s"] <= 5.0 and c["tpot_p99_s"] <= 0.1
+    with pytest.raises(InputError, match="up to 8 h100-sxm GPUs a worker") as err:
+        plan_engine(cat, arch, g, e, 2.0, 2048, 512, 5.0, 0.1, "fp8", requests=200,
+                    max_gpus_per_copy=8)
+    assert err.value.field == "model"

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -227,17 +227,19 @@ def sized(best: LayoutResult, gpus: int, tokens: float | None,
 
 
 def pareto_front(job: Job, counts: list[int], tokens: float | None,
-                 wall: WallTime = _steady) -> list[SizedPlan]:
+                 wall: WallTime = _steady,
+                 known: Mapping[int, LayoutResult] | None = None) -> list[SizedPlan]:
     """Best plan at each GPU count, keeping only counts that train faster than every smaller
-    count (more GPUs that do not help are dominated)."""
+    count (more GPUs that do not help are dominated). ``known``: best layouts already planned
+    for some counts (the caller's own plan), reused rather than searched again."""
     front: list[SizedPlan] = []
     best_time = np.inf
     for n in sorted(counts):
-        res = plan(job, n, top_n=1)
-        if res.best is None:
+        best = known[n] if known is not None and n in known else plan(job, n, top_n=1).best
+        if best is None:
             continue
-        s = sized(res.best, n, tokens, wall)
-        key = s.time_to_train_days if s.time_to_train_days is not None else res.best.step_time_s
+        s = sized(best, n, tokens, wall)
+        key = s.time_to_train_days if s.time_to_train_days is not None else best.step_time_s
         if key < best_time:
             best_time = key
             front.append(s)

@@ -160,20 +160,26 @@ def _max_clients(cat: Catalog, dep: Deployment, isl: int, osl: int, ttft_slo: fl
     return lo, lo_st, lo_dep
 
 
-def _candidates(arch: ModelArch, domain: int) -> list[ServingParallel]:
+def _candidates(arch: ModelArch, domain: int, limit: int) -> list[ServingParallel]:
     """Worker layouts to search: TP within the NVLink domain; for MoE models attention DP
-    with expert parallelism over the group too."""
+    with expert parallelism over the group too. A MoE worker may also span several domains,
+    up to ``limit`` GPUs (a model whose weights one domain cannot hold, or whose KV cache is
+    short there), as the measured rows run DeepSeek-R1 on 2 x 8 H100 (validate --table
+    serving-silicon: TP 16, and attention DP 16 with EP 16): TP over the domains, or
+    attention DP over them with the experts across every GPU. A dense model's worker stays in
+    one domain: no measured serving row ran one over the network (and none pipelined)."""
     out = []
+    top = limit if arch.is_moe else domain
     tp = 1
-    while tp <= domain:
+    while tp <= top:
         if arch.heads % tp == 0:
             out.append(layout(arch, tp=tp))
-            if arch.is_moe:
-                adp = 2
-                while tp * adp <= domain:
-                    with contextlib.suppress(InputError):
-                        out.append(layout(arch, tp=tp, adp=adp))
-                    adp *= 2
+        if arch.is_moe and tp <= domain:
+            adp = 2
+            while tp * adp <= limit:
+                with contextlib.suppress(InputError):
+                    out.append(layout(arch, tp=tp, adp=adp))
+                adp *= 2
         tp *= 2
     return out
 
@@ -231,7 +237,7 @@ def plan_engine(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine, 
                       agg=Role(ServingParallel()), cpu_offload_gb=cpu_offload_gb,
                       kv_offload_gb=kv_offload_gb)
     domain = step_model(cat, base, ServingParallel()).net.domain_gpus
-    layouts = _candidates(arch, min(domain, max_gpus_per_copy))
+    layouts = _candidates(arch, min(domain, max_gpus_per_copy), max_gpus_per_copy)
     best: dict[str, PlanCandidate | None] = {"agg": None, "disagg": None}
     # With shared prefixes, the screen's cheapest few of each mode (its order is a bound's)
     ranked: dict[str, list[PlanCandidate]] = {"agg": [], "disagg": []}
@@ -301,9 +307,11 @@ def plan_engine(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine, 
     if not fits:
         largest = max(p.gpus for p in layouts)
         raise InputError(f"model: {arch.id}'s weights leave no room for one request's KV cache "
-                         f"on any layout of up to {largest} {gpu.id} GPUs (one NVLink domain"
+                         f"on any layout of up to {largest} {gpu.id} GPUs a worker"
+                         + ("" if arch.is_moe else " (one NVLink domain: no measured serving "
+                            "row ran a dense model's worker across nodes)")
                          + (f", {cpu_offload_gb:g} GiB of weights a GPU offloaded"
-                            if cpu_offload_gb > 0 else "") + ")", field="model")
+                            if cpu_offload_gb > 0 else ""), field="model")
     if a is None and d is None:
         raise InputError(f"no deployment of {arch.id} on {gpu.id} under {engine.id} meets "
                          f"TTFT {ttft_slo:g} s and TPOT {tpot_slo:g} s (means) for one "

@@ -487,16 +487,16 @@ def _plan_one(cat: Catalog, req: TrainPlanRequest, g: Gpu, global_batch: int) ->
         if best.gpu_hours is not None:
             out["cost_usd"] = best.gpu_hours * price[0]
     ladder = sorted({max(job.net.domain_gpus, gpus // k) for k in (8, 4, 2, 1)} | {gpus})
-    out["_finish"] = (job, ladder, tokens, wall)
+    out["_finish"] = (job, ladder, tokens, wall, {gpus: res.best})
     return out
 
 
 def _finish(cat: Catalog, r: dict[str, Any]) -> None:
     """The chosen type's other leading layouts and its GPUs-vs-time front (in place)."""
     job, top = r["_recheck"]
-    _, ladder, tokens, wall = r.pop("_finish")
+    _, ladder, tokens, wall, known = r.pop("_finish")
     r["top"] = [layout_payload(cat, job, x) for x in top]
-    r["pareto"] = [p.as_dict() for p in pareto_front(job, ladder, tokens, wall)]
+    r["pareto"] = [p.as_dict() for p in pareto_front(job, ladder, tokens, wall, known)]
 
 
 def _slice_ladder(cat: Catalog, job: Job, req: TrainPlanRequest

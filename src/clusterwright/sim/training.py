@@ -132,9 +132,16 @@ def simulate_step_comm(
     # --- expert parallel: every all-to-all at once -------------------------------------------
     if e > 1 and a.is_moe:
         size = tokens * a.top_k * a.hidden * ACT_BYTES
+        # Megatron-Core's expert rank order with expert TP 1 (etp-ep-dp), as the analytical
+        # model places it: an EP group is ``e`` consecutive GPUs of a pipeline stage, folded
+        # over its tensor-, context- and data-parallel ranks (tp x cp x dp of them).
+        stage = t * c * d
+        if stage % e:
+            raise SimError(f"ep: {e} does not divide the {stage} GPUs of a pipeline stage "
+                           f"(tp {t} x cp {c} x dp {d})", field="ep")
         groups = [
-            [rank_of(ti, ci, blk * e + j, pi, t, c, d) for j in range(e)]
-            for pi in range(p) for ti in range(t) for ci in range(c) for blk in range(d // e)
+            [rank_of(0, 0, 0, pi, t, c, d) + blk * e + j for j in range(e)]
+            for pi in range(p) for blk in range(stage // e)
         ]
         flows = len(groups) * e * (e - 1)
         sampled = 1
@@ -147,7 +154,7 @@ def simulate_step_comm(
             return [builder.add("alltoall", g, size) for g in groups]
 
         sim_s, _ = run(ep_build)
-        closed = float(alltoall_s(size, e, t * c, model))
+        closed = float(alltoall_s(size, e, 1, model))
         out.ep_factor = sim_s / closed if closed > 0 else 1.0
         detail["ep"] = {"sim_s": sim_s, "closed_form_s": closed, "bytes": size,
                         "groups": len(groups), "sampled_every": sampled}
