@@ -210,7 +210,8 @@ def test_a_partial_rails_fabric_runs_an_all_reduce(catalog: Catalog) -> None:
     ({"placement": "foo", "jobs": 2, "ranks": 8}, "placement", "unknown 'foo'"),
     ({"jobs": 0}, "jobs", "at least 1"),
     ({"qps": 0}, "qps", "at least 1"),
-    ({"failures": ["nosuchswitch"]}, None, "nosuchswitch"),
+    ({"failures": ["nosuchswitch"]}, "failures", "no device or link named .nosuchswitch."),
+    ({"degraded": [("nosuch", 0.5)]}, "degraded", "no device or link named .nosuch."),
     ({"degraded": [("spine-001", 2.0)]}, "degraded", "spine-001=2"),
     ({"degraded": [("spine-001", 0.0)]}, "degraded", "spine-001=0"),
 ])

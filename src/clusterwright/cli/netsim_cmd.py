@@ -17,10 +17,10 @@ from clusterwright.sim.network import ROUTINGS
 from clusterwright.spec.fabric import FabricRequest
 
 # Fields the simulator blames, and the flags users typed for them.
-FLAGS = FABRIC_FLAGS | {"degraded": "--degrade", "jobs": "--jobs", "qps": "--qps",
-                        "ranks": "--ranks", "seed": "--seed", "size_bytes": "--size-bytes",
-                        "cc": "--cc", "incast": "--incast", "pfc": "--pfc",
-                        "storm": "--pfc-storm", "collective": "--collective"}
+FLAGS = FABRIC_FLAGS | {"degraded": "--degrade", "failures": "--fail", "jobs": "--jobs",
+                        "qps": "--qps", "ranks": "--ranks", "seed": "--seed",
+                        "size_bytes": "--size-bytes", "cc": "--cc", "incast": "--incast",
+                        "pfc": "--pfc", "storm": "--pfc-storm", "collective": "--collective"}
 
 
 def netsim(

@@ -72,8 +72,8 @@ def servers_per_rack(fab: Fabric, site: Site) -> int:
     srv = fab.server
     req = fab.request
     if srv.cooling == "liquid" and req.cooling == "air":
-        raise FabricError(f"cooling: {srv.id} is liquid-cooled; air cooling cannot host it",
-                          field="cooling")
+        raise FabricError(f"cooling: {srv.id} is liquid-cooled; air cooling cannot host it "
+                          "(air is the default: set cooling to liquid)", field="cooling")
     if srv.kind == "rack":
         if srv.max_power_kw > site.rack_kw:
             raise FabricError(

@@ -154,18 +154,29 @@ def run_netsim(req: NetsimRequest, cat: Catalog) -> dict[str, Any]:
     incast = incast_flows(net, req.incast) if req.incast is not None else None
     t_build = time.perf_counter() - t0
 
+    def _down(sim: NetworkSim, field: str, name: str, factor: float) -> None:
+        try:
+            sim.fail(req.fail_at_s, name, factor)
+        except SimError as exc:
+            # Name the flag and show what names look like (the fabric's own devices)
+            switches = sorted(n for n in net.node_links if n in net.sw_index)
+            hosts = [h.name for h in net.hosts[:1]]
+            example = ", ".join(switches[:2] + hosts)
+            raise SimError(f"{field}: {exc} (devices are named like {example}; a cable is "
+                           "'a->b')", field=field) from exc
+
     def simulate(job_sets: list[list[int]], first_cid: int = 1
                  ) -> tuple[NetworkSim, list[Collective], Any]:
         net.set_capacity(list(range(net.n_links)), 1.0)
         sim = NetworkSim(net, routing=req.routing, seed=req.seed, qps=req.qps,
                          polarized=req.polarized)
         for name in req.failures:
-            sim.fail(req.fail_at_s, name)
+            _down(sim, "failures", name, 0.0)
         for name, factor in req.degraded:
             if not 0.0 < factor <= 1.0:
                 raise SimError(f"degraded: {name}={factor:g}: the factor must be in (0, 1]",
                                field="degraded")
-            sim.fail(req.fail_at_s, name, factor)
+            _down(sim, "degraded", name, factor)
         if incast is not None and first_cid == 1:
             sim.add_group("incast", incast, req.size_bytes)
         b = CollectiveBuilder(sim, model)
