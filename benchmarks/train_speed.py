@@ -193,8 +193,9 @@ def main() -> None:
         ],
         [
             f"`clusterwright train plan ... --json` subprocess, {CLI_RUNS} runs "
-            f"({cli_candidates:,} candidates, plus the Pareto front: 3 more `plan` calls (its own count reused), and "
-            "the network simulator's re-check of the best layout on the 16K-GPU fabric)",
+            f"({cli_candidates:,} candidates, plus the Pareto front: 3 more `plan` calls (its "
+            "own count reused), and the network simulator's re-check of the best layout on the "
+            "16K-GPU fabric)",
             f"**{min(cli):.2f} s** best, {statistics.median(cli):.2f} s median",
             "",
             "< 5 s",

@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from clusterwright.catalog.registry import Catalog
 from clusterwright.catalog.schema import CloudOffer, ModelArch, Server
-from clusterwright.errors import ScenarioError, UnknownIdError
+from clusterwright.errors import InputError, ScenarioError, UnknownIdError
 from clusterwright.spec.pricing import CloudPolicy
 from clusterwright.spec.scenario import InferenceWorkload, Scenario
 from clusterwright.spec.yamlio import LoadedYaml, describe_validation_error, format_loc
@@ -54,6 +54,8 @@ def resolve(
         models[w.name] = workload_model(cat, w.model, doc, ("workloads", i, "model"))
         if isinstance(w, InferenceWorkload):
             _fits_context(w, models[w.name], doc, i)
+            if w.engine is not None:
+                _engine_ref(cat, w.engine, doc, i)
         stack = getattr(w, "stack", None)
         if stack is not None:
             try:
@@ -144,6 +146,20 @@ def _fabric_switch(scenario: Scenario, cat: Catalog, doc: LoadedYaml | None) -> 
             f"{_field(doc, ('fabric', 'protocol'))} asks for {f.protocol}; name an "
             f"{f.protocol} switch or drop one of the two"
         )
+
+
+def _engine_ref(cat: Catalog, spec: str, doc: LoadedYaml | None, i: int) -> None:
+    """``engine`` names a catalog serving engine (``name`` or ``name@version``)."""
+    name, _, version = spec.partition("@")
+    backends = sorted({e.backend for e in cat.all("serving_engines")})
+    at = _where(doc, ("workloads", i, "engine"))
+    if name not in backends:
+        raise ScenarioError(f"{at}: {name!r} is not one of {', '.join(backends)}")
+    try:
+        cat.serving_engine(name, version)
+    except InputError:
+        raise ScenarioError(f"{at}: no {name} entry in the catalog covers version "
+                            f"{version!r}") from None
 
 
 def _fits_context(w: InferenceWorkload, arch: ModelArch, doc: LoadedYaml | None,

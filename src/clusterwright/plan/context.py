@@ -46,6 +46,9 @@ class PlanRun:
     # Layout searches already run, by (workload, GPU, GPU count): the decisions stage reads
     # the runners-up from them instead of searching again.
     searches: dict[tuple[str, str, int], Any] = field(default_factory=dict)
+    # Engine-sized inference workloads' chosen deployments, by (workload, GPU): the latency
+    # curves simulate them again at other loads.
+    deployments: dict[tuple[str, str], Any] = field(default_factory=dict)
 
     @contextmanager
     def timed(self, stage: str) -> Iterator[None]:

@@ -186,6 +186,9 @@ def replicas_decisions(chosen: Candidate) -> list[Decision]:
         slo = r["slo"]
         ep = f" EP{r['ep']}" if r.get("ep", 1) not in (None, 1) else ""
         choice = f"{r['replicas']} x TP{r['tp']}{ep} ({r['gpus']} GPUs)"
+        if r.get("engine"):
+            choice = (f"{r['replicas']} x {r['deployment']} under {r['engine']} "
+                      f"({r['gpus']} GPUs; {r['disaggregation']})")
         why = (f"the cheapest layout meeting p99 TTFT <= {slo['ttft_p99_s']:g} s and TPOT <= "
                f"{slo['tpot_p99_s']:g} s: one replica serves {r['qps_per_replica']:.2f} req/s "
                f"at the SLOs, so {_n(r['replicas'], 'replica')} cover the "

@@ -101,6 +101,8 @@ def serving_point(run: PlanRun, row: dict[str, Any]) -> ServingPower | None:
     board power per GPU. None when the replica cannot be rebuilt."""
     from clusterwright.plan import serving_replica
 
+    if row.get("engine"):
+        return None  # an engine deployment: the stack replica below is not what was sized
     try:
         rep = serving_replica.replica(
             run.cat, run.models[row["name"]], row["gpu"], tp=int(row["tp"]),

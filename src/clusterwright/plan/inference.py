@@ -19,6 +19,8 @@ from clusterwright.model.precision import bytes_per, default_kv_precision
 from clusterwright.plan import serving as serving_plan
 from clusterwright.plan import serving_replica
 from clusterwright.plan.context import CURVE_LOADS, PlanRun
+from clusterwright.plan.serving_engine import engine_of, simulate_deployment
+from clusterwright.plan.serving_engine_plan import plan_engine_choice
 from clusterwright.spec.scenario import (
     Diurnal,
     InferenceWorkload,
@@ -37,9 +39,13 @@ def diurnal_multipliers(d: Diurnal) -> list[float]:
 
 def size_inference(run: PlanRun, w: InferenceWorkload,
                     gpu: Gpu) -> tuple[dict[str, Any] | None, list[Violation]]:
+    if w.engine is not None:
+        return _size_with_engine(run, w, gpu)
     if serving_replica.serving_stack(run.cat, gpu.id) is None:
         return None, [violation("gpus", None, None, "",
-                                f"{gpu.id} has no serving calibration in the catalog", w.name)]
+                                f"{gpu.id} has no serving calibration in the catalog (the "
+                                "workload's engine: trtllm, vllm or sglang would size it with "
+                                "a catalog serving engine)", w.name)]
     arch = run.models[w.name]
     kv = w.kv_precision or default_kv_precision(w.precision).value
     inp, out = max(1, round(w.input_len.mean)), max(1, round(w.output_len.mean))
@@ -101,6 +107,121 @@ def size_inference(run: PlanRun, w: InferenceWorkload,
     return row, []
 
 
+def _size_with_engine(run: PlanRun, w: InferenceWorkload,
+                      gpu: Gpu) -> tuple[dict[str, Any] | None, list[Violation]]:
+    """The workload sized with its catalog engine (``serve plan --engine``'s search: the
+    cheapest aggregated or disaggregated deployment whose simulated p99s meet the SLOs at
+    the peak rate), as an inference row. A replica is one copy of that deployment."""
+    assert w.engine is not None
+    arch = run.models[w.name]
+    inp, out = max(1, round(w.input_len.mean)), max(1, round(w.output_len.mean))
+    engine = engine_of(run.cat, w.engine)  # resolved with the scenario: a known engine
+    try:
+        d, choice = plan_engine_choice(
+            run.cat, arch, gpu, engine, w.qps, inp, out, w.slo.ttft_p99_s, w.slo.tpot_p99_s,
+            precision=w.precision, requests=300 if run.quick else 800, seed=run.scenario.seed,
+            prefix_len=min(w.shared_prefix.tokens, inp) if w.shared_prefix else 0,
+            prefix_groups=w.shared_prefix.groups if w.shared_prefix else 1)
+    except InputError as exc:
+        if exc.field == "ttft_slo":
+            return None, [violation("slo", w.slo.ttft_p99_s, None, "s",
+                                    f"best {engine.id} deployment on {gpu.id} ({exc})",
+                                    w.name)]
+        what: ConstraintName = "memory" if exc.field in ("model", "tp") else "gpus"
+        need = arch_weights_gb(arch, w.precision) if what == "memory" else None
+        return None, [violation(what, gpu.memory_gb if what == "memory" else None, need,
+                                "GB" if what == "memory" else "", str(exc), w.name)]
+    c = d["choice"]
+    copies, per_copy = int(c["copies"]), int(c["gpus_per_copy"])
+    per_replica_qps = w.qps / copies  # the rate each copy was simulated at
+    mult = diurnal_multipliers(w.diurnal) if w.diurnal else None
+    hourly = ([math.ceil(w.qps * m / per_replica_qps - 1e-9) * per_copy for m in mult]
+              if mult else None)
+    kv = choice.dep.kv_format
+    notes = list(c["notes"])
+    if w.kv_precision is not None and w.kv_precision != kv:
+        notes.append(f"KV cache in {kv}, {engine.id}'s format for {choice.dep.dense.name} "
+                     f"weights, not the workload's kv_precision {w.kv_precision}")
+    price = serving_plan.gpu_hour_price(run.cat, gpu.id)
+    usd_h = c["gpus"] * price[0] if price is not None else None
+    main = c.get("agg") or c["decode"]
+    run.deployments[(w.name, gpu.id)] = choice.dep
+    row: dict[str, Any] = {
+        "name": w.name, "kind": "inference", "model": arch.id, "gpu": gpu.id,
+        "engine": engine.id, "deployment": describe_choice(c),
+        "mode": c["mode"], "roles": {k: c[k] for k in ("agg", "prefill", "decode") if c.get(k)},
+        "tp": main["tp"], "ep": main["moe_ep"], "gpus_per_replica": per_copy,
+        "replicas": copies, "gpus": c["gpus"],
+        "peak_qps": w.qps, "qps_per_replica": per_replica_qps,
+        "input_len": inp, "output_len": out, "precision": w.precision, "kv_precision": kv,
+        "slo": {"ttft_p99_s": w.slo.ttft_p99_s, "tpot_p99_s": w.slo.tpot_p99_s,
+                "e2e_p99_s": None},
+        "ttft_p99_s": c["ttft_p99_s"], "tpot_p99_s": c["tpot_p99_s"], "e2e_p99_s": None,
+        "tokens_per_s_per_gpu": w.qps * out / c["gpus"],
+        "cost_per_million_tokens_usd": None,
+        "cloud_cost_per_million_tokens_usd": (usd_h / (w.qps * out * 3600) * 1e6
+                                              if usd_h is not None else None),
+        "curve": [], "pareto": [], "diurnal_gpus": hourly,
+        "simulations": d["deployments_evaluated"],
+        "shared_prefix": ({"tokens": min(w.shared_prefix.tokens, inp),
+                           "groups": w.shared_prefix.groups,
+                           "hit_rate": c.get("prefix_hit_rate")}
+                          if w.shared_prefix else None),
+        # What the deployment's accuracy rests on: the engine's measured rows of this GPU and
+        # mode (validate --table serving-silicon), or that there are none.
+        "confidence": {"engine": engine.id, "gpu": gpu.id, "calibration": engine.calibration,
+                       "validation_table": "serving-silicon", **c["validation"]},
+        "measured_lean": d["measured_lean"],
+        "disaggregation": d["verdict"],
+        "notes": notes,
+        "considered": [],
+    }
+    return row, []
+
+
+def _engine_curve(run: PlanRun, r: dict[str, Any]) -> None:
+    """The latency curve of an engine-sized workload: its chosen deployment simulated at
+    each load fraction of its rate per copy (``serve estimate --engine``'s simulation)."""
+    dep = run.deployments.get((r["name"], r["gpu"]))
+    if dep is None:
+        return
+    pts = []
+    isl, osl = int(r["input_len"]), int(r["output_len"])
+    for f in CURVE_LOADS[1::2] if run.quick else CURVE_LOADS:
+        q = r["qps_per_replica"] * f
+        wl = serving_replica.workload(isl, osl, qps=q, num_requests=300 if run.quick else 800,
+                                      seed=run.scenario.seed)
+        try:
+            res = simulate_deployment(run.cat, dep, wl, isl, osl)
+        except InputError as exc:
+            run.notes.append(f"{r['name']}: latency curve stopped at {f:g}x load ({exc})")
+            break
+        ttft, tpot = res.ttft_s["p99"], res.tpot_s["p99"]
+        tpot_mean = res.tpot_s.get("mean")
+        pts.append({
+            "load_fraction": f, "qps": q * r["replicas"], "qps_per_replica": q,
+            "ttft_p99_s": ttft, "tpot_p99_s": tpot,
+            "tokens_per_s_per_gpu": q * osl / max(int(r["gpus_per_replica"]), 1),
+            "tokens_per_s_per_user": 1.0 / tpot_mean if tpot_mean and tpot_mean > 0 else None,
+            "e2e_p99_s": None,
+            "meets_slo": bool(ttft <= r["slo"]["ttft_p99_s"]
+                              and not tpot > r["slo"]["tpot_p99_s"]),
+        })
+    r["curve"] = pts
+
+
+def describe_choice(c: dict[str, Any]) -> str:
+    """One line for an engine deployment: its workers and their layouts."""
+    def one(r: dict[str, Any]) -> str:
+        lay = f"TP{r['tp']}" + (f" x ADP{r['adp']}" if r["adp"] > 1 else "") + (
+            f" EP{r['moe_ep']}" if r["moe_ep"] > 1 else "")
+        return f"{r['workers']} x {lay}"
+    if c["mode"] == "agg":
+        return f"aggregated {one(c['agg'])} ({c['gpus_per_copy']} GPUs)"
+    return (f"prefill {one(c['prefill'])}, decode {one(c['decode'])} "
+            f"({c['gpus_per_copy']} GPUs)")
+
+
 def _serving_confidence(run: PlanRun, gpu: Gpu) -> dict[str, Any] | None:
     st = serving_replica.serving_stack(run.cat, gpu.id)
     if st is None or st.serving is None:
@@ -119,6 +240,9 @@ def latency_curves(run: PlanRun, cand: Candidate) -> None:
     report's latency-vs-QPS plot (fleet QPS = per-replica QPS x replicas)."""
     for r in cand.detail["workloads"]:
         if r["kind"] != "inference":
+            continue
+        if r.get("engine"):
+            _engine_curve(run, r)
             continue
         pts = []
         for f in CURVE_LOADS[1::2] if run.quick else CURVE_LOADS:

@@ -193,6 +193,23 @@ def plan_engine(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine, 
                 cpu_offload_gb: float = 0.0, prefix_len: int = 0, prefix_groups: int = 1,
                 kv_offload_gb: float = 0.0, router: str = "least_outstanding"
                 ) -> dict[str, Any]:
+    """``plan_engine_choice``'s result, without the chosen candidate."""
+    return plan_engine_choice(cat, arch, gpu, engine, qps, isl, osl, ttft_slo, tpot_slo,
+                              precision, gemm_quant, moe_quant, max_gpus_per_copy, requests,
+                              seed, max_tokens, prune, cpu_offload_gb, prefix_len,
+                              prefix_groups, kv_offload_gb, router)[0]
+
+
+def plan_engine_choice(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine,
+                       qps: float, isl: int, osl: int, ttft_slo: float, tpot_slo: float,
+                       precision: str = "bf16", gemm_quant: str | None = None,
+                       moe_quant: str | None = None, max_gpus_per_copy: int = 64,
+                       requests: int = 800, seed: int = 0,
+                       max_tokens: int | None = None, prune: bool = True,
+                       cpu_offload_gb: float = 0.0, prefix_len: int = 0,
+                       prefix_groups: int = 1, kv_offload_gb: float = 0.0,
+                       router: str = "least_outstanding"
+                       ) -> tuple[dict[str, Any], PlanCandidate]:
     """Cheapest aggregated and disaggregated deployments serving ``qps`` with p99 TTFT and
     TPOT within the SLOs, and whether disaggregation pays (fewer GPUs). Layouts and splits
     are screened on the steady state's means (a deployment whose means miss the SLOs cannot
@@ -345,7 +362,7 @@ def plan_engine(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine, 
             choice, prefix_len, prefix_groups, kv_offload_gb,
             lambda: again(prefix_len=0, prefix_groups=1, kv_offload_gb=0.0),
             (lambda: again(kv_offload_gb=0.0)) if kv_offload_gb > 0 else None)
-    return {"model": arch.id, "gpu": gpu.id, "engine": engine.id, "qps": qps, **extra,
+    return ({"model": arch.id, "gpu": gpu.id, "engine": engine.id, "qps": qps, **extra,
             "router": router,
             "measured_lean": measured_lean(choice, ttft_slo, tpot_slo),
             "input_len": isl, "output_len": osl,
@@ -360,7 +377,7 @@ def plan_engine(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine, 
                          f"; with shared prefixes the screen charges each prompt's own "
                          f"{screen_isl:,} tokens (every prefix cached: a bound), and its "
                          f"{PREFIX_VERIFIED} cheapest of each mode are simulated with the "
-                         "prefix cache" if shares else ""))}
+                         "prefix cache" if shares else ""))}, choice)
 
 
 def _plan_gpus(plan: Callable[[], dict[str, Any]]) -> int | None:
@@ -416,4 +433,4 @@ def _offload_verdict(gpus: int, gib: float,
             "verdict": verdict}
 
 
-__all__ = ["PREFIX_VERIFIED", "PlanCandidate", "measured_lean", "plan_engine"]
+__all__ = ["PREFIX_VERIFIED", "PlanCandidate", "measured_lean", "plan_engine", "plan_engine_choice"]

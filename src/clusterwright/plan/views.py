@@ -151,8 +151,10 @@ def summary_text(sc: Scenario, cand: Candidate, feasible: bool, binding: list[Vi
                          "%: optimistic)")
             parts.append(line)
         elif r["kind"] == "inference":
+            what = (f"({r['deployment']}) under {r['engine']}" if r.get("engine")
+                    else f"TP{r['tp']} replicas")
             parts.append(f"{r['name']} serves {r['peak_qps']:g} req/s with {r['replicas']} x "
-                         f"TP{r['tp']} replicas ({r['gpus']} GPUs)")
+                         f"{what} ({r['gpus']} GPUs)")
         else:
             parts.append(f"{r['name']} runs {r['gpu_hours']:,.0f} GPU-hours on the "
                          f"{r['runs_on']}")

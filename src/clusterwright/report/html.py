@@ -343,8 +343,10 @@ def _inference(inference: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for i, w in enumerate(inference):
         facts = [
-            ("GPU", text(w.get("gpu"))), ("tensor / expert parallel",
-                                          f"TP{text(w.get('tp'))} · EP{text(w.get('ep'))}"),
+            ("GPU", text(w.get("gpu"))),
+            ("deployment", f"{text(w.get('deployment'))} under {text(w.get('engine'))}")
+            if w.get("engine") else ("tensor / expert parallel",
+                                     f"TP{text(w.get('tp'))} · EP{text(w.get('ep'))}"),
             ("replicas", fmt(w.get("replicas"))), ("GPUs", fmt(w.get("gpus"))),
             ("peak QPS", fmt(w.get("peak_qps"))),
             ("TTFT p99 (SLO)", f"{duration(w.get('ttft_p99_s'))} "

@@ -136,7 +136,9 @@ def _serving_line(w: Mapping[str, Any]) -> dict[str, str]:
                                     f"prefixes ({groups}){reuse}") if x)
     return {"name": text(w.get("name")),
             "value": f"{fmt(cap)} req/s" if cap is not None else DASH,
-            "range": f"{fmt(reps)} × TP{text(w.get('tp'))} replicas, {head}".strip(", "),
+            "range": (f"{fmt(reps)} × {text(w.get('deployment'))} under "
+                      f"{text(w.get('engine'))}, {head}" if w.get("engine") else
+                      f"{fmt(reps)} × TP{text(w.get('tp'))} replicas, {head}").strip(", "),
             "why": why,
             "mc": (f"p99 TTFT {duration(w.get('ttft_p99_s'))} / TPOT "
                    f"{duration(w.get('tpot_p99_s'))}"),

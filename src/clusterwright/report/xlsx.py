@@ -83,7 +83,9 @@ def summary_rows(bp: Mapping[str, Any]) -> list[tuple[str, Any]]:
                          get(w, "confidence", "band")))
         elif w.get("kind") == "inference":
             rows.append((f"{w.get('name')}: replicas x TP",
-                         f"{w.get('replicas')} x TP{w.get('tp')}"))
+                         f"{w.get('replicas')} x " + (f"{w.get('deployment')} under "
+                                                      f"{w.get('engine')}" if w.get("engine")
+                                                      else f"TP{w.get('tp')}")))
             rows.append((f"{w.get('name')}: p99 TTFT (s)", w.get("ttft_p99_s")))
     rows += [("binding constraint", b.get("message"))
              for b in records(bp.get("binding_constraints"))]

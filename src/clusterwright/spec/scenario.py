@@ -299,6 +299,19 @@ class InferenceWorkload(_Strict):
     shared_prefix: SharedPrefix | None = None
     """Prompts that begin alike: the replicas' prefix caches reuse the shared part. Unset:
     every prompt its own."""
+    engine: Annotated[str, Field(min_length=1, max_length=64)] | None = None
+    """Serving engine from the catalog (trtllm, vllm or sglang, optionally @VERSION): size the
+    workload with that engine's calibrated search (aggregated and disaggregated deployments,
+    validate --table serving-silicon) on any GPU, its KV cache in the engine's format. Unset:
+    a GPU whose stack carries a serving calibration is sized with it (validate --table
+    serving); a GPU without one cannot serve the workload."""
+
+    @model_validator(mode="after")
+    def _engine_slos(self) -> InferenceWorkload:
+        if self.engine is not None and self.slo.e2e_p99_s is not None:
+            raise ValueError("slo.e2e_p99_s: an engine-sized workload is planned on p99 TTFT "
+                             "and TPOT only; drop e2e_p99_s or the engine")
+        return self
 
     @model_validator(mode="before")
     @classmethod
