@@ -75,6 +75,7 @@ def test_an_engine_for_another_vendor_rejects_the_gpu(catalog: Catalog) -> None:
 @pytest.mark.parametrize(("engine", "message"), [
     ("vllmx", "workloads[0].engine (line 13): 'vllmx' is not one of"),
     ("vllm@9.9", "no vllm entry in the catalog covers version '9.9'"),
+    ("vllm@", "'vllm@' names no version after '@'"),
 ])
 def test_an_unknown_engine_names_its_line(catalog: Catalog, engine: str, message: str) -> None:
     text = SERVE.format(gpu="b200", e2e="", engine=f'\n    engine: "{engine}"')

@@ -155,6 +155,9 @@ def _engine_ref(cat: Catalog, spec: str, doc: LoadedYaml | None, i: int) -> None
     at = _where(doc, ("workloads", i, "engine"))
     if name not in backends:
         raise ScenarioError(f"{at}: {name!r} is not one of {', '.join(backends)}")
+    if "@" in spec and not version:
+        raise ScenarioError(f"{at}: {spec!r} names no version after '@' (give {name} alone "
+                            "for the catalog's default entry)")
     try:
         cat.serving_engine(name, version)
     except InputError:

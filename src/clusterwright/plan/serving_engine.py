@@ -71,6 +71,9 @@ def engine_of(cat: Catalog, spec: str) -> ServingEngine:
     if name not in backends:
         raise InputError(f"engine: {name!r} is not one of {', '.join(backends)}",
                          field="engine")
+    if "@" in spec and not version:
+        raise InputError(f"engine: {spec!r} names no version after '@' (give {name} alone for "
+                         "the catalog's default entry)", field="engine")
     try:
         return cat.serving_engine(name, version)
     except InputError:
