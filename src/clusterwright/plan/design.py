@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from clusterwright.catalog.schema import Server
 from clusterwright.design.blueprint import (
@@ -59,6 +59,9 @@ def rack_violations(run: PlanRun, server: Server) -> tuple[list[Violation], floa
     if c.power_per_rack_kw <= cap:
         v = violation("power_per_rack_kw", c.power_per_rack_kw, kw, "kW",
                       f"one {server.id} draws (nameplate)")
+        if "power_per_rack_kw" not in c.model_fields_set:
+            v = replace(v, message=f"{v.message} (power_per_rack_kw is unset: its default; "
+                                   f"{c.cooling} cooling carries up to {cap:g} kW a rack)")
     else:
         v = violation("cooling", cap, kw, "kW",
                       f"{c.cooling} cooling carries per rack; one {server.id} draws")
