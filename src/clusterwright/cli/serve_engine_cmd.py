@@ -424,7 +424,9 @@ def plan_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str, qp
 
     if gpu == "choose":
         fail("--gpu: with --engine, name one GPU (the engine's constants are shared across "
-             "GPUs; run the plan per GPU to compare)")
+             "GPUs; to compare GPUs on cost, plan a scenario whose inference workload names "
+             "its engine: and lists constraints.gpus, as examples/serve-deepseek-r1-engine.yaml "
+             "does)")
     cat: Catalog = state(ctx).catalog()
     with engine_errors():
         arch = resolve_model(cat, model)
