@@ -1,7 +1,8 @@
 """Hostile values in a user catalog's serving-engine scheduling fields (``seq_overhead_s``,
-``async_scheduling``, ``sync_versions``): ``serve estimate --catalog FILE`` must refuse what
-the schema does not take, naming the field, and run what it takes (the largest host cost
-included) without a traceback or an impossible number; the scheduling flags take no value."""
+``async_scheduling``, ``sync_versions``) and platforms (``runs_on``): ``serve estimate
+--catalog FILE`` must refuse what the schema does not take, naming the field, and run what it
+takes (the largest host cost included) without a traceback or an impossible number; the
+scheduling flags take no value."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ REFUSED: dict[str, list[object]] = {
     "stream_interval": [0, -1, 10**9, "fast", ".inf", 2.5],
     "disagg_first_token": ["decode", 1, ["prefill"], {"a": 1}],
     "mixed_chunk": ["maybe", 2, [True], {"a": 1}],
+    "runs_on": ["nvidia", ["nvidea"], [1], [["nvidia"]], {"a": 1}, [None]],
 }
 
 

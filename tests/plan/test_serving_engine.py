@@ -398,3 +398,17 @@ def test_a_hopper_kernel_s_attention_rate_moves_to_other_silicon_by_the_stacks(
     fast = replace(step, attention_factor=1.0)
     assert step.step_s(32768, 0, 0) > fast.step_s(32768, 0, 0)
     assert step.step_s(0, 8, 8 * 4096) == pytest.approx(fast.step_s(0, 8, 8 * 4096))
+
+
+@pytest.mark.parametrize(("engine", "gpu"), [("trtllm", "mi300x"), ("trtllm", "tpu-v6e"),
+                                             ("sglang", "trn2")])
+def test_an_engine_refuses_a_platform_it_does_not_run_on(engine: str, gpu: str) -> None:
+    """TensorRT-LLM runs on NVIDIA GPUs only, SGLang not on Trainium (their platform lists):
+    a deployment there is refused by name, where it would once have been priced."""
+    cat = load_catalog()
+    arch = cat.model("llama-3.1-8b")
+    with pytest.raises(InputError, match=f"engine: {engine} runs on .* not on {gpu}") as exc:
+        deployment(cat, arch, cat.gpu(gpu), engine_of(cat, engine), agg=Role(layout(arch)))
+    assert exc.value.field == "engine"
+    # vLLM lists every catalog vendor
+    deployment(cat, arch, cat.gpu(gpu), engine_of(cat, "vllm"), agg=Role(layout(arch)))

@@ -274,6 +274,10 @@ class ServingEngine(CatalogEntry):
     # engine's own rate); empty: any, with NVIDIA's as the fitted rate
     vendors: list[Literal["nvidia", "amd", "intel", "google", "aws"]] = Field(
         default_factory=list)
+    # Vendors whose accelerators the engine runs on at all (its documented platforms); empty:
+    # any. A deployment on another vendor's part is refused by name.
+    runs_on: list[Literal["nvidia", "amd", "intel", "google", "aws"]] = Field(
+        default_factory=list)
     # Weights offload (vLLM's and SGLang's --cpu-offload-gb): part of each GPU's weights lives
     # in CPU memory and crosses the CPU-GPU link in every forward pass
     weight_offload: StrictBool = False

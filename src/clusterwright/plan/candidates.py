@@ -16,12 +16,14 @@ from clusterwright.spec.scenario import (
 def candidate_gpus(scenario: Scenario, cat: Catalog) -> list[Gpu]:
     """The GPUs to evaluate: ``constraints.gpus``, or with "choose" every catalog GPU that a
     catalog server carries (limited to ``constraints.servers`` when given) and, when the
-    scenario serves a model, that a serving calibration covers."""
+    scenario serves a model without naming its engine, that a serving calibration covers
+    (an engine-sized workload is sized on any GPU)."""
     c = scenario.constraints
     if isinstance(c.gpus, list):
         return [cat.gpu(g) for g in c.gpus]
     allowed = {cat.server(s).gpu for s in c.servers} if c.servers else None
-    serves = any(isinstance(w, InferenceWorkload) for w in scenario.workloads)
+    serves = any(isinstance(w, InferenceWorkload) and w.engine is None
+                 for w in scenario.workloads)
     out = []
     for g in cat.all("gpus"):
         if allowed is not None and g.id not in allowed:

@@ -139,9 +139,10 @@ def deployment(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine,
     if precision not in PRECISION_FORMATS:
         raise InputError(f"precision: {precision!r} is not one of "
                          f"{', '.join(PRECISION_FORMATS)}", field="precision")
-    if engine.vendors and gpu.vendor not in engine.vendors:
-        raise InputError(f"engine: {engine.id} runs on {', '.join(engine.vendors)} "
-                         f"accelerators, not on {gpu.id} ({gpu.vendor})", field="engine")
+    for allowed in (engine.vendors, engine.runs_on):
+        if allowed and gpu.vendor not in allowed:
+            raise InputError(f"engine: {engine.id} runs on {', '.join(allowed)} "
+                             f"accelerators, not on {gpu.id} ({gpu.vendor})", field="engine")
     gq = gemm_quant or PRECISION_FORMATS[precision]
     dense = weight_format(gq, gpu, "gemm_quant")
     moe = weight_format(moe_quant or gq, gpu, "moe_quant")
