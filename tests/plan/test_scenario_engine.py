@@ -57,6 +57,14 @@ def test_an_engine_serves_on_a_gpu_without_a_serving_stack(catalog: Catalog) -> 
     assert w["deployment"].startswith(("aggregated", "prefill"))
     decision = next(x for x in d["decisions"] if x["area"] == "replicas")
     assert "under vllm" in decision["choice"]
+    # Energy per token from the deployment's own step model at its peak batch (aggregated),
+    # or the stated floor (disaggregated)
+    (e,) = d["energy"]["serving"]
+    if w["mode"] == "agg":
+        assert e["batch_per_replica"] >= 1 and "per data-parallel rank" in e["basis"]
+    else:
+        assert e["batch_per_replica"] is None and "not modelled apart" in e["basis"]
+    assert e["kwh_per_million_tokens"] > 0
 
 
 def test_without_an_engine_the_gpu_says_how_to_serve_on_it(catalog: Catalog) -> None:

@@ -102,25 +102,53 @@ def serving_point(run: PlanRun, row: dict[str, Any]) -> ServingPower | None:
     from clusterwright.plan import serving_replica
 
     if row.get("engine"):
-        return None  # an engine deployment: the stack replica below is not what was sized
+        return _engine_point(run, row)
     try:
         rep = serving_replica.replica(
             run.cat, run.models[row["name"]], row["gpu"], tp=int(row["tp"]),
             precision=row["precision"], kv_precision=row["kv_precision"],
             ep=int(row.get("ep") or 1))
-        p = power_params(run.cat, row["gpu"])
+        return _at_little_batch(rep.model, power_params(run.cat, row["gpu"]),
+                                float(row.get("qps_per_replica") or 0.0),
+                                float(max(rep.engine.max_num_seqs, 1)),
+                                float(row["input_len"]), float(row["output_len"]))
+    except (ClusterwrightError, KeyError, ValueError):
+        return None
+
+
+def _at_little_batch(step: sp.StepWork, p: PowerParams, qps: float, cap: float,
+                     i: float, o: float) -> ServingPower:
+    """The power point at the batch B that Little's law gives a replica (or rank) serving
+    ``qps`` requests/s: B = qps x output tokens x mean iteration time, at most ``cap``."""
+    b = 1.0
+    pt = serving_power(step, p, b, i, o)
+    for _ in range(STEADY_ITERATIONS):
+        nb = min(cap, max(1.0, qps * o * pt.mean_itl_s))
+        if abs(nb - b) < 1e-3 * b:
+            break
+        b = 0.5 * (b + nb)  # damped: the step time grows with the batch
+        pt = serving_power(step, p, b, i, o)
+    return pt
+
+
+def _engine_point(run: PlanRun, row: dict[str, Any]) -> ServingPower | None:
+    """``serving_point`` for an engine-sized workload: its aggregated deployment's step model
+    (the one validate --table serving-energy checks) at the batch Little's law gives one
+    data-parallel rank, at most the rank's batch limit. None for a disaggregated deployment
+    (its prefill and decode GPUs draw differently; not modelled here)."""
+    from clusterwright.plan.serving_deployment import step_model
+
+    dep = run.deployments.get((row["name"], row["gpu"]))
+    if dep is None or dep.agg is None:
+        return None
+    try:
+        role = dep.agg
         i, o = float(row["input_len"]), float(row["output_len"])
-        qps = float(row.get("qps_per_replica") or 0.0)
-        cap = float(max(rep.engine.max_num_seqs, 1))
-        b = 1.0
-        pt = serving_power(rep.model, p, b, i, o)
-        for _ in range(STEADY_ITERATIONS):
-            nb = min(cap, max(1.0, qps * o * pt.mean_itl_s))
-            if abs(nb - b) < 1e-3 * b:
-                break
-            b = 0.5 * (b + nb)  # damped: the step time grows with the batch
-            pt = serving_power(rep.model, p, b, i, o)
-        return pt
+        ranks = max((role.workers or 1) * role.par.adp, 1)
+        return _at_little_batch(step_model(run.cat, dep, role.par, max_len=int(i + o)),
+                                power_params(run.cat, row["gpu"]),
+                                float(row.get("qps_per_replica") or 0.0) / ranks,
+                                float(max(role.max_batch or dep.engine.max_batch, 1)), i, o)
     except (ClusterwrightError, KeyError, ValueError):
         return None
 
@@ -200,10 +228,14 @@ def energy_view(run: PlanRun, cand: Candidate, d: DesignedCluster) -> dict[str, 
             kw = float(r["gpus"]) * (gpu_kw + net_kw_gpu + sto_kw_gpu)
             tps = float(r["tokens_per_s_per_gpu"]) * float(r["gpus"])
             kwh_m = en.kwh_per_million_tokens(kw, tps, pue)
-            how = (f"at peak load: batch {pt.tokens_per_s * pt.mean_itl_s:.0f} per replica, "
+            per = "data-parallel rank" if r.get("engine") else "replica"
+            how = (f"at peak load: batch {pt.tokens_per_s * pt.mean_itl_s:.0f} per {per}, "
                    f"tensor cores {100 * pt.tensor_busy:.0f} % busy, prompt-carrying "
                    f"iterations {100 * pt.prefill_time_share:.0f} % of the time"
                    if pt is not None else
+                   "a disaggregated deployment's prefill and decode GPUs are not modelled "
+                   "apart: the active floor only, so this errs low"
+                   if r.get("engine") and r.get("mode") == "disagg" else
                    "the replica could not be rebuilt: the active floor only, so this errs low")
             out["serving"].append({
                 "workload": r["name"], "kwh_per_million_tokens": kwh_m,
