@@ -150,19 +150,11 @@ def _fabric_switch(scenario: Scenario, cat: Catalog, doc: LoadedYaml | None) -> 
 
 def _engine_ref(cat: Catalog, spec: str, doc: LoadedYaml | None, i: int) -> None:
     """``engine`` names a catalog serving engine (``name`` or ``name@version``)."""
-    name, _, version = spec.partition("@")
-    backends = sorted({e.backend for e in cat.all("serving_engines")})
-    at = _where(doc, ("workloads", i, "engine"))
-    if name not in backends:
-        raise ScenarioError(f"{at}: {name!r} is not one of {', '.join(backends)}")
-    if "@" in spec and not version:
-        raise ScenarioError(f"{at}: {spec!r} names no version after '@' (give {name} alone "
-                            "for the catalog's default entry)")
     try:
-        cat.serving_engine(name, version)
-    except InputError:
-        raise ScenarioError(f"{at}: no {name} entry in the catalog covers version "
-                            f"{version!r}") from None
+        cat.serving_engine_spec(spec)
+    except InputError as exc:
+        reason = str(exc).removeprefix("engine: ")
+        raise ScenarioError(f"{_where(doc, ('workloads', i, 'engine'))}: {reason}") from None
 
 
 def _fits_context(w: InferenceWorkload, arch: ModelArch, doc: LoadedYaml | None,

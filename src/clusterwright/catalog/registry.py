@@ -40,7 +40,7 @@ from clusterwright.catalog.stacks import (
     Stack,
     TrainingRegime,
 )
-from clusterwright.errors import CatalogError, UnknownIdError
+from clusterwright.errors import CatalogError, InputError, UnknownIdError
 from clusterwright.spec.yamlio import LoadedYaml, YamlError, describe_validation_error, load
 
 # One YAML file per kind, validated by one model. The CLI's `optics` kind lists both
@@ -135,6 +135,24 @@ class Catalog:
         known = sorted({e.backend for e in self.entries["serving_engines"].values()})
         raise CatalogError(f"no serving engine {backend!r} at version {version!r} in the "
                            f"catalog (backends: {', '.join(known)})")
+
+    def serving_engine_spec(self, spec: str) -> ServingEngine:
+        """``name`` or ``name@version`` (``trtllm@1.2.0``): the catalog engine covering it;
+        InputError naming ``engine`` otherwise (an unknown name, a bare ``name@``, a version
+        no entry covers)."""
+        name, _, version = spec.partition("@")
+        backends = sorted({e.backend for e in self.entries["serving_engines"].values()})
+        if name not in backends:
+            raise InputError(f"engine: {name!r} is not one of {', '.join(backends)}",
+                             field="engine")
+        if "@" in spec and not version:
+            raise InputError(f"engine: {spec!r} names no version after '@' (give {name} alone "
+                             "for the catalog's default entry)", field="engine")
+        try:
+            return self.serving_engine(name, version)
+        except InputError:
+            raise InputError(f"engine: no {name} entry in the catalog covers version "
+                             f"{version!r}", field="engine") from None
 
     def collective_lib(self, entry_id: object) -> CollectiveLib:
         return cast(CollectiveLib, self.get("collective_libs", entry_id))

@@ -66,19 +66,7 @@ PRECISION_FORMATS = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "fp4": "nvfp4
 
 def engine_of(cat: Catalog, spec: str) -> ServingEngine:
     """``name`` or ``name@version`` (``trtllm@1.2.0``): the catalog engine covering it."""
-    name, _, version = spec.partition("@")
-    backends = sorted({e.backend for e in cat.all("serving_engines")})
-    if name not in backends:
-        raise InputError(f"engine: {name!r} is not one of {', '.join(backends)}",
-                         field="engine")
-    if "@" in spec and not version:
-        raise InputError(f"engine: {spec!r} names no version after '@' (give {name} alone for "
-                         "the catalog's default entry)", field="engine")
-    try:
-        return cat.serving_engine(name, version)
-    except InputError:
-        raise InputError(f"engine: no {name} entry in the catalog covers version {version!r}",
-                         field="engine") from None
+    return cat.serving_engine_spec(spec)
 
 
 def layout(arch: ModelArch, tp: int = 1, pp: int = 1, adp: int = 1, moe_tp: int | None = None,
