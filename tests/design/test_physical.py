@@ -88,7 +88,8 @@ def test_servers_per_rack_respect_power_and_units(
     per = Counter(h.rack for h in fab.hosts)
     assert max(per.values()) == per_rack
     assert len(per) == math.ceil(32 / per_rack)
-    limit = min(rack_kw, 42.9 if cooling == "air" else 132.0) * 1e3
+    cap = catalog.assumption(f"{cooling}_cooled_rack_max_kw")
+    limit = min(rack_kw, cap) * 1e3
     for rk in fab.racks:
         assert rk.power_w <= limit + 1e-6, rk.name
         assert rk.used_units <= rk.units, rk.name
@@ -118,7 +119,34 @@ def test_rack_scale_system_above_rack_kw_is_an_error(catalog: Catalog) -> None:
     fab = design_fabric(
         FabricRequest(server="gb200-nvl72", nodes=2, cooling="liquid", rack_kw=100), catalog
     )
-    with pytest.raises(FabricError, match=r"^rack_kw: 100 kW, but one gb200-nvl72 rack draws 120"):
+    with pytest.raises(FabricError, match=r"^rack_kw: one gb200-nvl72 rack draws 120 kW, more "
+                       r"than a rack may carry here \(100 kW"):
+        place(fab, catalog)
+
+
+def test_gb300_nvl72_fits_the_liquid_limit(catalog: Catalog) -> None:
+    """NVIDIA's Enterprise RA: a GB300 NVL72 rack draws up to 142 kW; a liquid plan hosts it."""
+    fab = _placed(catalog, server="gb300-nvl72", nodes=2, cooling="liquid")
+    compute = [rk for rk in fab.racks if rk.kind == "compute"]
+    assert len(compute) == 2 and {rk.power_w for rk in compute} == {142e3}
+
+
+def test_a_pod_over_several_racks_shares_its_power_and_hosts(catalog: Catalog) -> None:
+    """A 256-chip TPU v5e pod is 192U (four 48U racks) and 80 kW: 20 kW and 8 hosts a rack,
+    which air cooling carries (before, the whole pod was checked against one rack)."""
+    fab = _placed(catalog, server="tpu-v5e-256", nodes=2)
+    assert fab.request.cooling == "air"
+    compute = [rk for rk in fab.racks if rk.kind == "compute"]
+    assert len(compute) == 8
+    assert {rk.power_w for rk in compute} == {20e3}
+    assert {rk.used_units for rk in compute} == {48}
+    per = Counter(h.rack for h in fab.hosts)
+    assert set(per.values()) == {8} and len(per) == 8
+
+
+def test_a_pod_too_dense_per_rack_names_the_racks(catalog: Catalog) -> None:
+    fab = design_fabric(FabricRequest(server="tpu-v5e-256", nodes=1, rack_kw=15), catalog)
+    with pytest.raises(FabricError, match=r"each of the 4 racks of one tpu-v5e-256 draws 20 kW"):
         place(fab, catalog)
 
 

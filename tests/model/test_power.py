@@ -108,3 +108,11 @@ def test_cooling_check_air_and_liquid() -> None:
     nvl = cooling_check("air", 42.9, 120.0, 120.0, 48, 48, rack_scale=True)
     assert (nvl.feasible, nvl.servers_per_rack) == (False, 0)
     assert cooling_check("liquid", 132.0, 120.0, 120.0, 48, 48, rack_scale=True).feasible
+
+
+def test_cooling_check_splits_a_system_over_its_racks() -> None:
+    # A 256-chip TPU v5e pod: 80 kW in 192U, four 48U racks of 20 kW; air carries each.
+    pod = cooling_check("air", 42.9, 20.0, 80.0, 192, 48, rack_scale=True)
+    assert (pod.feasible, pod.servers_per_rack) == (True, 1)
+    # Checked as one rack, it would not fit.
+    assert not cooling_check("air", 42.9, 80.0, 80.0, 48, 48, rack_scale=True).feasible

@@ -13,6 +13,7 @@ from rich.table import Table
 from clusterwright.cli import limits as lim
 from clusterwright.cli.common import console, emit_json, fail, state, user_errors
 from clusterwright.design.bom import plan_fabric, summary
+from clusterwright.design.physical import with_rack_defaults
 from clusterwright.export.fabric import check_out_dir, write_fabric
 from clusterwright.report.fmt import usd
 from clusterwright.spec.fabric import FabricRequest
@@ -81,8 +82,13 @@ def design_cmd(
         help="Storage read GB/s per GPU for frontend links (default: catalog assumption).",
     ),
     tenants: int = typer.Option(4, "--tenants", help="EVPN tenants (VRFs) on the frontend."),
-    rack_kw: float = typer.Option(40.0, "--rack-kw", help="Power limit per rack, kW."),
-    cooling: str = typer.Option("air", "--cooling", help="air or liquid."),
+    rack_kw: float | None = typer.Option(
+        None, "--rack-kw",
+        help="Power limit per rack, kW (default: 40 under air, the catalog's liquid-cooled "
+             "rack limit under liquid)."),
+    cooling: str | None = typer.Option(
+        None, "--cooling", help="air or liquid (default: the server's own; air for servers "
+                                "sold both ways)."),
     racks_per_row: int | None = typer.Option(None, "--racks-per-row"),
     mtu: int = typer.Option(
         9216, "--mtu", help="Backend port MTU, bytes (1,500-9,216): sets PFC headroom."),
@@ -99,7 +105,7 @@ def design_cmd(
         fail(f"--tiers must be 1, 2 or 3, got {tiers}")
     if protocol is not None and protocol not in ("infiniband", "ethernet"):
         fail(f"--protocol: {protocol!r} is not one of infiniband, ethernet")
-    if cooling not in ("air", "liquid"):
+    if cooling is not None and cooling not in ("air", "liquid"):
         fail(f"--cooling: {cooling!r} is not one of air, liquid")
     lim.within(("--nodes", nodes, lim.NODES), ("--mtu", mtu, lim.MTU),
                ("--lossless-priorities", lossless_priorities, lim.LOSSLESS_PRIORITIES))
@@ -108,13 +114,14 @@ def design_cmd(
         spine_oversubscription=spine_oversubscription, switch=switch, protocol=protocol,
         tiers=tiers, su_hosts=su_hosts, dual_plane=dual_plane, frontend_switch=frontend_switch,
         oob_switch=oob_switch, storage_read_gbps_per_gpu=storage, tenants=tenants,
-        rack_kw=rack_kw, cooling=cooling, racks_per_row=racks_per_row, mtu=mtu,
-        lossless_priorities=lossless_priorities,
+        rack_kw=rack_kw or 40.0, cooling=cooling or "air", racks_per_row=racks_per_row,
+        mtu=mtu, lossless_priorities=lossless_priorities,
     )
     with user_errors(FLAGS, name_flags=True):
         if out is not None:
             check_out_dir(out, force)  # refuse before any work, not after
         cat = state(ctx).catalog()
+        req = with_rack_defaults(req, cat, cooling, rack_kw)
         fab = plan_fabric(req, cat)
         data = summary(fab)
         if out is not None:

@@ -58,7 +58,8 @@ def netsim(
     switch: str | None = typer.Option(None, "--switch", help="Backend switch id."),
     oversubscription: float = typer.Option(1.0, "--oversubscription"),
     spine_oversubscription: float = typer.Option(1.0, "--spine-oversubscription"),
-    tiers: int | None = typer.Option(None, "--tiers"),
+    tiers: int | None = typer.Option(
+        None, "--tiers", help="1 (below one SU: no spines), 2 or 3 (default: fewest that fit)."),
     su_hosts: int | None = typer.Option(None, "--su-hosts"),
     dual_plane: bool = typer.Option(False, "--dual-plane", help="Two-plane backend fabric."),
     cc: str | None = typer.Option(
@@ -82,8 +83,8 @@ def netsim(
     adaptive routing or spraying, failures) and compare with the closed-form cost."""
     if nodes < 1:
         fail(f"--nodes must be at least 1, got {nodes}")
-    if tiers is not None and tiers not in (2, 3):
-        fail(f"--tiers must be 2 or 3, got {tiers}")
+    if tiers is not None and tiers not in (1, 2, 3):
+        fail(f"--tiers must be 1, 2 or 3, got {tiers}")
     if fail_at < 0:
         fail(f"--fail-at must not be negative, got {fail_at:g}")
     lim.within(("--nodes", nodes, lim.NODES), ("--size-bytes", size_bytes, lim.SIZE_BYTES),

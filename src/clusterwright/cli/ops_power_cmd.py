@@ -75,8 +75,10 @@ def _render(d: dict[str, Any]) -> None:
     t.add_row("IT total", f"{it['typical']:,.1f}", f"{it['nameplate']:,.1f}")
     t.add_row("facility (x PUE)", f"{fac['typical']:,.1f}", f"{fac['nameplate']:,.1f}")
     console.print(t)
+    held = (f"one {d['server']} over {r['racks_per_system']} racks"
+            if r["racks_per_system"] > 1 else f"{r['servers_per_rack']} servers")
     console.print(
-        f"Racks: {r['compute']} compute ({r['servers_per_rack']} servers, up to "
+        f"Racks: {r['compute']} compute ({held}, up to "
         f"{pr['compute_nameplate_max']:.1f} kW nameplate, {pr['compute_typical_max']:.1f} kW "
         f"typical) + {r['network']} network (up to {pr['network_nameplate_max']:.1f} kW); "
         f"limit {r['limit_kw']:g} kW"

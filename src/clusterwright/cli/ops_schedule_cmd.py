@@ -29,7 +29,7 @@ def _mix(text: str) -> tuple[float, float, float, float]:
 # Fields the library blames, and the flags users typed for them.
 FLAGS = {"server": "--server", "nodes": "--nodes", "jobs": "--jobs", "seed": "--seed",
          "failure_rate_per_node_hour": "--failure-rate", "horizon_s": "--days",
-         "trace": "TRACE.csv"}
+         "trace": "TRACE.csv", "upgrade": "--upgrade-batch"}
 
 
 def _bound(flag: str, v: float, low: float, strict: bool = False) -> None:
@@ -67,7 +67,8 @@ def schedule(
     repair_h: float = typer.Option(4.0, "--repair-h", help="Hours to repair a failed node."),
     restart_min: float = typer.Option(10.0, "--restart-min", help="Restart cost of a gang, min."),
     upgrade_batch: int | None = typer.Option(
-        None, "--upgrade-batch", help="Rolling firmware upgrade: nodes drained at a time."
+        None, "--upgrade-batch", help="Rolling firmware upgrade: hosts drained at a time (a rack-scale system's "
+             "compute trays are hosts)."
     ),
     upgrade_batch_h: float = typer.Option(2.0, "--upgrade-batch-h", help="Hours per batch."),
     upgrade_start_h: float = typer.Option(24.0, "--upgrade-start-h", help="Rollout start, h."),
@@ -107,8 +108,6 @@ def schedule(
                ("--upgrade-batch-h", upgrade_batch_h, lim.HOURS),
                ("--upgrade-start-h", upgrade_start_h, lim.HOURS),
                ("--drain-timeout-h", drain_timeout_h, lim.HOURS))
-    if upgrade_batch is not None and upgrade_batch > nodes:
-        fail(f"--upgrade-batch: {upgrade_batch:,} nodes at a time, but --nodes is {nodes:,}")
     req = ScheduleRequest(
         server=server, nodes=nodes, oversubscription=oversubscription, policy=policy,
         topology_aware=topology_aware, days=days, seed=seed, trace=trace,
@@ -133,7 +132,9 @@ def _f(v: float | None, fmt: str = ".1f") -> str:
 def _render(d: dict[str, Any]) -> None:
     console.print(
         f"[bold]{d['policy']}[/]{' + topology-aware' if d['topology_aware'] else ''} on "
-        f"{d['nodes']} x {d['server']} ({d['gpus']:,} GPUs), {d['days']:g} days, "
+        f"{d['nodes']} x {d['server']} ("
+        + (f"{d['hosts']:,} hosts, " if d["hosts"] != d["nodes"] else "")
+        + f"{d['gpus']:,} GPUs), {d['days']:g} days, "
         f"{d['jobs']:,} jobs: GPU utilization [bold]{d['gpu_utilization_mean']:.1%}[/] "
         f"({d['gpu_utilization_of_available']:.1%} of GPUs in service)"
     )
@@ -172,10 +173,12 @@ def _render(d: dict[str, Any]) -> None:
     up = d.get("upgrade")
     if up:
         console.print(
-            f"rolling upgrade: {up['batch_nodes']} nodes at a time, {_f(up['duration_h'])} h, "
+            f"rolling upgrade: {up['batch_nodes']} hosts at a time, {_f(up['duration_h'])} h, "
             f"{up['gpu_hours_out_of_service']:,.0f} GPU-hours out of service, "
             f"{up['jobs_stopped_at_drain_timeout']} jobs stopped at the drain timeout; jobs "
             f"waited {up['mean_queueing_delay_increase_h']:+.2f} h longer on average"
         )
+    for n in d.get("notes", []):
+        console.print(f"  note: {n}")
     console.print(f"[dim]{d['events']:,} events, simulated in "
                   f"{d['timings']['sim_wall_s']:.2f} s[/]")

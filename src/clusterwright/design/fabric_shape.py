@@ -183,6 +183,11 @@ def fabric_shape(
         need = math.ceil(math.ceil(su / lpr) / oversubscription)
         leaf = TierPorts(down=leaf.down, up=min(leaf.up, 1 << max(0, math.ceil(math.log2(need)))))
     if tiers == 1:
+        if su < hosts:
+            raise FabricError(
+                f"su_hosts: one tier is one scalable unit, so it holds every host; {su:,} hosts "
+                f"per unit for {hosts:,} hosts need `tiers` 2 (or leave `su_hosts` unset)",
+                field="su_hosts")
         return one_tier(hosts=hosts, rails=rails, radix=radix, planes=planes, leaf=leaf, su=su)
     sus = math.ceil(hosts / su)
     leaves = sus * rails * lpr

@@ -16,9 +16,10 @@ import math
 import re
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Literal
 
 from clusterwright.catalog.registry import Catalog
-from clusterwright.catalog.schema import Transceiver
+from clusterwright.catalog.schema import Server, Transceiver
 from clusterwright.design.fabric import (
     STORAGE_SU,
     SWITCH_ROLES,
@@ -31,6 +32,7 @@ from clusterwright.design.fabric import (
     frontend_cage,
 )
 from clusterwright.design.media import End, MediaPicker, orderable, stock_length
+from clusterwright.spec.fabric import FabricRequest
 
 CONTROL_ROLES = ("core", "fe-spine", "fe-core", "storage", "oob-spine")
 
@@ -44,6 +46,26 @@ class Site:
     row_pitch_m: float  # rack depth + aisle
     slack_m: float
     rack_kw: float
+
+
+def default_cooling(server: Server) -> Literal["air", "liquid"]:
+    """The server's own cooling; air for servers sold both ways."""
+    return "liquid" if server.cooling == "liquid" else "air"
+
+
+def with_rack_defaults(req: FabricRequest, cat: Catalog, cooling: str | None,
+                       rack_kw: float | None) -> FabricRequest:
+    """``req`` with what the user left unset: the server's own cooling, and a rack limit of
+    the request's default kW under air, the catalog's liquid-cooled rack limit under liquid
+    (a liquid hall is built for NVL72-class racks; 40 kW would refuse them)."""
+    mode = cooling or default_cooling(cat.server(req.server))
+    if rack_kw is not None:
+        kw = rack_kw
+    elif mode == "air":
+        kw = FabricRequest.model_fields["rack_kw"].default
+    else:
+        kw = cat.assumption("liquid_cooled_rack_max_kw")
+    return req.model_copy(update={"cooling": mode, "rack_kw": kw})
 
 
 def site_for(fab: Fabric, cat: Catalog) -> Site:
@@ -67,28 +89,50 @@ def site_for(fab: Fabric, cat: Catalog) -> Site:
     )
 
 
+def system_racks(server_units: int, rack_units: int) -> int:
+    """Racks one rack-scale system fills: a TPU pod or an UltraServer is several racks
+    (the catalog's ``rack_units`` span them), an NVL72 one."""
+    return max(1, math.ceil(server_units / rack_units))
+
+
 def servers_per_rack(fab: Fabric, site: Site) -> int:
-    """Servers one compute rack holds under the power and rack-unit limits."""
+    """Servers one compute rack holds under the power and rack-unit limits (1 for a
+    rack-scale system, which may fill several racks: see ``system_racks``)."""
     srv = fab.server
     req = fab.request
     if srv.cooling == "liquid" and req.cooling == "air":
         raise FabricError(f"cooling: {srv.id} is liquid-cooled; air cooling cannot host it "
-                          "(air is the default: set cooling to liquid)", field="cooling")
+                          "(set cooling to liquid)", field="cooling")
     if srv.kind == "rack":
-        if srv.max_power_kw > site.rack_kw:
+        span = system_racks(srv.rack_units, site.rack_units)
+        per_rack_kw = srv.max_power_kw / span
+        if per_rack_kw > site.rack_kw + 1e-9:
+            where = f"one {srv.id} rack" if span == 1 else \
+                f"each of the {span} racks of one {srv.id}"
             raise FabricError(
-                f"rack_kw: {req.rack_kw:g} kW, but one {srv.id} rack draws {srv.max_power_kw:g} "
-                f"kW (the {req.cooling}-cooling limit used is {site.rack_kw:g} kW)",
-                field="rack_kw")
+                f"rack_kw: {where} draws {per_rack_kw:g} kW, more than a rack may carry here "
+                f"({site.rack_kw:g} kW: {_limit_reason(req, site)})", field="rack_kw")
         return 1
     by_power = math.floor(site.rack_kw / srv.max_power_kw + 1e-9)
     by_units = site.rack_units // srv.rack_units
     n = min(by_power, by_units)
     if n < 1:
         raise FabricError(
-            f"rack_kw: {req.rack_kw:g} kW, but one {srv.id} draws {srv.max_power_kw:g} kW "
-            f"(nameplate), more than a rack may carry ({site.rack_kw:g} kW)", field="rack_kw")
+            f"rack_kw: one {srv.id} draws {srv.max_power_kw:g} kW (nameplate), more than a "
+            f"rack may carry here ({site.rack_kw:g} kW: {_limit_reason(req, site)})",
+            field="rack_kw")
     return n
+
+
+def _limit_reason(req: FabricRequest, site: Site) -> str:
+    """Where a rack's kW limit came from, and what would raise it."""
+    if site.rack_kw < req.rack_kw:
+        head = f"{req.rack_kw:g} kW asked, capped by {req.cooling} cooling"
+    else:
+        head = f"rack_kw {req.rack_kw:g}"
+    if req.cooling == "air":
+        return f"{head}; liquid cooling carries more"
+    return f"{head}; the liquid-cooled limit is catalog assumption liquid_cooled_rack_max_kw"
 
 
 def host_cage(port_names: list[str], rail: int, links_per_cage: int) -> str:
@@ -142,9 +186,10 @@ def place(fab: Fabric, cat: Catalog) -> list[Rack]:
     # all rows (two tiers), and the central network row in the middle of everything.
     hosts = fab.hosts
     n_servers = math.ceil(len(hosts) / hosts_per_server)
+    span = system_racks(srv.rack_units, site.rack_units) if srv.kind == "rack" else 1
     if fab.request.racks_per_row:
-        rows_n = math.ceil(math.ceil(n_servers / per_rack) / rpr)
-        row_of_server = [s // per_rack // rpr for s in range(n_servers)]
+        rows_n = math.ceil(math.ceil(n_servers * span / per_rack) / rpr)
+        row_of_server = [s * span // per_rack // rpr for s in range(n_servers)]
     else:
         rows_n = sh.sus
         row_of_server = [s // servers_per_su for s in range(n_servers)]
@@ -175,6 +220,23 @@ def place(fab: Fabric, cat: Catalog) -> list[Rack]:
     for s in range(n_servers):
         row = compute_rows[row_of_server[s]]
         rl = row_racks[row]
+        if span > 1:
+            # A system over several racks: its hosts in equal shares, each rack carrying its
+            # share of the units and of the nameplate.
+            own = hosts[s * hosts_per_server:(s + 1) * hosts_per_server]
+            share = math.ceil(len(own) / span)
+            units = math.ceil(srv.rack_units / span)
+            for k in range(span):
+                r = new_rack(row, len(rl), "compute")
+                rl.append(r)
+                for h in own[k * share:(k + 1) * share]:
+                    h.rack = r.name
+                    h.rack_u = 1
+                    h.units = units
+                    r.devices.append(h.name)
+                r.used_units += units
+                r.power_w += srv_power / span
+            continue
         r = rl[-1] if rl else None
         if r is None or len([d for d in r.devices]) >= per_rack * hosts_per_server:
             r = new_rack(row, len(rl), "compute")

@@ -8,6 +8,7 @@ their nameplate kW and the network's typical and maximum power all come from tha
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -18,6 +19,7 @@ from clusterwright.catalog.schema import Server
 from clusterwright.design.bom import plan_fabric
 from clusterwright.design.fabric import Fabric
 from clusterwright.design.fabric_summary import FabricSummary, fabric_summary
+from clusterwright.design.physical import default_cooling
 from clusterwright.model.power import (
     HOURS_PER_YEAR,
     ClusterPower,
@@ -68,6 +70,7 @@ class RackPower:
     compute_typical_max_kw: float  # typical draw of the densest compute rack
     network_max_kw: float  # nameplate of the densest network rack
     limit_kw: float  # the rack limit the plan used
+    racks_per_system: int = 1  # racks one rack-scale system fills (TPU pods, UltraServers)
 
 
 @dataclass(frozen=True)
@@ -128,6 +131,7 @@ class PowerPlan:
                 "network": r.network_racks,
                 "total": r.compute_racks + r.network_racks,
                 "servers_per_rack": r.servers_per_rack,
+                "racks_per_system": r.racks_per_system,
                 "limit_kw": r.limit_kw,
             },
             "per_rack_kw": {
@@ -160,11 +164,6 @@ class PowerPlan:
         }
 
 
-def default_cooling(server: Server) -> Cooling:
-    """The server's own cooling; air for servers sold both ways."""
-    return "liquid" if server.cooling == "liquid" else "air"
-
-
 def power_plan(req: PowerRequest, cat: Catalog, fab: Fabric | None = None) -> PowerPlan:
     """Plan the fabric (unless ``fab`` is given) and compute the cluster's power view."""
     server = cat.server(req.server)
@@ -192,7 +191,8 @@ def power_plan(req: PowerRequest, cat: Catalog, fab: Fabric | None = None) -> Po
         network_typical_kw=summ.power_w / 1e3,
         storage_kw=req.storage_kw,
     )
-    racks = _rack_power(fab, server, typical_fraction, rack_kw)
+    # The limit the racks were planned at: the asked kW, capped by the cooling mode.
+    racks = _rack_power(fab, server, typical_fraction, min(rack_kw, limit))
     densest = max(racks.compute_max_kw, racks.network_max_kw)
     units = round(cat.assumption("rack_usable_units"))
     checks = {
@@ -219,7 +219,8 @@ def power_plan(req: PowerRequest, cat: Catalog, fab: Fabric | None = None) -> Po
 def _rack_power(fab: Fabric, server: Server, typical_fraction: float, limit_kw: float) -> RackPower:
     compute = [r for r in fab.racks if r.kind == "compute"]
     network = [r for r in fab.racks if r.kind != "compute"]
-    per_rack = max((len(r.devices) // server.hosts for r in compute), default=0)
+    # A rack-scale system over several racks counts as one in each of them.
+    per_rack = max((-(-len(r.devices) // server.hosts) for r in compute), default=0)
     top = max((r.power_w for r in compute), default=0.0) / 1e3
     return RackPower(
         compute_racks=len(compute),
@@ -229,4 +230,6 @@ def _rack_power(fab: Fabric, server: Server, typical_fraction: float, limit_kw: 
         compute_typical_max_kw=top * typical_fraction,
         network_max_kw=max((r.power_w for r in network), default=0.0) / 1e3,
         limit_kw=limit_kw,
+        racks_per_system=max(1, math.ceil(len(compute) / max(1, math.ceil(
+            len(fab.hosts) / server.hosts)))) if server.kind == "rack" and compute else 1,
     )

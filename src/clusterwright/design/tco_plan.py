@@ -143,6 +143,8 @@ class TcoPlan:
     tokens_per_s_per_gpu: float | None
     notes: list[str] = field(default_factory=list)
     cloud_gpu_hours_per_year: float | None = None
+    # the yearly opex with every GPU busy (the energy bill at utilization 1), USD
+    full_use_opex_usd: float | None = None
 
     @property
     def gpus(self) -> int:
@@ -153,6 +155,11 @@ class TcoPlan:
             self.capex.total_usd, self.years, self.opex.total_usd, self.gpus,
             self.utilization if utilization is None else utilization,
         )
+
+    def cost_per_gpu_hour_at_full_use(self) -> float:
+        """Owned USD per GPU-hour with every GPU busy, the energy bill included at that use."""
+        opex = self.opex.total_usd if self.full_use_opex_usd is None else self.full_use_opex_usd
+        return tco.cost_per_gpu_hour(self.capex.total_usd, self.years, opex, self.gpus, 1.0)
 
     def cloud_model(self) -> str:
         od = ("on-demand: used GPU-hours only (instances x rate x 8760 h x utilization)"
@@ -191,7 +198,7 @@ class TcoPlan:
             "annual_depreciation_usd": c.total_usd / self.years,
             "annual_cost_usd": c.total_usd / self.years + o.total_usd,
             "cost_per_gpu_hour_usd": per_h,
-            "cost_per_gpu_hour_at_full_use_usd": self.cost_per_gpu_hour(1.0),
+            "cost_per_gpu_hour_at_full_use_usd": self.cost_per_gpu_hour_at_full_use(),
             "cloud_annual_cost_usd": cloud.on_demand_annual_usd if cloud else None,
             "breakeven_months": cloud.breakeven_months if cloud else None,
             "breakeven_months_committed": cloud.breakeven_months_committed if cloud else None,
@@ -315,6 +322,8 @@ def tco_plan(req: TcoRequest, cat: Catalog, fab: Fabric | None = None) -> TcoPla
     # Opex.
     avg_kw = average_it_kw(pp.power, utilization)
     energy_kwh = annual_energy_kwh(avg_kw, pp.pue)
+    full_energy_usd = tco.annual_energy_cost_usd(
+        annual_energy_kwh(average_it_kw(pp.power, 1.0), pp.pue), usd_kwh)
     fte = tco.staff_fte(req.nodes * server.hosts, pick(None, "staff_nodes_per_fte"),
                         pick(None, "staff_min_fte"))
     opex = tco.annual_opex(
@@ -377,6 +386,7 @@ def tco_plan(req: TcoRequest, cat: Catalog, fab: Fabric | None = None) -> TcoPla
         training_gpu_hours=req.training_gpu_hours, tokens_per_s_per_gpu=req.tokens_per_s_per_gpu,
         notes=notes + list(pp.fabric_summary.get("notes", [])),
         cloud_gpu_hours_per_year=hours,
+        full_use_opex_usd=opex.total_usd - opex.energy_usd + full_energy_usd,
     )
 
 

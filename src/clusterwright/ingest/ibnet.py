@@ -48,12 +48,22 @@ _HEADER_KEYS = ("vendid=", "devid=", "sysimgguid=", "switchguid=", "caguid=", "r
                 "Chassis", "Hostname:")
 
 
-def node_name(desc: str, kind: str) -> tuple[str, str]:
-    """(device, port prefix) of a NodeDescription: a switch's name, or a CA's host and HCA."""
+# What an HCA reports until rdma-ndd (or the driver's node_desc) sets "<host> <hca>": the
+# firmware's default, "MT4129 ConnectX7   Mellanox Technologies" (the PCI device id first).
+_DEFAULT_DESC = re.compile(r"^MT\d+\b|Mellanox Technologies|NVIDIA Technologies")
+UNIDENTIFIED = "unidentified HCA "
+
+
+def node_name(desc: str, kind: str, guid: str = "") -> tuple[str, str]:
+    """(device, port prefix) of a NodeDescription: a switch's name, or a CA's host and HCA.
+    A CA still carrying its firmware's default description names no host: it is given
+    ``UNIDENTIFIED`` and its GUID."""
     d = desc.strip()
     if kind == "S":
         m = _MF0.match(d)
         return (m.group(1) if m else d), ""
+    if _DEFAULT_DESC.search(d):
+        return f"{UNIDENTIFIED}{guid.lower()}", ""
     host, _, hca = d.partition(" ")
     return host, hca.strip()
 
@@ -76,7 +86,8 @@ def parse_ibnet(path: str | Path) -> Observations:
 def _parse(text: str, src: str, obs: Observations) -> None:
     # (kind S/H/R, device, HCA) of the node being read
     cur: tuple[str, str, str] | None = None
-    names: dict[tuple[str, str], tuple[str, str]] = {}  # (kind, description) -> name
+    # (kind, description, guid) -> name
+    names: dict[tuple[str, str, str], tuple[str, str]] = {}
     n = 0
     for n, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
@@ -94,9 +105,12 @@ def _parse(text: str, src: str, obs: Observations) -> None:
             if desc is None:
                 raise IngestError(src, n, "node line without its \"description\" comment "
                                   "(truncated?)", field=FIELD)
-            dev, hca = node_name(desc, kind)
+            dev, hca = node_name(desc, kind, m.group(4))
             cur = (kind, dev, hca)
-            obs.report("ibnet", src, dev, n)
+            if dev.startswith(UNIDENTIFIED):
+                obs.unidentified.add(dev)
+            else:
+                obs.report("ibnet", src, dev, n)
             continue
         if line.startswith(_HEADER_KEYS):
             continue
@@ -107,7 +121,7 @@ def _parse(text: str, src: str, obs: Observations) -> None:
 
 
 def _port(obs: Observations, src: str, n: int, line: str, cur: tuple[str, str, str],
-          names: dict[tuple[str, str], tuple[str, str]]) -> None:
+          names: dict[tuple[str, str, str], tuple[str, str]]) -> None:
     p = _PORT.match(line)
     if p is None:
         raise IngestError(src, n, f"not an ibnetdiscover port line: {line[:80]!r}",
@@ -120,11 +134,14 @@ def _port(obs: Observations, src: str, n: int, line: str, cur: tuple[str, str, s
     if cm is None:
         raise IngestError(src, n, f"port comment without the remote name, lid and rate "
                           f"(truncated?): {comment[:80]!r}", field=FIELD)
-    key = (rkind, cm.group(1))
+    guid = p.group(4)
+    key = (rkind, cm.group(1), guid)
     hit = names.get(key)
     if hit is None:
-        hit = names[key] = node_name(cm.group(1), rkind)
+        hit = names[key] = node_name(cm.group(1), rkind, guid)
     remote, rhca = hit
+    if remote.startswith(UNIDENTIFIED):
+        obs.unidentified.add(remote)
     obs.adjacencies.append(Adjacency(
         local=local, local_port=lport if kind == "S" else (lhca or lport),
         local_port_alt=f"{lhca}/{lport}" if lhca else "",

@@ -144,6 +144,8 @@ class Observations:
     # Devices each input reported, as raw names: (input kind, file) -> names (with a line)
     reported: dict[tuple[str, str], dict[str, int]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # Devices a dump saw but could not name (an HCA with its firmware's default description)
+    unidentified: set[str] = field(default_factory=set)
 
     def report(self, kind: str, source: str, device: str, line: int) -> None:
         self.reported.setdefault((kind, source), {}).setdefault(device, line)
@@ -160,4 +162,5 @@ class Observations:
         self.job_steps += other.job_steps
         for k, v in other.reported.items():
             self.reported.setdefault(k, {}).update(v)
+        self.unidentified |= other.unidentified
         self.notes += other.notes

@@ -123,9 +123,12 @@ def cooling_check(
 ) -> CoolingCheck:
     """Check a plan's densest rack against a cooling mode's per-rack limit, and count how many
     servers a rack of that mode holds: floor(limit / nameplate) capped by rack units
-    (a rack-scale system is one per rack, or none if it exceeds the limit)."""
+    (a rack-scale system is one per rack, or none if it exceeds the limit; one that fills
+    several racks, ``server_units`` over ``rack_units``, carries its nameplate in equal
+    shares)."""
     if rack_scale:
-        per_rack = 1 if server_nameplate_kw <= limit_kw + 1e-9 else 0
+        span = max(1, math.ceil(server_units / rack_units))
+        per_rack = 1 if server_nameplate_kw / span <= limit_kw + 1e-9 else 0
     else:
         per_rack = min(
             math.floor(limit_kw / server_nameplate_kw + 1e-9), rack_units // server_units

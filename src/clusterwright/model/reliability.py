@@ -439,6 +439,8 @@ def _recovery_s(mtbf_s: float, restart_s: float, wait_s: float) -> float:
     be hit by failures (each starting over) and ``wait_s`` (mean, per failure) is spent
     waiting for a node first, failure-free: E = w e^(R/M) + M (e^(R/M) - 1)."""
     e = _exp(restart_s / mtbf_s)
+    if math.isinf(e):
+        return math.inf  # a restart that never outlives the next failure (0 x inf otherwise)
     return wait_s * e + mtbf_s * (e - 1.0)
 
 

@@ -45,28 +45,30 @@ class DesignedCluster:
 
 def rack_violations(run: PlanRun, server: Server) -> tuple[list[Violation], float, str]:
     """What the rack limit and cooling say about one server, and the rack kW and cooling to
-    plan with anyway (so an infeasible design still gets racks, power and a price)."""
+    plan with anyway (so an infeasible design still gets racks, power and a price). An unset
+    ``power_per_rack_kw`` under liquid cooling is the liquid-cooled rack limit (its 40 kW
+    default is an air-cooled hall's)."""
     c = run.scenario.constraints
     cap = run.cat.assumption(f"{c.cooling}_cooled_rack_max_kw")
+    unset = "power_per_rack_kw" not in c.model_fields_set
+    asked = cap if unset and c.cooling == "liquid" else c.power_per_rack_kw
     kw = server.max_power_kw
     if server.cooling == "liquid" and c.cooling == "air":
         return [violation("cooling", cap, kw, "kW",
-                          f"{server.id} is liquid-cooled; one draws")], max(
-            c.power_per_rack_kw, kw), "liquid"
-    limit = min(c.power_per_rack_kw, cap)
+                          f"{server.id} is liquid-cooled; one draws")], max(asked, kw), "liquid"
+    limit = min(asked, cap)
     if kw <= limit + 1e-9:
-        return [], c.power_per_rack_kw, c.cooling
-    if c.power_per_rack_kw <= cap:
-        v = violation("power_per_rack_kw", c.power_per_rack_kw, kw, "kW",
-                      f"one {server.id} draws (nameplate)")
-        if "power_per_rack_kw" not in c.model_fields_set:
+        return [], asked, c.cooling
+    if asked <= cap:
+        v = violation("power_per_rack_kw", asked, kw, "kW", f"one {server.id} draws (nameplate)")
+        if unset:
             v = replace(v, message=f"{v.message} (power_per_rack_kw is unset: its default; "
                                    f"{c.cooling} cooling carries up to {cap:g} kW a rack)")
     else:
         v = violation("cooling", cap, kw, "kW",
                       f"{c.cooling} cooling carries per rack; one {server.id} draws")
     other = "liquid" if kw > cap else c.cooling
-    return [v], max(c.power_per_rack_kw, kw), other
+    return [v], max(asked, kw), other
 
 
 def scenario_words(exc: InputError) -> str:

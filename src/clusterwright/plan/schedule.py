@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from clusterwright.catalog.registry import Catalog
+from clusterwright.errors import InputError
 from clusterwright.model import reliability as rel
 from clusterwright.sim.cluster import ClusterConfig, Upgrade
 from clusterwright.sim.cluster_jobs import HOUR, JobMix, generate, read_trace
@@ -55,6 +56,7 @@ def schedule_cluster(cat: Catalog, req: ScheduleRequest) -> dict[str, Any]:
     request field (server, nodes, trace ...) for input the simulator refuses."""
     shape = cluster_shape(cat, req.server, req.nodes, req.oversubscription)
     profiles = cat.gpu(shape.gpu).mig_profiles
+    notes: list[str] = []
     if req.trace is not None:
         job_list = read_trace(req.trace, shape.nodes, shape.gpus_per_node,
                               [p.name for p in profiles])
@@ -66,10 +68,16 @@ def schedule_cluster(cat: Catalog, req: ScheduleRequest) -> dict[str, Any]:
                                 mig_profiles=pick)
         if not pick:  # no MIG on this GPU: small jobs become none
             m = dataclasses.replace(m, share=(*req.mix[:3], 0.0))
+            if req.mix[3] > 0:
+                notes.append(f"{shape.gpu} has no MIG profiles: the mix's MIG share "
+                             f"({req.mix[3]:.0%}) goes to the other kinds in proportion")
         job_list = generate(m, shape.nodes, shape.gpus_per_node, req.seed)
     upgrade = None
     if req.upgrade is not None:
         batch, batch_h, start_h, drain_h = req.upgrade
+        if batch > shape.nodes:
+            raise InputError(f"upgrade: {batch:,} hosts drained at a time, but the cluster has "
+                             f"{shape.nodes:,}", field="upgrade")
         upgrade = Upgrade(start_s=start_h * HOUR, batch_nodes=batch, batch_s=batch_h * HOUR,
                           drain_timeout_s=drain_h * HOUR)
     rate = req.failure_rate_per_node_hour
@@ -81,6 +89,13 @@ def schedule_cluster(cat: Catalog, req: ScheduleRequest) -> dict[str, Any]:
         restart_s=req.restart_min * 60.0, upgrade=upgrade,
     )
     data = run_schedule(shape, job_list, cfg, profiles)
+    # The simulator schedules hosts; --nodes counts servers (racks for rack-scale systems).
+    data["hosts"] = shape.nodes
+    data["nodes"] = req.nodes
+    late = sum(1 for j in job_list if j.submit_s >= cfg.horizon_s)
+    if late:
+        notes.append(f"{late} job(s) submitted after the {req.days:g}-day horizon: not run")
+    data["notes"] = notes
     data["source"] = str(req.trace) if req.trace is not None else "synthetic"
     data["failure_rate_per_node_hour"] = rate
     return data

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from clusterwright.catalog.registry import Catalog
-from clusterwright.catalog.schema import ModelArch, Server
+from clusterwright.catalog.schema import Dtype, ModelArch, Server
 from clusterwright.design.blueprint import Candidate
 from clusterwright.design.storage_plan import (
     StoragePlan,
@@ -135,6 +135,22 @@ class OpsStorageRequest:
     local_nvme: str | None = None  # catalog local-nvme entry in each server (staging)
 
 
+def _emulated_accelerator(cat: Catalog, gpu_id: str) -> tuple[str, str | None]:
+    """The accelerator MLPerf Storage emulates for ``gpu_id`` (its results emulate A100 and
+    H100 only), and a note when the GPU is neither: the one nearer in dense BF16 peak."""
+    if gpu_id.startswith("a100"):
+        return "a100", None
+    if gpu_id.startswith("h100"):
+        return "h100", None
+    peaks = {g: cat.gpu(g).peak_tflops.get(Dtype.bf16, 0.0) for g in ("a100-80gb-sxm", "h100-sxm")}
+    own = cat.gpu(gpu_id).peak_tflops.get(Dtype.bf16, 0.0)
+    near = min(peaks, key=lambda g: abs(math.log(max(own, 1e-9) / peaks[g])))
+    acc = near.split("-")[0]
+    return acc, (f"MLPerf Storage emulates A100 and H100 only: {gpu_id} ({own:,.0f} BF16 "
+                 f"TFLOP/s) is read at the {acc.upper()}'s data rate, the nearer in peak; a "
+                 "faster accelerator reads proportionally more")
+
+
 def storage_report(cat: Catalog, req: OpsStorageRequest) -> dict[str, Any]:
     """The storage tier and its checkpoint, data and model-load times (``ops storage``)."""
     try:
@@ -143,8 +159,9 @@ def storage_report(cat: Catalog, req: OpsStorageRequest) -> dict[str, Any]:
         raise InputError(f"server: {exc}", field="server") from None
     data = req.data_read_gbps_per_gpu * req.gpus
     wl = None
+    emulated_note = None
     if req.mlperf_workload is not None:
-        acc = "a100" if server.gpu.startswith("a100") else "h100"
+        acc, emulated_note = _emulated_accelerator(cat, server.gpu)
         wl = st.MLPERF_WORKLOADS.get((req.mlperf_workload, acc))
         if wl is None:
             known = sorted({k[0] for k in st.MLPERF_WORKLOADS})
@@ -168,6 +185,8 @@ def storage_report(cat: Catalog, req: OpsStorageRequest) -> dict[str, Any]:
     out = plan.as_dict()
     out.update(gpus=req.gpus, server=server.id, job_mtbf_hours=None if mtbf is None
                else mtbf / rel.HOUR)
+    if emulated_note is not None:
+        out["notes"] = [*out.get("notes", []), emulated_note]
     if wl is not None and wl.name == "cosmoflow":
         hosts = servers_of(req.gpus, server)
         lo, hi = st.client_file_rate_gbps(hosts, wl)

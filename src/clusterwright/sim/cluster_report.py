@@ -127,27 +127,28 @@ def summarize(r: ClusterResult) -> dict[str, Any]:
     }
 
 
-def _mean_delay(r: ClusterResult) -> tuple[float, float, int]:
-    """Mean queueing delay and completion time (s) of the gang jobs finished in ``r``."""
-    done = [j for j in r.jobs if j.kind in ("train", "finetune") and j.end_s >= 0]
-    if not done:
-        return 0.0, 0.0, 0
-    return (float(np.mean([j.first_start_s - j.submit_s for j in done])),
-            float(np.mean([j.end_s - j.submit_s for j in done])), len(done))
+def _gang_times(r: ClusterResult) -> dict[str, tuple[float, float]]:
+    """Queueing delay and completion time (s) of each gang job finished in ``r``, by id."""
+    return {j.id: (j.first_start_s - j.submit_s, j.end_s - j.submit_s) for j in r.jobs
+            if j.kind in ("train", "finetune") and j.end_s >= 0}
 
 
 def upgrade_delay(with_upgrade: ClusterResult, without: ClusterResult) -> dict[str, float]:
     """What a rollout cost the jobs: the same jobs and seed run without it, compared (hours).
 
-    Means over the gang jobs finished in each run; a rollout that leaves a job unfinished
-    shows up in ``gang_jobs_finished_change``.
+    Means over the gang jobs finished in both runs, so a job the rollout leaves unfinished
+    does not lower the mean (it shows up in ``gang_jobs_finished_change``).
     """
-    q1, c1, n1 = _mean_delay(with_upgrade)
-    q0, c0, n0 = _mean_delay(without)
+    t1, t0 = _gang_times(with_upgrade), _gang_times(without)
+    both = sorted(t1.keys() & t0.keys())
+
+    def mean_gap(k: int) -> float:
+        return float(np.mean([t1[i][k] - t0[i][k] for i in both])) / HOUR if both else 0.0
+
     return {
-        "mean_queueing_delay_increase_h": (q1 - q0) / HOUR,
-        "mean_completion_time_increase_h": (c1 - c0) / HOUR,
-        "gang_jobs_finished_change": float(n1 - n0),
+        "mean_queueing_delay_increase_h": mean_gap(0),
+        "mean_completion_time_increase_h": mean_gap(1),
+        "gang_jobs_finished_change": float(len(t1) - len(t0)),
         "allocated_gpu_hours_change": (with_upgrade.busy_gpu_s - without.busy_gpu_s) / HOUR,
     }
 

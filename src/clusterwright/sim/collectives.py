@@ -130,11 +130,24 @@ def ring_order_matrix(ranks: np.ndarray, gph: int) -> np.ndarray:
         if last > 0 and k > 1 and start[last] != c % k:
             # Close the ring on rail c (where server 0 is entered), so the wrap-around edge
             # stays on one rail leaf like the others.
-            row = part[last]
-            moved = local[last, c % k]
-            part[last] = np.concatenate([row[row != moved], [moved]])
+            _exit_on(part, local, last, c % k)
+        elif last > 0 and k > 2:
+            # n_hosts = 1 (mod k): the last server is entered on rail c, which it must also
+            # leave by. The server before it leaves by rail c + 2 instead, where the last
+            # server is then entered, so every edge between servers stays on one rail.
+            via = (c + 2) % k
+            _exit_on(part, local, last - 1, via)
+            part[last] = local[last, (via + np.arange(k)) % k]
+            _exit_on(part, local, last, c % k)
         rows.append(part.ravel())
     return np.stack(rows)
+
+
+def _exit_on(part: np.ndarray, local: np.ndarray, row: int, rail: int) -> None:
+    """Reorder server ``row`` of ``part`` so it is left by its GPU on ``rail`` (moved last)."""
+    order = part[row]
+    moved = local[row, rail]
+    part[row] = np.concatenate([order[order != moved], [moved]])
 
 
 def ring_orders(ranks: list[int], gph: int) -> list[list[int]]:

@@ -605,6 +605,11 @@ class FabricNet:
         """Fractions on the links of the upper half of a spray from ``la``."""
         u, cu, _ = self._up_half(la, cross)
         n = len(u)
+        if not n:
+            raise SimError(f"{la} has no live path up" if self.up[la] else
+                           f"{la} has no uplinks: this fabric has no path between rails "
+                           "(one tier of rail leaves, no spines); keep PXN on, or design two "
+                           "tiers")
         if not cross:
             return u, np.full(n, 1.0 / n)
         ids = np.concatenate([u, cu])

@@ -238,8 +238,11 @@ class NetworkSim:
             flows = np.unique(flows)
         cut = [f"{self.net.gpu_name(int(g.flows.src[f]))} -> "
                f"{self.net.gpu_name(int(g.flows.dst[f]))}" for f in flows[:9].tolist()]
-        return (f"{len(flows)} flow(s) of {g.label} have no live path (the failures cut them "
-                "off): " + ", ".join(cut[:8]) + (" ..." if len(flows) > 8 else ""))
+        why = ("the failures cut them off" if not self.net.alive.all() else
+               "no failure given: the fabric has no path between their rails, one tier of "
+               "rail leaves without spines; keep PXN on, or design two tiers")
+        return (f"{len(flows)} flow(s) of {g.label} have no live path ({why}): "
+                + ", ".join(cut[:8]) + (" ..." if len(flows) > 8 else ""))
 
     def _build(self, g: Group, reroute: np.ndarray | None = None) -> None:
         """Route a group's flows (or, with ``reroute``, only those crossing those dead links)

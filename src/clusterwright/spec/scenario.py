@@ -371,7 +371,8 @@ class Constraints(_Strict):
     """Allowed server catalog ids; each listed GPU must be carried by a listed server. Unset: the
     first catalog server of each GPU."""
     power_per_rack_kw: Annotated[PositiveFloat, Field(le=MAX_RACK_KW)] = 40.0
-    """Power a rack may draw, kW (nameplate)."""
+    """Power a rack may draw, kW (nameplate). Unset under liquid cooling: the catalog's
+    liquid-cooled rack limit."""
     cooling: Literal["air", "liquid"] = "air"
     """Cooling of the racks: air or liquid."""
     budget_usd: Annotated[PositiveFloat, Field(le=MAX_BUDGET_USD)] | None = None

@@ -106,6 +106,10 @@ class _Differ:
         self.physical_su: dict[str, str] = {}
         self._resolved: dict[str, str | None] = {}
         self._leaf_su_cache: dict[str, str] | None = None
+        self._folded: dict[tuple[str, str], str] = {
+            (d, p.casefold()): p for d, p in plan.known_ports}
+        self._renamed: dict[str, str] = {}  # host -> a port name it reports that is not planned
+        self._unnamed: set[str] = set()  # switches reporting no planned port name
 
     def medium(self, lk: PlannedLink) -> str:
         """What shows a cable: ibnetdiscover an InfiniBand backend's, LLDP the others."""
@@ -131,6 +135,10 @@ class _Differ:
                 hit = plan.host_alias.get((dev, p))
                 if hit is not None and (dev, hit) in known:
                     return hit
+        for p in (port, alt):
+            hit = self._folded.get((dev, p.casefold())) if p else None
+            if hit is not None:
+                return hit  # switch OSes differ in case (SWP1S0 for swp1s0)
         if port.isdigit():
             ppc = plan.switch_ports_per_cage(dev)
             n = int(port)
@@ -163,8 +171,37 @@ class _Differ:
                                   f"blueprint, ignored (e.g. {sorted(unknown)[0]!r})")
 
     # ------------------------------------------------------------------ cables
+    def _host_port(self, dev: str, name: str) -> str:
+        """A host port the plan does not name (``ens1f0np0``): matched at the device level
+        (docs/twin.md), not taken for an unplanned port; a switch port keeps its name."""
+        d = self.plan.devices.get(dev)
+        renamed = d is not None and (d.role == "host" or dev in self._unnamed)
+        if not renamed or not name or _looks_mac(name):
+            return name if name and not _looks_mac(name) else _UNKNOWN_PORT
+        self._renamed.setdefault(dev, name)
+        return _UNKNOWN_PORT
+
+    def _unnamed_switches(self) -> set[str]:
+        """Switches most of whose reported ports have no planned name (a NOS naming them its
+        own way, SONiC's Ethernet0 for swp1s0; the management port may still match): their
+        cables match at the device level, rather than each reading as moved to an unplanned
+        port. A few unplanned names among planned ones stay what they look like: cables moved."""
+        named: dict[str, int] = {}
+        unnamed: dict[str, int] = {}
+        for adj in self.obs.adjacencies:
+            d = self.dev(adj.local)
+            if d is None or d not in self.plan.devices or self.plan.devices[d].role == "host":
+                continue
+            if self.port(d, adj.local_port, adj.local_port_alt) is None:
+                unnamed[d] = unnamed.get(d, 0) + 1
+            else:
+                named[d] = named.get(d, 0) + 1
+        return {d for d, n in unnamed.items() if n >= 4 and n > 2 * named.get(d, 0)}
+
     def cables(self) -> list[_Cable]:
+        self._unnamed = self._unnamed_switches()
         views: dict[End, tuple[End, Adjacency]] = {}
+        local_end: dict[End, End] = {}  # a host port under another name: its device-level end
         for adj in self.obs.adjacencies:
             ld = self.dev(adj.local)
             if ld is None:
@@ -173,14 +210,15 @@ class _Differ:
             lp = self.port(ld, adj.local_port, adj.local_port_alt) or adj.local_port
             if (ld, lp) in self.plan.ignored_ports:
                 continue
+            if (ld, lp) not in self.plan.known_ports and \
+                    self._host_port(ld, lp) == _UNKNOWN_PORT and lp:
+                local_end[(ld, lp)] = (ld, _UNKNOWN_PORT)
             rd = self.dev(adj.remote)
             if rd is None:
                 rend: End = (f"?{adj.remote}", adj.remote_port or _UNKNOWN_PORT)
             else:
                 rp = self.port(rd, adj.remote_port, adj.remote_port_alt)
-                rend = (rd, rp if rp is not None else (
-                    adj.remote_port if adj.remote_port and not _looks_mac(adj.remote_port)
-                    else _UNKNOWN_PORT))
+                rend = (rd, rp if rp is not None else self._host_port(rd, adj.remote_port))
                 if rend in self.plan.ignored_ports:
                     continue
             prev = views.get((ld, lp))
@@ -200,16 +238,22 @@ class _Differ:
             if rend[1] == _UNKNOWN_PORT and not rend[0].startswith("?"):
                 back = by_dev_remote.get((rend[0], lend))
                 if back is not None:
-                    rend = back
-            key = frozenset((lend, rend))
+                    rend = local_end.get(back, back)
+            key = frozenset((local_end.get(lend, lend), rend))
             c = cables.get(key)
             if c is None:
-                c = cables[key] = _Cable(lend, rend)
+                c = cables[key] = _Cable(local_end.get(lend, lend), rend)
             c.evidence.append(_ev(adj))
             c.via.add(adj.via)
             if adj.speed_gbps is not None:
                 c.speed_gbps = adj.speed_gbps if c.speed_gbps is None else min(
                     c.speed_gbps, adj.speed_gbps)
+        if self._renamed:
+            ex = ", ".join(f"{h} {p}" for h, p in sorted(self._renamed.items())[:3])
+            self.notes.append(
+                f"{len(self._renamed):,} device(s) report ports under names the plan does not "
+                f"use ({ex}): their cables are matched at the device level, so which port is "
+                "on a cable (for a host, a rail swap) is not checked")
         return list(cables.values())
 
     def compare_cables(self) -> None:
@@ -221,10 +265,18 @@ class _Differ:
         wrong: list[_Cable] = []
         extra: list[_Cable] = []
         occupied: set[End] = set()
+        anonymous = 0
         for c in cables:
             la, lb = plan.port.get(c.a), plan.port.get(c.b)
             if la is not None and la == lb:
                 matched[la] = c
+                continue
+            # An HCA with no host name (its firmware's default description): the switch end
+            # is seen in use, the host end cannot be compared.
+            if any(e[0][1:] in self.obs.unidentified for e in (c.a, c.b) if e[0][:1] == "?"):
+                if (la if la is not None else lb) is not None:
+                    matched[la if la is not None else lb] = c
+                    anonymous += 1
                 continue
             # A far end known only by device: the same device as planned is a match.
             if la is not None and c.b[1] == _UNKNOWN_PORT and plan.links[la].other(*c.a)[0] \
@@ -259,6 +311,12 @@ class _Differ:
         for tier, n in sorted(unseen.items()):
             self.unseen.append(f"{n:,} planned {tier} cable(s): neither end is in any LLDP or "
                                "ibnetdiscover dump")
+        if anonymous:
+            self.unseen.append(
+                f"{anonymous:,} cable(s) reach HCAs that report their firmware's default "
+                f"description instead of '<host> <hca>' ({len(self.obs.unidentified):,} "
+                "HCAs): their host ends are not compared; set the node descriptions (rdma-ndd) "
+                "and dump again")
         shown = {d for d, _ in self.covered}
         never = [d for d in plan.devices.values() if d.name not in shown
                  and d.role != "storage" and plan.by_device.get(d.name)]
