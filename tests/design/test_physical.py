@@ -126,7 +126,8 @@ def test_rack_scale_system_above_rack_kw_is_an_error(catalog: Catalog) -> None:
 
 def test_gb300_nvl72_fits_the_liquid_limit(catalog: Catalog) -> None:
     """NVIDIA's Enterprise RA: a GB300 NVL72 rack draws up to 142 kW; a liquid plan hosts it."""
-    fab = _placed(catalog, server="gb300-nvl72", nodes=2, cooling="liquid")
+    fab = _placed(catalog, server="gb300-nvl72", nodes=2, cooling="liquid",
+                  rack_kw=catalog.assumption("liquid_cooled_rack_max_kw"))
     compute = [rk for rk in fab.racks if rk.kind == "compute"]
     assert len(compute) == 2 and {rk.power_w for rk in compute} == {142e3}
 

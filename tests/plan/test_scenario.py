@@ -192,22 +192,41 @@ constraints: {{gpus: ["h100-sxm"]}}
     assert attn["gpu_hours"] < every["gpu_hours"]  # type: ignore[operator]
 
 
-def test_fine_tune_that_misses_its_window_gets_dedicated_gpus(catalog: Catalog) -> None:
-    bp = planned(catalog, """
+_POOL = """
 name: pool
 workloads:
   - {kind: inference, name: chat, model: "llama-3.1-8b", qps: 5, input_len: 512,
      output_len: 128, slo: {ttft_p99_s: 1, tpot_p99_s: 0.05}}
   - {kind: finetune, name: ft, model: "llama-3.1-8b", tokens: 1.0e9,
-     window: {start_hour: 0, end_hour: 4}}
+     window: {start_hour: 0, end_hour: 4}DEADLINE}
 constraints: {gpus: ["h100-sxm"]}
-""")
+"""
+
+
+def test_fine_tune_that_misses_its_deadline_gets_dedicated_gpus(catalog: Catalog) -> None:
+    bp = planned(catalog, _POOL.replace("DEADLINE", ", deadline_days: 1"))
     ft = bp.workloads[1]
     # No diurnal curve: the pool is busy all night, so every GPU-hour is extra: ceil(h / 4).
     assert ft["free_gpu_hours_in_window"] == 0
     assert ft["extra_gpus"] == math.ceil(ft["gpu_hours"] / 4)
-    assert ft["fits_window"] is False
-    assert any("does not fit its window" in r["title"] for r in bp.risks)
+    assert ft["windows"] == 1 and ft["meets_deadline"] is True
+    assert any("does not fit its windows" in r["title"] for r in bp.risks)
+
+
+def test_fine_tune_without_a_deadline_is_not_given_one(catalog: Catalog) -> None:
+    """No deadline_days: the job waits for the pool's windows; none is invented (a one-night
+    deadline once bought 34,000 GPUs for a 1e12-token job). A pool that frees nothing in the
+    window is refused by name."""
+    bp = planned(catalog, _POOL.replace("DEADLINE", ""))
+    assert not bp.feasible
+    assert any("never runs: give gpus or deadline_days" in v["message"]
+               for v in bp.binding_constraints)
+    diurnal = _POOL.replace("DEADLINE", "").replace("qps: 5,", "qps: 60,").replace(
+        "slo: {ttft_p99_s: 1, tpot_p99_s: 0.05}}",
+        "slo: {ttft_p99_s: 1, tpot_p99_s: 0.05}, diurnal: {trough_fraction: 0.1, peak_hour: 14}}")
+    ft = planned(catalog, diurnal).workloads[1]
+    assert ft["extra_gpus"] == 0 and ft["meets_deadline"] is None
+    assert ft["windows"] == math.ceil(ft["gpu_hours"] / ft["free_gpu_hours_in_window"] - 1e-9)
 
 
 def test_choose_considers_gpus_with_a_server_and_a_serving_calibration(catalog: Catalog) -> None:
@@ -338,3 +357,21 @@ constraints:
     with pytest.raises(ScenarioError, match=r"shared_prefix.*line 12.*9000 tokens exceed"):
         loads_scenario(base.replace('    precision: "fp8"\n', '    precision: "fp8"\n'
                                     '    shared_prefix: {tokens: 9000}\n'))
+
+
+def test_sites_too_small_for_the_job_make_the_plan_infeasible(catalog: Catalog) -> None:
+    """Two 40 kW sites cannot hold 32 H100s each: the single-site design may be fine, but the
+    scenario cannot be built where it says (before, feasible with the error only inside
+    blueprint.json)."""
+    bp = planned(catalog, """
+name: two-small-sites
+workloads:
+  - {kind: training, name: pretrain, model: "llama-3.1-8b", tokens: 1.0e10, gpus: 64}
+constraints: {gpus: ["h100-sxm"], deployment: on-prem}
+sites:
+  - {name: a, power_mw: 0.04, wan_gbps: 100, latency_ms: 10}
+  - {name: b, power_mw: 0.04, wan_gbps: 100, latency_ms: 10}
+""")
+    assert not bp.feasible
+    (v,) = [v for v in bp.binding_constraints if v["constraint"] == "site_power"]
+    assert v["workload"] == "pretrain" and "sites[0].power_mw" in v["message"]

@@ -186,8 +186,24 @@ def test_capacity_is_the_same_whether_failing_runs_stop_early_or_not(cat: Catalo
     assert cut.qps == whole.qps and cut.at_capacity == whole.at_capacity
     assert [p.meets_slo for p in cut.points] == [p.meets_slo for p in whole.points]
     stopped = [p for p in cut.points if p.truncated]
-    assert stopped and all(not p.meets_slo and p.ttft_p99_s > 0.5 for p in stopped)
+    assert all(not p.meets_slo and p.ttft_p99_s > 0.5 for p in stopped)
+    assert any(not p.meets_slo for p in cut.points)
     assert not cut.low_load.truncated
+
+
+def test_a_loose_slo_cannot_buy_more_than_the_replica_completes(cat: Catalog) -> None:
+    """Minutes of TTFT allowed: a finite run at 10x the replica's throughput has a p99 under
+    the SLO, yet its queue only grows. The capacity stops at what the replica completes flat
+    out (before, one H100 was credited with tens of thousands of 70B requests a second)."""
+    rep = replica(cat, "llama-3.1-8b", "h100-sxm", 1)
+    kw: dict[str, Any] = {"num_requests": 300, "rel_tol": 0.1}
+    loose = serve.capacity(rep, 512, 256, 600.0, 1.0, **kw)
+    w = workload(512, 256, qps=1e6, num_requests=300)
+    flat_out = serve._simulate(rep, w).requests_per_s
+    assert 0 < loose.qps <= flat_out
+    tight = serve.capacity(rep, 512, 256, 0.5, 0.05, **kw)
+    assert tight.qps <= loose.qps
+    assert any(not p.meets_slo and p.qps > flat_out for p in loose.points)
 
 
 def test_plan_reports_an_impossible_slo_as_infeasible(cat: Catalog) -> None:

@@ -67,7 +67,8 @@ def schedule(
     repair_h: float = typer.Option(4.0, "--repair-h", help="Hours to repair a failed node."),
     restart_min: float = typer.Option(10.0, "--restart-min", help="Restart cost of a gang, min."),
     upgrade_batch: int | None = typer.Option(
-        None, "--upgrade-batch", help="Rolling firmware upgrade: hosts drained at a time (a rack-scale system's "
+        None, "--upgrade-batch",
+        help="Rolling firmware upgrade: hosts drained at a time (a rack-scale system's "
              "compute trays are hosts)."
     ),
     upgrade_batch_h: float = typer.Option(2.0, "--upgrade-batch-h", help="Hours per batch."),

@@ -28,7 +28,7 @@ SCHEMA_VERSION = "1.3"  # 1.1: ``decisions`` (why each choice was made); 1.2: ``
 
 ConstraintName = Literal[
     "budget_usd", "power_per_rack_kw", "cooling", "deadline_days", "slo", "gpus", "memory",
-    "storage",
+    "storage", "site_power",
 ]
 Severity = Literal["high", "medium", "low"]
 
@@ -419,9 +419,9 @@ def assess_risks(f: DesignFacts) -> list[Risk]:
         ))
     for name in f.finetune_misses_window:
         out.append(Risk(
-            "medium", "capacity", f"{name}: does not fit its window",
-            f"{name} does not finish in its nightly window on the GPUs the inference pool frees; "
-            "extra GPUs were sized for it",
+            "medium", "capacity", f"{name}: does not fit its windows",
+            f"{name} does not finish within its deadline's nightly windows on the GPUs the "
+            "inference pool frees; extra GPUs were sized for it",
         ))
     if f.estimated_prices:
         out.append(Risk(

@@ -80,22 +80,43 @@ def size_finetune(run: PlanRun, w: FinetuneWorkload, gpu: Gpu, server: Server,
         if w.gpus is not None:
             free = [min(f, w.gpus) for f in free]
         available = float(sum(free))
+        # One window a day: the job runs over as many as it takes, or, with a deadline, over
+        # the deadline's windows, dedicated GPUs closing the gap (the cluster total is rounded
+        # to whole servers afterwards).
+        windows = None if w.deadline_days is None else max(1, math.floor(w.deadline_days))
         extra = 0
-        if available < gpu_hours:
-            # Dedicated GPUs that close the gap within one window (the cluster total is
-            # rounded to whole servers afterwards).
-            extra = math.ceil((gpu_hours - available) / len(hours) - 1e-9)
+        if windows is not None and available * windows < gpu_hours:
+            extra = math.ceil((gpu_hours - available * windows) / (len(hours) * windows)
+                              - 1e-9)
         used = [f + extra for f in free]
+        per_window = float(sum(used))
+        if per_window <= 0:
+            return None, [violation(
+                "gpus", None, None, "",
+                f"the inference pool frees no {gpu.id} GPU in {w.name}'s window, so it never "
+                "runs: give gpus or deadline_days", w.name)]
+        needed = math.ceil(gpu_hours / per_window - 1e-9)
+        # Wall-clock hours from the first window's start: whole days for the windows before
+        # the last, then the last one's share.
+        last = hours_to_finish(gpu_hours - (needed - 1) * per_window, used)
         row.update(
             gpus=max(used), runs_on="inference pool at night" + (
                 f" plus {extra} dedicated GPUs" if extra else ""),
             pool_gpus=total, free_gpu_hours_in_window=available,
-            hours=hours_to_finish(gpu_hours, used), fits_window=extra == 0, extra_gpus=extra,
+            hours=(needed - 1) * 24.0 + last, fits_window=needed == 1,
+            windows=needed, deadline_days=w.deadline_days,
+            meets_deadline=None if windows is None else needed <= windows,
+            extra_gpus=extra,
         )
+        if windows is None and needed > 1:
+            run.notes.append(
+                f"{w.name}: {needed:,} nightly windows on the pool's free {gpu.id} GPUs "
+                f"({needed:,} days); give deadline_days to size dedicated GPUs for a shorter run")
         if extra:
             run.notes.append(
-                f"{w.name}: needs {gpu_hours:,.0f} GPU-hours on {gpu.id} but the inference pool "
-                f"frees {available:,.0f} GPU-hours in its window; {extra} dedicated GPUs added")
+                f"{w.name}: needs {gpu_hours:,.0f} GPU-hours on {gpu.id} in {windows} "
+                f"window(s) but the inference pool frees {available:,.0f} GPU-hours a "
+                f"window; {extra} dedicated GPUs added")
     else:
         n = w.gpus or n_min
         row.update(gpus=n, runs_on="dedicated", hours=gpu_hours / n,

@@ -252,28 +252,36 @@ def training_only(sc: Scenario) -> bool:
     return all(isinstance(w, TrainingWorkload) for w in sc.workloads)
 
 
-def rented_gpu_hours(run: PlanRun, cand: Candidate, utilization: float) -> tuple[
-        float | None, str]:
-    """GPU-hours a year rented on demand when inference follows a diurnal curve, and how
-    they were counted; (None, basis) when no workload has one (then GPUs x 8,760 h x
-    utilization)."""
+def rented_gpu_hours(run: PlanRun, cand: Candidate, utilization: float,
+                     instance_gpus: int = 1) -> tuple[float | None, str]:
+    """GPU-hours a year rented on demand when the candidate serves, and how they were
+    counted; (None, basis) for training alone (then GPUs x 8,760 h x utilization).
+
+    Serving replicas are up every hour: a diurnal curve's GPUs hour by hour, a flat fleet's
+    all year. Each hour's GPUs are whole instances of ``instance_gpus`` (a cloud bills the
+    instance, not a share of it). Training and dedicated fine-tuning GPUs run at
+    ``utilization``; fine-tuning in the pool's window rents its GPU-hours."""
     rows = cand.detail.get("workloads", [])
-    curves = [r for r in rows if r["kind"] == "inference" and r.get("diurnal_gpus")]
-    if not curves:
+    serving = [r for r in rows if r["kind"] == "inference"]
+    if not serving:
         return None, f"{100 * utilization:.0f} % utilization"
-    hourly = sum(sum(r["diurnal_gpus"]) for r in curves) * DAYS_PER_YEAR
-    # The other workloads' own GPUs; the servers' rounding is not rented (a cloud bills GPUs
-    # by the instance-hour, and the instances follow the workloads, not the server count).
-    rest = sum(r["gpus"] for r in rows if r["kind"] == "training" or (
-        r["kind"] == "inference" and not r.get("diurnal_gpus"))) + sum(
+    k = max(1, instance_gpus)
+    per_hour = [sum((r.get("diurnal_gpus") or [r["gpus"]] * 24)[h] for r in serving)
+                for h in range(24)]
+    hourly = sum(math.ceil(g / k - 1e-9) * k for g in per_hour) * DAYS_PER_YEAR
+    # The other workloads' own GPUs; the servers' rounding is not rented (the instances follow
+    # the workloads, not the server count).
+    rest = sum(r["gpus"] for r in rows if r["kind"] == "training") + sum(
         r.get("extra_gpus") or 0 for r in rows if r["kind"] == "finetune")
-    flat = rest * tco.HOURS_PER_YEAR * utilization
+    flat = math.ceil(rest / k - 1e-9) * k * tco.HOURS_PER_YEAR * utilization if rest else 0.0
     pool = sum(min(r["gpu_hours"], r.get("free_gpu_hours_in_window") or 0.0) for r in rows
                if r["kind"] == "finetune" and r.get("pool_gpus"))
-    names = ", ".join(r["name"] for r in curves)
-    basis = (f"{names} rented hour by hour from the diurnal curve "
-             f"({hourly / DAYS_PER_YEAR / 24:,.1f} GPUs on average of "
-             f"{sum(r['gpus'] for r in curves):,} at peak)")
+    curves = [r["name"] for r in serving if r.get("diurnal_gpus")]
+    peak = sum(r["gpus"] for r in serving)
+    basis = (f"{', '.join(r['name'] for r in serving)} rented every hour"
+             + (f" ({', '.join(curves)} hour by hour from the diurnal curve)" if curves else "")
+             + f": {hourly / DAYS_PER_YEAR / 24:,.1f} GPUs on average of {peak:,} at peak"
+             + (f", in whole {k}-GPU instances" if k > 1 else ""))
     if rest:
         basis += f", the other {rest:,} GPUs at {100 * utilization:.0f} % utilization"
     if pool:
@@ -289,7 +297,7 @@ def price_cloud_only(run: PlanRun, cand: Candidate, choice: CloudChoice | None) 
         cand.violations.append(violation("gpus", None, None, "", no_offer_text(run, cand.gpu)))
         return True
     util = run.cat.assumption("cluster_utilization")
-    hours, how = rented_gpu_hours(run, cand, util)
+    hours, how = rented_gpu_hours(run, cand, util, choice.chosen.offer.gpus)
     annual = annual_usd(choice.chosen, cand.gpus or 0, hours, util)
     cand.cost_basis = set_cloud_cost(run, cand, choice, annual, how)
     cand.total_cost_usd = cand.cloud_total_cost_usd
@@ -341,7 +349,8 @@ def tco_request(run: PlanRun, cand: Candidate, choice: CloudChoice | None,
     policy's offer and the hour-by-hour rental."""
     sc = run.scenario
     server = cand.detail["server"]
-    hours, _ = rented_gpu_hours(run, cand, run.cat.assumption("cluster_utilization"))
+    hours, _ = rented_gpu_hours(run, cand, run.cat.assumption("cluster_utilization"),
+                                choice.chosen.offer.gpus if choice is not None else 1)
     return TcoRequest(server=server.id, nodes=cand.nodes or 0,
                       server_price_usd=sc.prices.server_usd.get(server.id),
                       cloud=choice.offer_id if choice is not None else None,
@@ -360,7 +369,7 @@ def price_candidate(run: PlanRun, cand: Candidate, tp: TcoPlan,
     cloud = tp.cloud
     if cloud is not None and choice is not None:
         annual, cand.breakeven_months = chosen_annual(cloud, choice)
-        hours, how = rented_gpu_hours(run, cand, tp.utilization)
+        hours, how = rented_gpu_hours(run, cand, tp.utilization, choice.chosen.offer.gpus)
         cloud_basis = set_cloud_cost(run, cand, choice, annual, how)
         cand.detail["cloud_cost_basis"] = cloud_basis
         cand.decisions.append(choice.decision(tp.gpus, hours, tp.utilization))

@@ -36,7 +36,7 @@ from clusterwright.design.blueprint import (
     choose,
     violation,
 )
-from clusterwright.errors import ClusterwrightError
+from clusterwright.errors import ClusterwrightError, rejection_reason
 from clusterwright.model.precision import Precision
 from clusterwright.plan.candidates import candidate_gpus, server_among
 from clusterwright.plan.cluster import (
@@ -186,15 +186,20 @@ def plan_scenario(scenario: Scenario, cat: Catalog, *, progress: Progress | None
     risks += [r.as_dict() for r in energy_risks(energy_out)]
     risks += [r.as_dict() for r in spares_plan(
         run, chosen, d.tco.capex.servers_usd if d is not None and d.tco is not None else None)]
-    rec = recommendation_view(scenario, chosen, choice.feasible, choice.binding,
-                              choice.alternatives)
-    with run.timed("decisions"):
-        decisions = decisions_for(run, chosen, choice.feasible, choice.alternatives)
-    tco_out = tco_view(d, c.years) if d is not None else None
     multisite = None
+    feasible, binding = choice.feasible, list(choice.binding)
     if len(scenario.sites) > 1:
         with run.timed("multisite"):
             multisite = multisite_view(run, chosen.gpu)
+        # A job the sites' power cannot hold is not buildable there, whatever one site says.
+        short = [violation("site_power", None, None, "MW", x["error"], workload=x["name"])
+                 for x in multisite["workloads"] if x.get("error_kind") == "power"]
+        if short:
+            feasible, binding = False, [*binding, *short]
+    rec = recommendation_view(scenario, chosen, feasible, binding, choice.alternatives)
+    with run.timed("decisions"):
+        decisions = decisions_for(run, chosen, feasible, choice.alternatives)
+    tco_out = tco_view(d, c.years) if d is not None else None
     return Blueprint(
         scenario={
             "name": scenario.name, "description": scenario.description, "seed": scenario.seed,
@@ -207,8 +212,8 @@ def plan_scenario(scenario: Scenario, cat: Catalog, *, progress: Progress | None
                for k in ("cluster", "fabric", "prices", "cloud", "storage", "energy")},
             **({"rag": scenario.rag.model_dump(mode="json")} if scenario.rag else {}),
         },
-        feasible=choice.feasible,
-        binding_constraints=[v.as_dict() for v in choice.binding],
+        feasible=feasible,
+        binding_constraints=[v.as_dict() for v in binding],
         recommendation=rec,
         alternatives=choice.alternatives,
         workloads=chosen.detail.get("workloads", []),
@@ -259,5 +264,6 @@ def multisite_view(run: PlanRun, gpu: str) -> dict[str, Any]:
                 pol.overlap_steps, sc.constraints.pue))
             out["workloads"].append({"name": w.name, **res.as_dict()})
         except ClusterwrightError as exc:
-            out["workloads"].append({"name": w.name, "error": str(exc)})
+            kind = rejection_reason(exc)
+            out["workloads"].append({"name": w.name, "error": str(exc), "error_kind": kind})
     return out

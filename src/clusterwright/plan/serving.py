@@ -32,6 +32,7 @@ from clusterwright.plan.serving_replica import (
 )
 from clusterwright.sim.serving import (
     ClusterConfig,
+    ServingResult,
     Workload,
     simulate,
 )
@@ -150,10 +151,19 @@ def _point(rep: Replica, w: Workload, ttft_slo: float, tpot_slo: float,
            stop_early: bool = False) -> LoadPoint:
     """One simulated load; ``stop_early``: end the run once its TTFT p99 must miss the SLO
     (the point fails either way; an overloaded queue costs its whole run otherwise)."""
+    r = _simulate(rep, w, ttft_slo if stop_early else None)
+    return _load_point(rep, w, r, ttft_slo, tpot_slo, price, e2e_slo)
+
+
+def _simulate(rep: Replica, w: Workload, stop_ttft: float | None = None) -> ServingResult:
     shares = w.prefix_groups > 0 and w.shared_prefix_len > 0
     engine = replace(rep.engine, enable_prefix_caching=True) if shares else rep.engine
-    r = simulate(ClusterConfig(engine=engine), w, rep.model,
-                 stop_ttft_p99_over=ttft_slo if stop_early else None)
+    return simulate(ClusterConfig(engine=engine), w, rep.model, stop_ttft_p99_over=stop_ttft)
+
+
+def _load_point(rep: Replica, w: Workload, r: ServingResult, ttft_slo: float, tpot_slo: float,
+                price: float | None, e2e_slo: float | None) -> LoadPoint:
+    shares = w.prefix_groups > 0 and w.shared_prefix_len > 0
     tpot_mean = r.tpot_s["mean"]
     return LoadPoint(
         gpu=rep.model.gpu.id,
@@ -192,7 +202,8 @@ def capacity(rep: Replica, input_len: int, output_len: int, ttft_slo: float,
              e2e_slo: float | None = None, stop_early: bool = True, prefix_len: int = 0,
              prefix_groups: int = 1) -> Capacity:
     """Largest Poisson load one replica sustains with p99 TTFT <= ``ttft_slo``, p99 TPOT
-    <= ``tpot_slo`` and, when given, p99 end-to-end latency <= ``e2e_slo`` (seconds): a
+    <= ``tpot_slo`` and, when given, p99 end-to-end latency <= ``e2e_slo`` (seconds), and no
+    more than the replica completes flat out (a queue that only grows meets no SLO): a
     light-load run first (if it misses, nothing will), then a bracket
     doubled from the saturation estimate, then geometric bisection to ``rel_tol``. The same
     seed at every load scales one set of arrival gaps, so feasibility is monotone in load.
@@ -217,10 +228,26 @@ def capacity(rep: Replica, input_len: int, output_len: int, ttft_slo: float,
     offer = price[1] if price else None
     if not low.meets_slo:
         return Capacity(gpu, tp, 0.0, low, None, points, usd, offer, ep)
+    # The requests/s the replica completes when it is never idle (every request queued at
+    # once): a higher load only grows the queue, which a finite run with a loose SLO (minutes
+    # of TTFT) would otherwise pass. Such loads fail without being simulated.
+    w_flood = workload(input_len, output_len, qps=sat * 1e3, num_requests=num_requests,
+                       seed=seed, length_dist=length_dist, length_cv=length_cv,
+                       max_context=cap, prefix_len=prefix_len, prefix_groups=prefix_groups)
+    flood = _simulate(rep, w_flood)
+    service_qps = flood.requests_per_s
+    overload = replace(_load_point(rep, w_flood, flood, ttft_slo, tpot_slo, usd, e2e_slo),
+                       meets_slo=False)
+
+    def probe(q: float) -> LoadPoint:
+        if q > service_qps:
+            return replace(overload, qps=q)
+        return run(q, num_requests)
+
     lo_pt = low
     hi = sat
     for _ in range(max_sims):  # bracket: double until the SLOs break
-        p = run(hi, num_requests)
+        p = probe(hi)
         points.append(p)
         if not p.meets_slo:
             break
@@ -229,7 +256,7 @@ def capacity(rep: Replica, input_len: int, output_len: int, ttft_slo: float,
         return Capacity(gpu, tp, lo_pt.qps, low, lo_pt, points, usd, offer, ep)
     while hi / lo_pt.qps > 1 + rel_tol and len(points) < max_sims:
         mid = math.sqrt(lo_pt.qps * hi)
-        p = run(mid, num_requests)
+        p = probe(mid)
         points.append(p)
         if p.meets_slo:
             lo_pt = p

@@ -213,8 +213,9 @@ def design_facts(sc: Scenario, cand: Candidate, d: DesignedCluster | None,
                 for r in rows if r["kind"] == "inference")
     train = [r for r in rows if r["kind"] == "training" and r.get("deadline_days")]
     p90 = train[0]["time_to_train_days_p90"] if train else None
+    # Pool jobs whose deadline's windows the pool's free GPUs cannot fill: GPUs were added.
     misses = tuple(r["name"] for r in rows if r["kind"] == "finetune"
-                   and r.get("fits_window") is False)
+                   and r.get("windows") is not None and r.get("extra_gpus"))
     if d is None:
         return DesignFacts(gpus=cand.gpus or 0, inference=inf, budget_usd=c.budget_usd,
                            total_cost_usd=cand.total_cost_usd, finetune_misses_window=misses)

@@ -185,8 +185,11 @@ def _workload_row(w: Mapping[str, Any]) -> Row:
                   f"{duration(get(w, 'slo', 'tpot_p99_s'))} at {fmt(w.get('peak_qps'))} QPS")
     elif kind == "finetune":
         result = f"{fmt(w.get('gpu_hours'))} GPU-hours, {unit(w.get('hours'), 'h')}"
-        target = (f"fits window: {text(w.get('fits_window'))}; runs on "
-                  f"{text(w.get('runs_on'))}")
+        target = (f"windows: {fmt(w.get('windows'))}"
+                  + (f" of {fmt(w.get('deadline_days'))} days" if w.get("deadline_days") else "")
+                  + f"; runs on {text(w.get('runs_on'))}"
+                  if w.get("windows") is not None else
+                  f"fits window: {text(w.get('fits_window'))}; runs on {text(w.get('runs_on'))}")
     else:
         result, target = DASH, DASH
     return [text(w.get("name")), kind or DASH, text(w.get("gpu")), fmt(w.get("gpus")), result,

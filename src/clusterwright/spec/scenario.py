@@ -292,8 +292,11 @@ class InferenceWorkload(_Strict):
     """p99 latency targets the replicas must meet at the peak."""
     precision: Precision = "bf16"
     """Weight precision."""
-    kv_precision: Precision | None = None  # None means the weight precision (16-bit for ints)
-    """KV-cache precision. Unset: the weight precision (16-bit for integer weights)."""
+    # The KV-cache types the engines store (vLLM's kv_cache_dtype: auto/bf16/fp16, fp8);
+    # None means the weight precision (16-bit for ints)
+    kv_precision: Literal["bf16", "fp16", "fp8"] | None = None
+    """KV-cache precision: bf16, fp16 or fp8. Unset: the weight precision (16-bit for integer
+    weights)."""
     diurnal: Diurnal | None = None
     """Load over a day, as multipliers of qps. Unset: the peak at every hour."""
     shared_prefix: SharedPrefix | None = None
@@ -355,6 +358,10 @@ class FinetuneWorkload(_Strict):
     """GPUs of the job. Unset: the inference GPUs the window frees."""
     window: Window | None = None  # e.g. nights on a shared inference pool
     """Local hours it may run, e.g. nights on a shared inference pool. Unset: any hour."""
+    deadline_days: Annotated[PositiveFloat, Field(le=MAX_DEADLINE_DAYS)] | None = None
+    """Days the job must finish in, one window a day; on an inference pool, dedicated GPUs are
+    added when the windows it frees cannot hold the job. Unset: it runs over as many windows as
+    it takes."""
 
 
 Workload = Annotated[
