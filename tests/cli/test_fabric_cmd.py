@@ -179,3 +179,17 @@ def test_designer_field_errors_are_worded_as_flags(args: tuple[str, ...], want: 
     base = ["--server", "dgx-h100"] + ([] if "--nodes" in args else ["--nodes", "4"])
     err = user_error(cw("fabric", "design", *base, *args))
     assert want in err and "`" not in err, err
+
+
+def test_a_liquid_cooled_rack_system_designs_at_its_own_cooling() -> None:
+    """No --cooling, no --rack-kw: the server's own cooling and the liquid-cooled rack limit
+    (a GB300 NVL72 was refused under the old defaults, air and 40 kW)."""
+    d = design_json("--server", "gb300-nvl72", "--nodes", "2")
+    assert d["racks"]["compute"] == 2
+
+
+def test_one_tier_with_a_smaller_unit_names_su_hosts() -> None:
+    """It crashed with an IndexError placing the second unit's racks."""
+    err = user_error(cw("fabric", "design", "--server", "dgx-h100", "--nodes", "8",
+                        "--tiers", "1", "--su-hosts", "4"))
+    assert err.startswith("error: --su-hosts:") and "--tiers 2" in err

@@ -66,3 +66,31 @@ def test_human_output_renders() -> None:
 )
 def test_bad_input_names_the_flag(args: tuple[str, ...], flag: str) -> None:
     assert flag in user_error(cw(*args, "--json"))
+
+
+@pytest.mark.parametrize(("server", "cooling", "racks_per_system"), [
+    ("tpu-v5e-256", "air", 4),  # 80 kW over four 48U racks: 20 kW each
+    ("trn2-ultraserver", "air", 2),
+    ("gb300-nvl72", "liquid", 1),  # up to 142 kW in one rack (NVIDIA Enterprise RA)
+    ("trn3-ultraserver", "liquid", 2),
+])
+def test_every_rack_scale_system_plans_at_its_own_cooling(server: str, cooling: str,
+                                                          racks_per_system: int) -> None:
+    """These were refused at every setting: a multi-rack pod checked against one rack, and
+    a 142 kW NVL72 against a 132 kW liquid limit."""
+    d = power_json("--server", server, "--nodes", "2")
+    assert d["cooling"] == cooling
+    assert d["racks"]["racks_per_system"] == racks_per_system
+    assert d["racks"]["compute"] == 2 * racks_per_system
+    assert d["cooling_feasibility"][cooling]["feasible"] is True
+
+
+def test_the_reported_limit_is_the_one_the_racks_were_planned_at() -> None:
+    d = power_json("--server", "dgx-h100", "--nodes", "64", "--rack-kw", "100",
+                   "--cooling", "air")
+    assert d["racks"]["limit_kw"] == pytest.approx(42.9)
+
+
+def test_a_fabric_refusal_points_to_fabric_design() -> None:
+    err = user_error(cw("--server", "dgx-a100", "--nodes", "4096"))
+    assert "`fabric design --switch`" in err

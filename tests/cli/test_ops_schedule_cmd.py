@@ -86,3 +86,41 @@ def test_trace_errors_name_the_line(tmp_path: Path) -> None:
                    encoding="utf-8")
     err = user_error(cw(str(bad), "--nodes", "16"))
     assert "line 3" in err and "'b'" in err and "16 nodes" in err
+
+
+def test_a_rack_scale_system_counts_racks_and_their_hosts() -> None:
+    """--nodes 4 racks of GB200 NVL72 are 72 compute trays (hosts); the report said
+    "72 x gb200-nvl72" (72 racks)."""
+    d = sched_json("--synthetic", "--server", "gb200-nvl72", "--nodes", "4", "--days", "1",
+                   "--jobs", "30")
+    assert (d["nodes"], d["hosts"], d["gpus"]) == (4, 72, 288)
+    r = cw("--synthetic", "--server", "gb200-nvl72", "--nodes", "4", "--days", "1",
+           "--jobs", "30")
+    assert "4 x gb200-nvl72 (72 hosts, 288 GPUs)" in r.stdout
+
+
+def test_an_upgrade_compares_the_same_jobs() -> None:
+    """Draining the whole cluster made jobs "wait 6.5 h less": the means were over different
+    jobs (one that did not finish dropped out of one of them)."""
+    up = sched_json(str(EXAMPLE), "--nodes", "64", "--upgrade-batch", "64")["upgrade"]
+    assert up["mean_queueing_delay_increase_h"] >= 0
+    assert up["mean_completion_time_increase_h"] >= 0
+
+
+def test_trace_columns_given_twice_are_refused_and_a_bom_is_read(tmp_path: Path) -> None:
+    dup = tmp_path / "dup.csv"
+    dup.write_text("id,kind,submit_h,duration_h,gpus,gpus\na,train,0,10,8,16\n")
+    assert "'gpus' given twice" in user_error(cw(str(dup)))
+    bom = tmp_path / "bom.csv"
+    bom.write_bytes(b"\xef\xbb\xbfid,kind,submit_h,duration_h,gpus\na,train,0,10,8\n")
+    assert sched_json(str(bom), "--nodes", "4")["jobs"] == 1
+
+
+def test_a_job_after_the_horizon_is_noted() -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / "late.csv"
+        p.write_text("id,kind,submit_h,duration_h,gpus\na,train,0,10,8\nb,train,1000,10,8\n")
+        notes = sched_json(str(p), "--nodes", "4", "--days", "2")["notes"]
+    assert any("after the 2-day horizon" in n for n in notes)

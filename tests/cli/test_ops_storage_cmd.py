@@ -76,3 +76,13 @@ def test_cosmoflow_says_the_hosts_per_file_cost_is_not_modelled() -> None:
     r = cw("--gpus", "256", "--mlperf-workload", "unet3d", "--json")
     notes = json.loads(r.stdout)["notes"]  # type: ignore[attr-defined]
     assert not any("per-file cost" in n for n in notes)
+
+
+def test_an_accelerator_mlperf_storage_does_not_emulate_is_said_so() -> None:
+    """MLPerf Storage emulates A100 and H100 only: an L4 was read at the H100's rate with no
+    word; it takes the nearer in peak (A100) and a note."""
+    r = cw("--gpus", "64", "--server", "esc8000-e11-l4-8", "--mlperf-workload", "unet3d",
+           "--json")
+    d = json.loads(r.stdout)  # type: ignore[attr-defined]
+    assert any("emulates A100 and H100 only" in n and "A100's data rate" in n
+               for n in d["notes"])

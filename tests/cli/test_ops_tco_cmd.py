@@ -124,3 +124,12 @@ def test_a_designed_storage_tier_replaces_the_per_gpu_assumption() -> None:
         {k: v for k, v in was.items() if k != "storage"}
     # 3.2 kW more IT power all year, at the same PUE and price
     assert tier["annual_energy_kwh"] > base["annual_energy_kwh"]
+
+
+def test_cost_at_full_use_does_not_depend_on_the_utilization() -> None:
+    """It kept the energy bill of the utilization asked for ($1.90 at 5 %, $1.97 at 100 %)."""
+    full = {u: tco_json("--server", "dgx-h100", "--nodes", "18", "--utilization", u)[
+        "cost_per_gpu_hour_at_full_use_usd"] for u in ("0.05", "0.5", "1")}
+    assert full["0.05"] == pytest.approx(full["1"]) and full["0.5"] == pytest.approx(full["1"])
+    at_one = tco_json("--server", "dgx-h100", "--nodes", "18", "--utilization", "1")
+    assert at_one["cost_per_gpu_hour_usd"] == pytest.approx(full["1"])

@@ -47,3 +47,26 @@ def test_not_ibnetdiscover(tmp_path: Path) -> None:
     p.write_text("# only comments\n")
     with pytest.raises(IngestError, match="no Switch or Ca lines"):
         parse_ibnet(p)
+
+
+def test_hcas_with_their_firmware_description_are_unidentified(data: Path,
+                                                              tmp_path: Path) -> None:
+    """Without rdma-ndd an HCA reports "MT4129 ConnectX7 Mellanox Technologies": that names
+    no host. Each such HCA becomes an unidentified device of its own GUID (before, all of
+    them were one device "MT4129", and every cable read as landing on it)."""
+    text = (data / "ibnetdiscover.txt").read_text().replace(
+        '"gpu00001 mlx5_0"', '"MT4129 ConnectX7   Mellanox Technologies"').replace(
+        '"gpu00002 mlx5_0"', '"MT4129 ConnectX7   Mellanox Technologies"')
+    p = tmp_path / "ib.txt"
+    p.write_text(text)
+    obs = parse_ibnet(p)
+    far = {a.remote for a in obs.adjacencies if a.local == "leaf-su001-r1"
+           and a.remote_port != "" and a.remote.startswith("unidentified")}
+    assert far == {"unidentified HCA 0002c903000a1b01", "unidentified HCA 0002c903000a1c01"}
+    assert far <= obs.unidentified
+
+
+def test_a_byte_order_mark_is_not_part_of_the_dump(data: Path, tmp_path: Path) -> None:
+    p = tmp_path / "ib.txt"
+    p.write_bytes(b"\xef\xbb\xbf" + (data / "ibnetdiscover.txt").read_bytes())
+    assert len(parse_ibnet(p).adjacencies) == 8

@@ -45,3 +45,11 @@ def test_malformed_lines(tmp_path: Path) -> None:
     p.write_text("# nothing\n")
     with pytest.raises(IngestError, match="no samples"):
         parse_prom(p)
+
+
+def test_an_empty_metrics_file_is_refused(tmp_path: Path) -> None:
+    """An empty dump means the collection failed: not "no input"."""
+    p = tmp_path / "m.prom"
+    p.write_text("\n")
+    with pytest.raises(IngestError, match=r"m\.prom:1: empty metrics file"):
+        parse_prom(p)

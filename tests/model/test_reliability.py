@@ -221,3 +221,9 @@ def test_hopeless_runs_give_zero_ettr_not_an_overflow() -> None:
     assert plan.ettr == 0.0 and plan.ettr_first_order == 0.0
     assert rel.expected_wall_time_s(10, 5, 1e6, 3.6, 0) == math.inf
     assert rel.expected_lost_work_s(1e6, 3.6) == 3.6
+
+
+def test_a_restart_that_never_outlives_the_next_failure_gives_no_progress() -> None:
+    """R/M above ~709 overflowed e^(R/M): 0 x inf made the ETTR NaN."""
+    assert rel.ettr(3.6, 100.0, 3.6, 100_000.0) == 0.0
+    assert rel.ettr(3.6, 100.0, 3.6, 100_000.0, wait_s=60.0) == 0.0

@@ -3,6 +3,8 @@ term), its pricing decision, hour-by-hour cloud inference and every offer over t
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from clusterwright.catalog.registry import Catalog
@@ -119,9 +121,10 @@ def test_cloud_inference_is_rented_hour_by_hour_on_prem_buys_the_peak(
     w = bp.workloads[0]
     hourly = w["diurnal_gpus"]
     assert len(hourly) == 24 and min(hourly) < max(hourly) == w["gpus"]
-    rate = 23.92 / 8  # the policy's offer
-    # only the curve's GPU-hours: the GPUs that whole servers add on-prem are not rented
-    want = sum(hourly) * 365 * rate
+    rate = 23.92 / 8  # the policy's offer, an 8-GPU instance
+    # only the curve's GPUs, each hour in whole instances (a cloud bills the instance, not a
+    # share of it); the GPUs that whole servers add on-prem are not rented
+    want = sum(math.ceil(h / 8) * 8 for h in hourly) * 365 * rate
     assert bp.recommendation["cloud_annual_cost_usd"] == pytest.approx(want)
     assert bp.tco is not None and bp.tco["cloud_annual_cost_usd"] == pytest.approx(want)
     assert "hour by hour from the diurnal curve" in bp.recommendation["cost_basis"] or \
@@ -130,6 +133,17 @@ def test_cloud_inference_is_rented_hour_by_hour_on_prem_buys_the_peak(
     assert bp.recommendation["gpus"] >= max(hourly)
     decisions = [d for d in bp.decisions if d["area"] == "pricing"]
     assert len(decisions) == 1 and "lambda-8x-h100-sxm" in decisions[0]["choice"]
+
+
+def test_a_serving_fleet_without_a_curve_is_rented_every_hour(catalog: Catalog) -> None:
+    """Replicas serve around the clock: the year's every hour, in whole instances (it was
+    priced at the training cluster's 80 % utilization)."""
+    sc, _ = loads_scenario(POOL.replace("    diurnal: {peak_hour: 14, trough_fraction: 0.2}\n",
+                                        ""))
+    bp = plan_scenario(sc, catalog, quick=True)
+    gpus = bp.workloads[0]["gpus"]
+    want = math.ceil(gpus / 8) * 8 * 8760 * 23.92 / 8
+    assert bp.recommendation["cloud_annual_cost_usd"] == pytest.approx(want)
 
 
 def test_every_offer_is_drawn_over_time_and_the_choice_marked(catalog: Catalog) -> None:

@@ -319,3 +319,10 @@ def test_a_plan_on_shared_prefixes_sizes_replicas_on_the_prefix_cache(cat: Catal
     assert shared.best["replicas"] < whole.best["replicas"]
     assert whole.best["prefix_hit_rate"] is None
     assert 0.5 < shared.best["prefix_hit_rate"] < 7000 / 8000
+
+
+def test_a_request_longer_than_the_context_at_every_tp_blames_the_lengths(cat: Catalog) -> None:
+    """The context is the model's whatever the TP: `serve plan` blamed --model."""
+    with pytest.raises(InputError) as e:
+        plan(cat, "llama-2-70b", 5.0, 4096, 256, 1.0, 0.05, gpu="h100-sxm", num_requests=100)
+    assert e.value.field == "request_len" and "exceed the 4096-token context" in str(e.value)

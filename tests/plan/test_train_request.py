@@ -90,15 +90,17 @@ def test_plan_with_nothing_that_fits_is_infeasible_for_memory(catalog: Catalog) 
     assert (err.value.field, err.value.reason) == ("gpus", "memory")
 
 
-def test_deadline_on_a_tpu_pod_climbs_its_slice_shapes(catalog: Catalog) -> None:
+@pytest.mark.parametrize("gpu", ["tpu-v5p", "tpu-v7"])
+def test_deadline_on_a_tpu_pod_climbs_its_slice_shapes(catalog: Catalog, gpu: str) -> None:
     # A pod is not the smallest unit one job gets: the search tries the slices the pod forms
     # (4x4x4 = 64 chips and up), so a deadline that a part of a pod meets does not buy all of
     # it, and the chosen count is a slice whose shape the plan names.
     arch = catalog.model("llama-3.1-70b")
-    srv = next(s for s in catalog.all("servers") if s.gpu == "tpu-v5p" and s.torus)
+    # (TPU v7 took the whole 9,216-chip pod before its catalog entry listed slices.)
+    srv = next(s for s in catalog.all("servers") if s.gpu == gpu and s.torus)
     assert srv.torus is not None
     sizes = {math.prod(sh) for sh in srv.torus.slices}
-    p = plan_training(catalog, TrainPlanRequest(arch, "tpu-v5p", tokens=1e12, deadline_days=30,
+    p = plan_training(catalog, TrainPlanRequest(arch, gpu, tokens=1e12, deadline_days=30,
                                                 fidelity="analytical")).as_dict()
     chips = p["best"]["gpus"]
     assert chips < srv.nvlink_domain_gpus and chips in sizes

@@ -266,3 +266,13 @@ def test_an_all_to_all_above_max_flows_is_aggregated_or_refused(catalog: Catalog
     assert len(g.flows) == 0 and g.n_flows == nodes * 8 * (nodes * 8 - 1)
     sim.run()
     assert col.time_s > 0
+
+
+@pytest.mark.parametrize("servers", [3, 9, 17])
+def test_every_ring_edge_between_servers_stays_on_one_rail(servers: int) -> None:
+    """With 1 (mod 8) servers the last one was entered and left on the same rail, so the
+    closing edge crossed rails: on a one-tier rail fabric it had no path at all."""
+    ranks = list(range(servers * 8))
+    for o in ring_orders(ranks, 8):
+        for a, b in zip(o, o[1:] + o[:1], strict=True):
+            assert a // 8 == b // 8 or a % 8 == b % 8, (a, b)

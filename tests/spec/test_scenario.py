@@ -587,3 +587,11 @@ def test_bad_lora_fields_name_the_field_and_line(rank: int, targets: str, where:
     with pytest.raises(ScenarioError) as exc:
         loads_scenario(LORA_SCENARIO.format(rank=rank, targets=targets), "ft.yaml")
     assert where in str(exc.value)
+
+
+@pytest.mark.parametrize("kv", ["int4", "fp32", "fp4", "int8"])
+def test_a_kv_precision_no_engine_stores_is_refused_at_load(kv: str) -> None:
+    """It passed `check`, then every GPU rejected it and the plan named an unrelated A100."""
+    with pytest.raises(ValidationError, match="kv_precision"):
+        InferenceWorkload.model_validate(inference(kv_precision=kv))
+    assert InferenceWorkload.model_validate(inference(kv_precision="fp8")).kv_precision == "fp8"

@@ -132,3 +132,70 @@ def test_missing_cable_names_both_ports_and_racks(eth_plan: Plan) -> None:
     [f] = compare(eth_plan, _mirror(eth_plan, skip={lk.cable})).findings
     assert f.kind == "missing_link" and f.key == ("missing_link", lk.cable)
     assert f"{lk.a} {lk.a_port} (rack {lk.a_rack})" in f.repair
+
+
+def _renamed(plan: Plan, rename: dict[str, object]) -> Observations:
+    """LLDP from both ends of every backend cable, each device's ports under the names
+    ``rename[device](port)`` gives (a NOS or a host naming them its own way)."""
+    obs = Observations()
+
+    def name(dev: str, port: str) -> str:
+        f = rename.get(dev)
+        return f(port) if callable(f) else port
+
+    for lk in plan.links:
+        if lk.network != "backend":
+            continue
+        a, b = name(lk.a, lk.a_port), name(lk.b, lk.b_port)
+        obs.adjacencies += [_adj(lk.a, a, lk.b, b, line=lk.line),
+                            _adj(lk.b, b, lk.a, a, line=lk.line)]
+        for d in (lk.a, lk.b):
+            obs.report("lldp", "lldp.json", d, lk.line)
+    return obs
+
+
+def test_a_host_naming_its_ports_its_own_way_matches_by_device(eth_plan: Plan) -> None:
+    """lldpd on a host sends the netdev name (ens11f0np0), never the plan's osfp4p2: every
+    cable of that host read as miswired. It matches at the device level, and says so."""
+    eth_plan.only(("backend",))
+    host = eth_plan.links[0].a if eth_plan.devices[eth_plan.links[0].a].role == "host" else \
+        next(lk.a for lk in eth_plan.links if eth_plan.devices[lk.a].role == "host")
+    cmp = compare(eth_plan, _renamed(eth_plan, {host: lambda p: f"ens{len(p)}{p[-3:]}np0"}))
+    assert cmp.findings == []
+    assert any(host in n and "matched at the device level" in n for n in cmp.notes)
+
+
+def test_switch_ports_in_another_case_or_naming_are_not_miswirings(eth_plan: Plan) -> None:
+    eth_plan.only(("backend",))
+    leaf = next(lk.b for lk in eth_plan.links if lk.tier == "node-leaf")
+    upper = compare(eth_plan, _renamed(eth_plan, {leaf: str.upper}))
+    assert upper.findings == [] and not upper.notes
+    # A NOS numbering ports its own way (SONiC's Ethernet0): device level, with a note.
+    sonic = compare(eth_plan, _renamed(eth_plan, {leaf: lambda p: f"Ethernet_{p}"}))
+    assert sonic.findings == []
+    assert any(leaf in n for n in sonic.notes)
+
+
+def test_one_cable_on_an_unplanned_switch_port_is_still_a_miswiring(eth_plan: Plan) -> None:
+    eth_plan.only(("backend",))
+    lk = next(x for x in eth_plan.links if x.tier == "node-leaf")
+    cmp = compare(eth_plan, _renamed(eth_plan, {
+        lk.b: lambda p: "swp99" if p == lk.b_port else p}))
+    assert [f.kind for f in cmp.findings] == ["miswired_link"]
+
+
+def test_hcas_without_host_names_are_not_miswirings(ib_bp: Path, ib_plan: Plan,
+                                                    tmp_path: Path, catalog: Catalog) -> None:
+    """A fault-free fabric whose HCAs report their firmware's description: the host ends
+    cannot be compared, which the report says; it used to report 1,000+ miswired cables."""
+    import re
+
+    syn = synthesize(ib_plan, tmp_path, faults=0, seed=0)
+    (ib,) = syn.inputs["ibnet"]
+    text = Path(ib).read_text()
+    Path(ib).write_text(re.sub(r'# "gpu\d{5} mlx5_\d+"',
+                               '# "MT4129 ConnectX7   Mellanox Technologies"', text))
+    rep = twin_diff(TwinRequest(blueprint=ib_bp, inputs={"ibnet": (ib,)}, impact=False),
+                    catalog)
+    assert rep.findings == []
+    assert any("firmware's default description" in u for u in rep.unseen)

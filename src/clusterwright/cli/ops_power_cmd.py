@@ -11,7 +11,14 @@ from clusterwright.cli import limits as lim
 from clusterwright.cli.common import console, emit_json, fail, state, user_errors
 from clusterwright.errors import ClusterwrightError
 
+# The fabric's own options, which these commands leave at their defaults: a refusal that
+# names one points to the command that takes it.
+FABRIC_ONLY = {f: f"`fabric design --{f.replace('_', '-')}`" for f in (
+    "switch", "oversubscription", "spine_oversubscription", "dual_plane", "su_hosts", "tiers",
+    "protocol", "racks_per_row")}
+
 FLAGS = {
+    **FABRIC_ONLY,
     "server": "--server", "nodes": "--nodes", "cooling": "--cooling", "rack_kw": "--rack-kw",
     "pue": "--pue",
 }

@@ -9,10 +9,12 @@ from rich.table import Table
 
 from clusterwright.cli import limits as lim
 from clusterwright.cli.common import console, emit_json, fail, state, user_errors
+from clusterwright.cli.ops_power_cmd import FABRIC_ONLY
 from clusterwright.errors import ClusterwrightError
 
 # Request fields and the field paths the pricing layer blames, in this command's words.
 FLAGS = {
+    **FABRIC_ONLY,
     "server": "--server", "nodes": "--nodes", "years": "--years",
     "electricity_usd_per_kwh": "--electricity-usd-per-kwh", "pue": "--pue",
     "utilization": "--utilization", "cloud": "--cloud", "cooling": "--cooling",

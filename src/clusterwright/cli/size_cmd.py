@@ -45,7 +45,7 @@ def _payload(r: SizeResult, seq_or_context: int, batch: int, model_id: str) -> d
         "reserve_gb": gb(r.reserve),
         "total_gb": gb(r.total),
         "min_gpus": {f.gpu: f.min_gpus for f in r.fits if f.supported},
-        "min_gpus_layout": {f.gpu: f.min_gpus_layout for f in r.fits if f.supported},
+        "min_gpus_layout": {f.gpu: f.min_gpus_layout or None for f in r.fits if f.supported},
         "unsupported": {f.gpu: f.reason for f in r.fits if not f.supported},
         "flops_per_token": r.flops_per_token,
         "batch": batch,

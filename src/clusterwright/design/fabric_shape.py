@@ -183,7 +183,7 @@ def fabric_shape(
         need = math.ceil(math.ceil(su / lpr) / oversubscription)
         leaf = TierPorts(down=leaf.down, up=min(leaf.up, 1 << max(0, math.ceil(math.log2(need)))))
     if tiers == 1:
-        if su < hosts:
+        if su_hosts is not None and su < hosts:
             raise FabricError(
                 f"su_hosts: one tier is one scalable unit, so it holds every host; {su:,} hosts "
                 f"per unit for {hosts:,} hosts need `tiers` 2 (or leave `su_hosts` unset)",

@@ -32,6 +32,7 @@ from clusterwright.design.fabric import (
     frontend_cage,
 )
 from clusterwright.design.media import End, MediaPicker, orderable, stock_length
+from clusterwright.errors import ClusterwrightError
 from clusterwright.spec.fabric import FabricRequest
 
 CONTROL_ROLES = ("core", "fe-spine", "fe-core", "storage", "oob-spine")
@@ -58,7 +59,11 @@ def with_rack_defaults(req: FabricRequest, cat: Catalog, cooling: str | None,
     """``req`` with what the user left unset: the server's own cooling, and a rack limit of
     the request's default kW under air, the catalog's liquid-cooled rack limit under liquid
     (a liquid hall is built for NVL72-class racks; 40 kW would refuse them)."""
-    mode = cooling or default_cooling(cat.server(req.server))
+    try:
+        server = cat.server(req.server)
+    except ClusterwrightError as e:
+        raise FabricError(f"server: {e}", field="server") from e
+    mode = cooling or default_cooling(server)
     if rack_kw is not None:
         kw = rack_kw
     elif mode == "air":
@@ -227,15 +232,15 @@ def place(fab: Fabric, cat: Catalog) -> list[Rack]:
             share = math.ceil(len(own) / span)
             units = math.ceil(srv.rack_units / span)
             for k in range(span):
-                r = new_rack(row, len(rl), "compute")
-                rl.append(r)
+                part = new_rack(row, len(rl), "compute")
+                rl.append(part)
                 for h in own[k * share:(k + 1) * share]:
-                    h.rack = r.name
+                    h.rack = part.name
                     h.rack_u = 1
                     h.units = units
-                    r.devices.append(h.name)
-                r.used_units += units
-                r.power_w += srv_power / span
+                    part.devices.append(h.name)
+                part.used_units += units
+                part.power_w += srv_power / span
             continue
         r = rl[-1] if rl else None
         if r is None or len([d for d in r.devices]) >= per_rack * hosts_per_server:

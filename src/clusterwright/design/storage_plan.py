@@ -327,7 +327,7 @@ def plan_storage(req: StorageRequest, cat: Catalog) -> StoragePlan:
             raise InputError(f"system: {exc}", field="system") from None
         if systems[0].kind == "local-nvme":
             raise InputError(f"system: {req.system} is the NVMe inside each GPU server, not a "
-                             "shared tier; give it as local_nvme (checkpoint staging)",
+                             "shared tier; give it as `local_nvme` (checkpoint staging)",
                              field="system")
     else:
         systems = [s for s in cat.all("storage_systems")

@@ -93,7 +93,8 @@ def gc_paused() -> Iterator[None]:
 def read_dump(path: str | Path, what: str, field: str | None = None) -> str:
     """The text of a dump file (a regular file of at most ``MAX_DUMP_BYTES``)."""
     try:
-        return read_text(path, MAX_DUMP_BYTES)
+        # A byte-order mark (Windows editors, Excel) is not part of the dump.
+        return read_text(path, MAX_DUMP_BYTES).removeprefix("\ufeff")
     except YamlError as exc:
         # read_text already names the file
         raise IngestError(path, None, f"{what}: {str(exc).split(': ', 1)[-1]}",
@@ -170,6 +171,9 @@ def iter_chunks(path: str | Path, what: str, field: str | None = None) -> Iterat
     """Every device chunk of a file or directory; an unnamed chunk takes the file's stem."""
     for f in dump_files(path, field):
         text = read_dump(f, what, field)
+        if not text.strip():
+            # A collection that failed leaves an empty file: say so rather than "no input".
+            raise IngestError(f, 1, f"empty {what}", field=field)
         for c in split_chunks(text, f):
             yield c if c.device is not None else Chunk(f.stem, c.lines, c.path)
 

@@ -375,6 +375,9 @@ def plan(cat: Catalog, model: str | ModelArch, qps: float, input_len: int, outpu
             caps.append(search(layout))
             tick(len(caps), len(layouts))
     if not caps:
+        too_long = [e for e in first_error if rejection_reason(e) == "request_too_long"]
+        if too_long:
+            raise too_long[0]  # the context is the model's at any TP: the lengths are at fault
         if len(rejected) == 1 and "precision" in rejected:
             raise first_error[0]
         where = gpu if gpu != "choose" else "any calibrated GPU"

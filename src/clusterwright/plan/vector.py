@@ -77,8 +77,9 @@ def vector_report(cat: Catalog, req: VectorRequest) -> dict[str, Any]:
                           "high": math.ceil(hi * req.replicas / GB / req.node_memory_gb)}
     if req.corpus_tokens is not None or req.embed_params is not None:
         if req.corpus_tokens is None or req.embed_params is None:
-            raise InputError("embed_params: give both the corpus tokens and the embedding "
-                             "model's parameters", field="embed_params")
+            missing = "corpus_tokens" if req.corpus_tokens is None else "embed_params"
+            raise InputError(f"{missing}: the embedding time needs both the corpus tokens and "
+                             "the embedding model's parameters", field=missing)
         stack = cat.stack_for_gpu(gpu.id)
         sv = stack.serving
         curve = sv.gemm_efficiency if sv and sv.gemm_efficiency else stack.gemm_efficiency

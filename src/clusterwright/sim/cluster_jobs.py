@@ -185,6 +185,10 @@ def parse_trace(text: str, nodes: int, gpus_per_node: int, mig_profiles: Iterabl
             f"{name} line 1: unknown column(s) {', '.join(repr(u) for u in unknown)} "
             f"(known: {', '.join(COLUMNS)})"
         )
+    twice = sorted({h for h in header if header.count(h) > 1})
+    if twice:
+        raise TraceError(f"{name} line 1: column(s) {', '.join(repr(t) for t in twice)} given "
+                         "twice", field="trace")
     missing = [c for c in REQUIRED if c not in header]
     if missing:
         raise TraceError(f"{name} line 1: missing column(s) {', '.join(missing)}")
@@ -266,7 +270,7 @@ def read_trace(path: Path, nodes: int, gpus_per_node: int,
     """``parse_trace`` on a file; a missing or unreadable file is a ``TraceError``."""
     try:
         # Bounded and regular files only: a device such as /dev/zero must not fill memory.
-        text = read_text(path, MAX_TRACE_BYTES)
+        text = read_text(path, MAX_TRACE_BYTES).removeprefix("\ufeff")  # Excel's BOM
     except YamlError as exc:
         raise TraceError(str(exc), field="trace") from None
     return parse_trace(text, nodes, gpus_per_node, mig_profiles, name=str(path))

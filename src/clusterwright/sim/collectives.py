@@ -178,6 +178,11 @@ class CollectiveBuilder:
         self.sim = sim
         self.model = net_model
         self.gph = sim.net.gpus_per_host
+        # Rings and the hierarchical phases group the GPUs one NVLink reaches: a host, or a
+        # rack-scale domain of many hosts (an NVL72's 72 GPUs over 18 trays), inside which
+        # the routing keeps traffic on NVLink, as the closed form does.
+        dom = sim.net.domain_gpus
+        self.group = dom if dom > self.gph and dom % self.gph == 0 else self.gph
         self._cid = 0
 
     def _check(self, ranks: list[int], size_bytes: float, collective: str) -> None:
@@ -263,7 +268,7 @@ class CollectiveBuilder:
         n = len(ranks)
         factor = 2.0 * (n - 1) / n if collective == "allreduce" else (n - 1) / n
         steps = 2.0 if collective == "allreduce" else 1.0
-        orders = ring_order_matrix(np.asarray(ranks, dtype=np.int64), self.gph)
+        orders = ring_order_matrix(np.asarray(ranks, dtype=np.int64), self.group)
         lat = ring_latency_s(n, nodes, steps, self.model)
         return [
             self.sim.add_group(f"{name}/ring{c}", _ring_flows(o, cid, c),
@@ -287,9 +292,10 @@ class CollectiveBuilder:
 
     def _hier(self, name: str, cid: int, collective: str, ranks: list[int], size: float,
               algo: str, after: list[Group] | None, start: float) -> list[Group]:
-        nodes = host_matrix(np.asarray(ranks, dtype=np.int64), self.gph)
+        nodes = host_matrix(np.asarray(ranks, dtype=np.int64), self.group)
         if nodes is None:
-            raise SimError(f"algorithm: {algo} needs the same number of ranks on every server",
+            where = "server" if self.group == self.gph else "NVLink domain"
+            raise SimError(f"algorithm: {algo} needs the same number of ranks on every {where}",
                            field="algorithm")
         m = self.model
         N, k = nodes.shape

@@ -274,8 +274,9 @@ class _Differ:
             # An HCA with no host name (its firmware's default description): the switch end
             # is seen in use, the host end cannot be compared.
             if any(e[0][1:] in self.obs.unidentified for e in (c.a, c.b) if e[0][:1] == "?"):
-                if (la if la is not None else lb) is not None:
-                    matched[la if la is not None else lb] = c
+                seen = la if la is not None else lb
+                if seen is not None:
+                    matched[seen] = c
                     anonymous += 1
                 continue
             # A far end known only by device: the same device as planned is a match.
