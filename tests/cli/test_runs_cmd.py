@@ -243,3 +243,34 @@ def test_list_leaves_a_run_with_a_live_owner_running(tmp_path: Path,
     assert "running" in table and f"pid {h.pid}" in table
     h.finish()
     assert json_ok(cw("show", str(h.run_id), "--json", db=db))["status"] == "done"
+
+
+@pytest.mark.slow
+def test_sigterm_ends_a_plan_as_an_interrupt(tmp_path: Path) -> None:
+    """A scheduler's stop (SIGTERM) left the run "running" and its temporary artifacts on
+    disk; it now ends as Ctrl-C does: failed "interrupted", nothing half-written left."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    db = tmp_path / "cw.db"
+    json_ok(cw("save-scenario", str(ROOT / "examples" / "frontier-16k" / "scenario.yaml"),
+               "--json", db=db))
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    proc = subprocess.Popen([sys.executable, "-m", "clusterwright", "runs", "plan", "1",
+                             "--db", str(db)], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # until the run is recorded and planning
+        runs = json_ok(cw("list", "--json", db=db))["runs"]
+        if runs and runs[0]["status"] == "running":
+            break
+        time.sleep(0.2)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 130
+    run = json_ok(cw("list", "--json", db=db))["runs"][0]
+    assert run["status"] == "failed" and run["message"] == "interrupted"
+    assert not [p for p in (tmp_path / "cw.db.runs").glob("*") if "tmp" in p.name]

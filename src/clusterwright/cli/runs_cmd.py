@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -226,9 +231,10 @@ def plan_run(
 
         try:
             out = store.run_dir(run.id)
-            res = plan_to_dir(sc, cat, out, progress, write=write_blueprint, doc=doc,
-                              quick=quick, force=True,
-                              source=f"scenario {saved.name!r} r{saved.revision}")
+            with _terminate_as_interrupt():
+                res = plan_to_dir(sc, cat, out, progress, write=write_blueprint, doc=doc,
+                                  quick=quick, force=True,
+                                  source=f"scenario {saved.name!r} r{saved.revision}")
         except ClusterwrightError as exc:
             store.fail_run(run.id, str(exc))
             raise
@@ -245,6 +251,25 @@ def plan_run(
     else:
         console.print(f"run {done.id}: {done.status}; artifacts in {done.artifacts_dir}",
                       highlight=False)
+
+
+@contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM (a scheduler's or systemd's stop) ends the plan as Ctrl-C does: the run is
+    marked interrupted and its half-written artifacts removed, rather than left "running"
+    until a reader notices the heartbeat stopped."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 app.command("list")(list_runs)
