@@ -333,6 +333,15 @@ def test_every_yaml_output_parses(b: Built) -> None:
             assert yaml.safe_load(text) is not None, p
 
 
+def test_slurm_topology_conf_values_are_what_slurm_parses(b: Built) -> None:
+    """topology/tree reads LinkSpeed as an unsigned integer (s_p_handle_uint32: digits, at
+    most a k suffix); "400G" stopped slurmctld at start."""
+    for line in b.text("slurm/topology.conf").splitlines():
+        if line.startswith("SwitchName="):
+            fields = dict(kv.split("=", 1) for kv in line.split())
+            assert re.fullmatch(r"\d+[kK]?", fields.get("LinkSpeed", "1")), line
+
+
 def test_slurm_topology_yaml_has_default_tree_and_blocks_covering_every_node(b: Built) -> None:
     topo = yaml.safe_load(b.text("slurm/topology.yaml"))
     assert isinstance(topo, list)

@@ -225,19 +225,23 @@ def place(fab: Fabric, cat: Catalog) -> list[Rack]:
     for s in range(n_servers):
         row = compute_rows[row_of_server[s]]
         rl = row_racks[row]
-        if span > 1:
-            # A system over several racks: its hosts in equal shares, each rack carrying its
-            # share of the units and of the nameplate.
+        if srv.kind == "rack":
+            # A rack-scale system, over one rack or several: its hosts (compute trays) in
+            # equal shares, each rack carrying its share of the units and of the nameplate,
+            # and each host its own slot of the rack's units (one system's trays do not all
+            # sit at U1: an elevation, or a NetBox import, would overlap them).
             own = hosts[s * hosts_per_server:(s + 1) * hosts_per_server]
             share = math.ceil(len(own) / span)
             units = math.ceil(srv.rack_units / span)
             for k in range(span):
                 part = new_rack(row, len(rl), "compute")
                 rl.append(part)
-                for h in own[k * share:(k + 1) * share]:
+                trays = own[k * share:(k + 1) * share]
+                slot = max(1, units // max(1, len(trays)))
+                for i, h in enumerate(trays):
                     h.rack = part.name
-                    h.rack_u = 1
-                    h.units = units
+                    h.rack_u = 1 + i * slot
+                    h.units = slot
                     part.devices.append(h.name)
                 part.used_units += units
                 part.power_w += srv_power / span

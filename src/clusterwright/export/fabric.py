@@ -233,7 +233,8 @@ def slurm_tree(fab: Fabric) -> list[dict[str, str]]:
     for h in fab.hosts:
         by_su[h.su].append(h.name)
     # With no backend, nodes meet on the frontend: its link rate is what the tree describes.
-    speed = f"{(fab.backend if fab.has_backend else fab.frontend).speed_gbps:g}G"
+    # Slurm reads LinkSpeed as an unsigned integer (an optional k suffix at most): Gb/s, bare.
+    speed = f"{round((fab.backend if fab.has_backend else fab.frontend).speed_gbps)}"
     rows: list[dict[str, str]] = [
         {"name": f"su{su:03d}", "kind": "Nodes", "members": compress(names), "speed": speed}
         for su, names in sorted(by_su.items())

@@ -291,6 +291,6 @@ def mitigations(trace: PowerTrace, hours_per_year: float, usd_per_kwh: float,
                    f"({max(trace.restart_s, trace.low_s_per_step):,.0f} s)"),
         Mitigation("power cap", capped_swing, 0.0, slowdown * job_usd_per_hour * hours_per_year,
                    f"GPUs capped at {100 * cap_fraction:.0f} % of their computing draw: the "
-                   f"swing falls to {capped_swing:,.1f} MW and the run slows about "
+                   f"swing falls to {capped_swing:,.2f} MW and the run slows about "
                    f"{100 * slowdown:.1f} % (linear estimate)"),
     ]

@@ -191,7 +191,8 @@ def replicas_decisions(chosen: Candidate) -> list[Decision]:
                       f"({r['gpus']} GPUs; {r['disaggregation']})")
         why = (f"the cheapest layout meeting p99 TTFT <= {slo['ttft_p99_s']:g} s and TPOT <= "
                f"{slo['tpot_p99_s']:g} s: one replica serves {r['qps_per_replica']:.2f} req/s "
-               f"at the SLOs, so {_n(r['replicas'], 'replica')} cover the "
+               f"at the SLOs, so {_n(r['replicas'], 'replica')} "
+               f"{'covers' if r['replicas'] == 1 else 'cover'} the "
                f"{r['peak_qps']:g} req/s peak")
         alts: list[Alternative] = []
         mine = next((c for c in r.get("considered", ()) if c["tp"] == r["tp"]

@@ -622,7 +622,9 @@ def _power(bp: Mapping[str, Any], racks: list[Mapping[str, Any]],
                                                      "facility_power_kw_typical",
                                                      ("facility_power_kw", "typical")), "kW")),
         ("PUE", fmt(pw.get("pue"))),
-        ("energy per year", energy_kwh(pw.get("annual_energy_kwh"))),
+        # Every hour at typical draw: the facility's sizing figure. The energy section and
+        # the TCO count the cost model's utilization, so the two differ by it.
+        ("energy per year at full load", energy_kwh(pw.get("annual_energy_kwh"))),
         ("training power swing", power_mw(first_num(pw, "swing_mw",
                                                      ("training_swing", "swing_mw")))),
         ("cooling", text(pw.get("cooling")) if pw.get("cooling") is not None else DASH),

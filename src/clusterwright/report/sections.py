@@ -123,8 +123,14 @@ def _serving_line(w: Mapping[str, Any]) -> dict[str, str]:
     cap = reps * per if reps is not None and per is not None else None
     head = (f"{(cap / peak - 1) * 100:+.0f} % headroom" if cap is not None and peak else "")
     conf = mapping(w.get("confidence"))
-    why = (f"serving calibration {conf.get('stack')} ({conf.get('engine')}); its error per "
-           f"row: validate --table serving" if conf else "")
+    if not conf:
+        why = ""
+    elif conf.get("stack") is None:  # engine-sized: the engine's calibration and table
+        why = (f"{text(conf.get('engine'))}'s calibration; its error per row: validate "
+               f"--table {text(conf.get('validation_table') or 'serving-silicon')}")
+    else:
+        why = (f"serving calibration {conf.get('stack')} ({conf.get('engine')}); its error "
+               "per row: validate --table serving")
     sp = mapping(w.get("shared_prefix"))
     if sp:
         # The capacity rests on the prefix cache's reuse, which no measured row checks
@@ -201,7 +207,8 @@ def footprint(bp: Mapping[str, Any]) -> list[tuple[str, str]]:
     yr, g = mapping(en.get("per_year")), mapping(en.get("grid"))
     runs = records(en.get("runs"))
     lines = [
-        ("energy per year", energy_kwh(yr.get("facility_kwh"))),
+        ("energy per year (at the cost model's utilization)",
+         energy_kwh(yr.get("facility_kwh"))),
         ("CO2e per year (operational + embodied)",
          unit(yr.get("total_location_based_t"), "t")),
         *((f"CO2e of {text(r.get('workload'))}",
@@ -237,8 +244,12 @@ def bom(bp: Mapping[str, Any], refs: Refs) -> dict[str, Any]:
         sel = [b for b in lines if b.get("category") == cat]
         if not sel:
             continue
+        priced = [num(b.get("total_usd")) for b in sel if num(b.get("total_usd")) is not None]
+        # A category with no priced line has no total (not $0.00); a partly priced one says so.
+        cost = (DASH if not priced else usd(sum(priced))
+                + (f" (+{len(sel) - len(priced)} unpriced)" if len(priced) < len(sel) else ""))
         summary.append([label, fmt(sum(num(b.get("quantity")) or 0 for b in sel)),
-                        str(len(sel)), usd(sum(num(b.get("total_usd")) or 0.0 for b in sel)),
+                        str(len(sel)), cost,
                         str(sum(1 for b in sel if b.get("price_estimate") is True))])
     total = sum(num(b.get("total_usd")) or 0.0 for b in lines)
     return {"rows": rows, "summary": summary, "total": usd(total) if lines else DASH,

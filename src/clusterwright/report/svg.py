@@ -182,10 +182,12 @@ def topology_svg(fabric: Mapping[str, Any], cluster: Mapping[str, Any]) -> str |
                      f"Spine tier: {fmt(spines)} switches" + (f" in {fmt(pods)} pods"
                                                               if pods > 1 else ""),
                      f"leaf–spine: {fmt(links.get('leaf-spine'))} links × {speed_s}"))
-    per_su = f"{fmt(leaves_per_su)} leaves" + (f" ({min(leaves_per_su, 16)} drawn)"
-                                                 if leaves_per_su > 16 else "")
-    rows.append((su_y + leaf_h / 2, f"Leaf tier: {fmt(leaves)} switches",
-                 f"{fmt(sus)} SU{'s' if sus != 1 else ''} × {per_su}, {fmt(rails)} rails"))
+    per_su = (f"{fmt(leaves_per_su)} {'leaf' if leaves_per_su == 1 else 'leaves'}"
+              + (f" ({min(leaves_per_su, 16)} drawn)" if leaves_per_su > 16 else ""))
+    rows.append((su_y + leaf_h / 2,
+                 f"Leaf tier: {fmt(leaves)} {'switch' if leaves == 1 else 'switches'}",
+                 f"{fmt(sus)} SU{'s' if sus != 1 else ''} × {per_su}, {fmt(rails)} "
+                 f"{'rail' if rails == 1 else 'rails'}"))
     rows.append((node_y + node_h / 2, f"Nodes: {fmt(nodes)} ({fmt(gpus)} GPUs)",
                  f"node–leaf: {fmt(links.get('node-leaf'))} links × {speed_s}"))
     over = fabric.get("oversubscription_by_tier") or fabric.get("oversubscription")
