@@ -262,6 +262,9 @@ def test_override_replaces_an_entry(tmp_path: Path) -> None:
     text = "gpus:" + GPU_ENTRY.format(id="h100-sxm", mem=96) + "    override: true\n"
     cat = load_catalog([_write(tmp_path / "o.yaml", text)], env={})
     assert cat.gpu("h100-sxm").memory_gb == 96
+    # It says what it replaced: the published runs measured that entry, not this one.
+    assert (cat.gpu("h100-sxm").overrides or "").startswith("catalog/data/gpus.yaml:")
+    assert load_catalog(env={}).gpu("h100-sxm").overrides is None
 
 
 def test_override_of_unknown_id_is_an_error(tmp_path: Path) -> None:

@@ -129,3 +129,17 @@ def test_one_network_only_ignores_the_others_ports() -> None:
     assert data["findings"]
     assert all("leaf-su" not in f["subject"] or f["subject"].startswith("fe-")
                for f in data["findings"] if f["kind"] != "slow_gpu")
+
+
+def test_square_brackets_in_a_dump_are_text(tmp_path: Path) -> None:
+    """A device a dump names "[/x]" raised rich's MarkupError (a traceback) in the text
+    report; user text is escaped, and shown as written."""
+    lldp = tmp_path / "lldp.json"
+    lldp.write_text((AS_BUILT / "lldp.json").read_text().replace(
+        '"leaf-su001-r1"', '"[/x]"', 3))
+    r = runner.invoke(app, _diff("--lldp", str(lldp), "--no-impact"))
+    assert r.exit_code == 0, r.output
+    assert "[/x]" in r.stdout
+    bad = runner.invoke(app, ["train", "estimate", "--model", "llama-3.1-8b", "--gpu", "[/x]",
+                              "--gpus", "8"])
+    assert bad.exit_code == 2 and "'[/x]'" in bad.stderr

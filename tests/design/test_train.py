@@ -207,3 +207,19 @@ def test_mfu_record_is_the_highest_published_for_the_gpu_and_precision(
     # fp4 counts as the fp8 class
     assert mfu_record(catalog, "h100-sxm", Precision.fp4) == mfu_record(
         catalog, "h100-sxm", Precision.fp8)
+
+
+def test_confidence_of_an_overridden_gpu_is_not_validated(catalog: Catalog,
+                                                         llama70: Job) -> None:
+    """A user catalog's h100-sxm with twice the rates kept "12 published runs, ±6 %": the runs
+    measured the shipped part. Said first, and not called validated."""
+    from dataclasses import replace
+
+    twice = llama70.gpu.model_copy(update={
+        "peak_tflops": {k: 2 * v for k, v in llama70.gpu.peak_tflops.items()}})
+    twice._overrides = "catalog/data/gpus.yaml:1"
+    layout = {"tp": 8, "pp": 4, "cp": 1, "ep": 1, "zero": 1}
+    shipped = confidence(catalog, llama70, layout, 256, 10.0)
+    c = confidence(catalog, replace(llama70, gpu=twice), layout, 256, 10.0)
+    assert not c["validated"] and not any("overridden" in n for n in shipped["notes"])
+    assert c["notes"][0].startswith("unvalidated: h100-sxm is overridden by a user catalog")

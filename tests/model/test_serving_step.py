@@ -401,3 +401,24 @@ def test_offloaded_weights_cross_the_host_link_in_every_pass(cat: Catalog) -> No
     for share, rate in ((1.5, link), (-0.1, link), (0.2, 0.0)):
         with pytest.raises(ValueError, match="offload_share"):
             replace(plain, offload_share=share, host_read_bps=rate)
+
+
+def test_a_gpu_listing_only_one_16bit_rate_serves_at_it(cat: Catalog) -> None:
+    """A user catalog may list FP16 only (a V100-class part): the engine step read the BF16
+    rate unchecked and raised KeyError. BF16 and FP16 stand in for each other; a part with
+    neither is refused by name."""
+    h100 = cat.gpu("h100-sxm")
+    fp16_only = h100.model_copy(update={"peak_tflops": {Dtype.fp16: h100.peak_tflops[Dtype.bf16]}})
+    arch = cat.model("llama-3.1-8b")
+    net = net_for(cat, h100, cat.stack_for_gpu(h100.id), server_for(cat, h100))
+    par = ServingParallel(tp=1)
+
+    def make(g: object) -> DeploymentStep:
+        f = weight_format("bf16", g)  # type: ignore[arg-type]
+        return DeploymentStep(arch, g, cat.serving_engine("vllm"), net, par, f, f,  # type: ignore[arg-type]
+                              kv_bytes_per_token(arch, "bf16"))
+
+    assert make(fp16_only).step_s(2048, 0, 0) == pytest.approx(make(h100).step_s(2048, 0, 0))
+    none16 = h100.model_copy(update={"peak_tflops": {Dtype.fp8: 1979.0}})
+    with pytest.raises(InputError, match="lists no"):
+        make(none16).step_s(2048, 0, 0)

@@ -165,7 +165,11 @@ class Catalog:
         for st in self.entries["stacks"].values():
             if gpu_id in st.gpus:
                 return cast(Stack, st)
-        raise CatalogError(f"no software stack in the catalog covers GPU {gpu_id!r}; add one")
+        raise CatalogError(
+            f"no software stack in the catalog covers GPU {gpu_id!r}: a new GPU needs one in "
+            "your catalog, e.g. a copy of `catalog show generic-uncalibrated-2024 --json` "
+            f"(whose efficiencies no run on {gpu_id!r} checked) with {gpu_id!r} in its gpus, "
+            "or that entry with `override: true` and the GPU added")
 
     def assumption(self, name: str) -> float:
         """Value of a named modelling constant (see assumptions.yaml)."""
@@ -266,11 +270,18 @@ def _register(
             f"{where}: {kind} id {entry.id!r} is already defined in "
             f"{cat.origin[(kind, entry.id)]}; add `override: true` to replace it"
         )
+    if override and entry.id in table and cat.origin[(kind, entry.id)].startswith(f"{path}:"):
+        raise CatalogError(
+            f"{where}: {kind} id {entry.id!r} is defined twice in this file (first at "
+            f"{cat.origin[(kind, entry.id)]}); `override: true` replaces an entry of another "
+            "file")
     if override and entry.id not in table:
         raise CatalogError(
             f"{where}: {kind} id {entry.id!r} has `override: true` but there is nothing to "
             "override; remove the flag to add a new entry"
         )
+    if override:
+        entry._overrides = cat.origin[(kind, entry.id)]
     table[entry.id] = entry
     cat.origin[(kind, entry.id)] = where
 

@@ -18,6 +18,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     StrictBool,
     StrictStr,
     model_validator,
@@ -58,6 +59,15 @@ class CatalogEntry(BaseModel):
     id: EntryId
     name: StrictStr
     source: Source
+    # Set by the loader when a user catalog replaces a shipped entry (``override: true``):
+    # the file and line of the entry replaced. Published runs measured that one, so the
+    # validation of its id does not carry over.
+    _overrides: str | None = PrivateAttr(default=None)
+
+    @property
+    def overrides(self) -> str | None:
+        """Where the entry this one replaced was defined, or None."""
+        return self._overrides
 
 
 class Assumption(BaseModel):
@@ -152,14 +162,16 @@ class MigProfile(BaseModel):
 class Gpu(CatalogEntry):
     vendor: Literal["nvidia", "amd", "intel", "google", "aws"]
     form_factor: Literal["sxm", "pcie", "oam", "superchip", "tpu", "trainium"]
-    memory_gb: PositiveFloat
+    # Bounds far above any part (288 GB, 8 TB/s, 2 kW today) that keep a typo such as 1e300
+    # from overflowing the models into NaN: refused at load, naming the field and line.
+    memory_gb: Annotated[PositiveFloat, Field(le=100_000)]
     # What CUDA reports (nvidia-smi's total), GiB: HBM is sized in binary units, so "80GB" is
     # about 80 GiB less a driver reserve. Serving KV capacity uses it where known.
     memory_visible_gib: PositiveFloat | None = None
     memory_type: StrictStr
-    memory_bandwidth_gbps: PositiveFloat  # GB/s
-    peak_tflops: dict[Dtype, PositiveFloat]  # dense
-    tdp_w: PositiveFloat
+    memory_bandwidth_gbps: Annotated[PositiveFloat, Field(le=1e6)]  # GB/s
+    peak_tflops: dict[Dtype, Annotated[PositiveFloat, Field(le=1e6)]]  # dense
+    tdp_w: Annotated[PositiveFloat, Field(le=1e5)]
     # Measured board power of an idle GPU (W), with its source: the floor of the serving
     # power model (model/serving_power.py). None: gpu_idle_power_fraction x TDP.
     idle_power_w: PositiveFloat | None = None
@@ -245,8 +257,9 @@ class Server(CatalogEntry):
     kind: Literal["server", "rack"] = "server"
     torus: Torus | None = None
     gpu: EntryId
-    gpus: PositiveInt
-    nvlink_domain_gpus: PositiveInt  # GPUs sharing one scale-up domain
+    # A server or rack-scale system: 256 chips for the largest shipped (a TPU v5e pod)
+    gpus: Annotated[PositiveInt, Field(le=16_384)]
+    nvlink_domain_gpus: Annotated[PositiveInt, Field(le=65_536)]  # GPUs sharing one scale-up domain
     backend_nics: NicPorts  # compute fabric (east-west), usually one per GPU
     frontend_nics: NicPorts  # in-band / storage / north-south
     oob_ports: NonNegativeInt = 1  # BMC management ports

@@ -14,6 +14,8 @@ from typing import Any, NoReturn
 import typer
 from pydantic import ValidationError
 from rich.console import Console
+from rich.errors import MarkupError
+from rich.markup import escape
 
 from clusterwright.catalog.registry import Catalog, load_catalog
 from clusterwright.errors import ClusterwrightError, InputError, word_fields
@@ -21,9 +23,22 @@ from clusterwright.jsonsafe import jsonable
 
 GB = 1e9  # decimal gigabyte: sizes in output are GB unless a key says GiB
 
+class _Console(Console):
+    """A console whose markup never breaks on user text: names and paths from a dump, a
+    catalog or a command line may hold square brackets ("[/x]"), which rich reads as tags.
+    Renderers escape the user text they know of; a line that still fails to parse is printed
+    with its markup shown rather than a traceback."""
+
+    def print(self, *objects: Any, **kw: Any) -> None:
+        try:
+            super().print(*objects, **kw)
+        except MarkupError:
+            super().print(*(escape(o) if isinstance(o, str) else o for o in objects), **kw)
+
+
 # No emoji codes: a message such as "K:ACCEPT:COST" must print as written
-console = Console(emoji=False)
-err_console = Console(stderr=True, emoji=False)
+console = _Console(emoji=False)
+err_console = _Console(stderr=True, emoji=False)
 
 
 @dataclass
@@ -52,8 +67,10 @@ def state(ctx: typer.Context) -> AppState:
 
 def fail(message: str) -> NoReturn:
     """Print a user error to stderr and exit with code 2."""
+    # The message carries user text (ids, paths, patterns): square brackets in it are text,
+    # not markup ("[/x]" raised a MarkupError; a "[a-z0-9]" pattern vanished).
     err_console.print(
-        f"[bold red]error:[/] {message}", highlight=False, markup=True, soft_wrap=True
+        f"[bold red]error:[/] {escape(message)}", highlight=False, markup=True, soft_wrap=True
     )
     raise typer.Exit(code=2)
 

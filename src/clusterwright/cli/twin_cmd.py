@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 
 from clusterwright.cli import limits as lim
 from clusterwright.cli.common import console, emit_json, fail, state, user_errors
@@ -98,7 +99,7 @@ def diff_cmd(
 def _render(d: dict[str, Any]) -> None:
     sev = d["by_severity"]
     console.print(
-        f"[bold]{d['findings_total']} finding(s)[/] against {d['blueprint']}: "
+        f"[bold]{d['findings_total']} finding(s)[/] against {escape(str(d['blueprint']))}: "
         f"{sev['critical']} critical, {sev['major']} major, {sev['minor']} minor; "
         f"{d['gpu_hours_lost_per_day']:,.1f} GPU-hours lost per day"
         + (f" of {d['impact']['cluster_gpu_hours_per_day']:,.0f}"
@@ -107,13 +108,13 @@ def _render(d: dict[str, Any]) -> None:
         color = {"critical": "red", "major": "yellow"}.get(f["severity"], "dim")
         console.print(f"[bold]{f['id']}[/] [{color}]{f['severity']:<8}[/] "
                       f"{f['gpu_hours_lost_per_day']:>9,.1f} GPU-h/day  {f['kind']}: "
-                      f"{f['summary']}", highlight=False)
-        console.print(f"      [dim]repair:[/] {f['repair']}", highlight=False)
+                      f"{escape(f['summary'])}", highlight=False)
+        console.print(f"      [dim]repair:[/] {escape(f['repair'])}", highlight=False)
     if len(d["findings"]) > 25:
         console.print(f"  [dim]... {len(d['findings']) - 25} more (--json for all)[/]")
     imp = d["impact"]
     if "job" in imp:
-        console.print(f"[dim]impact measured on: {imp['job']}[/]")
+        console.print(f"[dim]impact measured on: {escape(str(imp['job']))}[/]")
     net = imp.get("network")
     if net:
         console.print(f"network as built: collective {net['collective_slowdown']:.3f}x, step "
@@ -128,9 +129,9 @@ def _render(d: dict[str, Any]) -> None:
                       f"{b['gpu_utilization_mean']:.1%} with {len(imp['drained_nodes'])} "
                       "drained node(s)")
     for u in d["could_not_see"]:
-        console.print(f"  [yellow]could not see:[/] {u}")
+        console.print(f"  [yellow]could not see:[/] {escape(u)}")
     for n in d["notes"][:10] + list(imp.get("notes", []))[:10]:
-        console.print(f"  [dim]note: {n}[/]")
+        console.print(f"  [dim]note: {escape(n)}[/]")
 
 
 @app.command("lab")

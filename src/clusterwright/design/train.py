@@ -432,6 +432,13 @@ def confidence(cat: Catalog, job: Job, layout: dict[str, object], gpus: int,
         notes.insert(0, f"unvalidated on {reg.gpu}: no published run on it; the band is stack "
                         f"{reg.stack}'s on {', '.join(measured_on)}")
         exact = False
+    replaced = job.gpu.overrides
+    if replaced is not None:
+        # A user catalog changed this GPU: the runs measured the shipped part.
+        notes.insert(0, f"unvalidated: {job.gpu.id} is overridden by a user catalog (the "
+                        f"published runs measured the entry at {replaced}); the band is the "
+                        "shipped part's")
+        exact = False
     out.update(
         validated=exact and gpus <= 2 * biggest,
         band=worst.band, mape=worst.mape, bias=worst.bias, rows=worst.rows,

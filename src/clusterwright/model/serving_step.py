@@ -110,6 +110,17 @@ def weight_format(mode: str, gpu: Gpu, field: str = "quant_mode") -> WeightForma
     return WeightFormat(key, dtype, nbytes)
 
 
+def _peak_of(gpu: Gpu, dtype: Dtype) -> float:
+    """The dense peak (TFLOP/s) a format computes at; BF16 and FP16 stand in for each other
+    (one 16-bit tensor rate on every part that lists both), a part listing neither is refused
+    by name (a user catalog may give only one)."""
+    if dtype in gpu.peak_tflops:
+        return float(gpu.peak_tflops[dtype])
+    if dtype in (Dtype.bf16, Dtype.fp16):
+        return _peak16(gpu)
+    raise InputError(f"gpu: {gpu.id} lists no {dtype.value} peak (peak_tflops)", field="gpu")
+
+
 def _peak16(gpu: Gpu) -> float:
     """The 16-bit dense peak (TFLOP/s) attention runs at: BF16's, else FP16's (a part with
     neither has no 16-bit tensor path the engines run attention on)."""
@@ -326,8 +337,8 @@ class DeploymentStep:
             # The LM head runs on the last stage, for the tokens that produce a token.
             "head_flops_per_token": 2.0 * head / par.tp,
             "head_bytes": head * ACT_BYTES / par.tp,
-            "peak_dense": g.peak_tflops[self.dense_format.compute] * 1e12 * self.gemm_factor,
-            "peak_moe": g.peak_tflops[self.moe_format.compute] * 1e12 * self.moe_gemm_factor,
+            "peak_dense": _peak_of(g, self.dense_format.compute) * 1e12 * self.gemm_factor,
+            "peak_moe": _peak_of(g, self.moe_format.compute) * 1e12 * self.moe_gemm_factor,
             "peak16": _peak16(g) * 1e12,
             "peak_attn": _peak16(g) * 1e12 * self.attention_factor,
             "hbm": g.memory_bandwidth_gbps * 1e9 * e.decode_bandwidth_efficiency,

@@ -296,8 +296,9 @@ def validation_regime(dep: Deployment, isl: int | None = None) -> dict[str, Any]
 
     if dep.cpu_offload_gb > 0:
         extra["offload_note"] = OFFLOAD_NOTE
+    replaced = dep.gpu.overrides or dep.engine.overrides
     for v in dep.engine.validated:
-        if v.gpu == dep.gpu.id and v.mode == mode and dep.cpu_offload_gb <= 0:
+        if v.gpu == dep.gpu.id and v.mode == mode and dep.cpu_offload_gb <= 0 and not replaced:
             if isl is not None and v.max_input_len is not None and isl > v.max_input_len:
                 extra["prompt_note"] = _prompt_note(dep, isl, v.max_input_len)
             return {"validated": True, "engine": dep.engine.id, "gpu": v.gpu, "mode": mode,
@@ -305,6 +306,11 @@ def validation_regime(dep: Deployment, isl: int | None = None) -> dict[str, Any]
                     "ttft_median_error": v.ttft_median_error,
                     "tpot_median_error": v.tpot_median_error, **extra}
     seen = sorted({f"{v.gpu} {v.mode}" for v in dep.engine.validated})
+    if replaced is not None:
+        return {"validated": False, "engine": dep.engine.id, "gpu": dep.gpu.id, "mode": mode,
+                "note": (f"not validated: {dep.gpu.id if dep.gpu.overrides else dep.engine.id} "
+                         f"is overridden by a user catalog; the measured rows are of the "
+                         f"entry at {replaced}"), **extra}
     what = ("rows offloading weights" if dep.cpu_offload_gb > 0 else
             f"{dep.engine.id} rows on {dep.gpu.id} ({mode})")
     return {"validated": False, "engine": dep.engine.id, "gpu": dep.gpu.id, "mode": mode,
