@@ -108,8 +108,8 @@ def _su(fab: Fabric) -> Decision:
     else:
         why = (f"a leaf's down ports at {req.oversubscription:g}:1 ({s.radix} ports at "
                f"{fab.backend.speed_gbps:g}G) rounded to whole NVLink domains: one leaf per rail "
-               "serves the whole unit, as the SuperPOD RA builds it (32 DGX H100 per unit on "
-               "64-port QM9700)")
+               "serves the whole unit, the DGX SuperPOD RA's rule (which gives its 32 DGX "
+               "H100 per unit on 64-port QM9700)")
     return Decision("su", f"{s.su_hosts} hosts", why, subject="backend")
 
 

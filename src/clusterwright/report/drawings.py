@@ -121,7 +121,9 @@ def su_svg(fabric: Mapping[str, Any]) -> str | None:
     """One scalable unit of the backend: nodes, NICs per rail, rail leaves, its pod's spines
     (and cores), with the counts per tier. None without a backend fabric."""
     sh = mapping(fabric.get("shape"))
-    leaves_su = int(num(sh.get("leaves_per_su")) or 0)
+    # One tier small enough for the rails to share a switch has fewer leaves than rails.
+    shared = max(1, int(num(sh.get("rails_per_leaf")) or 1))
+    leaves_su = int(num(sh.get("leaves_per_su")) or 0) // shared
     if fabric.get("backend") == "none" or not sh or leaves_su <= 0:
         return None
     tiers = int(num(fabric.get("tiers")) or 0)
@@ -203,7 +205,8 @@ def su_svg(fabric: Mapping[str, Any]) -> str | None:
     per_rail = int(num(sh.get("leaves_per_rail_su")) or 1)
     col.add(y + box_h / 2,
             f"Leaves: {fmt(leaves_su * planes)} × {switch} per SU"
-            + (" (one per rail)" if per_rail == 1 and planes == 1 else ""),
+            + (f" (shared by all {rails} rails)" if shared > 1 else
+               " (one per rail)" if per_rail == 1 and planes == 1 else ""),
             [f"{fmt(leaf_down)} ports down, {fmt(leaf_up)} up at {speed_s}"
              + (f"; {planes} planes" if planes > 1 else ""),
              f"{fmt(num(fabric.get('leaf_switches')))} leaves in {fmt(sus)} SUs"])
