@@ -792,3 +792,26 @@ def test_a_cache_aware_router_keeps_prefixes_where_they_are_held() -> None:
            "--input-len", "512", "--output-len", "32", "--ttft-p99", "2", "--tpot-p99", "0.1",
            "--router", "cache_aware")
     assert r.exit_code == 2 and "--router: only with --engine" in r.output, r.output
+
+
+def test_an_overridden_gpu_is_not_called_validated(tmp_path: object) -> None:
+    """The serving-silicon rows measured the shipped H100: a user's h100-sxm (here with twice
+    the memory bandwidth) is not "validated on 228 rows"."""
+    from pathlib import Path
+
+    import yaml
+
+    shown = json.loads(cw("catalog", "show", "h100-sxm", "--json").stdout)
+    entry = {k: v for k, v in shown.items() if k not in ("catalog_kind", "defined_in")}
+    entry["memory_bandwidth_gbps"] = 2 * entry["memory_bandwidth_gbps"]
+    entry["override"] = True
+    path = Path(str(tmp_path)) / "mine.yaml"
+    path.write_text(yaml.safe_dump({"gpus": [entry]}))
+    args = ("--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "vllm",
+            "--concurrency", "8", "--steady-only", "--json")
+    shipped = json.loads(cw(*BASE, *args).stdout)["validation"]
+    r = cw("--catalog", str(path), *BASE, *args)
+    assert r.exit_code == 0, r.output
+    mine = json.loads(r.stdout)["validation"]
+    assert shipped["validated"] is True and mine["validated"] is False
+    assert "h100-sxm is overridden by a user catalog" in mine["note"]

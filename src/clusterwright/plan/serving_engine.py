@@ -296,7 +296,9 @@ def validation_regime(dep: Deployment, isl: int | None = None) -> dict[str, Any]
 
     if dep.cpu_offload_gb > 0:
         extra["offload_note"] = OFFLOAD_NOTE
-    replaced = dep.gpu.overrides or dep.engine.overrides
+    # A user's GPU replacing the shipped one: the rows measured that one. (An engine entry
+    # overridden carries its own `validated` list, which its author answers for.)
+    replaced = dep.gpu.overrides
     for v in dep.engine.validated:
         if v.gpu == dep.gpu.id and v.mode == mode and dep.cpu_offload_gb <= 0 and not replaced:
             if isl is not None and v.max_input_len is not None and isl > v.max_input_len:
@@ -308,9 +310,8 @@ def validation_regime(dep: Deployment, isl: int | None = None) -> dict[str, Any]
     seen = sorted({f"{v.gpu} {v.mode}" for v in dep.engine.validated})
     if replaced is not None:
         return {"validated": False, "engine": dep.engine.id, "gpu": dep.gpu.id, "mode": mode,
-                "note": (f"not validated: {dep.gpu.id if dep.gpu.overrides else dep.engine.id} "
-                         f"is overridden by a user catalog; the measured rows are of the "
-                         f"entry at {replaced}"), **extra}
+                "note": (f"not validated: {dep.gpu.id} is overridden by a user catalog; the "
+                         f"measured rows are of the entry at {replaced}"), **extra}
     what = ("rows offloading weights" if dep.cpu_offload_gb > 0 else
             f"{dep.engine.id} rows on {dep.gpu.id} ({mode})")
     return {"validated": False, "engine": dep.engine.id, "gpu": dep.gpu.id, "mode": mode,
