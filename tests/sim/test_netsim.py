@@ -340,3 +340,12 @@ def test_an_nvl72_domain_keeps_its_traffic_on_nvlink(catalog: Catalog, algorithm
     d = netsim(catalog, FabricRequest(server="gb200-nvl72", nodes=2, cooling="liquid",
                                       rack_kw=142), size_bytes=1e10, algorithm=algorithm)
     assert abs(d["error_vs_closed_form"]) < 0.1
+
+
+def test_an_all_to_all_past_2048_ranks_is_aggregated_by_default(catalog: Catalog) -> None:
+    """4,096 Trainium2 ranks (16.8M connections) took 29 s routed one by one, just under the
+    hard cap; above 2,048 ranks the default is the per-leaf-pair aggregate (0.2 s)."""
+    d = netsim(catalog, FabricRequest(server="trn2-ultraserver", nodes=64),
+               collective="alltoall", size_bytes=1e8)
+    assert d["aggregated"] is True and d["ranks"] == 4096
+    assert d["error_vs_closed_form"] == pytest.approx(0.0, abs=0.1)

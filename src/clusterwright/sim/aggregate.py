@@ -1,8 +1,8 @@
 """An all-to-all too large to route flow by flow, as per-link flow counts.
 
 An all-to-all over n ranks is n(n - 1) connections: 17 billion over 131,072 GPUs. Above
-``collectives.MAX_FLOWS`` (or when asked) the simulator does not make them; it counts, per
-link, how many cross it, with one aggregation rule:
+``collectives.AUTO_AGGREGATE_FLOWS`` (or when asked) the simulator does not make them; it
+counts, per link, how many cross it, with one aggregation rule:
 
 - **Inside servers and at the NICs, exact.** NVLink, PCIe and NIC-to-leaf links carry a number
   of connections that follows from the rank counts per GPU, server, NVLink domain and rail

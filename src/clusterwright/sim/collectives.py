@@ -46,9 +46,14 @@ from clusterwright.sim.network import Group, NetworkSim
 
 COLLECTIVES = ("allreduce", "allgather", "reducescatter", "alltoall")
 ALGORITHMS = ("auto", "ring", "hierarchical", "tree", "nvls")
-# All-to-all connections routed one by one: 4,096 ranks (16.8M connections, about 1 GB of
-# arrays). Larger all-to-alls are aggregated per leaf pair (``sim/aggregate.py``).
+# All-to-all connections routed one by one at most: 4,096 ranks (16.8M connections, about
+# 1 GB of arrays). Larger all-to-alls are aggregated per leaf pair (``sim/aggregate.py``).
 MAX_FLOWS = 1 << 24
+# Above this many (2,048 ranks), an all-to-all is aggregated unless flow-by-flow routing is
+# asked for: 4,096 Trainium2 ranks took 29 s routed one by one against 0.2 s aggregated, the
+# same completion time (the per-leaf-pair split drops only ECMP's hashing imbalance, a few
+# per cent at these flow counts: tests/sim/test_aggregate.py).
+AUTO_AGGREGATE_FLOWS = 1 << 22
 
 
 @dataclass
@@ -209,7 +214,7 @@ class CollectiveBuilder:
             aggregate: bool | None = None) -> Collective:
         """Schedule one collective over ``ranks`` (global GPU indices) of ``size_bytes``.
         An all-to-all is aggregated per leaf pair (``sim/aggregate.py``) when ``aggregate``
-        says so, or, by default, above ``MAX_FLOWS`` connections."""
+        says so, or, by default, above ``AUTO_AGGREGATE_FLOWS`` connections."""
         self._check(ranks, size_bytes, collective)
         if algorithm not in ALGORITHMS:
             raise SimError(f"algorithm: unknown {algorithm!r} (one of {', '.join(ALGORITHMS)})",
@@ -248,7 +253,7 @@ class CollectiveBuilder:
             closed = float(allgather_s(size_bytes, n, stride, m))
             algo_closed = closed_form_gather(algo, size_bytes, n, nodes, m)
         aggregated = collective == "alltoall" and (
-            aggregate if aggregate is not None else n * (n - 1) > MAX_FLOWS)
+            aggregate if aggregate is not None else n * (n - 1) > AUTO_AGGREGATE_FLOWS)
         if aggregated:
             groups = self._alltoall_aggregated(name, ranks, size_bytes, pxn, after, start_s)
         elif collective == "alltoall":

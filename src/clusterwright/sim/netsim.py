@@ -33,8 +33,8 @@ PLACEMENTS = ("contiguous", "spread", "random")
 MAX_JOBS = 32
 # Sub-flows of one run routed one by one (queue pairs counted): an all-to-all over 4,096 GPUs
 # (16.8M connections) takes about 10 s with ECMP on two cores; adaptive routing stops at
-# MAX_ADAPTIVE_FLOWS. An all-to-all above collectives.MAX_FLOWS is aggregated per leaf pair
-# instead (sim/aggregate.py) and counts none.
+# MAX_ADAPTIVE_FLOWS. An all-to-all above collectives.AUTO_AGGREGATE_FLOWS is aggregated per
+# leaf pair instead (sim/aggregate.py) and counts none.
 MAX_SIM_FLOWS = 1 << 24
 NETWORK_TIERS = ("node-leaf", "leaf-spine", "spine-core")
 
