@@ -240,14 +240,22 @@ def test_copper_wherever_a_dac_reaches(fab: Fabric, catalog: Catalog) -> None:
     """Switch-to-switch links short enough for an active catalog DAC between those cages are
     copper, not optics."""
     dacs = [c for c in catalog.all("cables") if c.kind == "dac" and c.status == "active"]
+    # A cage whose ports go to different peer cages takes no straight multi-link DAC.
+    peers: dict[tuple[str, str], set[tuple[str, str]]] = defaultdict(set)
+    for lk in fab.links:
+        if lk.a_cage and lk.b_cage:
+            peers[(lk.a, lk.a_cage)].add((lk.b, lk.b_cage))
+            peers[(lk.b, lk.b_cage)].add((lk.a, lk.a_cage))
     checked = 0
     for lk in fab.links:
         a, b = fab.by_name[lk.a], fab.by_name[lk.b]
         if a.role not in SWITCH_ROLES or lk.network == "oob":
             continue
+        split = len(peers[(lk.a, lk.a_cage)]) > 1 or len(peers[(lk.b, lk.b_cage)]) > 1
+        dacs_here = [c for c in dacs if c.links == 1] if split else dacs
         cages = (catalog.switch(a.part).cage.upper(), catalog.switch(b.part).cage.upper())
         reach = [
-            c for c in dacs
+            c for c in dacs_here
             if c.speed_gbps == lk.speed_gbps and c.reach_m >= orderable(lk.length_m)
             and all((c.form_factor or "").upper() in cage for cage in cages)
         ]
@@ -256,8 +264,6 @@ def test_copper_wherever_a_dac_reaches(fab: Fabric, catalog: Catalog) -> None:
             assert lk.media in COPPER, (lk.a, lk.b, lk.length_m, lk.media)
         else:
             assert lk.media not in ("", "utp")
-    if fab.server.id == "dgx-h100" and fab.backend.switch.id == "qm9700":
-        assert checked  # the storage leaves sit next to the frontend spines
 
 
 def test_oob_cables_stay_in_their_row(fab: Fabric) -> None:
@@ -440,14 +446,13 @@ def test_cable_counts_cover_every_link(fab: Fabric, catalog: Catalog) -> None:
             assert length in c.lengths_m or length > max(c.lengths_m), (part, length)
 
 
-def test_twin_port_dacs_join_one_cage_pair(h100_64: Fabric, catalog: Catalog) -> None:
-    counts = cable_counts(h100_64, catalog)
+def test_twin_port_dacs_join_one_cage_pair(fab: Fabric, catalog: Catalog) -> None:
+    counts = cable_counts(fab, catalog)
     pairs: dict[str, Counter[tuple[str, str, str, str]]] = defaultdict(Counter)
-    for lk in h100_64.links:
+    for lk in fab.links:
         c = catalog.cable(lk.cable)
         if c.kind == "dac" and c.links > 1:
             pairs[lk.cable][(lk.a, lk.a_cage, lk.b, lk.b_cage)] += 1
-    assert pairs
     for part, by_pair in pairs.items():
         per = catalog.cable(part).links
         need = sum(math.ceil(n / per) for n in by_pair.values())
@@ -520,3 +525,18 @@ def test_gaudi3_split_cages_get_4x200g_optics_and_their_fibres(catalog: Catalog)
         other = sum(1 for lk in fab.links if lk.tier != "node-leaf" and lk.cable == host[0].cable)
         assert counted == fibres + other
         assert len(host) / 2 <= fibres <= len(host)
+
+
+def test_a_multi_link_cable_joins_one_cage_to_one_cage(fab: Fabric, catalog: Catalog) -> None:
+    """A straight twin-port DAC has one connector per end: a leaf cage whose two ports go to
+    two spines took one (the frontend's storage leaves), which cannot be cabled."""
+    links_of = {c.id: c.links for c in catalog.all("cables")}
+    peers: dict[tuple[str, str], set[tuple[str, str]]] = defaultdict(set)
+    for lk in fab.links:
+        if lk.a_cage and lk.b_cage:
+            peers[(lk.a, lk.a_cage)].add((lk.b, lk.b_cage))
+            peers[(lk.b, lk.b_cage)].add((lk.a, lk.a_cage))
+    for lk in fab.links:
+        if links_of.get(lk.cable, 1) > 1 and lk.media != "optics":
+            assert len(peers[(lk.a, lk.a_cage)]) == 1, (lk.a, lk.a_port, lk.cable)
+            assert len(peers[(lk.b, lk.b_cage)]) == 1, (lk.b, lk.b_port, lk.cable)

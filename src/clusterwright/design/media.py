@@ -35,7 +35,7 @@ class MediaPicker:
         self.xcvrs: list[Transceiver] = [
             t for t in cat.all("transceivers") if t.status == "active"
         ]
-        self._cache: dict[tuple[float, float, End, End], tuple[str, str, str, str]] = {}
+        self._cache: dict[tuple[float, float, End, End, bool], tuple[str, str, str, str]] = {}
 
     def _xcvr(self, speed: float, media: str, length: float, end: End) -> Transceiver | None:
         ok = [
@@ -48,16 +48,20 @@ class MediaPicker:
         ok.sort(key=lambda t: (-t.links, t.power_w, t.price_usd or math.inf, t.id))
         return ok[0] if ok else None
 
-    def pick(self, speed: float, length: float, a: End, b: End) -> tuple[str, str, str, str]:
-        """(media, cable id, a-end transceiver id, b-end transceiver id) for one link."""
-        key = (speed, length, a, b)
+    def pick(self, speed: float, length: float, a: End, b: End,
+             split: bool = False) -> tuple[str, str, str, str]:
+        """(media, cable id, a-end transceiver id, b-end transceiver id) for one link.
+        ``split``: a cage at either end carries links to different peer cages, which a
+        multi-link cable (a straight twin-port DAC: one connector per end) cannot; modules
+        with a fibre per port can."""
+        key = (speed, length, a, b, split)
         hit = self._cache.get(key)
         if hit is not None:
             return hit
         result: tuple[str, str, str, str] | None = None
         def fits(c: Cable) -> bool:
             ff = c.form_factor or ""
-            return takes(a.cage, ff) and takes(b.cage, ff)
+            return takes(a.cage, ff) and takes(b.cage, ff) and not (split and c.links > 1)
 
         if speed <= 10:
             utp = [c for c in self.cables if c.kind == "utp" and c.reach_m >= length and fits(c)]

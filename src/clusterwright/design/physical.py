@@ -383,6 +383,14 @@ def choose_media(fab: Fabric, cat: Catalog) -> None:
             per_cage = max(1, max(pc.ports for pc in sw.port_configs) // sw.cages)
             sw_end[d.part] = End(sw.cage, "switch", per_cage)
     bmc_end = End("RJ45", "host", 1)
+    # Cages whose links go to more than one peer cage (a leaf cage's two 400G ports to two
+    # spines): no straight multi-link cable joins them.
+    peers: dict[tuple[str, str], set[tuple[str, str]]] = defaultdict(set)
+    for lk in fab.links:
+        if lk.a_cage and lk.b_cage:
+            peers[(lk.a, lk.a_cage)].add((lk.b, lk.b_cage))
+            peers[(lk.b, lk.b_cage)].add((lk.a, lk.a_cage))
+    split_cages = {k for k, v in peers.items() if len(v) > 1}
     for lk in fab.links:
         a = fab.by_name[lk.a]
         b = fab.by_name[lk.b]
@@ -410,7 +418,8 @@ def choose_media(fab: Fabric, cat: Catalog) -> None:
         if lk.network == "oob" and lk.tier == "oob-node-leaf":
             b_end = bmc_end
         length = orderable(lk.length_m)
-        media, cable, xa, xb = picker.pick(lk.speed_gbps, length, a_end, b_end)
+        split = (lk.a, lk.a_cage) in split_cages or (lk.b, lk.b_cage) in split_cages
+        media, cable, xa, xb = picker.pick(lk.speed_gbps, length, a_end, b_end, split)
         lk.media, lk.cable, lk.a_xcvr, lk.b_xcvr = media, cable, xa, xb
 
 
