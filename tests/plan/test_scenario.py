@@ -375,3 +375,22 @@ sites:
     assert not bp.feasible
     (v,) = [v for v in bp.binding_constraints if v["constraint"] == "site_power"]
     assert v["workload"] == "pretrain" and "sites[0].power_mw" in v["message"]
+
+
+def test_the_headline_of_a_split_job_gives_its_time_across_the_sites(catalog: Catalog) -> None:
+    """The summary gave only the one-site synchronous time (18.7 days for the shipped
+    two-site example, whose sites run DiLoCo in 13.2)."""
+    bp = planned(catalog, """
+name: two-sites
+workloads:
+  - {kind: training, name: pretrain, model: "llama-3.1-8b", tokens: 1.0e10, gpus: 64}
+constraints: {gpus: ["h100-sxm"], deployment: on-prem}
+sites:
+  - {name: a, power_mw: 1, wan_gbps: 100, latency_ms: 10}
+  - {name: b, power_mw: 1, wan_gbps: 100, latency_ms: 10}
+multisite: {method: diloco, inner_steps: 100}
+""")
+    m = bp.multisite["workloads"][0]
+    days = m["methods"]["diloco"]["time_to_train_days"]
+    assert "across its 2 sites (diloco" in bp.recommendation["summary"]
+    assert f"{days:.1f} days (multisite)" in bp.recommendation["summary"]

@@ -196,7 +196,8 @@ def plan_scenario(scenario: Scenario, cat: Catalog, *, progress: Progress | None
                  for x in multisite["workloads"] if x.get("error_kind") == "power"]
         if short:
             feasible, binding = False, [*binding, *short]
-    rec = recommendation_view(scenario, chosen, feasible, binding, choice.alternatives)
+    rec = recommendation_view(scenario, chosen, feasible, binding, choice.alternatives,
+                              multisite)
     with run.timed("decisions"):
         decisions = decisions_for(run, chosen, feasible, choice.alternatives)
     tco_out = tco_view(d, c.years) if d is not None else None

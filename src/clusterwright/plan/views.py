@@ -136,15 +136,26 @@ def sources_view(d: DesignedCluster | None, cand: Candidate, cat: Catalog,
 
 
 def summary_text(sc: Scenario, cand: Candidate, feasible: bool, binding: list[Violation],
-                  alternatives: list[dict[str, Any]]) -> str:
+                  alternatives: list[dict[str, Any]],
+                  multisite: dict[str, Any] | None = None) -> str:
     c = sc.constraints
     rows = cand.detail.get("workloads", [])
+    split = {w["name"]: w for w in (multisite or {}).get("workloads", []) if "error" not in w}
     parts = []
     for r in rows:
         if r["kind"] == "training":
             days = r["time_to_train_days"]
             line = (f"{r['name']} trains {r['model']} on {r['gpus']:,} GPUs in {days:.1f} days"
                     if days is not None else f"{r['name']} on {r['gpus']:,} GPUs")
+            m = split.get(r["name"])
+            if m is not None and days is not None:
+                # The single-site figure is one fabric's synchronous run; the scenario's
+                # sites run the multisite method, which the headline must not hide.
+                across = (m.get("methods") or {}).get(m.get("method"), {})
+                if across.get("time_to_train_days") is not None:
+                    line += (f" as one site; across its {m['sites']} sites ({m['method']}, "
+                             f"{100 * m['utilization']:.0f} % compute utilization): "
+                             f"{across['time_to_train_days']:.1f} days (multisite)")
             if r.get("mfu_above_published") and r.get("mfu_highest_published") is not None:
                 line += (f" (MFU {100 * r['mfu']:.0f} %, above every published run on "
                          f"{r['gpu']} at this precision, {100 * r['mfu_highest_published']:.0f} "
@@ -186,9 +197,10 @@ def summary_text(sc: Scenario, cand: Candidate, feasible: bool, binding: list[Vi
 
 
 def recommendation_view(sc: Scenario, cand: Candidate, feasible: bool, binding: list[Violation],
-                    alternatives: list[dict[str, Any]]) -> dict[str, Any]:
+                    alternatives: list[dict[str, Any]],
+                    multisite: dict[str, Any] | None = None) -> dict[str, Any]:
     return {
-        "summary": summary_text(sc, cand, feasible, binding, alternatives),
+        "summary": summary_text(sc, cand, feasible, binding, alternatives, multisite),
         "gpu": cand.gpu, "server": cand.server, "nodes": cand.nodes, "gpus": cand.gpus,
         "deployment": "cloud" if sc.constraints.deployment == "cloud" else "on-prem",
         "capex_usd": cand.capex_usd if sc.constraints.deployment != "cloud" else None,
