@@ -274,7 +274,10 @@ def rented_gpu_hours(run: PlanRun, cand: Candidate, utilization: float,
     rest = sum(r["gpus"] for r in rows if r["kind"] == "training") + sum(
         r.get("extra_gpus") or 0 for r in rows if r["kind"] == "finetune")
     flat = math.ceil(rest / k - 1e-9) * k * tco.HOURS_PER_YEAR * utilization if rest else 0.0
-    pool = sum(min(r["gpu_hours"], r.get("free_gpu_hours_in_window") or 0.0) for r in rows
+    # The pool's free GPUs the fine-tuning runs on, over every window it takes (the GPUs
+    # the curve leaves idle at night are rented for it).
+    pool = sum(min(r["gpu_hours"], (r.get("free_gpu_hours_in_window") or 0.0)
+                   * (r.get("windows") or 1)) for r in rows
                if r["kind"] == "finetune" and r.get("pool_gpus"))
     curves = [r["name"] for r in serving if r.get("diurnal_gpus")]
     peak = sum(r["gpus"] for r in serving)
