@@ -394,3 +394,20 @@ multisite: {method: diloco, inner_steps: 100}
     days = m["methods"]["diloco"]["time_to_train_days"]
     assert "across its 2 sites (diloco" in bp.recommendation["summary"]
     assert f"{days:.1f} days (multisite)" in bp.recommendation["summary"]
+
+
+def test_the_headline_gives_the_time_with_failures_beside_the_production_time(
+        catalog: Catalog) -> None:
+    """The production time assumes a failed node is replaced at once; with no spare servers
+    the fleet model waits for repairs. The headline said only "36.4 days (deadline 45)" while
+    the same page's Monte Carlo put even p10 at 52.9 days."""
+    bp = planned(catalog, """
+name: t
+workloads:
+  - {kind: training, name: pretrain, model: "llama-3.1-8b", tokens: 2.0e11, gpus: 256}
+constraints: {gpus: ["h100-sxm"], deployment: on-prem}
+""")
+    rel = bp.reliability
+    assert rel is not None and rel["workload"] == "pretrain"
+    p50 = rel["monte_carlo"]["time_to_train_days"]["p50"]
+    assert f"with failures (Monte Carlo) p50 {p50:.1f} days" in bp.recommendation["summary"]

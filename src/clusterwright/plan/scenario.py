@@ -197,7 +197,7 @@ def plan_scenario(scenario: Scenario, cat: Catalog, *, progress: Progress | None
         if short:
             feasible, binding = False, [*binding, *short]
     rec = recommendation_view(scenario, chosen, feasible, binding, choice.alternatives,
-                              multisite)
+                              multisite, rel_out)
     with run.timed("decisions"):
         decisions = decisions_for(run, chosen, feasible, choice.alternatives)
     tco_out = tco_view(d, c.years) if d is not None else None

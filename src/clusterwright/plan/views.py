@@ -135,9 +135,30 @@ def sources_view(d: DesignedCluster | None, cand: Candidate, cat: Catalog,
     return out
 
 
+def _with_failures(rel: dict[str, Any] | None, name: str) -> str:
+    """What the Monte Carlo says of the run's time beside the production figure (which
+    assumes a failed node is replaced at once): with the design's spare servers and, when
+    more are recommended, with those. Empty without a reliability view of this workload."""
+    if not rel or rel.get("workload") != name:
+        return ""
+    mc = (rel.get("monte_carlo") or {}).get("time_to_train_days") or {}
+    rec = rel.get("with_recommended_spares") or {}
+    have, want = rel.get("hot_spares") or 0, rel.get("recommended_spares")
+    if mc.get("p50") is None:
+        return ""
+    spares = ("no spare server" if not have else
+              f"its {have} spare server{'' if have == 1 else 's'}")
+    text = f"; with failures (Monte Carlo) p50 {mc['p50']:.1f} days with {spares}"
+    p50 = (rec.get("time_to_train_days") or {}).get("p50")
+    if want is not None and want > have and p50 is not None:
+        text += f", {p50:.1f} days with the {want} recommended (cluster.spares)"
+    return text
+
+
 def summary_text(sc: Scenario, cand: Candidate, feasible: bool, binding: list[Violation],
                   alternatives: list[dict[str, Any]],
-                  multisite: dict[str, Any] | None = None) -> str:
+                  multisite: dict[str, Any] | None = None,
+                  reliability: dict[str, Any] | None = None) -> str:
     c = sc.constraints
     rows = cand.detail.get("workloads", [])
     split = {w["name"]: w for w in (multisite or {}).get("workloads", []) if "error" not in w}
@@ -160,6 +181,10 @@ def summary_text(sc: Scenario, cand: Candidate, feasible: bool, binding: list[Vi
                 line += (f" (MFU {100 * r['mfu']:.0f} %, above every published run on "
                          f"{r['gpu']} at this precision, {100 * r['mfu_highest_published']:.0f} "
                          "%: optimistic)")
+            if days is not None:
+                # The production time replaces a failed node at once; the fleet model
+                # waits for repairs when there are no spares, which the headline must show.
+                line += _with_failures(reliability, r["name"])
             parts.append(line)
         elif r["kind"] == "inference":
             what = (f"({r['deployment']}) under {r['engine']}" if r.get("engine")
@@ -198,9 +223,11 @@ def summary_text(sc: Scenario, cand: Candidate, feasible: bool, binding: list[Vi
 
 def recommendation_view(sc: Scenario, cand: Candidate, feasible: bool, binding: list[Violation],
                     alternatives: list[dict[str, Any]],
-                    multisite: dict[str, Any] | None = None) -> dict[str, Any]:
+                    multisite: dict[str, Any] | None = None,
+                    reliability: dict[str, Any] | None = None) -> dict[str, Any]:
     return {
-        "summary": summary_text(sc, cand, feasible, binding, alternatives, multisite),
+        "summary": summary_text(sc, cand, feasible, binding, alternatives, multisite,
+                                reliability),
         "gpu": cand.gpu, "server": cand.server, "nodes": cand.nodes, "gpus": cand.gpus,
         "deployment": "cloud" if sc.constraints.deployment == "cloud" else "on-prem",
         "capex_usd": cand.capex_usd if sc.constraints.deployment != "cloud" else None,
