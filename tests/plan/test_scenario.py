@@ -359,19 +359,22 @@ constraints:
                                     '    shared_prefix: {tokens: 9000}\n'))
 
 
-def test_sites_too_small_for_the_job_make_the_plan_infeasible(catalog: Catalog) -> None:
-    """Two 40 kW sites cannot hold 32 H100s each: the single-site design may be fine, but the
-    scenario cannot be built where it says (before, feasible with the error only inside
-    blueprint.json)."""
-    bp = planned(catalog, """
-name: two-small-sites
+_TWO_SITES = """
+name: two-sites
 workloads:
   - {kind: training, name: pretrain, model: "llama-3.1-8b", tokens: 1.0e10, gpus: 64}
 constraints: {gpus: ["h100-sxm"], deployment: on-prem}
 sites:
-  - {name: a, power_mw: 0.04, wan_gbps: 100, latency_ms: 10}
-  - {name: b, power_mw: 0.04, wan_gbps: 100, latency_ms: 10}
-""")
+  - {name: a, power_mw: MW, wan_gbps: 100, latency_ms: 10}
+  - {name: b, power_mw: MW, wan_gbps: 100, latency_ms: 10}
+"""
+
+
+def test_sites_too_small_for_the_job_make_the_plan_infeasible(catalog: Catalog) -> None:
+    """Two 40 kW sites cannot hold 32 H100s each: the single-site design may be fine, but the
+    scenario cannot be built where it says (before, feasible with the error only inside
+    blueprint.json)."""
+    bp = planned(catalog, _TWO_SITES.replace("MW", "0.04"))
     assert not bp.feasible
     (v,) = [v for v in bp.binding_constraints if v["constraint"] == "site_power"]
     assert v["workload"] == "pretrain" and "sites[0].power_mw" in v["message"]
@@ -380,16 +383,8 @@ sites:
 def test_the_headline_of_a_split_job_gives_its_time_across_the_sites(catalog: Catalog) -> None:
     """The summary gave only the one-site synchronous time (18.7 days for the shipped
     two-site example, whose sites run DiLoCo in 13.2)."""
-    bp = planned(catalog, """
-name: two-sites
-workloads:
-  - {kind: training, name: pretrain, model: "llama-3.1-8b", tokens: 1.0e10, gpus: 64}
-constraints: {gpus: ["h100-sxm"], deployment: on-prem}
-sites:
-  - {name: a, power_mw: 1, wan_gbps: 100, latency_ms: 10}
-  - {name: b, power_mw: 1, wan_gbps: 100, latency_ms: 10}
-multisite: {method: diloco, inner_steps: 100}
-""")
+    bp = planned(catalog, _TWO_SITES.replace("MW", "1")
+                 + "multisite: {method: diloco, inner_steps: 100}\n")
     m = bp.multisite["workloads"][0]
     days = m["methods"]["diloco"]["time_to_train_days"]
     assert "across its 2 sites (diloco" in bp.recommendation["summary"]
