@@ -282,3 +282,23 @@ def test_a_workload_the_sites_cannot_split_is_said_not_only_written(tmp_path: Pa
     assert "multi-site: pretrain-70b not split over the sites: gpus: no layout" in text
     bp = json.loads((tmp_path / "bp" / "blueprint.json").read_text())
     assert "no layout" in bp["multisite"]["workloads"][0]["error"]
+
+
+def test_unpriced_parts_are_named_in_the_terminal(tmp_path: Path) -> None:
+    """A user's switch without a price counted as $0 in capex and the comparison, said only
+    inside blueprint.json; the terminal names it, and says the costs are lower bounds."""
+    import yaml
+
+    shown = json.loads(cw("catalog", "show", "sn2201", "--json").stdout)
+    entry = {k: v for k, v in shown.items() if k not in ("catalog_kind", "defined_in")}
+    entry.pop("price_usd", None)
+    entry.pop("price_source", None)
+    entry["override"] = True
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(yaml.safe_dump({"switches": [entry]}))
+    r = cw("--catalog", str(mine), "plan",
+           str(ROOT / "examples" / "training-1k-h100" / "scenario.yaml"),
+           "--out", str(tmp_path / "out"))
+    assert r.exit_code == 0, r.output
+    text = " ".join(r.stdout.split())
+    assert "unpriced parts (no catalog price, counted at $0" in text and "sn2201" in text

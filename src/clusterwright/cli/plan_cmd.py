@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from clusterwright.cli.common import console, emit_json, err_console, state, user_errors
@@ -117,6 +118,12 @@ def _render(d: dict[str, Any], out: Path, files: int) -> None:
         console.print("[yellow]estimated prices[/] (no primary source; sources in blueprint.json "
                       "tco.estimates): " + ", ".join(f"{e['input']} {e['value']:,.6g}"
                                                      for e in est), highlight=False)
+    unpriced = sorted({str(b["part"]) for b in d.get("bom") or []
+                       if b.get("unit_price_usd") is None})
+    if unpriced and r.get("deployment") != "cloud":
+        # Counted at $0 in capex and the comparison: the totals above are lower bounds.
+        console.print(f"[yellow]unpriced parts[/] (no catalog price, counted at $0; the costs "
+                      f"above are lower bounds): {escape(', '.join(unpriced))}", highlight=False)
     if d["alternatives"]:
         a = Table(title="alternatives", title_justify="left")
         for col in ("GPU", "server", "GPUs", "cost", "why not"):
