@@ -33,6 +33,7 @@ from clusterwright.design.fabric import (
 )
 from clusterwright.design.media import End, MediaPicker, orderable, stock_length
 from clusterwright.errors import ClusterwrightError
+from clusterwright.model.power import system_racks
 from clusterwright.spec.fabric import FabricRequest
 
 CONTROL_ROLES = ("core", "fe-spine", "fe-core", "storage", "oob-spine")
@@ -92,12 +93,6 @@ def site_for(fab: Fabric, cat: Catalog) -> Site:
         slack_m=cat.assumption("cable_slack_m"),
         rack_kw=kw,
     )
-
-
-def system_racks(server_units: int, rack_units: int) -> int:
-    """Racks one rack-scale system fills: a TPU pod or an UltraServer is several racks
-    (the catalog's ``rack_units`` span them), an NVL72 one."""
-    return max(1, math.ceil(server_units / rack_units))
 
 
 def servers_per_rack(fab: Fabric, site: Site) -> int:

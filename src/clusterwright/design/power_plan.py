@@ -8,7 +8,6 @@ their nameplate kW and the network's typical and maximum power all come from tha
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -28,6 +27,7 @@ from clusterwright.model.power import (
     annual_energy_kwh,
     cluster_power,
     cooling_check,
+    system_racks,
     training_swing,
 )
 from clusterwright.spec.fabric import MAX_NODES, MAX_RACK_KW, FabricRequest
@@ -192,9 +192,9 @@ def power_plan(req: PowerRequest, cat: Catalog, fab: Fabric | None = None) -> Po
         storage_kw=req.storage_kw,
     )
     # The limit the racks were planned at: the asked kW, capped by the cooling mode.
-    racks = _rack_power(fab, server, typical_fraction, min(rack_kw, limit))
-    densest = max(racks.compute_max_kw, racks.network_max_kw)
     units = round(cat.assumption("rack_usable_units"))
+    racks = _rack_power(fab, server, typical_fraction, min(rack_kw, limit), units)
+    densest = max(racks.compute_max_kw, racks.network_max_kw)
     checks = {
         mode: cooling_check(
             mode, cat.assumption(LIMIT_NAME[mode]), densest, server.max_power_kw,
@@ -216,7 +216,8 @@ def power_plan(req: PowerRequest, cat: Catalog, fab: Fabric | None = None) -> Po
     )
 
 
-def _rack_power(fab: Fabric, server: Server, typical_fraction: float, limit_kw: float) -> RackPower:
+def _rack_power(fab: Fabric, server: Server, typical_fraction: float, limit_kw: float,
+                rack_units: int) -> RackPower:
     compute = [r for r in fab.racks if r.kind == "compute"]
     network = [r for r in fab.racks if r.kind != "compute"]
     # A rack-scale system over several racks counts as one in each of them.
@@ -230,6 +231,6 @@ def _rack_power(fab: Fabric, server: Server, typical_fraction: float, limit_kw: 
         compute_typical_max_kw=top * typical_fraction,
         network_max_kw=max((r.power_w for r in network), default=0.0) / 1e3,
         limit_kw=limit_kw,
-        racks_per_system=max(1, math.ceil(len(compute) / max(1, math.ceil(
-            len(fab.hosts) / server.hosts)))) if server.kind == "rack" and compute else 1,
+        racks_per_system=(system_racks(server.rack_units, rack_units)
+                          if server.kind == "rack" else 1),
     )

@@ -112,6 +112,12 @@ class CoolingCheck:
     servers_per_rack: int  # most servers one rack of this mode holds (power and rack units)
 
 
+def system_racks(server_units: int, rack_units: int) -> int:
+    """Racks one rack-scale system fills: a TPU pod or an UltraServer is several racks
+    (the catalog's ``rack_units`` span them), an NVL72 one."""
+    return max(1, math.ceil(server_units / rack_units))
+
+
 def cooling_check(
     mode: str,
     limit_kw: float,
@@ -127,7 +133,7 @@ def cooling_check(
     several racks, ``server_units`` over ``rack_units``, carries its nameplate in equal
     shares)."""
     if rack_scale:
-        span = max(1, math.ceil(server_units / rack_units))
+        span = system_racks(server_units, rack_units)
         per_rack = 1 if server_nameplate_kw / span <= limit_kw + 1e-9 else 0
     else:
         per_rack = min(
