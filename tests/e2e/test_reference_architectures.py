@@ -75,9 +75,13 @@ def test_cluster_is_whole_servers_holding_every_workload(name: str) -> None:
     assert [w["name"] for w in rows] == [w.name for w in sc.workloads]
     concurrent = sum(w["gpus"] for w in rows if w["kind"] != "finetune") + sum(
         w.get("extra_gpus") or 0 for w in rows if w["kind"] == "finetune")
-    # Rounded up to whole servers, beside the scenario's spare servers.
-    spare = (bp.get("cluster") or {}).get("spare_gpus") or 0
-    assert spare == sc.cluster.spares * server.gpus
+    # Rounded up to whole servers, beside the spare servers: the scenario's, or the planner's
+    # for a training deadline when the scenario leaves them unset.
+    cl = bp.get("cluster") or {}
+    spare = cl.get("spare_gpus") or 0
+    assert spare == (cl.get("spare_nodes") or 0) * server.gpus
+    if sc.cluster.spares is not None:
+        assert cl["spare_nodes"] == sc.cluster.spares and cl["spares_basis"] == "scenario"
     assert concurrent + spare <= r["gpus"] < concurrent + spare + server.gpus
 
 
@@ -231,13 +235,21 @@ def test_example_blueprint_is_reproduced(name: str) -> None:
 # --------------------------------------------------------------------------- one example each
 
 
-def test_training_1k_h100_is_128_dgx_on_four_scalable_units() -> None:
+def test_training_1k_h100_is_128_dgx_and_the_spares_its_deadline_needs() -> None:
     _, bp = planned("training-1k-h100")
-    r = bp["recommendation"]
-    assert (r["gpu"], r["server"], r["nodes"], r["gpus"]) == ("h100-sxm", "dgx-h100", 128, 1024)
+    r, cl = bp["recommendation"], bp["cluster"]
+    assert (r["gpu"], r["server"], cl["work_nodes"], cl["work_gpus"]) == (
+        "h100-sxm", "dgx-h100", 128, 1024)
     assert bp["feasible"]
     (w,) = bp["workloads"]
     assert w["time_to_train_days"] <= 45  # the scenario's deadline
+    # Waiting 72 h for each repaired node would take it to about 65 days: the planner buys the
+    # spares the reliability view recommends, and the Monte Carlo then meets the deadline.
+    rel = bp["reliability"]
+    assert cl["spares_basis"] == "planner" and cl["spare_nodes"] == rel["recommended_spares"]
+    assert r["nodes"] == 128 + cl["spare_nodes"] and cl["spare_nodes"] >= 1
+    assert rel["hot_spares"] == cl["spare_nodes"] and "with_recommended_spares" not in rel
+    assert w["time_to_train_days_p90"] <= 45
 
 
 @pytest.mark.slow

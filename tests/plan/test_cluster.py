@@ -193,3 +193,69 @@ def test_headroom_adds_replicas_to_a_planned_pool(catalog: Catalog) -> None:
     assert m["replicas"] == b["replicas"] + -(-b["replicas"] // 2)  # + ceil(n / 2)
     assert m["gpus"] == m["replicas"] * m["tp"]
     assert more.cluster is not None and more.cluster["work_gpus"] == m["gpus"]
+
+
+DEADLINE = """\
+name: "d"
+workloads:
+  - kind: "training"
+    name: "pretrain"
+    model: "llama-3.1-70b"
+    tokens: 4.0e12
+    seq_len: 8192
+    global_batch_tokens: 16777216
+    gpus: 1024
+    deadline_days: {days}
+constraints:
+  gpus: ["h100-sxm"]
+  servers: ["dgx-h100"]
+  deployment: "on-prem"
+{cluster}"""
+
+
+def test_a_deadline_that_waiting_for_repairs_would_miss_buys_the_recommended_spares(
+        catalog: Catalog) -> None:
+    """The time to train replaces a failed node at once. Without spares the job waits 72 h
+    per repaired node (about 65 days here against 45): with cluster.spares unset the planner
+    buys the spares the reliability view recommends, and its Monte Carlo meets the deadline."""
+    bp = planned(catalog, DEADLINE.format(days=45, cluster=""))
+    cl, r = bp.cluster, bp.reliability
+    assert cl is not None and r is not None
+    assert cl["spares_basis"] == "planner" and cl["spares_for"] == "pretrain"
+    assert cl["spare_nodes"] >= 1 and cl["spare_nodes"] == r["recommended_spares"]
+    assert bp.recommendation["nodes"] == 128 + cl["spare_nodes"]
+    assert r["hot_spares"] == cl["spare_nodes"]
+    assert r["monte_carlo"]["time_to_train_days"]["p90"] <= 45
+    assert not [x for x in bp.risks if x["title"] == "deadline at risk with failures"]
+    (d,) = [x for x in bp.decisions if x["area"] == "spares"]
+    assert "chosen by the planner" in d["why"] and "deadline" in d["why"]
+
+
+def test_spares_zero_buys_none_and_the_deadline_risk_says_so(catalog: Catalog) -> None:
+    bp = planned(catalog, DEADLINE.format(days=45, cluster="cluster:\n  spares: 0\n"))
+    assert bp.cluster is not None and bp.cluster["spare_nodes"] == 0
+    assert bp.recommendation["nodes"] == 128
+    assert bp.reliability is not None and bp.reliability["monte_carlo"][
+        "time_to_train_days"]["p50"] > 45
+    assert [x for x in bp.risks if x["title"] == "deadline at risk with failures"]
+
+
+@pytest.mark.parametrize("days", [None, 400])
+def test_no_spares_without_a_deadline_or_when_waiting_still_meets_it(
+        catalog: Catalog, days: int | None) -> None:
+    """No deadline to keep, or one the job meets even waiting for every repair: nothing is
+    bought the scenario did not ask for."""
+    text = DEADLINE.format(days=days, cluster="")
+    if days is None:
+        text = text.replace("    deadline_days: None\n", "")
+    bp = planned(catalog, text)
+    assert bp.cluster is not None and bp.cluster["spare_nodes"] == 0
+    assert bp.recommendation["nodes"] == 128
+    assert not [x for x in bp.decisions if x["area"] == "spares"]
+
+
+def test_a_fixed_size_keeps_its_idle_servers_as_spares(catalog: Catalog) -> None:
+    bp = planned(catalog, DEADLINE.format(days=45, cluster="cluster:\n  gpus: 1056\n"))
+    assert bp.cluster is not None
+    assert (bp.cluster["spare_nodes"], bp.cluster["idle_nodes"]) == (0, 4)
+    assert bp.reliability is not None and bp.reliability["hot_spares"] == 4

@@ -320,7 +320,7 @@ def test_the_blueprint_echoes_every_section_the_scenario_decides(catalog: Catalo
                'cloud: {term: "on_demand"')
     s = bp.to_dict()["scenario"]
     assert s["fabric"]["oversubscription"] == 1.0 and s["cloud"]["term"] == "on_demand"
-    assert s["cluster"]["spares"] == 0 and s["prices"]["server_usd"] == {}
+    assert s["cluster"]["spares"] is None and s["prices"]["server_usd"] == {}
 
 
 def test_an_inference_workload_s_shared_prefix_is_planned_and_reported(catalog: Catalog

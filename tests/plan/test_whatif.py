@@ -49,7 +49,7 @@ def test_each_control_moves_what_it_must() -> None:
         base.opex_breakdown_usd["energy"] * 0.30 / 0.08)
     # A cheaper server: lower capex (servers only) and lower support.
     s = reprice(bp, WhatIf(server_price_usd=200_000))
-    assert s.capex_by_category_usd["servers"] == 200_000 * 128
+    assert s.capex_by_category_usd["servers"] == 200_000 * bp["recommendation"]["nodes"]
     assert s.opex_breakdown_usd["support"] < base.opex_breakdown_usd["support"]
     # Lower utilization: dearer owned GPU-hours, cheaper on-demand cloud, later breakeven.
     u = reprice(bp, WhatIf(utilization=0.4))

@@ -39,7 +39,9 @@ def refusal(cluster: str) -> str:
 
 def test_defaults_ask_nothing_of_the_cluster() -> None:
     c = Cluster()
-    assert (c.gpus, c.spares, c.headroom, c.given) == (None, 0, 0.0, False)
+    # Spares unset: the planner's to choose (a training deadline), not a silent 0.
+    assert (c.gpus, c.spares, c.fixed_spares, c.headroom, c.given) == (None, None, 0, 0.0, False)
+    assert not Cluster(spares=0).given and Cluster(spares=0).spares == 0
     sc, _ = loads_scenario(scenario("  spares: 2\n  headroom: 0.25\n  gpus: 128"))
     assert (sc.cluster.gpus, sc.cluster.spares, sc.cluster.headroom) == (128, 2, 0.25)
     assert sc.cluster.given

@@ -30,7 +30,7 @@ def test_types_defaults_and_bounds_are_read_from_the_models() -> None:
     f = {x.name: x for x in _section("Cluster").fields}
     assert (f["gpus"].type, f["gpus"].default, f["gpus"].bounds) == (
         "integer", "unset", "> 0, <= 131,072")
-    assert (f["spares"].default, f["spares"].bounds) == ("0", ">= 0, <= 10,000")
+    assert (f["spares"].default, f["spares"].bounds) == ("unset", ">= 0, <= 10,000")
     assert f["headroom"].bounds == ">= 0, <= 1" and "N+1" in f["headroom"].description
     t = {x.name: x for x in _section("TrainingWorkload").fields}
     assert t["tokens"].required and not t["seq_len"].required

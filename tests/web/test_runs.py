@@ -45,9 +45,10 @@ def test_save_run_report_zip_and_compare(client: TestClient) -> None:
     assert 'data-status="done"' in page
     assert f'id="report-link" href="/runs/{first}/report"' in page
     assert f'id="download-link" href="/runs/{first}/artifacts.zip"' in page
-    # 1,024 H100s as the scenario asks (its gpus: 1024), on 128 DGX H100 (8 GPUs each).
-    assert '<tr data-key="gpus"><th>GPUs</th><td>1,024</td></tr>' in page
-    assert '<tr data-key="nodes"><th>servers</th><td>128</td></tr>' in page
+    # 1,024 H100s as the scenario asks (its gpus: 1024), on 128 DGX H100 (8 GPUs each), and
+    # the 3 spare servers the planner buys for its deadline (cluster.spares is unset).
+    assert '<tr data-key="gpus"><th>GPUs</th><td>1,048</td></tr>' in page
+    assert '<tr data-key="nodes"><th>servers</th><td>131</td></tr>' in page
     # Why: the decisions of the blueprint, each with its reason (the size is the scenario's).
     assert '<ul id="decisions">' in page and 'data-area="parallelism"' in page
     assert "given by workloads[0].gpus" in page

@@ -218,7 +218,7 @@ def _cluster_fits_servers(scenario: Scenario, cat: Catalog, doc: LoadedYaml | No
             raise ScenarioError(
                 f"{at}: {size:,} GPUs is not a whole number of servers for "
                 f"{format_loc(loc)}{_line(doc, loc)} ({sizes} GPUs per server); try {hint}")
-        spares = scenario.cluster.spares
+        spares = scenario.cluster.fixed_spares
         # A contradiction only if even the smallest fitting server leaves no GPU for work.
         s = min(fits, key=lambda s: s.gpus) if fits else None
         if s is not None and spares * s.gpus >= size:

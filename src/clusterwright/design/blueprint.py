@@ -240,6 +240,7 @@ class DesignFacts:
     cooling: str = "air"
     cooling_cap_kw: float | None = None  # what the cooling mode carries per rack
     interruptions_per_day: float | None = None
+    job_gpus: int | None = None  # the GPUs of the job the interruptions are counted on
     job_mtbf_hours: float | None = None
     leaf_oversubscription: float | None = None
     spine_oversubscription: float | None = None
@@ -304,7 +305,8 @@ def assess_risks(f: DesignFacts) -> list[Risk]:
         sev: Severity = "high" if n >= 1 else "medium" if n >= 0.2 else "low"
         out.append(Risk(
             sev, "reliability", f"{n:.2f} job interruptions per day",
-            f"a job on all {f.gpus:,} GPUs is interrupted about {n:.2f} times a day ({mtbf}; "
+            f"a job on {f.job_gpus or f.gpus:,} GPUs is interrupted about {n:.2f} times a day "
+            f"({mtbf}; "
             f"{f.rate_basis or 'catalog failure rates'}): checkpoint at the Daly interval, "
             "automate restarts, keep hot spares (>= 1/day: high, >= 0.2/day: medium)",
         ))

@@ -350,18 +350,11 @@ def reliability_view(run: PlanRun, cand: Candidate, d: DesignedCluster) -> dict[
     to train with failures on the designed layout (node losses by rack, power domain and leaf;
     lemons; fail-slows; the scenario's spare servers and idle nodes as hot spares, waiting for
     repairs when they run out) and one seeded sample timeline of the first days."""
-    rows = [r for r in cand.detail["workloads"] if r["kind"] == "training"]
-    if not rows:
+    job = _largest_job(run, cand, d)
+    if job is None:
         return None
-    row = max(rows, key=lambda r: r["gpus"])
+    row, units, share = job
     cat, server = run.cat, d.fab.server
-    fsum = d.power.summary
-    share = row["gpus"] / max(cand.gpus or 1, 1)
-    links = fsum.backend_links
-    switches = fsum.backend_switches
-    per_host = server.gpus // server.hosts
-    units = rel.FleetUnits(gpus=float(row["gpus"]), hosts=float(math.ceil(row["gpus"] / per_host)),
-                           switches=float(switches) * share, links=float(links) * share)
     all_modes = cat.all("failure_modes")
     modes = rel.modes_for_gpu(all_modes, cand.gpu)
     day = interruptions(modes, units, 24.0)
@@ -444,6 +437,39 @@ def reliability_view(run: PlanRun, cand: Candidate, d: DesignedCluster) -> dict[
             "ettr": _ettr(alt),
             "spare_wait_hours": alt.summary["spare_wait_hours"]}
     return out
+
+
+def _largest_job(run: PlanRun, cand: Candidate, d: DesignedCluster
+                 ) -> tuple[dict[str, Any], rel.FleetUnits, float] | None:
+    """The largest training job's row, its fleet units on the designed fabric (its share of
+    the backend's switches and links) and that share; None without a training job."""
+    rows = [r for r in cand.detail["workloads"] if r["kind"] == "training"]
+    if not rows:
+        return None
+    row = max(rows, key=lambda r: r["gpus"])
+    fsum, server = d.power.summary, d.fab.server
+    share = row["gpus"] / max(cand.gpus or 1, 1)
+    per_host = server.gpus // server.hosts
+    units = rel.FleetUnits(gpus=float(row["gpus"]), hosts=float(math.ceil(row["gpus"] / per_host)),
+                           switches=float(fsum.backend_switches) * share,
+                           links=float(fsum.backend_links) * share)
+    return row, units, share
+
+
+def designed_repair_mean(run: PlanRun, cand: Candidate, d: DesignedCluster) -> float | None:
+    """Mean hosts of the largest training job out for repair at once on the designed layout
+    (the failure model the reliability Monte Carlo and its recommended spares use); None
+    without a training job or anything in the catalog that fails at this scale."""
+    job = _largest_job(run, cand, d)
+    if job is None:
+        return None
+    _, units, share = job
+    modes = rel.modes_for_gpu(run.cat.all("failure_modes"), cand.gpu)
+    try:
+        fm = failure_model(run.cat, modes, units, layout_of(d.fab, share))
+    except InfeasibleError:
+        return None
+    return fm.nodes_in_repair()
 
 
 def _ettr(fc: RunForecast) -> float:

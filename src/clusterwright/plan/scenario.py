@@ -21,6 +21,8 @@ Stages (each timed in ``timings_s``):
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -44,6 +46,7 @@ from clusterwright.plan.cluster import (
     check_memory_floor,
     cluster_keys,
     size_cluster,
+    spares_for_hosts,
     spares_plan,
 )
 from clusterwright.plan.context import PlanRun, Progress, no_progress
@@ -52,7 +55,7 @@ from clusterwright.plan.design import DesignedCluster, design_candidate
 from clusterwright.plan.energy import energy_risks, energy_view
 from clusterwright.plan.finetune import size_finetune
 from clusterwright.plan.inference import latency_curves, size_inference
-from clusterwright.plan.reliability import reliability_view
+from clusterwright.plan.reliability import designed_repair_mean, reliability_view
 from clusterwright.plan.training import size_training
 from clusterwright.plan.views import (
     bom_view,
@@ -120,6 +123,27 @@ def _size_candidate(run: PlanRun, gpu: Gpu, tick: Callable[[], None]) -> Candida
     return cand
 
 
+def _design_with_spares(run: PlanRun, cand: Candidate) -> DesignedCluster | None:
+    """Design ``cand``; when the planner chose its spares and the designed layout (racks,
+    rows, leaves: the failure domains the reliability Monte Carlo draws from) needs another
+    count than the estimate before the design, size and design it again with that count, so
+    that the spares bought are the ones the reliability view recommends."""
+    info = cand.detail.get("cluster") or {}
+    if info.get("spares_basis") != "planner":
+        return design_candidate(run, cand)
+    before, notes = copy.deepcopy(cand), len(run.notes)
+    d = design_candidate(run, cand)
+    mean = designed_repair_mean(run, cand, d) if d is not None else None
+    want = spares_for_hosts(mean, cand.detail["server"]) if mean is not None else None
+    if want is None or want == info["spare_nodes"]:
+        return d
+    for f in dataclasses.fields(before):
+        setattr(cand, f.name, getattr(before, f.name))
+    del run.notes[notes:]
+    size_cluster(run, cand, cand.detail["server"], info["work_gpus"], spares=want)
+    return design_candidate(run, cand)
+
+
 def plan_scenario(scenario: Scenario, cat: Catalog, *, progress: Progress | None = None,
                   quick: bool = False, source: str | None = None) -> Blueprint:
     """Plan ``scenario`` end to end and return its Blueprint (never raises for a scenario
@@ -145,7 +169,7 @@ def plan_scenario(scenario: Scenario, cat: Catalog, *, progress: Progress | None
     sized_c = [c for c in cands if c.nodes]
     for i, cand in enumerate(sized_c):
         run.progress("design", i, len(sized_c))
-        d = design_candidate(run, cand)
+        d = _design_with_spares(run, cand)
         if d is not None:
             designs[cand.gpu] = d
     run.progress("design", len(sized_c), len(sized_c))
@@ -185,7 +209,8 @@ def plan_scenario(scenario: Scenario, cat: Catalog, *, progress: Progress | None
     risks = [r.as_dict() for r in assess_risks(facts)]
     risks += [r.as_dict() for r in energy_risks(energy_out)]
     risks += [r.as_dict() for r in spares_plan(
-        run, chosen, d.tco.capex.servers_usd if d is not None and d.tco is not None else None)]
+        run, chosen, d.tco.capex.servers_usd if d is not None and d.tco is not None else None,
+        designed_repair_mean(run, chosen, d) if d is not None else None)]
     multisite = None
     feasible, binding = choice.feasible, list(choice.binding)
     if len(scenario.sites) > 1:

@@ -146,8 +146,9 @@ def _with_failures(rel: dict[str, Any] | None, name: str) -> str:
     have, want = rel.get("hot_spares") or 0, rel.get("recommended_spares")
     if mc.get("p50") is None:
         return ""
-    spares = ("no spare server" if not have else
-              f"its {have} spare server{'' if have == 1 else 's'}")
+    # The Monte Carlo counts spares in hosts (an NVL72 rack is 18): its unit, named so.
+    spares = ("no spare node" if not have else
+              f"its {have} spare node{'' if have == 1 else 's'}")
     text = f"; with failures (Monte Carlo) p50 {mc['p50']:.1f} days with {spares}"
     p50 = (rec.get("time_to_train_days") or {}).get("p50")
     if want is not None and want > have and p50 is not None:
@@ -298,6 +299,7 @@ def _reliability_facts(rel_out: dict[str, Any] | None) -> dict[str, Any]:
     alt = rel_out.get("with_recommended_spares") or {}
     return {
         "rate_basis": rel_out.get("rate_basis", ""),
+        "job_gpus": rel_out.get("gpus"),
         "hot_spares": rel_out.get("hot_spares"),
         "spare_wait_hours": (mc.get("spare_wait_hours") or {}).get("mean"),
         "recommended_spares": rel_out.get("recommended_spares"),

@@ -7,7 +7,10 @@ An architect states three things the workloads do not imply:
 - ``spares``: whole servers kept powered, wired and idle, to take over from a server that
   fails (hot spares; BLOOM-176B kept 4 spare nodes beside 48, Jean Zay, 2022). They are
   bought, racked, cabled and priced like the rest, and the plan says whether they cover the
-  failures the reliability model expects during one repair time.
+  failures the reliability model expects during one repair time. Unset, a cluster the planner
+  sizes for a training job whose deadline waiting for repairs would miss gets the spares that
+  cover its node repairs 99 % of the time (the time to train assumes a failed node is
+  replaced at once); ``0`` buys none.
 - ``headroom``: serving capacity above the peak, as a fraction of the replicas the SLOs need,
   rounded up to whole replicas; any positive value adds at least one (N+1), ``1.0`` doubles
   the pool (2N).
@@ -52,11 +55,14 @@ class Cluster(BaseModel):
             "Fixed cluster size in GPUs, spare servers included; a whole number of the "
             "chosen server. The planner fits the workloads into it and reports idle GPUs or "
             "what does not fit. Unset: the cluster is sized to the workloads."))
-    spares: Annotated[int, INTEGER, Field(ge=0, le=MAX_SPARES)] = Field(
-        0, description=(
+    spares: Annotated[int, INTEGER, Field(ge=0, le=MAX_SPARES)] | None = Field(
+        None, description=(
             "Spare servers kept idle to replace failed ones (hot spares), whole servers. "
             "Bought, racked, cabled and priced; the plan says how often they cover the node "
-            "failures expected during one repair time."))
+            "failures expected during one repair time. Unset: when waiting for repairs would "
+            "take a training job past its deadline_days, a cluster the planner sizes gets the "
+            "fewest spares that cover 99 % of the job's repair windows (none for a fixed "
+            "cluster.gpus, a job without a deadline, or serving alone); 0 buys none."))
     headroom: Fraction = Field(
         0.0, description=(
             "Serving capacity above the peak, as a fraction of the replicas the SLOs need "
@@ -66,7 +72,12 @@ class Cluster(BaseModel):
     @property
     def given(self) -> bool:
         """Whether the scenario asks anything of the cluster beyond the workloads."""
-        return self.gpus is not None or self.spares > 0 or self.headroom > 0
+        return self.gpus is not None or bool(self.spares) or self.headroom > 0
+
+    @property
+    def fixed_spares(self) -> int:
+        """The spare servers the scenario states, 0 when it leaves them to the planner."""
+        return self.spares or 0
 
 
 def where(doc: LoadedYaml | None, loc: tuple[str | int, ...]) -> str:
@@ -84,9 +95,10 @@ def check_cluster(sc: Scenario, doc: LoadedYaml | None) -> None:
         return
     src = doc.path if doc is not None else "<scenario>"
     at = where(doc, ("cluster", "gpus"))
-    if sc.cluster.spares >= size:
+    spares = sc.cluster.fixed_spares
+    if spares >= size:
         raise ScenarioError(
-            f"{src}: {where(doc, ('cluster', 'spares'))}: {sc.cluster.spares:,} spare servers "
+            f"{src}: {where(doc, ('cluster', 'spares'))}: {spares:,} spare servers "
             f"leave no GPU for work in {at} = {size:,} GPUs; lower the spares or raise the size")
     fixed: list[tuple[int, int]] = []
     for i, w in enumerate(sc.workloads):
