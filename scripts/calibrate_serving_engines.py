@@ -270,8 +270,11 @@ def write_regimes(path: str, regs: dict[str, list[dict[str, Any]]]) -> None:
             f'\n      - {{gpu: "{i["gpu"]}", mode: "{i["mode"]}", rows: {i["rows"]}, '
             f'ttft_mape: {i["ttft_mape"]}, tpot_mape: {i["tpot_mape"]}, '
             f'ttft_median_error: {i["ttft_median_error"]}, '
-            f'tpot_median_error: {i["tpot_median_error"]}, '
-            f'max_input_len: {i["max_input_len"]}}}' for i in items)
+            f'tpot_median_error: {i["tpot_median_error"]}'
+            # The longest prompt measured, where the regimes give it (the accelerators'
+            # script, whose rows span few lengths, does not)
+            + (f', max_input_len: {i["max_input_len"]}' if i.get("max_input_len") else "")
+            + "}" for i in items)
         anchor = "    calibration:"
         new = new.replace(anchor, "    validated:" + body + "\n" + anchor, 1)
         text = text[:start] + new + text[end:]

@@ -815,3 +815,26 @@ def test_an_overridden_gpu_is_not_called_validated(tmp_path: object) -> None:
     mine = json.loads(r.stdout)["validation"]
     assert shipped["validated"] is True and mine["validated"] is False
     assert "h100-sxm is overridden by a user catalog" in mine["note"]
+
+
+def test_a_saturated_disaggregated_loop_says_its_ttft_is_a_queue() -> None:
+    """6,144 clients on one 4-GPU prefill worker: the prefill sets the rate, and TTFT is the
+    clients over it less the decode time, which a small rate error moves a lot."""
+    args = ("serve", "estimate", "--input-len", "1024", "--output-len", "1024",
+            "--model", "deepseek-r1", "--gpu", "gb200", "--engine", "trtllm",
+            "--precision", "fp4", "--concurrency", "6144", "--steady-only",
+            "--prefill", "workers=1,tp=1,adp=4,moe_ep=4",
+            "--decode", "workers=2,tp=1,adp=4,moe_ep=4,max_batch=768")
+    r = cw(*args, "--json")
+    assert r.exit_code == 0, r.output
+    st = json.loads(r.stdout)["steady_state"]
+    assert st["saturated_by"] == "prefill"
+    k = 6144 / st["requests_per_s"] / st["ttft_mean_s"]
+    assert st["ttft_sensitivity"] == pytest.approx(k) and k > 10
+    text = cw(*args).stdout
+    assert "saturated (the prefill workers at their capacity)" in text
+    assert f"about {k:.0f} %" in text
+    calm = json.loads(cw(*BASE, "--model", "llama-3.1-70b", "--gpu", "b200", "--engine", "vllm",
+                         "--tp", "2", "--precision", "fp8", "--concurrency", "8",
+                         "--steady-only", "--json").stdout)["steady_state"]
+    assert calm["saturated_by"] is None and calm["ttft_sensitivity"] is None

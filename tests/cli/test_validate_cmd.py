@@ -108,3 +108,26 @@ def test_a_malformed_row_exits_2_naming_the_line_and_column(
     monkeypatch.setitem(TABLES, "power", lambda: power_table(path=p))
     err = user_error(cw("validate", "--table", "power", "--json"))
     assert "p.csv line 3, row dgx_b200_su_32_nodes_new: nodes '32 nodes' is not an integer" in err
+
+
+def test_a_group_line_describes_its_worst_row_and_every_set_it_holds(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The one-line-per-group view printed the group's first row's detail beside its worst
+    row's name, and the first row's set for a group of development and held-out rows."""
+    import io
+
+    from rich.console import Console
+
+    from clusterwright.cli import validate_cmd
+    from clusterwright.validation.accelerators_table import accelerators_table
+
+    tab = accelerators_table()
+    rows = [x for x in tab.rows if x.group == "gaudi-2024"]
+    worst = max(rows, key=lambda x: abs(x.error))
+    assert {x.set for x in rows} == {"dev", "held-out"}
+    assert rows[0].detail != worst.detail  # the case the old view got wrong
+    out = io.StringIO()
+    monkeypatch.setattr(validate_cmd, "console", Console(file=out, width=400))
+    validate_cmd._print_groups(tab)
+    (line,) = [x for x in out.getvalue().splitlines() if "gaudi-2024" in x]
+    assert worst.id in line and worst.detail in line and "dev + held-out" in line

@@ -51,6 +51,10 @@ UPDATE = os.environ.get("CW_UPDATE_GOLDEN") == "1"
 CASES: dict[str, FabricRequest] = {
     # RoCE backend, two SUs of two hosts: FRR on leaves and spines, containerlab.
     "eth-h100x4": FabricRequest(server="dgx-h100", nodes=4, switch="sn5600", su_hosts=2, tenants=2),
+    # A last SU of one host (a spare server beside two full SUs): Slurm's block topology
+    # takes the full SUs; the partial one stays in the tree.
+    "eth-h100x5": FabricRequest(server="dgx-h100", nodes=5, switch="sn5600", su_hosts=2,
+                                tenants=1),
     # InfiniBand backend (no FRR there); the Ethernet frontend still runs EVPN.
     # tiers=2: the full-SU two-tier build (4 hosts alone would be one switch, no spines).
     "ib-h100x4": FabricRequest(server="dgx-h100", nodes=4, switch="qm9700", tiers=2),
@@ -367,9 +371,21 @@ def test_slurm_topology_yaml_has_default_tree_and_blocks_covering_every_node(b: 
     in_blocks: list[str] = []
     for x in block["blocks"]:
         nodes = expand(x["nodes"])
-        assert len(nodes) >= sizes[0], f"block {x['block']} below the base size {sizes[0]}"
+        # Slurm: "Each block must have at least the planning base block size count of nodes"
+        # (topology.conf(5)); every block here is one whole SU or NVLink domain, the base.
+        assert len(nodes) == sizes[0], f"block {x['block']} is not the base size {sizes[0]}"
         in_blocks += nodes
-    assert Counter(in_blocks) == Counter(b.hosts)
+    # The nodes of a partial SU (or domain) are left out, each such unit named in a comment;
+    # every other node is in exactly one block.
+    left = set(b.hosts) - set(in_blocks)
+    assert Counter(in_blocks) == Counter(h for h in b.hosts if h not in left)
+    comments = [ln for ln in b.text("slurm/topology.yaml").splitlines() if ln.startswith("#")]
+    partial = [h for h in b.hosts if h in left]
+    for h in partial:
+        assert any(h in expand(c.split("(")[1].split(",")[0]) for c in comments
+                   if "is not a block" in c), h
+    if b.case == "eth-h100x5":
+        assert sizes == [2] and len(block["blocks"]) == 2 and len(partial) == 1
 
 
 _CHILDREN_BUG = (

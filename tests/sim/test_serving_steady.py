@@ -198,6 +198,31 @@ def test_clients_beyond_a_saturated_prefill_queue_for_it_not_the_decode_batch(
         a.requests_per_s * 255 * a.tpot_s, rel=1e-3)
 
 
+def test_a_saturated_loop_says_what_binds_and_how_far_a_rate_error_moves_ttft(
+        cat: Catalog) -> None:
+    """Saturated, the rate is fixed and TTFT = clients / rate - the decode time: 1 % of rate
+    error moves TTFT by (clients / rate) / TTFT per cent. A loop whose rate follows its
+    clients is not saturated."""
+    pre, dec = one_prefill_eight_decode(cat, 8192, 256)
+    light = disaggregated(pre, dec, 2, 8192, 256, 131_072, 50e9)
+    heavy = disaggregated(pre, dec, 1024, 8192, 256, 131_072, 50e9)
+    assert light.bound == "" and light.ttft_sensitivity(2) is None
+    assert heavy.bound == "prefill"
+    k = heavy.ttft_sensitivity(1024)
+    assert k is not None and k == pytest.approx(
+        1024 / heavy.requests_per_s / heavy.ttft_s, rel=1e-9)
+    # As the identity says: a rate 1 % lower leaves the decode time and lengthens TTFT k %.
+    decode_s = 1024 / heavy.requests_per_s - heavy.ttft_s
+    slower = 1024 / (0.99 * heavy.requests_per_s) - decode_s
+    assert slower / heavy.ttft_s - 1 == pytest.approx(k / 99, rel=1e-6)
+    assert k > 1
+    # Aggregated: clients the KV cache leaves out wait for a slot, which fixes the rate.
+    p = agg_pool(cat, "llama-3.1-70b", "h100-sxm", "trtllm", 2, "fp8", 8192, 1024)
+    fits = int(p.kv_tokens / (8192 + 1024))
+    assert aggregated(p, 2 * fits, 8192, 1024).bound == "slots"
+    assert aggregated(p, max(1, fits // 2), 8192, 1024).bound == ""
+
+
 class _Affine:
     """An iteration of ``fixed_s`` plus ``per_token_s`` a prompt token; decode at ``decode_s``."""
 

@@ -68,8 +68,12 @@ BOUNDS = {
 }
 
 
-def neuron_rows(tab, **kw):  # type: ignore[no-untyped-def]
+OPTIMUM = "neuron@optimum-"  # Hugging Face's optimum-neuron: another library's model code
+
+
+def neuron_rows(tab, optimum: bool = False, **kw):  # type: ignore[no-untyped-def]
     return [r for r in tab.rows if dict(r.tags)["engine"].startswith("neuron@")
+            and dict(r.tags)["engine"].startswith(OPTIMUM) == optimum
             and all(getattr(r, k) == v for k, v in kw.items())]
 
 
@@ -77,6 +81,22 @@ def test_the_neuron_engine_fits_its_dev_rows_and_carries_to_the_rest(tab) -> Non
     assert mape(neuron_rows(tab, set="dev")) <= 0.05
     assert mape(neuron_rows(tab, set="held-out")) <= 0.21
     assert not tab.not_covered  # Llama 2 13B's 40 heads run padded on TP 32
+
+
+def test_optimum_neurons_moe_path_is_far_below_the_engine_and_its_dense_models_near(
+        tab) -> None:  # type: ignore[no-untyped-def]
+    """optimum-neuron 0.4 on Trn2 (held out, nothing fitted on it), read at its one 4,096-token
+    bucket: its dense models decode within 30 % and their prompts come out 60-75 % long; its
+    MoE models' prompts run 5-17x slower than the constants fitted on dense Transformers
+    NeuronX runs say (held where they stand, so a change is seen)."""
+    rows = neuron_rows(tab, optimum=True, set="held-out")
+    assert len(rows) == 12
+    dense = [r for r in rows if "llama31_8b" in r.id or "qwen3_32b" in r.id]
+    assert len(dense) == 4
+    assert all(0.0 < r.error <= 0.30 for r in dense if r.quantity == "tpot_ms")
+    assert all(0.5 < r.error <= 0.8 for r in dense if r.quantity == "ttft_ms")
+    moe_ttft = [r for r in rows if r not in dense and r.quantity == "ttft_ms"]
+    assert len(moe_ttft) == 4 and all(-0.95 <= r.error <= -0.75 for r in moe_ttft)
 
 
 def test_the_neuron_engines_validated_regimes_are_what_the_table_scores(tab) -> None:  # type: ignore[no-untyped-def]
@@ -123,7 +143,9 @@ def test_a_row_names_its_compiled_buckets(tmp_path: Path) -> None:
 
 def test_errors_stay_where_they_are(tab) -> None:  # type: ignore[no-untyped-def]
     for (gpu, metric), bound in BOUNDS.items():
-        rows = [r for r in tab.rows if r.group == gpu and r.quantity == metric]
+        # optimum-neuron's rows are held by their own test above
+        rows = [r for r in tab.rows if r.group == gpu and r.quantity == metric
+                and not dict(r.tags)["engine"].startswith(OPTIMUM)]
         assert rows, (gpu, metric)
         assert mape(rows) <= bound, (gpu, metric, [(r.id, round(r.error, 3)) for r in rows])
 

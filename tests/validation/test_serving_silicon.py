@@ -356,8 +356,8 @@ def test_a_small_file_predicts_every_row(tmp_path: Path) -> None:
     # The issue's contract, plus keys added beside it (never renamed or dropped)
     assert {"total", "covered", "ttft_mape", "tpot_mape", "partitions", "rows"} <= set(p)
     assert set(p) - {"total", "covered", "ttft_mape", "tpot_mape", "partitions", "rows"} == {
-        "recorded", "repeat_noise", "unwarmed", "warmed", "ttft_median_error",
-        "tpot_median_error"}
+        "recorded", "repeat_noise", "unwarmed", "warmed", "saturated", "unsaturated",
+        "ttft_median_error", "tpot_median_error"}
     assert p["recorded"]["n"] <= p["covered"]
     assert p["unwarmed"]["n"] + p["warmed"]["n"] == p["covered"]
     assert p["total"] == p["covered"] == 4
@@ -657,6 +657,19 @@ def test_inferencemax_rows_before_its_warm_up_requests_are_reported_apart(
     p = shipped_result.payload()
     assert p["unwarmed"]["n"] > 100 and p["warmed"]["n"] > 100
     assert p["unwarmed"]["n"] + p["warmed"]["n"] == p["covered"]
+
+
+def test_rows_whose_predicted_loop_is_saturated_are_reported_apart(
+        shipped_result: ss.SiliconResult) -> None:
+    """Where the model's rate is fixed (prefill at capacity, clients waiting for slots), its
+    TTFT is clients / rate less the decode time: the table reports those rows apart, each
+    with its sensitivity, so a reader sees how much of the TTFT error lives there."""
+    p = shipped_result.payload()
+    sat, free = p["saturated"], p["unsaturated"]
+    assert sat["n"] > 100 and free["n"] > 1000 and sat["n"] + free["n"] == p["covered"]
+    rows = [r for r in shipped_result.covered if r.ttft_sensitivity is not None]
+    assert all(r.ttft_sensitivity >= 1.0 - 1e-9 for r in rows)  # clients / rate >= TTFT
+    assert sum(1 for r in rows if r.ttft_sensitivity >= ss.SATURATED_SENSITIVITY) == sat["n"]
 
 
 # --------------------------------------------------------------------------- InferenceMAX layouts

@@ -306,6 +306,9 @@ def _roles_text(dep: dict[str, Any]) -> str:
 
 
 SIM_GAP = 0.25  # relative difference of the two mean TTFTs worth pointing out
+# A saturated loop's TTFT moving at least 2 % per 1 % of rate error is worth a sentence: below
+# that the queue is short beside the prefill itself.
+SATURATED_SENSITIVITY = 2.0
 
 
 def _direction(median_error: float | None) -> str:
@@ -348,6 +351,14 @@ def render_estimate(d: dict[str, Any]) -> None:
             f"steady state: TTFT {_ms(st['ttft_mean_s'])}, TPOT {_ms(st['tpot_mean_s'])} "
             f"(means), {st['requests_per_s']:.2f} requests/s, "
             f"{st['throughput_tokens_per_s']:,.0f} output tokens/s; {st['detail']}")
+        k = st.get("ttft_sensitivity")
+        if k is not None and k >= SATURATED_SENSITIVITY:
+            what = ("the prefill workers at their capacity" if st["saturated_by"] == "prefill"
+                    else "clients waiting for a batch slot")
+            console.print(
+                f"saturated ({what}): the rate is fixed, and TTFT is the clients over the rate "
+                f"less the decode time; each 1 % of error in the rate moves TTFT by about "
+                f"{k:.0f} %: read it as a queue's length, not a latency")
         b = st.get("benchmark")
         if b is not None:
             console.print(

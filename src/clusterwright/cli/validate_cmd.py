@@ -13,6 +13,7 @@ from clusterwright.cli.common import console, emit_json, fail, progress_bar, use
 from clusterwright.validation.rows import TableResult
 from clusterwright.validation.serving_silicon import (
     PARTITION_MIN,
+    SATURATED_SENSITIVITY,
     TARGET,
     SiliconResult,
     serving_silicon,
@@ -101,8 +102,11 @@ def _print_groups(r: TableResult) -> None:
     for name, rows in groups.items():
         worst = max(rows, key=lambda x: abs(x.error))
         mape = sum(abs(x.error) for x in rows) / len(rows)
-        t.add_row(name, rows[0].set, str(len(rows)), f"{100 * mape:.1f}%",
-                  f"{100 * worst.error:+.1f}%", worst.id.split("@")[-1], rows[0].detail)
+        # A group may mix development and held-out rows; "what" describes the worst row
+        # (it printed the group's first row's beside the worst row's name).
+        sets = " + ".join(sorted({x.set for x in rows}))
+        t.add_row(name, sets, str(len(rows)), f"{100 * mape:.1f}%",
+                  f"{100 * worst.error:+.1f}%", worst.id.split("@")[-1], worst.detail)
     console.print(t)
 
 
@@ -169,6 +173,16 @@ def _print_silicon(res: SiliconResult) -> None:
                       f"{_pct(cold['ttft_mape'])}, TPOT MAPE {_pct(cold['tpot_mape'])}; the other "
                       f"{warm['n']}: TTFT MAPE {_pct(warm['ttft_mape'])}, TPOT MAPE "
                       f"{_pct(warm['tpot_mape'])}")
+    sat, free = p["saturated"], p["unsaturated"]
+    if sat["n"]:
+        console.print(
+            f"  {sat['n']} rows where the model's loop is saturated (the rate fixed by the "
+            f"prefill workers or the batch slots; TTFT = clients / rate - decode time moves "
+            f"{SATURATED_SENSITIVITY:g} % or more per 1 % of rate error): TTFT MAPE "
+            f"{_pct(sat['ttft_mape'])} (median {_signed(sat['ttft_median_error'])}), TPOT MAPE "
+            f"{_pct(sat['tpot_mape'])}; the other {free['n']}: TTFT MAPE "
+            f"{_pct(free['ttft_mape'])} (median {_signed(free['ttft_median_error'])}), TPOT "
+            f"MAPE {_pct(free['tpot_mape'])}")
     noise = p.get("repeat_noise") or {}
     rep, inp = noise.get("repeats"), noise.get("model_inputs")
     if rep and inp and inp["measurements"]:

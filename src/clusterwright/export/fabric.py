@@ -256,9 +256,18 @@ def slurm_tree(fab: Fabric) -> list[dict[str, str]]:
     return rows
 
 
-def slurm_blocks(fab: Fabric) -> tuple[str, list[int], list[dict[str, str]]]:
-    """(what a block is, block sizes, blocks): NVLink domains wider than a host (NVL72 racks),
-    else scalable units (hosts one leaf hop apart on every rail)."""
+def slurm_blocks(fab: Fabric) -> tuple[str, list[int], list[dict[str, str]],
+                                       list[dict[str, str]]]:
+    """(what a block is, block sizes, blocks, blocks left out): NVLink domains wider than a
+    host (NVL72 racks), else scalable units (hosts one leaf hop apart on every rail).
+
+    The planning base block size is a whole block (one scalable unit or NVLink domain, the
+    fabric's unit of locality). Slurm requires every block to hold at least the base
+    (topology.conf(5), BlockSizes), so a partial block, such as a last scalable unit of spare
+    servers, is left out of the block topology; its nodes stay schedulable through the tree
+    topology, the cluster's default. (Taking the smallest block as the base, as before, made
+    3 spare servers the base: 32-node units then hold ten 3-node base blocks and strand two
+    nodes each.)"""
     srv = fab.server
     gpus_per_host = srv.gpus // srv.hosts
     domain_hosts = srv.nvlink_domain_gpus // gpus_per_host
@@ -273,9 +282,13 @@ def slurm_blocks(fab: Fabric) -> tuple[str, list[int], list[dict[str, str]]]:
         for h in fab.hosts:
             groups[h.su].append(h.name)
         prefix = "su"
-    blocks = [{"name": f"{prefix}{k:03d}", "nodes": compress(v)} for k, v in sorted(groups.items())]
-    base = min(len(v) for v in groups.values())
-    return kind, [base], blocks
+    base = max(len(v) for v in groups.values())
+    blocks: list[dict[str, str]] = []
+    left: list[dict[str, str]] = []
+    for k, v in sorted(groups.items()):
+        b = {"name": f"{prefix}{k:03d}", "nodes": compress(v), "size": str(len(v))}
+        (blocks if len(v) == base else left).append(b)
+    return kind, [base], blocks, left
 
 
 def kueue_levels(fab: Fabric) -> list[str]:
@@ -539,10 +552,10 @@ def _render_all(fab: Fabric, root: Path) -> list[str]:
     emit("slurm/topology.conf", env.get_template("topology.conf.j2").generate(
         title=title, version=ver, switches=tree, rails=fab.shape.rails, backend=fab.has_backend,
     ))
-    kind, sizes, blocks = slurm_blocks(fab)
+    kind, sizes, blocks, left = slurm_blocks(fab)
     emit("slurm/topology.yaml", env.get_template("topology.yaml.j2").generate(
         title=title, version=ver, switches=tree, block_kind=kind, block_sizes=sizes,
-        blocks=blocks, nvl="NVLink" in kind,
+        blocks=blocks, left_out=left, nvl="NVLink" in kind,
     ))
     emit("kubernetes/kueue-topology.yaml", env.get_template("kueue-topology.yaml.j2").generate(
         title=title, version=ver, name=f"cw-{fab.server.id}", levels=kueue_levels(fab),

@@ -525,6 +525,11 @@ class EngineEstimate:
                 "decode_batch_per_rank": st.decode_batch, "detail": st.detail,
                 "ttft_parts_s": {"slot_wait": st.slot_wait_s, "queue_wait": st.queue_wait_s,
                                  "prefill": st.prefill_s, "first_chunk": st.first_chunk_s},
+                # Saturated: the rate is fixed by what binds, and TTFT is clients / rate less
+                # the decode time; its sensitivity says how far a rate error moves it.
+                "saturated_by": st.bound or None,
+                "ttft_sensitivity": (st.ttft_sensitivity(self.workload.concurrency)
+                                     if self.workload.concurrency else None),
             }
             if self.benchmark is not None:
                 out["steady_state"]["benchmark"] = {"rounds": self.benchmark[0],

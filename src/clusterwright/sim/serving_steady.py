@@ -99,6 +99,18 @@ class SteadyState:
     prefill_s: float = 0.0
     # waiting for the decode worker's first streamed chunk (disaggregated, ``first_chunk``)
     first_chunk_s: float = 0.0
+    # What holds the rate when the loop is saturated: "prefill" (the prefill ranks at their
+    # capacity), "slots" (clients waiting for a batch slot or KV cache), "" when the rate
+    # follows the clients. Saturated, TTFT = clients / rate - the decode time (Little's law
+    # with the rate fixed): a difference of two large terms, ``ttft_sensitivity``.
+    bound: str = ""
+
+    def ttft_sensitivity(self, clients: float) -> float | None:
+        """Per cent of TTFT that 1 % of error in the saturated rate moves, (clients / rate) /
+        TTFT; None when the rate follows the clients (not saturated)."""
+        if not self.bound or self.requests_per_s <= 0 or self.ttft_s <= 0:
+            return None
+        return clients / self.requests_per_s / self.ttft_s
 
 
 def _mm1_wait(service: float, util: float) -> float:
@@ -213,7 +225,7 @@ def lockstep(pool: Pool, clients: float, isl: int, osl: int) -> SteadyState:
               f"{phase * 1e3:.1f} ms ({chunks} chunks of {full:.0f} tokens), decode "
               f"{out1:.0f} x {t_dec * 1e3:.2f} ms")
     return SteadyState(ttft, tpot, rate, a, a, detail, slot_wait, first - t_full,
-                       min(t_full, first))
+                       min(t_full, first), bound="slots" if waiting > 0.5 else "")
 
 
 def _iteration(pool: Pool, prefill_tokens: float, decodes: float, kv_tokens: float,
@@ -413,7 +425,8 @@ def _aggregated(pool: Pool, clients: float, isl: int, osl: int) -> SteadyState:
     detail = (f"{n:.0f} clients/rank, {admitted:.0f} admitted, decode batch {d:.0f}, prefill "
               f"{f:.0%} of iterations ({chunk:.0f} tokens, budget use {util:.0%}), iteration "
               f"{t_iter * 1e3:.2f} ms")
-    return SteadyState(ttft, tpot, rate, d, admitted, detail, slot_wait, queue_wait, prefill)
+    return SteadyState(ttft, tpot, rate, d, admitted, detail, slot_wait, queue_wait, prefill,
+                       bound="slots" if waiting > 0.5 else "")
 
 
 # The decode batch a disaggregated steady state solves for, to this share of itself: the
@@ -558,8 +571,11 @@ def disaggregated(prefill: Pool, decode: Pool, clients: float, isl: int, osl: in
               f"({t1 * 1e3:.1f} ms a prompt), KV transfer {xfer * 1e3:.2f} ms, decode "
               f"{decode.ranks} ranks at batch {d:.0f}"
               + (f", {waiting:.0f} clients waiting" if waiting > 0.5 else ""))
+    # The rate is held just under the prefill ranks' capacity (``cap``, 0.999 of it) when
+    # they bind: a prefill utilisation of 99 % or more is that bound.
+    bound = "prefill" if util >= 0.99 else "slots" if waiting > 0.5 else ""
     st = first_chunk(SteadyState(ttft, tpot, rate, d, d, detail, slot_wait,
-                                 ttft - slot_wait - t1 - prefill.frontend_s, t1),
+                                 ttft - slot_wait - t1 - prefill.frontend_s, t1, bound=bound),
                      first_chunk_tokens, out1)
     if rounds <= 0.0:
         return st

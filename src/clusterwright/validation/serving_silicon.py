@@ -1146,6 +1146,10 @@ class RowResult:
     detail: str = ""
     note: str = ""  # how the row was read (a rule or an inferred value)
     unwarmed: bool = False  # measured without warm-up requests (``unwarmed``)
+    # Per cent of the predicted TTFT that 1 % of error in the rate moves, where the model's
+    # loop is saturated (``SteadyState.ttft_sensitivity``); None where the rate follows the
+    # clients
+    ttft_sensitivity: float | None = None
 
     @property
     def ttft_error(self) -> float | None:
@@ -1171,7 +1175,7 @@ def predict_all(rows: Iterable[dict[str, str]], cat: Catalog | None = None) -> l
             out.append(RowResult(r["id"], line, r["system"], r["backend"], _file_mode(r),
                                  float(r["silicon_ttft_ms"]), float(r["silicon_tpot_ms"]),
                                  res.ttft_s * 1e3, res.tpot_s * 1e3, None, res.detail, note,
-                                 unwarmed(r)))
+                                 unwarmed(r), res.ttft_sensitivity(cfg.clients)))
         except NotCoveredError as exc:
             out.append(RowResult(r["id"], line, r["system"], r["backend"], _file_mode(r),
                                  float(r["silicon_ttft_ms"]), float(r["silicon_tpot_ms"]),
@@ -1330,12 +1334,25 @@ class SiliconResult:
             # InferenceMAX rows measured before its client warmed the server up, and the rest
             "unwarmed": _summary([r for r in cov if r.unwarmed]),
             "warmed": _summary([r for r in cov if not r.unwarmed]),
+            # Rows whose predicted loop is saturated, its TTFT a difference of two large terms
+            # (at least SATURATED_SENSITIVITY % per 1 % of rate error), and the rest
+            "saturated": _summary([r for r in cov if _saturated(r)]),
+            "unsaturated": _summary([r for r in cov if not _saturated(r)]),
             "repeat_noise": self.noise,
             "partitions": self.partitions(),
             "rows": [{"id": r.id, "ttft_ms": r.ttft_ms, "tpot_ms": r.tpot_ms,
                       "pred_ttft_ms": r.pred_ttft_ms, "pred_tpot_ms": r.pred_tpot_ms,
                       "skipped": r.skipped, "note": r.note} for r in self.rows],
         }
+
+
+# The sensitivity from which a saturated loop's TTFT counts as a queue's length (the same
+# threshold ``serve estimate`` states it from)
+SATURATED_SENSITIVITY = 2.0
+
+
+def _saturated(r: RowResult) -> bool:
+    return (r.ttft_sensitivity or 0.0) >= SATURATED_SENSITIVITY
 
 
 def serving_silicon(path: str | Path | None = None, cat: Catalog | None = None
