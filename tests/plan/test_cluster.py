@@ -259,3 +259,22 @@ def test_a_fixed_size_keeps_its_idle_servers_as_spares(catalog: Catalog) -> None
     assert bp.cluster is not None
     assert (bp.cluster["spare_nodes"], bp.cluster["idle_nodes"]) == (0, 4)
     assert bp.reliability is not None and bp.reliability["hot_spares"] == 4
+
+
+def test_spares_that_open_a_scalable_unit_say_which_switches_they_add(catalog: Catalog) -> None:
+    """3 spares beside 128 DGX H100 (4 full SUs on QM9700-class radix 64) need a fifth SU's
+    leaves and, for the even split of every leaf's uplinks, more spines; 3 spares beside 120
+    servers fill the fourth SU's free ports and add nothing."""
+    from clusterwright.design.bom import plan_fabric
+    from clusterwright.plan.cluster import fabric_growth
+    from clusterwright.spec.fabric import FabricRequest
+
+    full = plan_fabric(FabricRequest(server="dgx-h100", nodes=131), catalog)
+    text = fabric_growth(full, 3)
+    assert text.startswith("they grow the backend fabric: leaves ")
+    assert f"-> {full.shape.leaf_switches}" in text and "spines" in text
+    roomy = plan_fabric(FabricRequest(server="dgx-h100", nodes=123), catalog)
+    assert fabric_growth(roomy, 3) == "" and fabric_growth(full, 0) == ""
+    bp = planned(catalog, DEADLINE.format(days=45, cluster=""))
+    (d,) = [x for x in bp.decisions if x["area"] == "spares"]
+    assert "they grow the backend fabric" in d["why"]

@@ -147,6 +147,20 @@ def _backend_speed(server: Server, dual_plane: bool) -> float:
     return speed / 2 if dual_plane else speed
 
 
+def shape_without(fab: Fabric, hosts: int) -> FabricShape:
+    """The backend shape ``fab``'s design would have for ``hosts`` hosts (its switch, SU,
+    tiers and oversubscription kept): what fewer servers, such as the working ones without
+    their spares, would need. Counts only; nothing is built."""
+    req, sh = fab.request, fab.shape
+    return fabric_shape(
+        hosts=hosts, rails=sh.rails, radix=sh.radix, planes=sh.planes,
+        oversubscription=req.oversubscription,
+        spine_oversubscription=req.spine_oversubscription if sh.tiers not in (1, 2) else 1.0,
+        su_hosts=sh.su_hosts, tiers=sh.tiers, leaf_uplinks=req.leaf_uplinks,
+        min_spines=req.leaf_uplinks or 2, spine_uplinks=req.spine_uplinks,
+        pod_sus=req.pod_sus)
+
+
 def design_fabric(req: FabricRequest, cat: Catalog) -> Fabric:
     """Design every network for ``req``; the physical plan, addresses and BOM are added by
     ``design.physical``, ``design.addressing`` and ``design.bom`` (``plan_fabric`` runs all).

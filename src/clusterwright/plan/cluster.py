@@ -24,6 +24,7 @@ from typing import Any
 from clusterwright.catalog.schema import Gpu, Server
 from clusterwright.design.blueprint import Candidate, Risk, violation
 from clusterwright.design.decision import Alternative, Decision
+from clusterwright.design.fabric import Fabric, shape_without
 from clusterwright.errors import InfeasibleError, InputError
 from clusterwright.model import reliability as rel
 from clusterwright.model.sizing import size_inference as memory_for_serving
@@ -195,14 +196,36 @@ def spares_for_hosts(mean_hosts: float, server: Server) -> int:
     return math.ceil(spares_for(1.0, mean_hosts, TARGET_COVERAGE) / max(server.hosts, 1))
 
 
+def fabric_growth(fab: Fabric | None, spares: int) -> str:
+    """What ``spares`` servers add to ``fab``'s backend switches beyond what the other servers
+    need ("" when nothing): a partial scalable unit's leaves, and the spines the even split
+    of every leaf's uplinks then asks for."""
+    if fab is None or spares <= 0 or not fab.has_backend:
+        return ""
+    hosts = fab.shape.hosts - spares * fab.server.hosts
+    if hosts < 1:
+        return ""
+    w, sh = shape_without(fab, hosts), fab.shape
+    parts = [(name, a, b) for name, a, b in (
+        ("leaves", w.leaf_switches, sh.leaf_switches),
+        ("spines", w.spine_switches, sh.spine_switches),
+        ("cores", w.core_switches, sh.core_switches)) if b > a]
+    if not parts:
+        return ""
+    grown = ", ".join(f"{name} {a:,} -> {b:,}" for name, a, b in parts)
+    unit = (f" (scalable unit {sh.sus} holds only the spares and what spills over)"
+            if sh.sus > w.sus else "")
+    return f"they grow the backend fabric: {grown}{unit}"
+
+
 def spares_plan(run: PlanRun, cand: Candidate, servers_usd: float | None,
-                repair_mean: float | None = None) -> list[Risk]:
+                repair_mean: float | None = None, fab: Fabric | None = None) -> list[Risk]:
     """Notes and decisions on the recommendation's spares and fixed size, and the risk of
     running out of spares; nothing when the scenario has no ``cluster`` section and the
     planner bought no spares. ``servers_usd``: the priced servers of the design (capex),
     None when not priced; ``repair_mean``: the planner's training job's hosts out for repair
     on the designed layout (``plan.reliability.designed_repair_mean``), which its spares were
-    sized on."""
+    sized on; ``fab``: the designed fabric, to say which switches the spares add."""
     cl = run.scenario.cluster
     info = cand.detail.get("cluster")
     if info is None or cand.server is None or not (
@@ -253,6 +276,9 @@ def spares_plan(run: PlanRun, cand: Candidate, servers_usd: float | None,
             f"{mean:.2g} hosts are out at once on average; with {_spares(s)} every failure of "
             f"a repair window finds a spare {_pct(cover)} of the time; {_spares(enough)} "
             f"would cover {100 * TARGET_COVERAGE:.0f} %")
+    grow = fabric_growth(fab, s)
+    if grow:
+        text += f"; {grow}"
     run.notes.append(text)
     alts = tuple(
         Alternative(_spares(k), f"covers {_pct(cover_of(k))} of repair windows")
@@ -268,7 +294,8 @@ def spares_plan(run: PlanRun, cand: Candidate, servers_usd: float | None,
            f"set by cluster.spares; they cover every node failure of a {repair_h:g} h repair "
            f"window {_pct(cover)} of the time ({mean:.2g} hosts out on average)")
     cand.decisions.append(Decision(
-        "spares", f"{_spares(s)} ({server.id})", why, alternatives=alts))
+        "spares", f"{_spares(s)} ({server.id})", why + (f"; {grow}" if grow else ""),
+        alternatives=alts))
     if s > 0 and cover < RISKY_COVERAGE:
         risks.append(Risk(
             "medium", "reliability", "Spares run out",

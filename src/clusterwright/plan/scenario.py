@@ -210,7 +210,8 @@ def plan_scenario(scenario: Scenario, cat: Catalog, *, progress: Progress | None
     risks += [r.as_dict() for r in energy_risks(energy_out)]
     risks += [r.as_dict() for r in spares_plan(
         run, chosen, d.tco.capex.servers_usd if d is not None and d.tco is not None else None,
-        designed_repair_mean(run, chosen, d) if d is not None else None)]
+        designed_repair_mean(run, chosen, d) if d is not None else None,
+        d.fab if d is not None else None)]
     multisite = None
     feasible, binding = choice.feasible, list(choice.binding)
     if len(scenario.sites) > 1:
