@@ -5,9 +5,10 @@ spare servers and serving headroom, and whether the spares cover the failures ex
   one when headroom is positive (N+1), kept at every hour of the diurnal curve.
 - Spares are whole servers added to the servers the workloads need; they are designed into
   the fabric, racked, powered and priced like the rest. Left unset, a cluster sized for a
-  training job gets the fewest that cover its repair windows 99 % of the time: the time to
-  train (and so the deadline check) assumes a failed node is replaced at once, which only
-  spares make true; without them the job waits for repairs (``plan/reliability``).
+  training job whose deadline waiting for repairs would miss gets the fewest that cover the
+  job's repair windows 99 % of the time: the time to train (and so the deadline check)
+  assumes a failed node is replaced at once, which only spares make true; without them the
+  job waits for repairs (``plan/reliability``).
 - A fixed ``cluster.gpus`` sets the servers; workloads and spares that need more are a
   ``gpus`` violation saying by how much, and what they leave unused is reported as idle.
 - Coverage of the spares: node failures that need a repair arrive as a Poisson process
