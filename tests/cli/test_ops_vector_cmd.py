@@ -41,6 +41,12 @@ def test_json_has_every_source_the_spread_servers_and_embedding() -> None:
     (["--dim", "768", "--precision", "fp4"], "--precision"),
     (["--dim", "768", "--m", "1"], "--m"),
     (["--dim", "768", "--corpus-tokens", "1e9"], "--embed-params"),
+    # Another index's option was ignored without a word (HNSW's M on DiskANN, and so on)
+    (["--dim", "768", "--index", "diskann", "--m", "64"], "--m: applies to the hnsw index"),
+    (["--dim", "768", "--index", "hnsw", "--nlist", "1000"], "--nlist: applies to the ivf-pq"),
+    (["--dim", "768", "--index", "ivf-pq", "--degree", "32"], "--degree: applies to the "
+                                                               "diskann"),
+    (["--dim", "768", "--nbits", "4"], "--nbits: applies to the ivf-pq"),
 ])
 def test_bad_flags_exit_2_naming_the_flag(args: list[str], flag: str) -> None:
     code, out = cw("ops", "vector", "--vectors", "1e6", *args)

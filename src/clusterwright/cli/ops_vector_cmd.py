@@ -8,7 +8,11 @@ from typing import Any
 import typer
 
 from clusterwright.cli import limits as lim
-from clusterwright.cli.common import console, run_command, state, user_errors
+from clusterwright.cli.common import console, fail, run_command, state, user_errors
+
+# The options each index reads (the others would be ignored)
+INDEX_OPTIONS = {"hnsw": ("--m",), "diskann": ("--degree",),
+                 "ivf-pq": ("--pq-m", "--nbits", "--nlist")}
 
 FLAGS = {"index": "--index", "precision": "--precision", "m": "--m", "degree": "--degree",
          "pq_m": "--pq-m", "nbits": "--nbits", "nlist": "--nlist", "vectors": "--vectors",
@@ -42,11 +46,14 @@ def vector(
     dim: int = typer.Option(..., "--dim", help="Vector dimension."),
     index: str = typer.Option("hnsw", "--index", help="hnsw, ivf-pq or diskann."),
     precision: str = typer.Option("fp32", "--precision", help="fp32, fp16, bf16 or int8."),
-    m: int = typer.Option(16, "--m", help="HNSW neighbours per layer (M)."),
-    degree: int = typer.Option(56, "--degree", help="DiskANN graph degree (R)."),
+    m: int | None = typer.Option(None, "--m", help="HNSW neighbours per layer (M; default "
+                                 "16)."),
+    degree: int | None = typer.Option(None, "--degree", help="DiskANN graph degree (R; "
+                                      "default 56)."),
     pq_m: int | None = typer.Option(None, "--pq-m", help="IVF-PQ sub-quantizers (default: "
                                     "the largest divisor of --dim up to 64)."),
-    nbits: int = typer.Option(8, "--nbits", help="IVF-PQ bits per sub-quantizer code."),
+    nbits: int | None = typer.Option(None, "--nbits", help="IVF-PQ bits per sub-quantizer "
+                                     "code (default 8)."),
     nlist: int | None = typer.Option(None, "--nlist", help="IVF lists (default: sqrt of "
                                      "--vectors)."),
     replicas: int = typer.Option(1, "--replicas", help="Copies of the index served."),
@@ -72,10 +79,19 @@ def vector(
                ("--node-memory-gb", node_memory_gb, lim.NODE_MEMORY_GB),
                ("--corpus-tokens", corpus_tokens, lim.CORPUS_TOKENS),
                ("--embed-params", embed_params, lim.EMBED_PARAMS), ("--gpus", gpus, lim.GPUS))
+    # An option of another index would be ignored without a word: refuse it, naming it.
+    for flag, value, owner in (("--m", m, "hnsw"), ("--degree", degree, "diskann"),
+                               ("--pq-m", pq_m, "ivf-pq"), ("--nbits", nbits, "ivf-pq"),
+                               ("--nlist", nlist, "ivf-pq")):
+        if value is not None and index in INDEX_OPTIONS and index != owner:
+            fail(f"{flag}: applies to the {owner} index, not --index {index} (its options: "
+                 f"{', '.join(INDEX_OPTIONS[index])})")
     with user_errors():
         cat = state(ctx).catalog()
-    req = VectorRequest(vectors=vectors, dim=dim, index=index, precision=precision, m=m,
-                        degree=degree, pq_m=pq_m, nbits=nbits, nlist=nlist, replicas=replicas,
+    req = VectorRequest(vectors=vectors, dim=dim, index=index, precision=precision,
+                        m=16 if m is None else m, degree=56 if degree is None else degree,
+                        pq_m=pq_m, nbits=8 if nbits is None else nbits, nlist=nlist,
+                        replicas=replicas,
                         node_memory_gb=node_memory_gb, corpus_tokens=corpus_tokens,
                         embed_params=embed_params, gpu=gpu, gpus=gpus)
 
