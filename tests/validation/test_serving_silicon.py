@@ -18,6 +18,7 @@ from clusterwright.catalog.registry import load_catalog
 from clusterwright.catalog.schema import Dtype
 from clusterwright.cli.main import app
 from clusterwright.errors import InputError
+from clusterwright.sim.serving_steady import SATURATED_SENSITIVITY
 from clusterwright.validation import serving_silicon as ss
 from clusterwright.validation.rows import data_dir
 from clusterwright.validation.tables import TABLES
@@ -669,7 +670,7 @@ def test_rows_whose_predicted_loop_is_saturated_are_reported_apart(
     assert sat["n"] > 100 and free["n"] > 1000 and sat["n"] + free["n"] == p["covered"]
     rows = [r for r in shipped_result.covered if r.ttft_sensitivity is not None]
     assert all(r.ttft_sensitivity >= 1.0 - 1e-9 for r in rows)  # clients / rate >= TTFT
-    assert sum(1 for r in rows if r.ttft_sensitivity >= ss.SATURATED_SENSITIVITY) == sat["n"]
+    assert sum(1 for r in rows if r.ttft_sensitivity >= SATURATED_SENSITIVITY) == sat["n"]
 
 
 # --------------------------------------------------------------------------- InferenceMAX layouts

@@ -22,6 +22,7 @@ from clusterwright.cli import limits as lim
 from clusterwright.cli.common import console, emit_json, fail, field_flag_message, state
 from clusterwright.errors import ClusterwrightError, InputError
 from clusterwright.plan.serving_deployment import Role
+from clusterwright.sim.serving_steady import SATURATED_SENSITIVITY
 from clusterwright.spec.scenario import MAX_BATCH
 
 ROLE_KEYS = ("workers", "tp", "pp", "adp", "moe_tp", "moe_ep", "max_batch", "max_tokens",
@@ -306,9 +307,6 @@ def _roles_text(dep: dict[str, Any]) -> str:
 
 
 SIM_GAP = 0.25  # relative difference of the two mean TTFTs worth pointing out
-# A saturated loop's TTFT moving at least 2 % per 1 % of rate error is worth a sentence: below
-# that the queue is short beside the prefill itself.
-SATURATED_SENSITIVITY = 2.0
 
 
 def _direction(median_error: float | None) -> str:

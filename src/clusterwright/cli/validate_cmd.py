@@ -10,10 +10,10 @@ from rich import box
 from rich.table import Table
 
 from clusterwright.cli.common import console, emit_json, fail, progress_bar, user_errors
+from clusterwright.sim.serving_steady import SATURATED_SENSITIVITY
 from clusterwright.validation.rows import TableResult
 from clusterwright.validation.serving_silicon import (
     PARTITION_MIN,
-    SATURATED_SENSITIVITY,
     TARGET,
     SiliconResult,
     serving_silicon,

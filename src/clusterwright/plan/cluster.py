@@ -32,7 +32,12 @@ from clusterwright.model.sizing import size_inference as memory_for_serving
 from clusterwright.model.sizing import size_training as memory_for_training
 from clusterwright.plan.candidates import server_among
 from clusterwright.plan.context import PlanRun
-from clusterwright.plan.reliability import FailureModel, failure_model, layout_estimate
+from clusterwright.plan.reliability import (
+    FailureModel,
+    failure_model,
+    largest_training,
+    layout_estimate,
+)
 from clusterwright.report.fmt import usd
 from clusterwright.spec.parallel import ParallelConfig
 from clusterwright.spec.scenario import InferenceWorkload, TrainingWorkload
@@ -111,7 +116,7 @@ def planned_spares(run: PlanRun, cand: Candidate, server: Server) -> tuple[int, 
     cl = run.scenario.cluster
     if cl.spares is not None:
         return cl.spares, "scenario"
-    row = _largest_training_row(cand)
+    row = largest_training(cand)
     if cl.gpus is not None or row is None or not row.get("deadline_days") \
             or row.get("time_to_train_days") is None:
         return 0, "none"
@@ -127,14 +132,9 @@ def planned_spares(run: PlanRun, cand: Candidate, server: Server) -> tuple[int, 
     return spares_for_hosts(fm.nodes_in_repair(), server), "planner"
 
 
-def _largest_training_row(cand: Candidate) -> dict[str, Any] | None:
-    rows = [r for r in cand.detail.get("workloads", []) if r["kind"] == "training"]
-    return max(rows, key=lambda r: int(r["gpus"])) if rows else None
-
-
 def _largest_training(cand: Candidate) -> tuple[str, int]:
     """The name and GPUs of the candidate's largest training job ("", 0 without one)."""
-    row = _largest_training_row(cand)
+    row = largest_training(cand)
     return ("", 0) if row is None else (str(row["name"]), int(row["gpus"]))
 
 

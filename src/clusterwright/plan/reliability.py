@@ -439,14 +439,20 @@ def reliability_view(run: PlanRun, cand: Candidate, d: DesignedCluster) -> dict[
     return out
 
 
+def largest_training(cand: Candidate) -> dict[str, Any] | None:
+    """The row of the candidate's training job on the most GPUs (the one the reliability view
+    and the planner's spares are about); None without a training job."""
+    rows = [r for r in cand.detail.get("workloads", []) if r["kind"] == "training"]
+    return max(rows, key=lambda r: int(r["gpus"])) if rows else None
+
+
 def _largest_job(run: PlanRun, cand: Candidate, d: DesignedCluster
                  ) -> tuple[dict[str, Any], rel.FleetUnits, float] | None:
     """The largest training job's row, its fleet units on the designed fabric (its share of
     the backend's switches and links) and that share; None without a training job."""
-    rows = [r for r in cand.detail["workloads"] if r["kind"] == "training"]
-    if not rows:
+    row = largest_training(cand)
+    if row is None:
         return None
-    row = max(rows, key=lambda r: r["gpus"])
     fsum, server = d.power.summary, d.fab.server
     share = row["gpus"] / max(cand.gpus or 1, 1)
     per_host = server.gpus // server.hosts

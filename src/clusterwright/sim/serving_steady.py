@@ -84,6 +84,12 @@ class Pool:
     prefill_first: bool = False
 
 
+# A saturated loop's TTFT moving at least 2 % per 1 % of rate error counts as a queue's length
+# (``SteadyState.ttft_sensitivity``): below that the queue is short beside the prefill itself.
+# A presentation threshold for ``serve estimate`` and the serving-silicon table, not a fit.
+SATURATED_SENSITIVITY = 2.0
+
+
 @dataclass(frozen=True)
 class SteadyState:
     ttft_s: float

@@ -40,7 +40,7 @@ from clusterwright.plan.serving_deployment import (
     size_workers,
     steady,
 )
-from clusterwright.sim.serving_steady import SteadyState
+from clusterwright.sim.serving_steady import SATURATED_SENSITIVITY, SteadyState
 from clusterwright.spec.scenario import MAX_GPUS, MAX_SEQ_LEN
 from clusterwright.spec.yamlio import YamlError, read_text
 from clusterwright.validation.rows import NotCoveredError, data_dir
@@ -1344,11 +1344,6 @@ class SiliconResult:
                       "pred_ttft_ms": r.pred_ttft_ms, "pred_tpot_ms": r.pred_tpot_ms,
                       "skipped": r.skipped, "note": r.note} for r in self.rows],
         }
-
-
-# The sensitivity from which a saturated loop's TTFT counts as a queue's length (the same
-# threshold ``serve estimate`` states it from)
-SATURATED_SENSITIVITY = 2.0
 
 
 def _saturated(r: RowResult) -> bool:
