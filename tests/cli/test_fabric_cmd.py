@@ -193,3 +193,15 @@ def test_one_tier_with_a_smaller_unit_names_su_hosts() -> None:
     err = user_error(cw("fabric", "design", "--server", "dgx-h100", "--nodes", "8",
                         "--tiers", "1", "--su-hosts", "4"))
     assert err.startswith("error: --su-hosts:") and "--tiers 2" in err
+
+
+def test_storage_units_are_wired_and_on_the_bom(tmp_path: Path) -> None:
+    d = design_json(*SMALL, "--storage-system", "ddn-ai400x2t", "--storage-units", "1",
+                    "--out", str(tmp_path / "f"))
+    fe = d["frontend"]
+    assert (fe["storage_system"], fe["storage_units"], fe["storage_ports"]) == (
+        "ddn-ai400x2t", 1, 8)
+    bom = (tmp_path / "f" / "bom.csv").read_text().splitlines()
+    assert any(line.startswith("storage,ddn-ai400x2t,frontend,storage,1,") for line in bom)
+    err = user_error(cw("fabric", "design", *SMALL, "--storage-units", "1"))
+    assert "--storage-system" in err

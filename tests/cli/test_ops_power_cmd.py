@@ -94,3 +94,25 @@ def test_the_reported_limit_is_the_one_the_racks_were_planned_at() -> None:
 def test_a_fabric_refusal_points_to_fabric_design() -> None:
     err = user_error(cw("--server", "dgx-a100", "--nodes", "4096"))
     assert "`fabric design --switch`" in err
+
+
+def test_storage_units_are_racked_and_powered_with_the_cluster() -> None:
+    base = power_json("--server", "dgx-h100", "--nodes", "16")
+    d = power_json("--server", "dgx-h100", "--nodes", "16", "--storage-system", "ddn-ai400x2t",
+                   "--storage-units", "2")
+    # 2 x 2,400 W from the catalog, on top of the same servers and (nearly) the same network.
+    assert d["it_power_breakdown_kw"]["storage"] == pytest.approx(4.8)
+    assert base["it_power_breakdown_kw"]["storage"] == 0
+    assert d["it_power_kw"]["nameplate"] > base["it_power_kw"]["nameplate"] + 4.8 - 1.0
+
+
+@pytest.mark.parametrize(("args", "flag"), [
+    (("--storage-system", "ddn-ai400x2t"), "--storage-system"),
+    (("--storage-units", "2"), "--storage-system"),
+    (("--storage-system", "nope", "--storage-units", "1"), "--storage-system"),
+    (("--storage-system", "aws-s3-standard-prefix", "--storage-units", "1"), "--storage-system"),
+    (("--storage-system", "ddn-ai400x2t", "--storage-units", "0"), "--storage-units"),
+])
+def test_bad_storage_tier_exits_2_naming_the_flag(args: tuple[str, ...], flag: str) -> None:
+    err = user_error(cw("--server", "dgx-h100", "--nodes", "16", *args))
+    assert flag in err

@@ -133,3 +133,16 @@ def test_cost_at_full_use_does_not_depend_on_the_utilization() -> None:
     assert full["0.05"] == pytest.approx(full["1"]) and full["0.5"] == pytest.approx(full["1"])
     at_one = tco_json("--server", "dgx-h100", "--nodes", "18", "--utilization", "1")
     assert at_one["cost_per_gpu_hour_usd"] == pytest.approx(full["1"])
+
+
+def test_storage_units_are_priced_from_the_catalog_unless_given() -> None:
+    args = ("--server", "dgx-h100", "--nodes", "16")
+    d = tco_json(*args, "--storage-system", "ddn-ai400x2t", "--storage-units", "2")
+    assert d["capex_breakdown_usd"]["storage"] == pytest.approx(2 * 1_100_000)
+    given = tco_json(*args, "--storage-system", "ddn-ai400x2t", "--storage-units", "2",
+                     "--storage-usd", "1500000")
+    assert given["capex_breakdown_usd"]["storage"] == pytest.approx(1_500_000)
+    # The same network either way: the units are wired, then priced on their own line.
+    assert given["capex_breakdown_usd"]["network"] == d["capex_breakdown_usd"]["network"]
+    err = user_error(cw(*args, "--storage-units", "2"))
+    assert "--storage-system" in err

@@ -42,7 +42,9 @@ def test_plan_train_serve_and_tco_agree_on_the_cloud_price(catalog: Catalog) -> 
     assert tier is not None and tier["price_usd"] > 0
     tco_cli = cli("ops", "tco", "--server", "dgx-h100", "--nodes", "8", "--years", "4",
                   "--pue", "1.3", "--electricity-usd-per-kwh", "0.1", "--cooling", "air",
-                  "--storage-usd", str(tier["price_usd"]), "--storage-kw", str(tier["power_kw"]))
+                  "--storage-system", tier["system"], "--storage-units", str(tier["units"]))
+    # --storage-system prices and powers the units from the catalog, as the plan does.
+    assert tco_cli["capex_breakdown_usd"]["storage"] == pytest.approx(tier["price_usd"], rel=1e-12)
     train = cli("train", "plan", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--gpus", "64",
                 "--tokens", "1e11", "--fidelity", "analytical")
     serve = cli("serve", "plan", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--qps", "5",

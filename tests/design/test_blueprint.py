@@ -121,6 +121,16 @@ def test_risks_flag_oversubscription_and_single_points_of_failure() -> None:
                   ) == {}
 
 
+def test_storage_ports_no_part_joins_are_a_network_risk() -> None:
+    r = [x for x in assess_risks(facts(storage_ports=4, storage_links_unresolved=4,
+                                       storage_system="minio-nvme-node",
+                                       frontend_switch="sn5600"))
+         if x.title == "storage cabling unresolved"]
+    assert len(r) == 1 and (r[0].severity, r[0].area) == ("medium", "network")
+    assert "4 port(s) of the minio-nvme-node units" in r[0].detail and "sn5600" in r[0].detail
+    assert "storage cabling unresolved" not in titles(facts(storage_ports=4))
+
+
 def test_risks_flag_budget_deadline_and_cloud() -> None:
     t = titles(facts(total_cost_usd=28e6, budget_usd=30e6, deadline_days=90,
                      time_to_train_p90_days=95, on_prem_total_cost_usd=10e6,

@@ -69,26 +69,34 @@ def test_plan_and_train_plan_choose_the_same_layout_and_time(training: dict[str,
 
 def test_plan_and_fabric_design_build_the_same_fabric(training: dict[str, Any]) -> None:
     fab = training["fabric"]
+    st = training["storage"]
     f = cw("fabric", "design", "--server", "dgx-h100", "--nodes",
-           str(training["cluster"]["nodes"]), "--json")
+           str(training["cluster"]["nodes"]), "--storage-system", st["system"],
+           "--storage-units", str(st["units"]), "--json")
     for k in ("tiers", "switch", "leaf_switches", "spine_switches", "core_switches",
               "transceivers", "links_by_tier"):
         assert f[k] == fab[k], k
+    for k in ("switch", "link_speed_gbps", "leaf_switches", "spine_switches", "storage_ports"):
+        assert f["frontend"][k] == fab["frontend"][k], k
+    # The storage units the plan bought are the ones the frontend wires.
+    assert fab["frontend"]["storage_ports"] == st["ports"]
 
 
 def test_plan_and_ops_power_draw_the_same_power(training: dict[str, Any]) -> None:
+    st = training["storage"]
     p = cw("ops", "power", "--server", "dgx-h100", "--nodes",
-           str(training["cluster"]["nodes"]), "--pue", "1.3", "--json")
+           str(training["cluster"]["nodes"]), "--pue", "1.3", "--storage-system", st["system"],
+           "--storage-units", str(st["units"]), "--json")
     power = training["power"]
-    # The plan adds its storage tier (blueprint 1.3), which ops power does not design.
+    # Both carry the storage tier the plan designed (blueprint 1.3): its units' draw.
     storage_kw = power["it_power_breakdown_kw"]["storage"]
-    assert storage_kw == pytest.approx(training["storage"]["power_kw"], rel=1e-12)
+    assert storage_kw == pytest.approx(st["power_kw"], rel=1e-12)
+    assert p["it_power_breakdown_kw"]["storage"] == pytest.approx(storage_kw, rel=1e-12)
     for k in ("typical", "nameplate", "idle"):
-        assert p["it_power_kw"][k] + storage_kw == pytest.approx(power["it_power_kw"][k],
-                                                                 rel=1e-9), k
+        assert p["it_power_kw"][k] == pytest.approx(power["it_power_kw"][k], rel=1e-9), k
     for k in ("typical", "nameplate"):
-        assert (p["it_power_kw"][k] + storage_kw) * 1.3 == pytest.approx(
-            power["facility_power_kw"][k], rel=1e-9), k
+        assert p["facility_power_kw"][k] == pytest.approx(power["facility_power_kw"][k],
+                                                          rel=1e-9), k
 
 
 @pytest.mark.slow

@@ -42,8 +42,13 @@ def test_workbook_totals_equal_the_blueprints(name: str, tmp_path: Path) -> None
     assert sum(r[8] or 0 for r in bom) == pytest.approx(
         sum(b["total_usd"] or 0 for b in bp["bom"]), rel=1e-12)
     cb = tco["capex_by_category_usd"]
+    # ... and the storage tier's units, listed as bought (its capex line may add RAG servers).
+    units = [b for b in bp["bom"] if b["category"] == "storage"]
+    assert [(b["part"], b["quantity"], b["total_usd"]) for b in units] == [
+        (bp["storage"]["system"], bp["storage"]["units"], bp["storage"]["price_usd"])]
     assert sum(r[8] or 0 for r in bom) == pytest.approx(
-        cb["servers"] + cb["network"] + cb["optics_and_cables"], rel=1e-12)
+        cb["servers"] + cb["network"] + cb["optics_and_cables"] + bp["storage"]["price_usd"],
+        rel=1e-12)
     # Costs by year: capex at year 0, then the opex; the last cumulative is the on-prem total.
     years = _rows(wb["Costs by year"])
     assert years[0][1] == pytest.approx(tco["capex_usd"], rel=1e-12)

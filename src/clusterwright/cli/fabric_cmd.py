@@ -32,6 +32,7 @@ FLAGS = {
     "tenants": "--tenants", "rack_kw": "--rack-kw", "cooling": "--cooling",
     "racks_per_row": "--racks-per-row", "rails": "--rails", "leaf_uplinks": "--leaf-uplinks",
     "mtu": "--mtu", "lossless_priorities": "--lossless-priorities",
+    "storage_system": "--storage-system", "storage_units": "--storage-units",
 }
 
 
@@ -81,6 +82,12 @@ def design_cmd(
         None, "--storage-gbps-per-gpu",
         help="Storage read GB/s per GPU for frontend links (default: catalog assumption).",
     ),
+    storage_system: str | None = typer.Option(
+        None, "--storage-system",
+        help="Catalog storage system whose units the frontend wires, racks and lists on the "
+             "BOM (with --storage-units; a plan's blueprint names them under storage)."),
+    storage_units: int | None = typer.Option(
+        None, "--storage-units", help="Units of --storage-system."),
     tenants: int = typer.Option(4, "--tenants", help="EVPN tenants (VRFs) on the frontend."),
     rack_kw: float | None = typer.Option(
         None, "--rack-kw",
@@ -115,7 +122,8 @@ def design_cmd(
         tiers=tiers, su_hosts=su_hosts, dual_plane=dual_plane, frontend_switch=frontend_switch,
         oob_switch=oob_switch, storage_read_gbps_per_gpu=storage, tenants=tenants,
         rack_kw=rack_kw or 40.0, cooling=cooling or "air", racks_per_row=racks_per_row,
-        mtu=mtu, lossless_priorities=lossless_priorities,
+        mtu=mtu, lossless_priorities=lossless_priorities, storage_system=storage_system,
+        storage_units=storage_units,
     )
     with user_errors(FLAGS, name_flags=True):
         if out is not None:

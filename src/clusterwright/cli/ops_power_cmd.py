@@ -7,6 +7,8 @@ from typing import Any
 import typer
 from rich.table import Table
 
+from clusterwright.catalog.registry import Catalog
+from clusterwright.catalog.schema import StorageSystem
 from clusterwright.cli import limits as lim
 from clusterwright.cli.common import console, emit_json, fail, state, user_errors
 from clusterwright.errors import ClusterwrightError
@@ -20,8 +22,27 @@ FABRIC_ONLY = {f: f"`fabric design --{f.replace('_', '-')}`" for f in (
 FLAGS = {
     **FABRIC_ONLY,
     "server": "--server", "nodes": "--nodes", "cooling": "--cooling", "rack_kw": "--rack-kw",
-    "pue": "--pue",
+    "pue": "--pue", "storage_system": "--storage-system", "storage_units": "--storage-units",
 }
+
+STORAGE_SYSTEM_HELP = ("Catalog storage system of the tier (`ops storage` or a plan's blueprint "
+                       "names it): its units are wired, racked and powered with the cluster "
+                       "(with --storage-units).")
+
+
+def storage_tier(cat: Catalog, system: str | None, units: int | None) -> StorageSystem | None:
+    """The catalog storage system of --storage-system (with --storage-units), or None."""
+    if (system is None) != (units is None):
+        fail("--storage-system: give --storage-system and --storage-units together")
+    if system is None:
+        return None
+    lim.within(("--storage-units", units, lim.STORAGE_UNITS))
+    try:
+        found = cat.get("storage_systems", system)
+    except ClusterwrightError as exc:
+        fail(f"--storage-system: {exc}")
+    assert isinstance(found, StorageSystem)
+    return found
 
 
 def power(
@@ -37,6 +58,10 @@ def power(
     rack_kw: float | None = typer.Option(
         None, "--rack-kw", help="Power limit per rack, kW (default: the cooling mode's limit)."
     ),
+    storage_system: str | None = typer.Option(None, "--storage-system",
+                                              help=STORAGE_SYSTEM_HELP),
+    storage_units: int | None = typer.Option(None, "--storage-units",
+                                             help="Units of --storage-system."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Per-rack kW and cooling feasibility, IT power (typical and nameplate), facility power
@@ -54,8 +79,12 @@ def power(
     lim.within(("--nodes", nodes, lim.NODES), ("--pue", pue, lim.PUE),
                ("--rack-kw", rack_kw, lim.RACK_KW))
     with user_errors(FLAGS, name_flags=True):
-        req = PowerRequest(server=server, nodes=nodes, cooling=cooling, rack_kw=rack_kw, pue=pue)
         cat = state(ctx).catalog()
+        tier = storage_tier(cat, storage_system, storage_units)
+        req = PowerRequest(
+            server=server, nodes=nodes, cooling=cooling, rack_kw=rack_kw, pue=pue,
+            storage_system=storage_system, storage_units=storage_units,
+            storage_kw=(storage_units or 0) * tier.power_w / 1e3 if tier is not None else 0.0)
         try:
             cat.server(server)
         except ClusterwrightError as exc:

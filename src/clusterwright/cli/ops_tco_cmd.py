@@ -9,7 +9,7 @@ from rich.table import Table
 
 from clusterwright.cli import limits as lim
 from clusterwright.cli.common import console, emit_json, fail, state, user_errors
-from clusterwright.cli.ops_power_cmd import FABRIC_ONLY
+from clusterwright.cli.ops_power_cmd import FABRIC_ONLY, STORAGE_SYSTEM_HELP, storage_tier
 from clusterwright.errors import ClusterwrightError
 
 # Request fields and the field paths the pricing layer blames, in this command's words.
@@ -21,7 +21,8 @@ FLAGS = {
     "colocation_usd_per_kw_month": "--colocation-usd-per-kw-month",
     "server_price_usd": "--server-price-usd", "training_gpu_hours": "--training-gpu-hours",
     "tokens_per_s_per_gpu": "--tokens-per-s-per-gpu", "storage_usd": "--storage-usd",
-    "storage_kw": "--storage-kw",
+    "storage_kw": "--storage-kw", "storage_system": "--storage-system",
+    "storage_units": "--storage-units",
     "prices.server_usd": "--server-price-usd", "cloud.offer": "--cloud",
 }
 
@@ -61,9 +62,15 @@ def tco(
         None, "--storage-usd", help="Price of the storage tier (`ops storage` designs it; "
         "default: the catalog's per-GPU read bandwidth x USD per GB/s)."
     ),
-    storage_kw: float = typer.Option(
-        0.0, "--storage-kw", help="Power of that storage tier, kW (with --storage-usd)."
+    storage_kw: float | None = typer.Option(
+        None, "--storage-kw", help="Power of that storage tier, kW (with --storage-usd; "
+        "default with --storage-system: its units' catalog draw)."
     ),
+    storage_system: str | None = typer.Option(None, "--storage-system",
+                                              help=STORAGE_SYSTEM_HELP + " Priced at its "
+                                              "catalog price unless --storage-usd is given."),
+    storage_units: int | None = typer.Option(None, "--storage-units",
+                                             help="Units of --storage-system."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Owning vs renting: capex (servers, network BOM, storage, racks), yearly opex (energy,
@@ -82,17 +89,25 @@ def tco(
                ("--tokens-per-s-per-gpu", tokens_per_s, lim.TOKENS_PER_S),
                ("--storage-usd", storage_usd, lim.STORAGE_USD),
                ("--storage-kw", storage_kw, lim.STORAGE_KW))
-    if storage_kw and storage_usd is None:
-        fail("--storage-kw: give the tier's price with --storage-usd too")
+    if storage_kw and storage_usd is None and storage_system is None:
+        fail("--storage-kw: give the tier's price with --storage-usd (or its units with "
+             "--storage-system) too")
     with user_errors(FLAGS, name_flags=True):
+        cat = state(ctx).catalog()
+        tier = storage_tier(cat, storage_system, storage_units)
+        if tier is not None and storage_units is not None:
+            if storage_usd is None and tier.price_usd is not None:
+                storage_usd = storage_units * tier.price_usd
+            if storage_kw is None:
+                storage_kw = storage_units * tier.power_w / 1e3
         req = TcoRequest(
             server=server, nodes=nodes, years=years, electricity_usd_per_kwh=electricity, pue=pue,
             utilization=utilization, cloud=cloud, cooling=cooling,
             colocation_usd_per_kw_month=colocation, server_price_usd=server_price,
             training_gpu_hours=training_gpu_hours, tokens_per_s_per_gpu=tokens_per_s,
-            storage_usd=storage_usd, storage_kw=storage_kw,
+            storage_usd=storage_usd, storage_kw=storage_kw or 0.0,
+            storage_system=storage_system, storage_units=storage_units,
         )
-        cat = state(ctx).catalog()
         try:
             cat.server(server)
         except ClusterwrightError as exc:

@@ -248,6 +248,9 @@ class DesignFacts:
     spine_switches: int | None = None
     core_switches: int | None = None
     storage_ports: int | None = None
+    storage_links_unresolved: int = 0  # storage links no catalog part joins to the leaves
+    storage_system: str | None = None
+    frontend_switch: str | None = None
     frontend_spines: int | None = None
     inference: tuple[InferenceFacts, ...] = ()
     total_cost_usd: float | None = None  # what the budget is checked against
@@ -372,6 +375,14 @@ def assess_risks(f: DesignFacts) -> list[Risk]:
             "medium", "single-point-of-failure", "single storage path",
             f"storage attaches through {f.storage_ports} frontend port(s): a link or switch "
             "failure stops checkpoints and data loading",
+        ))
+    if f.storage_links_unresolved:
+        out.append(Risk(
+            "medium", "network", "storage cabling unresolved",
+            f"{f.storage_links_unresolved} port(s) of the {f.storage_system} units have no "
+            f"catalog cable or optic to the frontend's {f.frontend_switch} leaves (a port rate "
+            "or cage the leaf does not take): give the storage units NICs at the leaves' rate, "
+            "or choose another frontend switch or storage system; the fabric notes say which"
         ))
     if f.frontend_spines is not None and f.frontend_spines == 1:
         out.append(Risk(

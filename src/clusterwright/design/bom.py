@@ -30,7 +30,8 @@ _NETWORK_OF_ROLE = {
 
 
 def bill_of_materials(fab: Fabric, cat: Catalog) -> list[BomLine]:
-    """BOM lines, servers first, then switches by role, transceivers and cables."""
+    """BOM lines, servers first, then the storage tier's units, switches by role,
+    transceivers and cables."""
     lines: list[BomLine] = []
     srv = fab.server
     lines.append(BomLine(
@@ -39,6 +40,16 @@ def bill_of_materials(fab: Fabric, cat: Catalog) -> list[BomLine]:
         unit_power_w=srv.max_power_kw * 1e3, unit_max_power_w=srv.max_power_kw * 1e3,
         price_source=srv.price_source or "",
     ))
+    st = fab.storage
+    if st is not None and fab.request.storage_units:
+        # The storage tier the plan bought: priced and powered with the TCO's storage, listed
+        # here so the order and the cabling plan name the same units.
+        lines.append(BomLine(
+            category="storage", part=st.id, name=st.name, network="frontend", role="storage",
+            quantity=fab.request.storage_units, length_m=None, unit_price_usd=st.price_usd,
+            unit_power_w=st.power_w, unit_max_power_w=st.power_w,
+            price_source=st.price_source or "",
+        ))
     per_role = Counter((d.role, d.part) for d in fab.devices if d.role in SWITCH_ROLES)
     for role in SWITCH_ROLES:
         for (r, part), n in sorted(per_role.items()):

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 class BomLine:
     """One line of the bill of materials. Power is per unit, W; price per unit, USD."""
 
-    category: str  # server, switch, transceiver, cable
+    category: str  # server, storage, switch, transceiver, cable
     part: str
     name: str
     network: str  # backend, frontend, oob, compute, all

@@ -32,7 +32,7 @@ import math
 import networkx as nx
 
 from clusterwright.catalog.registry import Catalog
-from clusterwright.catalog.schema import Server, Switch
+from clusterwright.catalog.schema import Server, StorageSystem, Switch
 from clusterwright.design.fabric_clos import build_backend, check_units
 from clusterwright.design.fabric_decisions import fabric_decisions
 from clusterwright.design.fabric_frontend import (
@@ -245,7 +245,7 @@ def design_fabric(req: FabricRequest, cat: Catalog) -> Fabric:
     fab = Fabric(
         request=req, server=server, shape=shape, backend=backend, frontend=frontend, oob=oob,
         oob_uplink=oob_uplink, storage_read_gbps_per_gpu=read,
-        storage_aggregate_read_gbps_per_gpu=aggregate,
+        storage_aggregate_read_gbps_per_gpu=aggregate, storage=_storage_system(req, cat),
     )
     spare = shape.sus * shape.su_hosts - hosts
     if not fab.has_backend:
@@ -270,6 +270,8 @@ def design_fabric(req: FabricRequest, cat: Catalog) -> Fabric:
         p.switch.id: p.switch.vendor.split(" ")[0]
         for p in (backend, fab.frontend, oob, oob_uplink)
     }
+    if fab.storage is not None:
+        fab.vendors[fab.storage.id] = fab.storage.vendor
     fab.decisions = fabric_decisions(fab)
     return fab
 
@@ -304,6 +306,24 @@ def _growth_plan(shape: FabricShape, req: FabricRequest) -> str:
         f"RA builds it) it grows to two tiers, adding {full.spines_per_plane * s.planes} spines "
         f"and cabling each leaf's {full.leaf.up} free uplink ports{split}"
     )
+
+
+def _storage_system(req: FabricRequest, cat: Catalog) -> StorageSystem | None:
+    """The catalog storage system whose units the frontend wires; it must be one with ports
+    of its own (an appliance or a storage server, not a cloud service or a server's drives)."""
+    if req.storage_system is None:
+        return None
+    try:
+        system = cat.get("storage_systems", req.storage_system)
+    except UnknownIdError as e:
+        raise FabricError(f"storage_system: {e}", field="storage_system") from e
+    assert isinstance(system, StorageSystem)
+    if system.ports == 0:
+        raise FabricError(
+            f"storage_system: {system.id} is a {system.kind} system with no network ports of "
+            f"its own, so no frontend wires it; give an on-premises appliance or storage server",
+            field="storage_system")
+    return system
 
 
 def _vendor(cat: Catalog, kind: str, entry: str) -> str:

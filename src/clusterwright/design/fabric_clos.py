@@ -57,11 +57,12 @@ def build_clos(
     clos: Clos,
     parts: NetworkParts,
     s: FabricShape,
-    endpoints: list[tuple[int, int, list[tuple[str, str]]]],
+    endpoints: list[tuple[int, int, list[tuple[str, str] | None]]],
 ) -> None:
     """Leaves, spines, cores and links of one rail-optimized fat tree of shape ``s``.
 
-    ``endpoints``: (SU number, slot in the SU, [(device, port) per rail]) in SU order. SU numbers
+    ``endpoints``: (SU number, slot in the SU, [(device, port) per rail, None for a rail the
+    endpoint has no port on]) in SU order. SU numbers
     need not be contiguous (storage SUs start at ``STORAGE_SU``); leaves are built for every SU
     that has an endpoint, in full.
     """
@@ -97,7 +98,10 @@ def build_clos(
                     ordered.append(dev)
         for su, slot, ports in endpoints:
             k, port = divmod(slot, per_leaf)
-            for rail, (dname, dport) in enumerate(ports):
+            for rail, end in enumerate(ports):
+                if end is None:
+                    continue
+                dname, dport = end
                 leaf = leaves[(su, rail // shared, k)]
                 if shared > 1:
                     # Host-major on the shared switch: host i's rails are adjacent ports.
@@ -182,7 +186,7 @@ def build_clos(
 
 def build_backend(fab: Fabric) -> None:
     s = fab.shape
-    endpoints = [
+    endpoints: list[tuple[int, int, list[tuple[str, str] | None]]] = [
         (h.su, h.uid % s.su_hosts,
          [(h.name, host_port(fab.server, r, 1, 1)) for r in range(s.rails)])
         for h in fab.hosts

@@ -5,6 +5,7 @@ spines below one backend scalable unit."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from clusterwright.catalog.registry import Catalog
 from clusterwright.catalog.schema import Server
@@ -40,13 +41,50 @@ def host_read_gbps(fab: Fabric) -> float:
     return fab.server.gpus // fab.server.hosts * fab.storage_read_gbps_per_gpu * 8
 
 
-def storage_targets(fab: Fabric) -> int:
-    """Dual-homed storage targets for the cluster's aggregate read bandwidth at the frontend's
-    link speed."""
+@dataclass(frozen=True)
+class StorageAttach:
+    """How the storage tier sits on the frontend: ``units`` devices of ``ports`` ports each at
+    ``speed_gbps`` (Gb/s), each unit taking ``slots`` positions of a leaf pair (one port per
+    leaf of the pair at a position, so a unit's ports alternate between the pair's leaves).
+    ``part`` is the catalog storage system ("" for targets sized from bandwidth alone)."""
+
+    units: int
+    ports: int
+    speed_gbps: float
+    slots: int
+    part: str = ""
+
+    @property
+    def positions(self) -> int:
+        """Leaf-pair positions the storage takes."""
+        return self.units * self.slots
+
+
+def storage_attach(fab: Fabric) -> StorageAttach:
+    """The designed storage tier's units with their catalog ports, at their port rate capped
+    by the frontend's (a faster port runs at the leaf's rate); without one, dual-homed targets
+    sized from the cluster's aggregate read bandwidth at the frontend's link rate."""
+    pph = ports_per_host(fab)
+    system = fab.storage
+    if system is not None and fab.request.storage_units is not None:
+        return StorageAttach(
+            units=fab.request.storage_units, ports=system.ports,
+            speed_gbps=min(system.port_gbps, fab.frontend.speed_gbps),
+            slots=math.ceil(system.ports / pph), part=system.id)
+    ports = math.ceil(storage_gbps(fab) / fab.frontend.speed_gbps)
+    return StorageAttach(units=math.ceil(ports / pph), ports=pph,
+                         speed_gbps=fab.frontend.speed_gbps, slots=1)
+
+
+def storage_gbps(fab: Fabric) -> float:
+    """The storage tier's bandwidth the frontend carries to the GPUs, Gb/s."""
     gpus = fab.shape.hosts * fab.server.gpus // fab.server.hosts
-    ports = math.ceil(gpus * fab.storage_aggregate_read_gbps_per_gpu * 8
-                      / fab.frontend.speed_gbps)
-    return math.ceil(ports / ports_per_host(fab))
+    return gpus * fab.storage_aggregate_read_gbps_per_gpu * 8
+
+
+def storage_targets(fab: Fabric) -> int:
+    """Leaf-pair positions the storage tier takes on the frontend (``storage_attach``)."""
+    return storage_attach(fab).positions
 
 
 def right_size_frontend(fab: Fabric, cat: Catalog) -> None:
@@ -77,10 +115,13 @@ def right_size_frontend(fab: Fabric, cat: Catalog) -> None:
                 switch=sw, speed_gbps=speed, radix=radix, ports_per_cage=max(1, radix // sw.cages),
                 protocol=sw.protocol, why="")
             try:
-                targets = storage_targets(fab)
+                attach = storage_attach(fab)
                 su, _ = _frontend_su(fab, pph)
             except FabricError:
                 continue
+            targets = attach.positions
+            if attach.part and attach.units * attach.ports * attach.speed_gbps < storage_gbps(fab):
+                continue  # the bought units' ports, capped at this rate, carry less than needed
             if frontend_one_tier(fab, targets, su):
                 options.append((pph * (sw.price_usd or math.inf), -speed, sw.id, fab.frontend,
                                 targets))
@@ -108,9 +149,9 @@ def right_size_frontend(fab: Fabric, cat: Catalog) -> None:
         switch=best.switch, speed_gbps=best.speed_gbps, radix=best.radix,
         ports_per_cage=best.ports_per_cage, protocol=best.protocol,
         why=(f"{best.switch.id} at {best.speed_gbps:g}G: the cheapest catalog switch whose "
-             f"leaf pair holds all {fab.shape.hosts} hosts and {targets} storage target(s) "
-             f"dual-homed on one tier, one port carrying a host's {need:g} Gb/s of storage "
-             f"reads (either leaf can fail); {default.switch.id} at the NIC's "
+             f"leaf pair holds all {fab.shape.hosts} hosts dual-homed and the storage's "
+             f"{targets} position(s) on one tier, one port carrying a host's {need:g} Gb/s "
+             f"of storage reads (either leaf can fail); {default.switch.id} at the NIC's "
              f"{default.speed_gbps:g}G costs ${base[0] - cost:,.0f} more for the pair"),
         alternatives=alts,
     )
@@ -196,13 +237,13 @@ def _frontend_growth_plan(fab: Fabric, storage_targets: int) -> str:
         rails=ports_per_host, radix=fab.frontend.radix, leaf_uplinks=up, su_hosts=su,
         min_spines=2)
     return (
-        f"frontend right-sized: {hosts} hosts and {storage_targets} storage target(s) fit one "
-        f"leaf pair ({hosts + storage_targets} of its {su} host positions), so the frontend is "
-        f"a single tier: {s.leaf_switches} leaves, every host and storage target dual-homed "
-        f"to both, storage reads switched inside each leaf, no spines and no leaf-spine "
+        f"frontend right-sized: {hosts} hosts and {storage_targets} storage position(s) fit "
+        f"one leaf pair ({hosts + storage_targets} of its {su} host positions), so the frontend "
+        f"is a single tier: {s.leaf_switches} leaves, every host dual-homed to both, storage "
+        f"reads switched inside each leaf, no spines and no leaf-spine "
         f"optics. It grows to two tiers with the backend (at one full scalable unit of "
         f"{fab.shape.su_hosts} hosts) or when the endpoints outgrow the pair's {su} positions: "
-        f"the storage targets move to their own leaf pair and {grown.spine_switches} spines "
+        f"the storage moves to its own leaf pair and {grown.spine_switches} spines "
         f"are added, cabled to each leaf's {up} free uplink ports (host cables stay)"
     )
 
@@ -210,24 +251,35 @@ def _frontend_growth_plan(fab: Fabric, storage_targets: int) -> str:
 def build_frontend(fab: Fabric) -> None:
     fp = fab.frontend
     ports_per_host = max(1, fab.server.frontend_nics.count // fab.server.hosts)
-    targets = storage_targets(fab)
+    attach = storage_attach(fab)
+    targets = attach.positions
     shape = frontend_shape(fab, targets)
     fab.frontend_shape = shape
     su = shape.su_hosts
-    endpoints: list[tuple[int, int, list[tuple[str, str]]]] = []
+    endpoints: list[tuple[int, int, list[tuple[str, str] | None]]] = []
     for i, h in enumerate(fab.hosts):
         endpoints.append((i // su + 1, i % su, [(h.name, f"fe{n}") for n in range(ports_per_host)]))
-    for i in range(targets):
-        dev = fab.add(Device(name=f"storage-{i + 1:03d}", role="storage", part="", uid=i,
-                             su=STORAGE_SU + i // su))
-        if shape.tiers == 1:
-            # On the hosts' pair, from its last position down, so an added host never moves
-            # a storage cable.
-            endpoints.append((1, su - targets + i,
-                              [(dev.name, f"p{n}") for n in range(ports_per_host)]))
-            continue
-        endpoints.append((STORAGE_SU + i // su, i % su,
-                          [(dev.name, f"p{n}") for n in range(ports_per_host)]))
+    for u in range(attach.units):
+        dev = fab.add(Device(name=f"storage-{u + 1:03d}", role="storage", part=attach.part,
+                             uid=u, su=STORAGE_SU + u * attach.slots // su))
+        for j in range(attach.slots):
+            i = u * attach.slots + j
+            # A unit's ports alternate between the pair's leaves, position by position; units
+            # with fewer ports than the pair has leaves alternate by unit, so a leaf loss
+            # takes only its share of them.
+            first = j * ports_per_host
+            ports: list[tuple[str, str] | None] = [
+                (dev.name, f"p{n}")
+                for n in range(first, min(attach.ports, first + ports_per_host))]
+            if attach.ports < ports_per_host:
+                shift = u % ports_per_host
+                ports = ([None] * shift + ports)[:ports_per_host]
+            if shape.tiers == 1:
+                # On the hosts' pair, from its last position down, so an added host never
+                # moves a storage cable.
+                endpoints.append((1, su - targets + i, ports))
+                continue
+            endpoints.append((STORAGE_SU + i // su, i % su, ports))
     if shape.tiers == 1:
         fab.notes.append(_frontend_growth_plan(fab, targets))
     clos = Clos("frontend", "fe-", ("fe-node-leaf", "fe-leaf-spine", "fe-spine-core"), "ab")
@@ -235,3 +287,24 @@ def build_frontend(fab: Fabric) -> None:
     for lk in fab.links:
         if lk.tier == "fe-node-leaf" and lk.a.startswith("storage-"):
             lk.tier = "fe-storage-leaf"
+            lk.speed_gbps = attach.speed_gbps
+    if attach.part:
+        fab.notes.append(_storage_note(fab, attach))
+
+
+def _storage_note(fab: Fabric, attach: StorageAttach) -> str:
+    """What the frontend wires of the storage tier, and a port rate the leaf caps."""
+    system = fab.storage
+    assert system is not None
+    capped = (f"; the units' {system.port_gbps:g} Gb/s ports run at the frontend leaves' "
+              f"{attach.speed_gbps:g} Gb/s" if system.port_gbps > attach.speed_gbps else "")
+    homed = ("single-homed: the units alternate between the pair's leaves, so a leaf loss "
+             "takes its share of them off the network; units with a port per leaf would ride "
+             "it out" if attach.ports < ports_per_host(fab)
+             else "its ports alternate between the pair's leaves")
+    carried = attach.units * attach.ports * attach.speed_gbps
+    short = (f"; their ports carry {carried:,.0f} Gb/s, under the {storage_gbps(fab):,.0f} Gb/s "
+             f"the storage tier serves" if carried < storage_gbps(fab) else "")
+    return (f"storage: {attach.units} x {system.id} on the frontend, {attach.ports} x "
+            f"{attach.speed_gbps:g} Gb/s each ({homed}){capped}{short}; racked at "
+            f"{system.rack_units} U and {system.power_w:g} W a unit")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from clusterwright.catalog.schema import Server, Switch
+from clusterwright.catalog.schema import Server, StorageSystem, Switch
 from clusterwright.design.decision import Decision
 from clusterwright.design.fabric_shape import FabricShape
 from clusterwright.spec.fabric import FabricRequest
@@ -114,6 +114,9 @@ class Fabric:
     storage_read_gbps_per_gpu: float  # per node link sizing, GB/s per GPU
     storage_aggregate_read_gbps_per_gpu: float  # whole-cluster storage ports, GB/s per GPU
     frontend_shape: FabricShape | None = None
+    # The storage tier's units (request.storage_system), wired as the catalog gives them; None:
+    # storage targets sized from the bandwidth at the frontend's rate.
+    storage: StorageSystem | None = None
     devices: list[Device] = field(default_factory=list)
     links: list[Link] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)

@@ -26,6 +26,12 @@ class FrontendSummary:
     storage_ports: int
     storage_read_gbps_per_gpu: float  # GB/s per GPU
     tenants: int
+    # The storage tier's units wired (request.storage_system; None: targets sized from
+    # bandwidth), their ports' rate (Gb/s) and the links no catalog part joins to the leaves.
+    storage_system: str | None = None
+    storage_units: int = 0
+    storage_link_gbps: float | None = None
+    storage_links_unresolved: int = 0
 
 
 @dataclass(frozen=True)
@@ -117,6 +123,10 @@ class FabricSummary:
                 "storage_ports": self.frontend.storage_ports,
                 "storage_read_gbps_per_gpu": self.frontend.storage_read_gbps_per_gpu,
                 "tenants": self.frontend.tenants,
+                "storage_system": self.frontend.storage_system,
+                "storage_units": self.frontend.storage_units,
+                "storage_link_gbps": self.frontend.storage_link_gbps,
+                "storage_links_unresolved": self.frontend.storage_links_unresolved,
             },
             "oob": {
                 "switch": self.oob.switch, "leaf_switches": self.oob.leaf_switches,
@@ -146,13 +156,16 @@ def fabric_summary(fab: Fabric) -> FabricSummary:
     """Summarize a planned fabric (after ``plan_fabric``: racks and BOM are in place)."""
     sh = fab.shape
     bom: list[BomLine] = [b for b in fab.bom if isinstance(b, BomLine)]
-    network = [b for b in bom if b.category != "server"]
+    # The network's parts: not the servers, nor the storage units (the TCO's storage line).
+    network = [b for b in bom if b.category not in ("server", "storage")]
     tiers = Counter(lk.tier for lk in fab.links)
     fsh = fab.frontend_shape
     built = fab.has_backend
 
     def roles(role: str) -> int:
         return sum(1 for d in fab.devices if d.role == role)
+
+    storage_links = fab.links_in("fe-storage-leaf")
 
     leaf_osub = (round(min(sh.su_hosts / sh.leaves_per_rail_su, sh.leaf.down) / sh.leaf.up, 3)
                  if sh.leaf.up else 1.0)
@@ -179,7 +192,11 @@ def fabric_summary(fab: Fabric) -> FabricSummary:
             leaf_switches=roles("fe-leaf"), spine_switches=roles("fe-spine"),
             core_switches=roles("fe-core"), tiers=fsh.tiers if fsh else None,
             storage_ports=tiers.get("fe-storage-leaf", 0),
-            storage_read_gbps_per_gpu=fab.storage_read_gbps_per_gpu, tenants=len(fab.tenants)),
+            storage_read_gbps_per_gpu=fab.storage_read_gbps_per_gpu, tenants=len(fab.tenants),
+            storage_system=fab.storage.id if fab.storage is not None else None,
+            storage_units=roles("storage"),
+            storage_link_gbps=next((lk.speed_gbps for lk in storage_links), None),
+            storage_links_unresolved=sum(1 for lk in storage_links if not lk.cable)),
         oob=OobSummary(switch=fab.oob.switch.id, leaf_switches=roles("oob-leaf"),
                        aggregation_switches=roles("oob-spine"),
                        ports=tiers.get("oob-node-leaf", 0)),

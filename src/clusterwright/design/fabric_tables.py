@@ -75,6 +75,8 @@ def cabling_rows(fab: Fabric, cat: Catalog) -> list[dict[str, Any]]:
         per_cable: dict[tuple[str, float, str, str, str, str], int] = defaultdict(int)
         cage: dict[tuple[str, str, str], int] = defaultdict(int)
         for lk in links:
+            if not lk.cable:
+                continue  # a storage link no catalog part joins (no cable to count)
             c = cables[lk.cable]
             length = stock_length(c.lengths_m, lk.length_m)
             key = ((lk.cable, length, lk.a, lk.a_cage or lk.a_port, lk.b, lk.b_cage or lk.b_port)

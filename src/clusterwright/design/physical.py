@@ -26,12 +26,13 @@ from clusterwright.design.fabric import (
     Device,
     Fabric,
     FabricError,
+    Link,
     OobGroup,
     Rack,
     build_oob,
     frontend_cage,
 )
-from clusterwright.design.media import End, MediaPicker, orderable, stock_length
+from clusterwright.design.media import End, MediaError, MediaPicker, orderable, stock_length
 from clusterwright.errors import ClusterwrightError
 from clusterwright.model.power import system_racks
 from clusterwright.spec.fabric import FabricRequest
@@ -274,8 +275,13 @@ def place(fab: Fabric, cat: Catalog) -> list[Rack]:
             row = central
         else:
             continue
-        units, power = (2, 0.0) if d.role == "storage" else (
-            cat.switch(d.part).rack_units, cat.switch(d.part).max_power_w)
+        if d.role == "storage":
+            # The storage system's own units and draw; a target sized from bandwidth alone
+            # (no system) holds 2 U and is not in the power plan.
+            st = fab.storage
+            units, power = (st.rack_units, st.power_w) if st is not None else (2, 0.0)
+        else:
+            units, power = cat.switch(d.part).rack_units, cat.switch(d.part).max_power_w
         put(net_by_row[row], d, units, power, row, "network")
     # Management network: per row, for everything placed in it, so copper stays in the row.
     rack_by_name = {rk.name: rk for rk in racks}
@@ -368,9 +374,11 @@ def choose_media(fab: Fabric, cat: Catalog) -> None:
         "host", srv.backend_links_per_cage * fab.shape.planes,
     )
     fe_host = End(frontend_cage(cat, srv), "host", 1)
-    # Storage systems attach with frontend-class NICs like the hosts' (the catalog has no
-    # storage appliances); their ports are cabled as host ports of the same cage type.
-    storage_end = fe_host
+    # A storage system's ports are the cage of their rate; targets sized from bandwidth alone
+    # are cabled as the hosts' frontend ports.
+    storage_end = (End(storage_cage(fab.storage.port_gbps), "host", 1)
+                   if fab.storage is not None else fe_host)
+    unjoined: list[Link] = []
     sw_end: dict[str, End] = {}
     for d in fab.devices:
         if d.role in SWITCH_ROLES and d.part not in sw_end:
@@ -414,8 +422,45 @@ def choose_media(fab: Fabric, cat: Catalog) -> None:
             b_end = bmc_end
         length = orderable(lk.length_m)
         split = (lk.a, lk.a_cage) in split_cages or (lk.b, lk.b_cage) in split_cages
-        media, cable, xa, xb = picker.pick(lk.speed_gbps, length, a_end, b_end, split)
+        try:
+            media, cable, xa, xb = picker.pick(lk.speed_gbps, length, a_end, b_end, split)
+        except MediaError:
+            if a.role != "storage" or fab.storage is None:
+                raise
+            # A bought storage system whose ports no catalog part joins to the leaf: the link
+            # stays in the plan with no part (not priced), and a note says what to order.
+            unjoined.append(lk)
+            lk.media, lk.cable, lk.a_xcvr, lk.b_xcvr = "none", "", "", ""
+            continue
         lk.media, lk.cable, lk.a_xcvr, lk.b_xcvr = media, cable, xa, xb
+    if unjoined:
+        st = fab.storage
+        assert st is not None
+        leaf = fab.by_name[unjoined[0].b]
+        sw = cat.switch(leaf.part)
+        rates = sorted({pc.speed_gbps for pc in sw.port_configs})
+        why = ("has no ports at that rate in the catalog (it offers "
+               f"{', '.join(f'{r:g}' for r in rates)} Gb/s)"
+               if unjoined[0].speed_gbps not in rates else
+               f"takes no catalog cable or optic from a {storage_end.cage} port at that rate")
+        fab.notes.append(
+            f"storage cabling not resolved: {len(unjoined)} link(s) of the {st.id} units' "
+            f"{unjoined[0].speed_gbps:g} Gb/s {storage_end.cage} ports to the frontend leaves' "
+            f"{sw.id}, which {why}; they are in the cabling plan with no part and not on the "
+            f"BOM: give the units NICs at the leaves' rate (the usual fix), an active (gearbox) "
+            f"cable or adapter where one exists, or another frontend switch or storage "
+            f"system")
+
+
+def storage_cage(port_gbps: float) -> str:
+    """The pluggable cage of a storage port of ``port_gbps`` (Gb/s): the QSFP generation of
+    that lane rate (QSFP28 4 x 25G, QSFP56 4 x 50G, QSFP112 4 x 100G; SFF-8665 family and the
+    QSFP112 MSA), OSFP above 400G."""
+    if port_gbps <= 100:
+        return "QSFP28"
+    if port_gbps <= 200:
+        return "QSFP56"
+    return "QSFP112" if port_gbps <= 400 else "OSFP"
 
 
 def transceiver_counts(fab: Fabric, cat: Catalog) -> dict[str, int]:
@@ -450,6 +495,8 @@ def cable_counts(fab: Fabric, cat: Catalog) -> dict[tuple[str, float], int]:
     per_pair: dict[tuple[str, float, str, str, str, str], int] = defaultdict(int)
     share: dict[tuple[str, float, str, str, str, str], int] = {}
     for lk in fab.links:
+        if not lk.cable:
+            continue  # a storage link no catalog part joins (choose_media's note)
         c = cables[lk.cable]
         length = stock_length(c.lengths_m, lk.length_m)
         n_links = c.links

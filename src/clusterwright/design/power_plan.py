@@ -30,7 +30,7 @@ from clusterwright.model.power import (
     system_racks,
     training_swing,
 )
-from clusterwright.spec.fabric import MAX_NODES, MAX_RACK_KW, FabricRequest
+from clusterwright.spec.fabric import MAX_NODES, MAX_RACK_KW, MAX_STORAGE_UNITS, FabricRequest
 
 Cooling = Literal["air", "liquid"]
 # Facility over IT power: 1.0 is the ideal; the worst data centers surveyed run near 2.5
@@ -57,6 +57,10 @@ class PowerRequest(BaseModel):
     pue: Annotated[float, Field(ge=1.0, le=MAX_PUE, allow_inf_nan=False)] | None = None
     # the designed storage tier's draw (design/storage_plan.py); 0: not in the plan
     storage_kw: Annotated[float, Field(ge=0, le=1e6, allow_inf_nan=False)] = 0.0
+    # The storage tier's units the fabric wires and racks (FabricRequest.storage_system and
+    # storage_units; both or neither); their draw is storage_kw.
+    storage_system: StrictStr | None = None
+    storage_units: Annotated[int, Field(ge=1, le=MAX_STORAGE_UNITS)] | None = None
 
 
 @dataclass(frozen=True)
@@ -174,7 +178,8 @@ def power_plan(req: PowerRequest, cat: Catalog, fab: Fabric | None = None) -> Po
     pue = req.pue if req.pue is not None else cat.assumption(f"pue_{cooling}")
     if fab is None:
         fab = plan_fabric(
-            FabricRequest(server=server.id, nodes=req.nodes, rack_kw=rack_kw, cooling=cooling),
+            FabricRequest(server=server.id, nodes=req.nodes, rack_kw=rack_kw, cooling=cooling,
+                          storage_system=req.storage_system, storage_units=req.storage_units),
             cat,
         )
     summ = fabric_summary(fab)

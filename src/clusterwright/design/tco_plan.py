@@ -32,7 +32,7 @@ from clusterwright.design.power_plan import (
 from clusterwright.errors import InputError
 from clusterwright.model import tco
 from clusterwright.model.power import annual_energy_kwh, average_it_kw
-from clusterwright.spec.fabric import MAX_NODES, MAX_RACK_KW
+from clusterwright.spec.fabric import MAX_NODES, MAX_RACK_KW, MAX_STORAGE_UNITS
 from clusterwright.spec.scenario import MAX_USD_PER_KWH, MAX_YEARS
 
 Price = Annotated[float, Field(ge=0, allow_inf_nan=False)]
@@ -71,6 +71,10 @@ class TcoRequest(BaseModel):
     # read assumption x $ per GB/s
     storage_usd: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
     storage_kw: Annotated[float, Field(ge=0, le=1e6, allow_inf_nan=False)] = 0.0
+    # The storage tier's units the fabric wires and racks (PowerRequest's); priced by
+    # storage_usd.
+    storage_system: StrictStr | None = None
+    storage_units: Annotated[int, Field(ge=1, le=MAX_STORAGE_UNITS)] | None = None
 
 
 @dataclass(frozen=True)
@@ -253,7 +257,9 @@ def tco_plan(req: TcoRequest, cat: Catalog, fab: Fabric | None = None) -> TcoPla
     offer = _offer(cat, req.cloud) if req.cloud is not None else None
     pp = power_plan(
         PowerRequest(server=req.server, nodes=req.nodes, cooling=req.cooling,
-                     rack_kw=req.rack_kw, pue=req.pue, storage_kw=req.storage_kw), cat, fab=fab
+                     rack_kw=req.rack_kw, pue=req.pue, storage_kw=req.storage_kw,
+                     storage_system=req.storage_system, storage_units=req.storage_units),
+        cat, fab=fab
     )
     a = cat.assumption
 
@@ -291,7 +297,8 @@ def tco_plan(req: TcoRequest, cat: Catalog, fab: Fabric | None = None) -> TcoPla
         raise InputError(
             f"prices.server_usd: the catalog has no price for server {server.id}; give one",
             field="prices.server_usd")
-    bom = [b for b in pp.fabric.bom if isinstance(b, BomLine) and b.category != "server"]
+    bom = [b for b in pp.fabric.bom if isinstance(b, BomLine)
+           and b.category not in ("server", "storage")]  # storage is priced on its own line
     unpriced = sorted({b.part for b in bom if b.unit_price_usd is None})
     if unpriced:
         notes.append(f"network parts without a catalog price, counted as 0: {', '.join(unpriced)}")

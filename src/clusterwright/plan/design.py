@@ -131,7 +131,10 @@ def design_candidate(run: PlanRun, cand: Candidate) -> DesignedCluster | None:
         with run.timed("fabric"):
             fab = plan_fabric(fabric_request(
                 run, server, cand.nodes, rack_kw, cooling, backend,
-                max(storage.read_gbps, storage.write_gbps) if on_prem else None), cat)
+                max(storage.read_gbps, storage.write_gbps) if on_prem else None,
+                # The units the storage plan bought, where they have ports of their own.
+                (storage.system.id, storage.units)
+                if on_prem and storage.system.ports > 0 else None), cat)
         with run.timed("power"):
             pp = power_plan(PowerRequest(server=server.id, nodes=cand.nodes, cooling=cooling,
                                          rack_kw=rack_kw, pue=c.pue, storage_kw=storage_kw),

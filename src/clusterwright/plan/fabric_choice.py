@@ -75,16 +75,19 @@ def backend_decision(run: PlanRun, cand: Candidate, server: Server
 
 
 def fabric_request(run: PlanRun, server: Server, nodes: int, rack_kw: float, cooling: str,
-                   backend: bool, storage_gbps: float | None = None) -> FabricRequest:
+                   backend: bool, storage_gbps: float | None = None,
+                   storage: tuple[str, int] | None = None) -> FabricRequest:
     """The fabric request of one candidate: the scenario's ``fabric:`` choices, the rack limit,
-    whether a backend is built and the designed storage tier's bandwidth (GB/s), which sizes
-    the storage targets and frontend uplinks."""
+    whether a backend is built, the designed storage tier's bandwidth (GB/s), which sizes the
+    frontend uplinks, and its units ((catalog system, count): wired, racked and on the BOM)."""
     f = run.scenario.fabric
     return FabricRequest(
         server=server.id, nodes=nodes, rack_kw=rack_kw, cooling=cooling,
         backend="rail" if backend else "none", switch=f.switch, protocol=f.protocol,
         su_hosts=f.su_hosts, oversubscription=f.oversubscription or 1.0,
         storage_tier_gbps=storage_gbps,
+        storage_system=storage[0] if storage else None,
+        storage_units=storage[1] if storage else None,
     )
 
 

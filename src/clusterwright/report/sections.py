@@ -35,8 +35,8 @@ CAPEX = (("servers", "servers"), ("network", "network switches"),
          ("racks_and_power", "racks, power"))
 OPEX = (("energy", "energy"), ("colocation", "colocation"), ("support", "support"),
         ("staff", "staff"))
-BOM_CATEGORIES = (("server", "servers"), ("switch", "network (switches)"),
-                  ("transceiver", "optics"), ("cable", "cables"))
+BOM_CATEGORIES = (("server", "servers"), ("storage", "storage"),
+                  ("switch", "network (switches)"), ("transceiver", "optics"), ("cable", "cables"))
 _URL = re.compile(r"https?://[^\s,;)\]]+")
 
 
@@ -224,7 +224,7 @@ def bom(bp: Mapping[str, Any], refs: Refs) -> dict[str, Any]:
     price and a reference to its price source."""
     lines = records(bp.get("bom"))
     kinds = {"server": "servers", "switch": "switches", "transceiver": "transceivers",
-             "cable": "cables"}
+             "cable": "cables", "storage": "storage_systems"}
     rows = []
     for b in lines:
         length = num(b.get("length_m"))

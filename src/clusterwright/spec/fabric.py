@@ -33,6 +33,7 @@ MAX_NODES = 131_072  # servers or racks: as many as the scenario planner's GPU l
 MAX_PORTS = 100_000  # hosts per unit, rails, uplinks
 MAX_RACK_KW = 1_000.0
 MAX_STORAGE_GBPS = 1_000.0  # GB/s read per GPU
+MAX_STORAGE_UNITS = 100_000  # storage units: the storage planner's own bound (MAX_UNITS)
 MIN_MTU, MAX_MTU = 1_500, 9_216  # Ethernet MTU, bytes: standard frames to jumbo frames
 
 Ratio = Annotated[FiniteFloat, Field(ge=1.0, le=64.0)]
@@ -91,6 +92,12 @@ class FabricRequest(BaseModel):
     # GB/s of the designed storage tier (design/storage_plan.py), read or write whichever is
     # larger; sizes the storage targets and frontend uplinks instead of the per-GPU figures.
     storage_tier_gbps: Annotated[NonNegativeFloat, Field(le=1e7)] | None = None
+    # The designed storage tier's units (a catalog storage system, design/storage_plan.py):
+    # each unit is a frontend device with the system's ports, port rate, rack units and
+    # power, wired, racked and on the BOM as the storage plan bought it. None: storage
+    # targets sized from the bandwidth alone (the frontend's link rate, no part).
+    storage_system: StrictStr | None = None
+    storage_units: Annotated[int, INTEGER, Field(ge=1, le=MAX_STORAGE_UNITS)] | None = None
     # EVPN tenants on the frontend; each gets VLAN 100 + n, which must stay within 802.1Q's 4094
     tenants: Annotated[int, INTEGER, Field(ge=1, le=3994)] = 4
     rack_kw: Annotated[PositiveFloat, Field(le=MAX_RACK_KW)] = 40.0
@@ -108,4 +115,7 @@ class FabricRequest(BaseModel):
             raise ValueError("spine_oversubscription applies to three tiers; tiers is 2")
         if self.leaf_uplinks is not None and self.oversubscription != 1.0:
             raise ValueError("give leaf_uplinks or oversubscription, not both")
+        if (self.storage_system is None) != (self.storage_units is None):
+            raise ValueError("give storage_system and storage_units together (the units of one "
+                             "catalog storage system)")
         return self
