@@ -80,21 +80,22 @@ def fit(cat: Catalog, base: ServingEngine, names: list[str]) -> tuple[ServingEng
 
 def regimes(cat: Catalog) -> dict[str, list[dict[str, Any]]]:
     """Per engine fitted here (one that names its ``vendors``), its TTFT and TPOT MAPE on
-    every accelerator's rows (aggregated serving; ``rows``: the TTFT rows, one a measured
-    configuration): the ``validated`` list of its catalog entry."""
+    every accelerator's rows, dense and MoE models apart (aggregated serving; ``rows``: the
+    TTFT rows, one a measured configuration): the ``validated`` list of its catalog entry."""
     out: dict[str, list[dict[str, Any]]] = {}
     for e in cat.all("serving_engines"):
         if not e.vendors:
             continue
-        by: dict[tuple[str, str], list[Row]] = defaultdict(list)
+        by: dict[tuple[str, str, str], list[Row]] = defaultdict(list)
         for r in engine_rows(cat, e):
-            by[(r.group, r.quantity)].append(r)
-        out[e.id] = [{"gpu": gpu, "mode": "agg", "rows": len(by[(gpu, "ttft_ms")]),
-                      "ttft_mape": round(mape(by[(gpu, "ttft_ms")]), 3),
-                      "tpot_mape": round(mape(by[(gpu, "tpot_ms")]), 3),
-                      "ttft_median_error": median_error(by[(gpu, "ttft_ms")]),
-                      "tpot_median_error": median_error(by[(gpu, "tpot_ms")])}
-                     for gpu in sorted({g for g, _ in by})]
+            by[(r.group, dict(r.tags)["family"], r.quantity)].append(r)
+        out[e.id] = [{"gpu": gpu, "mode": "agg", "family": fam,
+                      "rows": len(by[(gpu, fam, "ttft_ms")]),
+                      "ttft_mape": round(mape(by[(gpu, fam, "ttft_ms")]), 3),
+                      "tpot_mape": round(mape(by[(gpu, fam, "tpot_ms")]), 3),
+                      "ttft_median_error": median_error(by[(gpu, fam, "ttft_ms")]),
+                      "tpot_median_error": median_error(by[(gpu, fam, "tpot_ms")])}
+                     for gpu, fam in sorted({(g, f) for g, f, _ in by})]
     return out
 
 

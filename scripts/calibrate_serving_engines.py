@@ -223,8 +223,8 @@ def report(cat: Catalog, engine: ServingEngine, rows: list[Any], label: str) -> 
 
 
 def regimes(cat: Catalog) -> dict[str, list[dict[str, Any]]]:
-    """Per engine, its TTFT and TPOT MAPE on every (GPU, mode) of the shipped table's rows
-    it predicts: the ``validated`` list of its catalog entry."""
+    """Per engine, its TTFT and TPOT MAPE on every (GPU, mode, dense or MoE) of the shipped
+    table's rows it predicts: the ``validated`` list of its catalog entry."""
     res = ss.serving_silicon(cat=cat)
     lookup = ss._lookup(cat)
     rows = {r["id"]: r for r in ss.read_rows(ss.data_dir() / ss.FILE)}
@@ -233,11 +233,12 @@ def regimes(cat: Catalog) -> dict[str, list[dict[str, Any]]]:
         cfg = ss.resolve(cat, rows[x.id], lookup)
         # The deployment's own mode: a run the file mislabels counts where it ran
         mode = "agg" if cfg.dep.agg is not None else "disagg"
-        groups[(cfg.dep.engine.id, cfg.dep.gpu.id, mode)].append(x)
+        family = "moe" if cfg.dep.arch.experts else "dense"
+        groups[(cfg.dep.engine.id, cfg.dep.gpu.id, mode, family)].append(x)
     out: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for (eng, gpu, mode), xs in sorted(groups.items()):
+    for (eng, gpu, mode, family), xs in sorted(groups.items()):
         out[eng].append({
-            "gpu": gpu, "mode": mode, "rows": len(xs),
+            "gpu": gpu, "mode": mode, "family": family, "rows": len(xs),
             "ttft_mape": round(mape([x.ttft_error or 0.0 for x in xs]), 3),
             "tpot_mape": round(mape([x.tpot_error or 0.0 for x in xs]), 3),
             "ttft_median_error": round(ss.median_error(x.ttft_error for x in xs) or 0.0, 3),
@@ -267,7 +268,8 @@ def write_regimes(path: str, regs: dict[str, list[dict[str, Any]]]) -> None:
             keep.append(ln)
         new = "\n".join(keep)
         body = "".join(
-            f'\n      - {{gpu: "{i["gpu"]}", mode: "{i["mode"]}", rows: {i["rows"]}, '
+            f'\n      - {{gpu: "{i["gpu"]}", mode: "{i["mode"]}", family: "{i["family"]}", '
+            f'rows: {i["rows"]}, '
             f'ttft_mape: {i["ttft_mape"]}, tpot_mape: {i["tpot_mape"]}, '
             f'ttft_median_error: {i["ttft_median_error"]}, '
             f'tpot_median_error: {i["tpot_median_error"]}'

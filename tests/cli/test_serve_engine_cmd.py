@@ -838,3 +838,13 @@ def test_a_saturated_disaggregated_loop_says_its_ttft_is_a_queue() -> None:
                          "--tp", "2", "--precision", "fp8", "--concurrency", "8",
                          "--steady-only", "--json").stdout)["steady_state"]
     assert calm["saturated_by"] is None and calm["ttft_sensitivity"] is None
+
+
+def test_the_validated_line_names_the_model_kind() -> None:
+    # Trn2's MoE rows (optimum-neuron) are reported apart from its dense ones.
+    r = cw("serve", "estimate", "--model", "qwen3-235b-a22b", "--gpu", "trn2", "--tp", "16",
+           "--input-len", "1500", "--output-len", "250", "--engine", "neuron@optimum-0.4",
+           "--concurrency", "1", "--num-requests", "20")
+    assert r.exit_code == 0, r.output
+    out = " ".join(r.stdout.split())
+    assert "4 measured neuron rows of MoE models on trn2 (agg)" in out

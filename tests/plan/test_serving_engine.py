@@ -362,6 +362,29 @@ def test_a_validated_regime_is_not_validated_with_an_offload(cat: Catalog) -> No
     assert not validation_regime(off)["validated"]
 
 
+def test_the_regime_is_the_model_kinds_own(cat: Catalog) -> None:
+    # Trn2 under optimum-neuron: the MoE rows miss by another factor than the dense ones.
+    g, e = cat.gpu("trn2"), engine_of(cat, "neuron")
+    moe, dense = cat.model("qwen3-235b-a22b"), cat.model("llama-3.1-8b")
+    rm = validation_regime(deployment(cat, moe, g, e, "bf16", agg=Role(layout(moe, tp=16))))
+    rd = validation_regime(deployment(cat, dense, g, e, "bf16", agg=Role(layout(dense, tp=1))))
+    assert (rm["family"], rd["family"]) == ("moe", "dense")
+    assert rm["ttft_mape"] > rd["ttft_mape"] and rm["ttft_median_error"] < 0
+    assert "family_note" not in rm and "family_note" not in rd
+    # A GPU whose rows are all of the other kind: their figures, said so.
+    only = e.model_copy(update={"validated": [v for v in e.validated if v.family != "dense"]})
+    r = validation_regime(deployment(cat, dense, g, only, "bf16",
+                                     agg=Role(layout(dense, tp=1))))
+    assert r["validated"] and r["family"] == "moe"
+    assert "all of MoE models, none of a dense one" in r["family_note"]
+    # A pooled regime (family None, a user catalog written before the split) serves both.
+    pooled = e.model_copy(update={"validated": [
+        v.model_copy(update={"family": None}) for v in e.validated if v.family == "moe"]})
+    r = validation_regime(deployment(cat, dense, g, pooled, "bf16",
+                                     agg=Role(layout(dense, tp=1))))
+    assert r["validated"] and r["family"] is None and "family_note" not in r
+
+
 @pytest.mark.parametrize(("engine", "gpu", "gib", "match"), [
     ("trtllm", "gh200", 10.0, "trtllm has no weight offload"),
     ("vllm", "h100-sxm", 10.0, "no CPU memory behind a coherent link"),

@@ -241,6 +241,10 @@ class EngineRegime(BaseModel):
 
     gpu: EntryId
     mode: Literal["agg", "disagg"]
+    # The models' kind the rows measured: dense, or MoE (routed experts, whose kernels and
+    # dispatch the engines run differently); None: both, as in a user catalog written before
+    # the split
+    family: Literal["dense", "moe"] | None = None
     rows: PositiveInt
     ttft_mape: Annotated[FiniteFloat, Field(ge=0)]
     tpot_mape: Annotated[FiniteFloat, Field(ge=0)]

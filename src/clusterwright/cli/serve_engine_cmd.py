@@ -394,8 +394,9 @@ def render_estimate(d: dict[str, Any]) -> None:
     if v["validated"]:
         what = ("the engine's constants, without prefix reuse" if pc is not None
                 else "the steady state's means")
+        kind = {"moe": "MoE ", "dense": "dense "}.get(v.get("family") or "", "")
         console.print(f"validated ({what}): {v['rows']} measured "
-                      f"{v['engine']} rows on {v['gpu']} ({v['mode']}): TTFT MAPE "
+                      f"{v['engine']} rows of {kind}models on {v['gpu']} ({v['mode']}): TTFT MAPE "
                       f"{100 * v['ttft_mape']:.0f}%{_direction(v['ttft_median_error'])}, "
                       f"TPOT MAPE {100 * v['tpot_mape']:.0f}%"
                       f"{_direction(v['tpot_median_error'])}")
@@ -406,6 +407,8 @@ def render_estimate(d: dict[str, Any]) -> None:
         console.print(f"[yellow]note:[/] {gap}")
     if v.get("prompt_note"):
         console.print(f"[yellow]prompt outside the measured rows:[/] {v['prompt_note']}")
+    if v.get("family_note"):
+        console.print(f"[yellow]model kind outside the measured rows:[/] {v['family_note']}")
     if v.get("architecture_note"):
         console.print(f"[yellow]model outside the fitted rows:[/] {v['architecture_note']}")
     dis = d.get("disaggregation")

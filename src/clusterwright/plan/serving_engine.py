@@ -273,6 +273,9 @@ LATENT_MOE_NOTE = ("LatentMoE experts (a latent-wide expert space behind shared 
                    "config, not checked")
 
 
+_KIND = {"moe": "MoE", "dense": "dense", "": "other"}
+
+
 def validation_regime(dep: Deployment, isl: int | None = None) -> dict[str, Any]:
     """How this engine did on measured rows of this GPU and mode, or that none exist; a
     hybrid linear-attention, Mamba-2, LatentMoE, NAS-pruned, Gemma-4-style or compressed-cache
@@ -299,14 +302,26 @@ def validation_regime(dep: Deployment, isl: int | None = None) -> dict[str, Any]
     # A user's GPU replacing the shipped one: the rows measured that one. (An engine entry
     # overridden carries its own `validated` list, which its author answers for.)
     replaced = dep.gpu.overrides
-    for v in dep.engine.validated:
-        if v.gpu == dep.gpu.id and v.mode == mode and dep.cpu_offload_gb <= 0 and not replaced:
+    family = "moe" if dep.arch.experts else "dense"
+    here = [v for v in dep.engine.validated if v.gpu == dep.gpu.id and v.mode == mode]
+    # The rows of this model kind first (or a regime that pools both); else the other kind's,
+    # said so: an engine's MoE path can miss by another factor than its dense one.
+    mine = [v for v in here if v.family in (None, family)]
+    if here and not mine:
+        other = here[0].family
+        extra["family_note"] = (
+            f"the measured {dep.engine.id} rows on {dep.gpu.id} ({mode}) are all of "
+            f"{_KIND[other or '']} models, none of a {_KIND[family]} one: the figures below "
+            f"are theirs")
+    for v in mine or here:
+        if dep.cpu_offload_gb <= 0 and not replaced:
             if isl is not None and v.max_input_len is not None and isl > v.max_input_len:
                 extra["prompt_note"] = _prompt_note(dep, isl, v.max_input_len)
             return {"validated": True, "engine": dep.engine.id, "gpu": v.gpu, "mode": mode,
-                    "rows": v.rows, "ttft_mape": v.ttft_mape, "tpot_mape": v.tpot_mape,
-                    "ttft_median_error": v.ttft_median_error,
+                    "family": v.family, "rows": v.rows, "ttft_mape": v.ttft_mape,
+                    "tpot_mape": v.tpot_mape, "ttft_median_error": v.ttft_median_error,
                     "tpot_median_error": v.tpot_median_error, **extra}
+    extra.pop("family_note", None)
     seen = sorted({f"{v.gpu} {v.mode}" for v in dep.engine.validated})
     if replaced is not None:
         return {"validated": False, "engine": dep.engine.id, "gpu": dep.gpu.id, "mode": mode,

@@ -151,11 +151,12 @@ def serving_accelerators_table(cat: Catalog | None = None, path: str | Path = FI
 
     def one(r: CsvRow, set_: str) -> list[Row]:
         value, detail = predict(cat, r, engines)
+        family = "moe" if cat.model(text(r, "model")).experts else "dense"
         return [Row(
             id=r["id"], quantity=r["metric"], measured=number(r, "value", positive=True),
             predicted=value, unit=r["unit"], source=r["source"], set=set_, detail=detail,
             group=r["gpu"], tags=(("gpu", r["gpu"]), ("engine", r["engine"]),
-                                  ("metric", r["metric"])),
+                                  ("metric", r["metric"]), ("family", family)),
         )]
 
     rows, not_covered = predict_each(read_csv(path), one, default_set="held-out")
