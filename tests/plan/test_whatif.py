@@ -67,12 +67,21 @@ def test_each_control_moves_what_it_must() -> None:
 
 def test_a_deadline_shorter_than_the_training_time_asks_for_a_replan() -> None:
     bp = _bp("training-1k-h100")
-    ttt = bp["workloads"][0]["time_to_train_days"]
-    ok = reprice(bp, WhatIf(deadline_days=ttt + 1))
-    assert ok.deadlines[0].meets is True and ok.replan == []
+    w = bp["workloads"][0]
+    ttt, p90 = w["time_to_train_days"], w["time_to_train_days_p90"]
+    assert ttt < p90
+    ok = reprice(bp, WhatIf(deadline_days=p90 + 1))
+    assert ok.deadlines[0].meets is True and ok.deadlines[0].at_risk is False
+    assert ok.replan == []
     late = reprice(bp, WhatIf(deadline_days=ttt - 1))
     assert late.deadlines[0].meets is False
     assert "re-plan" in late.replan[0] and "pretrain-70b" in late.replan[0]
+    # Met without failures, missed by one run in ten with them: the plan's own risk.
+    tight = reprice(bp, WhatIf(deadline_days=(ttt + p90) / 2))
+    d = tight.deadlines[0]
+    assert (d.meets, d.at_risk, d.time_to_train_p90_days) == (True, True, p90)
+    assert len(tight.replan) == 1 and "Monte Carlo's p90" in tight.replan[0]
+    assert "hot spares" in tight.replan[0]
 
 
 @pytest.mark.parametrize("what, control", [

@@ -7,7 +7,9 @@ that for every shipped example).
 What a slider may change without a new plan: cluster utilization, electricity $/kWh, the
 server price, the cloud $/GPU-hour and term (on demand or committed), and the deadline (only
 checked: the design's time to train does not move). What needs a re-plan is said, not
-guessed: a deadline shorter than the planned time to train needs more GPUs.
+guessed: a deadline shorter than the planned time to train needs more GPUs, and one the
+failure Monte Carlo's p90 runs past (the plan's "deadline at risk with failures") needs hot
+spares or more GPUs.
 
 Costs are USD; ``utilization`` is used over installed GPU-hours in (0, 1].
 """
@@ -49,6 +51,11 @@ class DeadlineCheck:
     time_to_train_days: float | None
     deadline_days: float | None
     meets: bool | None  # None: no deadline
+    # The failure Monte Carlo's p90 time to train (days), and whether it runs past the
+    # deadline (the plan's "deadline at risk with failures"); None: no deadline or no Monte
+    # Carlo in the blueprint
+    time_to_train_p90_days: float | None = None
+    at_risk: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -239,10 +246,19 @@ def reprice(bp: Mapping[str, Any], w: WhatIf) -> Repriced:
         ttt = _num(x.get("time_to_train_days"))
         dl = w.deadline_days if w.deadline_days is not None else _num(x.get("deadline_days"))
         meets = None if dl is None or ttt is None else ttt <= dl
-        deadlines.append(DeadlineCheck(str(x.get("name") or ""), ttt, dl, meets))
+        p90 = _num(x.get("time_to_train_days_p90"))
+        at_risk = None if dl is None or p90 is None else p90 > dl
+        deadlines.append(DeadlineCheck(str(x.get("name") or ""), ttt, dl, meets, p90, at_risk))
         if meets is False:
             replan.append(f"{x.get('name')}: trains in {ttt:.1f} days, past the {dl:g}-day "
                           "deadline; more GPUs need a re-plan")
+        elif at_risk:
+            # As the plan's own risk: the time to train assumes each failed node is replaced
+            # at once; the failure Monte Carlo's runs say how often that holds.
+            replan.append(f"{x.get('name')}: trains in {ttt:.1f} days without failures, but "
+                          f"with failures and restarts one run in ten takes more than "
+                          f"{p90:.1f} days (the Monte Carlo's p90), past the {dl:g}-day "
+                          "deadline; hot spares or more GPUs need a re-plan")
     if within is False:
         replan.append("the cost exceeds the budget: a cheaper design needs a re-plan")
     return Repriced(
