@@ -302,3 +302,29 @@ def test_unpriced_parts_are_named_in_the_terminal(tmp_path: Path) -> None:
     assert r.exit_code == 0, r.output
     text = " ".join(r.stdout.split())
     assert "unpriced parts (no catalog price, counted at $0" in text and "sn2201" in text
+
+
+def test_a_job_split_across_sites_writes_each_sites_iac(tmp_path: Path) -> None:
+    s = tmp_path / "sites.yaml"
+    s.write_text(
+        "name: two-small-sites\n"
+        "workloads:\n"
+        "  - {name: pretrain-8b, kind: training, model: llama-3.1-8b, tokens: 2.0e10,"
+        " gpus: 128}\n"
+        "constraints: {gpus: [h100-sxm], deployment: on-prem}\n"
+        "sites:\n"
+        "  - {name: east, power_mw: 0.12, wan_gbps: 100, latency_ms: 10}\n"
+        "  - {name: west, power_mw: 0.12, wan_gbps: 100, latency_ms: 10}\n"
+        "multisite: {method: diloco}\n")
+    out = tmp_path / "out"
+    json_ok(cw("plan", str(s), "--out", str(out), "--json"))
+    bp = json.loads((out / "blueprint.json").read_text())
+    assert bp["artifacts"]["sites"] == {"east": "sites/east/", "west": "sites/west/"}
+    for site in ("east", "west"):
+        cabling = (out / "sites" / site / "cabling.csv").read_text().splitlines()
+        hosts = {line.split(",")[4] for line in cabling[1:] if line.split(",")[4].startswith(
+            "gpu")}
+        assert len(hosts) == 8  # the site's share of the 16 servers
+        assert (out / "sites" / site / "bom.csv").read_text().startswith("category,")
+    # The one-cluster IaC is still written beside them.
+    assert (out / "cabling.csv").exists() and (out / "configs" / "bom.csv").exists()

@@ -58,7 +58,8 @@ class _Pool:
             part = "" if str(self.net) == self.whole else f" (its slice {self.net})"
             raise FabricError(
                 f"address pool pools.{self.name} = {self.whole}{part} is too small for this "
-                f"design: it needs at least {offset + 1} addresses there; give a larger pool"
+                f"design: it needs at least {offset + 1} addresses there; give a larger pool",
+                field=f"pools.{self.name}",
             )
         return self.base + offset
 

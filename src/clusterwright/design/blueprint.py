@@ -496,6 +496,9 @@ class Blueprint:
     # The designed fabric of the recommendation, for the exporters (BOM, cabling, configs);
     # not part of blueprint.json.
     fabric_design: Fabric | None = field(default=None, repr=False, compare=False)
+    # Each site's designed fabric when a job is split across sites (plan/site_fabrics), whose
+    # IaC is written under sites/<name>/
+    site_fabrics: dict[str, Fabric] = field(default_factory=dict, repr=False, compare=False)
 
     KEYS: ClassVar[tuple[str, ...]] = (
         "schema_version", "clusterwright_version", "scenario", "feasible",

@@ -76,6 +76,11 @@ def write_blueprint(bp: Blueprint, fab: Fabric | None, out: Path, force: bool = 
                 written.append(name)
             artifacts.update(bom="bom.csv", cabling="cabling.csv", configs="configs/",
                              config_files=len(configs))
+        for name, site_fab in bp.site_fabrics.items():
+            # Each site's own IaC (plan/site_fabrics): a job split across sites builds these.
+            files = write_fabric(site_fab, tmp / "sites" / name)
+            written += [f"sites/{name}/{p}" for p in files]
+            artifacts.setdefault("sites", {})[name] = f"sites/{name}/"
         render = _report_renderer() if report else None
         formats = formats if render is not None else ()
         if "html" in formats:

@@ -38,6 +38,7 @@ from clusterwright.design.blueprint import (
     choose,
     violation,
 )
+from clusterwright.design.fabric import Fabric
 from clusterwright.errors import ClusterwrightError, rejection_reason
 from clusterwright.model.precision import Precision
 from clusterwright.plan.candidates import candidate_gpus, server_among
@@ -56,6 +57,7 @@ from clusterwright.plan.energy import energy_risks, energy_view
 from clusterwright.plan.finetune import size_finetune
 from clusterwright.plan.inference import latency_curves, size_inference
 from clusterwright.plan.reliability import designed_repair_mean, reliability_view
+from clusterwright.plan.site_fabrics import design_sites
 from clusterwright.plan.training import size_training
 from clusterwright.plan.views import (
     bom_view,
@@ -213,6 +215,7 @@ def plan_scenario(scenario: Scenario, cat: Catalog, *, progress: Progress | None
         designed_repair_mean(run, chosen, d) if d is not None else None,
         d.fab if d is not None else None)]
     multisite = None
+    site_fabrics: dict[str, Fabric] = {}
     feasible, binding = choice.feasible, list(choice.binding)
     if len(scenario.sites) > 1:
         with run.timed("multisite"):
@@ -220,6 +223,20 @@ def plan_scenario(scenario: Scenario, cat: Catalog, *, progress: Progress | None
         # A job the sites' power cannot hold is not buildable there, whatever one site says.
         short = [violation("site_power", None, None, "MW", x["error"], workload=x["name"])
                  for x in multisite["workloads"] if x.get("error_kind") == "power"]
+        if d is not None:
+            with run.timed("sites"):
+                sites = design_sites(run, d, multisite)
+            if sites.physical is not None:
+                multisite["physical"] = sites.physical
+                site_fabrics = sites.fabrics
+                # A site whose own plan (servers, network, storage, with the PUE) draws more
+                # than its feed cannot be built there, whatever the GPU count allowed.
+                short += [violation(
+                    "site_power", e["site_power_mw"],
+                    e["facility_power_kw"]["nameplate"] / 1e3, "MW",
+                    f"{e['site']}: its plan draws more than the site's power at nameplate with "
+                    f"the PUE", workload=sites.physical["workload"])
+                    for e in sites.physical["sites"] if e.get("fits_site_power") is False]
         if short:
             feasible, binding = False, [*binding, *short]
     rec = recommendation_view(scenario, chosen, feasible, binding, choice.alternatives,
@@ -263,6 +280,7 @@ def plan_scenario(scenario: Scenario, cat: Catalog, *, progress: Progress | None
         notes=run.notes,
         clusterwright_version=__version__,
         fabric_design=d.fab if d is not None else None,
+        site_fabrics=site_fabrics,
         multisite=multisite,
         rag=d.rag.as_dict() if d is not None and d.rag is not None else None,
     )

@@ -361,8 +361,26 @@ def multisite(bp: Mapping[str, Any]) -> dict[str, Any] | None:
                           "facts": facts, "methods": methods,
                           "validated": str(w.get("validated") or ""),
                           "notes": [str(n) for n in (w.get("notes") or [])]})
+    phys = mapping(ms.get("physical"))
+    physical = []
+    for e in records(phys.get("sites")):
+        if e.get("error"):
+            physical.append([text(e.get("site")), fmt(e.get("nodes")), text(e.get("error")),
+                             DASH, DASH, DASH, DASH, DASH])
+            continue
+        f, r, st = mapping(e.get("fabric")), mapping(e.get("racks")), mapping(e.get("storage"))
+        mw = num(mapping(e.get("facility_power_kw")).get("nameplate"))
+        physical.append([
+            text(e.get("site")), f"{fmt(e.get('nodes'))} ({fmt(e.get('gpus'))} GPUs)",
+            f"{fmt(f.get('tiers'))} tier(s), {fmt(f.get('switches_total'))} switches",
+            usd(f.get("cost_usd")),
+            f"{fmt(r.get('compute'))} + {fmt(r.get('network'))}",
+            f"{fmt(st.get('units'))} x {text(st.get('system'))}" if st else DASH,
+            power_mw(None if mw is None else mw / 1e3) + " of " + power_mw(e.get("site_power_mw")),
+            "yes" if e.get("fits_site_power") else "no"])
     return {"chosen": names.get(chosen, chosen), "sites": sites,
-            "workloads": workloads,
+            "workloads": workloads, "physical": physical,
+            "physical_notes": [str(n) for n in (phys.get("notes") or [])],
             "policy": [("method", names.get(chosen, chosen or DASH)),
                        ("inner steps", fmt(policy.get("inner_steps"))),
                        ("bits per parameter", fmt(policy.get("bits"))),
