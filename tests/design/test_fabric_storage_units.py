@@ -105,3 +105,19 @@ def test_storage_request_errors_name_the_field(catalog: Catalog) -> None:
         with pytest.raises(FabricError, match=words) as e:
             _fab(catalog, 8, storage_system=system, storage_units=1)
         assert e.value.field == "storage_system"
+
+
+def test_more_storage_than_the_frontend_holds_names_the_units(catalog: Catalog) -> None:
+    with pytest.raises(FabricError, match="frontend leaf positions") as e:
+        _fab(catalog, 4, storage_system="ddn-ai400x2t", storage_units=100_000)
+    assert e.value.field == "storage_units"
+
+
+def test_hosts_read_a_large_tier_at_most_at_their_nics_rate(catalog: Catalog) -> None:
+    # 10 TB/s of storage for 8 DGX H100: each GPU's share (156 GB/s) is more than its
+    # frontend NICs carry (2 x 400G for 8 GPUs: 12.5 GB/s), so the links are sized for that.
+    fab = _fab(catalog, 8, storage_tier_gbps=10_000.0)
+    srv = fab.server
+    nic = srv.frontend_nics.count * srv.frontend_nics.speed_gbps / 8 / srv.gpus
+    assert fab.storage_read_gbps_per_gpu == pytest.approx(nic)
+    assert fab.storage_aggregate_read_gbps_per_gpu == pytest.approx(10_000.0 / 64)

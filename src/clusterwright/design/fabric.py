@@ -241,7 +241,11 @@ def design_fabric(req: FabricRequest, cat: Catalog) -> Fabric:
         # targets and the frontend's uplinks carry.
         aggregate = req.storage_tier_gbps / max(1, hosts * (server.gpus // server.hosts))
         if req.storage_read_gbps_per_gpu is None:
-            read = aggregate
+            # A host reads its share of the tier, at most what its frontend NICs carry (GB/s
+            # per GPU): a tier larger than the hosts can read does not make their links faster.
+            nic = (server.frontend_nics.count * server.frontend_nics.speed_gbps / 8
+                   / max(1, server.gpus))
+            read = min(aggregate, nic) if nic > 0 else aggregate
     fab = Fabric(
         request=req, server=server, shape=shape, backend=backend, frontend=frontend, oob=oob,
         oob_uplink=oob_uplink, storage_read_gbps_per_gpu=read,

@@ -253,7 +253,16 @@ def build_frontend(fab: Fabric) -> None:
     ports_per_host = max(1, fab.server.frontend_nics.count // fab.server.hosts)
     attach = storage_attach(fab)
     targets = attach.positions
-    shape = frontend_shape(fab, targets)
+    try:
+        shape = frontend_shape(fab, targets)
+    except FabricError:
+        if not attach.part:
+            raise
+        frontend_shape(fab, 0)  # the hosts alone: their own error if they do not fit either
+        raise FabricError(
+            f"storage_units: {attach.units:,} x {attach.part} take {targets:,} frontend leaf "
+            f"positions ({attach.ports} ports each), more than a {fp.switch.id} frontend "
+            f"holds beside the {fab.shape.hosts:,} hosts", field="storage_units") from None
     fab.frontend_shape = shape
     su = shape.su_hosts
     endpoints: list[tuple[int, int, list[tuple[str, str] | None]]] = []

@@ -95,4 +95,5 @@ def fabric_request(run: PlanRun, server: Server, nodes: int, rack_kw: float, coo
 SCENARIO_FIELDS = {"switch": "fabric.switch", "protocol": "fabric.protocol",
                    "su_hosts": "fabric.su_hosts", "oversubscription": "fabric.oversubscription",
                    "nodes": "constraints.gpus", "rack_kw": "constraints.power_per_rack_kw",
-                   "cooling": "constraints.cooling"}
+                   "cooling": "constraints.cooling", "storage_system": "storage.system",
+                   "storage_units": "storage.units"}
