@@ -68,6 +68,15 @@ def test_each_site_is_designed_and_written_on_its_own(catalog: Catalog) -> None:
     assert phys["sites_fabric_cost_usd"] == pytest.approx(
         east["fabric"]["cost_usd"] + west["fabric"]["cost_usd"])
     assert any("each site is designed on its own" in n for n in phys["notes"])
+    # The capex with each site built on its own: the TCO's servers, the sites' network,
+    # storage and racks.
+    cap, tco = phys["capex"], bp.tco["capex_by_category_usd"]
+    assert cap["servers_usd"] == tco["servers"]
+    assert cap["sites_usd"] == pytest.approx(
+        cap["servers_usd"] + cap["network_usd"] + cap["storage_usd"]
+        + cap["racks_and_power_usd"])
+    assert cap["network_usd"] == phys["sites_fabric_cost_usd"]
+    assert cap["one_site_usd"] == pytest.approx(bp.tco["capex_usd"])
     assert bp.feasible
 
 

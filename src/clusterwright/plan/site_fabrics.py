@@ -27,6 +27,7 @@ from clusterwright.design.fabric import Fabric
 from clusterwright.design.fabric_summary import fabric_summary
 from clusterwright.design.power_plan import PowerRequest, power_plan
 from clusterwright.errors import ClusterwrightError
+from clusterwright.model import tco as model_tco
 from clusterwright.plan.context import PlanRun
 from clusterwright.plan.design import DesignedCluster
 from clusterwright.spec.fabric import AddressPools
@@ -117,6 +118,15 @@ def design_sites(run: PlanRun, d: DesignedCluster, multisite: dict[str, Any]) ->
             continue
         s = fabric_summary(sf)
         power = pp.as_dict()
+        racks_usd = model_tco.rack_capex_usd(
+            pp.racks.compute_racks + pp.racks.network_racks, run.cat.assumption("rack_usd"),
+            run.cat.assumption("rack_pdu_usd"))
+        if pp.cooling == "liquid":
+            racks_usd += pp.racks.compute_racks * run.cat.assumption(
+                "liquid_cooling_usd_per_rack")
+        storage_usd = (units * tier.system.price_usd
+                       if tier is not None and units and tier.system.price_usd is not None
+                       else 0.0)
         facility = power["facility_power_kw"]["nameplate"]
         entry.update({
             "fabric": {"tiers": s.tiers, "leaf_switches": s.leaf_switches,
@@ -130,6 +140,9 @@ def design_sites(run: PlanRun, d: DesignedCluster, multisite: dict[str, Any]) ->
             "it_power_kw": power["it_power_kw"],
             "facility_power_kw": power["facility_power_kw"],
             "fits_site_power": facility <= site.power_mw * 1e3,
+            # What the site adds to the servers' price, priced as the TCO prices them (USD)
+            "capex_usd": {"network": s.cost_usd, "storage": storage_usd,
+                          "racks_and_power": racks_usd},
             "configs": f"sites/{site.name}/",
         })
         fabrics[site.name] = sf
@@ -173,8 +186,38 @@ def design_sites(run: PlanRun, d: DesignedCluster, multisite: dict[str, Any]) ->
     for e in over:
         notes.append(f"{e['site']}: its plan draws {e['facility_power_kw']['nameplate'] / 1e3:.2f}"
                      f" MW at nameplate with PUE, over the site's {e['site_power_mw']:g} MW")
-    physical = {"workload": job["name"], "sites": out,
+    capex = _capex(d, built)
+    if capex is not None:
+        notes.append(
+            f"capex with each site built on its own: ${capex['sites_usd']:,.0f} against the "
+            f"TCO's ${capex['one_site_usd']:,.0f} for one site "
+            f"({'+' if capex['sites_usd'] >= capex['one_site_usd'] else '-'}"
+            f"${abs(capex['sites_usd'] - capex['one_site_usd']):,.0f}: the same servers; "
+            f"network, storage, racks and power per site)")
+    physical = {"workload": job["name"], "sites": out, "capex": capex,
                 "one_fabric": {"nodes": fab.request.nodes, "tiers": one.tiers,
                                "switches_total": one.switches_total, "cost_usd": one.cost_usd},
                 "sites_fabric_cost_usd": sites_cost, "notes": notes}
     return SitePlans(physical, fabrics)
+
+
+def _capex(d: DesignedCluster, built: list[dict[str, Any]]) -> dict[str, float] | None:
+    """The TCO's capex with its network, storage and racks replaced by the sites' (USD); None
+    without a TCO (a cloud deployment) or when a site could not be designed."""
+    if d.tco is None or not built or any("capex_usd" not in e for e in built):
+        return None
+    c = d.tco.capex
+    sites = {k: sum(e["capex_usd"][k] for e in built)
+             for k in ("network", "storage", "racks_and_power")}
+    # The TCO's storage line may carry a RAG tier's index servers beside the storage units:
+    # they stay as priced.
+    if any(e["storage"] for e in built):
+        units_usd = d.storage.price_usd if d.storage is not None else None
+        storage = sites["storage"] + max(0.0, c.storage_usd - (units_usd or 0.0))
+    else:
+        storage = c.storage_usd  # a tier not built per site (no ports of its own): as priced
+        sites["storage"] = storage
+    total = c.servers_usd + sites["network"] + storage + sites["racks_and_power"]
+    return {"sites_usd": total, "one_site_usd": c.total_usd,
+            "network_usd": sites["network"], "storage_usd": sites["storage"],
+            "racks_and_power_usd": sites["racks_and_power"], "servers_usd": c.servers_usd}
