@@ -186,7 +186,8 @@ def design_sites(run: PlanRun, d: DesignedCluster, multisite: dict[str, Any]) ->
     for e in over:
         notes.append(f"{e['site']}: its plan draws {e['facility_power_kw']['nameplate'] / 1e3:.2f}"
                      f" MW at nameplate with PUE, over the site's {e['site_power_mw']:g} MW")
-    capex = _capex(d, built)
+    # Rented GPUs have no capex of their own to compare (the TCO prices a cloud offer).
+    capex = _capex(d, built) if run.scenario.constraints.deployment != "cloud" else None
     if capex is not None:
         notes.append(
             f"capex with each site built on its own: ${capex['sites_usd']:,.0f} against the "
