@@ -328,3 +328,9 @@ def test_a_job_split_across_sites_writes_each_sites_iac(tmp_path: Path) -> None:
         assert (out / "sites" / site / "bom.csv").read_text().startswith("category,")
     # The one-cluster IaC is still written beside them.
     assert (out / "cabling.csv").exists() and (out / "configs" / "bom.csv").exists()
+    # The terminal summary names each site's build.
+    r = cw("plan", str(s), "--out", str(tmp_path / "out2"))
+    assert r.exit_code == 0, r.output
+    text = " ".join(r.stdout.split())
+    assert "site east: 8 x dgx-h100" in text and "IaC in sites/east/" in text
+    assert "capex with each site built on its own" in text

@@ -164,6 +164,24 @@ def _render(d: dict[str, Any], out: Path, files: int) -> None:
             # The single-site plan stands; the split over the sites could not be made
             console.print(f"[yellow]multi-site: {w['name']} not split over the sites:[/] "
                           f"{w['error']}", highlight=False)
+    phys = (d.get("multisite") or {}).get("physical") or {}
+    for e in phys.get("sites") or []:
+        if e.get("error"):
+            console.print(f"[yellow]site {e['site']}:[/] {e['error']}", highlight=False)
+            continue
+        f = e["fabric"]
+        mw = e["facility_power_kw"]["nameplate"] / 1e3
+        console.print(
+            f"site {e['site']}: {e['nodes']:,} x {d['cluster']['server']}, {f['tiers']}-tier "
+            f"fabric ({f['switches_total']:,} switches, ${f['cost_usd']:,.0f}), "
+            f"{e['racks']['compute'] + e['racks']['network']:,} racks, {mw:.3g} of "
+            f"{e['site_power_mw']:g} MW" + ("" if e["fits_site_power"] else " [red](over)[/]")
+            + f"; IaC in {e['configs']}", highlight=False)
+    cap = phys.get("capex")
+    if cap:
+        console.print(f"capex with each site built on its own: ${cap['sites_usd']:,.0f} "
+                      f"(one site, as the TCO prices it: ${cap['one_site_usd']:,.0f})",
+                      highlight=False)
     for n in d["notes"]:
         console.print(f"  [yellow]note:[/] {n}", highlight=False)
     reports = [d["artifacts"][k] for k in ("report", "report_xlsx", "report_pdf")
