@@ -231,3 +231,28 @@ def test_hostile_prefixes_and_host_tiers_on_the_engine_path(flag: str, command: 
         o = invoke(args)
         found += [f"{o.describe()}\n  -> {p}" for p in problems(o, must_refuse)]
     assert not found, "\n\n".join(found)
+
+
+# --storage-units needs --storage-system (and back): the fuzzer above mutates one flag on a
+# base without the other, so it only sees "give them together". Here each is hostile with
+# the other set, on every command that takes them.
+_STORAGE = {"fabric design": ["fabric", "design", "--server", "dgx-h100", "--nodes", "8",
+                              "--json"],
+            "ops power": ["ops", "power", "--server", "dgx-h100", "--nodes", "8", "--json"],
+            "ops tco": ["ops", "tco", "--server", "dgx-h100", "--nodes", "8", "--json"]}
+
+
+@pytest.mark.parametrize("command", sorted(_STORAGE))
+@pytest.mark.parametrize("flag", ["--storage-units", "--storage-system"])
+def test_hostile_storage_tier_flags(command: str, flag: str) -> None:
+    found = []
+    if flag == "--storage-units":
+        cases = [(v, refuse or v in INT_ONLY_REFUSED) for v, refuse in NUMBER_VALUES]
+        other = ["--storage-system", "ddn-ai400x2t"]
+    else:
+        cases = list(STRING_VALUES)
+        other = ["--storage-units", "2"]
+    for value, must_refuse in cases:
+        o = invoke([*_STORAGE[command], *other, flag, value])
+        found += [f"{o.describe()}\n  -> {p}" for p in problems(o, must_refuse)]
+    assert not found, "\n\n".join(found)

@@ -394,7 +394,9 @@ def render_estimate(d: dict[str, Any]) -> None:
     if v["validated"]:
         what = ("the engine's constants, without prefix reuse" if pc is not None
                 else "the steady state's means")
-        kind = {"moe": "MoE ", "dense": "dense "}.get(v.get("family") or "", "")
+        from clusterwright.plan.serving_engine import MODEL_KIND
+
+        kind = f"{MODEL_KIND[v['family']]} " if v.get("family") else ""
         console.print(f"validated ({what}): {v['rows']} measured "
                       f"{v['engine']} rows of {kind}models on {v['gpu']} ({v['mode']}): TTFT MAPE "
                       f"{100 * v['ttft_mape']:.0f}%{_direction(v['ttft_median_error'])}, "

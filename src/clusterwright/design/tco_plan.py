@@ -13,6 +13,7 @@ the GPU is priced as an alternative and none is chosen.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
@@ -250,6 +251,17 @@ def price_is_estimate(source: str | None) -> bool:
     return not source or any(w in source.lower() for w in _NOT_PRIMARY)
 
 
+def rack_costs(pp: PowerPlan, value: Callable[[str], float]) -> tuple[float, float]:
+    """(racks and PDUs, liquid cooling) of a power plan's racks, USD; ``value`` reads a
+    catalog assumption (rack_usd, rack_pdu_usd, liquid_cooling_usd_per_rack)."""
+    racks_n = pp.racks.compute_racks + pp.racks.network_racks
+    racks_usd = tco.rack_capex_usd(racks_n, value("rack_usd"), value("rack_pdu_usd"))
+    cooling_usd = 0.0
+    if pp.cooling == "liquid":
+        cooling_usd = pp.racks.compute_racks * value("liquid_cooling_usd_per_rack")
+    return racks_usd, cooling_usd
+
+
 def tco_plan(req: TcoRequest, cat: Catalog, fab: Fabric | None = None) -> TcoPlan:
     """Price the cluster ``req`` describes (on ``fab`` when the caller designed it already)
     and compare it with renting the same GPUs."""
@@ -316,11 +328,7 @@ def tco_plan(req: TcoRequest, cat: Catalog, fab: Fabric | None = None) -> TcoPla
         storage_gbps = pick(None, "storage_aggregate_read_gbps_per_gpu")
         storage = tco.storage_capex_usd(pp.gpus, storage_gbps,
                                         pick(None, "storage_usd_per_gbps"))
-    racks_n = pp.racks.compute_racks + pp.racks.network_racks
-    racks_usd = tco.rack_capex_usd(racks_n, pick(None, "rack_usd"), pick(None, "rack_pdu_usd"))
-    cooling_usd = 0.0
-    if pp.cooling == "liquid":
-        cooling_usd = pp.racks.compute_racks * pick(None, "liquid_cooling_usd_per_rack")
+    racks_usd, cooling_usd = rack_costs(pp, lambda name: pick(None, name))
     capex = tco.Capex(
         servers_usd=server_price * req.nodes, network_usd=network_usd, storage_usd=storage,
         racks_usd=racks_usd, cooling_usd=cooling_usd,

@@ -273,7 +273,7 @@ LATENT_MOE_NOTE = ("LatentMoE experts (a latent-wide expert space behind shared 
                    "config, not checked")
 
 
-_KIND = {"moe": "MoE", "dense": "dense", "": "other"}
+MODEL_KIND = {"moe": "MoE", "dense": "dense", "": "other"}
 
 
 def validation_regime(dep: Deployment, isl: int | None = None) -> dict[str, Any]:
@@ -311,8 +311,8 @@ def validation_regime(dep: Deployment, isl: int | None = None) -> dict[str, Any]
         other = here[0].family
         extra["family_note"] = (
             f"the measured {dep.engine.id} rows on {dep.gpu.id} ({mode}) are all of "
-            f"{_KIND[other or '']} models, none of a {_KIND[family]} one: the figures below "
-            f"are theirs")
+            f"{MODEL_KIND[other or '']} models, none of a {MODEL_KIND[family]} one: the "
+            f"figures below are theirs")
     for v in mine or here:
         if dep.cpu_offload_gb <= 0 and not replaced:
             if isl is not None and v.max_input_len is not None and isl > v.max_input_len:
@@ -682,6 +682,6 @@ def disaggregation_check(cat: Catalog, dep: Deployment, clients: float, isl: int
 
 
 
-__all__ = ["ENGINE_ROUTERS", "EngineEstimate", "deployment", "disaggregation_check",
+__all__ = ["ENGINE_ROUTERS", "MODEL_KIND", "EngineEstimate", "deployment", "disaggregation_check",
            "engine_of", "estimate_engine", "layout", "roles_view", "router_config",
            "simulate_deployment", "validation_regime"]

@@ -26,8 +26,8 @@ from clusterwright.design.bom import plan_fabric
 from clusterwright.design.fabric import Fabric
 from clusterwright.design.fabric_summary import fabric_summary
 from clusterwright.design.power_plan import PowerRequest, power_plan
+from clusterwright.design.tco_plan import rack_costs
 from clusterwright.errors import ClusterwrightError
-from clusterwright.model import tco as model_tco
 from clusterwright.plan.context import PlanRun
 from clusterwright.plan.design import DesignedCluster
 from clusterwright.spec.fabric import AddressPools
@@ -118,12 +118,7 @@ def design_sites(run: PlanRun, d: DesignedCluster, multisite: dict[str, Any]) ->
             continue
         s = fabric_summary(sf)
         power = pp.as_dict()
-        racks_usd = model_tco.rack_capex_usd(
-            pp.racks.compute_racks + pp.racks.network_racks, run.cat.assumption("rack_usd"),
-            run.cat.assumption("rack_pdu_usd"))
-        if pp.cooling == "liquid":
-            racks_usd += pp.racks.compute_racks * run.cat.assumption(
-                "liquid_cooling_usd_per_rack")
+        racks_usd = sum(rack_costs(pp, run.cat.assumption))
         storage_usd = (units * tier.system.price_usd
                        if tier is not None and units and tier.system.price_usd is not None
                        else 0.0)
