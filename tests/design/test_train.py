@@ -187,12 +187,17 @@ def test_confidence_says_when_a_part_runs_below_its_stacks_matrix_rate(catalog: 
 
 
 def test_confidence_on_a_gpu_its_stack_never_ran_on_is_not_validated(catalog: Catalog) -> None:
-    """GH200 shares the H100 stack, whose runs are on H100 and H200: the band is theirs, the
-    estimate is not called validated and says on which GPUs the band was measured."""
+    """The 144 GB GH200 shares the H100 stack, whose runs are on other parts (H100, H200 and
+    the 96 GB GH200): the band is theirs, the estimate is not called validated and says on
+    which GPUs the band was measured."""
     job = job_for(catalog, catalog.model("llama-3-8b"), "gh200", 4096, 64)
     c = confidence(catalog, job, {"tp": 1, "pp": 1}, 8, 1.0)
     assert c["validated"] is False and c["band"] is not None
-    assert c["notes"][0].startswith("unvalidated on gh200") and "h100-sxm" in c["notes"][0]
+    note = c["notes"][0]
+    assert note.startswith("unvalidated on gh200: no published run on it; the band is stack ")
+    named = note.rsplit(" on ", 1)[1].split(", ")
+    assert named and "gh200" not in named
+    assert set(named) <= {g.id for g in catalog.all("gpus")}
     h100 = confidence(catalog, job_for(catalog, catalog.model("llama-3-8b"), "h100-sxm", 4096, 64),
                       {"tp": 1, "pp": 1}, 8, 1.0)
     assert not any(n.startswith("unvalidated") for n in h100["notes"])
@@ -223,3 +228,20 @@ def test_confidence_of_an_overridden_gpu_is_not_validated(catalog: Catalog,
     c = confidence(catalog, replace(llama70, gpu=twice), layout, 256, 10.0)
     assert not c["validated"] and not any("overridden" in n for n in shipped["notes"])
     assert c["notes"][0].startswith("unvalidated: h100-sxm is overridden by a user catalog")
+
+
+def test_a_server_that_caps_its_gpu_modules_sets_their_matrix_rate(catalog: Catalog) -> None:
+    """HPE's EX254n shares 660 W between each GH200's Grace, GPU and memory: a job on that node
+    runs its matrix work at the node's rate, the same part in no named server at its own, and
+    the estimate says so."""
+    model = catalog.model("llama-3-8b")
+    node = catalog.server("hpe-ex254n-gh200")
+    assert node.matrix_rate is not None and 0.5 < node.matrix_rate < 1.0
+    capped = job_for(catalog, model, "gh200-96gb", 4096, 64, server_id=node.id)
+    free = job_for(catalog, model, "gh200-96gb", 4096, 64)
+    assert capped.gpu.matrix_rate == node.matrix_rate and free.gpu.matrix_rate == 1.0
+    assert capped.compute.peak == pytest.approx(free.compute.peak * node.matrix_rate)
+    lay = {"tp": 1, "pp": 1}
+    note = [n for n in confidence(catalog, capped, lay, 8, 1.0)["notes"] if "matrix_rate" in n]
+    assert note and f"{node.matrix_rate:.3g} of stack" in note[0]
+    assert not any("matrix_rate" in n for n in confidence(catalog, free, lay, 8, 1.0)["notes"])

@@ -468,6 +468,33 @@ def test_fewer_ffn_blocks_than_mixers_shorten_the_layers(catalog: Catalog) -> No
     assert 0.8 * t64 < t54 < 0.97 * t64
 
 
+def test_interleaving_hides_the_later_chunks_parameter_gathers(dense: Job) -> None:
+    # Megatron-Core gathers chunk k+1's parameters while chunk k runs its first p forwards
+    # (schedules.py, param_sync_func); only the first chunk's gather waits bucket by bucket.
+    # Llama 3 70B, tp 4 x pp 8 x dp 16, 8 micro-batches a step: chunks of 2 layers (v 5).
+    def lay(v: int, z: int = 1) -> Layouts:
+        return _layouts([(4, 8, 16, 1, 1, 1, v, z, 0, 1)])
+
+    serial = dataclasses.replace(dense.opts, grad_overlap=False, grad_reduce="allreduce")
+    on = dataclasses.replace(dense, opts=serial)
+    off = dataclasses.replace(dense, opts=dataclasses.replace(serial, param_overlap=False))
+    # the all-gather of the updated parameters: ZeRO-1's DP traffic beyond ZeRO-0's all-reduce
+    gather = float(estimate(on, lay(5)).comm_s["dp"][0] - estimate(on, lay(5, 0)).comm_s["dp"][0])
+    assert gather > 0.0
+
+    def hidden(v: int) -> float:
+        return float(estimate(off, lay(v)).dp_comm_exposed_s[0]
+                     - estimate(on, lay(v)).dp_comm_exposed_s[0])
+
+    # one chunk: only the first forward of the step hides the gather
+    one = estimate(on, lay(1))
+    assert hidden(1) <= float(one.compute_s[0]) / 8 + 1e-9
+    # five chunks: the four later chunks' gathers hide behind the chunk before them (less
+    # the stack's overlap_slowdown, 0.15 of the time hidden)
+    assert hidden(5) >= 0.6 * gather
+    assert hidden(5) > hidden(1)
+
+
 def test_zero_gradients_all_reduced_cost_twice_the_reduce_scatter_and_show_unoverlapped(
         dense: Job) -> None:
     # DeepSpeed ZeRO-1/2 with "reduce_scatter": false all-reduces each bucket and keeps its

@@ -283,6 +283,10 @@ class Server(CatalogEntry):
     weight_kg: PositiveFloat | None = None
     weight_class: Literal["standard", "heavy", "rack"]
     cooling: Literal["air", "liquid", "air-or-liquid"]
+    # The matrix rate (Gpu.matrix_rate) its GPUs hold where the server caps their modules below
+    # the part's own power limit (GH200 superchips sharing 660 W between Grace, the GPU and
+    # their memory); None: the GPU's own. Its comment says where the value comes from.
+    matrix_rate: Annotated[FiniteFloat, Field(gt=0, le=1.5)] | None = None
     price_usd: PositiveFloat | None = None
     price_source: StrictStr | None = None
 

@@ -145,6 +145,9 @@ def job_for(
     server = cat.server(server_id) if server_id else None
     if server is not None and server.gpu != gpu.id:
         raise InputError(f"server: {server.id} holds {server.gpu}, not {gpu.id}", field="server")
+    if server is not None and server.matrix_rate is not None:
+        # The clock the server's module power cap leaves its GPUs under matrix work.
+        gpu = gpu.model_copy(update={"matrix_rate": server.matrix_rate})
     p = Precision(precision)
     if p in (Precision.int8, Precision.int4):
         raise InputError(f"precision: {p.value} is not a training precision", field="precision")
@@ -385,7 +388,8 @@ def confidence(cat: Catalog, job: Job, layout: dict[str, object], gpus: int,
     # A part held below its sibling's clock by its power limit (catalog Gpu.matrix_rate).
     rate_notes = [] if rate == 1.0 else [
         f"{job.gpu.id} runs its GEMMs and attention at {rate:.3g} of stack {reg.stack}'s rate: "
-        "its measured sustained matmul under its power limit (catalog matrix_rate)"]
+        "the clock its power limit leaves it under matrix work (catalog matrix_rate of the GPU, "
+        "or of the server that caps it)"]
     out: dict[str, Any] = {"regime": {"stack": reg.stack, "gpu": reg.gpu,
                                       "precision": reg.precision, "family": reg.family,
                                       "scale": reg.scale, "gpus": gpus}}
@@ -399,17 +403,22 @@ def confidence(cat: Catalog, job: Job, layout: dict[str, object], gpus: int,
     matched = []
     notes: list[str] = []
     for fam in reg.families:
-        for key in ((reg.precision, fam), ("any", fam), (reg.precision, "any"), ("any", "any")):
-            hit = by_key.get(key)
-            if hit is not None:
-                matched.append(hit)
-                if key[1] != fam:
-                    notes.append(f"no validated {reg.precision} {fam} run on {reg.stack}: "
-                                 f"band of its {key[0]} {key[1]} rows")
-                elif key[0] != reg.precision:
-                    notes.append(f"no validated {reg.precision} {fam} run on {reg.stack}: "
-                                 f"band of its {fam} rows of every precision")
-                break
+        keys = ((reg.precision, fam), ("any", fam), (reg.precision, "any"), ("any", "any"))
+        found = [(k, by_key[k]) for k in keys if k in by_key]
+        # The closest regime with runs on this GPU, else the closest on the stack's others (a
+        # stack's BF16 runs may all be on a sibling part while its H100 runs are FP8).
+        own = [(k, h) for k, h in found if reg.gpu in h.accelerators]
+        if found:
+            key, hit = (own or found)[0]
+            matched.append(hit)
+            where = (f"of {reg.stack} on {reg.gpu}" if own and key != found[0][0]
+                     else f"on {reg.stack}")
+            if key[1] != fam:
+                notes.append(f"no validated {reg.precision} {fam} run {where}: "
+                             f"band of its {key[0]} {key[1]} rows")
+            elif key[0] != reg.precision:
+                notes.append(f"no validated {reg.precision} {fam} run {where}: "
+                             f"band of its {fam} rows of every precision")
     if not matched:
         # The stack's published runs are all of other families (Gaudi 3: LoRA fine-tuning
         # only), so none bands this regime.

@@ -433,10 +433,18 @@ def _step(job: Job, lay: Layouts, ops: Ops, mem: dict[str, Any] | None = None
     window = bwd_c / v * (1.0 + (v - 1.0) * ops.minimum(p, m1))
     grad_tail = ov.bucketed_tail(ops, grad_comm, nb, window) if o.grad_overlap else grad_comm
     # The distributed optimizer gathers the updated parameters; with overlap the next
-    # step's first forward waits only for each bucket it needs.
+    # step's first forward waits only for each bucket it needs. With interleaving that holds
+    # for the first model chunk only: Megatron-Core's schedule launches chunk k+1's gather at
+    # chunk k's first micro-batch (pipeline_parallel/schedules.py, forward_step_helper's
+    # param_sync_func, at the same time on every stage), so each later chunk's gather runs
+    # behind the min(p, m) forwards of the chunk before it.
     param_comm = ops.where((z >= 1) & (z < 3), param_ag * job.dp_comm_factor, 0.0)
-    param_tail = (ov.bucketed_tail(ops, param_comm, nb, fwd_c / v) if o.param_overlap
-                  else param_comm)
+    if o.param_overlap:
+        chunk_ag = param_comm / v
+        param_tail = (ov.bucketed_tail(ops, chunk_ag, ops.maximum(nb / v, 1.0), fwd_c / v)
+                      + (v - 1.0) * ops.maximum(chunk_ag - ops.minimum(p, m1) * fwd_c / v, 0.0))
+    else:
+        param_tail = param_comm
     # Hybrid sharding: one all-reduce of the sharded gradients across the replicas per step.
     replicas = dp_ranks / shard
     hsdp_on = z3_on & (replicas > 1)
