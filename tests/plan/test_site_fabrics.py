@@ -19,7 +19,7 @@ SCENARIO = """
 name: two-small-sites
 workloads:
   - {{name: pretrain-8b, kind: training, model: llama-3.1-8b, tokens: 2.0e10, gpus: 128}}
-constraints: {{gpus: [h100-sxm], deployment: on-prem}}
+constraints: {{gpus: [h100-sxm], deployment: on-prem{budget}}}
 sites:
   - {{name: east, power_mw: {east}, wan_gbps: 100, latency_ms: 10}}
   - {{name: west, power_mw: 0.12, wan_gbps: 100, latency_ms: 10}}
@@ -27,8 +27,9 @@ multisite: {{method: diloco, inner_steps: 100, bits: 8}}
 """
 
 
-def _plan(catalog: Catalog, east: float = 0.12) -> Any:
-    sc, _ = loads_scenario(SCENARIO.format(east=east))
+def _plan(catalog: Catalog, east: float = 0.12, budget: float | None = None) -> Any:
+    sc, _ = loads_scenario(SCENARIO.format(
+        east=east, budget="" if budget is None else f", budget_usd: {budget}"))
     return plan_scenario(sc, catalog, quick=True)
 
 
@@ -90,3 +91,25 @@ def test_a_site_whose_plan_outdraws_its_feed_is_infeasible(catalog: Catalog) -> 
     assert not bp.feasible
     v = [b for b in bp.binding_constraints if b["constraint"] == "site_power"]
     assert len(v) == 1 and "east: its plan draws more than the site's power" in v[0]["message"]
+
+
+def test_the_budget_holds_the_sites_builds_not_the_one_fabric(catalog: Catalog) -> None:
+    # The candidates are priced as one cluster; what is bought is each site's build. A budget
+    # between the two capex figures decides on the sites'.
+    cap = _plan(catalog).multisite["physical"]["capex"]
+    one, split = cap["one_site_usd"], cap["sites_usd"]
+    assert one != pytest.approx(split)
+    lo, hi = sorted((one, split))
+    between = _plan(catalog, budget=(lo + hi) / 2)
+    assert between.feasible is (split < one)
+    over = [b for b in between.binding_constraints if b["constraint"] == "budget_usd"]
+    if split < one:
+        assert not over and any(n.startswith("budget: the one fabric's capex") for n in
+                                between.notes)
+    else:
+        assert len(over) == 1 and "2 sites' builds" in over[0]["message"]
+    short = _plan(catalog, budget=lo * 0.9)
+    assert not short.feasible
+    v = [b for b in short.binding_constraints if b["constraint"] == "budget_usd"]
+    assert len(v) == 1 and "sites' builds" in v[0]["message"]
+    assert v[0]["needed"] == pytest.approx(split)

@@ -35,6 +35,7 @@ from clusterwright.design.blueprint import (
     Candidate,
     Violation,
     assess_risks,
+    budget_violation,
     choose,
     violation,
 )
@@ -237,6 +238,26 @@ def plan_scenario(scenario: Scenario, cat: Catalog, *, progress: Progress | None
                     f"{e['site']}: its plan draws more than the site's power at nameplate with "
                     f"the PUE", workload=sites.physical["workload"])
                     for e in sites.physical["sites"] if e.get("fits_site_power") is False]
+                split = sites.physical.get("capex")
+                if split is not None and c.budget_usd is not None:
+                    # The sites' builds are what is bought: the budget holds their capex,
+                    # not the one fabric's the candidates were compared on.
+                    one = [v for v in binding if v.constraint == "budget_usd"
+                           and v.needed == chosen.capex_usd]
+                    binding = [v for v in binding if v not in one]
+                    over = budget_violation(split["sites_usd"], c.budget_usd,
+                                            f"capex of the {len(scenario.sites)} sites' builds "
+                                            f"on {chosen.gpu}")
+                    if over is not None:
+                        binding.append(over)
+                    if one and not binding:
+                        feasible = True
+                        run.notes.append(
+                            f"budget: the one fabric's capex on {chosen.gpu} "
+                            f"(${one[0].needed or 0:,.0f}) is over the budget, the sites' "
+                            f"builds (${split['sites_usd']:,.0f}) are within it")
+                    elif over is not None:
+                        feasible = False
         if short:
             feasible, binding = False, [*binding, *short]
     rec = recommendation_view(scenario, chosen, feasible, binding, choice.alternatives,
