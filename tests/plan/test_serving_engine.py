@@ -272,6 +272,28 @@ def test_other_silicon_runs_gemms_at_its_training_stacks_efficiency(cat: Catalog
     assert h.notes == ()
 
 
+def test_a_gpu_whose_catalog_server_caps_it_serves_at_the_servers_matrix_rate(
+        cat: Catalog) -> None:
+    """The engine path reads a GPU's network from its catalog server; where that server caps
+    the GPU's module (gh200-96gb: HPE's EX254n, 660 W for Grace, GPU and memory), the GEMMs
+    and the prefill attention run at the server's matrix rate too, and the estimate says so.
+    The 144 GB GH200's catalog server caps nothing."""
+    capped, free = cat.gpu("gh200-96gb"), cat.gpu("gh200")
+    node = cat.server("hpe-ex254n-gh200")
+    assert node.gpu == capped.id and node.matrix_rate is not None and node.matrix_rate < 1.0
+    arch, eng = cat.model("llama-3.1-70b"), engine_of(cat, "vllm")
+    steps = []
+    for gpu in (capped, free):
+        dep = deployment(cat, arch, gpu, eng, precision="fp8", agg=Role(layout(arch, tp=1), 1))
+        assert dep.agg is not None
+        steps.append((dep, step_model(cat, dep, dep.agg.par)))
+    (dc, sc), (df, sf) = steps
+    assert sc.gemm_factor == pytest.approx(sf.gemm_factor * node.matrix_rate)
+    assert sc.attention_factor == pytest.approx(sf.attention_factor * node.matrix_rate)
+    assert dc.notes and f"x {node.matrix_rate:.3g} for gh200-96gb's power-limited" in dc.notes[0]
+    assert not any("power-limited" in n for n in df.notes)
+
+
 def test_the_neuron_engine_runs_on_trainium_only_and_at_its_own_rate(cat: Catalog) -> None:
     """AWS's engines were fitted on Trainium: no GEMM factor there, no deployment of them on
     a GPU (exit 2 naming --engine), and a Trn2 estimate carries its measured regime."""

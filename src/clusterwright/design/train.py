@@ -52,6 +52,14 @@ def server_for(cat: Catalog, gpu: Gpu) -> Server | None:
     return None
 
 
+def in_server(gpu: Gpu, server: Server | None) -> Gpu:
+    """``gpu`` as ``server`` runs it: at the server's matrix rate where the server caps the
+    GPU's module below the part's own power limit (catalog ``Server.matrix_rate``)."""
+    if server is None or server.matrix_rate is None:
+        return gpu
+    return gpu.model_copy(update={"matrix_rate": server.matrix_rate})
+
+
 def net_for(cat: Catalog, gpu: Gpu, stack: Stack, server: Server | None = None) -> Interconnect:
     """Interconnect of ``gpu`` in ``server`` (or its catalog server). A GPU sold without a
     catalog server gets an assumed 8-GPU box with one 400G NIC per GPU; PCIe cards get a
@@ -145,9 +153,7 @@ def job_for(
     server = cat.server(server_id) if server_id else None
     if server is not None and server.gpu != gpu.id:
         raise InputError(f"server: {server.id} holds {server.gpu}, not {gpu.id}", field="server")
-    if server is not None and server.matrix_rate is not None:
-        # The clock the server's module power cap leaves its GPUs under matrix work.
-        gpu = gpu.model_copy(update={"matrix_rate": server.matrix_rate})
+    gpu = in_server(gpu, server)
     p = Precision(precision)
     if p in (Precision.int8, Precision.int4):
         raise InputError(f"precision: {p.value} is not a training precision", field="precision")

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from clusterwright.catalog.registry import Catalog
 from clusterwright.catalog.schema import Dtype, Gpu, ModelArch
 from clusterwright.catalog.stacks import ServingEngine, Stack
-from clusterwright.design.train import net_for, server_for
+from clusterwright.design.train import in_server, net_for, server_for
 from clusterwright.errors import InputError
 from clusterwright.model.host_link import block_copy_s, pcie_bytes_per_s
 from clusterwright.model.memory import (
@@ -306,13 +306,15 @@ def step_model(cat: Catalog, dep: Deployment, par: ServingParallel,
     if off > 0:
         # serving_engine.deployment refuses an offload on a GPU without CPU memory behind it
         share, host = off / _layer_weight_bytes(dep, par), host_read_bps(cat, dep.gpu)
+    # The GPU at the clock its catalog server leaves it (the server the network is read from).
+    gpu = in_server(dep.gpu, srv)
     return DeploymentStep(dep.arch, dep.gpu, dep.engine, net, par, dep.dense, dep.moe,
                           kv_bytes_per_token(dep.arch, dep.kv_format),
-                          silicon_gemm(cat, dep.gpu, dep.dense.compute, dep.engine)[0],
-                          silicon_gemm(cat, dep.gpu, dep.moe.compute, dep.engine)[0],
+                          silicon_gemm(cat, gpu, dep.dense.compute, dep.engine)[0],
+                          silicon_gemm(cat, gpu, dep.moe.compute, dep.engine)[0],
                           buckets, (batch or dep.engine.max_batch) if static else None,
                           offload_share=share, host_read_bps=host,
-                          attention_factor=silicon_attention(cat, dep.gpu, dep.engine)[0])
+                          attention_factor=silicon_attention(cat, gpu, dep.engine)[0])
 
 
 def host_read_bps(cat: Catalog, gpu: Gpu) -> float:

@@ -22,6 +22,7 @@ from typing import Any
 from clusterwright.catalog.registry import Catalog
 from clusterwright.catalog.schema import Gpu, ModelArch
 from clusterwright.catalog.stacks import ServingEngine
+from clusterwright.design.train import in_server, server_for
 from clusterwright.errors import InputError
 from clusterwright.model.serving_step import ServingParallel, kv_bytes_per_token, weight_format
 from clusterwright.plan.serving_deployment import (
@@ -145,7 +146,7 @@ def deployment(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine,
                              f"{SPEC_DRAFT_MAX}, an acceptance rate in [0, 1] and a cost factor "
                              f"in [1, {SPEC_COST_MAX:g}] (an iteration with drafts costs at "
                              "least a plain one)", field="speculative")
-    factor, stacks = silicon_gemm(cat, gpu, dense.compute, engine)
+    factor, stacks = silicon_gemm(cat, in_server(gpu, server_for(cat, gpu)), dense.compute, engine)
     notes: tuple[str, ...] = ()
     if stacks:
         notes = (f"{engine.id}'s constants were fitted on NVIDIA GPUs at H100's GEMM rate: "
