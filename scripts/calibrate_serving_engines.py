@@ -222,23 +222,36 @@ def report(cat: Catalog, engine: ServingEngine, rows: list[Any], label: str) -> 
         print(f"  {key[0]:9s} {key[1]:6s} n={len(a):4d}  TTFT {mape(a):6.1%}  TPOT {mape(b):6.1%}")
 
 
+# An aggregated layout (TP x attention-DP) gets a regime of its own from this many rows: the
+# issue's floor for a partition it scores.
+MIN_LAYOUT_ROWS = 10
+
+
 def regimes(cat: Catalog) -> dict[str, list[dict[str, Any]]]:
     """Per engine, its TTFT and TPOT MAPE on every (GPU, mode, dense or MoE) of the shipped
-    table's rows it predicts: the ``validated`` list of its catalog entry."""
+    table's rows it predicts, and on every aggregated layout (TP x attention-DP) among them
+    with ``MIN_LAYOUT_ROWS`` rows or more: the ``validated`` list of its catalog entry."""
     res = ss.serving_silicon(cat=cat)
     lookup = ss._lookup(cat)
     rows = {r["id"]: r for r in ss.read_rows(ss.data_dir() / ss.FILE)}
-    groups: dict[tuple[str, str, str], list[ss.RowResult]] = defaultdict(list)
+    Key = tuple[str, str, str, str, int, int]
+    groups: dict[Key, list[ss.RowResult]] = defaultdict(list)
     for x in res.covered:
         cfg = ss.resolve(cat, rows[x.id], lookup)
         # The deployment's own mode: a run the file mislabels counts where it ran
         mode = "agg" if cfg.dep.agg is not None else "disagg"
         family = "moe" if cfg.dep.arch.experts else "dense"
-        groups[(cfg.dep.engine.id, cfg.dep.gpu.id, mode, family)].append(x)
+        groups[(cfg.dep.engine.id, cfg.dep.gpu.id, mode, family, 0, 0)].append(x)
+        if cfg.dep.agg is not None:
+            par = cfg.dep.agg.par
+            groups[(cfg.dep.engine.id, cfg.dep.gpu.id, mode, family, par.tp, par.adp)].append(x)
     out: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for (eng, gpu, mode, family), xs in sorted(groups.items()):
+    for (eng, gpu, mode, family, tp, adp), xs in sorted(groups.items()):
+        if tp and len(xs) < MIN_LAYOUT_ROWS:
+            continue
         out[eng].append({
             "gpu": gpu, "mode": mode, "family": family, "rows": len(xs),
+            **({"tp": tp, "attention_dp": adp} if tp else {}),
             "ttft_mape": round(mape([x.ttft_error or 0.0 for x in xs]), 3),
             "tpot_mape": round(mape([x.tpot_error or 0.0 for x in xs]), 3),
             "ttft_median_error": round(ss.median_error(x.ttft_error for x in xs) or 0.0, 3),
@@ -276,6 +289,7 @@ def write_regimes(path: str, regs: dict[str, list[dict[str, Any]]]) -> None:
             # The longest prompt measured, where the regimes give it (the accelerators'
             # script, whose rows span few lengths, does not)
             + (f', max_input_len: {i["max_input_len"]}' if i.get("max_input_len") else "")
+            + (f', tp: {i["tp"]}, attention_dp: {i["attention_dp"]}' if i.get("tp") else "")
             + "}" for i in items)
         anchor = "    calibration:"
         new = new.replace(anchor, "    validated:" + body + "\n" + anchor, 1)

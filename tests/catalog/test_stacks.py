@@ -9,7 +9,13 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from clusterwright.catalog.registry import ENTRY_TYPES, Catalog
-from clusterwright.catalog.stacks import CollectiveLib, ServingEngine, Stack, StackFeatures
+from clusterwright.catalog.stacks import (
+    CollectiveLib,
+    EngineRegime,
+    ServingEngine,
+    Stack,
+    StackFeatures,
+)
 
 
 def changed(entry: BaseModel, **fields: Any) -> dict[str, Any]:
@@ -52,3 +58,16 @@ def test_mixed_chunks_need_chunked_prefill_and_end_prompts_first(catalog: Catalo
     assert not mixed.prompts_first
     with pytest.raises(ValidationError, match="mixed_chunk"):
         ServingEngine.model_validate(changed(sg, mixed_chunk=True, chunked_prefill=False))
+
+
+def test_a_layouts_regime_names_tp_and_attention_dp_of_aggregated_rows() -> None:
+    base = {"gpu": "b200", "mode": "agg", "family": "dense", "rows": 30, "ttft_mape": 0.2,
+            "tpot_mape": 0.1}
+    assert EngineRegime(**base, tp=8, attention_dp=1).tp == 8
+    assert EngineRegime(**base).tp is None  # every layout pooled
+    with pytest.raises(ValidationError, match="go together"):
+        EngineRegime(**base, tp=8)
+    with pytest.raises(ValidationError, match="aggregated"):
+        EngineRegime(**{**base, "mode": "disagg"}, tp=8, attention_dp=1)
+    with pytest.raises(ValidationError):
+        EngineRegime(**base, tp=0, attention_dp=1)

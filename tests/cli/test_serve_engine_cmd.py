@@ -30,6 +30,17 @@ def test_steady_state_on_b200_as_json() -> None:
     assert d["disaggregation"]["aggregated"]["gpus"] == 2
 
 
+def test_the_validated_regime_names_the_layout_it_scored() -> None:
+    r = cw(*BASE, "--model", "llama-3.1-70b", "--gpu", "b200", "--engine", "vllm", "--tp", "8",
+           "--precision", "fp8", "--concurrency", "8", "--steady-only")
+    assert r.exit_code == 0, r.output
+    assert "(agg at tp 8 x attention-DP 1)" in " ".join(r.stdout.split())
+    r = cw(*BASE, "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "vllm",
+           "--concurrency", "8", "--steady-only")
+    assert r.exit_code == 0, r.output
+    assert "every layout pooled" in " ".join(r.stdout.split())
+
+
 def test_attention_dp_and_expert_parallel_render() -> None:
     r = cw(*BASE, "--model", "deepseek-v3", "--gpu", "b200", "--engine", "sglang", "--tp", "1",
            "--adp", "8", "--precision", "fp4", "--concurrency", "128", "--num-requests", "300")
@@ -847,4 +858,4 @@ def test_the_validated_line_names_the_model_kind() -> None:
            "--concurrency", "1", "--num-requests", "20")
     assert r.exit_code == 0, r.output
     out = " ".join(r.stdout.split())
-    assert "4 measured neuron rows of MoE models on trn2 (agg)" in out
+    assert "4 measured neuron rows of MoE models on trn2 (agg, every layout pooled)" in out

@@ -88,3 +88,40 @@ def test_hostile_median_errors_are_refused_and_a_missing_one_is_silent(tmp_path:
     assert o.exit_code == 0 and not problems(o), o.stderr[:500]
     flat = " ".join(o.stdout.split())
     assert "TTFT MAPE" in flat and "the median row measured" not in flat.split("TPOT MAPE")[0]
+
+
+def _layout_catalog(tmp: Path, tp: str, adp: str, modes: tuple[str, ...] = ("agg",)) -> Path:
+    """The vLLM entry with ``tp`` and ``attention_dp`` written into its regimes of ``modes``."""
+    entry = load_catalog().serving_engine("vllm").model_dump(mode="json")
+    for v in entry["validated"]:
+        if v["mode"] in modes:
+            v["tp"], v["attention_dp"] = "TP", "ADP"
+    text = yaml.safe_dump({"serving_engines": [entry | {"override": True}]}, sort_keys=False)
+    f = tmp / "engine.yaml"
+    f.write_text(text.replace("tp: TP", f"tp: {tp}").replace("attention_dp: ADP",
+                                                             f"attention_dp: {adp}"),
+                 encoding="utf-8")
+    return f
+
+
+def test_hostile_regime_layouts_are_refused_by_name(tmp_path: Path) -> None:
+    """A regime's layout (TP x attention-DP) that is not a positive whole count, half of one,
+    or one of disaggregated rows is refused naming the field; the largest legal one runs."""
+    found = []
+    cases = [("0", "1", "tp"), ("-8", "1", "tp"), ("1.5", "1", "tp"), ("eight", "1", "tp"),
+             ("1e400", "1", "tp"), ("8", "0", "attention_dp"), ("8", "null", "go together"),
+             ("null", "4", "go together")]
+    for tp, adp, says in cases:
+        o = invoke(["--catalog", str(_layout_catalog(tmp_path, tp, adp)), *ESTIMATE])
+        found += [f"tp={tp} attention_dp={adp}: {p}" for p in problems(o, must_refuse=True)]
+        if o.exit_code == 2 and says not in o.stderr + o.stdout:
+            found.append(f"tp={tp} attention_dp={adp}: the message does not say {says!r}")
+    o = invoke(["--catalog", str(_layout_catalog(tmp_path, "8", "1", ("disagg",))), *ESTIMATE])
+    found += [f"a disaggregated layout: {p}" for p in problems(o, must_refuse=True)]
+    assert not found, "\n".join(found)
+    # Every aggregated regime moved to a layout no estimate runs: the pooled ones are gone,
+    # so a TP 1 estimate is said to be unvalidated, and runs.
+    text = [a for a in ESTIMATE if a != "--json"]
+    o = invoke(["--catalog", str(_layout_catalog(tmp_path, "72", "64")), *text])
+    assert o.exit_code == 0 and not problems(o), o.stderr[:500]
+    assert "not validated" in " ".join(o.stdout.split())

@@ -73,8 +73,40 @@ def test_b200_is_served_through_an_engine(cat: Catalog) -> None:
     assert d["gpus"] == 2 and d["kv_cache"] == "fp8"
     assert d["steady_state"]["tpot_mean_s"] == pytest.approx(d["tpot_mean_s"], rel=0.25)
     assert d["validation"]["validated"] is True
-    assert d["validation"]["rows"] > 100
+    # TP 2's own rows: 30 of the 120 dense vLLM rows on B200
+    assert (d["validation"]["tp"], d["validation"]["attention_dp"]) == (2, 1)
+    assert d["validation"]["rows"] >= 10
     assert "disaggregation" in d
+
+
+def _dense_vllm_b200(cat: Catalog, tp: int) -> dict[str, object]:
+    arch = cat.model("llama-3.1-70b")
+    return validation_regime(deployment(cat, arch, cat.gpu("b200"), engine_of(cat, "vllm"),
+                                        "fp8", agg=Role(layout(arch, tp), 1)))
+
+
+def test_a_layout_with_rows_of_its_own_reports_their_error(cat: Catalog) -> None:
+    """The error moves with the layout: pooled over TP 1-8, vLLM's dense TPOT on B200 is
+    near its median, at TP 8 the model runs over the measurements, at TP 1 under them."""
+    tp8, tp1 = _dense_vllm_b200(cat, 8), _dense_vllm_b200(cat, 1)
+    assert tp8["validated"] is True and (tp8["tp"], tp8["attention_dp"]) == (8, 1)
+    pooled = next(v for v in engine_of(cat, "vllm").validated
+                  if (v.gpu, v.mode, v.family, v.tp) == ("b200", "agg", "dense", None))
+    assert 10 <= tp8["rows"] < pooled.rows  # type: ignore[operator]
+    assert tp8["tpot_median_error"] > 0.1 > abs(pooled.tpot_median_error or 0.0)  # type: ignore[operator]
+    assert tp1["tpot_median_error"] < 0 < tp8["tpot_median_error"]  # type: ignore[operator]
+
+
+def test_a_layout_without_enough_rows_gets_every_layouts(cat: Catalog) -> None:
+    # vLLM's H100 rows ran dense models at TP 2, 4 and 8, never at 1
+    arch = cat.model("llama-3.1-8b")
+    v = validation_regime(deployment(cat, arch, cat.gpu("h100-sxm"), engine_of(cat, "vllm"),
+                                     "bf16", agg=Role(layout(arch, 1), 1)))
+    assert v["validated"] is True and v["tp"] is None and v["attention_dp"] is None
+    pooled = [r for r in engine_of(cat, "vllm").validated
+              if (r.gpu, r.mode, r.family) == ("h100-sxm", "agg", "dense")]
+    assert v["rows"] == max(r.rows for r in pooled)
+    assert all(r.tp != 1 for r in pooled)
 
 
 def test_an_unmeasured_gpu_is_reported_as_not_validated(cat: Catalog) -> None:

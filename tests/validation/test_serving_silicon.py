@@ -608,11 +608,13 @@ def test_engine_regimes_in_the_catalog_match_the_model(
     for e in cat.all("serving_engines"):
         if e.vendors:
             continue  # fitted and scored on serving_accelerators.csv (its own test)
-        stored = {(v.gpu, v.mode): (v.rows, v.ttft_mape, v.tpot_mape, v.ttft_median_error,
-                                    v.tpot_median_error) for v in e.validated}
-        fresh = {(v["gpu"], v["mode"]): (v["rows"], v["ttft_mape"], v["tpot_mape"],
-                                         v["ttft_median_error"], v["tpot_median_error"])
-                 for v in now.get(e.id, [])}
+        stored = {(v.gpu, v.mode, v.family, v.tp, v.attention_dp): (
+            v.rows, v.ttft_mape, v.tpot_mape, v.ttft_median_error, v.tpot_median_error)
+            for v in e.validated}
+        fresh = {(v["gpu"], v["mode"], v["family"], v.get("tp"), v.get("attention_dp")): (
+            v["rows"], v["ttft_mape"], v["tpot_mape"], v["ttft_median_error"],
+            v["tpot_median_error"]) for v in now.get(e.id, [])}
+        assert len(stored) == len(e.validated), e.id  # one entry per regime
         assert stored.keys() == fresh.keys(), e.id
         for k, (n, *errors) in fresh.items():
             assert stored[k][0] == n, (e.id, k)

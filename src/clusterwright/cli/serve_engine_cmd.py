@@ -397,8 +397,12 @@ def render_estimate(d: dict[str, Any]) -> None:
         from clusterwright.plan.serving_engine import MODEL_KIND
 
         kind = f"{MODEL_KIND[v['family']]} " if v.get("family") else ""
+        # The layout's own rows, where the table has enough of them; else every layout's
+        layout = (f" at tp {v['tp']} x attention-DP {v['attention_dp']}" if v.get("tp")
+                  else ", every layout pooled")
         console.print(f"validated ({what}): {v['rows']} measured "
-                      f"{v['engine']} rows of {kind}models on {v['gpu']} ({v['mode']}): TTFT MAPE "
+                      f"{v['engine']} rows of {kind}models on {v['gpu']} ({v['mode']}{layout}): "
+                      "TTFT MAPE "
                       f"{100 * v['ttft_mape']:.0f}%{_direction(v['ttft_median_error'])}, "
                       f"TPOT MAPE {100 * v['tpot_mape']:.0f}%"
                       f"{_direction(v['tpot_median_error'])}")

@@ -314,12 +314,19 @@ def validation_regime(dep: Deployment, isl: int | None = None) -> dict[str, Any]
             f"the measured {dep.engine.id} rows on {dep.gpu.id} ({mode}) are all of "
             f"{MODEL_KIND[other or '']} models, none of a {MODEL_KIND[family]} one: the "
             f"figures below are theirs")
-    for v in mine or here:
+    # This layout's own rows where there are enough of them (the error moves with TP and
+    # attention-DP), else every layout's pooled.
+    pooled = [v for v in mine or here if v.tp is None]
+    par = dep.agg.par if dep.agg is not None else None
+    layout = [v for v in mine if par is not None and v.tp == par.tp
+              and v.attention_dp == par.adp]
+    for v in layout[:1] + pooled:
         if dep.cpu_offload_gb <= 0 and not replaced:
             if isl is not None and v.max_input_len is not None and isl > v.max_input_len:
                 extra["prompt_note"] = _prompt_note(dep, isl, v.max_input_len)
             return {"validated": True, "engine": dep.engine.id, "gpu": v.gpu, "mode": mode,
-                    "family": v.family, "rows": v.rows, "ttft_mape": v.ttft_mape,
+                    "family": v.family, "tp": v.tp, "attention_dp": v.attention_dp,
+                    "rows": v.rows, "ttft_mape": v.ttft_mape,
                     "tpot_mape": v.tpot_mape, "ttft_median_error": v.ttft_median_error,
                     "tpot_median_error": v.tpot_median_error, **extra}
     extra.pop("family_note", None)
