@@ -256,8 +256,20 @@ def regimes(cat: Catalog) -> dict[str, list[dict[str, Any]]]:
             "tpot_mape": round(mape([x.tpot_error or 0.0 for x in xs]), 3),
             "ttft_median_error": round(ss.median_error(x.ttft_error for x in xs) or 0.0, 3),
             "tpot_median_error": round(ss.median_error(x.tpot_error for x in xs) or 0.0, 3),
-            "max_input_len": max(int(float(rows[x.id]["isl"])) for x in xs)})
+            "max_input_len": max(int(float(rows[x.id]["isl"])) for x in xs),
+            **spread("ttft", [x.ttft_error or 0.0 for x in xs]),
+            **spread("tpot", [x.tpot_error or 0.0 for x in xs])})
     return out
+
+
+def spread(metric: str, errors: list[float]) -> dict[str, float]:
+    """The 10th and 90th percentiles of a regime's signed errors (``{metric}_error_p10``,
+    ``..._p90``), from MIN_LAYOUT_ROWS rows up; none below: a decile of fewer rows is one
+    row."""
+    if len(errors) < MIN_LAYOUT_ROWS:
+        return {}
+    cuts = statistics.quantiles(errors, n=10, method="inclusive")
+    return {f"{metric}_error_p10": round(cuts[0], 3), f"{metric}_error_p90": round(cuts[-1], 3)}
 
 
 def write_regimes(path: str, regs: dict[str, list[dict[str, Any]]]) -> None:
@@ -290,6 +302,8 @@ def write_regimes(path: str, regs: dict[str, list[dict[str, Any]]]) -> None:
             # script, whose rows span few lengths, does not)
             + (f', max_input_len: {i["max_input_len"]}' if i.get("max_input_len") else "")
             + (f', tp: {i["tp"]}, attention_dp: {i["attention_dp"]}' if i.get("tp") else "")
+            + "".join(f', {m}_error_{q}: {i[f"{m}_error_{q}"]}' for m in ("ttft", "tpot")
+                      for q in ("p10", "p90") if f"{m}_error_p10" in i)
             + "}" for i in items)
         anchor = "    calibration:"
         new = new.replace(anchor, "    validated:" + body + "\n" + anchor, 1)

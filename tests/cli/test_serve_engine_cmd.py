@@ -100,6 +100,16 @@ def test_plan_with_an_engine_says_whether_disaggregation_pays() -> None:
     assert isinstance(d["disaggregation_pays"], bool)
     assert d["choice"]["gpus"] >= 1
     assert "disaggregat" in d["verdict"]
+    # The text reads the choice's p99s at the ratios one row in ten of its regime exceeds
+    tail = d["measured_lean"]["p90"]
+    r = cw("serve", "plan", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "vllm",
+           "--qps", "10", "--input-len", "1024", "--output-len", "128", "--ttft-p99", "2",
+           "--tpot-p99", "0.05")
+    text = " ".join(r.stdout.split())
+    assert (f"at the ratios 1 row in 10 exceeds (TTFT {tail['ttft_ratio']:.2f}x, TPOT "
+            f"{tail['tpot_ratio']:.2f}x)") in text
+    assert ("still meets the SLOs" if tail["meets_slo"] else "misses the SLOs") in text.split(
+        "1 row in 10 exceeds")[1]
 
 
 def test_plan_on_other_silicon_says_its_gemm_rate_is_carried_over() -> None:
@@ -415,6 +425,10 @@ def test_the_output_says_which_figures_were_validated() -> None:
     assert v["ttft_median_error"] < -0.05
     assert f"the median row measured {1 / (1 + v['ttft_median_error']):.2f}x the model: " \
            "above it" in text
+    # ... and the range 8 rows in 10 measured in, from the regime's error deciles
+    assert v["ttft_error_p10"] < v["ttft_median_error"] < v["ttft_error_p90"]
+    assert (f"8 rows in 10 measured {1 / (1 + v['ttft_error_p90']):.2f}-"
+            f"{1 / (1 + v['ttft_error_p10']):.2f}x") in text
     assert "simulated (not validated)" in text
     ratio = d["ttft_mean_s"] / d["steady_state"]["ttft_mean_s"]
     assert (abs(ratio - 1.0) > 0.25) == ("is what was checked against measured runs" in text)

@@ -6,6 +6,7 @@ scheduling flags take no value."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import yaml
@@ -104,18 +105,27 @@ def _layout_catalog(tmp: Path, tp: str, adp: str, modes: tuple[str, ...] = ("agg
     return f
 
 
+def _refusals(catalog: Callable[[str, str], Path], cases: list[tuple[str, str, str]],
+              label: str) -> list[str]:
+    """What goes wrong when each case's catalog (``catalog(a, b)``) is run: it must be
+    refused with exit 2 and a message that says the case's text."""
+    found = []
+    for a, b, says in cases:
+        o = invoke(["--catalog", str(catalog(a, b)), *ESTIMATE])
+        found += [f"{label.format(a, b)}: {p}" for p in problems(o, must_refuse=True)]
+        if o.exit_code == 2 and says not in o.stderr + o.stdout:
+            found.append(f"{label.format(a, b)}: the message does not say {says!r}")
+    return found
+
+
 def test_hostile_regime_layouts_are_refused_by_name(tmp_path: Path) -> None:
     """A regime's layout (TP x attention-DP) that is not a positive whole count, half of one,
     or one of disaggregated rows is refused naming the field; the largest legal one runs."""
-    found = []
     cases = [("0", "1", "tp"), ("-8", "1", "tp"), ("1.5", "1", "tp"), ("eight", "1", "tp"),
              ("1e400", "1", "tp"), ("8", "0", "attention_dp"), ("8", "null", "go together"),
              ("null", "4", "go together")]
-    for tp, adp, says in cases:
-        o = invoke(["--catalog", str(_layout_catalog(tmp_path, tp, adp)), *ESTIMATE])
-        found += [f"tp={tp} attention_dp={adp}: {p}" for p in problems(o, must_refuse=True)]
-        if o.exit_code == 2 and says not in o.stderr + o.stdout:
-            found.append(f"tp={tp} attention_dp={adp}: the message does not say {says!r}")
+    found = _refusals(lambda tp, adp: _layout_catalog(tmp_path, tp, adp), cases,
+                      "tp={} attention_dp={}")
     o = invoke(["--catalog", str(_layout_catalog(tmp_path, "8", "1", ("disagg",))), *ESTIMATE])
     found += [f"a disaggregated layout: {p}" for p in problems(o, must_refuse=True)]
     assert not found, "\n".join(found)
@@ -124,4 +134,43 @@ def test_hostile_regime_layouts_are_refused_by_name(tmp_path: Path) -> None:
     text = [a for a in ESTIMATE if a != "--json"]
     o = invoke(["--catalog", str(_layout_catalog(tmp_path, "72", "64")), *text])
     assert o.exit_code == 0 and not problems(o), o.stderr[:500]
-    assert "not validated" in " ".join(o.stdout.split())
+    # ... naming the layouts that were measured, not as a GPU without measured rows
+    flat = " ".join(o.stdout.split())
+    assert ("not validated: the measured vllm rows on h100-sxm (agg) are of other layouts "
+            "only (tp 72 x attention-DP 64), none at tp 1 x attention-DP 1") in flat
+    assert "no measured vllm rows on h100-sxm" not in flat
+
+
+def _spread_catalog(tmp: Path, p10: str, p90: str) -> Path:
+    """The vLLM entry with every regime's TTFT error percentiles written as given."""
+    entry = load_catalog().serving_engine("vllm").model_dump(mode="json")
+    for v in entry["validated"]:
+        v["ttft_median_error"], v["ttft_error_p10"], v["ttft_error_p90"] = 0.0, "LO", "HI"
+    text = yaml.safe_dump({"serving_engines": [entry | {"override": True}]}, sort_keys=False)
+    f = tmp / "engine.yaml"
+    f.write_text(text.replace("ttft_error_p10: LO", f"ttft_error_p10: {p10}").replace(
+        "ttft_error_p90: HI", f"ttft_error_p90: {p90}"), encoding="utf-8")
+    return f
+
+
+def test_hostile_error_percentiles_are_refused_by_name(tmp_path: Path) -> None:
+    """A regime's error percentiles at or below -100 %, infinite, text, one without the
+    other, or out of order around the median are refused naming the field; null for both
+    (a catalog written before them) runs and states no range."""
+    cases = [("-1", "0.2", "ttft_error_p10"), ("-1.5", "0.2", "ttft_error_p10"),
+             (".inf", "0.2", "ttft_error_p10"), ("-0.2", ".nan", "ttft_error_p90"),
+             ("-0.2", "1e400", "ttft_error_p90"), ("low", "0.2", "ttft_error_p10"),
+             ("-0.2", "null", "go together"), ("null", "0.2", "go together"),
+             ("0.1", "0.2", "ttft_error_p10 <= ttft_median_error"),
+             ("-0.2", "-0.1", "ttft_error_p10 <= ttft_median_error")]
+    found = _refusals(lambda lo, hi: _spread_catalog(tmp_path, lo, hi), cases,
+                      "p10={} p90={}")
+    assert not found, "\n".join(found)
+    text = [a for a in ESTIMATE if a != "--json"]
+    o = invoke(["--catalog", str(_spread_catalog(tmp_path, "null", "null")), *text])
+    assert o.exit_code == 0 and not problems(o), o.stderr[:500]
+    flat = " ".join(o.stdout.split())
+    assert "TTFT MAPE" in flat and "rows in 10" not in flat.split("TPOT MAPE")[0]
+    o = invoke(["--catalog", str(_spread_catalog(tmp_path, "-0.5", "0.25")), *text])
+    assert o.exit_code == 0 and not problems(o), o.stderr[:500]
+    assert "8 rows in 10 measured 0.80-2.00x" in " ".join(o.stdout.split())

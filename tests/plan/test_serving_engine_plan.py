@@ -40,6 +40,11 @@ def test_plan_finds_both_modes_and_a_verdict(cat: Catalog) -> None:
     assert lean["ttft_p99_s"] == pytest.approx(c["ttft_p99_s"] * lean["ttft_ratio"])
     assert lean["tpot_p99_s"] == pytest.approx(c["tpot_p99_s"] * lean["tpot_ratio"])
     assert lean["meets_slo"] == (lean["ttft_p99_s"] <= 2.0 and lean["tpot_p99_s"] <= 0.05)
+    # ... and at the ratios one row in ten exceeds, which lie beyond the medians
+    tail = lean["p90"]
+    assert tail["ttft_ratio"] == pytest.approx(1.0 / (1.0 + v["ttft_error_p10"]))
+    assert tail["ttft_ratio"] > lean["ttft_ratio"] and tail["tpot_ratio"] > lean["tpot_ratio"]
+    assert tail["ttft_p99_s"] == pytest.approx(c["ttft_p99_s"] * tail["ttft_ratio"])
 
 
 def test_the_measured_lean_is_none_where_nothing_was_measured(cat: Catalog) -> None:
@@ -59,6 +64,19 @@ def test_the_measured_lean_is_none_where_nothing_was_measured(cat: Catalog) -> N
     lean = measured_lean(PlanCandidate(dep, 1.0, st, 1, (0.3, 0.02)), 0.4, 0.05)
     assert lean is not None and lean["ttft_ratio"] == pytest.approx(1.5)
     assert lean["ttft_p99_s"] == pytest.approx(0.45) and not lean["meets_slo"]
+    # The median meets the SLO; one row in ten measured 2x the model, and there it misses
+    wide = leaning.model_copy(update={"ttft_median_error": 0.0, "ttft_error_p10": -0.5,
+                                      "ttft_error_p90": 0.2, "tpot_error_p10": -0.1,
+                                      "tpot_error_p90": 0.1})
+    dep = replace(dep, engine=vllm.model_copy(update={"validated": [wide]}))
+    lean = measured_lean(PlanCandidate(dep, 1.0, st, 1, (0.3, 0.02)), 0.4, 0.05)
+    assert lean is not None and lean["meets_slo"]
+    assert lean["p90"]["ttft_ratio"] == pytest.approx(2.0)
+    assert lean["p90"]["ttft_p99_s"] == pytest.approx(0.6) and not lean["p90"]["meets_slo"]
+    bare = wide.model_copy(update={"ttft_error_p10": None, "ttft_error_p90": None})
+    dep = replace(dep, engine=vllm.model_copy(update={"validated": [bare]}))
+    lean = measured_lean(PlanCandidate(dep, 1.0, st, 1, (0.3, 0.02)), 0.4, 0.05)
+    assert lean is not None and "p90" not in lean
     unrecorded = leaning.model_copy(update={"ttft_median_error": None})
     dep = replace(dep, engine=vllm.model_copy(update={"validated": [unrecorded]}))
     assert measured_lean(PlanCandidate(dep, 1.0, st, 1, (0.3, 0.02)), 0.4, 0.05) is None

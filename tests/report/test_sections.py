@@ -65,3 +65,26 @@ def test_a_serving_line_on_shared_prefixes_says_its_reuse_is_simulated() -> None
     assert "7,000-token prefixes (20 groups)" in why and "80" in why
     assert "not validated" in why
     assert "prefix" not in _serving_line({**row, "shared_prefix": None})["why"]
+
+
+def test_an_engine_sized_serving_line_states_its_measured_rows_and_their_spread() -> None:
+    """An engine-sized workload's line says how the engine's model did on the rows of its
+    GPU, mode and layout: MAPE, the range 8 rows in 10 measured in, and whether the p99s
+    hold at the ratios one row in ten exceeds; or that nothing was measured there."""
+    conf = {"engine": "vllm", "stack": None, "validation_table": "serving-silicon",
+            "validated": True, "gpu": "h100-sxm", "mode": "agg", "rows": 138,
+            "ttft_mape": 0.238, "ttft_error_p10": -0.5, "ttft_error_p90": 0.25}
+    row = {"name": "chat", "replicas": 2, "qps_per_replica": 14.2, "peak_qps": 20.0,
+           "engine": "vllm", "deployment": "agg tp 1", "confidence": conf,
+           "measured_lean": {"p90": {"meets_slo": False}}}
+    why = _serving_line(row)["why"]
+    assert "its 138 measured rows on h100-sxm (agg): TTFT MAPE 24 %" in why
+    assert "8 in 10 measured 0.80–2.00× the model" in why
+    assert "the p99s miss the SLOs at the ratios one row in ten exceeds" in why
+    bare = {k: v for k, v in conf.items() if not k.startswith("ttft_error")}
+    why = _serving_line({**row, "confidence": bare, "measured_lean": None})["why"]
+    assert "TTFT MAPE 24 %" in why and "8 in 10" not in why and "p99s" not in why
+    none = {"engine": "vllm", "stack": None, "validated": False,
+            "note": "no measured vllm rows on mi300x (agg)"}
+    why = _serving_line({**row, "confidence": none, "measured_lean": None})["why"]
+    assert "not validated: no measured vllm rows on mi300x (agg)" in why

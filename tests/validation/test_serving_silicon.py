@@ -608,18 +608,21 @@ def test_engine_regimes_in_the_catalog_match_the_model(
     for e in cat.all("serving_engines"):
         if e.vendors:
             continue  # fitted and scored on serving_accelerators.csv (its own test)
+        spread = ("ttft_error_p10", "ttft_error_p90", "tpot_error_p10", "tpot_error_p90")
         stored = {(v.gpu, v.mode, v.family, v.tp, v.attention_dp): (
-            v.rows, v.ttft_mape, v.tpot_mape, v.ttft_median_error, v.tpot_median_error)
-            for v in e.validated}
+            v.rows, v.ttft_mape, v.tpot_mape, v.ttft_median_error, v.tpot_median_error,
+            *(getattr(v, f) for f in spread)) for v in e.validated}
         fresh = {(v["gpu"], v["mode"], v["family"], v.get("tp"), v.get("attention_dp")): (
             v["rows"], v["ttft_mape"], v["tpot_mape"], v["ttft_median_error"],
-            v["tpot_median_error"]) for v in now.get(e.id, [])}
+            v["tpot_median_error"], *(v.get(f) for f in spread)) for v in now.get(e.id, [])}
         assert len(stored) == len(e.validated), e.id  # one entry per regime
         assert stored.keys() == fresh.keys(), e.id
         for k, (n, *errors) in fresh.items():
             assert stored[k][0] == n, (e.id, k)
             for s, f in zip(stored[k][1:], errors, strict=True):
                 assert s == pytest.approx(f, abs=0.002), (e.id, k)
+            # The errors' deciles are kept from 10 rows up (the script's spread), else none
+            assert all((x is None) == (n < 10) for x in stored[k][-4:]), (e.id, k)
 
 
 def test_an_inferencemax_row_is_read_at_its_clients_mean_lengths() -> None:

@@ -260,6 +260,14 @@ class EngineRegime(BaseModel):
     # under vLLM, TPOT median -11 % at TP 1 and +21 % at TP 8.
     tp: PositiveInt | None = None
     attention_dp: PositiveInt | None = None
+    # The 10th and 90th percentiles of the signed error over the rows, where there are at
+    # least 10 of them (None: fewer, or not recorded): 8 rows in 10 measured between
+    # 1 / (1 + p90) and 1 / (1 + p10) times the model. The model's error is not one factor;
+    # this says how far it spreads.
+    ttft_error_p10: Annotated[FiniteFloat, Field(gt=-1)] | None = None
+    ttft_error_p90: Annotated[FiniteFloat, Field(gt=-1)] | None = None
+    tpot_error_p10: Annotated[FiniteFloat, Field(gt=-1)] | None = None
+    tpot_error_p90: Annotated[FiniteFloat, Field(gt=-1)] | None = None
 
     @model_validator(mode="after")
     def _layout_whole(self) -> EngineRegime:
@@ -267,6 +275,14 @@ class EngineRegime(BaseModel):
             raise ValueError("tp and attention_dp go together (a layout), or neither (pooled)")
         if self.tp is not None and self.mode != "agg":
             raise ValueError("a layout's regime is of aggregated rows (mode agg)")
+        for m in ("ttft", "tpot"):
+            lo, hi = getattr(self, f"{m}_error_p10"), getattr(self, f"{m}_error_p90")
+            if (lo is None) != (hi is None):
+                raise ValueError(f"{m}_error_p10 and {m}_error_p90 go together, or neither")
+            med = getattr(self, f"{m}_median_error")
+            if lo is not None and not lo <= (hi if med is None else med) <= hi:
+                raise ValueError(f"{m}_error_p10 <= {m}_median_error <= {m}_error_p90 "
+                                 "(percentiles of the same rows' errors)")
         return self
 
 

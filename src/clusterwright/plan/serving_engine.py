@@ -328,13 +328,25 @@ def validation_regime(dep: Deployment, isl: int | None = None) -> dict[str, Any]
                     "family": v.family, "tp": v.tp, "attention_dp": v.attention_dp,
                     "rows": v.rows, "ttft_mape": v.ttft_mape,
                     "tpot_mape": v.tpot_mape, "ttft_median_error": v.ttft_median_error,
-                    "tpot_median_error": v.tpot_median_error, **extra}
+                    "tpot_median_error": v.tpot_median_error,
+                    "ttft_error_p10": v.ttft_error_p10, "ttft_error_p90": v.ttft_error_p90,
+                    "tpot_error_p10": v.tpot_error_p10, "tpot_error_p90": v.tpot_error_p90,
+                    **extra}
     extra.pop("family_note", None)
     seen = sorted({f"{v.gpu} {v.mode}" for v in dep.engine.validated})
     if replaced is not None:
         return {"validated": False, "engine": dep.engine.id, "gpu": dep.gpu.id, "mode": mode,
                 "note": (f"not validated: {dep.gpu.id} is overridden by a user catalog; the "
                          f"measured rows are of the entry at {replaced}"), **extra}
+    if dep.cpu_offload_gb <= 0 and here and par is not None:
+        # The GPU and mode were measured, at other layouts only (a user catalog may keep
+        # layout regimes without the pooled ones): which, rather than "no measured rows".
+        others = sorted({(v.tp, v.attention_dp) for v in here if v.tp is not None})
+        at = ", ".join(f"tp {t} x attention-DP {a}" for t, a in others)
+        return {"validated": False, "engine": dep.engine.id, "gpu": dep.gpu.id, "mode": mode,
+                "note": (f"the measured {dep.engine.id} rows on {dep.gpu.id} ({mode}) are "
+                         f"of other layouts only ({at}), none at tp {par.tp} x "
+                         f"attention-DP {par.adp}"), **extra}
     what = ("rows offloading weights" if dep.cpu_offload_gb > 0 else
             f"{dep.engine.id} rows on {dep.gpu.id} ({mode})")
     return {"validated": False, "engine": dep.engine.id, "gpu": dep.gpu.id, "mode": mode,

@@ -86,9 +86,10 @@ class PlanCandidate:
 def measured_lean(c: PlanCandidate, ttft_slo: float, tpot_slo: float) -> dict[str, Any] | None:
     """How the chosen deployment's p99s would read at the way its regime's measured rows
     lean: each p99 x measured / model at the regime's median error (1 / (1 + median)), and
-    whether the SLOs still hold. None when the regime was not validated or records no
-    median. The plan itself is sized on the model's numbers; this says how much margin the
-    measurements suggest."""
+    whether the SLOs still hold; under ``p90``, the same at the ratios one row in ten
+    exceeds, where the regime records them. None when the regime was not validated or
+    records no median. The plan itself is sized on the model's numbers; this says how much
+    margin the measurements suggest."""
     v = validation_regime(c.dep)
     if not v["validated"] or c.p99 is None:
         return None
@@ -97,8 +98,17 @@ def measured_lean(c: PlanCandidate, ttft_slo: float, tpot_slo: float) -> dict[st
         return None
     rt, rp = 1.0 / (1.0 + med_t), 1.0 / (1.0 + med_p)
     ttft, tpot = c.p99[0] * rt, c.p99[1] * rp
-    return {"ttft_ratio": rt, "tpot_ratio": rp, "ttft_p99_s": ttft, "tpot_p99_s": tpot,
-            "meets_slo": ttft <= ttft_slo and tpot <= tpot_slo}
+    out: dict[str, Any] = {"ttft_ratio": rt, "tpot_ratio": rp, "ttft_p99_s": ttft,
+                           "tpot_p99_s": tpot, "meets_slo": ttft <= ttft_slo and tpot <= tpot_slo}
+    # The ratios one row in ten exceeds (the errors' 10th percentiles), where recorded: the
+    # margin a plan that must hold on most deployments like this one would take.
+    lo_t, lo_p = v.get("ttft_error_p10"), v.get("tpot_error_p10")
+    if lo_t is not None and lo_p is not None:
+        ht, hp = 1.0 / (1.0 + lo_t), 1.0 / (1.0 + lo_p)
+        out["p90"] = {"ttft_ratio": ht, "tpot_ratio": hp, "ttft_p99_s": c.p99[0] * ht,
+                      "tpot_p99_s": c.p99[1] * hp,
+                      "meets_slo": c.p99[0] * ht <= ttft_slo and c.p99[1] * hp <= tpot_slo}
+    return out
 
 
 def _verify_p99(cat: Catalog, c: PlanCandidate, qps: float, isl: int, osl: int,

@@ -117,6 +117,28 @@ def _training_line(w: Mapping[str, Any]) -> dict[str, str]:
             "ok": "yes" if dl is None or (days is not None and days <= dl) else "no"}
 
 
+def _engine_regime(conf: Mapping[str, Any], lean: Mapping[str, Any]) -> str:
+    """How the engine's model did on the measured rows of the choice's GPU, mode and
+    layout: TTFT MAPE and the range 8 rows in 10 measured in against the model, and whether
+    the choice's p99s hold at the ratios one row in ten exceeds; or that no row was
+    measured there."""
+    if conf.get("validated") is False:
+        return f"; not validated: {text(conf.get('note'))}"
+    mape = num(conf.get("ttft_mape"))
+    if mape is None:
+        return ""
+    out = (f"; its {fmt(conf.get('rows'))} measured rows on {text(conf.get('gpu'))} "
+           f"({text(conf.get('mode'))}): TTFT MAPE {pct(mape, 0)}")
+    lo, hi = num(conf.get("ttft_error_p10")), num(conf.get("ttft_error_p90"))
+    if lo is not None and hi is not None and lo > -1 and hi > -1:
+        out += f", 8 in 10 measured {1 / (1 + hi):.2f}–{1 / (1 + lo):.2f}× the model"
+    tail = mapping(lean.get("p90"))
+    if tail:
+        out += ("; the p99s " + ("still meet" if tail.get("meets_slo") else "miss")
+                + " the SLOs at the ratios one row in ten exceeds")
+    return out
+
+
 def _serving_line(w: Mapping[str, Any]) -> dict[str, str]:
     reps, per = num(w.get("replicas")), num(w.get("qps_per_replica"))
     peak = num(w.get("peak_qps"))
@@ -128,6 +150,7 @@ def _serving_line(w: Mapping[str, Any]) -> dict[str, str]:
     elif conf.get("stack") is None:  # engine-sized: the engine's calibration and table
         why = (f"{text(conf.get('engine'))}'s calibration; its error per row: validate "
                f"--table {text(conf.get('validation_table') or 'serving-silicon')}")
+        why += _engine_regime(conf, mapping(w.get("measured_lean")))
     else:
         why = (f"serving calibration {conf.get('stack')} ({conf.get('engine')}); its error "
                "per row: validate --table serving")
