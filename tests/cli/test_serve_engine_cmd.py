@@ -873,3 +873,31 @@ def test_the_validated_line_names_the_model_kind() -> None:
     assert r.exit_code == 0, r.output
     out = " ".join(r.stdout.split())
     assert "4 measured neuron rows of MoE models on trn2 (agg, every layout pooled)" in out
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (("--engine", "vllm", "--margin", "p99"), "--margin: 'p99' is not one of none, median, p90"),
+    (("--margin", "p90"), "--margin: only with --engine"),
+    (("--engine", "vllm", "--margin", " "), "--margin: empty"),
+])
+def test_a_bad_margin_exits_2_naming_the_flag(extra: tuple[str, ...], message: str) -> None:
+    r = cw("serve", "plan", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--qps", "4",
+           "--input-len", "1024", "--output-len", "128", "--ttft-p99", "2", "--tpot-p99",
+           "0.05", *extra)
+    assert r.exit_code == 2, r.output
+    assert message in " ".join((r.stdout + r.stderr).split())
+
+
+def test_a_plan_with_a_margin_says_what_it_held_the_slos_to() -> None:
+    args = ("serve", "plan", "--model", "llama-3.1-70b", "--gpu", "b200", "--engine", "vllm",
+            "--precision", "fp8", "--qps", "4", "--input-len", "1024", "--output-len", "512",
+            "--ttft-p99", "0.5", "--tpot-p99", "0.03", "--margin", "p90", "--num-requests",
+            "300")
+    d = json.loads(cw(*args, "--json").stdout)
+    m = d["margin"]
+    text = " ".join(cw(*args).stdout.split())
+    assert ("sized with a margin (the measured rows' ratio one row in ten exceeds): its model "
+            f"p99s x TTFT {m['ttft_ratio']:.2f} and TPOT {m['tpot_ratio']:.2f} within the SLOs"
+            ) in text
+    plain = " ".join(cw(*args[:-4], "--num-requests", "300").stdout.split())
+    assert "sized with a margin" not in plain

@@ -97,3 +97,21 @@ def test_an_engine_with_an_end_to_end_slo_is_refused() -> None:
     text = SERVE.format(gpu="b200", e2e=", e2e_p99_s: 30", engine='\n    engine: "vllm"')
     with pytest.raises(ScenarioError, match=r"slo\.e2e_p99_s: an engine-sized workload"):
         loads_scenario(text)
+
+
+def test_a_margin_needs_an_engine_and_flows_into_the_plan(catalog: Catalog) -> None:
+    """``slo.margin`` is refused by name on a workload without an engine (the stacks' path
+    has no measured regimes); with one, the row carries the ratios the choice was held to."""
+    text = SERVE.format(gpu="b200", e2e=', margin: "p90"', engine="")
+    with pytest.raises(ScenarioError, match=r"slo\.margin: the measured rows' margin"):
+        loads_scenario(text)
+    text = SERVE.format(gpu="b200", e2e=', margin: "p99"', engine='\n    engine: "vllm"')
+    with pytest.raises(ScenarioError, match=r"slo\.margin"):
+        loads_scenario(text)
+    text = SERVE.format(gpu="b200", e2e=', margin: "p90"', engine='\n    engine: "vllm"')
+    sc, _ = loads_scenario(text)
+    (w,) = plan_scenario(sc, catalog, quick=True).to_dict()["workloads"]
+    m = w["margin"]
+    assert m["kind"] == "p90" and w["slo"]["margin"] == "p90"
+    assert m["ttft_ratio"] >= 1.0 and m["tpot_ratio"] >= 1.0
+    assert w["ttft_p99_s"] * m["ttft_ratio"] <= 2.0 and w["tpot_p99_s"] * m["tpot_ratio"] <= 0.08

@@ -11,7 +11,12 @@ from clusterwright.catalog.registry import Catalog, load_catalog
 from clusterwright.errors import InputError
 from clusterwright.plan.serving_deployment import Role
 from clusterwright.plan.serving_engine import deployment, engine_of, layout
-from clusterwright.plan.serving_engine_plan import PlanCandidate, measured_lean, plan_engine
+from clusterwright.plan.serving_engine_plan import (
+    PlanCandidate,
+    measured_lean,
+    plan_engine,
+    slo_margin,
+)
 from clusterwright.sim.serving_steady import SteadyState
 
 
@@ -263,3 +268,49 @@ def test_a_model_one_nvlink_domain_cannot_hold_is_planned_over_several(cat: Cata
         plan_engine(cat, arch, g, e, 2.0, 2048, 512, 5.0, 0.1, "fp8", requests=200,
                     max_gpus_per_copy=8)
     assert err.value.field == "model"
+
+
+def test_a_margin_holds_the_model_s_figures_times_the_measured_lean(cat: Catalog) -> None:
+    """``slo_margin``: 1 / (1 + the regime's median error, or its errors' 10th percentile),
+    never below 1; (1, 1) with no margin or where nothing was measured; an unknown margin
+    is refused naming the field."""
+    arch = cat.model("llama-3.1-8b")
+    vllm = engine_of(cat, "vllm")
+    dep = deployment(cat, arch, cat.gpu("h100-sxm"), vllm, "fp8", agg=Role(layout(arch), 1))
+    regime = next(x for x in vllm.validated if x.gpu == "h100-sxm" and x.mode == "agg")
+    wide = regime.model_copy(update={"ttft_median_error": -0.2, "tpot_median_error": 0.1,
+                                     "ttft_error_p10": -0.5, "ttft_error_p90": 0.2,
+                                     "tpot_error_p10": 0.05, "tpot_error_p90": 0.3})
+    dep = replace(dep, engine=vllm.model_copy(update={"validated": [wide]}))
+    assert slo_margin(dep, "none") == (1.0, 1.0)
+    # TTFT measured 1.25x the model at the median; TPOT under it, which does not loosen it
+    assert slo_margin(dep, "median") == pytest.approx((1.25, 1.0))
+    assert slo_margin(dep, "p90") == pytest.approx((2.0, 1.0))
+    bare = wide.model_copy(update={"ttft_error_p10": None, "ttft_error_p90": None})
+    dep_bare = replace(dep, engine=vllm.model_copy(update={"validated": [bare]}))
+    assert slo_margin(dep_bare, "p90") == pytest.approx((1.0, 1.0))
+    other = deployment(cat, arch, cat.gpu("mi300x"), vllm, "fp8", agg=Role(layout(arch), 1))
+    assert slo_margin(other, "p90") == (1.0, 1.0)
+    with pytest.raises(InputError, match="margin: 'p99' is not one of") as err:
+        slo_margin(dep, "p99")
+    assert err.value.field == "margin"
+
+
+def test_a_p90_margin_sizes_the_plan_for_the_measured_rows(cat: Catalog) -> None:
+    """Held to the ratios one measured row in ten exceeds, the plan's choice meets the SLOs
+    at those ratios, on at least as many GPUs as the plan on the model's figures (Llama-3.1-70B
+    FP8 on B200: one GPU on the model's figures, two with the margin)."""
+    arch = cat.model("llama-3.1-70b")
+    args = (cat, arch, cat.gpu("b200"), engine_of(cat, "vllm"), 4.0, 1024, 512, 0.5, 0.03,
+            "fp8")
+    plain = plan_engine(*args, requests=300)
+    held = plan_engine(*args, requests=300, margin="p90")
+    assert plain["margin"] == {"kind": "none", "ttft_ratio": 1.0, "tpot_ratio": 1.0}
+    m, c = held["margin"], held["choice"]
+    assert m["kind"] == "p90" and m["tpot_ratio"] > 1.0
+    assert c["margin_ratios"] == [m["ttft_ratio"], m["tpot_ratio"]]
+    assert c["ttft_p99_s"] * m["ttft_ratio"] <= 0.5 and c["tpot_p99_s"] * m["tpot_ratio"] <= 0.03
+    assert held["measured_lean"]["p90"]["meets_slo"]
+    assert c["gpus"] > plain["choice"]["gpus"]
+    with pytest.raises(InputError, match="margin"):
+        plan_engine(*args, requests=300, margin="loose")

@@ -81,6 +81,12 @@ def test_an_engine_sized_serving_line_states_its_measured_rows_and_their_spread(
     assert "its 138 measured rows on h100-sxm (agg): TTFT MAPE 24 %" in why
     assert "8 in 10 measured 0.80–2.00× the model" in why
     assert "the p99s miss the SLOs at the ratios one row in ten exceeds" in why
+    assert "margin" not in why
+    held = {**row, "margin": {"kind": "p90", "ttft_ratio": 2.0, "tpot_ratio": 1.27}}
+    assert ("sized with the measured rows' p90 margin (p99s x TTFT 2, TPOT 1.27)"
+            in _serving_line(held)["why"])
+    none = {**row, "margin": {"kind": "none", "ttft_ratio": 1.0, "tpot_ratio": 1.0}}
+    assert "margin" not in _serving_line(none)["why"]
     bare = {k: v for k, v in conf.items() if not k.startswith("ttft_error")}
     why = _serving_line({**row, "confidence": bare, "measured_lean": None})["why"]
     assert "TTFT MAPE 24 %" in why and "8 in 10" not in why and "p99s" not in why

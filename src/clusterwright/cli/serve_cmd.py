@@ -413,6 +413,11 @@ def plan_cmd(
         "ranks and copies: least_outstanding (default) or cache_aware (SGLang's router: each "
         "shared prefix kept where it is held while the load stays balanced; with "
         "--prefix-len, each copy then sees its share of the prefixes)."),
+    margin: str | None = typer.Option(
+        None, "--margin", help="--engine: hold each deployment's p99s to the SLOs "
+        "multiplied by how its measured rows (validate --table serving-silicon) lean against "
+        "the model: none (default: the model's figures), median, or p90 (the ratio one "
+        "measured row in ten exceeds). A margin never loosens an SLO."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Cheapest fleet (GPU type, TP, replicas) serving --qps within the p99 SLOs, found by
@@ -441,10 +446,11 @@ def plan_cmd(
         fail("--max-tokens: only with --engine (a catalog serving engine)")
     if engine is None and cpu_offload_gb is not None:
         fail("--cpu-offload-gb: only with --engine vllm or sglang")
-    lim.nonempty(("--router", router))
-    # Without --engine the replicas' own prefix caches serve --prefix-len; the host tier
-    # and the router are the engines'
-    for flag, given in (("--kv-offload-gb", kv_offload_gb), ("--router", router)):
+    lim.nonempty(("--router", router), ("--margin", margin))
+    # Without --engine the replicas' own prefix caches serve --prefix-len; the host tier,
+    # the router and the measured rows' margin are the engines'
+    for flag, given in (("--kv-offload-gb", kv_offload_gb), ("--router", router),
+                        ("--margin", margin)):
         if engine is None and given is not None:
             fail(f"{flag}: only with --engine (a catalog serving engine)")
     check_prefix_flags(prefix_len, prefix_groups, kv_offload_gb, input_len)
@@ -466,7 +472,7 @@ def plan_cmd(
                         prefix_len=prefix_len or 0, prefix_groups=prefix_groups or 1,
                         kv_offload_gb=kv_offload_gb or 0.0,
                         requests=800 if num_requests is None else num_requests, seed=seed,
-                        router=router or "least_outstanding")
+                        router=router or "least_outstanding", margin=margin or "none")
         return
     num_requests = 2000 if num_requests is None else num_requests
 

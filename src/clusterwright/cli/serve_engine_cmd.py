@@ -40,7 +40,7 @@ FLAGS = {"tp": "--tp", "pp": "--pp", "adp": "--adp", "moe_tp": "--moe-tp",
          "concurrency": "--concurrency", "qps": "--qps", "ttft_slo": "--ttft-p99",
          "speculative": "--speculative", "cpu_offload_gb": "--cpu-offload-gb",
          "kv_offload_gb": "--kv-offload-gb", "prefix_len": "--prefix-len",
-         "prefix_groups": "--prefix-groups", "router": "--router"}
+         "prefix_groups": "--prefix-groups", "router": "--router", "margin": "--margin"}
 
 
 @contextmanager
@@ -442,7 +442,7 @@ def plan_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str, qp
                     cpu_offload_gb: float = 0.0, prefix_len: int = 0,
                     prefix_groups: int = 1, kv_offload_gb: float = 0.0,
                     requests: int = 800, seed: int = 0,
-                    router: str = "least_outstanding") -> None:
+                    router: str = "least_outstanding", margin: str = "none") -> None:
     from clusterwright.plan.serving_engine import engine_of
     from clusterwright.plan.serving_engine_plan import plan_engine
 
@@ -462,7 +462,7 @@ def plan_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str, qp
                         precision, gemm_quant, moe_quant, max_tokens=max_tokens,
                         cpu_offload_gb=cpu_offload_gb, prefix_len=prefix_len,
                         prefix_groups=prefix_groups, kv_offload_gb=kv_offload_gb,
-                        requests=requests, seed=seed, router=router)
+                        requests=requests, seed=seed, router=router, margin=margin)
     if as_json:
         emit_json(d)
         return
@@ -490,6 +490,15 @@ def plan_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str, qp
     prompt = d["choice"]["validation"].get("prompt_note")
     if prompt:
         console.print(f"[yellow]prompt outside the measured rows:[/] {prompt}")
+    m = d["margin"]
+    if m["kind"] != "none":
+        held = (f"its model p99s x TTFT {m['ttft_ratio']:.2f} and TPOT {m['tpot_ratio']:.2f} "
+                "within the SLOs" if (m["ttft_ratio"], m["tpot_ratio"]) != (1.0, 1.0) else
+                "the model's p99s within the SLOs: its regime's measured rows "
+                + ("lean no higher" if d["choice"]["validation"]["validated"]
+                   else "do not exist"))
+        what = "median" if m["kind"] == "median" else "ratio one row in ten exceeds"
+        console.print(f"sized with a margin (the measured rows' {what}): {held}")
     lean = d.get("measured_lean")
     if lean and (abs(lean["ttft_ratio"] - 1.0) >= 0.05 or abs(lean["tpot_ratio"] - 1.0) >= 0.05
                  or lean.get("p90")):

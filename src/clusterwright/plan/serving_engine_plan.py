@@ -65,6 +65,9 @@ class PlanCandidate:
     # Shared prefixes: the verifying simulation's share of prompt tokens reused, and of
     # them loaded from the host tier (None without shared prefixes)
     reuse: tuple[float, float] | None = None
+    # measured / model ratios (TTFT, TPOT) the SLOs were held to with a margin (slo_margin):
+    # the candidate's p99s x these within the SLOs; (1, 1) without one
+    scale: tuple[float, float] = (1.0, 1.0)
 
     @property
     def gpus(self) -> int:
@@ -80,6 +83,7 @@ class PlanCandidate:
                 **({"prefix_hit_rate": self.reuse[0], "host_hit_rate": self.reuse[1]}
                    if self.reuse is not None else {}),
                 "validation": validation_regime(self.dep, self.isl),
+                "margin_ratios": list(self.scale),
                 "notes": list(self.dep.notes)}
 
 
@@ -111,6 +115,35 @@ def measured_lean(c: PlanCandidate, ttft_slo: float, tpot_slo: float) -> dict[st
     return out
 
 
+# How a plan may hold the SLOs against the measured rows of each deployment's regime: not at
+# all (the model's figures), at their median lean, or at the ratios one row in ten exceeds.
+MARGINS = ("none", "median", "p90")
+
+
+def slo_margin(dep: Deployment, margin: str) -> tuple[float, float]:
+    """The measured / model ratios (TTFT, TPOT) a deployment's model p99s are multiplied by
+    before they are held to the SLOs under ``margin`` (MARGINS): 1 / (1 + e) for the
+    regime's median error (``median``) or its errors' 10th percentile (``p90``: the ratio
+    one measured row in ten exceeds). Never below 1: where the rows measured under the
+    model, the model's figure stands (a margin does not loosen an SLO). (1, 1) for
+    ``none``, or where the deployment's regime was not measured or records no such error
+    (the plan's output says which)."""
+    if margin not in MARGINS:
+        raise InputError(f"margin: {margin!r} is not one of {', '.join(MARGINS)}",
+                         field="margin")
+    if margin == "none":
+        return 1.0, 1.0
+    v = validation_regime(dep)
+    if not v["validated"]:
+        return 1.0, 1.0
+    key = "median_error" if margin == "median" else "error_p10"
+    out = []
+    for m in ("ttft", "tpot"):
+        e = v.get(f"{m}_{key}")
+        out.append(1.0 if e is None else max(1.0, 1.0 / (1.0 + e)))
+    return out[0], out[1]
+
+
 def _verify_p99(cat: Catalog, c: PlanCandidate, qps: float, isl: int, osl: int,
                 ttft_slo: float, tpot_slo: float, requests: int, seed: int,
                 prefix: tuple[int, int] = (0, 1), router: str = "least_outstanding"
@@ -132,7 +165,7 @@ def _verify_p99(cat: Catalog, c: PlanCandidate, qps: float, isl: int, osl: int,
         p99 = (res.ttft_s["p99"], res.tpot_s["p99"])
         if prefix[0] > 0:
             reuse = (res.prefix_hit_rate, res.host_hit_rate)
-        if p99[0] <= ttft_slo and p99[1] <= tpot_slo:
+        if p99[0] * c.scale[0] <= ttft_slo and p99[1] * c.scale[1] <= tpot_slo:
             break
         copies = max(copies + 1, math.ceil(copies * 1.25))
     return replace(c, copies=copies, p99=p99, reuse=reuse)
@@ -201,13 +234,13 @@ def plan_engine(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine, 
                 requests: int = 800, seed: int = 0,
                 max_tokens: int | None = None, prune: bool = True,
                 cpu_offload_gb: float = 0.0, prefix_len: int = 0, prefix_groups: int = 1,
-                kv_offload_gb: float = 0.0, router: str = "least_outstanding"
-                ) -> dict[str, Any]:
+                kv_offload_gb: float = 0.0, router: str = "least_outstanding",
+                margin: str = "none") -> dict[str, Any]:
     """``plan_engine_choice``'s result, without the chosen candidate."""
     return plan_engine_choice(cat, arch, gpu, engine, qps, isl, osl, ttft_slo, tpot_slo,
                               precision, gemm_quant, moe_quant, max_gpus_per_copy, requests,
                               seed, max_tokens, prune, cpu_offload_gb, prefix_len,
-                              prefix_groups, kv_offload_gb, router)[0]
+                              prefix_groups, kv_offload_gb, router, margin)[0]
 
 
 def plan_engine_choice(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine,
@@ -218,7 +251,7 @@ def plan_engine_choice(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingE
                        max_tokens: int | None = None, prune: bool = True,
                        cpu_offload_gb: float = 0.0, prefix_len: int = 0,
                        prefix_groups: int = 1, kv_offload_gb: float = 0.0,
-                       router: str = "least_outstanding"
+                       router: str = "least_outstanding", margin: str = "none"
                        ) -> tuple[dict[str, Any], PlanCandidate]:
     """Cheapest aggregated and disaggregated deployments serving ``qps`` with p99 TTFT and
     TPOT within the SLOs, and whether disaggregation pays (fewer GPUs). Layouts and splits
@@ -240,7 +273,15 @@ def plan_engine_choice(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingE
     and the cheapest after their copies is kept. The result says what the reuse saves: the
     same plan without it, and without the host tier. ``router``: least_outstanding, or
     cache_aware (SGLang's router: each prefix kept on the copy and rank that holds it, while
-    the load stays balanced)."""
+    the load stays balanced).
+
+    ``margin`` (MARGINS): hold each deployment's model figures, multiplied by how its
+    regime's measured rows lean (``slo_margin``: at their median, or at the ratios one row
+    in ten exceeds), to the SLOs, so the plan is sized on what the measurements say; none:
+    on the model's figures, with the lean only reported (``measured_lean``)."""
+    if margin not in MARGINS:
+        raise InputError(f"margin: {margin!r} is not one of {', '.join(MARGINS)}",
+                         field="margin")
     if not (qps > 0 and ttft_slo > 0 and tpot_slo > 0):
         raise InputError("qps and the SLOs must be positive", field="qps")
     if isl + osl > arch.max_seq_len:
@@ -282,14 +323,16 @@ def plan_engine_choice(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingE
             # win, whatever its steady state (the same choice, without solving it). With
             # shared prefixes it may: the cheapest few are verified, not the cheapest alone
             return
-        r = _max_clients(cat, dep, screen_isl, osl, ttft_slo, tpot_slo, cache)
+        scale = slo_margin(dep, margin)
+        r = _max_clients(cat, dep, screen_isl, osl, ttft_slo / scale[0], tpot_slo / scale[1],
+                         cache)
         if r is None:
             return
         c, st, solved = r
         if st.requests_per_s <= 0:
             return
         copies = max(1, math.ceil(qps / st.requests_per_s))
-        cand = PlanCandidate(solved, c, st, copies, isl=isl)
+        cand = PlanCandidate(solved, c, st, copies, isl=isl, scale=scale)
         cur = best[mode]
         if cur is None or (cand.gpus, cand.state.tpot_s) < (cur.gpus, cur.state.tpot_s):
             best[mode] = cand
@@ -340,9 +383,11 @@ def plan_engine_choice(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingE
                          + (f", {cpu_offload_gb:g} GiB of weights a GPU offloaded"
                             if cpu_offload_gb > 0 else ""), field="model")
     if a is None and d is None:
+        held = ("" if margin == "none" else
+                f", its figures x how its regime's measured rows lean ({margin} margin)")
         raise InputError(f"no deployment of {arch.id} on {gpu.id} under {engine.id} meets "
                          f"TTFT {ttft_slo:g} s and TPOT {tpot_slo:g} s (means) for one "
-                         "client", field="ttft_slo")
+                         f"client{held}", field="ttft_slo")
     pays = d is not None and (a is None or d.gpus < a.gpus)
     if a is not None and d is not None:
         verdict = (f"disaggregation pays: {d.gpus} GPUs against {a.gpus} aggregated"
@@ -358,7 +403,7 @@ def plan_engine_choice(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingE
     def again(**kw: Any) -> dict[str, Any]:
         args: dict[str, Any] = {"cpu_offload_gb": cpu_offload_gb, "prefix_len": prefix_len,
                                 "prefix_groups": prefix_groups, "kv_offload_gb": kv_offload_gb,
-                                "router": router}
+                                "router": router, "margin": margin}
         args.update(kw)
         return plan_engine(cat, arch, gpu, engine, qps, isl, osl, ttft_slo, tpot_slo,
                            precision, gemm_quant, moe_quant, max_gpus_per_copy, requests,
@@ -374,6 +419,8 @@ def plan_engine_choice(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingE
             (lambda: again(kv_offload_gb=0.0)) if kv_offload_gb > 0 else None)
     return ({"model": arch.id, "gpu": gpu.id, "engine": engine.id, "qps": qps, **extra,
             "router": router,
+            "margin": {"kind": margin, "ttft_ratio": choice.scale[0],
+                       "tpot_ratio": choice.scale[1]},
             "measured_lean": measured_lean(choice, ttft_slo, tpot_slo),
             "input_len": isl, "output_len": osl,
             "slo": {"ttft_p99_s": ttft_slo, "tpot_p99_s": tpot_slo},
@@ -443,4 +490,5 @@ def _offload_verdict(gpus: int, gib: float,
             "verdict": verdict}
 
 
-__all__ = ["PREFIX_VERIFIED", "PlanCandidate", "measured_lean", "plan_engine", "plan_engine_choice"]
+__all__ = ["MARGINS", "PREFIX_VERIFIED", "PlanCandidate", "measured_lean", "plan_engine",
+           "plan_engine_choice", "slo_margin"]

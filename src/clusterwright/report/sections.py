@@ -151,6 +151,10 @@ def _serving_line(w: Mapping[str, Any]) -> dict[str, str]:
         why = (f"{text(conf.get('engine'))}'s calibration; its error per row: validate "
                f"--table {text(conf.get('validation_table') or 'serving-silicon')}")
         why += _engine_regime(conf, mapping(w.get("measured_lean")))
+        m = mapping(w.get("margin"))
+        if m.get("kind") in ("median", "p90"):
+            why += (f"; sized with the measured rows' {text(m.get('kind'))} margin (p99s x "
+                    f"TTFT {fmt(m.get('ttft_ratio'))}, TPOT {fmt(m.get('tpot_ratio'))})")
     else:
         why = (f"serving calibration {conf.get('stack')} ({conf.get('engine')}); its error "
                "per row: validate --table serving")

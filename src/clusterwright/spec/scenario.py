@@ -155,6 +155,11 @@ class Slo(_Strict):
     """p99 time per output token after the first, seconds."""
     e2e_p99_s: SloSeconds | None = None  # arrival to last token of a request
     """p99 time from arrival to the last token of a request, seconds. Unset: not a target."""
+    margin: Literal["none", "median", "p90"] = "none"
+    """With an engine: hold each deployment's p99s to the targets multiplied by how its
+    measured rows (validate --table serving-silicon) lean against the model: none (the
+    model's figures), median, or p90 (the ratio one measured row in ten exceeds); never
+    loosening a target (``serve plan --margin``)."""
 
 
 class Window(_Strict):
@@ -314,6 +319,9 @@ class InferenceWorkload(_Strict):
         if self.engine is not None and self.slo.e2e_p99_s is not None:
             raise ValueError("slo.e2e_p99_s: an engine-sized workload is planned on p99 TTFT "
                              "and TPOT only; drop e2e_p99_s or the engine")
+        if self.engine is None and self.slo.margin != "none":
+            raise ValueError("slo.margin: the measured rows' margin is an engine's (validate "
+                             "--table serving-silicon); name the workload's engine or drop it")
         return self
 
     @model_validator(mode="before")
