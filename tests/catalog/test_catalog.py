@@ -4,6 +4,7 @@ import csv
 from pathlib import Path
 
 import pytest
+import yaml
 
 from clusterwright.catalog.registry import Catalog, load_catalog
 from clusterwright.errors import CatalogError, UnknownIdError
@@ -647,3 +648,15 @@ def test_every_plannable_gpu_has_a_server() -> None:
     held = {s.gpu for s in cat.all("servers")}
     missing = {g.id for g in cat.all("gpus")} - held
     assert missing == {"a100-40gb-sxm", "a100-80gb-pcie", "h100-pcie", "h800-sxm"}, missing
+
+
+def test_an_engines_moe_floor_names_only_catalog_gpus(tmp_path: Path) -> None:
+    """A user catalog's engine whose ``moe_layer_floor_us`` names a GPU the catalog lacks is
+    refused naming the engine, the field and the id (a misspelt GPU would otherwise take the
+    median silently)."""
+    entry = load_catalog(env={}).serving_engine("vllm").model_dump(mode="json")
+    entry["moe_layer_floor_us"] = {"h100-sxm": 30.0, "h200-sxn": 31.0}
+    text = yaml.safe_dump({"serving_engines": [entry | {"override": True}]}, sort_keys=False)
+    with pytest.raises(CatalogError, match=r"'vllm': moe_layer_floor_us: unknown GPU id "
+                       r"'h200-sxn'; did you mean 'h200-sxm'"):
+        load_catalog([_write(tmp_path / "e.yaml", text)], env={})

@@ -71,3 +71,20 @@ def test_a_layouts_regime_names_tp_and_attention_dp_of_aggregated_rows() -> None
         EngineRegime(**{**base, "mode": "disagg"}, tp=8, attention_dp=1)
     with pytest.raises(ValidationError):
         EngineRegime(**base, tp=0, attention_dp=1)
+
+
+def test_the_moe_floor_is_the_gpus_measured_one_else_their_median(catalog: Catalog) -> None:
+    """``moe_layer_floor_s``: the listed GPU's value, an unlisted GPU the median of the listed
+    ones, an engine without a table none; values are 0-1,000 us."""
+    e = catalog.serving_engine("sglang")
+    table = e.moe_layer_floor_us
+    assert e.moe_layer_floor_s("h100-sxm") == pytest.approx(table["h100-sxm"] * 1e-6)
+    values = sorted(table.values())
+    mid = len(values) // 2
+    median = values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+    assert e.moe_layer_floor_s("mi300x") == pytest.approx(median * 1e-6)
+    assert catalog.serving_engine("trtllm").moe_layer_floor_s("h100-sxm") == 0.0
+    for bad in ({"h100-sxm": -1.0}, {"h100-sxm": 1e4}, {"h100-sxm": float("nan")},
+                {"h100-sxm": "fast"}, [25.0]):
+        with pytest.raises(ValidationError, match="moe_layer_floor_us"):
+            ServingEngine.model_validate(changed(e, moe_layer_floor_us=bad))

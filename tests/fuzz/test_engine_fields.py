@@ -1,5 +1,6 @@
 """Hostile values in a user catalog's serving-engine scheduling fields (``seq_overhead_s``,
-``async_scheduling``, ``sync_versions``) and platforms (``runs_on``): ``serve estimate
+``async_scheduling``, ``sync_versions``), platforms (``runs_on``) and MoE kernel floors
+(``moe_layer_floor_us``): ``serve estimate
 --catalog FILE`` must refuse what the schema does not take, naming the field, and run what it
 takes (the largest host cost included) without a traceback or an impossible number; the
 scheduling flags take no value."""
@@ -25,6 +26,8 @@ REFUSED: dict[str, list[object]] = {
     "disagg_first_token": ["decode", 1, ["prefill"], {"a": 1}],
     "mixed_chunk": ["maybe", 2, [True], {"a": 1}],
     "runs_on": ["nvidia", ["nvidea"], [1], [["nvidia"]], {"a": 1}, [None]],
+    "moe_layer_floor_us": [{"h100-sxm": -1.0}, {"h100-sxm": 1e4}, {"h100-sxm": "fast"},
+                           [25.0], 25.0, {"h100-sxm": None}, {"no-such-gpu": 25.0}],
 }
 
 

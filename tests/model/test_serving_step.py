@@ -422,3 +422,30 @@ def test_a_gpu_listing_only_one_16bit_rate_serves_at_it(cat: Catalog) -> None:
     none16 = h100.model_copy(update={"peak_tflops": {Dtype.fp8: 1979.0}})
     with pytest.raises(InputError, match="lists no"):
         make(none16).step_s(2048, 0, 0)
+
+
+def test_moe_kernels_take_their_floor_per_moe_layer(cat: Catalog) -> None:
+    """Each MoE layer of an iteration costs the engine's measured kernel floor on the GPU
+    (``moe_layer_floor_us``) on top of its weight stream, whatever the batch; a dense model
+    has no MoE layer to charge, and an engine without floors charges none."""
+    par = ServingParallel(tp=8, moe_tp=8)
+    vllm = cat.serving_engine("vllm")
+    bare = vllm.model_copy(update={"moe_layer_floor_us": {}})
+    arch = cat.model("deepseek-v3")
+    for gpu in ("h200-sxm", "b200"):
+        g = cat.gpu(gpu)
+        net = net_for(cat, g, cat.stack_for_gpu(g.id), server_for(cat, g))
+        f = weight_format("fp8", g)
+        kv = kv_bytes_per_token(arch, "fp8")
+        with_floor = DeploymentStep(arch, g, vllm, net, par, f, f, kv)
+        without = DeploymentStep(arch, g, bare, net, par, f, f, kv)
+        floor = vllm.moe_layer_floor_us[gpu] * 1e-6 * arch.moe_layers
+        for batch in (1, 64):
+            extra = with_floor.gpu_s(0, batch, batch * 2000) - without.gpu_s(0, batch,
+                                                                              batch * 2000)
+            assert extra == pytest.approx(floor, rel=1e-9)
+    # Hopper's kernels: a higher floor than Blackwell's (AIConfigurator's tables)
+    assert vllm.moe_layer_floor_us["h200-sxm"] > vllm.moe_layer_floor_us["b200"]
+    dense = step(cat, "llama-3.1-70b", "h200-sxm", ServingParallel(tp=8))
+    plain = replace(dense, engine=bare)
+    assert dense.gpu_s(0, 8, 8000) == plain.gpu_s(0, 8, 8000)

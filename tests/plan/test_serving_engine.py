@@ -489,3 +489,24 @@ def test_an_engine_refuses_a_platform_it_does_not_run_on(engine: str, gpu: str) 
     assert exc.value.field == "engine"
     # vLLM lists every catalog vendor
     deployment(cat, arch, cat.gpu(gpu), engine_of(cat, "vllm"), agg=Role(layout(arch)))
+
+
+def test_a_gpu_whose_moe_kernels_were_not_measured_says_which_floor_it_takes(
+        cat: Catalog) -> None:
+    """A MoE deployment on a GPU outside the engine's ``moe_layer_floor_us`` says it takes the
+    measured GPUs' median; one on a measured GPU, a dense model, or an engine without floors
+    says nothing."""
+    vllm = engine_of(cat, "vllm")
+    moe, dense = cat.model("deepseek-v3"), cat.model("llama-3.1-8b")
+
+    def notes(arch: object, gpu: str, engine: object = vllm) -> str:
+        dep = deployment(cat, arch, cat.gpu(gpu), engine, "fp8",  # type: ignore[arg-type]
+                         agg=Role(layout(arch), 1))  # type: ignore[arg-type]
+        return " ".join(dep.notes)
+
+    text = notes(moe, "mi300x")
+    assert "vllm's MoE kernels were not measured on mi300x" in text
+    assert f"{vllm.moe_layer_floor_s('mi300x') * 1e6:.1f} us" in text
+    assert "not measured" not in notes(moe, "h200-sxm")
+    assert "not measured" not in notes(dense, "mi300x")
+    assert "not measured" not in notes(moe, "a100-80gb-sxm", engine_of(cat, "trtllm"))

@@ -199,6 +199,9 @@ class Catalog:
             self._ref("training_regimes", rg.id, "stack", "stacks", rg.stack)
         for rec in self.entries["mfu_records"].values():
             self._ref("mfu_records", rec.id, "gpu", "gpus", rec.gpu)
+        for e in self.entries["serving_engines"].values():
+            for g in e.moe_layer_floor_us:
+                self._ref("serving_engines", e.id, "moe_layer_floor_us", "gpus", g)
 
     def _ref(self, kind: str, owner: str, fld: str, target: str, value: str) -> None:
         if value not in self.entries[target]:

@@ -10,6 +10,7 @@ its ``source`` and names its ``calibration``.
 
 from __future__ import annotations
 
+import statistics
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, model_validator
@@ -375,6 +376,14 @@ class ServingEngine(CatalogEntry):
     layer_overhead_s: NonNegativeFloat = 0.0
     collective_launch_us: NonNegativeFloat = 0.0  # a collective inside a CUDA graph
     a2a_peer_us: NonNegativeFloat = 0.0  # MoE dispatch/combine: cost per peer
+    # GPU time per MoE layer of an iteration that the routed experts' kernels take whatever
+    # their work (routing, the tokens' permutation and its inverse, the grouped GEMMs'
+    # launches and tails), microseconds, per GPU id: the intercept of the engine's measured
+    # MoE kernels against their weight bytes (scripts/fit_moe_kernel_floor.py on
+    # AIConfigurator's per-operator tables). A GPU not listed takes the median of the
+    # listed ones; an empty map: no floor
+    moe_layer_floor_us: dict[EntryId, Annotated[FiniteFloat, Field(ge=0, le=1000)]] = Field(
+        default_factory=dict)
     # Disaggregated serving: the share of the link's bandwidth a KV transfer reaches (NIXL,
     # UCX or NCCL moving paged blocks), and the fixed time a request spends on the
     # disaggregated path outside the iterations (the router's hand-off to the prefill worker
@@ -430,6 +439,15 @@ class ServingEngine(CatalogEntry):
     sync_versions: list[StrictStr] = Field(default_factory=list)
     validated: list[EngineRegime] = Field(default_factory=list)
     calibration: StrictStr
+
+    def moe_layer_floor_s(self, gpu: str) -> float:
+        """The MoE kernels' floor per layer on ``gpu`` (seconds): its measured value, else
+        the median of the measured GPUs' (0 where none was measured)."""
+        table = self.moe_layer_floor_us
+        if not table:
+            return 0.0
+        us = table.get(gpu)
+        return (us if us is not None else statistics.median(table.values())) * 1e-6
 
     @property
     def gemm_xs(self) -> tuple[float, ...]:

@@ -351,6 +351,7 @@ class DeploymentStep:
             consts["expert_flops_per_copy"] = 2.0 * per_expert / par.moe_tp
             consts["expert_bytes"] = per_expert * self.moe_format.bytes_per_weight / par.moe_tp
             consts["local_experts"] = par.expert_slots(a)
+            consts["moe_floor_s"] = e.moe_layer_floor_s(g.id)
         ranks = g.tp_ranks_per_device
 
         def kv_shard_of(kvh: int) -> float:
@@ -499,7 +500,9 @@ class DeploymentStep:
             stream_e = bytes_e / k["hbm_moe"]
             if self.offload_share > 0:
                 stream_e += self._offloaded_s(bytes_e, k["hbm_moe"])
-            experts = max(flops_e / (k["peak_moe"] * eff), stream_e)
+            # The experts' kernels take a floor of time per MoE layer whatever their work
+            experts = (max(flops_e / (k["peak_moe"] * eff), stream_e)
+                       + k["moe_floor_s"] * k["moe_layers"])
         # Attention: prefill pairs at the attention kernels' rate, decode KV read.
         pf, dec, kv_read = _attended(self._bands, p, d, kv_tokens,  # type: ignore[attr-defined]
                                         prefill_pairs)

@@ -158,6 +158,12 @@ def deployment(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine,
                   "all-to-all) are that many times the mean, and every rank waits for it; not "
                   "validated: the measured rows the engines were fitted and checked on are "
                   "read with balanced routing (benchmark clients send random prompts)",)
+    floors = engine.moe_layer_floor_us
+    if arch.is_moe and floors and gpu.id not in floors:
+        notes += (f"{engine.id}'s MoE kernels were not measured on {gpu.id}: each MoE layer "
+                  f"takes the median floor of the GPUs they were measured on, "
+                  f"{engine.moe_layer_floor_s(gpu.id) * 1e6:.1f} us "
+                  f"({', '.join(sorted(floors))}; moe_layer_floor_us)",)
     if engine.mixed_chunk and agg is not None:
         notes += (MIXED_CHUNK_NOTE,)
     if not engine.async_scheduling and engine.seq_overhead_s > 0:
@@ -243,12 +249,13 @@ def _offload_note(cat: Catalog, engine: ServingEngine, gpu: Gpu, gib: float) -> 
             f"GH200) and freed from HBM for the KV cache; {OFFLOAD_NOTE}")
 
 
-# validate --table serving-silicon on the rows read with --enable-mixed-chunk (2026-11-30)
+# validate --table serving-silicon on the rows read with --enable-mixed-chunk (2026-12-01,
+# after SGLang's refit with the MoE kernels' floor)
 MIXED_CHUNK_NOTE = (
     "prompt chunks mixed into the decode batch (SGLang --enable-mixed-chunk): the engine's "
     "constants were fitted on its default scheduling, and the validated figures below are "
     "that scheduler's; the mixed scheduler is checked on AIConfigurator's runs with it: 70 "
-    "held-out H200 rows at TTFT 48 % / TPOT 27 % MAPE, 6 H100 rows at 90 % / 38 %")
+    "held-out H200 rows at TTFT 36 % / TPOT 26 % MAPE, 6 H100 rows at 92 % / 50 %")
 
 # Hybrid recurrent models are in no row the engines were fitted on; AIConfigurator 0.12's
 # Qwen3.5 MoE rows (validation/serving_silicon_aic012.csv, SGLang on B200, B300 and H200)
