@@ -120,6 +120,13 @@ def measured_lean(c: PlanCandidate, ttft_slo: float, tpot_slo: float) -> dict[st
 MARGINS = ("none", "median", "p90")
 
 
+def check_margin(margin: str) -> None:
+    """Refuse a margin that is not one of MARGINS, naming the field."""
+    if margin not in MARGINS:
+        raise InputError(f"margin: {margin!r} is not one of {', '.join(MARGINS)}",
+                         field="margin")
+
+
 def slo_margin(dep: Deployment, margin: str) -> tuple[float, float]:
     """The measured / model ratios (TTFT, TPOT) a deployment's model p99s are multiplied by
     before they are held to the SLOs under ``margin`` (MARGINS): 1 / (1 + e) for the
@@ -128,9 +135,7 @@ def slo_margin(dep: Deployment, margin: str) -> tuple[float, float]:
     model, the model's figure stands (a margin does not loosen an SLO). (1, 1) for
     ``none``, or where the deployment's regime was not measured or records no such error
     (the plan's output says which)."""
-    if margin not in MARGINS:
-        raise InputError(f"margin: {margin!r} is not one of {', '.join(MARGINS)}",
-                         field="margin")
+    check_margin(margin)
     if margin == "none":
         return 1.0, 1.0
     v = validation_regime(dep)
@@ -279,9 +284,7 @@ def plan_engine_choice(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingE
     regime's measured rows lean (``slo_margin``: at their median, or at the ratios one row
     in ten exceeds), to the SLOs, so the plan is sized on what the measurements say; none:
     on the model's figures, with the lean only reported (``measured_lean``)."""
-    if margin not in MARGINS:
-        raise InputError(f"margin: {margin!r} is not one of {', '.join(MARGINS)}",
-                         field="margin")
+    check_margin(margin)
     if not (qps > 0 and ttft_slo > 0 and tpot_slo > 0):
         raise InputError("qps and the SLOs must be positive", field="qps")
     if isl + osl > arch.max_seq_len:
