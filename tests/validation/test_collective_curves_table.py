@@ -66,3 +66,21 @@ def test_a_run_that_forced_an_algorithm_is_predicted_with_it() -> None:
     a100 = {**gb200, "gpus_per_node": "8", "gpu": "a100-80gb-sxm", "server": "dgx-a100"}
     assert predicted_time_s(cat, {**a100, "env": "NCCL_ALGO=NVLS"}) == pytest.approx(
         predicted_time_s(cat, a100))
+
+
+def test_aiconfigurator_curves_are_held_out_and_every_row_is_predicted() -> None:
+    """The nccl-tests curves imported from AIConfigurator's package
+    (scripts/import_aic_nccl_curves.py) are held out (nothing is fitted on them) and each
+    resolves to a catalog GPU and server: none is 'not covered'. The 8 x B200 all-reduce at
+    4-64 MiB measures slower than the model's NVLS (docs/models.md): the reason the rows are
+    kept apart from the development set."""
+    _, rows = csvrows.shipped("collective_curves.csv")
+    aic = {k: r for k, r in rows.items() if k.startswith("aic012_")}
+    assert len(aic) >= 900 and {r["set"] for r in aic.values()} == {"held-out"}
+    assert {r["gpu"] for r in aic.values()} >= {"h100-sxm", "h200-sxm", "b200", "b300-sxm",
+                                                "gb200", "gb300"}
+    t = collective_curves_table()
+    assert not [n for n in t.not_covered if n.id.startswith("aic012_")]
+    by_id = {r.id: r for r in t.rows}
+    mid = [by_id[f"aic012_b200_sxm_g8_all_reduce@{s}"] for s in (1 << 22, 1 << 24, 1 << 26)]
+    assert all(r.predicted < r.measured for r in mid)

@@ -11,7 +11,8 @@ Rows that publish only bus bandwidth are turned into time with nccl-tests' defin
 
 Development rows (H100, NCCL 2.29.2, one node and ten nodes) fit the three constants NCCL's
 tuner does not have (``scripts/calibrate_collectives.py``); held-out rows (A100, H200, GB200
-NVL72, AWS EFA, send/recv) were never used to fit anything.
+NVL72, AWS EFA, send/recv, and NVIDIA AIConfigurator's single-node curves on nine systems,
+``scripts/import_aic_nccl_curves.py``) were never used to fit anything.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from clusterwright.validation.rows import (
 )
 
 FILE = "collective_curves.csv"
-HOST_GPUS = {"gb200": 4}  # GPUs per host (tray) where it is not the server's count
+HOST_GPUS = {"gb200": 4, "gb300": 4}  # GPUs per host (tray) where it is not the server's count
 TOLERANCE = 0.25  # MAPE the development rows are held to (tests/validation)
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv")
 # nccl-tests operations the collective model does not have: such a row is not covered.
