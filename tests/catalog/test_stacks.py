@@ -88,3 +88,25 @@ def test_the_moe_floor_is_the_gpus_measured_one_else_their_median(catalog: Catal
                 {"h100-sxm": "fast"}, [25.0]):
         with pytest.raises(ValidationError, match="moe_layer_floor_us"):
             ServingEngine.model_validate(changed(e, moe_layer_floor_us=bad))
+
+
+@pytest.mark.parametrize(("backend", "version", "covered"), [
+    ("vllm", "0.19.0", True), ("vllm", "0.24.0", True), ("vllm", "0.26.0rc1", True),
+    ("vllm", "v0.20.1", True), ("vllm", "nightly-5b8c", True),
+    ("vllm", "0.9.2", False), ("vllm", "0.1.2", False), ("vllm", "1.0.0", False),
+    ("sglang", "0.5.16", True), ("sglang", "0.6.0", True), ("sglang", "0.4.6", False),
+    ("trtllm", "1.3.0rc23", True), ("trtllm", "0.8.1.post2", True), ("trtllm", "7.1", False),
+])
+def test_an_engine_covers_its_release_range(catalog: Catalog, backend: str, version: str,
+                                            covered: bool) -> None:
+    """AIConfigurator's current vLLM tables are 0.24 (0.26 on B60): a release range, not the
+    "0.1" prefix the entry had (which took 0.1.2 of 2023 and refused 0.24.0)."""
+    engines = [e for e in catalog.all("serving_engines") if e.backend == backend]
+    assert any(e.covers(version) for e in engines) is covered
+
+
+@pytest.mark.parametrize("bad", [">=0.10", ">=0.10,<0.5", ">=x,<1", ">=0.10,<1.a"])
+def test_a_malformed_release_range_is_refused(catalog: Catalog, bad: str) -> None:
+    vllm = catalog.serving_engine("vllm")
+    with pytest.raises(ValidationError, match="range of two release numbers"):
+        ServingEngine.model_validate(changed(vllm, versions=[bad]))

@@ -216,6 +216,21 @@ def test_only_vllm_with_no_recorded_attention_dp_reads_the_moe_group_as_dp(
         ss.resolve(load_catalog(), r)
 
 
+@pytest.mark.parametrize(("backend", "version"), [
+    ("vllm", "0.24.0"), ("vllm", "0.26.0"), ("sglang", "0.5.16"), ("trtllm", "1.3.0rc23")])
+def test_a_release_newer_than_the_measured_ones_is_read_with_its_family(
+        backend: str, version: str) -> None:
+    """AIConfigurator's current tables (vLLM 0.24, SGLang 0.5.14-0.5.16, TensorRT-LLM
+    1.3.0rc20-rc23) are newer than the shipped rows' releases; a measured set at those
+    versions is predicted, not refused as an unknown version."""
+    cat = load_catalog()
+    r = pick(backend=backend, mode="agg")
+    with pytest.raises(InputError, match="no vllm engine"):
+        ss.resolve(cat, {**pick(backend="vllm", mode="agg"), "backend_version": "0.9.2"})
+    cfg = ss.resolve(cat, {**r, "backend_version": version})
+    assert cfg.dep.engine.backend == backend
+
+
 @pytest.mark.parametrize(("backend", "build"), [
     ("sglang", "nightly-dev"), ("sglang", "nightly-dev-20260216-d3bae71e"),
     ("sglang", "glm5-hopper"), ("trtllm", "gpt-oss-dev"), ("vllm", "main")])
@@ -1406,3 +1421,9 @@ def test_the_mixed_chunk_note_states_the_rows_that_ran_it(
     assert f"{n} held-out H200 rows at TTFT {ttft} % / TPOT {tpot} %" in MIXED_CHUNK_NOTE
     n, ttft, tpot = figures(shipped_result.rows)
     assert f"{n} H100 rows at {ttft} % / {tpot} %" in MIXED_CHUNK_NOTE
+
+
+@pytest.mark.parametrize(("precision", "fmt"), [("bfloat16", "bf16"), ("float16", "fp16")])
+def test_the_16_bit_precisions_take_aiconfigurators_spelling(precision: str, fmt: str) -> None:
+    r = {**pick(**AGG), "precision": precision, "gemm_quant_mode": "", "moe_quant_mode": ""}
+    assert ss.resolve(load_catalog(), r).dep.dense.name == fmt

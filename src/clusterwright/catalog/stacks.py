@@ -10,6 +10,7 @@ its ``source`` and names its ``calibration``.
 
 from __future__ import annotations
 
+import re
 import statistics
 from typing import Annotated, Literal
 
@@ -295,6 +296,26 @@ BATCH_WAIT_ITERATIONS = 10_000
 EXPERT_IMBALANCE_MAX = 64.0
 
 
+_RELEASE = re.compile(r"v?(\d+(?:\.\d+)*)")
+
+
+def release_number(version: str) -> tuple[int, ...] | None:
+    """The release a version string names, as numbers ("0.24.0rc1" -> (0, 24, 0), "v0.5.9"
+    -> (0, 5, 9)); None for a string that does not start with one ("nightly-5b8c")."""
+    m = _RELEASE.match(version.strip())
+    return tuple(int(x) for x in m.group(1).split(".")) if m else None
+
+
+def _release_range(spec: str) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """(first, past the last) of a ``>=A,<B`` range of releases; None if malformed."""
+    low, sep, high = spec.removeprefix(">=").partition(",<")
+    lo, hi = release_number(low), release_number(high) if sep else None
+    if lo is None or hi is None or lo >= hi or _RELEASE.fullmatch(low.strip()) is None \
+            or _RELEASE.fullmatch(high.strip()) is None:
+        return None
+    return lo, hi
+
+
 class ServingEngine(CatalogEntry):
     """An inference engine (a backend at a range of versions): how it schedules and what its
     kernels reach, constants shared across GPUs (the GPU enters through its datasheet), each
@@ -303,7 +324,10 @@ class ServingEngine(CatalogEntry):
     # "neuron": AWS's own engines on Trainium (Transformers NeuronX, NxD Inference; vLLM on
     # Neuron hands its model to NxD Inference), compiled for static shapes
     backend: Literal["trtllm", "vllm", "sglang", "neuron"]
-    versions: list[StrictStr] = Field(min_length=1)  # version prefixes; "" matches any
+    # Version prefixes ("" matches any), or a range of releases ">=0.10,<1": every release
+    # number from the first up to (not including) the second (0.10, 0.24.0rc1; a leading "v"
+    # is read as the number after it)
+    versions: list[StrictStr] = Field(min_length=1)
     # Vendors whose accelerators the engine runs on and was fitted on (GEMMs there run at the
     # engine's own rate); empty: any, with NVIDIA's as the fitted rate
     vendors: list[Literal["nvidia", "amd", "intel", "google", "aws"]] = Field(
@@ -458,6 +482,14 @@ class ServingEngine(CatalogEntry):
         return tuple(y for _, y in self.gemm_efficiency)
 
     @model_validator(mode="after")
+    def _version_ranges_are_releases(self) -> ServingEngine:
+        for v in self.versions:
+            if v.startswith(">=") and _release_range(v) is None:
+                raise ValueError(f"versions: {v!r} is not a range of two release numbers "
+                                 "('>=0.10,<1')")
+        return self
+
+    @model_validator(mode="after")
     def _mixed_chunks_are_chunks(self) -> ServingEngine:
         # SGLang mixes only chunked prefill (scheduler: is_mixed_chunk needs a chunk size)
         if self.mixed_chunk and not self.chunked_prefill:
@@ -472,7 +504,15 @@ class ServingEngine(CatalogEntry):
         return self.prefill_priority and not self.mixed_chunk
 
     def covers(self, version: str) -> bool:
-        return any(version.startswith(v) for v in self.versions)
+        """Whether one of ``versions`` takes ``version``: its prefix, or its release floor."""
+        for v in self.versions:
+            if v.startswith(">="):
+                got, bounds = release_number(version), _release_range(v)
+                if got is not None and bounds is not None and bounds[0] <= got < bounds[1]:
+                    return True
+            elif version.startswith(v):
+                return True
+        return False
 
     def at_version(self, version: str) -> ServingEngine:
         """This engine as ``version`` runs it: synchronous scheduling for the versions

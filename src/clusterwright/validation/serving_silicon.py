@@ -59,9 +59,11 @@ COLUMNS = (
 BACKENDS = ("trtllm", "vllm", "sglang")
 # The precision column, and the weight format a row without quant-mode columns is read in
 # (INT8/INT4 without a stated mode: weight-only, AIConfigurator's int8_wo / int4_wo).
-PRECISION_DEFAULT_FORMAT = {"": "bf16", "bf16": "bf16", "fp16": "fp16", "fp8": "fp8",
-                            "fp4": "nvfp4", "nvfp4": "nvfp4", "mxfp4": "mxfp4",
-                            "int8": "int8_wo", "int4": "int4"}
+# AIConfigurator's quant-mode spellings of the 16-bit formats ("bfloat16", "float16") are
+# taken here too.
+PRECISION_DEFAULT_FORMAT = {"": "bf16", "bf16": "bf16", "fp16": "fp16", "bfloat16": "bf16",
+                            "float16": "fp16", "fp8": "fp8", "fp4": "nvfp4", "nvfp4": "nvfp4",
+                            "mxfp4": "mxfp4", "int8": "int8_wo", "int4": "int4"}
 PRECISIONS = tuple(PRECISION_DEFAULT_FORMAT)
 MODES = ("agg", "disagg")
 # A measurement table is read whole; 60x the shipped 3,130-row file.
