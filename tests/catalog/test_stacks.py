@@ -110,3 +110,10 @@ def test_a_malformed_release_range_is_refused(catalog: Catalog, bad: str) -> Non
     vllm = catalog.serving_engine("vllm")
     with pytest.raises(ValidationError, match="range of two release numbers"):
         ServingEngine.model_validate(changed(vllm, versions=[bad]))
+
+
+def test_measured_releases_are_ranges(catalog: Catalog) -> None:
+    vllm = catalog.serving_engine("vllm")
+    assert vllm.at_version("0.24.0").release == "0.24.0" and vllm.release == ""
+    with pytest.raises(ValidationError, match=r"measured_releases: '0\.11'"):
+        ServingEngine.model_validate(changed(vllm, measured_releases=["0.11"]))

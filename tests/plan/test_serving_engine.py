@@ -510,3 +510,19 @@ def test_a_gpu_whose_moe_kernels_were_not_measured_says_which_floor_it_takes(
     assert "not measured" not in notes(moe, "h200-sxm")
     assert "not measured" not in notes(dense, "mi300x")
     assert "not measured" not in notes(moe, "a100-80gb-sxm", engine_of(cat, "trtllm"))
+
+
+@pytest.mark.parametrize(("spec", "said"), [
+    ("vllm@0.24.0", True), ("vllm@0.19.0", False), ("vllm", False), ("vllm@nightly-5b8c", False),
+    ("sglang@0.5.14", True), ("sglang@0.5.9", False),
+    ("trtllm@1.3.0rc20", False), ("trtllm@0.9.0", True)])
+def test_a_release_without_measured_rows_is_said(cat: Catalog, spec: str, said: bool) -> None:
+    """A deployment at a release the engine's constants were not fitted on (vLLM 0.24, where
+    the rows ran 0.11-0.19) reads the same constants, and a note says so."""
+    arch = cat.model("llama-3.1-8b")
+    dep = deployment(cat, arch, cat.gpu("h100-sxm"), engine_of(cat, spec), "fp8",
+                     agg=Role(layout(arch, 1), 1))
+    notes = [n for n in dep.notes if "no measured row at this release" in n]
+    assert bool(notes) is said
+    if said:
+        assert spec.split("@")[1] in notes[0] and "<= release <" in notes[0]

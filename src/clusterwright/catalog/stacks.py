@@ -461,6 +461,11 @@ class ServingEngine(CatalogEntry):
     # Versions (prefixes of ``versions``) that schedule synchronously by default, whatever
     # ``async_scheduling`` says (vLLM before 0.14: vllm#27614 turned it on after v0.13.0)
     sync_versions: list[StrictStr] = Field(default_factory=list)
+    # The releases of the measured rows the constants were fitted on, as ranges (">=0.11,<0.20");
+    # a deployment at another release says it is read with them (empty: not stated)
+    measured_releases: list[StrictStr] = Field(default_factory=list)
+    # The release a deployment named (set by ``at_version``; "" for the catalog entry itself)
+    release: StrictStr = ""
     validated: list[EngineRegime] = Field(default_factory=list)
     calibration: StrictStr
 
@@ -483,6 +488,10 @@ class ServingEngine(CatalogEntry):
 
     @model_validator(mode="after")
     def _version_ranges_are_releases(self) -> ServingEngine:
+        for v in self.measured_releases:
+            if _release_range(v) is None:
+                raise ValueError(f"measured_releases: {v!r} is not a range of two release "
+                                 "numbers ('>=0.11,<0.20')")
         for v in self.versions:
             if v.startswith(">=") and _release_range(v) is None:
                 raise ValueError(f"versions: {v!r} is not a range of two release numbers "
@@ -516,11 +525,28 @@ class ServingEngine(CatalogEntry):
 
     def at_version(self, version: str) -> ServingEngine:
         """This engine as ``version`` runs it: synchronous scheduling for the versions
-        that had no other default (``sync_versions``)."""
-        if self.async_scheduling and version and any(
-                version.startswith(v) for v in self.sync_versions):
-            return self.model_copy(update={"async_scheduling": False})
-        return self
+        that had no other default (``sync_versions``); the release kept (``release``)."""
+        if not version:
+            return self
+        update: dict[str, object] = {"release": version}
+        if self.async_scheduling and any(version.startswith(v) for v in self.sync_versions):
+            update["async_scheduling"] = False
+        return self.model_copy(update=update)
+
+    def unmeasured_release(self) -> str:
+        """A note when the deployment's release lies outside the releases the constants were
+        fitted on ("" when it does not, or either is not stated, or it is a development
+        build, which says so elsewhere)."""
+        got = release_number(self.release)
+        if got is None or not self.measured_releases:
+            return ""
+        spans = [r for r in (_release_range(v) for v in self.measured_releases) if r]
+        if any(lo <= got < hi for lo, hi in spans):
+            return ""
+        said = " or ".join(f"{'.'.join(map(str, lo))} <= release < {'.'.join(map(str, hi))}"
+                           for lo, hi in spans)
+        return (f"{self.backend} {self.release}: no measured row at this release; the "
+                f"constants were fitted on rows measured at {said}, and are read as they are")
 
 
 PrecisionClass = Literal["bf16", "fp8"]

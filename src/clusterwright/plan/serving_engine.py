@@ -152,6 +152,8 @@ def deployment(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine,
         notes = (f"{engine.id}'s constants were fitted on NVIDIA GPUs at H100's GEMM rate: "
                  f"GEMMs on {gpu.id} run at {factor:.2f} of its fitted rate "
                  f"({dense.compute.value}: {stacks}, the training model's GEMM efficiencies)",)
+    if unmeasured := engine.unmeasured_release():
+        notes += (unmeasured,)
     if engine.expert_imbalance > 1.0 and arch.is_moe:
         notes += (f"expert load imbalance {engine.expert_imbalance:g}: the busiest "
                   "expert-parallel GPU's routed tokens (its expert GEMMs and its share of each "
