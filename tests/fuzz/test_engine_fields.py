@@ -28,6 +28,11 @@ REFUSED: dict[str, list[object]] = {
     "runs_on": ["nvidia", ["nvidea"], [1], [["nvidia"]], {"a": 1}, [None]],
     "moe_layer_floor_us": [{"h100-sxm": -1.0}, {"h100-sxm": 1e4}, {"h100-sxm": "fast"},
                            [25.0], 25.0, {"h100-sxm": None}, {"no-such-gpu": 25.0}],
+    # release ranges (">=A,<B") beside prefixes, and the releases the constants were fitted on
+    "versions": [[], [">=0.10"], [">=0.10,<0.5"], [">=x,<1"], [">=1e400,<2"],
+                 [">=0.10,<" + "9" * 5000 + "x"], "0.1", [0.1], {"a": 1}],
+    "measured_releases": ["0.11", ["0.11"], [">=0.11,<0.10"], [">=-1,<1"], [1], {"a": 1}],
+    "release": [1, [0.24], {"a": 1}],
 }
 
 
@@ -177,3 +182,21 @@ def test_hostile_error_percentiles_are_refused_by_name(tmp_path: Path) -> None:
     o = invoke(["--catalog", str(_spread_catalog(tmp_path, "-0.5", "0.25")), *text])
     assert o.exit_code == 0 and not problems(o), o.stderr[:500]
     assert "8 rows in 10 measured 0.80-2.00x" in " ".join(o.stdout.split())
+
+
+def test_hostile_engine_releases_are_refused_or_read() -> None:
+    """``--engine name@version``: a release in the entry's range runs (a note says when no
+    measured row has it); anything else exits 2 naming ``engine``, never a traceback."""
+    base = ESTIMATE[:ESTIMATE.index("--engine")] + ESTIMATE[ESTIMATE.index("--engine") + 2:]
+    found = []
+    for spec, runs in [("vllm@0.24.0", True), ("vllm@v0.20.1", True),
+                       ("vllm@0." + "9" * 4000, True), ("vllm@9" + "9" * 4000, False),
+                       ("vllm@-1", False), ("vllm@>=0.10,<1", False), ("vllm@0.9.2", False),
+                       ("vllm@\x00", False), ("vllm@1e400", False), ("sglang@0.4.6", False)]:
+        o = invoke([*base, "--engine", spec])
+        found += [f"{spec[:40]}: {p}" for p in problems(o, must_refuse=not runs)]
+        if runs and o.exit_code != 0:
+            found.append(f"{spec[:40]}: refused ({o.stderr[:200]})")
+        if not runs and o.exit_code == 2 and "engine" not in o.stderr:
+            found.append(f"{spec[:40]}: the message does not name engine")
+    assert not found, "\n".join(found)

@@ -296,7 +296,9 @@ BATCH_WAIT_ITERATIONS = 10_000
 EXPERT_IMBALANCE_MAX = 64.0
 
 
-_RELEASE = re.compile(r"v?(\d+(?:\.\d+)*)")
+# At most 9 digits a component: a release number is small, and Python refuses to convert
+# strings of more than 4,300 digits (a hostile catalog or flag)
+_RELEASE = re.compile(r"v?(\d{1,9}(?:\.\d{1,9})*)")
 
 
 def release_number(version: str) -> tuple[int, ...] | None:
