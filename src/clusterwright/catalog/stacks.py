@@ -10,6 +10,7 @@ its ``source`` and names its ``calibration``.
 
 from __future__ import annotations
 
+import functools
 import re
 import statistics
 from typing import Annotated, Literal
@@ -308,14 +309,16 @@ def release_number(version: str) -> tuple[int, ...] | None:
     return tuple(int(x) for x in m.group(1).split(".")) if m else None
 
 
+@functools.cache  # a catalog holds a few ranges; a table of rows asks about them per row
 def _release_range(spec: str) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
     """(first, past the last) of a ``>=A,<B`` range of releases; None if malformed."""
-    low, sep, high = spec.removeprefix(">=").partition(",<")
-    lo, hi = release_number(low), release_number(high) if sep else None
-    if lo is None or hi is None or lo >= hi or _RELEASE.fullmatch(low.strip()) is None \
-            or _RELEASE.fullmatch(high.strip()) is None:
+    if not spec.startswith(">="):
         return None
-    return lo, hi
+    low, sep, high = spec[2:].partition(",<")
+    if not sep or not all(_RELEASE.fullmatch(x.strip()) for x in (low, high)):
+        return None
+    lo, hi = release_number(low), release_number(high)
+    return (lo, hi) if lo is not None and hi is not None and lo < hi else None
 
 
 class ServingEngine(CatalogEntry):
