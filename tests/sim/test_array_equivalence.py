@@ -182,6 +182,24 @@ def _hex(x: float | None) -> str | None:
     return None if x is None else float(x).hex()
 
 
+def _assert_same_top(got: list[tuple[str, float, float]], want: list[list[str]]) -> None:
+    """The busiest links in order of utilization, bit for bit. Links of equal utilization
+    have no order of their own (the golden values came from an unstable sort), so a tie is
+    compared as the set of its links' names, except the tie the top-N cut runs through,
+    whose members past the cut are any of equals."""
+    have = [[n, _hex(b), _hex(u)] for n, b, u in got]
+    assert [x[1:] for x in have] == [x[1:] for x in want]
+    ties: dict[tuple[str, str], tuple[set[str], set[str]]] = {}
+    for (n, b, u), (m, _, _) in zip(have, want, strict=True):
+        a, c = ties.setdefault((b, u), (set(), set()))
+        a.add(n)
+        c.add(m)
+    last = (want[-1][1], want[-1][2]) if want else None
+    for key, (a, c) in ties.items():
+        if key != last:
+            assert a == c, key
+
+
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_the_array_simulator_reproduces_the_per_flow_one_bit_for_bit(
         case: Case, catalog: Catalog) -> None:
@@ -196,7 +214,7 @@ def test_the_array_simulator_reproduces_the_per_flow_one_bit_for_bit(
     assert [[_hex(a), _hex(b), algo] for a, b, algo in got["closed"]] == want["closed"]
     assert got["flows"] == want["flows"]
     assert _hex(got["end"]) == want["end"]
-    assert [[n, _hex(b), _hex(u)] for n, b, u in got["top"]] == want["top"]
+    _assert_same_top(got["top"], want["top"])
     lb = got["link_bytes"]
     assert int((lb > 0).sum()) == want["link_bytes_nonzero"]
     assert hashlib.sha256(lb.tobytes()).hexdigest() == want["link_bytes_sha256"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -752,14 +753,96 @@ def test_a_row_the_configuration_does_not_name_keeps_its_columns(
     assert got == r
 
 
-def test_entries_that_disagree_leave_the_row_open() -> None:
+def test_entries_that_disagree_make_the_row_each_of_their_deployments() -> None:
+    """The configuration ran two deployments at the row's client count and the row does
+    not say which: the row keeps its columns and carries both, and resolves to both."""
     r = _open_row()
     two = [_layout(), _layout(decode_workers="4", spec_decoding="mtp")]
-    assert ss.complete_from_layouts([r], two)[0] == r
+    got = ss.complete_from_layouts([r], two)[0]
+    assert {k: v for k, v in got.items() if k != "_candidates"} == r
+    cands = json.loads(got["_candidates"])
+    assert sorted(c["decode_num_workers"] for c in cands) == ["3", "4"]
+    assert sum("mtp" in c["_layout"] for c in cands) == 1
+    cfg = ss.resolve(load_catalog(), got)
+    assert len(cfg.alternatives) == 2 and cfg.alternatives[0] == replace(cfg, alternatives=())
+    got_workers = sorted(a.dep.decode.workers for a in cfg.alternatives if a.dep.decode)
+    assert got_workers == [3, 4]
+    # A row no entry names at its client count stays open
+    assert ss.complete_from_layouts([r], [_layout(concurrencies="64")])[0] == r
     # The same deployment with and without MTP: the layout is known, the MTP is not
     same = [_layout(), _layout(spec_decoding="mtp")]
     got = ss.complete_from_layouts([r], same)[0]
     assert got["decode_num_workers"] == "3" and "mtp" in got["_layout"]
+    assert "_candidates" not in got
+
+
+def test_a_row_of_several_deployments_predicts_their_geometric_mean() -> None:
+    """Each deployment predicted alone (under the row's engine); the row's TTFT, TPOT and
+    rate are their geometric means, and the note names every one."""
+    cat = load_catalog()
+    two = [_layout(), _layout(decode_workers="1", decode_tp="8", decode_ep="8",
+                              decode_dp_attn="yes")]
+    cfg = ss.resolve(cat, ss.complete_from_layouts([_open_row()], two)[0])
+    alone = [ss.predict(cat, a)[0] for a in cfg.alternatives]
+    assert alone[0].tpot_s != pytest.approx(alone[1].tpot_s, rel=0.05)
+    st, note = ss.predict(cat, cfg)
+    assert st.ttft_s == pytest.approx(math.sqrt(alone[0].ttft_s * alone[1].ttft_s))
+    assert st.tpot_s == pytest.approx(math.sqrt(alone[0].tpot_s * alone[1].tpot_s))
+    assert st.requests_per_s == pytest.approx(
+        math.sqrt(alone[0].requests_per_s * alone[1].requests_per_s))
+    assert "geometric mean" in note and "(1)" in note and "(2)" in note
+    # The engine the row's configuration carries is the one every deployment runs (the
+    # calibration script swaps it on the row's configuration alone)
+    slow = cfg.dep.engine.model_copy(update={"frontend_s": cfg.dep.engine.frontend_s + 1.0})
+    st2, _ = ss.predict(cat, replace(cfg, dep=replace(cfg.dep, engine=slow)))
+    assert st2.ttft_s > st.ttft_s + 0.9
+
+
+def test_a_deployment_that_cannot_be_predicted_drops_out_of_a_row(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    cat = load_catalog()
+    two = [_layout(), _layout(decode_workers="4", spec_decoding="mtp")]
+    cfg = ss.resolve(cat, ss.complete_from_layouts([_open_row()], two)[0])
+    one = ss.predict(cat, cfg.alternatives[0])
+    real = ss._predict_one
+
+    def fails_on_four(cat_: Any, c: ss.RowConfig) -> Any:
+        if c.dep.decode is not None and c.dep.decode.workers == 4:
+            raise ss.NotCoveredError("no room")
+        return real(cat_, c)
+
+    monkeypatch.setattr(ss, "_predict_one", fails_on_four)
+    st, note = ss.predict(cat, cfg)
+    assert (st.ttft_s, st.tpot_s, note) == (one[0].ttft_s, one[0].tpot_s, one[1])
+    monkeypatch.setattr(ss, "_predict_one", lambda *_: (_ for _ in ()).throw(
+        ss.NotCoveredError("no room")))
+    with pytest.raises(ss.NotCoveredError, match="no room"):
+        ss.predict(cat, cfg)
+
+
+def test_a_run_before_its_configuration_was_merged_takes_the_first_version() -> None:
+    """A pull request's runs precede the configuration entry that names them on main: a
+    row measured up to PRE_MERGE_DAYS before the first entry for its benchmark reads that
+    entry; later than that, or where an entry for the benchmark was in force, it does not."""
+    early = _open_row(silicon_data_source="source_file=2026-03-25.csv; silicon_concurrency=8;"
+                                          " measured=2025-12-20T00:00:00Z")
+    got = ss.complete_from_layouts([early], [_layout()])[0]
+    assert got["decode_num_workers"] == "3" and "on 2026-01-01" in got["_layout"]
+    too_early = _open_row(silicon_data_source="source_file=2026-03-25.csv; "
+                                              "silicon_concurrency=8; "
+                                              "measured=2025-11-20T00:00:00Z")
+    assert ss.complete_from_layouts([too_early], [_layout()])[0] == too_early
+    # An entry for the benchmark in force on the day, at other client counts: the row's
+    # configuration is that one, which does not name the row's clients
+    older = _layout(valid_from="2025-12-01", valid_to="2026-01-01", concurrencies="64")
+    assert ss.complete_from_layouts([early], [older, _layout()])[0] == early
+    # A run the file labels aggregated is not read as a later configuration's
+    # disaggregated deployment of as many GPUs
+    agg = _open_row(mode="agg", tp_size="32", prefill_tp_size="", decode_tp_size="",
+                    silicon_data_source=early["silicon_data_source"])
+    assert ss.complete_from_layouts([agg], [_layout()])[0] == agg
+    on_time = dict(agg, silicon_data_source=_open_row()["silicon_data_source"])
+    assert ss.complete_from_layouts([on_time], [_layout()])[0]["mode"] == "disagg"
 
 
 def test_recorded_rows_are_left_alone() -> None:

@@ -120,7 +120,8 @@ class SimResult:
         if self.end_s <= 0:
             return []
         util = self.link_bytes / np.maximum(net.cap0, 1e-9) / self.end_s
-        order = np.argsort(-util)[:top]
+        # Stable: links of equal utilization in index order, whatever numpy's sort
+        order = np.argsort(-util, kind="stable")[:top]
         return [
             LinkStat(net.link_name(int(i)), TIER_NAMES[net.tier_code[i]],
                      float(self.link_bytes[i]), float(util[i]))

@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import math
 import re
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from datetime import date
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -501,26 +503,65 @@ def _role_ints(d: dict[str, str]) -> tuple[int, ...]:
     return tuple(int(float(d.get(k) or 0) or 1) for k in _ROLE_LAYOUT)
 
 
+def _matching(index: dict[tuple[str, ...], list[dict[str, str]]], r: dict[str, str],
+              clients: int, day: str, gpus: int | None = None,
+              roles: tuple[int, ...] | None = None) -> list[dict[str, str]]:
+    """The configuration's entries in force on ``day`` that ran the row's client count on
+    what the row records (``_layout_of``)."""
+    col = {k: (r.get(k) or "").strip() for k in (
+        "system", "backend", "model_path", "precision", "isl", "osl", "prefill_tp_size",
+        "decode_tp_size")}
+    return [e for e in index.get((col["system"], col["backend"], col["model_path"].lower(),
+                                  col["precision"], col["isl"], col["osl"]), [])
+            if _in_force(e, day) and str(clients) in _entry_clients(e, day)
+            and (_gpus(e) == gpus if gpus is not None else
+                 _role_ints(_layout_roles(e)) == roles if roles is not None else
+                 e["prefill_tp"] == col["prefill_tp_size"]
+                 and e["decode_tp"] == col["decode_tp_size"])]
+
+
+def _deployment(e: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    """What an entry deploys: its role columns. Entries that ran one deployment with and
+    without MTP give it once, its speculation taken where they agree on it
+    (``_entries_overlay``): split in two, with MTP at each recipe's depth, the predictions
+    of the rows they cover move away from the measurements (TTFT / TPOT MAPE 31.95 /
+    15.93 -> 32.00 / 15.94 % shipped, 31.62 / 18.40 -> 32.04 / 18.53 % held out)."""
+    return tuple(sorted(_layout_roles(e).items()))
+
+
 def _layout_of(index: dict[tuple[str, ...], list[dict[str, str]]], r: dict[str, str],
                clients: int, day: str, gpus: int | None = None,
                roles: tuple[int, ...] | None = None) -> dict[str, str]:
     """The row's role columns and notes from the configuration in force on ``day``, or {}
-    where no entry, or more than one deployment, matches. ``gpus``: match on the
-    deployment's GPU count instead of the row's prefill and decode TP (a disaggregated run
-    the file records as aggregated, ``complete_from_layouts``); ``roles``: on the whole
-    deployment (``_role_ints``) a row records."""
-    col = {k: (r.get(k) or "").strip() for k in (
-        "system", "backend", "model_path", "precision", "isl", "osl", "prefill_tp_size",
-        "decode_tp_size")}
-    found = [e for e in index.get((col["system"], col["backend"], col["model_path"].lower(),
-                                   col["precision"], col["isl"], col["osl"]), [])
-             if _in_force(e, day) and str(clients) in _entry_clients(e, day)
-             and (_gpus(e) == gpus if gpus is not None else
-                  _role_ints(_layout_roles(e)) == roles if roles is not None else
-                  e["prefill_tp"] == col["prefill_tp_size"]
-                  and e["decode_tp"] == col["decode_tp_size"])]
-    if len({tuple(sorted(_layout_roles(e).items())) for e in found}) != 1:
+    where no entry, or more than one deployment, matches (``_layout_candidates`` gives
+    those). ``gpus``: match on the deployment's GPU count instead of the row's prefill and
+    decode TP (a disaggregated run the file records as aggregated,
+    ``complete_from_layouts``); ``roles``: on the whole deployment (``_role_ints``) a row
+    records."""
+    found = _matching(index, r, clients, day, gpus, roles)
+    if len({_deployment(e) for e in found}) != 1:
         return {}
+    return _entries_overlay(found, r, day, gpus)
+
+
+def _layout_candidates(index: dict[tuple[str, ...], list[dict[str, str]]],
+                       r: dict[str, str], clients: int, day: str,
+                       gpus: int | None = None) -> list[dict[str, str]]:
+    """The deployments (``_deployment``) the configuration in force on ``day`` ran at the
+    row's client count on what the row records, one overlay each (``_layout_of``'s), where
+    there are two or more; [] otherwise."""
+    groups: dict[tuple[tuple[str, str], ...], list[dict[str, str]]] = {}
+    for e in _matching(index, r, clients, day, gpus):
+        groups.setdefault(_deployment(e), []).append(e)
+    if len(groups) < 2:
+        return []
+    return [_entries_overlay(g, r, day, gpus) for g in groups.values()]
+
+
+def _entries_overlay(found: list[dict[str, str]], r: dict[str, str], day: str,
+                     gpus: int | None) -> dict[str, str]:
+    """The role columns and notes of configuration entries that all give one deployment
+    (``_layout_of``)."""
     e = found[0]
     out = _layout_roles(e)
     for role in ("prefill", "decode"):
@@ -585,7 +626,14 @@ def complete_from_layouts(rows: list[dict[str, str]],
     out = []
     for r in rows:
         src = (r.get("silicon_data_source") or "").strip()
-        day = _MEASURED.search(src)
+        measured = _MEASURED.search(src)
+        day = None if measured is None else measured.group(1)
+        if day is not None and (r.get("mode") or "").strip() == "disagg":
+            # A disaggregated run measured before the configuration first named its
+            # benchmark (a pull request's) reads that first version. Not a run the file
+            # labels aggregated: it reads as disaggregated only where no aggregated run of
+            # the configuration in force used its GPUs, which says nothing before then
+            day = _first_named(index, r, day) or day
         c = (concurrency(r) if _unrecorded(r) and day is not None and _INFERENCEMAX.search(src)
              else None)
         found: dict[str, str] = {}
@@ -594,16 +642,58 @@ def complete_from_layouts(rows: list[dict[str, str]],
                 gpus = 1
                 for k in ("tp_size", "attention_dp_size", "pp_size"):
                     gpus *= _int(r, k, 1) or 1
-                found = _layout_of(index, r, c, day.group(1), gpus)
+                found = _layout_of(index, r, c, day, gpus)
+                if not found and (cands := _layout_candidates(index, r, c, day, gpus)):
+                    found = {"_candidates": json.dumps(cands)}
             else:
-                found = _layout_of(index, r, c, day.group(1))
-                both = (r.get("prefill_tp_size") or "").strip()
-                if not found and both == (r.get("decode_tp_size") or "").strip():
-                    found = _layout_of(index, r, c, day.group(1), _int(r, "prefill_tp_size"))
+                found = _disagg_layout(index, r, c, day)
         if not found and day is not None and _recorded_disagg(r) and _INFERENCEMAX.search(src):
-            found = _recipe_limits(index, r, day.group(1))
+            found = _recipe_limits(index, r, day)
         out.append({**r, **found} if found else r)
     return out
+
+
+# How long before its configuration first named it a benchmark's run is read by that first
+# version: the runs of a pull request before it is merged (InferenceMAX's Kimi-K2.5 GB200
+# TensorRT-LLM runs measured on 2026-04-02, the entry merged on 2026-04-18)
+PRE_MERGE_DAYS = 31
+
+
+def _first_named(index: dict[tuple[str, ...], list[dict[str, str]]], r: dict[str, str],
+                 day: str) -> str:
+    """For a run on ``day`` whose benchmark no configuration entry in force names (system,
+    engine, model, precision, lengths): the day the first entry naming it came into force,
+    within PRE_MERGE_DAYS after; "" otherwise."""
+    col = {k: (r.get(k) or "").strip() for k in (
+        "system", "backend", "model_path", "precision", "isl", "osl")}
+    entries = index.get((col["system"], col["backend"], col["model_path"].lower(),
+                         col["precision"], col["isl"], col["osl"]), [])
+    if any(_in_force(e, day) for e in entries):
+        return ""
+    later = sorted(e["valid_from"] for e in entries if e["valid_from"] > day)
+    try:
+        gap = (date.fromisoformat(later[0]) - date.fromisoformat(day)).days if later else None
+    except ValueError:
+        return ""
+    return later[0] if gap is not None and gap <= PRE_MERGE_DAYS else ""
+
+
+def _disagg_layout(index: dict[tuple[str, ...], list[dict[str, str]]], r: dict[str, str],
+                   clients: int, day: str) -> dict[str, str]:
+    """A disaggregated row's deployment from the configuration in force on ``day``: the
+    entry matching its prefill and decode TP, or, where the file gives both roles' TP as
+    one number, the deployment's GPUs; where several deployments match its TP, all of them
+    (``_candidates``); {} where none does."""
+    found = _layout_of(index, r, clients, day)
+    if not found and (cands := _layout_candidates(index, r, clients, day)):
+        return {"_candidates": json.dumps(cands)}
+    both = (r.get("prefill_tp_size") or "").strip()
+    if not found and both == (r.get("decode_tp_size") or "").strip():
+        gpus = _int(r, "prefill_tp_size")
+        found = _layout_of(index, r, clients, day, gpus)
+        if not found and (cands := _layout_candidates(index, r, clients, day, gpus)):
+            found = {"_candidates": json.dumps(cands)}
+    return found
 
 
 # The role columns a configuration entry gives (``_layout_roles``), as integers
@@ -736,6 +826,10 @@ class RowConfig:
     osl: int  # mean output length
     equal_lengths: bool = True  # every request isl / osl (no random-length client)
     rounds: float = 0.0  # requests per client, all clients starting at once (0: steady state)
+    # The deployments the row may have run, when its benchmark's configuration ran several
+    # at its client count and the row does not say which (``complete_from_layouts``): each
+    # predicted, the row's prediction their geometric mean (``predict``); () for one
+    alternatives: tuple[RowConfig, ...] = ()
 
 
 def _lookup(cat: Catalog) -> tuple[dict[str, ModelArch], dict[str, Gpu]]:
@@ -1018,7 +1112,29 @@ def _engine(cat: Catalog, r: dict[str, str], backend: str,
 def resolve(cat: Catalog, r: dict[str, str],
             lookup: tuple[dict[str, ModelArch], dict[str, Gpu]] | None = None) -> RowConfig:
     """The row's deployment. InputError for malformed values; NotCoveredError for what the
-    catalog or the model lacks."""
+    catalog or the model lacks. A row whose benchmark ran one of several deployments
+    (``_candidates``, ``complete_from_layouts``) resolves to each, as ``alternatives``;
+    those the catalog cannot hold drop out, and where none is left the row is not
+    covered."""
+    overlays = r.get("_candidates")
+    if not overlays:
+        return _resolve_one(cat, r, lookup)
+    base = {k: v for k, v in r.items() if k != "_candidates"}
+    alts: list[RowConfig] = []
+    why = ""
+    for overlay in json.loads(overlays):
+        try:
+            alts.append(_resolve_one(cat, {**base, **overlay}, lookup))
+        except NotCoveredError as exc:
+            why = why or str(exc)
+    if not alts:
+        raise NotCoveredError(why)
+    return alts[0] if len(alts) == 1 else replace(alts[0], alternatives=tuple(alts))
+
+
+def _resolve_one(cat: Catalog, r: dict[str, str],
+                 lookup: tuple[dict[str, ModelArch], dict[str, Gpu]] | None = None
+                 ) -> RowConfig:
     backend = (r.get("backend") or "").strip().lower()
     if backend not in BACKENDS:
         raise _bad(r, "backend", f"{r.get('backend')!r} is not one of {', '.join(BACKENDS)}")
@@ -1124,7 +1240,45 @@ def resolve(cat: Catalog, r: dict[str, str],
 
 def predict(cat: Catalog, cfg: RowConfig) -> tuple[SteadyState, str]:
     """TTFT and TPOT of the row's deployment under its closed loop, with a note on how the
-    row was read (rules applied, worker counts sized)."""
+    row was read (rules applied, worker counts sized). With ``alternatives`` (the row ran
+    one of them, and which is not recorded), each under ``cfg``'s engine (they differ
+    only in their roles): TTFT, TPOT and the rate are their geometric means, the one
+    estimate that is as far, in ratio, from each; the note names them all. One the
+    hardware cannot hold drops out; where none is left the row is not covered."""
+    if not cfg.alternatives:
+        return _predict_one(cat, cfg)
+    outs: list[tuple[SteadyState, str]] = []
+    why = ""
+    for a in cfg.alternatives:
+        try:
+            outs.append(_predict_one(cat, replace(a, dep=replace(a.dep, engine=cfg.dep.engine))))
+        except NotCoveredError as exc:  # one the hardware cannot hold drops out
+            why = why or str(exc)
+    if not outs:
+        raise NotCoveredError(why)
+    if len(outs) == 1:
+        return outs[0]
+
+    def geo(xs: list[float]) -> float:
+        return math.exp(statistics.fmean(math.log(max(x, 1e-12)) for x in xs))
+
+    states = [st for st, _ in outs]
+    lines = "; ".join(
+        f"({i + 1}) TTFT {st.ttft_s * 1e3:.4g} ms, TPOT {st.tpot_s * 1e3:.4g} ms: {note}"
+        for i, (st, note) in enumerate(outs))
+    first = states[0]
+    pooled = replace(
+        first, ttft_s=geo([s.ttft_s for s in states]), tpot_s=geo([s.tpot_s for s in states]),
+        requests_per_s=geo([s.requests_per_s for s in states]),
+        # Saturated where any of them is: its TTFT is then a queue's length
+        bound=next((s.bound for s in states if s.bound), ""),
+        detail=f"geometric mean of {len(states)} deployments; the first: {first.detail}")
+    return pooled, (f"deployment not recorded, and the benchmark's configuration ran "
+                    f"{len(states)} at this client count: the geometric mean of their "
+                    f"predictions {lines}")
+
+
+def _predict_one(cat: Catalog, cfg: RowConfig) -> tuple[SteadyState, str]:
     try:
         st, solved = steady(cat, cfg.dep, cfg.clients, cfg.isl, cfg.osl,
                             equal_lengths=cfg.equal_lengths, rounds=cfg.rounds)
