@@ -105,6 +105,15 @@ def test_an_engine_covers_its_release_range(catalog: Catalog, backend: str, vers
     assert any(e.covers(version) for e in engines) is covered
 
 
+def test_an_engine_knows_the_first_release_past_its_families(catalog: Catalog) -> None:
+    vllm = catalog.serving_engine("vllm")
+    assert vllm.release_ceiling() == (1,)  # ">=0.10,<1" and the nightly prefix
+    assert catalog.serving_engine("trtllm").release_ceiling() == (2,)  # "1." and "0."
+    assert vllm.model_copy(update={"versions": ["nightly-"]}).release_ceiling() is None
+    assert vllm.model_copy(update={"versions": [">=0.10,<0.12", ">=0.12,<3.1"]}
+                           ).release_ceiling() == (3, 1)
+
+
 @pytest.mark.parametrize("bad", [">=0.10", ">=0.10,<0.5", ">=x,<1", ">=0.10,<1.a"])
 def test_a_malformed_release_range_is_refused(catalog: Catalog, bad: str) -> None:
     vllm = catalog.serving_engine("vllm")

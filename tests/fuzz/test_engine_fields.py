@@ -7,6 +7,7 @@ scheduling flags take no value."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -190,7 +191,7 @@ def test_hostile_engine_releases_are_refused_or_read() -> None:
     base = ESTIMATE[:ESTIMATE.index("--engine")] + ESTIMATE[ESTIMATE.index("--engine") + 2:]
     found = []
     for spec, runs in [("vllm@0.24.0", True), ("vllm@v0.20.1", True),
-                       ("vllm@0." + "9" * 4000, True), ("vllm@9" + "9" * 4000, False),
+                       ("vllm@0." + "9" * 4000, False), ("vllm@9" + "9" * 4000, False),
                        ("vllm@-1", False), ("vllm@>=0.10,<1", False), ("vllm@0.9.2", False),
                        ("vllm@\x00", False), ("vllm@1e400", False), ("sglang@0.4.6", False)]:
         o = invoke([*base, "--engine", spec])
@@ -199,4 +200,44 @@ def test_hostile_engine_releases_are_refused_or_read() -> None:
             found.append(f"{spec[:40]}: refused ({o.stderr[:200]})")
         if not runs and o.exit_code == 2 and "engine" not in o.stderr:
             found.append(f"{spec[:40]}: the message does not name engine")
+    assert not found, "\n".join(found)
+
+
+def test_hostile_row_releases_are_refused_skipped_or_read(tmp_path: Path) -> None:
+    """A measured set's ``backend_version``: a release newer than every family is read with
+    the newest (a note says so), an older one is not covered (the rest of the file still
+    predicts), a development build is read and said, and anything else exits 2 naming
+    ``backend_version`` and the line; never a traceback."""
+    import csv
+
+    from clusterwright.validation import serving_silicon as ss
+
+    src = ss.data_dir() / ss.FILE
+    with open(src, newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    row = next(r for r in rows if r["backend"] == "vllm" and r["backend_version"])
+    found = []
+    for version, outcome in [("1.2.0", "read"), ("0." + "9" * 4000, "refused"),
+                             ("9" * 4000, "refused"), ("99.0", "read"), ("0.9.2", "skipped"),
+                             ("nightly-\u202e", "read"), ("-1", "refused"),
+                             ("1e400", "read"), (">=0.10,<1", "refused"), ("x", "refused"),
+                             (" 0.24.0 ", "read")]:
+        f = tmp_path / "rows.csv"
+        with open(f, "w", newline="", encoding="utf-8") as fh:
+            w = csv.DictWriter(fh, fieldnames=list(row))
+            w.writeheader()
+            w.writerow({**row, "backend_version": version})
+            w.writerow(row)
+        o = invoke(["validate", "--table", "serving-silicon", "--data", str(f), "--json"])
+        found += [f"{version[:30]}: {p}" for p in problems(o, must_refuse=outcome == "refused")]
+        if outcome == "refused":
+            if o.exit_code == 2 and not ("backend_version" in o.stderr and "line 2" in o.stderr):
+                found.append(f"{version[:30]}: the message names no column and line")
+            continue
+        if o.exit_code not in (0, 1):
+            found.append(f"{version[:30]}: exit {o.exit_code} ({o.stderr[:200]})")
+            continue
+        first = json.loads(o.stdout)["rows"][0]
+        if (first["skipped"] is None) != (outcome == "read"):
+            found.append(f"{version[:30]}: {outcome} expected, got {first['skipped']}")
     assert not found, "\n".join(found)

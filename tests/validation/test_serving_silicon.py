@@ -83,7 +83,7 @@ def test_missing_and_extra_columns_name_the_column_on_line_1(tmp_path: Path) -> 
 
 @pytest.mark.parametrize(("column", "value", "message"), [
     ("backend", "tgi", "backend: 'tgi' is not one of"),
-    ("backend_version", "7.1", "backend_version: '7.1': no trtllm engine"),
+    ("backend_version", "x7", "backend_version: 'x7': names no trtllm release"),
     ("precision", "fp6", "precision: 'fp6' is not one of"),
     ("mode", "split", "mode: 'split' is not agg or disagg"),
     ("isl", "many", "isl: 'many' is not a number"),
@@ -226,10 +226,40 @@ def test_a_release_newer_than_the_measured_ones_is_read_with_its_family(
     versions is predicted, not refused as an unknown version."""
     cat = load_catalog()
     r = pick(backend=backend, mode="agg")
-    with pytest.raises(InputError, match="no vllm engine"):
-        ss.resolve(cat, {**pick(backend="vllm", mode="agg"), "backend_version": "0.9.2"})
     cfg = ss.resolve(cat, {**r, "backend_version": version})
     assert cfg.dep.engine.backend == backend
+
+
+@pytest.mark.parametrize(("backend", "version"), [
+    ("vllm", "1.2.0"), ("sglang", "1.0.0rc1"), ("trtllm", "2.0.0"), ("vllm", "v3.1")])
+def test_a_release_newer_than_every_family_is_read_with_the_newest_and_said(
+        backend: str, version: str) -> None:
+    """A measured set from a later release than the catalog's families is predicted with
+    the newest family and a note, not refused: the whole file would otherwise exit 2."""
+    cat = load_catalog()
+    cfg = ss.resolve(cat, {**pick(backend=backend, mode="agg"), "backend_version": version})
+    assert cfg.dep.engine.id == cat.serving_engine(backend).id
+    assert cfg.dep.engine.release == version
+    assert any(f"backend_version {version}: newer than every catalogued {backend} family" in n
+               for n in cfg.dep.notes)
+
+
+@pytest.mark.parametrize(("backend", "version"), [
+    ("vllm", "0.9.2"), ("vllm", "0.8.5.post1"), ("sglang", "0.4.6.post5")])
+def test_a_release_older_than_every_family_is_not_covered(backend: str,
+                                                          version: str) -> None:
+    """vLLM before its V1 engine (0.10) and SGLang before 0.5 scheduled otherwise: such a
+    row is not covered, with the reason, and the rest of the file is still predicted."""
+    cat = load_catalog()
+    r = {**pick(backend=backend, mode="agg"), "backend_version": version}
+    with pytest.raises(ss.NotCoveredError, match=f"{version}: older than every catalogued"):
+        ss.resolve(cat, r)
+    got = ss.predict_all([r, pick(backend=backend, mode="agg")], cat)
+    assert got[0].skipped and "older than every" in got[0].skipped
+    assert got[1].skipped is None and got[1].pred_tpot_ms
+    # A malformed row still stops the file, even with an old release
+    with pytest.raises(InputError, match="mode"):
+        ss.resolve(cat, {**r, "mode": "both"})
 
 
 @pytest.mark.parametrize(("backend", "build"), [

@@ -305,8 +305,14 @@ _RELEASE = re.compile(r"v?(\d{1,9}(?:\.\d{1,9})*)")
 def release_number(version: str) -> tuple[int, ...] | None:
     """The release a version string names, as numbers ("0.24.0rc1" -> (0, 24, 0), "v0.5.9"
     -> (0, 5, 9)); None for a string that does not start with one ("nightly-5b8c")."""
-    m = _RELEASE.match(version.strip())
-    return tuple(int(x) for x in m.group(1).split(".")) if m else None
+    v = version.strip()
+    m = _RELEASE.match(v)
+    if m is None:
+        return None
+    rest = v[m.end():]
+    if rest[:1].isdigit() or (rest[:1] == "." and rest[1:2].isdigit()):
+        return None  # a component longer than nine digits: no release is numbered so
+    return tuple(int(x) for x in m.group(1).split("."))
 
 
 @functools.cache  # a catalog holds a few ranges; a table of rows asks about them per row
@@ -527,6 +533,18 @@ class ServingEngine(CatalogEntry):
             elif version.startswith(v):
                 return True
         return False
+
+    def release_ceiling(self) -> tuple[int, ...] | None:
+        """The first release past every release ``versions`` covers (a range's upper bound;
+        a numeric prefix "1." covers up to 2); None where no version names a release."""
+        tops = []
+        for v in self.versions:
+            bounds = _release_range(v) if v.startswith(">=") else None
+            if bounds is not None:
+                tops.append(bounds[1])
+            elif (m := re.fullmatch(r"(\d+)\.", v)) is not None:
+                tops.append((int(m.group(1)) + 1,))
+        return max(tops) if tops else None
 
     def at_version(self, version: str) -> ServingEngine:
         """This engine as ``version`` runs it: synchronous scheduling for the versions

@@ -31,7 +31,7 @@ from typing import Any
 
 from clusterwright.catalog.registry import Catalog, load_catalog
 from clusterwright.catalog.schema import Gpu, ModelArch
-from clusterwright.catalog.stacks import ServingEngine
+from clusterwright.catalog.stacks import ServingEngine, release_number
 from clusterwright.errors import InputError
 from clusterwright.model.serving_step import ServingParallel, weight_format
 from clusterwright.plan.serving_deployment import (
@@ -1094,19 +1094,41 @@ def aic_generator_settings(r: dict[str, str], engine: ServingEngine
 
 
 def _engine(cat: Catalog, r: dict[str, str], backend: str,
-            version: str) -> tuple[ServingEngine, str]:
-    """The catalog engine that covers the row's version, and a note when the row names a
-    development build (read with the backend's newest catalogued family, which such a build
-    is closest to). A release number no entry covers is an error."""
+            version: str) -> tuple[ServingEngine, str, str]:
+    """The catalog engine that covers the row's version, a note on how it was read, and why
+    the row is not covered ("" when it is). A development build, and a release newer than
+    every catalogued family of the backend, are read with its newest family (the one they
+    are closest to), which the note says; a release older than every family is not covered
+    (the engines changed their schedulers there: vLLM's V1 engine from 0.10); a version that
+    names no release is an error."""
     try:
-        return cat.serving_engine(backend, version), ""
+        return cat.serving_engine(backend, version), "", ""
     except InputError:
-        if not _DEV_BUILD.search(version):
-            raise _bad(r, "backend_version", f"{version!r}: no {backend} engine in the "
-                       "catalog covers this version") from None
-    engine = cat.serving_engine(backend)
-    return engine, (f"backend_version {version!r} is a development build: read with "
-                    f"{engine.name}, not validated on that build")
+        pass
+    got = release_number(version)
+    if _DEV_BUILD.search(version):
+        engine = cat.serving_engine(backend)
+        return engine, (f"backend_version {version!r} is a development build: read with "
+                        f"{engine.name}, not validated on that build"), ""
+    if got is None:
+        raise _bad(r, "backend_version", f"{version!r}: names no {backend} release (as "
+                   "'0.5.9' or '1.2.0rc6.post1') and no development build")
+    families = [e for e in cat.all("serving_engines")
+                if isinstance(e, ServingEngine) and e.backend == backend]
+    tops = [(top, e) for e in families if (top := e.release_ceiling()) is not None]
+    if not tops:
+        raise _bad(r, "backend_version", f"{version!r}: no {backend} engine in the catalog "
+                   "names releases")
+    top, newest = max(tops, key=lambda t: t[0])
+    said = ".".join(map(str, top))
+    if got >= top:
+        return newest.at_version(version), (
+            f"backend_version {version}: newer than every catalogued {backend} family (they "
+            f"cover releases below {said}): read with {newest.name}, not validated at that "
+            "release"), ""
+    return newest, "", (f"backend_version {version}: older than every catalogued {backend} "
+                        f"family ({', '.join(v for e in families for v in e.versions)}), "
+                        "whose schedulers and kernels it predates")
 
 
 def resolve(cat: Catalog, r: dict[str, str],
@@ -1139,7 +1161,7 @@ def _resolve_one(cat: Catalog, r: dict[str, str],
     if backend not in BACKENDS:
         raise _bad(r, "backend", f"{r.get('backend')!r} is not one of {', '.join(BACKENDS)}")
     version = (r.get("backend_version") or "").strip()
-    engine, build_note = _engine(cat, r, backend, version)
+    engine, build_note, uncovered = _engine(cat, r, backend, version)
     engine, set_note = script_settings(r, engine)
     engine, aic_note = aic_generator_settings(r, engine)
     set_note = "; ".join(n for n in (set_note, aic_note) if n)
@@ -1165,6 +1187,8 @@ def _resolve_one(cat: Catalog, r: dict[str, str],
                            "and the decode role's layout")
     elif not (r.get("tp_size") or "").strip():
         raise _bad(r, "tp_size", "an aggregated row needs its layout (tp_size)")
+    if uncovered:
+        raise NotCoveredError(uncovered)
     models, gpus = lookup or _lookup(cat)
     arch = models.get((r.get("model_path") or "").strip().lower())
     if arch is None:
