@@ -3,16 +3,17 @@
     python scripts/import_inferencemax_layouts.py [--repo DIR]  (a clone of InferenceX)
 
 Source: github.com/SemiAnalysisAI/InferenceX (Apache-2.0), every commit that changed
-``.github/configs/nvidia-master.yaml``. Each disaggregated benchmark there lists, per input
-and output length, search-space entries: the client counts it runs (``conc-list``), the
-prefill and decode worker counts with each worker's TP, EP and attention data parallelism,
-and speculative decoding. AIConfigurator's ``silicon_sample.csv`` holds hundreds of these
-runs (``source_file=2026-...csv`` dumps) with the layout columns only partly filled: no
-worker counts, and TP columns that do not say whether attention was data parallel. The
-benchmark's own configuration in effect on the day a row was measured says it; the
-validation reads it from this file (``serving_silicon.complete_from_layouts``), keyed on
-what the row does record (system, engine, model, precision, lengths, concurrency, the
-prefill and decode TP).
+``.github/configs/nvidia-master.yaml``, or after it moved (2026-07-02)
+``configs/nvidia-master.yaml`` and ``configs/deprecated/nvidia-*-master.yaml``. Each
+disaggregated benchmark there lists, per input and output length, search-space entries:
+the client counts it runs (``conc-list``), the prefill and decode worker counts with each
+worker's TP, EP and attention data parallelism, and speculative decoding. AIConfigurator's
+``silicon_sample.csv`` holds hundreds of these runs (``source_file=2026-...csv`` dumps)
+with the layout columns only partly filled: no worker counts, and TP columns that do not
+say whether attention was data parallel. The benchmark's own configuration in effect on
+the day a row was measured says it; the validation reads it from this file
+(``serving_silicon.complete_from_layouts``), keyed on what the row does record (system,
+engine, model, precision, lengths, concurrency, the prefill and decode TP).
 
 Before the configuration file held them (until 2025-12-05), GB200's disaggregated runs
 were hard-coded in ``runners/launch_gb200-nv.sh``, and those versions are read too
@@ -61,7 +62,10 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 REPO = Path("/work/.mirror/SemiAnalysisAI+InferenceX/repo")
-CONFIG = ".github/configs/nvidia-master.yaml"
+# The configuration: .github/configs/nvidia-master.yaml until e9fc98807 (2026-07-02) moved it
+# to configs/, where the benchmarks it retires go to configs/deprecated/nvidia-*-master.yaml
+CONFIG = ":(glob)**/configs/**/nvidia-*master.yaml"
+CONFIG_FILE = re.compile(r"(\.github/)?configs/(deprecated/)?nvidia-[\w.+-]*master\.yaml")
 LAUNCH_GB200 = "runners/launch_gb200-nv.sh"
 GB200_NODE_GPUS = 4  # a GB200 NVL72 compute tray: 2 Grace CPUs, 4 Blackwell GPUs
 # The context servers' max batch by input length, as the configuration transcribed these runs
@@ -80,7 +84,8 @@ FRAMEWORKS = (("trt", "trtllm"), ("sglang", "sglang"), ("vllm", "vllm"))
 MODELS = {
     "dsr1": "deepseek-ai/DeepSeek-R1 deepseek-ai/DeepSeek-R1-0528 deepseek-ai/DeepSeek-V3",
     "gptoss": "openai/gpt-oss-120b",
-    "glm5": "zai-org/GLM-5",
+    # AIConfigurator's file names GLM-5 by its earlier organisation (zhipuai)
+    "glm5": "zai-org/GLM-5 zhipuai/GLM-5",
     "kimik2.5": "moonshotai/Kimi-K2.5",
     "qwen3.5": "Qwen/Qwen3.5-397B-A17B",
 }
@@ -114,6 +119,16 @@ def _setting(e: dict[str, Any], key: str) -> str:
     return ""
 
 
+def _fixed_lengths(v: dict[str, Any]) -> list[dict[str, Any]]:
+    """A benchmark's fixed input/output-length sweeps: ``seq-len-configs`` until 2026-05-01,
+    ``scenarios: fixed-seq-len`` from b7ae44045 on (which added agentic trace replays beside
+    them, ``scenarios: agentic-coding``, whose lengths are a trace's, not a row's)."""
+    scenarios = v.get("scenarios")
+    fixed = scenarios.get("fixed-seq-len") if isinstance(scenarios, dict) else None
+    got = v.get("seq-len-configs") or fixed or []
+    return [s for s in got if isinstance(s, dict)] if isinstance(got, list) else []
+
+
 def entries(doc: dict[str, Any], sweeps: frozenset[str] = frozenset()) -> list[tuple[str, ...]]:
     """The disaggregated search-space entries of one version of the config, as rows (without
     the commit columns). ``sweeps``: the benchmark scripts of that version that run Dynamo's
@@ -128,7 +143,7 @@ def entries(doc: dict[str, Any], sweeps: frozenset[str] = frozenset()) -> list[t
         models = MODELS.get(str(v.get("model-prefix", "")))
         if system is None or backend is None or models is None:
             continue
-        for s in v.get("seq-len-configs") or []:
+        for s in _fixed_lengths(v):
             for e in s.get("search-space") or []:
                 try:
                     conc = " ".join(str(int(c)) for c in e["conc-list"])
@@ -207,26 +222,36 @@ def _config_reader(repo: Path) -> Callable[[str, str], list[tuple[str, ...]]]:
     return read
 
 
-def history(repo: Path, path: str,
-            read: Callable[[str, str], list[tuple[str, ...]]]) -> list[tuple[str, ...]]:
-    """Every entry ``read`` finds in the versions of ``path``, with the commit and dates of
-    each stretch of versions that hold it."""
+def history(repo: Path, path: str, read: Callable[[str, str], list[tuple[str, ...]]],
+            match: re.Pattern[str] | None = None) -> list[tuple[str, ...]]:
+    """Every entry ``read`` finds in the versions of ``path`` (a file, or a pathspec of
+    several whose files ``match`` names: ``CONFIG``), with the file and commit that first held
+    it and the dates of each stretch of versions that hold it. At each commit the entries of
+    every such file are one version: a benchmark moved from one file to another stays open."""
     log = [ln.split() for ln in _git(repo, "log", "--reverse", "--format=%H %cI", "--",
                                       path).splitlines() if ln.strip()]
-    open_: dict[tuple[str, ...], tuple[str, str]] = {}  # entry -> (commit, date first held)
+    open_: dict[tuple[str, ...], tuple[str, str, str]] = {}  # entry -> (file, commit, since)
     rows: list[tuple[str, ...]] = []
     for commit, date in log:
+        tree = _git(repo, "ls-tree", "-r", "--name-only", commit, "--",
+                    *([".github", "configs"] if match else [path])).splitlines()
+        files = [f for f in tree if f.strip() and (match.fullmatch(f) if match else True)]
+        now: dict[tuple[str, ...], str] = {}
         try:
-            now = set(read(_git(repo, "show", f"{commit}:{path}"), commit))
+            for f in files:
+                for e in read(_git(repo, "show", f"{commit}:{f}"), commit):
+                    now.setdefault(e, f)
         except (subprocess.CalledProcessError, yaml.YAMLError):
-            continue  # a deleting commit, or a broken version: its entries stay open
+            continue  # a broken version: its entries stay open
+        if not files:
+            continue  # a deleting commit: its entries stay open
         for e in [e for e in open_ if e not in now]:
-            c, since = open_.pop(e)
-            rows.append((e[0], path, c[:12], since[:10], date[:10], *e[1:]))
-        for e in now:
-            open_.setdefault(e, (commit, date))
-    for e, (c, since) in open_.items():
-        rows.append((e[0], path, c[:12], since[:10], "", *e[1:]))
+            f, c, since = open_.pop(e)
+            rows.append((e[0], f, c[:12], since[:10], date[:10], *e[1:]))
+        for e, f in now.items():
+            open_.setdefault(e, (f, commit, date))
+    for e, (f, c, since) in open_.items():
+        rows.append((e[0], f, c[:12], since[:10], "", *e[1:]))
     return rows
 
 
@@ -275,7 +300,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repo", type=Path, default=REPO)
     repo = ap.parse_args().repo
-    rows = (history(repo, CONFIG, _config_reader(repo))
+    rows = (history(repo, CONFIG, _config_reader(repo), CONFIG_FILE)
             + history(repo, LAUNCH_GB200, lambda text, _commit: launch_entries(text)))
     rows = corrected_ep(rows)
     rows.sort(key=lambda r: (r[5], r[6], r[0], r[3], r[9], r[10], r[11], r))
