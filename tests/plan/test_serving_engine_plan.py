@@ -131,6 +131,38 @@ def test_skipping_deployments_that_cannot_win_keeps_the_plan(cat: Catalog,
     assert n_pruned < len(solved)
 
 
+@pytest.mark.slow
+def test_splits_whose_prefill_cannot_carry_the_rate_are_not_solved(
+        cat: Catalog, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A disaggregated split whose copies, at the most prompts a second its prefill workers
+    finish, take more GPUs than the cheapest so far is skipped as well (MoE workers over
+    two NVLink domains made the search 3x longer): the plan is the one solving every split
+    gives, and fewer are solved than with the copy's GPUs alone as the bound."""
+    import clusterwright.plan.serving_engine_plan as se
+
+    solved: list[int] = []
+    real = se._max_clients
+
+    def counting(*args: object, **kwargs: object) -> object:
+        solved.append(1)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(se, "_max_clients", counting)
+    arch = cat.model("qwen3-235b-a22b")
+    args = (cat, arch, cat.gpu("h100-sxm"), engine_of(cat, "sglang"), 20.0, 2000, 500, 2.0,
+            0.05, "fp8")
+    bounded = plan_engine(*args, requests=200)
+    n_bounded = len(solved)
+    solved.clear()
+    monkeypatch.setattr(se, "_gpus_floor", lambda *a, **k: 0)
+    per_copy = plan_engine(*args, requests=200)
+    n_per_copy = len(solved)
+    solved.clear()
+    full = plan_engine(*args, requests=200, prune=False)
+    assert bounded == per_copy == full
+    assert n_bounded < n_per_copy < len(solved)
+
+
 def test_the_plan_says_whether_the_offload_pays(cat: Catalog) -> None:
     """Llama-3.1-70B in 16 bits (141 GB) leaves a 144 GB GH200 no KV cache: only the offload
     serves it. In FP8 it fits, and streaming a third of it every pass does not pay."""

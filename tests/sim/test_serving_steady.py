@@ -18,6 +18,7 @@ from clusterwright.sim.serving_steady import (
     disaggregated,
     opening_wave_s,
     prefill_batch_s,
+    prefill_rate_max,
     prompts_per_batch,
     with_opening_wave,
 )
@@ -181,6 +182,22 @@ def test_disaggregated_prefill_saturates(cat: Catalog) -> None:
     light = disaggregated(pre, dec, 2, 8192, 64, 131_072, 50e9)
     heavy = disaggregated(pre, dec, 256, 8192, 64, 131_072, 50e9)
     assert heavy.ttft_s > 10 * light.ttft_s
+
+
+@pytest.mark.parametrize("isl, osl", [(8192, 64), (8192, 256), (1024, 1024)])
+def test_no_disaggregated_rate_passes_the_prefill_ranks_full_batches(cat: Catalog, isl: int,
+                                                                     osl: int) -> None:
+    """The planner's bound (``prefill_rate_max``): however many clients, light or saturated,
+    with a fast or a slow KV link, the rate stays under the prefill ranks' full batches back
+    to back, and a saturated prefill comes within 0.1 % of it."""
+    pre, dec = one_prefill_eight_decode(cat, isl, osl)
+    top = prefill_rate_max(pre, isl)
+    full = prompts_per_batch(pre, isl)
+    assert top == pytest.approx(pre.ranks * full / prefill_batch_s(pre, float(full), isl))
+    rates = [disaggregated(pre, dec, c, isl, osl, 131_072, link).requests_per_s
+             for c in (1, 8, 64, 512, 4096) for link in (400e9, 1e9)]
+    assert all(0 < r < top for r in rates)
+    assert max(rates) > 0.99 * top
 
 
 def test_clients_beyond_a_saturated_prefill_queue_for_it_not_the_decode_batch(

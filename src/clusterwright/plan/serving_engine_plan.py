@@ -43,7 +43,7 @@ from clusterwright.plan.serving_engine import (
     validation_regime,
 )
 from clusterwright.plan.serving_replica import workload
-from clusterwright.sim.serving_steady import SteadyState
+from clusterwright.sim.serving_steady import SteadyState, prefill_rate_max
 
 # Deployments of each mode a plan with shared prefixes simulates: the screen's cheapest, whose
 # order is a bound's (every prefix cached), not the simulation's
@@ -174,6 +174,23 @@ def _verify_p99(cat: Catalog, c: PlanCandidate, qps: float, isl: int, osl: int,
             break
         copies = max(copies + 1, math.ceil(copies * 1.25))
     return replace(c, copies=copies, p99=p99, reuse=reuse)
+
+
+def _gpus_floor(cat: Catalog, dep: Deployment, qps: float, isl: int, osl: int,
+                cache: PoolCache) -> int:
+    """GPUs below which copies of the disaggregated ``dep`` cannot serve ``qps`` requests/s
+    of ``isl``-token prompts: its copy's GPUs times the copies that its prefill workers' most
+    prompts a second (``prefill_rate_max``, which every steady state of it stays under)
+    call for. Its copy's GPUs alone where its prefill pool does not build."""
+    assert dep.prefill is not None
+    per_copy = dep.gpus() or 0
+    try:
+        pre = pool(cat, dep, dep.prefill.par, dep.prefill.workers or 1, isl, osl, "prefill.",
+                   cache, True, dep.prefill.max_batch, dep.prefill.max_tokens)
+    except DeploymentError:
+        return per_copy
+    rate = prefill_rate_max(pre, isl)
+    return per_copy * max(1, math.ceil(qps / rate)) if rate > 0 else per_copy
 
 
 def _max_clients(cat: Catalog, dep: Deployment, isl: int, osl: int, ttft_slo: float,
@@ -310,21 +327,27 @@ def plan_engine_choice(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingE
     domain = step_model(cat, base, ServingParallel()).net.domain_gpus
     layouts = _candidates(arch, min(domain, max_gpus_per_copy), max_gpus_per_copy)
     best: dict[str, PlanCandidate | None] = {"agg": None, "disagg": None}
+    # Where each mode's cheapest so far stands in the search's own order: among candidates
+    # of equal GPUs and TPOT the first in that order wins, whatever order they are solved in
+    best_at: dict[str, int] = {"agg": 0, "disagg": 0}
     # With shared prefixes, the screen's cheapest few of each mode (its order is a bound's)
     ranked: dict[str, list[PlanCandidate]] = {"agg": [], "disagg": []}
     evaluated = 0
     cache: PoolCache = {}
 
-    def consider(mode: str, dep: Deployment) -> None:
+    def consider(mode: str, dep: Deployment, order: int = 0, floor: int = 0) -> None:
+        """Screen ``dep``, the ``order``-th of its mode in the search; ``floor``: GPUs
+        below which no steady state of it serves ``qps`` (0: its one copy's)."""
         nonlocal evaluated
         evaluated += 1
         cur = best[mode]
         per_copy = dep.gpus()
         if prune and not shares and cur is not None and per_copy is not None \
-                and per_copy > cur.gpus:
-            # One copy already takes more GPUs than the mode's cheapest so far: it cannot
-            # win, whatever its steady state (the same choice, without solving it). With
-            # shared prefixes it may: the cheapest few are verified, not the cheapest alone
+                and max(per_copy, floor) > cur.gpus:
+            # One copy, or the copies the rate bound asks for, already take more GPUs than
+            # the mode's cheapest so far: it cannot win, whatever its steady state (the same
+            # choice, without solving it). With shared prefixes it may: the cheapest few are
+            # verified, not the cheapest alone
             return
         scale = slo_margin(dep, margin)
         r = _max_clients(cat, dep, screen_isl, osl, ttft_slo / scale[0], tpot_slo / scale[1],
@@ -337,14 +360,15 @@ def plan_engine_choice(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingE
         copies = max(1, math.ceil(qps / st.requests_per_s))
         cand = PlanCandidate(solved, c, st, copies, isl=isl, scale=scale)
         cur = best[mode]
-        if cur is None or (cand.gpus, cand.state.tpot_s) < (cur.gpus, cur.state.tpot_s):
-            best[mode] = cand
+        if cur is None or (cand.gpus, cand.state.tpot_s, order) < (
+                cur.gpus, cur.state.tpot_s, best_at[mode]):
+            best[mode], best_at[mode] = cand, order
         if shares:
             ranked[mode] = sorted(ranked[mode] + [cand],
                                   key=lambda k: (k.gpus, k.state.tpot_s))[:PREFIX_VERIFIED]
 
-    for par in layouts:
-        consider("agg", replace(base, agg=Role(par, 1, max_tokens=max_tokens)))
+    for i, par in enumerate(layouts):
+        consider("agg", replace(base, agg=Role(par, 1, max_tokens=max_tokens)), i)
     fits = []
     for par in layouts:
         try:
@@ -352,13 +376,21 @@ def plan_engine_choice(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingE
             fits.append(par)
         except DeploymentError:
             continue
-    for pp_ in fits:
-        for dp_ in fits:
-            for pw, dw in ((1, 1), (1, 2), (1, 3), (2, 1), (1, 4), (2, 3)):
-                if pp_.gpus * pw + dp_.gpus * dw > max_gpus_per_copy:
-                    continue
-                consider("disagg", replace(base, agg=None, prefill=Role(pp_, pw),
-                                           decode=Role(dp_, dw)))
+    splits = [replace(base, agg=None, prefill=Role(pp_, pw), decode=Role(dp_, dw))
+              for pp_ in fits for dp_ in fits
+              for pw, dw in ((1, 1), (1, 2), (1, 3), (2, 1), (1, 4), (2, 3))
+              if pp_.gpus * pw + dp_.gpus * dw <= max_gpus_per_copy]
+    floors = [0] * len(splits)
+    order = list(range(len(splits)))
+    if prune and not shares:
+        # The GPUs each split needs at the least: its copy times the copies ``qps`` asks
+        # of a rate its prefill workers cannot pass (full batches back to back). Screened
+        # from the lowest, the cheapest is found early and the rest fall to the bound
+        # unsolved; the choice is the one the search's own order gives.
+        floors = [_gpus_floor(cat, d, qps, screen_isl, osl, cache) for d in splits]
+        order.sort(key=lambda i: (floors[i], i))
+    for i in order:
+        consider("disagg", splits[i], i, floors[i])
     a, d = best["agg"], best["disagg"]
     if shares:
         # The bound's order is not the simulation's: verify the screen's cheapest few and

@@ -147,6 +147,15 @@ def prefill_batch_s(pool: Pool, prompts: float, isl: int) -> float:
     return t * prompts
 
 
+def prefill_rate_max(pool: Pool, isl: int) -> float:
+    """Prompts of ``isl`` tokens a second that a prefill-only pool's ranks finish at most:
+    full batches back to back (``prompts_per_batch``). A disaggregated steady state's rate
+    stays below it (``disaggregated`` holds it at 0.999 of this, or of the KV links' rate
+    where that is lower)."""
+    full = prompts_per_batch(pool, isl)
+    return pool.ranks * full / prefill_batch_s(pool, float(full), isl)
+
+
 def opening_wave_s(pool: Pool, prompts: float, isl: int, osl: int) -> float:
     """Mean TTFT (seconds) of ``prompts`` prompts that reach one idle rank at the same
     instant: a closed-loop benchmark's first round, which starts every client at once.
@@ -474,7 +483,7 @@ def disaggregated(prefill: Pool, decode: Pool, clients: float, isl: int, osl: in
     t_full = prefill_batch_s(prefill, float(prompts_max), isl)
     xfer = kv_bytes_per_token * isl / link_bytes_per_s + link_latency_s
     # Prompts a second at full batches, and no more than the prefill ranks' links send
-    rate_p_max = prefill.ranks * prompts_max / t_full
+    rate_p_max = prefill_rate_max(prefill, isl)
     if xfer > 0:
         rate_p_max = min(rate_p_max, prefill.ranks / xfer)
 
