@@ -104,11 +104,8 @@ def test_a_plan_past_the_model_s_context_names_the_lengths(cat: Catalog) -> None
     assert err.value.field == "input_len"
 
 
-def test_skipping_deployments_that_cannot_win_keeps_the_plan(cat: Catalog,
-                                                            monkeypatch: pytest.MonkeyPatch
-                                                            ) -> None:
-    """A deployment whose one copy takes more GPUs than its mode's cheapest so far is not
-    solved: the plan is the same as solving every one, and fewer are solved."""
+def _count_solves(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """A list that grows by one each time the plan solves a deployment's steady state."""
     import clusterwright.plan.serving_engine_plan as se
 
     solved: list[int] = []
@@ -119,6 +116,15 @@ def test_skipping_deployments_that_cannot_win_keeps_the_plan(cat: Catalog,
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(se, "_max_clients", counting)
+    return solved
+
+
+def test_skipping_deployments_that_cannot_win_keeps_the_plan(cat: Catalog,
+                                                            monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    """A deployment whose one copy takes more GPUs than its mode's cheapest so far is not
+    solved: the plan is the same as solving every one, and fewer are solved."""
+    solved = _count_solves(monkeypatch)
     arch = cat.model("llama-3.1-8b")
     args = (cat, arch, cat.gpu("h100-sxm"), engine_of(cat, "vllm"), 20.0, 1024, 256, 2.0,
             0.05)
@@ -140,14 +146,7 @@ def test_splits_whose_prefill_cannot_carry_the_rate_are_not_solved(
     gives, and fewer are solved than with the copy's GPUs alone as the bound."""
     import clusterwright.plan.serving_engine_plan as se
 
-    solved: list[int] = []
-    real = se._max_clients
-
-    def counting(*args: object, **kwargs: object) -> object:
-        solved.append(1)
-        return real(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(se, "_max_clients", counting)
+    solved = _count_solves(monkeypatch)
     arch = cat.model("qwen3-235b-a22b")
     args = (cat, arch, cat.gpu("h100-sxm"), engine_of(cat, "sglang"), 20.0, 2000, 500, 2.0,
             0.05, "fp8")
