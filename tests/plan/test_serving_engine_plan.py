@@ -241,6 +241,36 @@ def test_the_plan_says_what_the_kv_host_tier_saves(cat: Catalog) -> None:
     assert "without the host tier" in pc["verdict"]
 
 
+@pytest.mark.slow
+def test_a_prefix_plan_skips_what_cannot_win_and_keeps_its_choice(
+        cat: Catalog, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With shared prefixes the screen keeps its cheapest few of each mode: a deployment that
+    cannot enter them is not solved, and a verification stops adding copies once they cannot
+    beat the one verified before it. The plan, its verdicts included, is the one solving and
+    verifying every one gives, with fewer solves and fewer simulations."""
+    import clusterwright.plan.serving_engine_plan as se
+
+    solved = _count_solves(monkeypatch)
+    sims: list[int] = []
+    real = se.simulate_deployment
+
+    def counting(*a: object, **k: object) -> object:
+        sims.append(1)
+        return real(*a, **k)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(se, "simulate_deployment", counting)
+    arch, g, e = cat.model("llama-3.1-8b"), cat.gpu("h100-sxm"), engine_of(cat, "vllm")
+    args = (cat, arch, g, e, 20.0, 8000, 200, 2.0, 0.05)
+    kw = {"requests": 200, "prefix_len": 7000, "prefix_groups": 40}
+    pruned = plan_engine(*args, **kw)  # type: ignore[arg-type]
+    n_solved, n_sims = len(solved), len(sims)
+    solved.clear()
+    sims.clear()
+    full = plan_engine(*args, prune=False, **kw)  # type: ignore[arg-type]
+    assert pruned == full
+    assert n_solved < len(solved) and n_sims < len(sims)
+
+
 @pytest.mark.parametrize(("kw", "field"), [
     ({"prefix_len": 9000}, "prefix_len"),
     ({"prefix_len": -1}, "prefix_len"),

@@ -329,6 +329,24 @@ def test_prefix_cache_is_evicted_when_blocks_run_out() -> None:
     assert np.isfinite(sim.finish_s).all()
 
 
+def test_a_prefill_first_engine_admits_a_prompt_whose_cached_prefix_is_all_it_could_evict(
+        ) -> None:
+    # A waiting prompt whose prefix entry is the only evictable memory: admitting it
+    # references the entry, so those blocks cannot also hold the rest of the prompt. Counting
+    # them twice, the admission test said yes and the scheduler no, and a prefill-first
+    # engine (decodes paused for a prompt it could admit) stalled with requests running.
+    w = Workload(num_requests=300, qps=10, seed=0, prefix_groups=12, shared_prefix_len=600,
+                 input_len=Lengths("fixed", 200), output_len=Lengths("fixed", 200))
+    cl = ClusterConfig(EngineConfig(kv_blocks=700, enable_prefix_caching=True,
+                                    prefill_first=True, max_num_seqs=4096))
+    fast = simulate(cl, w, REAL)
+    slow = simulate(cl, w, REAL, fast_forward=False)
+    assert fast.requests == slow.requests == 300 and not fast.truncated
+    assert 0.5 < fast.prefix_hit_rate < 1.0
+    assert fast.steps == slow.steps
+    assert fast.ttft_s["p99"] == pytest.approx(slow.ttft_s["p99"], rel=0.01)
+
+
 PD = Disaggregation(prefill_replicas=1, decode_replicas=2, kv_bytes_per_token=131072,
                     link_bytes_per_s=25e9)
 

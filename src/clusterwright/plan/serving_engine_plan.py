@@ -151,18 +151,24 @@ def slo_margin(dep: Deployment, margin: str) -> tuple[float, float]:
 
 def _verify_p99(cat: Catalog, c: PlanCandidate, qps: float, isl: int, osl: int,
                 ttft_slo: float, tpot_slo: float, requests: int, seed: int,
-                prefix: tuple[int, int] = (0, 1), router: str = "least_outstanding"
-                ) -> PlanCandidate:
+                prefix: tuple[int, int] = (0, 1), router: str = "least_outstanding",
+                beat: PlanCandidate | None = None) -> PlanCandidate | None:
     """Simulate one copy at its share of ``qps`` (Poisson) and add copies until the p99s
     meet the SLOs (at most four more tries); the steady state screens on means only.
     ``prefix``: (tokens, groups) every prompt shares with its group (``workload``). Behind a
     least_outstanding router each copy sees every group; behind a cache_aware one, the
     router keeps each group on one copy, so a copy sees its share of the groups (and its
-    ranks share them the same way)."""
+    ranks share them the same way). ``beat``: a candidate verified before this one; None,
+    unsimulated, once this one's copies can no longer come out ahead of it (more GPUs, or
+    as many at no lower mean TPOT: copies only grow)."""
     copies = c.copies
     p99 = (math.inf, math.inf)
     reuse = None
+    per_copy = c.dep.gpus() or 0
     for _ in range(5):
+        if beat is not None and (per_copy * copies, c.state.tpot_s) >= (
+                beat.gpus, beat.state.tpot_s):
+            return None
         groups = (math.ceil(prefix[1] / copies) if router == "cache_aware" else prefix[1])
         w = workload(isl, osl, qps=qps / copies, num_requests=requests, seed=seed,
                      prefix_len=prefix[0], prefix_groups=groups)
@@ -174,6 +180,24 @@ def _verify_p99(cat: Catalog, c: PlanCandidate, qps: float, isl: int, osl: int,
             break
         copies = max(copies + 1, math.ceil(copies * 1.25))
     return replace(c, copies=copies, p99=p99, reuse=reuse)
+
+
+def _verify_cheapest(cat: Catalog, cands: list[PlanCandidate], qps: float, isl: int,
+                     osl: int, ttft_slo: float, tpot_slo: float, requests: int, seed: int,
+                     prefix: tuple[int, int], router: str, prune: bool = True
+                     ) -> PlanCandidate | None:
+    """The cheapest of ``cands`` after each is verified (``_verify_p99``): fewest GPUs, then
+    lowest mean TPOT, then the first. ``prune``: a candidate stops adding copies once they
+    cannot beat the cheapest verified before it, which leaves the choice as verifying each
+    in full (False)."""
+    best: PlanCandidate | None = None
+    for k in cands:
+        got = _verify_p99(cat, k, qps, isl, osl, ttft_slo, tpot_slo, requests, seed, prefix,
+                          router, beat=best if prune else None)
+        if got is not None and (best is None or (got.gpus, got.state.tpot_s) < (
+                best.gpus, best.state.tpot_s)):
+            best = got
+    return best
 
 
 def _gpus_floor(cat: Catalog, dep: Deployment, qps: float, isl: int, osl: int,
@@ -257,12 +281,12 @@ def plan_engine(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine, 
                 max_tokens: int | None = None, prune: bool = True,
                 cpu_offload_gb: float = 0.0, prefix_len: int = 0, prefix_groups: int = 1,
                 kv_offload_gb: float = 0.0, router: str = "least_outstanding",
-                margin: str = "none") -> dict[str, Any]:
+                margin: str = "none", verdicts: bool = True) -> dict[str, Any]:
     """``plan_engine_choice``'s result, without the chosen candidate."""
     return plan_engine_choice(cat, arch, gpu, engine, qps, isl, osl, ttft_slo, tpot_slo,
                               precision, gemm_quant, moe_quant, max_gpus_per_copy, requests,
                               seed, max_tokens, prune, cpu_offload_gb, prefix_len,
-                              prefix_groups, kv_offload_gb, router, margin)[0]
+                              prefix_groups, kv_offload_gb, router, margin, verdicts)[0]
 
 
 def plan_engine_choice(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine,
@@ -273,16 +297,18 @@ def plan_engine_choice(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingE
                        max_tokens: int | None = None, prune: bool = True,
                        cpu_offload_gb: float = 0.0, prefix_len: int = 0,
                        prefix_groups: int = 1, kv_offload_gb: float = 0.0,
-                       router: str = "least_outstanding", margin: str = "none"
-                       ) -> tuple[dict[str, Any], PlanCandidate]:
+                       router: str = "least_outstanding", margin: str = "none",
+                       verdicts: bool = True) -> tuple[dict[str, Any], PlanCandidate]:
     """Cheapest aggregated and disaggregated deployments serving ``qps`` with p99 TTFT and
     TPOT within the SLOs, and whether disaggregation pays (fewer GPUs). Layouts and splits
     are screened on the steady state's means (a deployment whose means miss the SLOs cannot
     meet them at p99); the cheapest of each mode is then simulated at its share of ``qps``
     and given copies until its p99s meet them. ``max_tokens``: the aggregated layouts'
     token budget an iteration (None: the engine's). ``prune``: skip a deployment whose one
-    copy takes more GPUs than its mode's cheapest so far (it cannot win; False solves every
-    one, for the same answer). ``cpu_offload_gb``: GiB of weights each GPU keeps in CPU
+    copy takes more GPUs than its mode's cheapest so far (with shared prefixes, than the
+    last of its cheapest few), and stop a verification whose copies can no longer beat the
+    one before it (neither can win; False solves and verifies every one, for the same
+    answer). ``cpu_offload_gb``: GiB of weights each GPU keeps in CPU
     memory (``deployment``).
 
     ``prefix_len`` > 0: every prompt's first ``prefix_len`` tokens are shared with the other
@@ -300,7 +326,10 @@ def plan_engine_choice(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingE
     ``margin`` (MARGINS): hold each deployment's model figures, multiplied by how its
     regime's measured rows lean (``slo_margin``: at their median, or at the ratios one row
     in ten exceeds), to the SLOs, so the plan is sized on what the measurements say; none:
-    on the model's figures, with the lean only reported (``measured_lean``)."""
+    on the model's figures, with the lean only reported (``measured_lean``).
+
+    ``verdicts``: False leaves out what the offload and the prefix cache save (each a plan
+    of its own without them), for a plan whose choice alone is asked for: those plans'."""
     check_margin(margin)
     if not (qps > 0 and ttft_slo > 0 and tpot_slo > 0):
         raise InputError("qps and the SLOs must be positive", field="qps")
@@ -342,12 +371,16 @@ def plan_engine_choice(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingE
         evaluated += 1
         cur = best[mode]
         per_copy = dep.gpus()
-        if prune and not shares and cur is not None and per_copy is not None \
+        if shares:
+            # With shared prefixes the cheapest few are verified, not the cheapest alone:
+            # what cannot enter them is skipped (more GPUs than the last of a full few)
+            few = ranked[mode]
+            cur = few[-1] if len(few) == PREFIX_VERIFIED else None
+        if prune and cur is not None and per_copy is not None \
                 and max(per_copy, floor) > cur.gpus:
             # One copy, or the copies the rate bound asks for, already take more GPUs than
             # the mode's cheapest so far: it cannot win, whatever its steady state (the same
-            # choice, without solving it). With shared prefixes it may: the cheapest few are
-            # verified, not the cheapest alone
+            # choice, without solving it)
             return
         scale = slo_margin(dep, margin)
         r = _max_clients(cat, dep, screen_isl, osl, ttft_slo / scale[0], tpot_slo / scale[1],
@@ -398,10 +431,8 @@ def plan_engine_choice(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingE
         prefix = (prefix_len, prefix_groups)
         runs = min(max(requests, PREFIX_REQUESTS_PER_GROUP * prefix_groups),
                    PREFIX_REQUESTS_MAX)
-        a, d = (min((_verify_p99(cat, k, qps, isl, osl, ttft_slo, tpot_slo, runs, seed,
-                                 prefix, router) for k in ranked[m]),
-                    key=lambda k: (k.gpus, k.state.tpot_s), default=None)
-                for m in ("agg", "disagg"))
+        a, d = (_verify_cheapest(cat, ranked[m], qps, isl, osl, ttft_slo, tpot_slo, runs,
+                                 seed, prefix, router, prune) for m in ("agg", "disagg"))
     else:
         if a is not None:
             a = _verify_p99(cat, a, qps, isl, osl, ttft_slo, tpot_slo, requests, seed,
@@ -438,16 +469,16 @@ def plan_engine_choice(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingE
     def again(**kw: Any) -> dict[str, Any]:
         args: dict[str, Any] = {"cpu_offload_gb": cpu_offload_gb, "prefix_len": prefix_len,
                                 "prefix_groups": prefix_groups, "kv_offload_gb": kv_offload_gb,
-                                "router": router, "margin": margin}
+                                "router": router, "margin": margin, "verdicts": False}
         args.update(kw)
         return plan_engine(cat, arch, gpu, engine, qps, isl, osl, ttft_slo, tpot_slo,
                            precision, gemm_quant, moe_quant, max_gpus_per_copy, requests,
                            seed, max_tokens, prune, **args)
 
-    if cpu_offload_gb > 0:
+    if cpu_offload_gb > 0 and verdicts:
         extra["offload"] = _offload_verdict(choice.gpus, cpu_offload_gb,
                                             lambda: again(cpu_offload_gb=0.0))
-    if shares:
+    if shares and verdicts:
         extra["prefix_cache"] = _prefix_verdict(
             choice, prefix_len, prefix_groups, kv_offload_gb,
             lambda: again(prefix_len=0, prefix_groups=1, kv_offload_gb=0.0),

@@ -410,19 +410,23 @@ class Replica:
         budget = self.budget - len(self.decode) * (1 + self.spec_k)
         if budget <= 0:
             return False
-        hit = 0
+        hit = held = 0
         if self.caching and r.computed == 0:
-            ent = self.cache.get(r.pid)
+            ent = self.cache.get(r.pid) if self.gpu_cache else None
             if ent is not None:
                 hit = min(ent[0], r.share // bs, (r.target - 1) // bs)
+                if hit > 0 and ent[1] == 0:
+                    # Admission references the entry (``prefix_hit``): its blocks stop being
+                    # evictable, so they cannot also make room for the rest of the prompt
+                    held = ent[0]
         rem = r.target - r.computed - hit * bs
         if not self.chunked and rem > budget:
             return False
         done = r.computed + hit * bs
         if self.prefill_first:
-            return self.remainder_fits(r.target, done)
+            return self.remainder_fits(r.target, done, held)
         chunk = min(rem, budget)
-        return -(-(done + chunk) // bs) - -(-done // bs) <= avail
+        return -(-(done + chunk) // bs) - -(-done // bs) <= avail - held
 
     def remainder_fits(self, target: int, done: int, extra: int = 0) -> bool:
         """Whether a prompt's blocks from ``done`` to ``target`` tokens (and ``extra`` more)
