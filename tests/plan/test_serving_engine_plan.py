@@ -104,19 +104,20 @@ def test_a_plan_past_the_model_s_context_names_the_lengths(cat: Catalog) -> None
     assert err.value.field == "input_len"
 
 
-def _count_solves(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """A list that grows by one each time the plan solves a deployment's steady state."""
+def _count_calls(monkeypatch: pytest.MonkeyPatch, name: str = "_max_clients") -> list[int]:
+    """A list that grows by one each time the plan calls ``name`` (by default: solves a
+    deployment's steady state)."""
     import clusterwright.plan.serving_engine_plan as se
 
-    solved: list[int] = []
-    real = se._max_clients
+    calls: list[int] = []
+    real = getattr(se, name)
 
     def counting(*args: object, **kwargs: object) -> object:
-        solved.append(1)
-        return real(*args, **kwargs)  # type: ignore[arg-type]
+        calls.append(1)
+        return real(*args, **kwargs)
 
-    monkeypatch.setattr(se, "_max_clients", counting)
-    return solved
+    monkeypatch.setattr(se, name, counting)
+    return calls
 
 
 def test_skipping_deployments_that_cannot_win_keeps_the_plan(cat: Catalog,
@@ -124,7 +125,7 @@ def test_skipping_deployments_that_cannot_win_keeps_the_plan(cat: Catalog,
                                                             ) -> None:
     """A deployment whose one copy takes more GPUs than its mode's cheapest so far is not
     solved: the plan is the same as solving every one, and fewer are solved."""
-    solved = _count_solves(monkeypatch)
+    solved = _count_calls(monkeypatch)
     arch = cat.model("llama-3.1-8b")
     args = (cat, arch, cat.gpu("h100-sxm"), engine_of(cat, "vllm"), 20.0, 1024, 256, 2.0,
             0.05)
@@ -146,7 +147,7 @@ def test_splits_whose_prefill_cannot_carry_the_rate_are_not_solved(
     gives, and fewer are solved than with the copy's GPUs alone as the bound."""
     import clusterwright.plan.serving_engine_plan as se
 
-    solved = _count_solves(monkeypatch)
+    solved = _count_calls(monkeypatch)
     arch = cat.model("qwen3-235b-a22b")
     args = (cat, arch, cat.gpu("h100-sxm"), engine_of(cat, "sglang"), 20.0, 2000, 500, 2.0,
             0.05, "fp8")
@@ -248,17 +249,8 @@ def test_a_prefix_plan_skips_what_cannot_win_and_keeps_its_choice(
     cannot enter them is not solved, and a verification stops adding copies once they cannot
     beat the one verified before it. The plan, its verdicts included, is the one solving and
     verifying every one gives, with fewer solves and fewer simulations."""
-    import clusterwright.plan.serving_engine_plan as se
-
-    solved = _count_solves(monkeypatch)
-    sims: list[int] = []
-    real = se.simulate_deployment
-
-    def counting(*a: object, **k: object) -> object:
-        sims.append(1)
-        return real(*a, **k)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(se, "simulate_deployment", counting)
+    solved = _count_calls(monkeypatch)
+    sims = _count_calls(monkeypatch, "simulate_deployment")
     arch, g, e = cat.model("llama-3.1-8b"), cat.gpu("h100-sxm"), engine_of(cat, "vllm")
     args = (cat, arch, g, e, 20.0, 8000, 200, 2.0, 0.05)
     kw = {"requests": 200, "prefix_len": 7000, "prefix_groups": 40}
