@@ -163,6 +163,75 @@ def test_splits_whose_prefill_cannot_carry_the_rate_are_not_solved(
     assert n_bounded < n_per_copy < len(solved)
 
 
+def _load_bound_simulation(monkeypatch: pytest.MonkeyPatch, limit: float) -> list[float]:
+    """The plan's simulations replaced by one in which a copy meets any SLO at up to
+    ``limit`` requests/s and misses every one above it (TTFT p99 an hour); returns the rates
+    a copy was simulated at."""
+    from types import SimpleNamespace
+
+    import clusterwright.plan.serving_engine_plan as se
+
+    rates: list[float] = []
+
+    def simulated(cat: Catalog, dep: object, w: object, isl: int, osl: int,
+                  **kw: object) -> SimpleNamespace:
+        rate = float(w.qps)  # type: ignore[attr-defined]
+        rates.append(rate)
+        ok = rate <= limit
+        return SimpleNamespace(ttft_s={"p99": 0.1 if ok else 3600.0},
+                               tpot_s={"p99": 0.01 if ok else 1.0}, truncated=not ok,
+                               prefix_hit_rate=0.0, host_hit_rate=0.0)
+
+    monkeypatch.setattr(se, "simulate_deployment", simulated)
+    return rates
+
+
+def test_copies_are_added_until_the_simulated_p99s_meet_the_slos(
+        cat: Catalog, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the fifth try too (the plan once offered the fifth try's fleet whatever its
+    p99s): a copy that carries 1 request/s of the 20 needs 20 copies, which copies added a
+    quarter at a time reach in under VERIFY_TRIES tries (1, 2, 3, 4, 5, 7, ..., 24)."""
+    rates = _load_bound_simulation(monkeypatch, 1.0)
+    arch = cat.model("llama-3.1-8b")
+    d = plan_engine(cat, arch, cat.gpu("h100-sxm"), engine_of(cat, "vllm"), 20.0, 1024, 256,
+                    2.0, 0.05, requests=100)
+    for mode in ("aggregated", "disaggregated"):
+        c = d[mode]
+        assert c["ttft_p99_s"] <= 2.0 and c["tpot_p99_s"] <= 0.05
+        assert 20.0 / c["copies"] <= 1.0 < 20.0 / max(c["copies"] - 1, 1) * 1.25
+    assert min(rates) <= 1.0 and len(rates) > 10
+
+
+def test_a_plan_whose_simulation_never_meets_the_slos_says_so(
+        cat: Catalog, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No fleet is offered that the plan's own simulation says misses the SLOs: with no
+    copy meeting them at any rate tried, the plan exits 2 naming the SLO, and says why."""
+    import clusterwright.plan.serving_engine_plan as se
+
+    rates = _load_bound_simulation(monkeypatch, 0.0)
+    arch = cat.model("llama-3.1-8b")
+    with pytest.raises(InputError, match="in simulation at 20 requests/s") as err:
+        plan_engine(cat, arch, cat.gpu("h100-sxm"), engine_of(cat, "vllm"), 20.0, 1024, 256,
+                    2.0, 0.05, requests=100)
+    assert err.value.field == "ttft_slo"
+    assert len(rates) == 2 * se.VERIFY_TRIES  # each mode's cheapest, every try
+
+
+@pytest.mark.slow
+def test_a_prefix_plan_that_overflows_the_cache_offers_a_fleet_that_meets_the_slos(
+        cat: Catalog) -> None:
+    """200 documents of 7,000 tokens overflow Qwen3-32B's KV cache on H100, so the screen's
+    bound (every prefix cached) is far off: one-GPU copies need many more than the screen
+    says. The plan used to stop adding copies at the fifth try and offer 7 GPUs whose
+    simulated TTFT p99 was 189 s against 3 s; it now offers what meets the SLOs."""
+    arch, g, e = cat.model("qwen3-32b"), cat.gpu("h100-sxm"), engine_of(cat, "vllm")
+    d = plan_engine(cat, arch, g, e, 10.0, 8000, 200, 3.0, 0.06, "fp8", requests=300,
+                    prefix_len=7000, prefix_groups=200)
+    for mode in ("choice", "aggregated", "disaggregated"):
+        c = d[mode]
+        assert c is None or (c["ttft_p99_s"] <= 3.0 and c["tpot_p99_s"] <= 0.06), mode
+
+
 def test_the_plan_says_whether_the_offload_pays(cat: Catalog) -> None:
     """Llama-3.1-70B in 16 bits (141 GB) leaves a 144 GB GH200 no KV cache: only the offload
     serves it. In FP8 it fits, and streaming a third of it every pass does not pay."""

@@ -426,14 +426,16 @@ def _whole_prompts_fit(dep: Deployment, p: Pool, role: Role, field_prefix: str, 
 def simulate_deployment(cat: Catalog, dep: Deployment, w: Workload, isl: int, osl: int,
                         slo_ttft_s: float = math.inf, slo_tpot_s: float = math.inf,
                         requests: Requests | None = None, gpu_prefix_cache: bool = True,
-                        router: str = "least_outstanding") -> ServingResult:
+                        router: str = "least_outstanding",
+                        stop_ttft_p99_over: float | None = None) -> ServingResult:
     """The request-level simulator on the deployment's step models: every data-parallel rank
     is a replica behind the router (attention-DP ranks take their own requests).
     ``requests``: a stream to simulate instead of the workload's (which still says open or
     closed loop); prefix caching is on when requests share prefixes, in HBM unless
     ``gpu_prefix_cache`` is False (the host tier alone, as vLLM's offloading benchmark
     measures it). ``router``: how the data-parallel ranks share the requests,
-    least_outstanding or cache_aware (``router_config``)."""
+    least_outstanding or cache_aware (``router_config``). ``stop_ttft_p99_over`` (s): stop
+    once the TTFT p99 is sure to exceed it (``simulate``)."""
     caching = (w.prefix_groups > 0 and w.shared_prefix_len > 0) or (
         requests is not None and bool((requests.prefix_id >= 0).any()))
     if dep.agg is not None:
@@ -445,7 +447,7 @@ def simulate_deployment(cat: Catalog, dep: Deployment, w: Workload, isl: int, os
                       gpu_prefix_cache=gpu_prefix_cache)
         cluster = ClusterConfig(engine=eng, replicas=p.ranks, **router_config(cat, router))
         return simulate(cluster, w, p.step, slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s,
-                        requests=requests)
+                        requests=requests, stop_ttft_p99_over=stop_ttft_p99_over)
     assert dep.prefill is not None and dep.decode is not None
     assert dep.prefill.workers is not None and dep.decode.workers is not None
     pre = pool(cat, dep, dep.prefill.par, dep.prefill.workers, isl, osl, "prefill.",
@@ -465,7 +467,7 @@ def simulate_deployment(cat: Catalog, dep: Deployment, w: Workload, isl: int, os
     cluster = ClusterConfig(engine=_engine_config(dec, dep), disaggregation=dis,
                             **router_config(cat, router))
     return simulate(cluster, w, dec.step, slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s,
-                    requests=requests)
+                    requests=requests, stop_ttft_p99_over=stop_ttft_p99_over)
 
 
 def roles_view(dep: Deployment) -> dict[str, Any]:

@@ -48,6 +48,9 @@ from clusterwright.sim.serving_steady import SteadyState, prefill_rate_max
 # Deployments of each mode a plan with shared prefixes simulates: the screen's cheapest, whose
 # order is a bound's (every prefix cached), not the simulation's
 PREFIX_VERIFIED = 3
+# Simulations a verified deployment gets while copies are added (each try adds a quarter, at
+# least one: 1 copy grows to 30 in twelve tries)
+VERIFY_TRIES = 12
 # Requests a verifying simulation with shared prefixes runs: ten a group, so that each
 # group's first (cold) prompt weighs little, within these bounds
 PREFIX_REQUESTS_PER_GROUP = 10
@@ -154,7 +157,9 @@ def _verify_p99(cat: Catalog, c: PlanCandidate, qps: float, isl: int, osl: int,
                 prefix: tuple[int, int] = (0, 1), router: str = "least_outstanding",
                 beat: PlanCandidate | None = None) -> PlanCandidate | None:
     """Simulate one copy at its share of ``qps`` (Poisson) and add copies until the p99s
-    meet the SLOs (at most four more tries); the steady state screens on means only.
+    meet the SLOs (at most VERIFY_TRIES simulations); the steady state screens on means
+    only. None when no number of copies tried meets them: the plan never offers a fleet its
+    own simulation says misses the SLOs.
     ``prefix``: (tokens, groups) every prompt shares with its group (``workload``). Behind a
     least_outstanding router each copy sees every group; behind a cache_aware one, the
     router keeps each group on one copy, so a copy sees its share of the groups (and its
@@ -162,24 +167,27 @@ def _verify_p99(cat: Catalog, c: PlanCandidate, qps: float, isl: int, osl: int,
     unsimulated, once this one's copies can no longer come out ahead of it (more GPUs, or
     as many at no lower mean TPOT: copies only grow)."""
     copies = c.copies
-    p99 = (math.inf, math.inf)
     reuse = None
     per_copy = c.dep.gpus() or 0
-    for _ in range(5):
+    for _ in range(VERIFY_TRIES):
         if beat is not None and (per_copy * copies, c.state.tpot_s) >= (
                 beat.gpus, beat.state.tpot_s):
             return None
         groups = (math.ceil(prefix[1] / copies) if router == "cache_aware" else prefix[1])
         w = workload(isl, osl, qps=qps / copies, num_requests=requests, seed=seed,
                      prefix_len=prefix[0], prefix_groups=groups)
-        res = simulate_deployment(cat, c.dep, w, isl, osl, router=router)
+        # A run whose TTFT p99 is sure to miss stops there: only a run that meets the SLOs
+        # is reported, and such a run is never stopped
+        res = simulate_deployment(cat, c.dep, w, isl, osl, router=router,
+                                  stop_ttft_p99_over=ttft_slo / c.scale[0])
         p99 = (res.ttft_s["p99"], res.tpot_s["p99"])
         if prefix[0] > 0:
             reuse = (res.prefix_hit_rate, res.host_hit_rate)
-        if p99[0] * c.scale[0] <= ttft_slo and p99[1] * c.scale[1] <= tpot_slo:
-            break
+        if (not res.truncated and p99[0] * c.scale[0] <= ttft_slo
+                and p99[1] * c.scale[1] <= tpot_slo):
+            return replace(c, copies=copies, p99=p99, reuse=reuse)
         copies = max(copies + 1, math.ceil(copies * 1.25))
-    return replace(c, copies=copies, p99=p99, reuse=reuse)
+    return None
 
 
 def _verify_cheapest(cat: Catalog, cands: list[PlanCandidate], qps: float, isl: int,
@@ -425,6 +433,8 @@ def plan_engine_choice(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingE
     for i in order:
         consider("disagg", splits[i], i, floors[i])
     a, d = best["agg"], best["disagg"]
+    # Modes whose screen found a deployment (what the simulation may still turn down)
+    screened = [m for m in ("agg", "disagg") if best[m] is not None]
     if shares:
         # The bound's order is not the simulation's: verify the screen's cheapest few and
         # keep the cheapest after their copies
@@ -451,6 +461,14 @@ def plan_engine_choice(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingE
     if a is None and d is None:
         held = ("" if margin == "none" else
                 f", its figures x how its regime's measured rows lean ({margin} margin)")
+        if screened:
+            raise InputError(
+                f"no deployment of {arch.id} on {gpu.id} under {engine.id} meets p99 TTFT "
+                f"{ttft_slo:g} s and TPOT {tpot_slo:g} s in simulation at {qps:g} requests/s"
+                f"{held}: the cheapest by the steady state's means"
+                + (f" ({PREFIX_VERIFIED} a mode, with shared prefixes)" if shares else "")
+                + f" still miss them with {VERIFY_TRIES} tries of more copies (a quarter more "
+                "a try)", field="ttft_slo")
         raise InputError(f"no deployment of {arch.id} on {gpu.id} under {engine.id} meets "
                          f"TTFT {ttft_slo:g} s and TPOT {tpot_slo:g} s (means) for one "
                          f"client{held}", field="ttft_slo")
@@ -460,9 +478,13 @@ def plan_engine_choice(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingE
                    if pays else f"disaggregation does not pay: {d.gpus} GPUs against "
                    f"{a.gpus} aggregated")
     elif d is None:
-        verdict = "no disaggregated deployment meets the SLOs"
+        verdict = "no disaggregated deployment meets the SLOs" + (
+            " (the cheapest by the screen miss the p99s in simulation)"
+            if "disagg" in screened else "")
     else:
-        verdict = "only a disaggregated deployment meets the SLOs"
+        verdict = "only a disaggregated deployment meets the SLOs" + (
+            " (the cheapest aggregated by the screen miss the p99s in simulation)"
+            if "agg" in screened else "")
     choice = d if pays else a
     assert choice is not None
     extra: dict[str, Any] = {}
