@@ -162,8 +162,9 @@ def estimate_cmd(
         "generator sets it since 2026-01-19."),
     async_scheduling: bool | None = typer.Option(
         None, "--async-scheduling/--sync-scheduling", help="--engine vllm: whether the "
-        "engine overlaps its host work (scheduling, inputs, outputs: 34 us a running "
-        "sequence) with the GPU's iteration (vLLM's --async-scheduling) or adds it; default: "
+        "engine overlaps its host work (scheduling, inputs, outputs: the engine entry's "
+        "seq_overhead_s a running sequence, 29 us for vLLM) with the GPU's iteration (vLLM's "
+        "--async-scheduling) or adds it; default: "
         "the version's (off before 0.12, on from it)."),
     cpu_offload_gb: float | None = typer.Option(
         None, "--cpu-offload-gb", help="--engine vllm or sglang on a Grace superchip (gh200, "
