@@ -377,6 +377,8 @@ def test_fast_forward_matches_one_event_per_iteration(
     assert fast.output_tokens_per_s == pytest.approx(slow.output_tokens_per_s, rel=0.01)
     assert fast.goodput_rps == pytest.approx(slow.goodput_rps, rel=0.01)
     assert fast.preemptions == slow.preemptions
+    # The KV cache's time average, though the blocks sample it at their ends only
+    assert fast.kv_util_mean == pytest.approx(slow.kv_util_mean, rel=0.015), label
 
 
 def test_goodput_counts_requests_meeting_both_slos() -> None:

@@ -356,6 +356,20 @@ class _Sim:
                 "unfinished (a scheduler bug or a configuration no request can fit)")
 
 
+def _time_mean(t: FloatArray, x: FloatArray) -> float:
+    """The time average of a series sampled at times ``t`` (s), linear between samples. The
+    samples are taken at events, which a fast-forwarded block of decode iterations makes
+    sparse and irregular (one at its end, the KV cache grown over it): their plain mean
+    would count that end as often as one iteration's sample and read the cache fuller than
+    it was (4-34 % above one event an iteration on the simulator's tests)."""
+    if x.size == 0:
+        return 0.0
+    span = float(t[-1] - t[0]) if t.size else 0.0
+    if x.size < 2 or span <= 0:
+        return float(x.mean())
+    return float(np.sum((x[1:] + x[:-1]) * np.diff(t)) / (2.0 * span))
+
+
 def _stats(x: FloatArray) -> dict[str, float]:
     if x.size == 0:
         return {"p50": math.nan, "p90": math.nan, "p99": math.nan, "mean": math.nan}
@@ -437,6 +451,7 @@ def simulate(cluster: ClusterConfig, workload: Workload, model: StepModel, *,
     dur = duration if duration > 0 else math.inf
     good = int(np.count_nonzero((ttft <= slo_ttft_s) & (tpot <= slo_tpot_s)))
     kv = np.frombuffer(sim.ser_kv, dtype=np.float64).copy()
+    series_t = np.frombuffer(sim.ser_t, dtype=np.float64).copy()
     return ServingResult(
         requests=sim.n,
         duration_s=duration,
@@ -454,8 +469,8 @@ def simulate(cluster: ClusterConfig, workload: Workload, model: StepModel, *,
         prefix_hit_rate=sim.hit_tokens / sim.prompt_tokens if sim.prompt_tokens else 0.0,
         host_hit_rate=sim.host_hit_tokens / sim.prompt_tokens if sim.prompt_tokens else 0.0,
         mean_in_system=sim.area / dur,
-        kv_util_mean=float(kv.mean()) if kv.size else 0.0,
-        series_t_s=np.frombuffer(sim.ser_t, dtype=np.float64).copy(),
+        kv_util_mean=_time_mean(series_t, kv),
+        series_t_s=series_t,
         kv_util=kv,
         queue_len=np.frombuffer(sim.ser_q, dtype=np.float64).copy(),
         running=np.frombuffer(sim.ser_run, dtype=np.float64).copy(),
