@@ -26,12 +26,15 @@ with them). Run:
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
+
+from fit_moe_kernel_floor import default_data  # noqa: E402  (this directory: sys.path[0])
 
 from clusterwright.catalog.registry import load_catalog  # noqa: E402
 from clusterwright.catalog.schema import Dtype  # noqa: E402
@@ -57,18 +60,13 @@ def shapes(path: Path, kv: str) -> list[Shape]:
     return out
 
 
-def _median(xs: Sequence[float]) -> float:
-    s = sorted(xs)
-    return s[len(s) // 2] if s else float("nan")
-
-
 def fit_roofline(rows: Sequence[Shape]) -> tuple[float, float, float, float]:
     """(R_c FLOP/s, R_m bytes/s, floor s, MAPE): a grid search on the relative error around
     the compute-bound and bandwidth-bound medians of the large shapes."""
     big = [r for r in rows if r[0] / (2.0 * r[3] * (KEY + VALUE)) >= 64 * 4095]
-    rc0 = _median([f / t for f, _, t, h in big if h == 128])
-    rm0 = _median([b / t for _, b, t, h in big if h <= 8])
-    fl0 = _median([t for f, _, t, h in rows if f / (2.0 * h * (KEY + VALUE)) <= 16])
+    rc0 = statistics.median_high([f / t for f, _, t, h in big if h == 128])
+    rm0 = statistics.median_high([b / t for _, b, t, h in big if h <= 8])
+    fl0 = statistics.median_high([t for f, _, t, h in rows if f / (2.0 * h * (KEY + VALUE)) <= 16])
     grid = [0.6 + 0.05 * i for i in range(21)]
     best = (float("inf"), rc0, rm0, fl0)
     for a in grid:
@@ -80,12 +78,6 @@ def fit_roofline(rows: Sequence[Shape]) -> tuple[float, float, float, float]:
                     best = (mape, a * rc0, b * rm0, c * fl0)
     mape, rc, rm, floor = best
     return rc, rm, floor, mape
-
-
-def default_data() -> Path:
-    import aiconfigurator_core  # type: ignore[import-not-found]
-
-    return Path(aiconfigurator_core.__file__).parent / "systems" / "data"
 
 
 def main(argv: Iterable[str] | None = None) -> int:
