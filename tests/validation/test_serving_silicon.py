@@ -106,6 +106,8 @@ def test_bad_values_name_the_column_and_the_line(column: str, value: str,
     ("isl", "1e30", "isl: '1e30' is more than 10,000,000"),
     ("osl", "100000000", "osl: '100000000' is more than 10,000,000"),
     ("gemm_quant_mode", "bogus", "gemm_quant_mode: 'bogus' is not one of"),
+    ("silicon_data_source", "x; silicon_concurrency=0",
+     "silicon_data_source: silicon_concurrency=0: a benchmark runs at least one client"),
 ])
 def test_values_no_layout_or_length_can_have_name_the_column_and_the_line(
         column: str, value: str, message: str) -> None:
@@ -118,6 +120,21 @@ def test_values_no_layout_or_length_can_have_name_the_column_and_the_line(
     with pytest.raises(InputError, match=f"line 9: {message}") as e:
         ss.resolve(load_catalog(), r)
     assert e.value.field == column
+
+
+def test_a_copied_run_beside_a_run_without_its_measurement_names_that_line(
+        tmp_path: Path) -> None:
+    """A gap-analysis copy is matched against the InferenceMAX runs of its system and
+    lengths by their printed TTFT and TPOT; a run whose TTFT is empty is no match, and its
+    own line is what the error names (it was a traceback from the matching)."""
+    run = next(r for r in shipped_rows() if ss._INFERENCEMAX.search(r["silicon_data_source"]))
+    copy = {**run, "id": "copy", "silicon_data_source": "source_file=gap-analysis.csv",
+            "silicon_ttft_ms": "123.45", "silicon_tpot_ms": "6.78"}
+    res = cw("validate", "--table", "serving-silicon", "--data",
+             str(write(tmp_path / "s.csv", [copy, {**run, "silicon_ttft_ms": ""}])))
+    assert res.exit_code == 2, res.output
+    assert "line 3: silicon_ttft_ms" in res.output
+    assert "Traceback" not in res.output
 
 
 def test_worker_counts_past_the_planners_gpus_name_the_role(tmp_path: Path) -> None:

@@ -140,6 +140,16 @@ def _printed(value: str) -> tuple[float, int]:
     return float(v), len(v.partition(".")[2])
 
 
+def _same_printed(run: dict[str, str], ttft: float, td: int, tpot: float, pd: int) -> bool:
+    """Whether ``run``'s TTFT and TPOT, rounded to a copy's decimals, are the copy's. A run
+    whose measurement does not parse is no match here; its own line's check names it."""
+    try:
+        return (round(float(run["silicon_ttft_ms"]), td) == round(ttft, td)
+                and round(float(run["silicon_tpot_ms"]), pd) == round(tpot, pd))
+    except (KeyError, TypeError, ValueError):
+        return False
+
+
 def inferencemax_runs(rows: list[dict[str, str]]) -> list[dict[str, str]]:
     """Rows that repeat an InferenceMAX measurement, read as that run.
 
@@ -170,9 +180,7 @@ def inferencemax_runs(rows: list[dict[str, str]]) -> list[dict[str, str]]:
             except ValueError:
                 out.append(r)
                 continue
-            same = [x for x in runs.get(key(r), [])
-                    if round(float(x["silicon_ttft_ms"]), td) == round(t, td)
-                    and round(float(x["silicon_tpot_ms"]), pd) == round(p, pd)]
+            same = [x for x in runs.get(key(r), []) if _same_printed(x, t, td, p, pd)]
             run = same[0] if same and (td or pd) else None
         if run is None:
             out.append(r)
@@ -1008,6 +1016,9 @@ def concurrency(r: dict[str, str]) -> int | None:
     columns (per attention-DP rank and worker)."""
     m = re.search(r"silicon_concurrency=(\d+)", r.get("silicon_data_source") or "")
     if m:
+        if int(m.group(1)) < 1:
+            raise _bad(r, "silicon_data_source", f"silicon_concurrency={m.group(1)}: a "
+                       "benchmark runs at least one client")
         return int(m.group(1))
     if r["mode"] == "agg":
         b = _int(r, "batch_size", None, low=1)
