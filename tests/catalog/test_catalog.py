@@ -650,6 +650,17 @@ def test_every_plannable_gpu_has_a_server() -> None:
     assert missing == {"a100-40gb-sxm", "a100-80gb-pcie", "h100-pcie", "h800-sxm"}, missing
 
 
+def test_an_engines_mla_kernel_names_only_catalog_gpus(tmp_path: Path) -> None:
+    """A user catalog's engine whose ``mla_decode_kernel`` names a GPU the catalog lacks is
+    refused naming the engine, the field and the id."""
+    entry = load_catalog(env={}).serving_engine("trtllm").model_dump(mode="json")
+    entry["mla_decode_kernel"] = {"b200": {"fp8": [2370, 6.09]}, "gb20": {"fp8": [2414, 6.2]}}
+    text = yaml.safe_dump({"serving_engines": [entry | {"override": True}]}, sort_keys=False)
+    with pytest.raises(CatalogError, match=r"'trtllm': mla_decode_kernel: unknown GPU id "
+                       r"'gb20'"):
+        load_catalog([_write(tmp_path / "e.yaml", text)], env={})
+
+
 def test_an_engines_moe_floor_names_only_catalog_gpus(tmp_path: Path) -> None:
     """A user catalog's engine whose ``moe_layer_floor_us`` names a GPU the catalog lacks is
     refused naming the engine, the field and the id (a misspelt GPU would otherwise take the

@@ -90,6 +90,23 @@ def test_the_moe_floor_is_the_gpus_measured_one_else_their_median(catalog: Catal
             ServingEngine.model_validate(changed(e, moe_layer_floor_us=bad))
 
 
+def test_the_mla_kernel_rates_are_the_gpus_and_formats_measured(catalog: Catalog) -> None:
+    """``mla_decode_rates``: the listed GPU and KV format's (FLOP/s, bytes/s); an unlisted GPU
+    or format (SGLang's Hopper FP8, vLLM's every GPU) None; values positive and bounded."""
+    e = catalog.serving_engine("sglang")
+    tflops, tbs = e.mla_decode_kernel["b200"]["fp8"]
+    assert e.mla_decode_rates("b200", "fp8") == (tflops * 1e12, tbs * 1e12)
+    assert e.mla_decode_rates("h100-sxm", "fp8") is None
+    assert e.mla_decode_rates("h100-sxm", "bf16") is not None
+    assert e.mla_decode_rates("mi300x", "bf16") is None
+    assert catalog.serving_engine("vllm").mla_decode_rates("b200", "fp8") is None
+    for bad in ({"b200": {"fp8": [0, 6.0]}}, {"b200": {"fp8": [2000, -1]}},
+                {"b200": {"fp4": [2000, 6.0]}}, {"b200": {"fp8": [2000]}},
+                {"b200": {"fp8": [float("inf"), 6.0]}}):
+        with pytest.raises(ValidationError, match="mla_decode_kernel"):
+            ServingEngine.model_validate(changed(e, mla_decode_kernel=bad))
+
+
 @pytest.mark.parametrize(("backend", "version", "covered"), [
     ("vllm", "0.19.0", True), ("vllm", "0.24.0", True), ("vllm", "0.26.0rc1", True),
     ("vllm", "v0.20.1", True), ("vllm", "nightly-5b8c", True),

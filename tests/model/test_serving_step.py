@@ -195,6 +195,45 @@ def test_speculative_drafts_cost_layer_passes_and_a_wider_verification(cat: Cata
     assert s.step_s(0, 8, 8 * 1500, queries=4.0) > plain_small
 
 
+def test_a_verifications_extra_query_rows_cost_what_the_mla_kernel_adds(cat: Catalog) -> None:
+    """With the engine's measured MLA decode kernel (compute R_c, KV read R_m), the 1 + k
+    query rows of a verification cost the first row as before plus the roofline's increment,
+    max(F (1 + k) / R_c, B / R_m) - max(F / R_c, B / R_m), not k more rows at the fitted
+    attention rate: much less at a compute-bound long context, nothing more where the KV
+    read hides them. A plain decode step is unchanged; so is a model without MLA."""
+    par = ServingParallel(tp=1, adp=8, moe_tp=1, moe_ep=8)
+    base = step(cat, "deepseek-r1", "gb200", par, fmt="nvfp4", engine="trtllm", kv="fp8")
+    rc, rm = 2414e12, 6.24e12
+    meas = replace(base, mla_kernel=(rc, rm))
+    b, ctx = 32, 9000
+    assert meas.step_s(0, b, b * ctx) == base.step_s(0, b, b * ctx)
+    from clusterwright.model.serving_step import _attended
+    _, f, nbytes = _attended(base._bands, 0, b, b * ctx, None)  # type: ignore[attr-defined]
+    k = base._k  # type: ignore[attr-defined]
+    e = base.engine
+    fitted_rows = 3 * f / (k["peak16"] * e.attention_efficiency)
+    kernel_rows = max(4 * f / rc, nbytes / rm) - max(f / rc, nbytes / rm)
+    assert base.gpu_s(0, b, b * ctx, queries=4.0) - meas.gpu_s(0, b, b * ctx, queries=4.0) \
+        == pytest.approx(fitted_rows - kernel_rows, rel=1e-9)
+    assert kernel_rows < fitted_rows / 2  # 2,414 TFLOP/s against ~1,100
+    assert meas.speculative_extra_s(b, b * ctx, 3) < base.speculative_extra_s(b, b * ctx, 3)
+    # TP 8 (16 query heads a GPU): the kernel is bound by its KV read, which hides the rows
+    tp8 = step(cat, "deepseek-r1", "gb200", ServingParallel(tp=8, moe_tp=8), fmt="nvfp4",
+               engine="trtllm", kv="fp8")
+    _, f8, n8 = _attended(tp8._bands, 0, b, b * ctx, None)  # type: ignore[attr-defined]
+    assert 4 * f8 / rc < n8 / rm
+    tp8m = replace(tp8, mla_kernel=(rc, rm))
+    assert tp8m.gpu_s(0, b, b * ctx, queries=4.0) - tp8m.gpu_s(0, b, b * ctx) < \
+        tp8.gpu_s(0, b, b * ctx, queries=4.0) - tp8.gpu_s(0, b, b * ctx)
+    assert tp8m.gpu_s(0, b, b * ctx, queries=4.0) - tp8m.gpu_s(0, b, b * ctx) == \
+        pytest.approx(tp8.gpu_s(0, b, b * ctx, queries=4.0) - tp8.gpu_s(0, b, b * ctx)
+                      - 3 * f8 / (tp8._k["peak16"] * e.attention_efficiency))  # type: ignore
+    llama = step(cat, "llama-3.1-70b", "b200", ServingParallel(tp=8), fmt="fp8",
+                 engine="trtllm", kv="fp8")
+    assert replace(llama, mla_kernel=(rc, rm)).gpu_s(0, 32, 32 * ctx, queries=4.0) == \
+        llama.gpu_s(0, 32, 32 * ctx, queries=4.0)
+
+
 # ---------------------------------------------------------------- static shapes (Neuron)
 
 

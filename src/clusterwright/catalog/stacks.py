@@ -419,6 +419,16 @@ class ServingEngine(CatalogEntry):
     # listed ones; an empty map: no floor
     moe_layer_floor_us: dict[EntryId, Annotated[FiniteFloat, Field(ge=0, le=1000)]] = Field(
         default_factory=dict)
+    # The engine's MLA decode kernel as measured, per GPU id and KV-cache format: [compute
+    # TFLOP/s, KV read TB/s] of a roofline fitted to AIConfigurator's per-operator tables
+    # (scripts/fit_mla_decode_kernels.py). The kernel reads a sequence's latent cache once
+    # for all its query rows, so the query rows a speculative verification adds (1 + k a
+    # sequence) cost what this roofline adds for them; the first row keeps the fitted
+    # ``attention_efficiency``, which stands for more than the kernel. Not listed: every row
+    # at that rate
+    mla_decode_kernel: dict[EntryId, dict[Literal["bf16", "fp8"], tuple[
+        Annotated[FiniteFloat, Field(gt=0, le=100000)],
+        Annotated[FiniteFloat, Field(gt=0, le=1000)]]]] = Field(default_factory=dict)
     # Disaggregated serving: the share of the link's bandwidth a KV transfer reaches (NIXL,
     # UCX or NCCL moving paged blocks), and the fixed time a request spends on the
     # disaggregated path outside the iterations (the router's hand-off to the prefill worker
@@ -488,6 +498,12 @@ class ServingEngine(CatalogEntry):
             return 0.0
         us = table.get(gpu)
         return (us if us is not None else statistics.median(table.values())) * 1e-6
+
+    def mla_decode_rates(self, gpu: str, kv_format: str) -> tuple[float, float] | None:
+        """The measured MLA decode kernel on ``gpu`` with a ``kv_format`` cache: (FLOP/s,
+        bytes/s), or None where it was not measured."""
+        got = self.mla_decode_kernel.get(gpu, {}).get(kv_format)  # type: ignore[call-overload]
+        return None if got is None else (got[0] * 1e12, got[1] * 1e12)
 
     @property
     def gemm_xs(self) -> tuple[float, ...]:

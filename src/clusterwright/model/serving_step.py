@@ -305,6 +305,10 @@ class DeploymentStep:
     # Attention-kernel rate on this silicon relative to the engine's fitted one, as a share
     # of the 16-bit peak (``plan.serving_deployment.silicon_attention``)
     attention_factor: float = 1.0
+    # The engine's MLA decode kernel as measured on this GPU and KV format (FLOP/s, bytes/s;
+    # ``ServingEngine.mla_decode_kernel``): the query rows a speculative verification adds
+    # cost what its roofline adds for them. None: they cost as the first
+    mla_kernel: tuple[float, float] | None = None
 
     @property
     def kv_bytes_read_per_token(self) -> float:
@@ -506,11 +510,18 @@ class DeploymentStep:
         # Attention: prefill pairs at the attention kernels' rate, decode KV read.
         pf, dec, kv_read = _attended(self._bands, p, d, kv_tokens,  # type: ignore[attr-defined]
                                         prefill_pairs)
+        rows, extra = queries, 0.0
+        if queries > 1.0 and self.mla_kernel is not None and a.is_mla:
+            # One kernel pass reads each sequence's latent cache for all its query rows: the
+            # rows beyond the first add their FLOPs where the kernel is compute-bound
+            rc, rm = self.mla_kernel
+            rows, extra = 1.0, (max(dec * queries / rc, kv_read / rm)
+                                - max(dec / rc, kv_read / rm))
         attn = (pf / (k["peak_attn"] * e.attention_efficiency)
-                + (dec * queries + k["recurrent_flops_per_token"] * n)
+                + (dec * rows + k["recurrent_flops_per_token"] * n)
                 / (k["peak16"] * e.attention_efficiency)
                 + (kv_read + 2.0 * k["state_bytes_per_seq"] * d)
-                / k["hbm_kv"])
+                / k["hbm_kv"]) + extra
         comm = self._comm(n, layers, k)
         graph = p == 0 and d <= e.cuda_graph_max_batch
         fixed = (e.graph_step_overhead_s if graph else e.step_overhead_s) + (

@@ -314,7 +314,9 @@ def step_model(cat: Catalog, dep: Deployment, par: ServingParallel,
                           silicon_gemm(cat, gpu, dep.moe.compute, dep.engine)[0],
                           buckets, (batch or dep.engine.max_batch) if static else None,
                           offload_share=share, host_read_bps=host,
-                          attention_factor=silicon_attention(cat, gpu, dep.engine)[0])
+                          attention_factor=silicon_attention(cat, gpu, dep.engine)[0],
+                          mla_kernel=(dep.engine.mla_decode_rates(dep.gpu.id, dep.kv_format)
+                                      if dep.arch.is_mla else None))
 
 
 def host_read_bps(cat: Catalog, gpu: Gpu) -> float:
