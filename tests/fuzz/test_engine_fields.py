@@ -1,6 +1,6 @@
 """Hostile values in a user catalog's serving-engine scheduling fields (``seq_overhead_s``,
-``async_scheduling``, ``sync_versions``), platforms (``runs_on``) and MoE kernel floors
-(``moe_layer_floor_us``): ``serve estimate
+``async_scheduling``, ``sync_versions``), platforms (``runs_on``), MoE kernel floors
+(``moe_layer_floor_us``) and MLA decode kernels (``mla_decode_kernel``): ``serve estimate
 --catalog FILE`` must refuse what the schema does not take, naming the field, and run what it
 takes (the largest host cost included) without a traceback or an impossible number; the
 scheduling flags take no value."""
@@ -29,6 +29,12 @@ REFUSED: dict[str, list[object]] = {
     "runs_on": ["nvidia", ["nvidea"], [1], [["nvidia"]], {"a": 1}, [None]],
     "moe_layer_floor_us": [{"h100-sxm": -1.0}, {"h100-sxm": 1e4}, {"h100-sxm": "fast"},
                            [25.0], 25.0, {"h100-sxm": None}, {"no-such-gpu": 25.0}],
+    "mla_decode_kernel": [{"h100-sxm": {"fp8": [0, 3.0]}}, {"h100-sxm": {"fp8": [-1, 3.0]}},
+                          {"h100-sxm": {"fp8": [1e400, 3.0]}}, {"h100-sxm": {"fp8": [600, 1e9]}},
+                          {"h100-sxm": {"fp8": [600]}}, {"h100-sxm": {"fp8": [600, 3, 1]}},
+                          {"h100-sxm": {"fp4": [600, 3.0]}}, {"h100-sxm": {"fp8": "fast"}},
+                          {"h100-sxm": [600, 3.0]}, {"no-such-gpu": {"fp8": [600, 3.0]}},
+                          [600, 3.0], {"h100-sxm": {"fp8": [None, 3.0]}}],
     # release ranges (">=A,<B") beside prefixes, and the releases the constants were fitted on
     "versions": [[], [">=0.10"], [">=0.10,<0.5"], [">=x,<1"], [">=1e400,<2"],
                  [">=0.10,<" + "9" * 5000 + "x"], "0.1", [0.1], {"a": 1}],
