@@ -49,6 +49,26 @@ def test_attention_dp_and_expert_parallel_render() -> None:
     assert "steady state" in r.stdout and "TPOT" in r.stdout
 
 
+def test_the_steady_state_says_where_its_time_goes() -> None:
+    """TTFT's parts and the iterations' (dense GEMMs, experts, attention, communication,
+    fixed overheads) are printed and in the JSON, the parts summing to their totals."""
+    args = (*BASE, "--model", "deepseek-v3", "--gpu", "b200", "--engine", "trtllm", "--tp",
+            "8", "--moe-ep", "8", "--precision", "fp8", "--concurrency", "64", "--steady-only")
+    r = cw(*args)
+    assert r.exit_code == 0, r.output
+    text = " ".join(r.stdout.split())
+    assert "TTFT" in text and "front end" in text
+    assert "one prompt alone (1,024 tokens):" in text
+    assert "a decode iteration (64 sequences a rank at 1,152 tokens of context)" in text
+    assert "experts" in text and "communication" in text
+    d = json.loads(cw(*args, "--json").stdout)["steady_state"]
+    assert sum(d["ttft_parts_s"].values()) == pytest.approx(d["ttft_mean_s"], rel=1e-9)
+    for role in ("prefill", "decode"):
+        it = d["iterations"][role]
+        assert sum(it["parts_s"].values()) == pytest.approx(it["iteration_s"], rel=1e-9)
+        assert it["parts_s"]["experts"] > 0.0
+
+
 def test_disaggregated_roles() -> None:
     r = cw(*BASE, "--model", "deepseek-v3", "--gpu", "gb200", "--engine", "trtllm",
            "--precision", "fp4", "--concurrency", "512", "--num-requests", "300",

@@ -488,3 +488,32 @@ def test_moe_kernels_take_their_floor_per_moe_layer(cat: Catalog) -> None:
     dense = step(cat, "llama-3.1-70b", "h200-sxm", ServingParallel(tp=8))
     plain = replace(dense, engine=bare)
     assert dense.gpu_s(0, 8, 8000) == plain.gpu_s(0, 8, 8000)
+
+
+@pytest.mark.parametrize("model,par,shape", [
+    ("llama-3.1-70b", ServingParallel(tp=8), (8192, 0, 0)),
+    ("llama-3.1-70b", ServingParallel(tp=4, pp=2), (0, 64, 64 * 2048)),
+    ("deepseek-v3", ServingParallel(tp=1, adp=8, moe_tp=1, moe_ep=8), (512, 32, 32 * 4096)),
+    ("qwen3-32b", ServingParallel(tp=1), (1024, 16, 16 * 1500)),
+])
+def test_gpu_parts_sum_to_the_iteration(cat: Catalog, model: str, par: ServingParallel,
+                                        shape: tuple[int, int, int]) -> None:
+    s = step(cat, model, "h100-sxm", par, "fp8")
+    parts = s.gpu_parts(*shape)
+    assert parts.total_s == pytest.approx(s.gpu_s(*shape), rel=1e-12)
+    assert all(x >= 0.0 for x in parts)
+    assert parts.fixed_s > 0.0
+    # Only a MoE model has routed experts; only more than one GPU communicates
+    assert (parts.experts_s > 0.0) == cat.model(model).is_moe
+    assert (parts.comm_s > 0.0) == (par.gpus > 1)
+
+
+def test_gpu_parts_of_no_work_are_zero(cat: Catalog) -> None:
+    parts = step(cat, "llama-3.1-8b", "h100-sxm", ServingParallel(tp=1)).gpu_parts(0, 0, 0)
+    assert parts.total_s == 0.0 and tuple(parts) == (0.0,) * 5
+
+
+def test_a_long_prompt_spends_more_of_itself_in_attention(cat: Catalog) -> None:
+    s = step(cat, "llama-3.1-70b", "h100-sxm", ServingParallel(tp=8))
+    short, long = s.gpu_parts(1024, 0, 0), s.gpu_parts(32768, 0, 0)
+    assert long.attention_s / long.total_s > 2.0 * short.attention_s / short.total_s

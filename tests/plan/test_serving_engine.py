@@ -526,3 +526,33 @@ def test_a_release_without_measured_rows_is_said(cat: Catalog, spec: str, said: 
     assert bool(notes) is said
     if said:
         assert spec.split("@")[1] in notes[0] and "<= release <" in notes[0]
+
+
+@pytest.mark.parametrize("spec", [None, (3, 0.6, None)])
+def test_the_breakdown_of_a_disaggregated_decode_iteration_is_its_tpot(
+        cat: Catalog, spec: tuple[int, float, None] | None) -> None:
+    """``serve estimate --engine`` shows where the iterations spend their time: on a
+    disaggregated deployment the decode iteration at the steady state's batch, over the
+    tokens it yields a sequence, is TPOT; the prompt alone is the prefill ranks' iteration;
+    MTP's drafts and verification are their own part."""
+    arch = cat.model("deepseek-v3")
+    pre, dec = layout(arch, tp=4, moe_ep=4), layout(arch, tp=1, adp=8, moe_ep=8)
+    dep = deployment(cat, arch, cat.gpu("gb200"), engine_of(cat, "trtllm"), "fp4",
+                     prefill=Role(pre, 2), decode=Role(dec, 1))
+    if spec is not None:
+        dep = replace(dep, speculative=spec)
+    est = estimate_engine(cat, dep, closed(256, 8192, 1024, 50), 8192, 1024,
+                          simulate_requests=False)
+    st = est.as_dict()["steady_state"]
+    it = st["iterations"]
+    d = it["decode"]
+    assert d["batch_per_rank"] == round(st["decode_batch_per_rank"])
+    assert d["iteration_s"] / d["tokens_per_iteration"] == pytest.approx(st["tpot_mean_s"],
+                                                                         rel=1e-9)
+    assert sum(d["parts_s"].values()) == pytest.approx(d["iteration_s"], rel=1e-9)
+    assert (d["parts_s"]["speculative"] > 0.0) == (spec is not None)
+    p = it["prefill"]
+    step = step_model(cat, dep, pre, max_len=8192 + 1024)
+    assert p["iteration_s"] == pytest.approx(step.step_s(8192, 0, 0), rel=1e-12)
+    assert sum(p["parts_s"].values()) == pytest.approx(p["iteration_s"], rel=1e-9)
+    assert sum(st["ttft_parts_s"].values()) == pytest.approx(st["ttft_mean_s"], rel=1e-9)

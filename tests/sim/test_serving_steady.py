@@ -665,3 +665,44 @@ def test_the_disaggregated_solution_keeps_its_clients_busy_to_the_tolerance() ->
         assert st.slot_wait_s == 0.0
         busy = st.requests_per_s * (st.ttft_s + 1000 * st.tpot_s)
         assert busy == pytest.approx(clients, rel=1e-9)
+
+
+def _parts_sum(p: Pool, st: object) -> float:
+    return (p.frontend_s + st.slot_wait_s + st.queue_wait_s  # type: ignore[attr-defined]
+            + st.prefill_s + st.first_chunk_s)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("clients", [1, 4, 64, 512])
+def test_ttft_parts_sum_to_ttft_aggregated(cat: Catalog, clients: int) -> None:
+    """TTFT's parts (``serve estimate --engine`` prints them) add up to it in every regime:
+    an idle rank, a light and a heavy loop, clients waiting for a slot."""
+    p = agg_pool(cat, "llama-3.1-70b", "h100-sxm", "trtllm", 2, "fp8", 8192, 1024,
+                 plain=False)
+    st = aggregated(p, clients, 8192, 1024)
+    assert min(st.slot_wait_s, st.queue_wait_s, st.prefill_s) >= 0.0
+    assert _parts_sum(p, st) == pytest.approx(st.ttft_s, rel=1e-9)
+    if clients == 512:
+        assert st.slot_wait_s > 0.0
+
+
+@pytest.mark.parametrize("clients", [8, 128, 512])
+def test_ttft_parts_sum_to_ttft_in_lockstep(cat: Catalog, clients: int) -> None:
+    """In lockstep the chunks ahead of a prompt's own and its late first token are waits,
+    never a negative one (a phase shorter than a chunk included)."""
+    p = _sglang_pool(cat, True)
+    st = aggregated(p, clients, 1024, 128)
+    assert st.queue_wait_s >= 0.0 and st.prefill_s > 0.0
+    assert _parts_sum(p, st) == pytest.approx(st.ttft_s, rel=1e-9)
+
+
+@pytest.mark.parametrize("chunk", [0, 30])
+def test_ttft_parts_sum_to_ttft_disaggregated(cat: Catalog, chunk: int) -> None:
+    one, par = deepseek_b200(cat, 2)
+    pre = pool(cat, one, par, 1, 1024, 1024, "prefill.")
+    dec = pool(cat, one, par, 2, 1024, 1024, "decode.")
+    for clients in (4, 512, 4096):
+        st = disaggregated(pre, dec, clients, 1024, 1024, 70_000, 50e9, overhead_s=0.1,
+                           first_chunk_tokens=chunk)
+        assert min(st.slot_wait_s, st.queue_wait_s, st.prefill_s) >= 0.0
+        assert (st.first_chunk_s > 0.0) == (chunk > 1)
+        assert _parts_sum(pre, st) == pytest.approx(st.ttft_s, rel=1e-9)

@@ -340,6 +340,47 @@ def _sim_gap(d: dict[str, Any]) -> str:
             "runs (the simulation forms its own clusters and queues on the same step model)")
 
 
+# How the breakdown names each part (keys of ``iteration_breakdown``'s parts_s and of the
+# steady state's ttft_parts_s), in print order
+_PART_NAMES = (("dense", "dense GEMMs"), ("experts", "experts"), ("attention", "attention"),
+               ("communication", "communication"), ("fixed", "fixed overheads"),
+               ("host", "host scheduling"), ("speculative", "drafts and verification"))
+_TTFT_NAMES = (("frontend", "front end"), ("slot_wait", "waiting for a slot"),
+               ("queue_wait", "waiting (other prompts, a hand-off) and the iterations to "
+                              "its token"),
+               ("prefill", "the prefill iterations it rides in"),
+               ("first_chunk", "first streamed chunk"))
+
+
+def _ms_figure(s: float) -> str:
+    """Seconds as milliseconds to three figures, whole milliseconds from 100 up."""
+    ms = s * 1e3
+    return f"{ms:,.0f}" if ms >= 100 else f"{ms:.3g}"
+
+
+def _parts_text(parts: dict[str, float], names: tuple[tuple[str, str], ...]) -> str:
+    """Non-zero parts (seconds) as "name x", in ``names``' order."""
+    return ", ".join(f"{label} {_ms_figure(parts[k])}" for k, label in names
+                     if parts.get(k, 0.0) > 5e-7)
+
+
+def _breakdown_lines(st: dict[str, Any]) -> list[str]:
+    """Where the steady state's TTFT and its iterations spend their time, in ms."""
+    out = [f"TTFT {_ms(st['ttft_mean_s'])}: "
+           f"{_parts_text(st['ttft_parts_s'], _TTFT_NAMES)} ms"]
+    it = st.get("iterations")
+    if it:
+        p, dec = it["prefill"], it["decode"]
+        out.append(f"one prompt alone ({p['prompt_tokens']:,} tokens): "
+                   f"{_ms(p['iteration_s'])} = {_parts_text(p['parts_s'], _PART_NAMES)} ms")
+        per = ("" if dec["tokens_per_iteration"] == 1.0
+               else f", {dec['tokens_per_iteration']:.2f} tokens a sequence an iteration")
+        out.append(f"a decode iteration ({dec['batch_per_rank']:.0f} sequences a rank at "
+                   f"{dec['context_tokens']:,.0f} tokens of context{per}): "
+                   f"{_ms(dec['iteration_s'])} = {_parts_text(dec['parts_s'], _PART_NAMES)} ms")
+    return out
+
+
 def render_estimate(d: dict[str, Any]) -> None:
     load = f"{d['qps']:g} req/s" if d["qps"] is not None else f"{d['concurrency']} clients"
     console.print(
@@ -354,6 +395,8 @@ def render_estimate(d: dict[str, Any]) -> None:
             f"steady state: TTFT {_ms(st['ttft_mean_s'])}, TPOT {_ms(st['tpot_mean_s'])} "
             f"(means), {st['requests_per_s']:.2f} requests/s, "
             f"{st['throughput_tokens_per_s']:,.0f} output tokens/s; {st['detail']}")
+        for line in _breakdown_lines(st):
+            console.print(f"  {line}")
         k = st.get("ttft_sensitivity")
         if k is not None and k >= SATURATED_SENSITIVITY:
             what = ("the prefill workers at their capacity" if st["saturated_by"] == "prefill"

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from clusterwright.catalog.schema import Dtype, Gpu, ModelArch
 from clusterwright.catalog.stacks import ServingEngine
@@ -275,6 +276,24 @@ _AR_TABLES: dict[tuple[str, int], dict[int, float]] = {}
 _AR_TABLES_MAX = 256
 
 
+class StepParts(NamedTuple):
+    """One iteration's GPU seconds on one data-parallel rank by where they go
+    (``DeploymentStep.gpu_parts``); pipeline stages included."""
+
+    dense_s: float  # dense GEMMs and the LM head: their FLOPs or their weights read
+    experts_s: float  # routed experts: grouped GEMMs or weights read, and the kernels' floor
+    attention_s: float  # attention FLOPs and the KV cache read
+    comm_s: float  # TP all-reduces, MoE dispatch and combine, pipeline sends
+    fixed_s: float  # per iteration and per layer: launches, scheduling, sampling
+
+    @property
+    def total_s(self) -> float:
+        return self.dense_s + self.experts_s + self.attention_s + self.comm_s + self.fixed_s
+
+
+_NO_WORK = StepParts(0.0, 0.0, 0.0, 0.0, 0.0)
+
+
 @dataclass(frozen=True)
 class DeploymentStep:
     """Iteration time of one data-parallel rank of a deployment (the simulator's
@@ -472,11 +491,17 @@ class DeploymentStep:
               prefill_pairs: float | None = None, queries: float = 1.0) -> float:
         """Seconds the GPUs of one data-parallel rank take for one iteration, host work for
         the running sequences aside (``step_s``)."""
+        return self.gpu_parts(prefill_tokens, decode_seqs, kv_tokens, prefill_pairs,
+                              queries).total_s
+
+    def gpu_parts(self, prefill_tokens: float, decode_seqs: float, kv_tokens: float,
+                  prefill_pairs: float | None = None, queries: float = 1.0) -> StepParts:
+        """``gpu_s`` by where its seconds go (``StepParts``; all zero with no work)."""
         p, d, kv_tokens, prefill_pairs = self._shapes(prefill_tokens, decode_seqs, kv_tokens,
                                                       prefill_pairs)
         n = p + d * queries
         if n <= 0:
-            return 0.0
+            return _NO_WORK
         k = self._k  # type: ignore[attr-defined]
         a, e, par = self.arch, self.engine, self.par
         layers = k["stage_layers"]
@@ -526,7 +551,10 @@ class DeploymentStep:
         graph = p == 0 and d <= e.cuda_graph_max_batch
         fixed = (e.graph_step_overhead_s if graph else e.step_overhead_s) + (
             e.layer_overhead_s * layers)
-        return float((dense + experts + attn + comm + fixed) * par.pp)
+        # Pipeline stages run one after another for one iteration's tokens
+        stages = float(par.pp)
+        return StepParts(dense * stages, experts * stages, attn * stages, comm * stages,
+                         fixed * stages)
 
     def _offloaded_s(self, nbytes: float, hbm: float) -> float:
         """Seconds the offloaded share of ``nbytes`` of weights adds to reading them all

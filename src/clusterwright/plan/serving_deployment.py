@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from clusterwright.catalog.registry import Catalog
 from clusterwright.catalog.schema import Dtype, Gpu, ModelArch
@@ -36,6 +37,7 @@ from clusterwright.model.serving_step import (
     Buckets,
     DeploymentStep,
     ServingParallel,
+    StepParts,
     WeightFormat,
     kv_bytes_per_token,
     padded_heads,
@@ -515,6 +517,46 @@ def steady(cat: Catalog, dep: Deployment, clients: float, isl: int, osl: int,
         raise DeploymentError(str(exc), field="concurrency") from None
 
 
-__all__ = ["Deployment", "DeploymentError", "Role", "host_read_bps", "kv_capacity",
-           "kv_format_for", "offload_bytes", "pool", "size_workers", "steady", "step_model",
-           "token_budget", "weight_bytes"]
+def _parts(g: StepParts) -> dict[str, float]:
+    return {"dense": g.dense_s, "experts": g.experts_s, "attention": g.attention_s,
+            "communication": g.comm_s, "fixed": g.fixed_s}
+
+
+def iteration_breakdown(cat: Catalog, dep: Deployment, isl: int, osl: int,
+                        decode_batch: float) -> dict[str, Any]:
+    """Where a rank's iterations spend their time, in seconds: one prompt of ``isl`` tokens
+    alone on a prefill (or the aggregated) rank, and a decode iteration of ``decode_batch``
+    sequences a rank at their mean context, ``isl`` + ``osl`` / 2 tokens (as the steady
+    state has them), on a decode (or the aggregated) rank. Each iteration's GPU time by
+    ``StepParts``, the host's work for the running sequences where it is not hidden
+    behind the GPU's, and a speculative iteration's verification and drafts."""
+    pre_role = dep.agg or dep.prefill
+    dec_role = dep.agg or dep.decode
+    assert pre_role is not None and dec_role is not None
+    pre_step = step_model(cat, dep, pre_role.par, max_len=isl + osl, batch=pre_role.max_batch)
+    dec_step = step_model(cat, dep, dec_role.par, max_len=isl + osl, batch=dec_role.max_batch)
+    # The batch as the steady state's decode iteration has it: whole sequences, the
+    # context of the (mean) batch
+    d = float(max(1, round(decode_batch)))
+    kv = max(decode_batch, 1e-9) * (isl + osl / 2.0)
+    gpu = dec_step.gpu_parts(0, d, kv)
+    plain = dec_step.step_s(0, d, kv)
+    spec = 0.0
+    if dep.speculative is not None:
+        draft, _, cost = dep.speculative
+        spec = plain * (cost - 1.0) if cost is not None else dec_step.speculative_extra_s(
+            d, kv, draft)
+    prompt = pre_step.gpu_parts(isl, 0, 0)
+    return {
+        "prefill": {"prompt_tokens": isl, "iteration_s": pre_step.step_s(isl, 0, 0),
+                    "parts_s": _parts(prompt)},
+        "decode": {"batch_per_rank": d, "context_tokens": isl + osl / 2.0,
+                   "iteration_s": plain + spec, "tokens_per_iteration": dep.spec_yield(),
+                   "parts_s": {**_parts(gpu), "host": plain - gpu.total_s,
+                               "speculative": spec}},
+    }
+
+
+__all__ = ["Deployment", "DeploymentError", "Role", "host_read_bps", "iteration_breakdown",
+           "kv_capacity", "kv_format_for", "offload_bytes", "pool", "size_workers", "steady",
+           "step_model", "token_budget", "weight_bytes"]

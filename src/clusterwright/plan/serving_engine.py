@@ -36,6 +36,7 @@ from clusterwright.plan.serving_deployment import (
     host_kv_tier,
     host_memory_gib,
     host_read_bps,
+    iteration_breakdown,
     kv_format_for,
     kv_link_bytes_per_s,
     offload_bytes,
@@ -521,6 +522,9 @@ class EngineEstimate:
     # The same simulation without the KV host tier (a deployment that has one)
     without_host: ServingResult | None = None
     router: str = "least_outstanding"  # how the data-parallel ranks share the requests
+    # Where one prompt's prefill and a decode iteration at the steady state's batch spend
+    # their time (``iteration_breakdown``); None without a steady state
+    iterations: dict[str, Any] | None = None
 
     def _prefix_cache(self, r: ServingResult) -> dict[str, Any]:
         """Prefix reuse: the share of prompt tokens served from a cache (HBM or the host
@@ -569,8 +573,10 @@ class EngineEstimate:
                 "requests_per_s": st.requests_per_s,
                 "throughput_tokens_per_s": st.requests_per_s * self.osl,
                 "decode_batch_per_rank": st.decode_batch, "detail": st.detail,
-                "ttft_parts_s": {"slot_wait": st.slot_wait_s, "queue_wait": st.queue_wait_s,
+                "ttft_parts_s": {"frontend": self.dep.engine.frontend_s,
+                                 "slot_wait": st.slot_wait_s, "queue_wait": st.queue_wait_s,
                                  "prefill": st.prefill_s, "first_chunk": st.first_chunk_s},
+                "iterations": self.iterations,
                 # Saturated: the rate is fixed by what binds, and TTFT is clients / rate less
                 # the decode time; its sensitivity says how far a rate error moves it.
                 "saturated_by": st.bound or None,
@@ -646,7 +652,9 @@ def estimate_engine(cat: Catalog, dep: Deployment, w: Workload, isl: int, osl: i
     dis = None
     if dep.agg is not None and w.arrival == "closed" and fixed and st is not None:
         dis = disaggregation_check(cat, dep, w.concurrency, isl, osl, st)
-    return EngineEstimate(dep, w, isl, osl, st, res, dis, bench, without, router)
+    parts = (iteration_breakdown(cat, dep, isl, osl, st.decode_batch)
+             if st is not None else None)
+    return EngineEstimate(dep, w, isl, osl, st, res, dis, bench, without, router, parts)
 
 
 # ---------------------------------------------------------------------------- disaggregation

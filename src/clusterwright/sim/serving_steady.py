@@ -98,8 +98,11 @@ class SteadyState:
     decode_batch: float  # sequences decoding per rank
     admitted: float  # requests holding KV per rank
     detail: str
-    # TTFT's parts, seconds: waiting for a batch slot or KV, waiting behind other prompts,
-    # the prompt's own prefill iterations
+    # TTFT's parts, seconds: waiting for a batch slot or KV, waiting behind other prompts
+    # (and, disaggregated, the hand-off and the KV transfer) and the iterations from the
+    # prompt's last to its first token, the prompt's own prefill iterations. With the
+    # engine's front end (``Pool.frontend_s``) and ``first_chunk_s`` they sum to ``ttft_s``
+    # (before ``with_opening_wave``)
     slot_wait_s: float = 0.0
     queue_wait_s: float = 0.0
     prefill_s: float = 0.0
@@ -239,8 +242,11 @@ def lockstep(pool: Pool, clients: float, isl: int, osl: int) -> SteadyState:
     detail = (f"{n:.0f} clients/rank in lockstep, {a:.0f} admitted: prefill phase "
               f"{phase * 1e3:.1f} ms ({chunks} chunks of {full:.0f} tokens), decode "
               f"{out1:.0f} x {t_dec * 1e3:.2f} ms")
-    return SteadyState(ttft, tpot, rate, a, a, detail, slot_wait, first - t_full,
-                       min(t_full, first), bound="slots" if waiting > 0.5 else "")
+    # TTFT's parts: the chunks ahead of the prompt's own and the iterations to its token
+    # are waits, its own chunk (the whole phase when that is shorter) the prefill
+    return SteadyState(ttft, tpot, rate, a, a, detail, slot_wait,
+                       max(first - t_full, 0.0) + late, min(t_full, first),
+                       bound="slots" if waiting > 0.5 else "")
 
 
 def _iteration(pool: Pool, prefill_tokens: float, decodes: float, kv_tokens: float,
