@@ -669,7 +669,7 @@ def test_the_disaggregated_solution_keeps_its_clients_busy_to_the_tolerance() ->
 
 def _parts_sum(p: Pool, st: object) -> float:
     return (p.frontend_s + st.slot_wait_s + st.queue_wait_s  # type: ignore[attr-defined]
-            + st.prefill_s + st.first_chunk_s)  # type: ignore[attr-defined]
+            + st.prefill_s + st.first_chunk_s + st.handoff_s)  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("clients", [1, 4, 64, 512])
@@ -705,4 +705,6 @@ def test_ttft_parts_sum_to_ttft_disaggregated(cat: Catalog, chunk: int) -> None:
                            first_chunk_tokens=chunk)
         assert min(st.slot_wait_s, st.queue_wait_s, st.prefill_s) >= 0.0
         assert (st.first_chunk_s > 0.0) == (chunk > 1)
+        # The hand-off and at least one transfer of the prompt's KV cache over the link
+        assert st.handoff_s >= 0.1 + 70_000 * 1024 / 50e9
         assert _parts_sum(pre, st) == pytest.approx(st.ttft_s, rel=1e-9)

@@ -1558,3 +1558,57 @@ def test_the_mixed_chunk_note_states_the_rows_that_ran_it(
 def test_the_16_bit_precisions_take_aiconfigurators_spelling(precision: str, fmt: str) -> None:
     r = {**pick(**AGG), "precision": precision, "gemm_quant_mode": "", "moe_quant_mode": ""}
     assert ss.resolve(load_catalog(), r).dep.dense.name == fmt
+
+
+ROW_ALTERNATIVES = "2026_03_25_deepseek_r1_gb200_trtllm_fp4_disagg_1024x1024_c2253_tp4_0_ep4_0_385"
+ROW_ONE = "2026_03_25_gpt_oss_120b_gb200_trtllm_fp4_disagg_1024x1024_c1_tp1_0_ep1_0_1279"
+ROW_UNCOVERED = "dsr1_gb200_sglang_fp8_disagg_1024x1024_c128_cfg227"
+
+
+@pytest.mark.parametrize("row_id", [ROW_ONE, ROW_ALTERNATIVES])
+def test_one_row_explained_is_the_table_s_prediction(row_id: str) -> None:
+    """``validate --table serving-silicon --row ID``: the row's prediction as the table makes
+    it, and a breakdown whose parts add up to the steady state it comes from."""
+    rows = ss.read_rows(data_dir() / ss.FILE)
+    cat = load_catalog()
+    r = next(x for x in rows if x["id"] == row_id)
+    table = ss.predict_all([r], cat)[0]
+    d = ss.explain_row(row_id, cat=cat)
+    assert d["predicted"]["ttft_ms"] == pytest.approx(table.pred_ttft_ms, rel=1e-12)
+    assert d["predicted"]["tpot_ms"] == pytest.approx(table.pred_tpot_ms, rel=1e-12)
+    assert d["measured"]["ttft_ms"] == table.ttft_ms and d["line"] == table.line
+    assert (d["deployments"] > 1) == (row_id == ROW_ALTERNATIVES)
+    st = d["steady_state"]
+    assert sum(st["ttft_parts_s"].values()) == pytest.approx(st["ttft_mean_s"], rel=1e-9)
+    assert st["ttft_parts_s"]["handoff"] > 0.0  # disaggregated
+    dec = st["iterations"]["decode"]
+    assert dec["iteration_s"] / dec["tokens_per_iteration"] == pytest.approx(
+        st["tpot_mean_s"], rel=1e-9)
+    if d["deployments"] == 1:
+        # No opening wave in the breakdown, but the same TPOT as the benchmark's
+        assert st["tpot_mean_s"] * 1e3 == pytest.approx(d["predicted"]["tpot_ms"], rel=1e-9)
+
+
+def test_an_uncovered_row_explained_says_why() -> None:
+    d = ss.explain_row(ROW_UNCOVERED)
+    assert "no room for one request's KV cache" in d["skipped"]
+    assert "predicted" not in d
+
+
+def test_the_row_flag_prints_the_breakdown_and_refuses_unknown_ids() -> None:
+    r = cw("validate", "--table", "serving-silicon", "--row", ROW_ONE)
+    assert r.exit_code == 0, r.output
+    text = " ".join(r.stdout.split())
+    assert "measured TTFT 37.5 ms" in text and "hand-off and KV transfer" in text
+    assert "one prompt alone (922 tokens)" in text
+    d = json.loads(cw("validate", "--table", "serving-silicon", "--row", ROW_ONE,
+                      "--json").stdout)
+    assert d["id"] == ROW_ONE and d["deployment"]["mode"] == "disagg"
+    for args, message in ((("--table", "serving-silicon", "--row", "nope"),
+                           "--row: no row has the id 'nope'"),
+                          (("--row", ROW_ONE), "--row: only with --table serving-silicon"),
+                          (("--table", "training", "--row", ROW_ONE), "--row: only with")):
+        bad = cw("validate", *args)
+        assert bad.exit_code == 2, bad.output
+        assert message in bad.stderr.replace("\n", " ")
+        assert "Traceback" not in bad.output

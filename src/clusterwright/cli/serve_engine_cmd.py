@@ -346,8 +346,8 @@ _PART_NAMES = (("dense", "dense GEMMs"), ("experts", "experts"), ("attention", "
                ("communication", "communication"), ("fixed", "fixed overheads"),
                ("host", "host scheduling"), ("speculative", "drafts and verification"))
 _TTFT_NAMES = (("frontend", "front end"), ("slot_wait", "waiting for a slot"),
-               ("queue_wait", "waiting (other prompts, a hand-off) and the iterations to "
-                              "its token"),
+               ("queue_wait", "waiting behind other prompts and the iterations to its token"),
+               ("handoff", "hand-off and KV transfer"),
                ("prefill", "the prefill iterations it rides in"),
                ("first_chunk", "first streamed chunk"))
 
@@ -364,7 +364,7 @@ def _parts_text(parts: dict[str, float], names: tuple[tuple[str, str], ...]) -> 
                      if parts.get(k, 0.0) > 5e-7)
 
 
-def _breakdown_lines(st: dict[str, Any]) -> list[str]:
+def breakdown_lines(st: dict[str, Any]) -> list[str]:
     """Where the steady state's TTFT and its iterations spend their time, in ms."""
     out = [f"TTFT {_ms(st['ttft_mean_s'])}: "
            f"{_parts_text(st['ttft_parts_s'], _TTFT_NAMES)} ms"]
@@ -375,7 +375,8 @@ def _breakdown_lines(st: dict[str, Any]) -> list[str]:
                    f"{_ms(p['iteration_s'])} = {_parts_text(p['parts_s'], _PART_NAMES)} ms")
         per = ("" if dec["tokens_per_iteration"] == 1.0
                else f", {dec['tokens_per_iteration']:.2f} tokens a sequence an iteration")
-        out.append(f"a decode iteration ({dec['batch_per_rank']:.0f} sequences a rank at "
+        seqs = "sequence" if dec["batch_per_rank"] == 1 else "sequences"
+        out.append(f"a decode iteration ({dec['batch_per_rank']:.0f} {seqs} a rank at "
                    f"{dec['context_tokens']:,.0f} tokens of context{per}): "
                    f"{_ms(dec['iteration_s'])} = {_parts_text(dec['parts_s'], _PART_NAMES)} ms")
     return out
@@ -395,7 +396,7 @@ def render_estimate(d: dict[str, Any]) -> None:
             f"steady state: TTFT {_ms(st['ttft_mean_s'])}, TPOT {_ms(st['tpot_mean_s'])} "
             f"(means), {st['requests_per_s']:.2f} requests/s, "
             f"{st['throughput_tokens_per_s']:,.0f} output tokens/s; {st['detail']}")
-        for line in _breakdown_lines(st):
+        for line in breakdown_lines(st):
             console.print(f"  {line}")
         k = st.get("ttft_sensitivity")
         if k is not None and k >= SATURATED_SENSITIVITY:

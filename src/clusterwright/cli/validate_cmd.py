@@ -10,12 +10,14 @@ from rich import box
 from rich.table import Table
 
 from clusterwright.cli.common import console, emit_json, fail, progress_bar, user_errors
+from clusterwright.cli.serve_engine_cmd import breakdown_lines
 from clusterwright.sim.serving_steady import SATURATED_SENSITIVITY
 from clusterwright.validation.rows import TableResult
 from clusterwright.validation.serving_silicon import (
     PARTITION_MIN,
     TARGET,
     SiliconResult,
+    explain_row,
     serving_silicon,
 )
 from clusterwright.validation.tables import TABLES
@@ -134,6 +136,35 @@ def _signed(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:+.0f}%"
 
 
+def _print_row(d: dict[str, Any]) -> None:
+    """One serving-silicon row: how it was read, its prediction, where the time goes."""
+    m = d["measured"]
+    console.print(f"[bold]{d['id']}[/] (line {d['line']}): {d['model']} on {d['system']} "
+                  f"under {d['backend']}, {d['mode']}")
+    if "skipped" in d:
+        console.print(f"  not covered: {d['skipped']}")
+        return
+    pr = d["predicted"]
+
+    def err(q: str) -> str:
+        return _signed((pr[q] - m[q]) / m[q]) if m[q] else "-"
+
+    console.print(f"  measured TTFT {m['ttft_ms']:,.1f} ms, TPOT {m['tpot_ms']:.2f} ms; "
+                  f"predicted TTFT {pr['ttft_ms']:,.1f} ms ({err('ttft_ms')}), TPOT "
+                  f"{pr['tpot_ms']:.2f} ms ({err('tpot_ms')})")
+    console.print(f"  {d['input_len']:,} in / {d['output_len']:,} out (the client's means); "
+                  f"{d['detail']}")
+    console.print(f"  read as: {d['note']}")
+    if d["deployments"] > 1:
+        console.print(f"  the prediction is the geometric mean of {d['deployments']} "
+                      "deployments; the breakdown below is the first one's")
+    if d["rounds"]:
+        console.print(f"  the breakdown is the steady state's, without the benchmark's "
+                      f"opening wave (one of its {d['rounds']:g} rounds)")
+    for line in breakdown_lines(d["steady_state"]):
+        console.print(f"  {line}")
+
+
 def _print_silicon(res: SiliconResult) -> None:
     """Per-partition (system x backend x mode) MAPE, the worst rows, and what is not covered."""
     p = res.payload()
@@ -206,6 +237,9 @@ def validate(
     data: Path | None = typer.Option(
         None, "--data", help=f"With --table {SILICON}: a CSV in serving_silicon.csv's format "
         "(default: the shipped validation/serving_silicon.csv)."),
+    row: str | None = typer.Option(
+        None, "--row", help=f"With --table {SILICON}: one row's id: how it is read, its "
+        "prediction and where the prediction's time goes."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Compare every model against published measurements in validation/ (error per row, MAPE).
@@ -220,6 +254,16 @@ def validate(
         fail(f"--table: unknown table {table!r} (tables: {', '.join(known)})")
     if data is not None and table != SILICON:
         fail(f"--data: only with --table {SILICON}")
+    if row is not None and table != SILICON:
+        fail(f"--row: only with --table {SILICON}")
+    if row is not None:
+        with user_errors():
+            one = explain_row(row, data)
+        if as_json:
+            emit_json(one)
+        else:
+            _print_row(one)
+        return
     if table == SILICON:
         with user_errors(), progress_bar(f"predicting {SILICON}") as tick:
             tick(0, 1)

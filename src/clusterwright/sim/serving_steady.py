@@ -99,15 +99,17 @@ class SteadyState:
     admitted: float  # requests holding KV per rank
     detail: str
     # TTFT's parts, seconds: waiting for a batch slot or KV, waiting behind other prompts
-    # (and, disaggregated, the hand-off and the KV transfer) and the iterations from the
-    # prompt's last to its first token, the prompt's own prefill iterations. With the
-    # engine's front end (``Pool.frontend_s``) and ``first_chunk_s`` they sum to ``ttft_s``
-    # (before ``with_opening_wave``)
+    # and the iterations from the prompt's last to its first token, the prompt's own prefill
+    # iterations. With the engine's front end (``Pool.frontend_s``), ``first_chunk_s`` and
+    # ``handoff_s`` they sum to ``ttft_s`` (before ``with_opening_wave``)
     slot_wait_s: float = 0.0
     queue_wait_s: float = 0.0
     prefill_s: float = 0.0
     # waiting for the decode worker's first streamed chunk (disaggregated, ``first_chunk``)
     first_chunk_s: float = 0.0
+    # disaggregated: the request's fixed hand-off and its KV cache's transfer, waiting for
+    # the prefill rank's link included (not in ``queue_wait_s``)
+    handoff_s: float = 0.0
     # What holds the rate when the loop is saturated: "prefill" (the prefill ranks at their
     # capacity), "slots" (clients waiting for a batch slot or KV cache), "" when the rate
     # follows the clients. Saturated, TTFT = clients / rate - the decode time (Little's law
@@ -595,8 +597,10 @@ def disaggregated(prefill: Pool, decode: Pool, clients: float, isl: int, osl: in
     # The rate is held just under the prefill ranks' capacity (``cap``, 0.999 of it) when
     # they bind: a prefill utilisation of 99 % or more is that bound.
     bound = "prefill" if util >= 0.99 else "slots" if waiting > 0.5 else ""
+    handoff = overhead_s + xfer_at(rate)
     st = first_chunk(SteadyState(ttft, tpot, rate, d, d, detail, slot_wait,
-                                 ttft - slot_wait - t1 - prefill.frontend_s, t1, bound=bound),
+                                 ttft - slot_wait - t1 - prefill.frontend_s - handoff, t1,
+                                 bound=bound, handoff_s=handoff),
                      first_chunk_tokens, out1)
     if rounds <= 0.0:
         return st

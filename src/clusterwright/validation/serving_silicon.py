@@ -38,10 +38,12 @@ from clusterwright.plan.serving_deployment import (
     Deployment,
     DeploymentError,
     Role,
+    iteration_breakdown,
     kv_format_for,
     size_workers,
     steady,
 )
+from clusterwright.plan.serving_engine import roles_view
 from clusterwright.sim.serving_steady import SATURATED_SENSITIVITY, SteadyState
 from clusterwright.spec.scenario import MAX_GPUS, MAX_SEQ_LEN
 from clusterwright.spec.yamlio import YamlError, read_text
@@ -1551,3 +1553,56 @@ def serving_silicon(path: str | Path | None = None, cat: Catalog | None = None
         return SiliconResult(predict_all(rows, cat), repeat_noise(rows, cat))
     except InputError as exc:
         raise InputError(f"{p}: {exc}", field=exc.field) from None
+
+
+# --------------------------------------------------------------------------- one row
+
+
+def explain_row(row_id: str, path: str | Path | None = None, cat: Catalog | None = None
+                ) -> dict[str, Any]:
+    """One row of ``path`` (default: the shipped file) as the table predicts it, and where
+    the prediction's time goes: how the row was read, the measured and predicted TTFT and
+    TPOT (ms), the deployment as solved, and the steady state without an opening wave with
+    TTFT's parts and the iterations' (``iteration_breakdown``; seconds, as ``serve estimate
+    --engine`` prints them). A row whose benchmark ran one of several deployments is
+    predicted as their geometric mean; the breakdown is the first one's. InputError (field
+    ``row``) when no row has the id."""
+    p = Path(path) if path is not None else data_dir() / FILE
+    rows = read_rows(p)
+    found = [r for r in rows if r["id"] == row_id]
+    if not found:
+        raise InputError(f"--row: no row has the id {row_id!r} in {p}", field="row")
+    r = found[0]
+    cat = cat or load_catalog()
+    out: dict[str, Any] = {
+        "id": row_id, "line": int(r["_line"]), "system": r["system"], "backend": r["backend"],
+        "mode": _file_mode(r), "model": r["model_path"], "rows_with_this_id": len(found),
+        "measured": {"ttft_ms": _float(r, "silicon_ttft_ms"),
+                     "tpot_ms": _float(r, "silicon_tpot_ms")}}
+    try:
+        cfg = resolve(cat, r, _lookup(cat))
+        st, note = predict(cat, cfg)
+        one = (replace(cfg.alternatives[0], dep=replace(cfg.alternatives[0].dep,
+                                                        engine=cfg.dep.engine))
+               if cfg.alternatives else cfg)
+        base, solved = steady(cat, one.dep, one.clients, one.isl, one.osl,
+                              equal_lengths=one.equal_lengths)
+    except (NotCoveredError, DeploymentError) as exc:
+        out["skipped"] = str(exc)
+        return out
+    out.update({
+        "predicted": {"ttft_ms": st.ttft_s * 1e3, "tpot_ms": st.tpot_s * 1e3},
+        "note": note, "detail": st.detail, "clients": one.clients,
+        "input_len": one.isl, "output_len": one.osl, "rounds": one.rounds,
+        "deployments": max(len(cfg.alternatives), 1),
+        "deployment": roles_view(solved),
+        "steady_state": {
+            "ttft_mean_s": base.ttft_s, "tpot_mean_s": base.tpot_s,
+            "decode_batch_per_rank": base.decode_batch,
+            "ttft_parts_s": {"frontend": solved.engine.frontend_s,
+                             "slot_wait": base.slot_wait_s, "queue_wait": base.queue_wait_s,
+                             "handoff": base.handoff_s, "prefill": base.prefill_s,
+                             "first_chunk": base.first_chunk_s},
+            "iterations": iteration_breakdown(cat, solved, one.isl, one.osl,
+                                              base.decode_batch)}})
+    return out
