@@ -256,3 +256,19 @@ def test_hostile_storage_tier_flags(command: str, flag: str) -> None:
         o = invoke([*_STORAGE[command], *other, flag, value])
         found += [f"{o.describe()}\n  -> {p}" for p in problems(o, must_refuse)]
     assert not found, "\n\n".join(found)
+
+
+_ROW = "2026_03_25_gpt_oss_120b_gb200_trtllm_fp4_disagg_1024x1024_c1_tp1_0_ep1_0_1279"
+
+
+@pytest.mark.parametrize("row_id,refuse", [
+    ("", True), (" ", True), ("x" * 100_000, True), ("../../etc/passwd", True),
+    ("\u00e9\u4e2d\U0001f600", True), (_ROW + " ", True), (_ROW.upper(), True),
+    ("--json", True), (_ROW, False),
+])
+def test_hostile_row_ids_against_the_silicon_table(row_id: str, refuse: bool) -> None:
+    """``validate --table serving-silicon --row``, which the base invocation (another table)
+    refuses before reading the value: ids are matched exactly, anything else exits 2."""
+    o = invoke(["validate", "--table", "serving-silicon", "--row", row_id, "--json"])
+    assert not problems(o, must_refuse=refuse), o.describe()
+    assert o.exit_code == (2 if refuse else 0), o.describe()
