@@ -1612,3 +1612,31 @@ def test_the_row_flag_prints_the_breakdown_and_refuses_unknown_ids() -> None:
         assert bad.exit_code == 2, bad.output
         assert message in bad.stderr.replace("\n", " ")
         assert "Traceback" not in bad.output
+
+
+def test_inferencemax_amd_runners_and_checkpoints_resolve(tmp_path: Path) -> None:
+    """A measured set of InferenceMAX's AMD runs in this format (runner names mi300x, mi325x,
+    mi355x; AMD's and NVIDIA's 4-bit checkpoints of DeepSeek-R1-0528) is predicted, not
+    dropped: every row gets a finite TTFT and TPOT."""
+    rows = list(csv.DictReader(io.StringIO((data_dir() / ss.FILE).read_text())))
+    base = next(r for r in rows if r["backend"] == "sglang" and r["system"] == "b200_sxm"
+                and r["model_path"] == "deepseek-ai/DeepSeek-R1" and r["mode"] == "agg")
+    out = []
+    for i, (system, backend, path) in enumerate((
+            ("mi355x", "sglang", "amd/DeepSeek-R1-0528-MXFP4"),
+            ("mi325x", "sglang", "amd/DeepSeek-R1-0528-MXFP4-v2"),
+            ("mi300x", "vllm", "amd/DeepSeek-R1-0528-MXFP4-Preview"),
+            ("b200_sxm", "sglang", "nvidia/DeepSeek-R1-0528-FP4-V2"))):
+        out.append({**base, "id": f"amd{i}", "system": system, "backend": backend,
+                    "backend_version": "", "model_path": path, "gemm_quant_mode": "fp8",
+                    "moe_quant_mode": "mxfp4" if system.startswith("mi") else "nvfp4"})
+    f = tmp_path / "amd.csv"
+    with f.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(out)
+    res = ss.serving_silicon(f)
+    assert [r.skipped for r in res.rows] == [None] * 4
+    assert all(0 < (r.pred_ttft_ms or 0) < math.inf and 0 < (r.pred_tpot_ms or 0) < math.inf
+               for r in res.rows)
+    assert {r.system for r in res.rows} == {"mi355x", "mi325x", "mi300x", "b200_sxm"}
