@@ -50,6 +50,7 @@ from clusterwright.sim.serving_steady import (
     disaggregated,
     prefill_batch_s,
     prompts_per_batch,
+    speculative_iteration_s,
 )
 
 GB = 1e9
@@ -544,8 +545,7 @@ def iteration_breakdown(cat: Catalog, dep: Deployment, isl: int, osl: int,
     spec = 0.0
     if dep.speculative is not None:
         draft, _, cost = dep.speculative
-        spec = plain * (cost - 1.0) if cost is not None else dec_step.speculative_extra_s(
-            d, kv, draft)
+        spec = speculative_iteration_s(dec_step, plain, d, kv, cost, draft) - plain
     prompt = pre_step.gpu_parts(isl, 0, 0)
     return {
         "prefill": {"prompt_tokens": isl, "iteration_s": pre_step.step_s(isl, 0, 0),

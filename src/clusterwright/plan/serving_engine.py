@@ -573,10 +573,7 @@ class EngineEstimate:
                 "requests_per_s": st.requests_per_s,
                 "throughput_tokens_per_s": st.requests_per_s * self.osl,
                 "decode_batch_per_rank": st.decode_batch, "detail": st.detail,
-                "ttft_parts_s": {"frontend": self.dep.engine.frontend_s,
-                                 "slot_wait": st.slot_wait_s, "queue_wait": st.queue_wait_s,
-                                 "handoff": st.handoff_s, "prefill": st.prefill_s,
-                                 "first_chunk": st.first_chunk_s},
+                "ttft_parts_s": st.ttft_parts(self.dep.engine.frontend_s),
                 "iterations": self.iterations,
                 # Saturated: the rate is fixed by what binds, and TTFT is clients / rate less
                 # the decode time; its sensitivity says how far a rate error moves it.

@@ -116,6 +116,13 @@ class SteadyState:
     # with the rate fixed): a difference of two large terms, ``ttft_sensitivity``.
     bound: str = ""
 
+    def ttft_parts(self, frontend_s: float) -> dict[str, float]:
+        """TTFT's parts, seconds, with the engine's front end ``frontend_s``: they sum to
+        ``ttft_s`` (before ``with_opening_wave``)."""
+        return {"frontend": frontend_s, "slot_wait": self.slot_wait_s,
+                "queue_wait": self.queue_wait_s, "handoff": self.handoff_s,
+                "prefill": self.prefill_s, "first_chunk": self.first_chunk_s}
+
     def ttft_sensitivity(self, clients: float) -> float | None:
         """Per cent of TTFT that 1 % of error in the saturated rate moves, (clients / rate) /
         TTFT; None when the rate follows the clients (not saturated)."""
@@ -257,16 +264,25 @@ def _iteration(pool: Pool, prefill_tokens: float, decodes: float, kv_tokens: flo
     decoding sequences, speculative decoding's cost included on the decodes."""
     t = (pool.step.step_s(prefill_tokens, decodes, kv_tokens) if pairs is None
          else pool.step.step_s(prefill_tokens, decodes, kv_tokens, pairs))
+    return speculative_iteration_s(pool.step, t, decodes, kv_tokens, pool.spec_cost,
+                                   pool.spec_draft)
+
+
+def speculative_iteration_s(step: StepModel, plain_s: float, decodes: float,
+                            kv_tokens: float, spec_cost: float | None, spec_draft: int
+                            ) -> float:
+    """Seconds of an iteration of ``plain_s`` without speculation once speculative decoding
+    runs on its ``decodes`` sequences: times ``spec_cost`` where the deployment states one,
+    else plus the step model's drafts and verification of ``spec_draft`` tokens."""
     if decodes < 0.5:
-        return t
-    if pool.spec_cost is not None:
-        return t * pool.spec_cost
-    if not pool.spec_draft:
-        return t
-    step = pool.step
+        return plain_s
+    if spec_cost is not None:
+        return plain_s * spec_cost
+    if not spec_draft:
+        return plain_s
     if not isinstance(step, SpeculativeStepModel):
         raise TypeError("spec_cost None needs a step model with speculative_extra_s")
-    return t + step.speculative_extra_s(decodes, kv_tokens, pool.spec_draft)
+    return plain_s + step.speculative_extra_s(decodes, kv_tokens, spec_draft)
 
 
 def _held(window: float, more: float) -> float:

@@ -1599,10 +1599,7 @@ def explain_row(row_id: str, path: str | Path | None = None, cat: Catalog | None
         "steady_state": {
             "ttft_mean_s": base.ttft_s, "tpot_mean_s": base.tpot_s,
             "decode_batch_per_rank": base.decode_batch,
-            "ttft_parts_s": {"frontend": solved.engine.frontend_s,
-                             "slot_wait": base.slot_wait_s, "queue_wait": base.queue_wait_s,
-                             "handoff": base.handoff_s, "prefill": base.prefill_s,
-                             "first_chunk": base.first_chunk_s},
+            "ttft_parts_s": base.ttft_parts(solved.engine.frontend_s),
             "iterations": iteration_breakdown(cat, solved, one.isl, one.osl,
                                               base.decode_batch)}})
     return out
