@@ -24,6 +24,10 @@ settings the validation needs:
 - ``decode_stream_interval``: SGLang recipes' ``stream-interval`` of the decode workers (the
   tokens between two streamed chunks; empty: SGLang's default, 1). Not read for TensorRT-LLM,
   whose disaggregated client gets the first token from the context worker;
+- ``prefill_attention_dp`` / ``decode_attention_dp``: whether a role's attention is data
+  parallel (TensorRT-LLM's ``enable_attention_dp``, SGLang's ``enable-dp-attention``; "no"
+  where the recipe leaves it at the engines' default, off). InferenceMAX's configuration
+  gave its H200 TensorRT-LLM entries the other layout than their recipes until 2026-03-23;
 - ``concurrencies``: the client counts the recipe's own benchmark section runs.
 
 A ``zip_override_NAME`` section holds lists whose i-th values make variant i; other values
@@ -50,7 +54,8 @@ OUT = ROOT / "validation" / "srt_slurm_recipes.csv"
 REPO = Path("/work/.mirror/NVIDIA+srt-slurm/repo")
 FIELDS = ("recipe", "commit", "date", "decode_draft_tokens", "decode_max_running",
           "decode_dp", "prefill_max_running", "prefill_dp", "prefill_chunked",
-          "prefill_max_tokens", "decode_stream_interval", "concurrencies")
+          "prefill_max_tokens", "decode_stream_interval", "prefill_attention_dp",
+          "decode_attention_dp", "concurrencies")
 _VARIANT = re.compile(r"^(?P<path>[^:]+):(?P<section>zip_override_\w+)\[(?P<i>\d+)\]$")
 
 
@@ -91,6 +96,10 @@ def _dp(r: dict[str, Any]) -> str:
     return str(int(dp)) if r.get("enable-dp-attention") and dp else "1"
 
 
+def _yes(flag: Any) -> str:
+    return "yes" if flag else "no"
+
+
 def trtllm_settings(cfg: dict[str, Any]) -> dict[str, str]:
     """A TensorRT-LLM recipe's workers (``backend.trtllm_config``): ``max_batch_size`` binds
     each attention-DP rank (each schedules its own requests), so ``*_dp`` is 1;
@@ -111,6 +120,8 @@ def trtllm_settings(cfg: dict[str, Any]) -> dict[str, str]:
         "prefill_chunked": "",
         "prefill_max_tokens": str(p.get("max_num_tokens", "") or ""),
         "decode_stream_interval": "",
+        "prefill_attention_dp": _yes(p.get("enable_attention_dp")),
+        "decode_attention_dp": _yes(d.get("enable_attention_dp")),
     }
 
 
@@ -144,6 +155,9 @@ def _settings(cfg: dict[str, Any]) -> dict[str, str]:
         "prefill_max_tokens": "",
         "decode_stream_interval": str(d.get("stream-interval", d.get("stream_interval", ""))
                                       or ""),
+        # a recipe without SGLang roles (another engine's) says nothing of them
+        "prefill_attention_dp": _yes(p.get("enable-dp-attention")) if p else "",
+        "decode_attention_dp": _yes(d.get("enable-dp-attention")) if d else "",
     }
 
 

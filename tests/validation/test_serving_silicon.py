@@ -978,7 +978,7 @@ def test_the_shipped_layouts_agree_with_every_recorded_twin() -> None:
     twins = [r for r in ss.complete_from_twins(rows) if r.get("_twin")]
     by_id = {r["id"]: r for r in rows}
     got = ss.complete_from_layouts([dict(by_id[t["id"]]) for t in twins])
-    checked = moe_recorded_before_fix = 0
+    checked = moe_recorded_before_fix = recipe_attention = 0
     for g, t in zip(got, twins, strict=True):
         if not g.get("_layout"):
             continue
@@ -992,8 +992,16 @@ def test_the_shipped_layouts_agree_with_every_recorded_twin() -> None:
                 # (ep 1: moe_tp = the GPUs); workers, TP and attention DP must still agree
                 moe_recorded_before_fix += col.endswith("moe_ep_size")
                 continue
+            if col.endswith(("_tp_size", "attention_dp_size")) and (
+                    "as its recipe runs it" in g["_layout"]):
+                # The database recorded the configuration's attention layout; the recipe ran
+                # the other, and the twin, read with its recipe, takes it too
+                recipe_attention += col.endswith("attention_dp_size")
+                twin = ss.complete_from_layouts([dict(t)])[0]
+                assert (g.get(col) or "") == (twin.get(col) or ""), (t["id"], col)
+                continue
             assert (g.get(col) or "") == (t.get(col) or ""), (t["id"], col)
-    assert checked >= 100 and moe_recorded_before_fix >= 10
+    assert checked >= 100 and moe_recorded_before_fix >= 10 and recipe_attention >= 1
 
 
 def test_the_shipped_layouts_file_names_its_source() -> None:
@@ -1373,9 +1381,11 @@ zip_override_mtp_maxtpt:
     assert got == {"decode_draft_tokens": "2", "decode_max_running": "256", "decode_dp": "8",
                    "prefill_max_running": "512", "prefill_dp": "4",
                    "prefill_chunked": "32768", "prefill_max_tokens": "",
-                   "decode_stream_interval": "50", "concurrencies": ""}
+                   "decode_stream_interval": "50", "prefill_attention_dp": "yes",
+                   "decode_attention_dp": "yes", "concurrencies": ""}
     plain = imp.settings(imp.config(text, None, 0))
     assert plain["decode_draft_tokens"] == "" and plain["decode_dp"] == "1"
+    assert plain["decode_attention_dp"] == "no"
     tree = text.replace("speculative-eagle-topk: 1", "speculative-eagle-topk: 4")
     assert imp.settings(imp.config(tree, "zip_override_mtp_maxtpt", 0))[
         "decode_draft_tokens"] == ""  # a draft tree is not k chained drafts
@@ -1401,6 +1411,7 @@ benchmark: {type: sa-bench, concurrencies: "10x15x25"}
     assert got == {"decode_draft_tokens": "3", "decode_max_running": "16", "decode_dp": "1",
                    "prefill_max_running": "2", "prefill_dp": "1", "prefill_chunked": "",
                    "prefill_max_tokens": "16896", "decode_stream_interval": "",
+                   "prefill_attention_dp": "yes", "decode_attention_dp": "no",
                    "concurrencies": "10 15 25"}
     # The validation takes the recipe's batch over its name's, and its context budget
     e = _layout(backend="trtllm", recipe="recipes/trtllm/b200-fp4/8k1k/stp/"
@@ -1410,6 +1421,55 @@ benchmark: {type: sa-bench, concurrencies: "10x15x25"}
     assert ss._max_tokens(e, "2026-02-01") == "16896"
     named = _layout(backend="trtllm", recipe="recipes/x/ctx1_gen4_tep8_batch32_eplb0_mtp0.yaml")
     assert ss._max_batch(named, "decode") == "32" and ss._max_tokens(named) == ""
+
+
+def test_a_role_runs_the_attention_layout_its_recipe_sets() -> None:
+    """InferenceMAX's H200 TensorRT-LLM entries said ``dp-attn: false`` for context workers
+    whose srt-slurm recipe sets ``enable_attention_dp: true`` (and the other way round at
+    8k/1k) until the configuration was corrected on 2026-03-23: a row measured before then
+    runs the recipe's layout, whether the file leaves the deployment open or records the
+    configuration's."""
+    recipe = "recipes/trtllm/h200/1k1k/stp/c4_ctx1_gen9_tep8_batch256_eplb0_mtp0.yaml"
+    assert ss.recipe_settings(recipe, "2026-02-14")["prefill_attention_dp"] == "yes"
+    e = _layout(system="h200_sxm", precision="fp8", concurrencies="4 36", prefill_workers="1",
+                prefill_tp="8", prefill_ep="8", prefill_dp_attn="no", decode_workers="9",
+                decode_tp="8", decode_ep="8", decode_dp_attn="no", recipe=recipe,
+                valid_from="2026-01-29", valid_to="2026-03-23")
+    src = ("source_file=x; silicon_concurrency=36; measured=2026-02-14T00:00:00.000Z; "
+           "workflow_run_id=288")
+    row = _open_row(system="h200_sxm", precision="fp8", prefill_tp_size="8",
+                    decode_tp_size="8", silicon_data_source=src)
+    got = ss.complete_from_layouts([row], [e])[0]
+    assert (got["prefill_tp_size"], got["prefill_attention_dp_size"]) == ("1", "8")
+    assert (got["decode_tp_size"], got["decode_attention_dp_size"]) == ("8", "1")
+    assert "prefill attention data parallel as its recipe runs it" in got["_layout"]
+    # A row recording the configuration's layout (AIConfigurator's cfg303) takes the recipe's
+    roles = dict(prefill_num_workers="1", prefill_tp_size="8", prefill_attention_dp_size="1",
+                 prefill_moe_tp_size="1", prefill_moe_ep_size="8", decode_num_workers="9",
+                 decode_tp_size="8", decode_attention_dp_size="1", decode_moe_tp_size="1",
+                 decode_moe_ep_size="8")
+    recorded = _open_row(system="h200_sxm", precision="fp8", silicon_data_source=src, **roles)
+    got = ss.complete_from_layouts([recorded], [e])[0]
+    assert (got["prefill_tp_size"], got["prefill_attention_dp_size"]) == ("1", "8")
+    assert got["decode_num_workers"] == "9" and "as its recipe runs it" in got["_recipe"]
+    # ... and one recording the recipe's layout (cfg590) matches the entry all the same
+    as_run = {**recorded, "prefill_tp_size": "1", "prefill_attention_dp_size": "8"}
+    got = ss.complete_from_layouts([as_run], [e])[0]
+    assert got["_decode_max_batch"] == "256" and got["prefill_attention_dp_size"] == "8"
+    # The configuration's own layout where the recipe is not in the table
+    plain = {**e, "recipe": "recipes/none.yaml"}
+    got = ss.complete_from_layouts([row], [plain])[0]
+    assert (got["prefill_tp_size"], got["prefill_attention_dp_size"]) == ("8", "1")
+    assert "as its recipe runs it" not in got["_layout"]
+    # The other way round: the 8k/1k context worker the configuration ran attention-DP
+    e8 = {**e, "isl": "8192", "concurrencies": "128", "prefill_dp_attn": "yes",
+          "decode_workers": "1", "decode_dp_attn": "yes",
+          "recipe": "recipes/trtllm/h200/8k1k/stp/c128_ctx1_gen1_dep8_batch256_eplb0_mtp0.yaml"}
+    row8 = {**row, "isl": "8192", "silicon_data_source": src.replace("=36", "=128")}
+    got = ss.complete_from_layouts([row8], [e8])[0]
+    assert (got["prefill_tp_size"], got["prefill_attention_dp_size"]) == ("8", "1")
+    assert (got["decode_tp_size"], got["decode_attention_dp_size"]) == ("1", "8")
+    assert "prefill attention tensor parallel as its recipe runs it" in got["_layout"]
 
 
 def test_an_entry_also_matches_the_clients_its_recipe_runs() -> None:

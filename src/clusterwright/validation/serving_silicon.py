@@ -407,6 +407,48 @@ def _layout_roles(e: dict[str, str]) -> dict[str, str]:
     return out
 
 
+def _recipe_roles(e: dict[str, str], day: str) -> dict[str, str]:
+    """``_layout_roles`` with each role's attention data parallelism as the entry's
+    srt-slurm recipe in force on ``day`` sets it (TensorRT-LLM's ``enable_attention_dp``,
+    SGLang's ``enable-dp-attention``), where the two disagree: the recipe is what the
+    workers ran. InferenceMAX's H200 TensorRT-LLM entries gave their context workers
+    ``dp-attn: false`` while their recipes (``recipes/trtllm/h200/...``, from 2026-01-27)
+    enabled it; the configuration was corrected to the recipes on 2026-03-23 (InferenceX
+    f316a0ef6)."""
+    out = _layout_roles(e)
+    for role in _recipe_adp_changes(e, day):
+        gpus = int(out[f"{role}_tp_size"]) * int(out[f"{role}_attention_dp_size"])
+        adp = e[f"{role}_dp_attn"] != "yes"
+        out[f"{role}_tp_size"] = "1" if adp else str(gpus)
+        out[f"{role}_attention_dp_size"] = str(gpus) if adp else "1"
+    return out
+
+
+def _recipe_adp_changes(e: dict[str, str], day: str) -> tuple[str, ...]:
+    """The roles whose attention data parallelism the entry's recipe (in force on ``day``)
+    sets otherwise than the entry; a worker of one GPU has none to change."""
+    cfg = recipe_settings(e.get("recipe") or "", day)
+    out = []
+    for role in ("prefill", "decode"):
+        said = cfg.get(f"{role}_attention_dp", "")
+        gpus = max(int(e[f"{role}_tp"]), int(e[f"{role}_ep"]))
+        if said in ("yes", "no") and (said == "yes") != (e[f"{role}_dp_attn"] == "yes") \
+                and gpus > 1:
+            out.append(role)
+    return tuple(out)
+
+
+def _recipe_adp_note(e: dict[str, str], day: str) -> str:
+    roles = _recipe_adp_changes(e, day)
+    if not roles:
+        return ""
+    said = "; ".join(
+        f"{role} attention "
+        f"{'data parallel' if e[f'{role}_dp_attn'] != 'yes' else 'tensor parallel'}"
+        for role in roles)
+    return f"; {said} as its recipe runs it (the configuration said otherwise)"
+
+
 # TensorRT-LLM recipes name the generation workers' max batch size, ``ctx1_gen4_tep8_batch8_
 # eplb0_mtp3.yaml``. It binds each attention-DP rank (each runs its own scheduler): the
 # configuration runs ``gen1_dep32_batch256`` at 8,192 clients = 32 x 256, ``gen4_tp8_batch32``
@@ -525,18 +567,19 @@ def _matching(index: dict[tuple[str, ...], list[dict[str, str]]], r: dict[str, s
                                   col["precision"], col["isl"], col["osl"]), [])
             if _in_force(e, day) and str(clients) in _entry_clients(e, day)
             and (_gpus(e) == gpus if gpus is not None else
-                 _role_ints(_layout_roles(e)) == roles if roles is not None else
+                 roles in (_role_ints(_layout_roles(e)), _role_ints(_recipe_roles(e, day)))
+                 if roles is not None else
                  e["prefill_tp"] == col["prefill_tp_size"]
                  and e["decode_tp"] == col["decode_tp_size"])]
 
 
-def _deployment(e: dict[str, str]) -> tuple[tuple[str, str], ...]:
+def _deployment(e: dict[str, str], day: str) -> tuple[tuple[str, str], ...]:
     """What an entry deploys: its role columns. Entries that ran one deployment with and
     without MTP give it once, its speculation taken where they agree on it
     (``_entries_overlay``): split in two, with MTP at each recipe's depth, the predictions
     of the rows they cover move away from the measurements (TTFT / TPOT MAPE 31.95 /
     15.93 -> 32.00 / 15.94 % shipped, 31.62 / 18.40 -> 32.04 / 18.53 % held out)."""
-    return tuple(sorted(_layout_roles(e).items()))
+    return tuple(sorted(_recipe_roles(e, day).items()))
 
 
 def _layout_of(index: dict[tuple[str, ...], list[dict[str, str]]], r: dict[str, str],
@@ -549,7 +592,7 @@ def _layout_of(index: dict[tuple[str, ...], list[dict[str, str]]], r: dict[str, 
     ``complete_from_layouts``); ``roles``: on the whole deployment (``_role_ints``) a row
     records."""
     found = _matching(index, r, clients, day, gpus, roles)
-    if len({_deployment(e) for e in found}) != 1:
+    if len({_deployment(e, day) for e in found}) != 1:
         return {}
     return _entries_overlay(found, r, day, gpus)
 
@@ -562,7 +605,7 @@ def _layout_candidates(index: dict[tuple[str, ...], list[dict[str, str]]],
     there are two or more; [] otherwise."""
     groups: dict[tuple[tuple[str, str], ...], list[dict[str, str]]] = {}
     for e in _matching(index, r, clients, day, gpus):
-        groups.setdefault(_deployment(e), []).append(e)
+        groups.setdefault(_deployment(e, day), []).append(e)
     if len(groups) < 2:
         return []
     return [_entries_overlay(g, r, day, gpus) for g in groups.values()]
@@ -573,7 +616,7 @@ def _entries_overlay(found: list[dict[str, str]], r: dict[str, str], day: str,
     """The role columns and notes of configuration entries that all give one deployment
     (``_layout_of``)."""
     e = found[0]
-    out = _layout_roles(e)
+    out = _recipe_roles(e, day)
     for role in ("prefill", "decode"):
         batches = {_max_batch(x, role, day) for x in found}
         if len(batches) == 1 and "" not in batches:
@@ -595,6 +638,7 @@ def _entries_overlay(found: list[dict[str, str]], r: dict[str, str], day: str,
                       f"{e['recipe'] or 'no recipe named'})"
                       + (f"; its EP as the configuration corrected it at {e['ep_from']}"
                          if e.get("ep_from") else "")
+                      + _recipe_adp_note(e, day)
                       + ("" if spec == ["none"] else
                          f"; MTP with {out['_mtp']} draft token(s) (its recipe), each accepted "
                          f"with p = {MTP_ACCEPTANCE:g}" if mtp else
@@ -728,10 +772,19 @@ def _recipe_limits(index: dict[tuple[str, ...], list[dict[str, str]]], r: dict[s
     if not found:
         return {}
     keep = {k: v for k, v in found.items() if k.startswith("_") and k != "_layout"}
+    # The recorded attention layout came from the configuration; where the recipe ran the
+    # other one (``_recipe_roles``), the row takes the recipe's
+    attention = {k: found[k] for k in _ATTENTION_COLUMNS
+                 if int(found[k]) != (_int(r, k, 1) or 1)}
+    keep.update(attention)
     if not keep:
         return {}
     keep["_recipe"] = found["_layout"]
     return keep
+
+
+_ATTENTION_COLUMNS = tuple(f"{role}_{c}" for role in ("prefill", "decode")
+                           for c in ("tp_size", "attention_dp_size"))
 
 
 def _unrecorded(r: dict[str, str]) -> bool:
