@@ -33,6 +33,13 @@ def test_plan_finds_both_modes_and_a_verdict(cat: Catalog) -> None:
     c = d["choice"]
     assert c["ttft_p99_s"] <= 2.0 and c["tpot_p99_s"] <= 0.05
     assert c["copies"] * c["requests_per_s_per_copy"] >= 20.0 * 0.999 or c["copies"] > 1
+    # The means are one copy's at its capacity (the most clients within the SLOs' means),
+    # named as such; the p99s are the simulation's at the target rate
+    cap = c["capacity"]
+    assert cap["clients"] == c["clients_per_copy"] > 0
+    assert cap["requests_per_s"] == c["requests_per_s_per_copy"]
+    assert (cap["ttft_mean_s"], cap["tpot_mean_s"]) == (c["ttft_mean_s"], c["tpot_mean_s"])
+    assert cap["ttft_mean_s"] <= 2.0 and cap["tpot_mean_s"] <= 0.05
     assert d["verdict"].startswith(("disaggregation pays", "disaggregation does not pay",
                                     "no disaggregated", "only a disaggregated"))
     assert d["disaggregation_pays"] == (

@@ -80,7 +80,15 @@ class PlanCandidate:
         return {**roles_view(self.dep), "gpus_per_copy": self.dep.gpus(), "copies": self.copies,
                 "gpus": self.gpus, "clients_per_copy": self.clients,
                 "requests_per_s_per_copy": self.state.requests_per_s,
+                # One copy's steady state at its capacity (clients_per_copy), not at the
+                # target rate, where the p99s below were simulated: so the mean can exceed
+                # the p99. Kept under their first names for readers of earlier output;
+                # ``capacity`` says what they are.
                 "ttft_mean_s": self.state.ttft_s, "tpot_mean_s": self.state.tpot_s,
+                "capacity": {"clients": self.clients,
+                             "requests_per_s": self.state.requests_per_s,
+                             "ttft_mean_s": self.state.ttft_s,
+                             "tpot_mean_s": self.state.tpot_s},
                 "ttft_p99_s": self.p99[0] if self.p99 else None,
                 "tpot_p99_s": self.p99[1] if self.p99 else None,
                 **({"prefix_hit_rate": self.reuse[0], "host_hit_rate": self.reuse[1]}
