@@ -28,6 +28,10 @@ settings the validation needs:
   parallel (TensorRT-LLM's ``enable_attention_dp``, SGLang's ``enable-dp-attention``; "no"
   where the recipe leaves it at the engines' default, off). InferenceMAX's configuration
   gave its H200 TensorRT-LLM entries the other layout than their recipes until 2026-03-23;
+- ``prefill_ep`` / ``decode_ep``: a role's expert-parallel size where the recipe states it
+  (TensorRT-LLM's ``moe_expert_parallel_size``, SGLang's ``expert-parallel-size`` or
+  ``ep-size``); InferenceMAX's B200 FP8 TensorRT-LLM entries said EP 8 for context workers
+  their recipes ran at EP 1 until 2026-03-23;
 - ``concurrencies``: the client counts the recipe's own benchmark section runs.
 
 A ``zip_override_NAME`` section holds lists whose i-th values make variant i; other values
@@ -55,7 +59,7 @@ REPO = Path("/work/.mirror/NVIDIA+srt-slurm/repo")
 FIELDS = ("recipe", "commit", "date", "decode_draft_tokens", "decode_max_running",
           "decode_dp", "prefill_max_running", "prefill_dp", "prefill_chunked",
           "prefill_max_tokens", "decode_stream_interval", "prefill_attention_dp",
-          "decode_attention_dp", "concurrencies")
+          "decode_attention_dp", "prefill_ep", "decode_ep", "concurrencies")
 _VARIANT = re.compile(r"^(?P<path>[^:]+):(?P<section>zip_override_\w+)\[(?P<i>\d+)\]$")
 
 
@@ -100,6 +104,12 @@ def _yes(flag: Any) -> str:
     return "yes" if flag else "no"
 
 
+def _stated(n: Any) -> str:
+    """A size the recipe states ("" where it leaves the engine's default)."""
+    return str(int(n)) if isinstance(n, int | float) and not isinstance(n, bool) and n >= 1 \
+        else ""
+
+
 def trtllm_settings(cfg: dict[str, Any]) -> dict[str, str]:
     """A TensorRT-LLM recipe's workers (``backend.trtllm_config``): ``max_batch_size`` binds
     each attention-DP rank (each schedules its own requests), so ``*_dp`` is 1;
@@ -122,6 +132,8 @@ def trtllm_settings(cfg: dict[str, Any]) -> dict[str, str]:
         "decode_stream_interval": "",
         "prefill_attention_dp": _yes(p.get("enable_attention_dp")),
         "decode_attention_dp": _yes(d.get("enable_attention_dp")),
+        "prefill_ep": _stated(p.get("moe_expert_parallel_size")),
+        "decode_ep": _stated(d.get("moe_expert_parallel_size")),
     }
 
 
@@ -158,6 +170,8 @@ def _settings(cfg: dict[str, Any]) -> dict[str, str]:
         # a recipe without SGLang roles (another engine's) says nothing of them
         "prefill_attention_dp": _yes(p.get("enable-dp-attention")) if p else "",
         "decode_attention_dp": _yes(d.get("enable-dp-attention")) if d else "",
+        "prefill_ep": _stated(p.get("expert-parallel-size", p.get("ep-size"))),
+        "decode_ep": _stated(d.get("expert-parallel-size", d.get("ep-size"))),
     }
 
 

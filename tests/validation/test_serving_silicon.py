@@ -992,11 +992,11 @@ def test_the_shipped_layouts_agree_with_every_recorded_twin() -> None:
                 # (ep 1: moe_tp = the GPUs); workers, TP and attention DP must still agree
                 moe_recorded_before_fix += col.endswith("moe_ep_size")
                 continue
-            if col.endswith(("_tp_size", "attention_dp_size")) and (
+            if col.endswith(("_tp_size", "attention_dp_size", "moe_ep_size")) and (
                     "as its recipe runs it" in g["_layout"]):
-                # The database recorded the configuration's attention layout; the recipe ran
-                # the other, and the twin, read with its recipe, takes it too
-                recipe_attention += col.endswith("attention_dp_size")
+                # The database recorded the configuration's attention layout and EP; the
+                # recipe ran others, and the twin, read with its recipe, takes them too
+                recipe_attention += col.endswith(("attention_dp_size", "moe_ep_size"))
                 twin = ss.complete_from_layouts([dict(t)])[0]
                 assert (g.get(col) or "") == (twin.get(col) or ""), (t["id"], col)
                 continue
@@ -1382,7 +1382,8 @@ zip_override_mtp_maxtpt:
                    "prefill_max_running": "512", "prefill_dp": "4",
                    "prefill_chunked": "32768", "prefill_max_tokens": "",
                    "decode_stream_interval": "50", "prefill_attention_dp": "yes",
-                   "decode_attention_dp": "yes", "concurrencies": ""}
+                   "decode_attention_dp": "yes", "prefill_ep": "", "decode_ep": "",
+                   "concurrencies": ""}
     plain = imp.settings(imp.config(text, None, 0))
     assert plain["decode_draft_tokens"] == "" and plain["decode_dp"] == "1"
     assert plain["decode_attention_dp"] == "no"
@@ -1412,7 +1413,10 @@ benchmark: {type: sa-bench, concurrencies: "10x15x25"}
                    "prefill_max_running": "2", "prefill_dp": "1", "prefill_chunked": "",
                    "prefill_max_tokens": "16896", "decode_stream_interval": "",
                    "prefill_attention_dp": "yes", "decode_attention_dp": "no",
-                   "concurrencies": "10 15 25"}
+                   "prefill_ep": "", "decode_ep": "", "concurrencies": "10 15 25"}
+    stated = text.replace("enable_attention_dp: true}",
+                          "enable_attention_dp: true, moe_expert_parallel_size: 4}")
+    assert imp.settings(imp.config(stated, None, 0))["prefill_ep"] == "4"
     # The validation takes the recipe's batch over its name's, and its context budget
     e = _layout(backend="trtllm", recipe="recipes/trtllm/b200-fp4/8k1k/stp/"
                 "ctx1_gen5_tep8_batch8_eplb0_mtp0.yaml")
@@ -1470,6 +1474,31 @@ def test_a_role_runs_the_attention_layout_its_recipe_sets() -> None:
     assert (got["prefill_tp_size"], got["prefill_attention_dp_size"]) == ("8", "1")
     assert (got["decode_tp_size"], got["decode_attention_dp_size"]) == ("1", "8")
     assert "prefill attention tensor parallel as its recipe runs it" in got["_layout"]
+
+
+def test_a_role_runs_the_expert_parallelism_its_recipe_sets() -> None:
+    """InferenceMAX's B200 FP8 TensorRT-LLM entries said EP 8 for a context worker whose
+    recipe sets ``moe_expert_parallel_size: 1`` (corrected to the recipe on 2026-03-23):
+    the worker's experts run tensor-parallel over its 8 GPUs."""
+    recipe = "recipes/trtllm/b200-fp8/8k1k/stp/ctx1_gen1_tp8_batch1_eplb0_mtp0_1.yaml"
+    assert ss.recipe_settings(recipe, "2026-03-10")["prefill_ep"] == "1"
+    e = _layout(system="b200_sxm", precision="fp8", isl="8192", concurrencies="8",
+                prefill_workers="1", prefill_tp="8", prefill_ep="8", prefill_dp_attn="yes",
+                decode_workers="1", decode_tp="8", decode_ep="1", decode_dp_attn="no",
+                recipe=recipe, valid_from="2026-02-10", valid_to="2026-03-23")
+    row = _open_row(system="b200_sxm", precision="fp8", isl="8192", prefill_tp_size="8",
+                    decode_tp_size="8", silicon_data_source="source_file=2026-03-25.csv; "
+                    "model=DeepSeek-R1; silicon_concurrency=8; measured=2026-03-10T00:00:00Z")
+    got = ss.complete_from_layouts([row], [e])[0]
+    assert (got["prefill_tp_size"], got["prefill_attention_dp_size"]) == ("8", "1")
+    assert (got["prefill_moe_tp_size"], got["prefill_moe_ep_size"]) == ("8", "1")
+    assert (got["decode_moe_tp_size"], got["decode_moe_ep_size"]) == ("8", "1")
+    assert "prefill experts over EP 1 as its recipe runs it" in got["_layout"]
+    # An EP the recipe states that does not divide the worker's GPUs is not read
+    odd = {**e, "prefill_tp": "6", "prefill_ep": "6"}
+    assert ss._recipe_changes(odd, "2026-03-10").get("prefill", (None, None))[1] == 1
+    assert ss._recipe_changes({**e, "prefill_ep": "1", "prefill_dp_attn": "no"},
+                              "2026-03-10") == {}
 
 
 def test_an_entry_also_matches_the_clients_its_recipe_runs() -> None:

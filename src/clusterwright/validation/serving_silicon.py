@@ -408,45 +408,59 @@ def _layout_roles(e: dict[str, str]) -> dict[str, str]:
 
 
 def _recipe_roles(e: dict[str, str], day: str) -> dict[str, str]:
-    """``_layout_roles`` with each role's attention data parallelism as the entry's
-    srt-slurm recipe in force on ``day`` sets it (TensorRT-LLM's ``enable_attention_dp``,
-    SGLang's ``enable-dp-attention``), where the two disagree: the recipe is what the
-    workers ran. InferenceMAX's H200 TensorRT-LLM entries gave their context workers
-    ``dp-attn: false`` while their recipes (``recipes/trtllm/h200/...``, from 2026-01-27)
-    enabled it; the configuration was corrected to the recipes on 2026-03-23 (InferenceX
-    f316a0ef6)."""
+    """``_layout_roles`` with each role's attention data parallelism and expert parallelism
+    as the entry's srt-slurm recipe in force on ``day`` sets them (TensorRT-LLM's
+    ``enable_attention_dp`` and ``moe_expert_parallel_size``, SGLang's
+    ``enable-dp-attention`` and ``expert-parallel-size``), where the two disagree: the
+    recipe is what the workers ran. InferenceMAX's H200 TensorRT-LLM entries gave their
+    context workers ``dp-attn: false`` while their recipes (``recipes/trtllm/h200/...``,
+    from 2026-01-27) enabled it, and its B200 FP8 entries EP 8 for context workers whose
+    recipes set ``moe_expert_parallel_size: 1``; the configuration was corrected to the
+    recipes on 2026-03-23 (InferenceX f316a0ef6). The worker's GPUs stay the entry's."""
     out = _layout_roles(e)
-    for role in _recipe_adp_changes(e, day):
+    for role, (adp, ep) in _recipe_changes(e, day).items():
         gpus = int(out[f"{role}_tp_size"]) * int(out[f"{role}_attention_dp_size"])
-        adp = e[f"{role}_dp_attn"] != "yes"
-        out[f"{role}_tp_size"] = "1" if adp else str(gpus)
-        out[f"{role}_attention_dp_size"] = str(gpus) if adp else "1"
+        if adp is not None:
+            out[f"{role}_tp_size"] = "1" if adp else str(gpus)
+            out[f"{role}_attention_dp_size"] = str(gpus) if adp else "1"
+        if ep is not None:
+            out[f"{role}_moe_ep_size"] = str(ep)
+            out[f"{role}_moe_tp_size"] = str(gpus // ep)
     return out
 
 
-def _recipe_adp_changes(e: dict[str, str], day: str) -> tuple[str, ...]:
-    """The roles whose attention data parallelism the entry's recipe (in force on ``day``)
-    sets otherwise than the entry; a worker of one GPU has none to change."""
+def _recipe_changes(e: dict[str, str], day: str
+                    ) -> dict[str, tuple[bool | None, int | None]]:
+    """Per role, what the entry's recipe (in force on ``day``) sets otherwise than the
+    entry: attention data parallel or not, and the expert-parallel size (None where it
+    agrees or says nothing). A worker of one GPU has no attention layout to change; an EP
+    that does not divide the worker's GPUs is not read."""
     cfg = recipe_settings(e.get("recipe") or "", day)
-    out = []
+    out: dict[str, tuple[bool | None, int | None]] = {}
     for role in ("prefill", "decode"):
-        said = cfg.get(f"{role}_attention_dp", "")
         gpus = max(int(e[f"{role}_tp"]), int(e[f"{role}_ep"]))
-        if said in ("yes", "no") and (said == "yes") != (e[f"{role}_dp_attn"] == "yes") \
-                and gpus > 1:
-            out.append(role)
-    return tuple(out)
+        said = cfg.get(f"{role}_attention_dp", "")
+        adp = (said == "yes" if said in ("yes", "no") and gpus > 1
+               and (said == "yes") != (e[f"{role}_dp_attn"] == "yes") else None)
+        raw = cfg.get(f"{role}_ep", "")
+        ep = int(raw) if raw.isdigit() and int(raw) > 0 else None
+        if ep is not None and (ep == int(e[f"{role}_ep"]) or gpus % ep):
+            ep = None
+        if adp is not None or ep is not None:
+            out[role] = (adp, ep)
+    return out
 
 
 def _recipe_adp_note(e: dict[str, str], day: str) -> str:
-    roles = _recipe_adp_changes(e, day)
-    if not roles:
+    said = []
+    for role, (adp, ep) in _recipe_changes(e, day).items():
+        if adp is not None:
+            said.append(f"{role} attention {'data' if adp else 'tensor'} parallel")
+        if ep is not None:
+            said.append(f"{role} experts over EP {ep}")
+    if not said:
         return ""
-    said = "; ".join(
-        f"{role} attention "
-        f"{'data parallel' if e[f'{role}_dp_attn'] != 'yes' else 'tensor parallel'}"
-        for role in roles)
-    return f"; {said} as its recipe runs it (the configuration said otherwise)"
+    return f"; {'; '.join(said)} as its recipe runs it (the configuration said otherwise)"
 
 
 # TensorRT-LLM recipes name the generation workers' max batch size, ``ctx1_gen4_tep8_batch8_
@@ -772,19 +786,17 @@ def _recipe_limits(index: dict[tuple[str, ...], list[dict[str, str]]], r: dict[s
     if not found:
         return {}
     keep = {k: v for k, v in found.items() if k.startswith("_") and k != "_layout"}
-    # The recorded attention layout came from the configuration; where the recipe ran the
-    # other one (``_recipe_roles``), the row takes the recipe's
-    attention = {k: found[k] for k in _ATTENTION_COLUMNS
-                 if int(found[k]) != (_int(r, k, 1) or 1)}
-    keep.update(attention)
+    # The recorded layout came from the configuration; where the recipe ran another
+    # attention layout or expert parallelism (``_recipe_roles``), the row takes the recipe's
+    keep.update({k: found[k] for k in _RECIPE_COLUMNS if int(found[k]) != (_int(r, k, 1) or 1)})
     if not keep:
         return {}
     keep["_recipe"] = found["_layout"]
     return keep
 
 
-_ATTENTION_COLUMNS = tuple(f"{role}_{c}" for role in ("prefill", "decode")
-                           for c in ("tp_size", "attention_dp_size"))
+_RECIPE_COLUMNS = tuple(f"{role}_{c}" for role in ("prefill", "decode")
+                        for c in ("tp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size"))
 
 
 def _unrecorded(r: dict[str, str]) -> bool:
