@@ -32,6 +32,10 @@ settings the validation needs:
   (TensorRT-LLM's ``moe_expert_parallel_size``, SGLang's ``expert-parallel-size`` or
   ``ep-size``); InferenceMAX's B200 FP8 TensorRT-LLM entries said EP 8 for context workers
   their recipes ran at EP 1 until 2026-03-23;
+- ``prefill_tp`` / ``decode_tp``: a role's tensor-parallel size where the recipe states it
+  (a worker's GPUs; the validation reads a recipe's attention layout and EP only where this
+  is the configuration entry's, so that a recipe rewritten under the same name is not laid
+  on an entry written for its earlier form);
 - ``concurrencies``: the client counts the recipe's own benchmark section runs.
 
 A ``zip_override_NAME`` section holds lists whose i-th values make variant i; other values
@@ -59,7 +63,8 @@ REPO = Path("/work/.mirror/NVIDIA+srt-slurm/repo")
 FIELDS = ("recipe", "commit", "date", "decode_draft_tokens", "decode_max_running",
           "decode_dp", "prefill_max_running", "prefill_dp", "prefill_chunked",
           "prefill_max_tokens", "decode_stream_interval", "prefill_attention_dp",
-          "decode_attention_dp", "prefill_ep", "decode_ep", "concurrencies")
+          "decode_attention_dp", "prefill_ep", "decode_ep", "prefill_tp", "decode_tp",
+          "concurrencies")
 _VARIANT = re.compile(r"^(?P<path>[^:]+):(?P<section>zip_override_\w+)\[(?P<i>\d+)\]$")
 
 
@@ -134,6 +139,8 @@ def trtllm_settings(cfg: dict[str, Any]) -> dict[str, str]:
         "decode_attention_dp": _yes(d.get("enable_attention_dp")),
         "prefill_ep": _stated(p.get("moe_expert_parallel_size")),
         "decode_ep": _stated(d.get("moe_expert_parallel_size")),
+        "prefill_tp": _stated(p.get("tensor_parallel_size")),
+        "decode_tp": _stated(d.get("tensor_parallel_size")),
     }
 
 
@@ -172,6 +179,8 @@ def _settings(cfg: dict[str, Any]) -> dict[str, str]:
         "decode_attention_dp": _yes(d.get("enable-dp-attention")) if d else "",
         "prefill_ep": _stated(p.get("expert-parallel-size", p.get("ep-size"))),
         "decode_ep": _stated(d.get("expert-parallel-size", d.get("ep-size"))),
+        "prefill_tp": _stated(p.get("tensor-parallel-size", p.get("tp-size"))),
+        "decode_tp": _stated(d.get("tensor-parallel-size", d.get("tp-size"))),
     }
 
 

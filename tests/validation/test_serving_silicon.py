@@ -1383,7 +1383,7 @@ zip_override_mtp_maxtpt:
                    "prefill_chunked": "32768", "prefill_max_tokens": "",
                    "decode_stream_interval": "50", "prefill_attention_dp": "yes",
                    "decode_attention_dp": "yes", "prefill_ep": "", "decode_ep": "",
-                   "concurrencies": ""}
+                   "prefill_tp": "", "decode_tp": "", "concurrencies": ""}
     plain = imp.settings(imp.config(text, None, 0))
     assert plain["decode_draft_tokens"] == "" and plain["decode_dp"] == "1"
     assert plain["decode_attention_dp"] == "no"
@@ -1413,7 +1413,8 @@ benchmark: {type: sa-bench, concurrencies: "10x15x25"}
                    "prefill_max_running": "2", "prefill_dp": "1", "prefill_chunked": "",
                    "prefill_max_tokens": "16896", "decode_stream_interval": "",
                    "prefill_attention_dp": "yes", "decode_attention_dp": "no",
-                   "prefill_ep": "", "decode_ep": "", "concurrencies": "10 15 25"}
+                   "prefill_ep": "", "decode_ep": "", "prefill_tp": "", "decode_tp": "",
+                   "concurrencies": "10 15 25"}
     stated = text.replace("enable_attention_dp: true}",
                           "enable_attention_dp: true, moe_expert_parallel_size: 4}")
     assert imp.settings(imp.config(stated, None, 0))["prefill_ep"] == "4"
@@ -1476,6 +1477,21 @@ def test_a_role_runs_the_attention_layout_its_recipe_sets() -> None:
     assert "prefill attention tensor parallel as its recipe runs it" in got["_layout"]
 
 
+def test_a_recipe_s_layout_is_read_only_where_it_fits_the_entry(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An EP that does not divide the worker's GPUs, or a recipe whose worker has other GPUs
+    than the entry's, changes nothing; a stated EP that divides them does."""
+    said = {"prefill_tp": "8", "prefill_ep": "3", "decode_tp": "8", "decode_ep": "4",
+            "decode_attention_dp": "no"}
+    monkeypatch.setattr(ss, "recipe_settings", lambda recipe, day: said)
+    e = _layout(prefill_tp="8", prefill_ep="8", decode_tp="8", decode_ep="8")
+    assert ss._recipe_changes(e, "2026-01-15") == {"decode": (None, 4)}
+    roles = ss._recipe_roles(e, "2026-01-15")
+    assert (roles["decode_moe_tp_size"], roles["decode_moe_ep_size"]) == ("2", "4")
+    said.update(decode_tp="16", prefill_attention_dp="no")
+    assert ss._recipe_changes(e, "2026-01-15") == {"prefill": (False, None)}
+
+
 def test_a_role_runs_the_expert_parallelism_its_recipe_sets() -> None:
     """InferenceMAX's B200 FP8 TensorRT-LLM entries said EP 8 for a context worker whose
     recipe sets ``moe_expert_parallel_size: 1`` (corrected to the recipe on 2026-03-23):
@@ -1494,11 +1510,18 @@ def test_a_role_runs_the_expert_parallelism_its_recipe_sets() -> None:
     assert (got["prefill_moe_tp_size"], got["prefill_moe_ep_size"]) == ("8", "1")
     assert (got["decode_moe_tp_size"], got["decode_moe_ep_size"]) == ("8", "1")
     assert "prefill experts over EP 1 as its recipe runs it" in got["_layout"]
-    # An EP the recipe states that does not divide the worker's GPUs is not read
-    odd = {**e, "prefill_tp": "6", "prefill_ep": "6"}
-    assert ss._recipe_changes(odd, "2026-03-10").get("prefill", (None, None))[1] == 1
     assert ss._recipe_changes({**e, "prefill_ep": "1", "prefill_dp_attn": "no"},
                               "2026-03-10") == {}
+    # Nor is anything read from a recipe whose worker is not the entry's: srt-slurm rewrote
+    # its GLM-5 GB300 variants under the same names on 2026-07-30 (variant 0's decode worker
+    # went from TP 24 with EP 24 to TP 8 with EP 1)
+    glm = _layout(system="gb300", backend="sglang", precision="fp8", prefill_tp="4",
+                  prefill_ep="1", decode_workers="1", decode_tp="24", decode_ep="24",
+                  decode_dp_attn="yes",
+                  recipe="recipes/gb300-fp8/glm5.yaml:zip_override_1k1k_hightpt[0]")
+    assert ss.recipe_settings(glm["recipe"], "2026-07-30")["decode_ep"] == "1"
+    assert ss._recipe_changes(glm, "2026-07-30") == {}
+    assert ss.recipe_settings(glm["recipe"], "2026-07-10")["decode_ep"] == "24"
 
 
 def test_an_entry_also_matches_the_clients_its_recipe_runs() -> None:

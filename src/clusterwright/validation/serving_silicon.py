@@ -433,12 +433,17 @@ def _recipe_changes(e: dict[str, str], day: str
                     ) -> dict[str, tuple[bool | None, int | None]]:
     """Per role, what the entry's recipe (in force on ``day``) sets otherwise than the
     entry: attention data parallel or not, and the expert-parallel size (None where it
-    agrees or says nothing). A worker of one GPU has no attention layout to change; an EP
-    that does not divide the worker's GPUs is not read."""
+    agrees or says nothing). Read only where the recipe's worker has the entry's GPUs (its
+    stated TP): a recipe rewritten under the same name (srt-slurm's GLM-5 GB300 variants
+    on 2026-07-30) does not describe an entry written for its earlier form. A worker of
+    one GPU has no attention layout to change; an EP that does not divide the worker's GPUs
+    is not read."""
     cfg = recipe_settings(e.get("recipe") or "", day)
     out: dict[str, tuple[bool | None, int | None]] = {}
     for role in ("prefill", "decode"):
         gpus = max(int(e[f"{role}_tp"]), int(e[f"{role}_ep"]))
+        if cfg.get(f"{role}_tp", "") != str(gpus):
+            continue
         said = cfg.get(f"{role}_attention_dp", "")
         adp = (said == "yes" if said in ("yes", "no") and gpus > 1
                and (said == "yes") != (e[f"{role}_dp_attn"] == "yes") else None)
