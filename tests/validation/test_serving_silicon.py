@@ -1479,8 +1479,9 @@ def test_a_role_runs_the_attention_layout_its_recipe_sets() -> None:
 
 def test_a_recipe_s_layout_is_read_only_where_it_fits_the_entry(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """An EP that does not divide the worker's GPUs, or a recipe whose worker has other GPUs
-    than the entry's, changes nothing; a stated EP that divides them does."""
+    """An EP that does not divide the worker's GPUs changes nothing, a stated EP that
+    divides them does; a recipe whose worker has other GPUs than the entry's gives
+    nothing at all."""
     said = {"prefill_tp": "8", "prefill_ep": "3", "decode_tp": "8", "decode_ep": "4",
             "decode_attention_dp": "no"}
     monkeypatch.setattr(ss, "recipe_settings", lambda recipe, day: said)
@@ -1488,8 +1489,12 @@ def test_a_recipe_s_layout_is_read_only_where_it_fits_the_entry(
     assert ss._recipe_changes(e, "2026-01-15") == {"decode": (None, 4)}
     roles = ss._recipe_roles(e, "2026-01-15")
     assert (roles["decode_moe_tp_size"], roles["decode_moe_ep_size"]) == ("2", "4")
-    said.update(decode_tp="16", prefill_attention_dp="no")
-    assert ss._recipe_changes(e, "2026-01-15") == {"prefill": (False, None)}
+    said.update(prefill_attention_dp="no")
+    assert ss._recipe_changes(e, "2026-01-15") == {"prefill": (False, None),
+                                                   "decode": (None, 4)}
+    # A recipe whose decode worker has other GPUs describes another deployment: nothing
+    said.update(decode_tp="16")
+    assert ss._recipe_changes(e, "2026-01-15") == {} and ss.entry_recipe(e, "x") == {}
 
 
 def test_a_role_runs_the_expert_parallelism_its_recipe_sets() -> None:
@@ -1522,6 +1527,13 @@ def test_a_role_runs_the_expert_parallelism_its_recipe_sets() -> None:
     assert ss.recipe_settings(glm["recipe"], "2026-07-30")["decode_ep"] == "1"
     assert ss._recipe_changes(glm, "2026-07-30") == {}
     assert ss.recipe_settings(glm["recipe"], "2026-07-10")["decode_ep"] == "24"
+    # ... and the entry takes none of the rewritten recipe's settings: its batch caps, budget
+    # and client counts are the earlier form's, or none
+    assert ss.entry_recipe(glm, "2026-07-30") == {}
+    assert ss._max_batch(glm, "decode", "2026-07-30") == ""
+    assert ss._max_batch(glm, "decode", "2026-07-10") == str(8192 // 24)
+    assert "8192" in ss._entry_clients(glm, "2026-07-10")
+    assert "2576" not in ss._entry_clients(glm, "2026-07-30")
 
 
 def test_an_entry_also_matches_the_clients_its_recipe_runs() -> None:

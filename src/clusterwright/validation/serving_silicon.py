@@ -438,7 +438,7 @@ def _recipe_changes(e: dict[str, str], day: str
     on 2026-07-30) does not describe an entry written for its earlier form. A worker of
     one GPU has no attention layout to change; an EP that does not divide the worker's GPUs
     is not read."""
-    cfg = recipe_settings(e.get("recipe") or "", day)
+    cfg = entry_recipe(e, day)
     out: dict[str, tuple[bool | None, int | None]] = {}
     for role in ("prefill", "decode"):
         gpus = max(int(e[f"{role}_tp"]), int(e[f"{role}_ep"]))
@@ -525,6 +525,20 @@ def recipe_settings(recipe: str, day: str) -> dict[str, str]:
     return before[-1] if before else found[0]
 
 
+def entry_recipe(e: dict[str, str], day: str) -> dict[str, str]:
+    """The settings of a configuration entry's recipe in force on ``day`` (``{}`` without
+    one), or ``{}`` where the recipe then states a worker other than the entry's (a role's
+    TP, where stated, not the entry's GPUs per worker): srt-slurm rewrote its GLM-5 GB300
+    variants under the same names on 2026-07-30, and an entry written for their earlier
+    form takes nothing from the new one."""
+    cfg = recipe_settings(e.get("recipe") or "", day)
+    for role in ("prefill", "decode"):
+        stated = cfg.get(f"{role}_tp", "")
+        if stated and stated != str(max(int(e[f"{role}_tp"]), int(e[f"{role}_ep"]))):
+            return {}
+    return cfg
+
+
 def _max_batch(e: dict[str, str], role: str, day: str = "") -> str:
     """A role's max batch per attention-DP rank in a configuration entry: its column, else
     its srt-slurm recipe's (TensorRT-LLM's ``max_batch_size``, per rank; SGLang's
@@ -533,7 +547,7 @@ def _max_batch(e: dict[str, str], role: str, day: str = "") -> str:
     a TensorRT-LLM recipe's name carries; "" where none says."""
     if e.get(f"{role}_max_batch"):
         return e[f"{role}_max_batch"]
-    cfg = recipe_settings(e.get("recipe") or "", day)
+    cfg = entry_recipe(e, day)
     if cfg.get(f"{role}_max_running"):
         return str(max(1, int(cfg[f"{role}_max_running"]) // int(cfg[f"{role}_dp"] or 1)))
     batch = _RECIPE_BATCH.search(e.get("recipe") or "") if role == "decode" else None
@@ -547,7 +561,7 @@ def _max_tokens(e: dict[str, str], day: str = "") -> str:
     (``max_num_tokens``); "" where none says. SGLang recipes' ``chunked-prefill-size`` is
     not taken: with it the disaggregated SGLang rows' TTFT, already short, came out shorter
     (B200 58.6 -> 60.9 %, GB200 47.0 -> 51.3 % MAPE)."""
-    return recipe_settings(e.get("recipe") or "", day).get("prefill_max_tokens", "")
+    return entry_recipe(e, day).get("prefill_max_tokens", "")
 
 
 def _mtp_depth(e: dict[str, str], day: str) -> str:
@@ -557,7 +571,7 @@ def _mtp_depth(e: dict[str, str], day: str) -> str:
     if m:
         return m.group(1)
     if e["backend"] == "sglang":
-        return recipe_settings(e.get("recipe") or "", day).get("decode_draft_tokens", "")
+        return entry_recipe(e, day).get("decode_draft_tokens", "")
     return ""
 
 
@@ -565,8 +579,7 @@ def _entry_clients(e: dict[str, str], day: str) -> list[str]:
     """The client counts a configuration entry ran: its own list, and where it names an
     srt-slurm recipe, the ones the recipe's benchmark section runs (InferenceMAX's H200
     TensorRT-LLM entry lists 4 for ``c4_ctx1_gen11_...``, whose benchmark runs 44)."""
-    return e["concurrencies"].split() + recipe_settings(
-        e.get("recipe") or "", day).get("concurrencies", "").split()
+    return e["concurrencies"].split() + entry_recipe(e, day).get("concurrencies", "").split()
 
 
 def _role_ints(d: dict[str, str]) -> tuple[int, ...]:
@@ -643,7 +656,7 @@ def _entries_overlay(found: list[dict[str, str]], r: dict[str, str], day: str,
     budgets = {_max_tokens(x, day) for x in found}
     if len(budgets) == 1 and "" not in budgets:
         out["_prefill_max_tokens"] = budgets.pop()
-    intervals = {recipe_settings(x.get("recipe") or "", day).get("decode_stream_interval", "")
+    intervals = {entry_recipe(x, day).get("decode_stream_interval", "")
                  for x in found}
     if len(intervals) == 1 and "" not in intervals:
         out["_decode_stream_interval"] = intervals.pop()
