@@ -456,7 +456,9 @@ def _recipe_changes(e: dict[str, str], day: str
     return out
 
 
-def _recipe_adp_note(e: dict[str, str], day: str) -> str:
+def _recipe_note(e: dict[str, str], day: str) -> str:
+    """What of the row's layout comes from the recipe over the entry (``_recipe_changes``),
+    for its note; "" where nothing does."""
     said = []
     for role, (adp, ep) in _recipe_changes(e, day).items():
         if adp is not None:
@@ -670,7 +672,7 @@ def _entries_overlay(found: list[dict[str, str]], r: dict[str, str], day: str,
                       f"{e['recipe'] or 'no recipe named'})"
                       + (f"; its EP as the configuration corrected it at {e['ep_from']}"
                          if e.get("ep_from") else "")
-                      + _recipe_adp_note(e, day)
+                      + _recipe_note(e, day)
                       + ("" if spec == ["none"] else
                          f"; MTP with {out['_mtp']} draft token(s) (its recipe), each accepted "
                          f"with p = {MTP_ACCEPTANCE:g}" if mtp else
