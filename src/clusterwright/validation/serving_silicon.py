@@ -438,12 +438,12 @@ def _recipe_changes(e: dict[str, str], day: str
     on 2026-07-30) does not describe an entry written for its earlier form. A worker of
     one GPU has no attention layout to change; an EP that does not divide the worker's GPUs
     is not read."""
-    cfg = entry_recipe(e, day)
+    cfg = entry_recipe(e, day)  # {} where a stated TP is not the entry's
     out: dict[str, tuple[bool | None, int | None]] = {}
     for role in ("prefill", "decode"):
-        gpus = max(int(e[f"{role}_tp"]), int(e[f"{role}_ep"]))
-        if cfg.get(f"{role}_tp", "") != str(gpus):
+        if not cfg.get(f"{role}_tp"):
             continue
+        gpus = _worker_gpus(e, role)
         said = cfg.get(f"{role}_attention_dp", "")
         adp = (said == "yes" if said in ("yes", "no") and gpus > 1
                and (said == "yes") != (e[f"{role}_dp_attn"] == "yes") else None)
@@ -536,9 +536,15 @@ def entry_recipe(e: dict[str, str], day: str) -> dict[str, str]:
     cfg = recipe_settings(e.get("recipe") or "", day)
     for role in ("prefill", "decode"):
         stated = cfg.get(f"{role}_tp", "")
-        if stated and stated != str(max(int(e[f"{role}_tp"]), int(e[f"{role}_ep"]))):
+        if stated and stated != str(_worker_gpus(e, role)):
             return {}
     return cfg
+
+
+def _worker_gpus(e: dict[str, str], role: str) -> int:
+    """GPUs of one of a configuration entry's workers in ``role`` (its TP, or its EP where
+    GB200's SGLang entries give the GPUs as EP, ``_layout_roles``)."""
+    return max(int(e[f"{role}_tp"]), int(e[f"{role}_ep"]))
 
 
 def _max_batch(e: dict[str, str], role: str, day: str = "") -> str:
