@@ -421,7 +421,7 @@ def test_a_small_file_predicts_every_row(tmp_path: Path) -> None:
     assert {"total", "covered", "ttft_mape", "tpot_mape", "partitions", "rows"} <= set(p)
     assert set(p) - {"total", "covered", "ttft_mape", "tpot_mape", "partitions", "rows"} == {
         "recorded", "repeat_noise", "unwarmed", "warmed", "saturated", "unsaturated",
-        "ttft_median_error", "tpot_median_error"}
+        "open_deployment", "settled_deployment", "ttft_median_error", "tpot_median_error"}
     assert p["recorded"]["n"] <= p["covered"]
     assert p["unwarmed"]["n"] + p["warmed"]["n"] == p["covered"]
     assert p["total"] == p["covered"] == 4
@@ -739,6 +739,24 @@ def test_rows_whose_predicted_loop_is_saturated_are_reported_apart(
     rows = [r for r in shipped_result.covered if r.ttft_sensitivity is not None]
     assert all(r.ttft_sensitivity >= 1.0 - 1e-9 for r in rows)  # clients / rate >= TTFT
     assert sum(1 for r in rows if r.ttft_sensitivity >= SATURATED_SENSITIVITY) == sat["n"]
+
+
+def test_rows_whose_deployment_the_data_leaves_open_are_reported_apart(
+        shipped_result: ss.SiliconResult) -> None:
+    """A row predicted as the pool of the deployments its benchmark ran at its client count,
+    or without the speculative decoding its configuration ran at an unnamed depth, is counted
+    apart, so a reader sees how much of the error the data's own ambiguity carries."""
+    p = shipped_result.payload()
+    op, settled = p["open_deployment"], p["settled_deployment"]
+    assert op["n"] > 100 and settled["n"] > 1000 and op["n"] + settled["n"] == p["covered"]
+    pooled = [r for r in shipped_result.covered if "the geometric mean of their" in r.note]
+    unsized = [r for r in shipped_result.covered if "speculative decoding mtp" in r.note
+               and "not modelled" in r.note]
+    assert pooled and unsized
+    assert all(ss.open_deployment(r.note) for r in pooled + unsized)
+    # A row read as recorded never is
+    assert not any(ss.open_deployment(r.note) for r in shipped_result.recorded)
+    assert not ss.open_deployment("")
 
 
 # --------------------------------------------------------------------------- InferenceMAX layouts

@@ -214,6 +214,14 @@ def _print_silicon(res: SiliconResult) -> None:
             f"{_pct(sat['tpot_mape'])}; the other {free['n']}: TTFT MAPE "
             f"{_pct(free['ttft_mape'])} (median {_signed(free['ttft_median_error'])}), TPOT "
             f"MAPE {_pct(free['tpot_mape'])}")
+    shut, open_ = p["settled_deployment"], p["open_deployment"]
+    if open_["n"]:
+        console.print(
+            f"  {open_['n']} rows whose deployment the data leaves open (the benchmark ran "
+            f"several at the row's client count, predictions pooled; or speculative decoding "
+            f"no source sizes, predicted without): TTFT MAPE {_pct(open_['ttft_mape'])}, TPOT "
+            f"MAPE {_pct(open_['tpot_mape'])}; the other {shut['n']}: TTFT MAPE "
+            f"{_pct(shut['ttft_mape'])}, TPOT MAPE {_pct(shut['tpot_mape'])}")
     noise = p.get("repeat_noise") or {}
     rep, inp = noise.get("repeats"), noise.get("model_inputs")
     if rep and inp and inp["measurements"]:

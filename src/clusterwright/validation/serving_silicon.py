@@ -682,7 +682,7 @@ def _entries_overlay(found: list[dict[str, str]], r: dict[str, str], day: str,
                       + ("" if spec == ["none"] else
                          f"; MTP with {out['_mtp']} draft token(s) (its recipe), each accepted "
                          f"with p = {MTP_ACCEPTANCE:g}" if mtp else
-                         f"; speculative decoding {' or '.join(spec)} there, not modelled"))
+                         f"; speculative decoding {' or '.join(spec)}{SPEC_OPEN_NOTE}"))
     if gpus is not None:
         mode = (r.get("mode") or "").strip()
         out.update(mode="disagg", _file_mode=mode, _layout=out["_layout"] + (
@@ -1084,6 +1084,19 @@ def uncapped_clients(r: dict[str, str], clients: int) -> str:
     return ""
 
 
+# How a note says the data leaves the row's deployment open (``open_deployment``)
+POOLED_NOTE = "deployment not recorded, and the benchmark's configuration ran "
+SPEC_OPEN_NOTE = " there, not modelled"
+
+
+def open_deployment(note: str) -> bool:
+    """The row's deployment is one the data leaves open: its configuration ran several at the
+    row's client count (their predictions pooled), or ran speculative decoding at a depth, or
+    with and without it, that no source names (predicted without). A row reading a recorded
+    deployment never is."""
+    return POOLED_NOTE in note or SPEC_OPEN_NOTE in note
+
+
 def unwarmed(r: dict[str, str]) -> bool:
     """An InferenceMAX row measured before its client sent warm-up requests."""
     src = (r.get("silicon_data_source") or "").strip()
@@ -1401,9 +1414,8 @@ def predict(cat: Catalog, cfg: RowConfig) -> tuple[SteadyState, str]:
         # Saturated where any of them is: its TTFT is then a queue's length
         bound=next((s.bound for s in states if s.bound), ""),
         detail=f"geometric mean of {len(states)} deployments; the first: {first.detail}")
-    return pooled, (f"deployment not recorded, and the benchmark's configuration ran "
-                    f"{len(states)} at this client count: the geometric mean of their "
-                    f"predictions {lines}")
+    return pooled, (f"{POOLED_NOTE}{len(states)} at this client count: the geometric mean "
+                    f"of their predictions {lines}")
 
 
 def _predict_one(cat: Catalog, cfg: RowConfig) -> tuple[SteadyState, str]:
@@ -1622,6 +1634,9 @@ class SiliconResult:
             # (at least SATURATED_SENSITIVITY % per 1 % of rate error), and the rest
             "saturated": _summary([r for r in cov if _saturated(r)]),
             "unsaturated": _summary([r for r in cov if not _saturated(r)]),
+            # Rows whose deployment the data leaves open (``open_deployment``), and the rest
+            "open_deployment": _summary([r for r in cov if open_deployment(r.note)]),
+            "settled_deployment": _summary([r for r in cov if not open_deployment(r.note)]),
             "repeat_noise": self.noise,
             "partitions": self.partitions(),
             "rows": [{"id": r.id, "ttft_ms": r.ttft_ms, "tpot_ms": r.tpot_ms,
