@@ -633,6 +633,24 @@ def test_the_shipped_table(shipped_result: ss.SiliconResult,
     assert all(x["skipped"] for x in p["rows"] if x["pred_ttft_ms"] is None)
 
 
+def test_the_text_table_reports_each_split_with_both_sides(
+        shipped_result: ss.SiliconResult, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The text output gives each split's rows and the rest, with their counts summing to the
+    covered rows."""
+    monkeypatch.setattr("clusterwright.cli.validate_cmd.serving_silicon",
+                        _shipped_once(shipped_result))
+    res = cw("validate", "--table", "serving-silicon")
+    text = " ".join(res.output.split())
+    p = shipped_result.payload()
+    for part, rest, what in (("unwarmed", "warmed", "warm-up requests"),
+                             ("saturated", "unsaturated", "loop is saturated"),
+                             ("open_deployment", "settled_deployment", "leaves open")):
+        a, b = p[part]["n"], p[rest]["n"]
+        assert a + b == p["covered"]
+        m = re.search(rf"{a} [^;]*{what}.*?: TTFT MAPE [^;]*; the other {b}: TTFT MAPE", text)
+        assert m, (what, text[:2000])
+
+
 def test_validate_json_has_the_memory_table(shipped_result: ss.SiliconResult,
                                            monkeypatch: pytest.MonkeyPatch,
                                            tmp_path_factory: pytest.TempPathFactory) -> None:

@@ -165,6 +165,19 @@ def _print_row(d: dict[str, Any]) -> None:
         console.print(f"  {line}")
 
 
+def _print_split(part: dict[str, Any], rest: dict[str, Any], what: str,
+                 medians: bool = False) -> None:
+    """One line: the MAPE of the rows ``what`` describes (``part``) and of the others."""
+    if not part["n"]:
+        return
+
+    def errs(q: dict[str, Any]) -> str:
+        med = f" (median {_signed(q['ttft_median_error'])})" if medians else ""
+        return f"TTFT MAPE {_pct(q['ttft_mape'])}{med}, TPOT MAPE {_pct(q['tpot_mape'])}"
+
+    console.print(f"  {part['n']} {what}: {errs(part)}; the other {rest['n']}: {errs(rest)}")
+
+
 def _print_silicon(res: SiliconResult) -> None:
     """Per-partition (system x backend x mode) MAPE, the worst rows, and what is not covered."""
     p = res.payload()
@@ -197,31 +210,16 @@ def _print_silicon(res: SiliconResult) -> None:
         console.print(f"  {read} rows read by a rule or with inferred worker counts (see --json);"
                       f" the {rec['n']} read as recorded: TTFT MAPE {_pct(rec['ttft_mape'])}, "
                       f"TPOT MAPE {_pct(rec['tpot_mape'])}")
-    cold, warm = p["unwarmed"], p["warmed"]
-    if cold["n"]:
-        console.print(f"  {cold['n']} InferenceMAX rows measured before its client sent warm-up "
-                      f"requests (cold kernels in the opening wave, not modelled): TTFT MAPE "
-                      f"{_pct(cold['ttft_mape'])}, TPOT MAPE {_pct(cold['tpot_mape'])}; the other "
-                      f"{warm['n']}: TTFT MAPE {_pct(warm['ttft_mape'])}, TPOT MAPE "
-                      f"{_pct(warm['tpot_mape'])}")
-    sat, free = p["saturated"], p["unsaturated"]
-    if sat["n"]:
-        console.print(
-            f"  {sat['n']} rows where the model's loop is saturated (the rate fixed by the "
-            f"prefill workers or the batch slots; TTFT = clients / rate - decode time moves "
-            f"{SATURATED_SENSITIVITY:g} % or more per 1 % of rate error): TTFT MAPE "
-            f"{_pct(sat['ttft_mape'])} (median {_signed(sat['ttft_median_error'])}), TPOT MAPE "
-            f"{_pct(sat['tpot_mape'])}; the other {free['n']}: TTFT MAPE "
-            f"{_pct(free['ttft_mape'])} (median {_signed(free['ttft_median_error'])}), TPOT "
-            f"MAPE {_pct(free['tpot_mape'])}")
-    shut, open_ = p["settled_deployment"], p["open_deployment"]
-    if open_["n"]:
-        console.print(
-            f"  {open_['n']} rows whose deployment the data leaves open (the benchmark ran "
-            f"several at the row's client count, predictions pooled; or speculative decoding "
-            f"no source sizes, predicted without): TTFT MAPE {_pct(open_['ttft_mape'])}, TPOT "
-            f"MAPE {_pct(open_['tpot_mape'])}; the other {shut['n']}: TTFT MAPE "
-            f"{_pct(shut['ttft_mape'])}, TPOT MAPE {_pct(shut['tpot_mape'])}")
+    _print_split(p["unwarmed"], p["warmed"], "InferenceMAX rows measured before its client "
+                 "sent warm-up requests (cold kernels in the opening wave, not modelled)")
+    _print_split(p["saturated"], p["unsaturated"], "rows where the model's loop is saturated "
+                 "(the rate fixed by the prefill workers or the batch slots; TTFT = clients / "
+                 f"rate - decode time moves {SATURATED_SENSITIVITY:g} % or more per 1 % of "
+                 "rate error)", medians=True)
+    _print_split(p["open_deployment"], p["settled_deployment"], "rows whose deployment the "
+                 "data leaves open (the benchmark ran several at the row's client count, "
+                 "predictions pooled; or speculative decoding no source sizes, predicted "
+                 "without)")
     noise = p.get("repeat_noise") or {}
     rep, inp = noise.get("repeats"), noise.get("model_inputs")
     if rep and inp and inp["measurements"]:
