@@ -3,6 +3,7 @@ shape is refused when the catalog loads, not when a model first reads it."""
 
 from __future__ import annotations
 
+import statistics
 from typing import Any
 
 import pytest
@@ -88,6 +89,19 @@ def test_the_moe_floor_is_the_gpus_measured_one_else_their_median(catalog: Catal
                 {"h100-sxm": "fast"}, [25.0]):
         with pytest.raises(ValidationError, match="moe_layer_floor_us"):
             ServingEngine.model_validate(changed(e, moe_layer_floor_us=bad))
+
+
+def test_the_sparse_floor_is_the_gpus_measured_one_else_their_median(catalog: Catalog) -> None:
+    """``sparse_layer_floor_s`` reads its table as the MoE floor does: the listed GPU's, an
+    unlisted one the median, values 0-1,000 us."""
+    e = catalog.serving_engine("trtllm")
+    table = e.sparse_layer_floor_us
+    assert table and e.sparse_layer_floor_s("gb200") == pytest.approx(table["gb200"] * 1e-6)
+    assert e.sparse_layer_floor_s("h200-sxm") == pytest.approx(
+        statistics.median(table.values()) * 1e-6)
+    for bad in ({"b200": -1.0}, {"b200": 1e4}, {"b200": "slow"}):
+        with pytest.raises(ValidationError, match="sparse_layer_floor_us"):
+            ServingEngine.model_validate(changed(e, sparse_layer_floor_us=bad))
 
 
 def test_the_mla_kernel_rates_are_the_gpus_and_formats_measured(catalog: Catalog) -> None:

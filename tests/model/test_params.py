@@ -191,6 +191,22 @@ def test_deepseek_v4_counts_its_shared_head_grouped_output_and_compressors(
     assert total_params(catalog.model("deepseek-v4-pro")) == pytest.approx(1.573e12, rel=0.001)
 
 
+def test_deepseek_sparse_attention_counts_its_indexer(catalog: Catalog) -> None:
+    # GLM-5's config.json: index_n_heads 32, index_head_dim 128, q_lora_rank 2048, hidden
+    # 6144; the indexer's wq_b (2048 x 32 x 128), wk (6144 x 128), weights_proj (6144 x 32)
+    # and k_norm (a LayerNorm of 128) on every one of its 78 layers, no compressor at ratio 1
+    from clusterwright.model.params import compression_params
+
+    glm = catalog.model("glm-5")
+    per_layer = 2048 * 32 * 128 + 6144 * 128 + 6144 * 32 + 2 * 128
+    assert compression_params(glm) == 78 * per_layer
+    assert total_params(glm) == pytest.approx(744e9, rel=0.001)
+    v32, v3 = catalog.model("deepseek-v3.2"), catalog.model("deepseek-v3")
+    # DeepSeek-V3.2 is V3 and its indexer (64 heads of 128 from the 1,536-wide q latent)
+    assert total_params(v32) - total_params(v3) == 61 * (1536 * 64 * 128 + 7168 * 128
+                                                         + 7168 * 64 + 2 * 128)
+
+
 def test_deepseek_v4_shapes_are_checked() -> None:
     base = dict(id="x", name="x", source="a test shape", layers=4, hidden=64, heads=4,
                 ffn_hidden=128, vocab=100, max_seq_len=128, q_lora_rank=32,
@@ -200,6 +216,14 @@ def test_deepseek_v4_shapes_are_checked() -> None:
         ModelArch(**{**base, "v_head_dim": 24}, mla_shared_kv=True)
     with pytest.raises(ValueError, match="sliding_window"):
         ModelArch(**base, compressed_attention=[{"layers": 2, "ratio": 4}])
+    # Ratio 1 (DeepSeek Sparse Attention): no window needed, but an indexer with its top-k
+    sparse = ModelArch(**base, index_heads=2, index_head_dim=8,
+                       compressed_attention=[{"layers": 4, "ratio": 1, "topk": 16}])
+    assert (sparse.indexed_layers, sparse.windowed_compressed_layers) == (4, 0)
+    with pytest.raises(ValueError, match="without topk"):
+        ModelArch(**base, compressed_attention=[{"layers": 2, "ratio": 1}])
+    with pytest.raises(ValueError, match="greater than 0"):
+        ModelArch(**base, compressed_attention=[{"layers": 2, "ratio": 0, "topk": 16}])
     with pytest.raises(ValueError, match="index_heads"):
         ModelArch(**base, sliding_window=8, compressed_attention=[
             {"layers": 2, "ratio": 4, "topk": 16}])

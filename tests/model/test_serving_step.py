@@ -420,6 +420,32 @@ def test_deepseek_v4_long_contexts_cost_its_compressed_cache_not_the_context(
     assert long_ - short < 0.25 * (d.step_s(0, 16, 16 * 64_000) - d.step_s(0, 16, 16 * 4_000))
 
 
+def test_sparse_attention_attends_its_top_k_and_pays_its_indexer_floor(cat: Catalog) -> None:
+    """GLM-5 (DeepSeek Sparse Attention on its 78 layers): each decode query attends at most
+    the indexer's 2,048 picks of its latent cache, while the indexer scores the whole
+    context in FP8; a decoding iteration adds the engine's floor per indexed layer, an
+    iteration carrying no decode does not."""
+    par = ServingParallel(tp=8)
+    s = step(cat, "glm-5", "h200-sxm", par, "fp8", "sglang", "fp8")
+    bands = sorted((b[0], b[1]) for b in s._bands)  # type: ignore[attr-defined]
+    assert bands == [(1.0, 2048.0), (1.0, math.inf)]
+    floor = s.engine.sparse_layer_floor_s("h200-sxm")
+    assert floor == pytest.approx(s.engine.sparse_layer_floor_us["h200-sxm"] * 1e-6)
+    none = replace(s, engine=s.engine.model_copy(update={"sparse_layer_floor_us": {}}))
+    for d, kv in ((4, 4 * 1500), (64, 64 * 9000)):
+        got = s.gpu_parts(0, d, kv).attention_s - none.gpu_parts(0, d, kv).attention_s
+        assert got == pytest.approx(78 * floor, rel=1e-9)
+    assert s.gpu_parts(4096, 0, 0).total_s == pytest.approx(none.gpu_parts(4096, 0, 0).total_s)
+    # A plain MLA model takes no floor, and its attention grows with the whole context
+    v3 = step(cat, "deepseek-v3", "h200-sxm", par, "fp8", "sglang", "fp8")
+    assert v3._k["indexed_layers"] == 0  # type: ignore[attr-defined]
+    grow_sparse = s.gpu_parts(0, 16, 16 * 64_000).attention_s - s.gpu_parts(
+        0, 16, 16 * 8_000).attention_s
+    grow_dense = v3.gpu_parts(0, 16, 16 * 64_000).attention_s - v3.gpu_parts(
+        0, 16, 16 * 8_000).attention_s
+    assert 0 < grow_sparse < 0.5 * grow_dense
+
+
 def test_offloaded_weights_cross_the_host_link_in_every_pass(cat: Catalog) -> None:
     """A share f of the layer weights in CPU memory: a batch-1 decode reads that share over
     the link instead of HBM, so it takes f x weights x (1 / link - 1 / HBM) longer; a large

@@ -137,6 +137,8 @@ def test_a_hybrid_linear_attention_model_is_reported_outside_the_fitted_rows(
     ("gemma-4-31b", "h100-sxm", "vllm", ServingParallel(tp=2), ("own shape",)),
     ("deepseek-v4-flash", "b200", "sglang", ServingParallel(tp=1, adp=8, moe_ep=8),
      ("compressed KV cache",)),
+    ("glm-5", "b200", "sglang", ServingParallel(tp=8), ("DeepSeek Sparse Attention",
+                                                         "sparse_layer_floor_us")),
 ])
 def test_an_architecture_no_row_measured_says_so(cat: Catalog, model: str, gpu: str,
                                                   engine: str, par: ServingParallel,
@@ -556,3 +558,23 @@ def test_the_breakdown_of_a_disaggregated_decode_iteration_is_its_tpot(
     assert p["iteration_s"] == pytest.approx(step.step_s(8192, 0, 0), rel=1e-12)
     assert sum(p["parts_s"].values()) == pytest.approx(p["iteration_s"], rel=1e-9)
     assert sum(st["ttft_parts_s"].values()) == pytest.approx(st["ttft_mean_s"], rel=1e-9)
+
+
+def test_a_gpu_whose_sparse_modules_were_not_measured_says_which_floor_it_takes(
+        cat: Catalog) -> None:
+    """A sparse-attention model on a GPU outside the engine's ``sparse_layer_floor_us`` (here
+    TensorRT-LLM on H200, whose pairs AIConfigurator's tables lack) says it takes the measured
+    GPUs' median; on a measured GPU, or a model without an indexer, nothing."""
+    trt = engine_of(cat, "trtllm")
+    glm, v3 = cat.model("glm-5"), cat.model("deepseek-v3")
+
+    def notes(arch: object, gpu: str) -> str:
+        dep = deployment(cat, arch, cat.gpu(gpu), trt, "fp8",  # type: ignore[arg-type]
+                         agg=Role(layout(arch), 1))  # type: ignore[arg-type]
+        return " ".join(dep.notes)
+
+    text = notes(glm, "h200-sxm")
+    assert "trtllm's sparse-attention modules were not measured on h200-sxm" in text
+    assert f"{trt.sparse_layer_floor_s('h200-sxm') * 1e6:.1f} us" in text
+    assert "sparse-attention" not in notes(glm, "b200")
+    assert "sparse-attention" not in notes(v3, "h200-sxm")

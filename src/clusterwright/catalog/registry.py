@@ -202,6 +202,8 @@ class Catalog:
         for e in self.entries["serving_engines"].values():
             for g in e.moe_layer_floor_us:
                 self._ref("serving_engines", e.id, "moe_layer_floor_us", "gpus", g)
+            for g in e.sparse_layer_floor_us:
+                self._ref("serving_engines", e.id, "sparse_layer_floor_us", "gpus", g)
             for g in e.mla_decode_kernel:
                 self._ref("serving_engines", e.id, "mla_decode_kernel", "gpus", g)
 

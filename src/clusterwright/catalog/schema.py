@@ -467,13 +467,22 @@ class CompressedAttention(BaseModel):
     """Layers whose KV cache keeps one entry per ``ratio`` tokens of the context (DeepSeek-V4's
     compressed attention, arXiv 2606.19348): with ``topk`` each query attends only the
     entries a lightning indexer scores highest (Compressed Sparse Attention), without it
-    every entry (Heavily Compressed Attention)."""
+    every entry (Heavily Compressed Attention). At ``ratio`` 1 the cache keeps every token
+    and the indexer picks ``topk`` of them (DeepSeek Sparse Attention: DeepSeek-V3.2,
+    GLM-5), so ``topk`` is required there."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     layers: PositiveInt
-    ratio: Annotated[PositiveInt, Field(ge=2)]
+    ratio: PositiveInt
     topk: PositiveInt | None = None
+
+    @model_validator(mode="after")
+    def _sparse_when_whole(self) -> CompressedAttention:
+        if self.ratio == 1 and self.topk is None:
+            raise ValueError("ratio 1 keeps every token: without topk the layers are plain "
+                             "attention (leave them out of compressed_attention)")
+        return self
 
 
 class Activation(StrEnum):
@@ -658,9 +667,10 @@ class ModelArch(CatalogEntry):
             if not self.is_mla:
                 raise ValueError("compressed_attention is modelled on MLA models (DeepSeek-V4's "
                                  "shared head) only")
-            if not self.sliding_window:
+            if not self.sliding_window and any(g.ratio > 1 for g in self.compressed_attention):
                 raise ValueError("compressed_attention needs sliding_window: every compressed "
-                                 "layer also attends its window of recent tokens")
+                                 "layer (ratio 2 or more) also attends its window of recent "
+                                 "tokens")
             n = sum(g.layers for g in self.compressed_attention)
             if n > self.full_attention_layers - self.banded_layers:
                 raise ValueError(f"compressed_attention covers {n} layers, more than the "
@@ -714,8 +724,21 @@ class ModelArch(CatalogEntry):
 
     @property
     def compressed_layers(self) -> int:
-        """Softmax layers whose KV is compressed along the sequence."""
+        """Softmax layers in ``compressed_attention`` (compressed along the sequence, or
+        sparse over the whole of it at ratio 1)."""
         return sum(g.layers for g in self.compressed_attention)
+
+    @property
+    def windowed_compressed_layers(self) -> int:
+        """Compressed layers that also attend a window of recent tokens (ratio 2 or more:
+        DeepSeek-V4); a ratio-1 sparse layer attends its top-k of the whole cache only."""
+        return sum(g.layers for g in self.compressed_attention if g.ratio > 1)
+
+    @property
+    def indexed_layers(self) -> int:
+        """Layers whose queries a lightning indexer scores against the context (the groups
+        with ``topk``)."""
+        return sum(g.layers for g in self.compressed_attention if g.topk)
 
     def layer_kv_heads(self, global_layer: bool = False) -> int:
         """KV heads of a banded (or, with ``global_layer``, a whole-context) layer."""

@@ -327,6 +327,15 @@ def _release_range(spec: str) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
     return (lo, hi) if lo is not None and hi is not None and lo < hi else None
 
 
+def _per_gpu_s(table: dict[str, float], gpu: str) -> float:
+    """A per-GPU table of microseconds read for ``gpu`` in seconds: its value, else the
+    median of the listed GPUs' (0 for an empty table)."""
+    if not table:
+        return 0.0
+    us = table.get(gpu)
+    return (us if us is not None else statistics.median(table.values())) * 1e-6
+
+
 class ServingEngine(CatalogEntry):
     """An inference engine (a backend at a range of versions): how it schedules and what its
     kernels reach, constants shared across GPUs (the GPU enters through its datasheet), each
@@ -419,6 +428,16 @@ class ServingEngine(CatalogEntry):
     # listed ones; an empty map: no floor
     moe_layer_floor_us: dict[EntryId, Annotated[FiniteFloat, Field(ge=0, le=1000)]] = Field(
         default_factory=dict)
+    # GPU time per layer of an iteration that a lightning indexer's attention (DeepSeek
+    # Sparse Attention: DeepSeek-V3.2, GLM-5; DeepSeek-V4's sparse layers) takes beyond the
+    # plain MLA layer's, whatever its work (the indexer's small projections, its FP8 scoring
+    # kernel's and its top-k's launches and tails), microseconds, per GPU id: the median
+    # difference of the engine's measured sparse and plain MLA decode modules at small
+    # batches and contexts (scripts/fit_sparse_attention_floor.py on AIConfigurator's
+    # per-operator tables). A GPU not listed takes the median of the listed ones; an empty
+    # map: no floor
+    sparse_layer_floor_us: dict[EntryId, Annotated[FiniteFloat, Field(ge=0, le=1000)]] = (
+        Field(default_factory=dict))
     # The engine's MLA decode kernel as measured, per GPU id and KV-cache format: [compute
     # TFLOP/s, KV read TB/s] of a roofline fitted to AIConfigurator's per-operator tables
     # (scripts/fit_mla_decode_kernels.py). The kernel reads a sequence's latent cache once
@@ -493,11 +512,12 @@ class ServingEngine(CatalogEntry):
     def moe_layer_floor_s(self, gpu: str) -> float:
         """The MoE kernels' floor per layer on ``gpu`` (seconds): its measured value, else
         the median of the measured GPUs' (0 where none was measured)."""
-        table = self.moe_layer_floor_us
-        if not table:
-            return 0.0
-        us = table.get(gpu)
-        return (us if us is not None else statistics.median(table.values())) * 1e-6
+        return _per_gpu_s(self.moe_layer_floor_us, gpu)
+
+    def sparse_layer_floor_s(self, gpu: str) -> float:
+        """The sparse attention's floor per indexed layer on ``gpu`` (seconds): its measured
+        value, else the median of the measured GPUs' (0 where none was measured)."""
+        return _per_gpu_s(self.sparse_layer_floor_us, gpu)
 
     def mla_decode_rates(self, gpu: str, kv_format: str) -> tuple[float, float] | None:
         """The measured MLA decode kernel on ``gpu`` with a ``kv_format`` cache: (FLOP/s,

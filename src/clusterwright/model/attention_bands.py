@@ -5,7 +5,8 @@ A query of a band's layer attends ``scale x min(context, window)`` keys: the who
 layer), or the entries of a KV cache compressed along the sequence (DeepSeek-V4: one entry
 per ``ratio`` tokens, ``scale`` 1 / ratio; with a lightning indexer each query attends only
 its top-k entries, a window of top-k x ratio tokens, while the indexer itself scores every
-entry). The serving step, the KV-cache sizes and the model FLOPs all read these bands, so
+entry; at ratio 1, DeepSeek Sparse Attention, the top-k of the uncompressed context). The
+serving step, the KV-cache sizes and the model FLOPs all read these bands, so
 a layer type costs and keeps the same in each of them.
 """
 
@@ -62,8 +63,9 @@ def attention_bands(arch: ModelArch) -> list[AttentionBand]:
         plain = arch.global_layers - arch.compressed_layers
         if plain:
             bands.append(AttentionBand(plain, 1.0, None, None, pf, dec, elems, 0))
-        # Every compressed layer also attends (and keeps) its window of recent tokens.
-        windowed = arch.banded_layers + arch.compressed_layers
+        # Every compressed layer also attends (and keeps) its window of recent tokens
+        # (DeepSeek-V4's; a ratio-1 sparse layer, DeepSeek-V3.2's and GLM-5's, has none).
+        windowed = arch.banded_layers + arch.windowed_compressed_layers
         if windowed and w:
             bands.append(AttentionBand(windowed, 1.0, w, w, pf, dec, elems, 0))
         for g in arch.compressed_attention:

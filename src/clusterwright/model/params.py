@@ -139,7 +139,8 @@ def mlp_params(arch: ModelArch, ffn_hidden: int, width: int | None = None) -> in
 
 
 def compression_params(arch: ModelArch) -> int:
-    """DeepSeek-V4's compressors and indexers, all layers, in parameters (0 without
+    """DeepSeek-V4's compressors and indexers (DeepSeek-V3.2's and GLM-5's indexers at ratio
+    1), all layers, in parameters (0 without
     ``compressed_attention``). A compressor gates and projects each token to the cached
     head (wkv, wgate), twice as wide where its windows overlap (the sparse groups: ratio 4 in
     the released configs), with a learned position per slot of its ratio and a norm; a
@@ -156,12 +157,17 @@ def compression_params(arch: ModelArch) -> int:
 
     total = 0
     for g in arch.compressed_attention:
-        per_layer = compressor(head, g.ratio, bool(g.topk))
+        # At ratio 1 (DeepSeek Sparse Attention) the cache is MLA's own: no compressor, and
+        # the indexer projects its key with one matrix and a LayerNorm (DeepSeek-V3.2's
+        # inference code: wk, k_norm)
+        whole = g.ratio == 1
+        per_layer = 0 if whole else compressor(head, g.ratio, bool(g.topk))
         if g.topk:
             assert arch.index_heads and arch.index_head_dim
-            per_layer += ((arch.q_lora_rank or h) * arch.index_heads * arch.index_head_dim
+            d = arch.index_head_dim
+            per_layer += ((arch.q_lora_rank or h) * arch.index_heads * d
                           + h * arch.index_heads
-                          + compressor(arch.index_head_dim, g.ratio, True))
+                          + (h * d + 2 * d if whole else compressor(d, g.ratio, True)))
         total += g.layers * per_layer
     return total
 

@@ -282,7 +282,7 @@ class StepParts(NamedTuple):
 
     dense_s: float  # dense GEMMs and the LM head: their FLOPs or their weights read
     experts_s: float  # routed experts: grouped GEMMs or weights read, and the kernels' floor
-    attention_s: float  # attention FLOPs and the KV cache read
+    attention_s: float  # attention FLOPs, the KV cache read, and a sparse indexer's floor
     comm_s: float  # TP all-reduces, MoE dispatch and combine, pipeline sends
     fixed_s: float  # per iteration and per layer: launches, scheduling, sampling
 
@@ -354,6 +354,9 @@ class DeploymentStep:
         consts = {
             "stage_layers": L * stage,
             "moe_layers": moe_layers * stage,
+            # Layers whose sparse attention's indexer takes a floor of time (``gpu_parts``)
+            "indexed_layers": a.indexed_layers * stage,
+            "sparse_floor_s": e.sparse_layer_floor_s(g.id) if a.indexed_layers else 0.0,
             "ffn_layers": ffn_layers * stage,
             "dense_flops_per_token": 2.0 * dense_params / par.tp,
             "dense_bytes": dense_params * self.dense_format.bytes_per_weight / par.tp,
@@ -547,6 +550,11 @@ class DeploymentStep:
                 / (k["peak16"] * e.attention_efficiency)
                 + (kv_read + 2.0 * k["state_bytes_per_seq"] * d)
                 / k["hbm_kv"]) + extra
+        # A sparse layer's indexer (its projections, FP8 scoring and top-k) takes a floor
+        # of time per layer beyond its work where the iteration decodes, as the engine's
+        # decode modules measure it (their prefill is not measured against a plain one)
+        if d > 0:
+            attn += k["sparse_floor_s"] * k["indexed_layers"]
         comm = self._comm(n, layers, k)
         graph = p == 0 and d <= e.cuda_graph_max_batch
         fixed = (e.graph_step_overhead_s if graph else e.step_overhead_s) + (

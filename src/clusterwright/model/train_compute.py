@@ -258,7 +258,7 @@ def layer_times(ops: Ops, c: ComputeJob, tok: Num, t: Num, ep: Num, sp: Num, rc:
     # --- attention core (16-bit): flash skips the masked half of the causal scores --------
     causal = 0.5 if c.flash else 1.0
     attn_flops = 2.0 * tok * s * (dqk + dv) / t * causal
-    if a.sliding_window and c.flash:
+    if (a.sliding_window or a.compressed_attention) and c.flash:
         # Banded layers see at most the window: min(w, s/2) keys on average, not s/2, and a
         # compressed cache (DeepSeek-V4) one entry per its ratio, or its top-k, with the
         # indexer's scoring (``attended_share``: each band's share of the FLOPs).

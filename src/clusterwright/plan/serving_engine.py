@@ -167,6 +167,12 @@ def deployment(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine,
                   f"takes the median floor of the GPUs they were measured on, "
                   f"{engine.moe_layer_floor_s(gpu.id) * 1e6:.1f} us "
                   f"({', '.join(sorted(floors))}; moe_layer_floor_us)",)
+    sparse = engine.sparse_layer_floor_us
+    if arch.indexed_layers and sparse and gpu.id not in sparse:
+        notes += (f"{engine.id}'s sparse-attention modules were not measured on {gpu.id}: each "
+                  f"indexed layer takes the median floor of the GPUs they were measured on, "
+                  f"{engine.sparse_layer_floor_s(gpu.id) * 1e6:.1f} us "
+                  f"({', '.join(sorted(sparse))}; sparse_layer_floor_us)",)
     if engine.mixed_chunk and agg is not None:
         notes += (MIXED_CHUNK_NOTE,)
     if not engine.async_scheduling and engine.seq_overhead_s > 0:
@@ -277,6 +283,10 @@ COMPRESSED_NOTE = ("attention over a compressed KV cache (DeepSeek-V4's compress
                    "heavily compressed layers, their indexer and sliding windows) is in no "
                    "measured row: modelled from the config and the paper's cache sizes, not "
                    "checked against a run")
+SPARSE_NOTE = ("DeepSeek Sparse Attention (a lightning indexer picking each query's top-k of the "
+               "latent cache) is in no row the engines were fitted or checked on: the indexer's "
+               "FP8 scoring and key cache come from the config, and its floor per layer from "
+               "the engine's measured decode modules (sparse_layer_floor_us)")
 OFFLOAD_NOTE = ("not validated: no measured row offloads weights, and the engines' own "
                 "offload paths may not reach the link's rate")
 LATENT_MOE_NOTE = ("LatentMoE experts (a latent-wide expert space behind shared projections) "
@@ -297,8 +307,10 @@ def validation_regime(dep: Deployment, isl: int | None = None) -> dict[str, Any]
                   [HYBRID_NOTE] if dep.arch.linear_attention_layers else [])
     if dep.arch.moe_latent:
         arch_notes.append(LATENT_MOE_NOTE)
-    if dep.arch.compressed_attention:
+    if dep.arch.windowed_compressed_layers:
         arch_notes.append(COMPRESSED_NOTE)
+    elif dep.arch.indexed_layers:
+        arch_notes.append(SPARSE_NOTE)
     if dep.arch.global_head_dim or dep.arch.global_kv_heads or dep.arch.global_k_eq_v:
         arch_notes.append(GLOBAL_SHAPE_NOTE)
     if dep.arch.n_ffn_layers > dep.arch.layers:
