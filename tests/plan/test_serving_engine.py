@@ -493,10 +493,11 @@ def test_an_engine_refuses_a_platform_it_does_not_run_on(engine: str, gpu: str) 
     deployment(cat, arch, cat.gpu(gpu), engine_of(cat, "vllm"), agg=Role(layout(arch)))
 
 
-def test_a_gpu_whose_moe_kernels_were_not_measured_says_which_floor_it_takes(
+def test_a_gpu_whose_kernels_were_not_measured_says_which_floor_it_takes(
         cat: Catalog) -> None:
-    """A MoE deployment on a GPU outside the engine's ``moe_layer_floor_us`` says it takes the
-    measured GPUs' median; one on a measured GPU, a dense model, or an engine without floors
+    """A MoE deployment on a GPU outside the engine's ``moe_layer_floor_us`` (a sparse-
+    attention one outside its ``sparse_layer_floor_us``) says it takes the measured GPUs'
+    median; one on a measured GPU, a model without that layer, or an engine without floors
     says nothing."""
     vllm = engine_of(cat, "vllm")
     moe, dense = cat.model("deepseek-v3"), cat.model("llama-3.1-8b")
@@ -512,6 +513,13 @@ def test_a_gpu_whose_moe_kernels_were_not_measured_says_which_floor_it_takes(
     assert "not measured" not in notes(moe, "h200-sxm")
     assert "not measured" not in notes(dense, "mi300x")
     assert "not measured" not in notes(moe, "a100-80gb-sxm", engine_of(cat, "trtllm"))
+    # The sparse-attention floor the same way: TensorRT-LLM's tables lack Hopper's pairs
+    trt, glm = engine_of(cat, "trtllm"), cat.model("glm-5")
+    text = notes(glm, "h200-sxm", trt)
+    assert "trtllm's sparse-attention modules were not measured on h200-sxm" in text
+    assert f"{trt.sparse_layer_floor_s('h200-sxm') * 1e6:.1f} us" in text
+    assert "sparse-attention" not in notes(glm, "b200", trt)
+    assert "sparse-attention" not in notes(moe, "h200-sxm", trt)
 
 
 @pytest.mark.parametrize(("spec", "said"), [
@@ -558,23 +566,3 @@ def test_the_breakdown_of_a_disaggregated_decode_iteration_is_its_tpot(
     assert p["iteration_s"] == pytest.approx(step.step_s(8192, 0, 0), rel=1e-12)
     assert sum(p["parts_s"].values()) == pytest.approx(p["iteration_s"], rel=1e-9)
     assert sum(st["ttft_parts_s"].values()) == pytest.approx(st["ttft_mean_s"], rel=1e-9)
-
-
-def test_a_gpu_whose_sparse_modules_were_not_measured_says_which_floor_it_takes(
-        cat: Catalog) -> None:
-    """A sparse-attention model on a GPU outside the engine's ``sparse_layer_floor_us`` (here
-    TensorRT-LLM on H200, whose pairs AIConfigurator's tables lack) says it takes the measured
-    GPUs' median; on a measured GPU, or a model without an indexer, nothing."""
-    trt = engine_of(cat, "trtllm")
-    glm, v3 = cat.model("glm-5"), cat.model("deepseek-v3")
-
-    def notes(arch: object, gpu: str) -> str:
-        dep = deployment(cat, arch, cat.gpu(gpu), trt, "fp8",  # type: ignore[arg-type]
-                         agg=Role(layout(arch), 1))  # type: ignore[arg-type]
-        return " ".join(dep.notes)
-
-    text = notes(glm, "h200-sxm")
-    assert "trtllm's sparse-attention modules were not measured on h200-sxm" in text
-    assert f"{trt.sparse_layer_floor_s('h200-sxm') * 1e6:.1f} us" in text
-    assert "sparse-attention" not in notes(glm, "b200")
-    assert "sparse-attention" not in notes(v3, "h200-sxm")

@@ -161,18 +161,16 @@ def deployment(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine,
                   "all-to-all) are that many times the mean, and every rank waits for it; not "
                   "validated: the measured rows the engines were fitted and checked on are "
                   "read with balanced routing (benchmark clients send random prompts)",)
-    floors = engine.moe_layer_floor_us
-    if arch.is_moe and floors and gpu.id not in floors:
-        notes += (f"{engine.id}'s MoE kernels were not measured on {gpu.id}: each MoE layer "
-                  f"takes the median floor of the GPUs they were measured on, "
-                  f"{engine.moe_layer_floor_s(gpu.id) * 1e6:.1f} us "
-                  f"({', '.join(sorted(floors))}; moe_layer_floor_us)",)
-    sparse = engine.sparse_layer_floor_us
-    if arch.indexed_layers and sparse and gpu.id not in sparse:
-        notes += (f"{engine.id}'s sparse-attention modules were not measured on {gpu.id}: each "
-                  f"indexed layer takes the median floor of the GPUs they were measured on, "
-                  f"{engine.sparse_layer_floor_s(gpu.id) * 1e6:.1f} us "
-                  f"({', '.join(sorted(sparse))}; sparse_layer_floor_us)",)
+    # A per-GPU floor the engine's kernels were not measured for on this GPU: its median
+    for applies, table, field, what, layer, floor_s in (
+            (arch.is_moe, engine.moe_layer_floor_us, "moe_layer_floor_us", "MoE kernels",
+             "MoE layer", engine.moe_layer_floor_s),
+            (arch.indexed_layers > 0, engine.sparse_layer_floor_us, "sparse_layer_floor_us",
+             "sparse-attention modules", "indexed layer", engine.sparse_layer_floor_s)):
+        if applies and table and gpu.id not in table:
+            notes += (f"{engine.id}'s {what} were not measured on {gpu.id}: each {layer} takes "
+                      f"the median floor of the GPUs they were measured on, "
+                      f"{floor_s(gpu.id) * 1e6:.1f} us ({', '.join(sorted(table))}; {field})",)
     if engine.mixed_chunk and agg is not None:
         notes += (MIXED_CHUNK_NOTE,)
     if not engine.async_scheduling and engine.seq_overhead_s > 0:
