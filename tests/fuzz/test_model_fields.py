@@ -123,3 +123,35 @@ def test_huge_new_architecture_values_end_cleanly(field: str, value: object,
                   "--engine", "sglang", "--tp", "8", "--json"]):
         o = invoke(args)
         assert not problems(o), (args[:2], problems(o), o.stderr[:500])
+
+
+# DeepSeek Sparse Attention (GLM-5): its indexer as a ratio-1 compressed group
+@pytest.mark.parametrize("field", ["compressed_attention", "index_heads", "index_head_dim"])
+def test_hostile_sparse_attention_fields_are_refused_by_name(field: str,
+                                                             tmp_path: Path) -> None:
+    found = _refusals(_hybrid("glm-5"), field, tmp_path)
+    assert not found, "\n".join(found)
+
+
+@pytest.mark.parametrize(("groups", "says"), [
+    ([{"layers": 78, "ratio": 1}], "without topk"),
+    ([{"layers": 78, "ratio": 0, "topk": 2048}], "ratio"),
+    ([{"layers": 79, "ratio": 1, "topk": 2048}], "covers 79 layers"),
+    ([{"layers": 78, "ratio": 4, "topk": 2048}], "sliding_window")])
+def test_a_malformed_sparse_group_is_refused_naming_what(groups: list[dict[str, int]],
+                                                         says: str, tmp_path: Path) -> None:
+    f = _write(tmp_path, _hybrid("glm-5") | {"compressed_attention": groups}, {})
+    o = invoke(["size", "--model", str(f), "--gpu", "h100-sxm", "--json"])
+    assert o.exit_code == 2 and not problems(o, must_refuse=True), o.stderr[:500]
+    assert "compressed_attention" in o.stderr and says in o.stderr, o.stderr[:500]
+
+
+def test_a_huge_sparse_top_k_ends_cleanly(tmp_path: Path) -> None:
+    f = _write(tmp_path, _hybrid("glm-5") | {
+        "compressed_attention": [{"layers": 78, "ratio": 1, "topk": HUGE}]}, {})
+    for args in (["size", "--model", str(f), "--gpu", "h100-sxm", "--json"],
+                 ["serve", "estimate", "--model", str(f), "--gpu", "b200",
+                  "--input-len", "1024", "--output-len", "128", "--concurrency", "4",
+                  "--engine", "sglang", "--tp", "8", "--json"]):
+        o = invoke(args)
+        assert not problems(o), (args[:2], problems(o), o.stderr[:500])
