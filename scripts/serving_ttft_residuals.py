@@ -106,23 +106,33 @@ def _pava(values: list[float], weights: list[float]) -> list[float]:
     return out
 
 
-def monotone_floor(rows: list[dict[str, Any]]) -> tuple[float, int]:
-    """MAPE of each sweep's measured TTFT against its best non-decreasing curve in the
-    clients (sweeps of three client counts or more), and the rows it covers."""
+def sweeps_by_clients(rows: list[dict[str, Any]]
+                      ) -> list[tuple[tuple[str, ...], dict[int, list[dict[str, Any]]]]]:
+    """Each sweep of three client counts or more: its key and its rows by client count,
+    the counts ascending."""
     sweeps: dict[tuple[str, ...], list[dict[str, Any]]] = defaultdict(list)
     for x in rows:
         sweeps[sweep_key(x["row"])].append(x)
-    errs: list[float] = []
-    for xs in sweeps.values():
-        by: dict[int, list[float]] = defaultdict(list)
+    out = []
+    for key, xs in sweeps.items():
+        by: dict[int, list[dict[str, Any]]] = defaultdict(list)
         for x in xs:
-            by[x["clients"]].append(math.log(x["meas"]))
-        if len(by) < 3:
-            continue
-        cs = sorted(by)
-        fit = _pava([statistics.fmean(by[c]) for c in cs], [float(len(by[c])) for c in cs])
-        curve = dict(zip(cs, fit, strict=True))
-        errs += [abs(math.exp(curve[x["clients"]]) - x["meas"]) / x["meas"] for x in xs]
+            by[x["clients"]].append(x)
+        if len(by) >= 3:
+            out.append((key, {c: by[c] for c in sorted(by)}))
+    return out
+
+
+def monotone_floor(rows: list[dict[str, Any]]) -> tuple[float, int]:
+    """MAPE of each sweep's measured TTFT against its best non-decreasing curve in the
+    clients (sweeps of three client counts or more), and the rows it covers."""
+    errs: list[float] = []
+    for _, by in sweeps_by_clients(rows):
+        fit = _pava([statistics.fmean(math.log(x["meas"]) for x in xs) for xs in by.values()],
+                    [float(len(xs)) for xs in by.values()])
+        curve = dict(zip(by, fit, strict=True))
+        errs += [abs(math.exp(curve[c]) - x["meas"]) / x["meas"]
+                 for c, xs in by.items() for x in xs]
     return 100.0 * statistics.fmean(errs), len(errs)
 
 
@@ -137,19 +147,11 @@ def _slope(points: list[tuple[float, float]]) -> float:
 def slopes(rows: list[dict[str, Any]]) -> dict[tuple[str, str], tuple[int, float, float, float]]:
     """Per (engine, mode): sweeps of 3+ client counts, the median slope of measured and of
     predicted log TTFT against log clients, and the mean |difference| of the two per sweep."""
-    sweeps: dict[tuple[str, ...], list[dict[str, Any]]] = defaultdict(list)
-    for x in rows:
-        sweeps[sweep_key(x["row"])].append(x)
     per: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
-    for key, xs in sweeps.items():
-        by: dict[int, list[dict[str, Any]]] = defaultdict(list)
-        for x in xs:
-            by[x["clients"]].append(x)
-        if len(by) < 3:
-            continue
-        lc = [math.log(c) for c in sorted(by)]
-        meas = [statistics.fmean(math.log(x["meas"]) for x in by[c]) for c in sorted(by)]
-        pred = [statistics.fmean(math.log(x["pred"]) for x in by[c]) for c in sorted(by)]
+    for key, by in sweeps_by_clients(rows):
+        lc = [math.log(c) for c in by]
+        meas = [statistics.fmean(math.log(x["meas"]) for x in xs) for xs in by.values()]
+        pred = [statistics.fmean(math.log(x["pred"]) for x in xs) for xs in by.values()]
         per[(key[0], key[3])].append((_slope(list(zip(lc, meas, strict=True))),
                                       _slope(list(zip(lc, pred, strict=True)))))
     return {k: (len(v), statistics.median(m for m, _ in v), statistics.median(p for _, p in v),
