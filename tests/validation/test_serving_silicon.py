@@ -137,6 +137,36 @@ def test_a_copied_run_beside_a_run_without_its_measurement_names_that_line(
     assert "Traceback" not in res.output
 
 
+@pytest.mark.parametrize(("column", "value", "message"), [
+    ("silicon_data_source", "x; silicon_concurrency=99999999999",
+     "silicon_data_source: silicon_concurrency=99999999999: more than 100,000 clients"),
+    ("batch_size", "99999999999", "batch_size: '99999999999' is more than 100,000"),
+    ("prefill_batch_size", "1e12", "prefill_batch_size: '1e12' is more than 100,000"),
+    ("decode_batch_size", "-4", "decode_batch_size: '-4' is not an integer >= 0"),
+])
+def test_client_counts_past_serve_estimates_bound_name_the_column(
+        column: str, value: str, message: str) -> None:
+    """Clients past the bound `serve estimate --concurrency` takes were simulated and gave a
+    TTFT MAPE of 10^11 %; a batch column no prediction reads is checked all the same."""
+    r = pick(**AGG)
+    r[column] = value
+    r["_line"] = "6"
+    with pytest.raises(InputError, match=f"line 6: {message}") as e:
+        ss.resolve(load_catalog(), r)
+    assert e.value.field == column
+
+
+def test_batch_columns_that_make_too_many_clients_name_the_column() -> None:
+    """Each batch is within the bound, their product over the decode workers is not."""
+    r = pick(**DISAGG)
+    r.update(silicon_data_source="x", decode_batch_size="1000", decode_num_workers="200",
+             decode_attention_dp_size="1", _line="3")
+    with pytest.raises(InputError, match=r"line 3: decode_batch_size: 1000 a rank makes "
+                                         r"200,000 clients, more than 100,000") as e:
+        ss.concurrency(r)
+    assert e.value.field == "decode_batch_size"
+
+
 def test_worker_counts_past_the_planners_gpus_name_the_role(tmp_path: Path) -> None:
     r = pick(**DISAGG)
     r.update(prefill_num_workers="100000000", decode_num_workers="1", _line="4")

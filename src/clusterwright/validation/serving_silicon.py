@@ -45,6 +45,7 @@ from clusterwright.plan.serving_deployment import (
 )
 from clusterwright.plan.serving_engine import roles_view
 from clusterwright.sim.serving_steady import SATURATED_SENSITIVITY, SteadyState
+from clusterwright.sim.serving_trace import MAX_REQUESTS
 from clusterwright.spec.scenario import MAX_GPUS, MAX_SEQ_LEN
 from clusterwright.spec.yamlio import YamlError, read_text
 from clusterwright.validation.rows import NotCoveredError, data_dir
@@ -1125,15 +1126,22 @@ def concurrency(r: dict[str, str]) -> int | None:
         if int(m.group(1)) < 1:
             raise _bad(r, "silicon_data_source", f"silicon_concurrency={m.group(1)}: a "
                        "benchmark runs at least one client")
+        if int(m.group(1)) > MAX_REQUESTS:
+            raise _bad(r, "silicon_data_source", f"silicon_concurrency={m.group(1)}: more "
+                       f"than {MAX_REQUESTS:,} clients (serve estimate's --concurrency bound)")
         return int(m.group(1))
     if r["mode"] == "agg":
-        b = _int(r, "batch_size", None, low=1)
-        return None if b is None else b * (_int(r, "attention_dp_size", 1) or 1)
-    b = _int(r, "decode_batch_size", None, low=1)
-    if b is None:
-        return None
-    return b * (_int(r, "decode_attention_dp_size", 1) or 1) * (
-        _int(r, "decode_num_workers", 1) or 1)
+        col, b = "batch_size", _int(r, "batch_size", None, low=1, high=MAX_REQUESTS)
+        clients = None if b is None else b * (_int(r, "attention_dp_size", 1) or 1)
+    else:
+        col, b = "decode_batch_size", _int(r, "decode_batch_size", None, low=1,
+                                           high=MAX_REQUESTS)
+        clients = None if b is None else b * (_int(r, "decode_attention_dp_size", 1) or 1) * (
+            _int(r, "decode_num_workers", 1) or 1)
+    if clients is not None and clients > MAX_REQUESTS:
+        raise _bad(r, col, f"{b} a rank makes {clients:,} clients, more than {MAX_REQUESTS:,} "
+                   "(serve estimate's --concurrency bound)")
+    return clients
 
 
 def _workers(r: dict[str, str], arch: ModelArch, par: ServingParallel,
@@ -1144,7 +1152,7 @@ def _workers(r: dict[str, str], arch: ModelArch, par: ServingParallel,
     (TRT-LLM ``enable_attention_dp``: one batch per rank); otherwise it is k replicas behind
     one load generator, and one replica sees the batch columns' clients. Returns the layout,
     the clients of the one deployment simulated, and a note (empty if no rule applied)."""
-    b = _int(r, "batch_size", None, low=1)
+    b = _int(r, "batch_size", None, low=1, high=MAX_REQUESTS)
     # The batch column counts per recorded attention-DP rank: where the TP x EP rule of
     # `_parallel` folded a recorded attention-DP of 64 into 8 ranks, the 64 still count.
     ranks = max(par.adp, _int(r, "attention_dp_size", 1) or 1)
@@ -1297,6 +1305,10 @@ def _resolve_one(cat: Catalog, r: dict[str, str],
         raise _bad(r, "isl" if isl is None else "osl", "is required")
     _float(r, "silicon_ttft_ms")
     _float(r, "silicon_tpot_ms")
+    # Checked even where the client count comes from the source: a batch past any benchmark's
+    # clients is a broken row, not a column to pass over (0 and empty: not recorded)
+    for col in ("batch_size", "prefill_batch_size", "decode_batch_size"):
+        _int(r, col, None, low=0, high=MAX_REQUESTS)
     if mode == "disagg":
         for role in ("prefill_", "decode_"):
             if not (r.get(role + "tp_size") or "").strip():
