@@ -11,7 +11,10 @@ every covered row as ``validate --table serving-silicon`` does and prints the TT
   no constant per group or per sweep can remove: how TTFT moves with the clients;
 - each sweep's measured TTFT against its own best curve that does not fall as clients are
   added (least squares on log TTFT, pool-adjacent-violators), the floor for any model whose
-  TTFT grows with load.
+  TTFT grows with load;
+- per family of aggregated rows at eight clients or fewer, how far measured TTFT sits above
+  the model in completion intervals (output length x TPOT / clients): a family near 1 waits
+  for one more request to end than the model has it wait for.
 
 With scikit-learn importable (not a dependency; ``pip install scikit-learn``) it also fits a
 gradient-boosted correction of the model's log-error from what a row records and what the
@@ -158,6 +161,25 @@ def slopes(rows: list[dict[str, Any]]) -> dict[tuple[str, str], tuple[int, float
                 statistics.fmean(abs(m - p) for m, p in v)) for k, v in sorted(per.items())}
 
 
+def interval_excess(rows: list[dict[str, Any]], max_clients: int = 8, min_rows: int = 8
+                    ) -> dict[tuple[str, ...], tuple[int, float]]:
+    """Per (engine, release, system, model, precision) of aggregated rows at ``max_clients``
+    or fewer: the rows and the median of measured minus predicted TTFT in completion
+    intervals, the time between two requests' ends in a closed loop (nominal output length x
+    measured TPOT / clients). About 1: the row's request waited for one more completion than
+    the model has it wait for; about 0: the gap, if any, is not that wait."""
+    fams: dict[tuple[str, ...], list[float]] = defaultdict(list)
+    for x in rows:
+        r = x["row"]
+        if r["mode"] != "agg" or x["clients"] > max_clients:
+            continue
+        interval = int(r["osl"]) * float(r["silicon_tpot_ms"]) / x["clients"]
+        fams[(r["backend"], r["backend_version"], r["system"], r["model_path"],
+              r["precision"])].append((x["meas"] - x["pred"]) / interval)
+    return {k: (len(v), statistics.median(v)) for k, v in sorted(fams.items())
+            if len(v) >= min_rows}
+
+
 def _features(x: dict[str, Any]) -> dict[str, Any]:
     r = x["row"]
     tp = r.get("tp_size") or r.get("decode_tp_size") or "1"
@@ -246,6 +268,11 @@ def main(argv: list[str] | None = None) -> int:
               "median model, mean |difference|):")
         for (engine, mode), (k, sm, sp, d) in slopes(rows).items():
             print(f"    {engine:7s} {mode:7s} {k:4d}  {sm:5.2f}  {sp:5.2f}  {d:5.2f}")
+        print("  aggregated rows at 8 clients or fewer: measured - model TTFT in completion "
+              "intervals (rows, median), per engine release, system, model and precision:")
+        for (engine, release, system, model, prec), (k, med) in interval_excess(rows).items():
+            print(f"    {engine:7s} {release or '-':16.16s} {system:9s} {model[-28:]:28s} "
+                  f"{prec or '-':5s} {k:4d}  {med:5.2f}")
     for line in learned(files):
         print(line)
     return 0

@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,10 +35,15 @@ def test_pava_is_the_best_non_decreasing_fit() -> None:
     assert mod._pava([1.0, 2.0, 3.0], [1.0, 1.0, 1.0]) == [1.0, 2.0, 3.0]
 
 
-@pytest.mark.slow
-def test_the_error_sits_along_the_sweeps() -> None:
+@pytest.fixture(scope="module")
+def shipped() -> tuple[Any, list[dict[str, Any]]]:
     mod = scripts.load("serving_ttft_residuals")
-    rows = mod.rows_of(DATA)
+    return mod, mod.rows_of(DATA)
+
+
+@pytest.mark.slow
+def test_the_error_sits_along_the_sweeps(shipped: tuple[Any, list[dict[str, Any]]]) -> None:
+    mod, rows = shipped
     assert len(rows) > 3000
     model = mod.mape([x["meas"] for x in rows], [x["pred"] for x in rows])
     by_group = mod.with_offsets(rows, mod.group_key)
@@ -50,3 +56,17 @@ def test_the_error_sits_along_the_sweeps() -> None:
     assert by_sweep < model - 8.0
     assert floor < 10.0 and n > 2000
     assert floor < by_sweep - 8.0
+
+
+@pytest.mark.slow
+def test_one_family_waits_one_completion_more_at_few_clients(
+        shipped: tuple[Any, list[dict[str, Any]]]) -> None:
+    """docs/serving.md: at eight clients or fewer, TensorRT-LLM 1.0.0rc3's Llama-3.1-8B sweep
+    on H100 measures one completion interval above the model; no other family does."""
+    mod, rows = shipped
+    fams = mod.interval_excess(rows)
+    llama = ("trtllm", "1.0.0rc3", "h100_sxm", "meta-llama/Llama-3.1-8B-Instruct", "")
+    n, med = fams[llama]
+    assert n >= 30 and 0.7 < med < 1.3
+    others = [m for k, (_, m) in fams.items() if k != llama]
+    assert len(others) > 20 and max(others) < 0.5 and min(others) > -0.2
