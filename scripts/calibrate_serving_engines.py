@@ -34,9 +34,10 @@ the engine's entry. Run:
         [--params NAME,NAME]
     python scripts/calibrate_serving_engines.py --regimes [--write]
 
-``--regimes`` predicts the whole table and prints (``--write``: writes into each entry's
-``validated`` list) every engine's TTFT and TPOT MAPE per GPU and serving mode, which
-``serve estimate --engine`` reports as the regime an estimate was validated in.
+``--regimes`` predicts the whole table and the held-out one (serving_silicon_aic012.csv)
+and prints (``--write``: writes into each entry's ``validated`` list) every engine's TTFT
+and TPOT MAPE per GPU and serving mode of each, which ``serve estimate --engine`` reports
+as the regime an estimate was validated in (the fitted file's, else the held-out one's).
 """
 
 from __future__ import annotations
@@ -231,36 +232,48 @@ def report(cat: Catalog, engine: ServingEngine, rows: list[Any], label: str) -> 
 MIN_LAYOUT_ROWS = 10
 
 
+# The measured file no constant was fitted on (docs/serving.md, "Held out"): its regimes
+# report the model's error on configurations it has not seen.
+HELD_OUT_FILE = "serving_silicon_aic012.csv"
+
+
 def regimes(cat: Catalog) -> dict[str, list[dict[str, Any]]]:
-    """Per engine, its TTFT and TPOT MAPE on every (GPU, mode, dense or MoE) of the shipped
-    table's rows it predicts, and on every aggregated layout (TP x attention-DP) among them
-    with ``MIN_LAYOUT_ROWS`` rows or more: the ``validated`` list of its catalog entry."""
-    res = ss.serving_silicon(cat=cat)
+    """Per engine, its TTFT and TPOT MAPE on every (GPU, mode, dense or MoE) of the rows it
+    predicts, and on every aggregated layout (TP x attention-DP) among them with
+    ``MIN_LAYOUT_ROWS`` rows or more: the ``validated`` list of its catalog entry. The shipped
+    table's rows first, then the held-out file's (``held_out``), each file's regimes its
+    own."""
     lookup = ss._lookup(cat)
-    rows = {r["id"]: r for r in ss.read_rows(ss.data_dir() / ss.FILE)}
-    Key = tuple[str, str, str, str, int, int]
-    groups: dict[Key, list[ss.RowResult]] = defaultdict(list)
-    for x in res.covered:
-        cfg = ss.resolve(cat, rows[x.id], lookup)
-        # The deployment's own mode: a run the file mislabels counts where it ran
-        mode = "agg" if cfg.dep.agg is not None else "disagg"
-        family = "moe" if cfg.dep.arch.experts else "dense"
-        groups[(cfg.dep.engine.id, cfg.dep.gpu.id, mode, family, 0, 0)].append(x)
-        if cfg.dep.agg is not None:
-            par = cfg.dep.agg.par
-            groups[(cfg.dep.engine.id, cfg.dep.gpu.id, mode, family, par.tp, par.adp)].append(x)
+    Key = tuple[bool, str, str, str, str, int, int]
+    groups: dict[Key, list[tuple[ss.RowResult, dict[str, str]]]] = defaultdict(list)
+    for held, name in ((False, ss.FILE), (True, HELD_OUT_FILE)):
+        path = ss.data_dir() / name
+        res = ss.serving_silicon(path if held else None, cat=cat)
+        rows = {r["id"]: r for r in ss.read_rows(path)}
+        for x in res.covered:
+            cfg = ss.resolve(cat, rows[x.id], lookup)
+            # The deployment's own mode: a run the file mislabels counts where it ran
+            mode = "agg" if cfg.dep.agg is not None else "disagg"
+            family = "moe" if cfg.dep.arch.experts else "dense"
+            at = (held, cfg.dep.engine.id, cfg.dep.gpu.id, mode, family)
+            groups[(*at, 0, 0)].append((x, rows[x.id]))
+            if cfg.dep.agg is not None:
+                par = cfg.dep.agg.par
+                groups[(*at, par.tp, par.adp)].append((x, rows[x.id]))
     out: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for (eng, gpu, mode, family, tp, adp), xs in sorted(groups.items()):
-        if tp and len(xs) < MIN_LAYOUT_ROWS:
+    for (held, eng, gpu, mode, family, tp, adp), pairs in sorted(groups.items()):
+        if tp and len(pairs) < MIN_LAYOUT_ROWS:
             continue
+        xs = [x for x, _ in pairs]
         out[eng].append({
             "gpu": gpu, "mode": mode, "family": family, "rows": len(xs),
             **({"tp": tp, "attention_dp": adp} if tp else {}),
+            **({"held_out": True} if held else {}),
             "ttft_mape": round(mape([x.ttft_error or 0.0 for x in xs]), 3),
             "tpot_mape": round(mape([x.tpot_error or 0.0 for x in xs]), 3),
             "ttft_median_error": round(ss.median_error(x.ttft_error for x in xs) or 0.0, 3),
             "tpot_median_error": round(ss.median_error(x.tpot_error for x in xs) or 0.0, 3),
-            "max_input_len": max(int(float(rows[x.id]["isl"])) for x in xs),
+            "max_input_len": max(int(float(r["isl"])) for _, r in pairs),
             **spread("ttft", [x.ttft_error or 0.0 for x in xs]),
             **spread("tpot", [x.tpot_error or 0.0 for x in xs])})
     return out
@@ -306,6 +319,7 @@ def write_regimes(path: str, regs: dict[str, list[dict[str, Any]]]) -> None:
             # script, whose rows span few lengths, does not)
             + (f', max_input_len: {i["max_input_len"]}' if i.get("max_input_len") else "")
             + (f', tp: {i["tp"]}, attention_dp: {i["attention_dp"]}' if i.get("tp") else "")
+            + (", held_out: true" if i.get("held_out") else "")
             + "".join(f', {m}_error_{q}: {i[f"{m}_error_{q}"]}' for m in ("ttft", "tpot")
                       for q in ("p10", "p90") if f"{m}_error_p10" in i)
             + "}" for i in items)

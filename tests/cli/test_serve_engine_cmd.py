@@ -921,3 +921,17 @@ def test_a_plan_with_a_margin_says_what_it_held_the_slos_to() -> None:
             ) in text
     plain = " ".join(cw(*args[:-4], "--num-requests", "300").stdout.split())
     assert "sized with a margin" not in plain
+
+
+def test_a_gpu_only_the_held_out_file_measured_says_its_rows_were_not_fitted_on() -> None:
+    """SGLang's constants were fitted on no H200 row; the held-out file measured it: the
+    output reports that file's error and says its rows were held out."""
+    args = ("serve", "estimate", "--model", "deepseek-v3", "--gpu", "h200-sxm", "--tp", "8",
+            "--precision", "fp8", "--engine", "sglang", "--concurrency", "32",
+            "--input-len", "1024", "--output-len", "1024", "--steady-only")
+    d = json.loads(cw(*args, "--json").stdout)
+    v = d["validation"]
+    assert v["validated"] is True and v["held_out"] is True and v["gpu"] == "h200-sxm"
+    text = " ".join(cw(*args).stdout.split())
+    assert (f"{v['rows']} measured sglang rows of MoE models on h200-sxm (agg at tp 8 x "
+            "attention-DP 1, held out: no constant was fitted on them)") in text

@@ -111,11 +111,30 @@ def test_a_layout_without_enough_rows_gets_every_layouts(cat: Catalog) -> None:
 
 def test_an_unmeasured_gpu_is_reported_as_not_validated(cat: Catalog) -> None:
     arch = cat.model("llama-3.1-8b")
-    dep = deployment(cat, arch, cat.gpu("h200-sxm"), engine_of(cat, "sglang"), "bf16",
+    dep = deployment(cat, arch, cat.gpu("h100-pcie"), engine_of(cat, "sglang"), "bf16",
                      agg=Role(layout(arch, 1), 1))
     v = validation_regime(dep)
-    assert v["validated"] is False and "no measured sglang rows on h200-sxm" in v["note"]
+    assert v["validated"] is False and "no measured sglang rows on h100-pcie" in v["note"]
     assert "architecture_note" not in v
+    # The GPUs it was checked on, those of the held-out file alone said so
+    assert "b200 agg" in v["note"] and "h200-sxm agg (held out)" in v["note"]
+    assert "b200 agg (held out)" not in v["note"]
+
+
+def test_a_gpu_only_the_held_out_file_measured_reports_those_rows(cat: Catalog) -> None:
+    """H200 is in no row the SGLang constants were fitted on; the held-out file measured it:
+    the estimate reports that file's error, flagged, rather than none."""
+    arch = cat.model("deepseek-v3")
+    e = engine_of(cat, "sglang")
+    h200 = validation_regime(deployment(cat, arch, cat.gpu("h200-sxm"), e, "fp8",
+                                        agg=Role(layout(arch, 8), 1)))
+    assert h200["validated"] is True and h200["held_out"] is True
+    assert h200["rows"] >= 10 and (h200["tp"], h200["attention_dp"]) == (8, 1)
+    # B200 is in both files: the fitted file's rows, never the two mixed
+    b200 = validation_regime(deployment(cat, arch, cat.gpu("b200"), e, "fp8",
+                                        agg=Role(layout(arch, 8), 1)))
+    assert b200["validated"] is True and b200["held_out"] is False
+    assert any(v.held_out and (v.gpu, v.mode) == ("b200", "agg") for v in e.validated)
 
 
 def test_a_hybrid_linear_attention_model_is_reported_outside_the_fitted_rows(

@@ -94,3 +94,7 @@ def test_an_engine_sized_serving_line_states_its_measured_rows_and_their_spread(
             "note": "no measured vllm rows on mi300x (agg)"}
     why = _serving_line({**row, "confidence": none, "measured_lean": None})["why"]
     assert "not validated: no measured vllm rows on mi300x (agg)" in why
+    # A regime of the held-out file says its rows were not fitted on
+    out = {**conf, "gpu": "h200-sxm", "held_out": True}
+    why = _serving_line({**row, "confidence": out})["why"]
+    assert "its 138 measured rows on h200-sxm (agg, held out: no constant fitted on them)" in why

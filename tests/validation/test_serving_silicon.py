@@ -720,10 +720,11 @@ def test_engine_regimes_in_the_catalog_match_the_model(
         if e.vendors:
             continue  # fitted and scored on serving_accelerators.csv (its own test)
         spread = ("ttft_error_p10", "ttft_error_p90", "tpot_error_p10", "tpot_error_p90")
-        stored = {(v.gpu, v.mode, v.family, v.tp, v.attention_dp): (
+        stored = {(v.gpu, v.mode, v.family, v.tp, v.attention_dp, v.held_out): (
             v.rows, v.ttft_mape, v.tpot_mape, v.ttft_median_error, v.tpot_median_error,
             *(getattr(v, f) for f in spread)) for v in e.validated}
-        fresh = {(v["gpu"], v["mode"], v["family"], v.get("tp"), v.get("attention_dp")): (
+        fresh = {(v["gpu"], v["mode"], v["family"], v.get("tp"), v.get("attention_dp"),
+                  bool(v.get("held_out"))): (
             v["rows"], v["ttft_mape"], v["tpot_mape"], v["ttft_median_error"],
             v["tpot_median_error"], *(v.get(f) for f in spread)) for v in now.get(e.id, [])}
         assert len(stored) == len(e.validated), e.id  # one entry per regime

@@ -451,8 +451,10 @@ def render_estimate(d: dict[str, Any]) -> None:
                   else ", every layout pooled")
         spread = {m: _direction(v[f"{m}_median_error"], v.get(f"{m}_error_p10"),
                               v.get(f"{m}_error_p90")) for m in ("ttft", "tpot")}
+        held = (", held out: no constant was fitted on them" if v.get("held_out") else "")
         console.print(f"validated ({what}): {v['rows']} measured "
-                      f"{v['engine']} rows of {kind}models on {v['gpu']} ({v['mode']}{layout}): "
+                      f"{v['engine']} rows of {kind}models on {v['gpu']} ({v['mode']}{layout}"
+                      f"{held}): "
                       "TTFT MAPE "
                       f"{100 * v['ttft_mape']:.0f}%{spread['ttft']}, "
                       f"TPOT MAPE {100 * v['tpot_mape']:.0f}%{spread['tpot']}")

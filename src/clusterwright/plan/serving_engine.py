@@ -324,7 +324,10 @@ def validation_regime(dep: Deployment, isl: int | None = None) -> dict[str, Any]
     # overridden carries its own `validated` list, which its author answers for.)
     replaced = dep.gpu.overrides
     family = "moe" if dep.arch.experts else "dense"
-    here = [v for v in dep.engine.validated if v.gpu == dep.gpu.id and v.mode == mode]
+    measured = [v for v in dep.engine.validated if v.gpu == dep.gpu.id and v.mode == mode]
+    # The fitted file's rows where it has this GPU and mode, else the held-out file's (no
+    # constant fitted on them): never the two mixed, whose errors mean different things.
+    here = [v for v in measured if not v.held_out] or measured
     # The rows of this model kind first (or a regime that pools both); else the other kind's,
     # said so: an engine's MoE path can miss by another factor than its dense one.
     mine = [v for v in here if v.family in (None, family)]
@@ -346,14 +349,17 @@ def validation_regime(dep: Deployment, isl: int | None = None) -> dict[str, Any]
                 extra["prompt_note"] = _prompt_note(dep, isl, v.max_input_len)
             return {"validated": True, "engine": dep.engine.id, "gpu": v.gpu, "mode": mode,
                     "family": v.family, "tp": v.tp, "attention_dp": v.attention_dp,
-                    "rows": v.rows, "ttft_mape": v.ttft_mape,
+                    "held_out": v.held_out, "rows": v.rows, "ttft_mape": v.ttft_mape,
                     "tpot_mape": v.tpot_mape, "ttft_median_error": v.ttft_median_error,
                     "tpot_median_error": v.tpot_median_error,
                     "ttft_error_p10": v.ttft_error_p10, "ttft_error_p90": v.ttft_error_p90,
                     "tpot_error_p10": v.tpot_error_p10, "tpot_error_p90": v.tpot_error_p90,
                     **extra}
     extra.pop("family_note", None)
-    seen = sorted({f"{v.gpu} {v.mode}" for v in dep.engine.validated})
+    fitted = {(v.gpu, v.mode) for v in dep.engine.validated if not v.held_out}
+    seen = sorted({f"{g} {m}" for g, m in fitted} |
+                  {f"{v.gpu} {v.mode} (held out)" for v in dep.engine.validated
+                   if v.held_out and (v.gpu, v.mode) not in fitted})
     if replaced is not None:
         return {"validated": False, "engine": dep.engine.id, "gpu": dep.gpu.id, "mode": mode,
                 "note": (f"not validated: {dep.gpu.id} is overridden by a user catalog; the "

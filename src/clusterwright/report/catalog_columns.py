@@ -123,7 +123,8 @@ COLUMNS: dict[str, list[tuple[str, Any]]] = {
         ("KV", lambda e: f"{e.admission}, {e.kv_memory_fraction:g} of {e.kv_memory_rule}"),
         ("validated (GPU mode: TTFT/TPOT MAPE)",
          # every layout pooled: a layout's own regime is what `serve estimate` reports
-         lambda e: "; ".join(f"{v.gpu} {v.mode}: {v.ttft_mape:.0%}/{v.tpot_mape:.0%}"
+         lambda e: "; ".join(f"{v.gpu} {v.mode}{' held out' if v.held_out else ''}: "
+                             f"{v.ttft_mape:.0%}/{v.tpot_mape:.0%}"
                              for v in e.validated if v.tp is None) or "-"),
     ],
     "clouds": [

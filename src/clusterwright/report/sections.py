@@ -127,8 +127,9 @@ def _engine_regime(conf: Mapping[str, Any], lean: Mapping[str, Any]) -> str:
     mape = num(conf.get("ttft_mape"))
     if mape is None:
         return ""
+    held = ", held out: no constant fitted on them" if conf.get("held_out") else ""
     out = (f"; its {fmt(conf.get('rows'))} measured rows on {text(conf.get('gpu'))} "
-           f"({text(conf.get('mode'))}): TTFT MAPE {pct(mape, 0)}")
+           f"({text(conf.get('mode'))}{held}): TTFT MAPE {pct(mape, 0)}")
     lo, hi = num(conf.get("ttft_error_p10")), num(conf.get("ttft_error_p90"))
     if lo is not None and hi is not None and lo > -1 and hi > -1:
         out += f", 8 in 10 measured {1 / (1 + hi):.2f}–{1 / (1 + lo):.2f}× the model"
