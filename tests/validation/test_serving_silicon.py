@@ -150,8 +150,8 @@ def test_batch_columns_that_make_too_many_clients_name_the_column() -> None:
     r = pick(**DISAGG)
     r.update(silicon_data_source="x", decode_batch_size="1000", decode_num_workers="200",
              decode_attention_dp_size="1", _line="3")
-    with pytest.raises(InputError, match=r"line 3: decode_batch_size: 1000 a rank makes "
-                                         r"200,000 clients, more than 100,000") as e:
+    with pytest.raises(InputError, match=r"line 3: decode_batch_size: 1,000 a rank x 200 "
+                                         r"ranks = 200,000 clients, more than 100,000") as e:
         ss.concurrency(r)
     assert e.value.field == "decode_batch_size"
 

@@ -1132,16 +1132,18 @@ def concurrency(r: dict[str, str]) -> int | None:
         return int(m.group(1))
     if r["mode"] == "agg":
         col, b = "batch_size", _int(r, "batch_size", None, low=1, high=MAX_REQUESTS)
-        clients = None if b is None else b * (_int(r, "attention_dp_size", 1) or 1)
+        ranks = _int(r, "attention_dp_size", 1) or 1
     else:
         col, b = "decode_batch_size", _int(r, "decode_batch_size", None, low=1,
                                            high=MAX_REQUESTS)
-        clients = None if b is None else b * (_int(r, "decode_attention_dp_size", 1) or 1) * (
+        ranks = (_int(r, "decode_attention_dp_size", 1) or 1) * (
             _int(r, "decode_num_workers", 1) or 1)
-    if clients is not None and clients > MAX_REQUESTS:
-        raise _bad(r, col, f"{b} a rank makes {clients:,} clients, more than {MAX_REQUESTS:,} "
-                   "(serve estimate's --concurrency bound)")
-    return clients
+    if b is None:
+        return None
+    if b * ranks > MAX_REQUESTS:
+        raise _bad(r, col, f"{b:,} a rank x {ranks:,} ranks = {b * ranks:,} clients, more than "
+                   f"{MAX_REQUESTS:,} (serve estimate's --concurrency bound)")
+    return b * ranks
 
 
 def _workers(r: dict[str, str], arch: ModelArch, par: ServingParallel,
