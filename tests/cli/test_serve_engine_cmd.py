@@ -935,3 +935,14 @@ def test_a_gpu_only_the_held_out_file_measured_says_its_rows_were_not_fitted_on(
     text = " ".join(cw(*args).stdout.split())
     assert (f"{v['rows']} measured sglang rows of MoE models on h200-sxm (agg at tp 8 x "
             "attention-DP 1, held out: no constant was fitted on them)") in text
+
+
+def test_a_plan_on_a_held_out_gpu_says_its_lean_is_of_rows_not_fitted_on() -> None:
+    args = ("serve", "plan", "--model", "llama-3.1-70b", "--gpu", "h200-sxm", "--engine",
+            "vllm", "--precision", "fp8", "--qps", "4", "--input-len", "1024",
+            "--output-len", "512", "--ttft-p99", "2", "--tpot-p99", "0.05")
+    d = json.loads(cw(*args, "--json").stdout)
+    assert d["choice"]["validation"]["held_out"] is True
+    text = " ".join(cw(*args).stdout.split())
+    assert ("measured lean: this regime's rows (held out: no constant was fitted on them) "
+            "measured TTFT") in text

@@ -526,7 +526,7 @@ def plan_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str, qp
             continue
         v = c["validation"]
         val = (f"TTFT {100 * v['ttft_mape']:.0f}% / TPOT {100 * v['tpot_mape']:.0f}% MAPE"
-               if v["validated"] else "no")
+               + (" (held out)" if v.get("held_out") else "") if v["validated"] else "no")
         t.add_row(key, _roles_text(c), str(c["copies"]), str(c["gpus"]),
                   f"{c['requests_per_s_per_copy']:.2f}", _ms(c["ttft_p99_s"]),
                   _ms(c["tpot_p99_s"]), val)
@@ -549,7 +549,10 @@ def plan_engine_cli(ctx: typer.Context, *, model: str, gpu: str, engine: str, qp
     if lean and (abs(lean["ttft_ratio"] - 1.0) >= 0.05 or abs(lean["tpot_ratio"] - 1.0) >= 0.05
                  or lean.get("p90")):
         held = "still meets" if lean["meets_slo"] else "[yellow]misses[/]"
-        console.print(f"measured lean: this regime's rows measured TTFT {lean['ttft_ratio']:.2f}x "
+        rows = ("rows (held out: no constant was fitted on them)"
+                if d["choice"]["validation"].get("held_out") else "rows")
+        console.print(f"measured lean: this regime's {rows} measured TTFT "
+                      f"{lean['ttft_ratio']:.2f}x "
                       f"and TPOT {lean['tpot_ratio']:.2f}x the model (medians); at those "
                       f"ratios the choice's p99s are TTFT {_ms(lean['ttft_p99_s'])}, TPOT "
                       f"{_ms(lean['tpot_p99_s'])}: it {held} the SLOs")
