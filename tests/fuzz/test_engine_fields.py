@@ -247,3 +247,55 @@ def test_hostile_row_releases_are_refused_skipped_or_read(tmp_path: Path) -> Non
         if (first["skipped"] is None) != (outcome == "read"):
             found.append(f"{version[:30]}: {outcome} expected, got {first['skipped']}")
     assert not found, "\n".join(found)
+
+
+def test_hostile_client_counts_of_a_measured_row_are_refused_or_finite(
+        tmp_path: Path) -> None:
+    """A measured set's client counts: the source's ``silicon_concurrency`` and the batch
+    columns. Past ``serve estimate --concurrency``'s bound (10^11 clients were simulated into
+    a TTFT MAPE of 10^11 %), non-integers, negatives and non-finite values exit 2 naming the
+    column and the line; anything accepted predicts a finite, bounded TTFT."""
+    import csv
+    import math
+    import re
+
+    from clusterwright.validation import serving_silicon as ss
+
+    with open(ss.data_dir() / ss.FILE, newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    agg = next(r for r in rows if r["mode"] == "agg" and r["batch_size"]
+               and "silicon_concurrency=" in r["silicon_data_source"])
+    found = []
+    for col in ("silicon_data_source", "batch_size", "prefill_batch_size",
+                "decode_batch_size"):
+        for value, refuse in [("99999999999", True), ("100001", True), ("1e30", True),
+                              ("18446744073709551617", True), ("-1", True), ("nan", True),
+                              ("inf", True), ("1e400", True), ("ten", True), ("2.5", True),
+                              ("100000", False), ("1", False)]:
+            if col == "silicon_data_source":
+                if not value.isdigit() or value == "1":
+                    continue  # the source's pattern reads digits only; the rest is text
+                cell = re.sub(r"silicon_concurrency=\d+", f"silicon_concurrency={value}",
+                              agg[col])
+            else:
+                cell = value
+            f = tmp_path / "rows.csv"
+            with open(f, "w", newline="", encoding="utf-8") as fh:
+                w = csv.DictWriter(fh, fieldnames=list(agg))
+                w.writeheader()
+                w.writerow({**agg, col: cell})
+            o = invoke(["validate", "--table", "serving-silicon", "--data", str(f), "--json"])
+            case = f"{col}={value[:24]}"
+            found += [f"{case}: {p}" for p in problems(o, must_refuse=refuse)]
+            if refuse:
+                if o.exit_code == 2 and not (col in o.stderr and "line 2" in o.stderr):
+                    found.append(f"{case}: the message names no column and line")
+                continue
+            if o.exit_code not in (0, 1):
+                found.append(f"{case}: exit {o.exit_code} ({o.stderr[:200]})")
+                continue
+            first = json.loads(o.stdout)["rows"][0]
+            if first["skipped"] is None and not (
+                    math.isfinite(first["pred_ttft_ms"]) and first["pred_ttft_ms"] < 1e9):
+                found.append(f"{case}: TTFT {first['pred_ttft_ms']}")
+    assert not found, "\n".join(found)
