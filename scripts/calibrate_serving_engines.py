@@ -248,6 +248,7 @@ def regimes(cat: Catalog) -> dict[str, list[dict[str, Any]]]:
     groups: dict[Key, list[tuple[ss.RowResult, dict[str, str]]]] = defaultdict(list)
     for held, name in ((False, ss.FILE), (True, HELD_OUT_FILE)):
         path = ss.data_dir() / name
+        # (None: the default shipped file, whose result a caller may already hold)
         res = ss.serving_silicon(path if held else None, cat=cat)
         rows = {r["id"]: r for r in ss.read_rows(path)}
         for x in res.covered:
