@@ -440,7 +440,8 @@ def test_a_small_file_predicts_every_row(tmp_path: Path) -> None:
     assert {"total", "covered", "ttft_mape", "tpot_mape", "partitions", "rows"} <= set(p)
     assert set(p) - {"total", "covered", "ttft_mape", "tpot_mape", "partitions", "rows"} == {
         "recorded", "repeat_noise", "unwarmed", "warmed", "saturated", "unsaturated",
-        "open_deployment", "settled_deployment", "ttft_median_error", "tpot_median_error"}
+        "open_deployment", "settled_deployment", "ttft_median_error", "tpot_median_error",
+        "within_target", "complete"}
     assert p["recorded"]["n"] <= p["covered"]
     assert p["unwarmed"]["n"] + p["warmed"]["n"] == p["covered"]
     assert p["total"] == p["covered"] == 4
@@ -451,6 +452,36 @@ def test_a_small_file_predicts_every_row(tmp_path: Path) -> None:
         assert set(q) == {"system", "backend", "mode", "n", "ttft_mape", "tpot_mape",
                           "ttft_median_error", "tpot_median_error"}
     assert res.passed  # no partition reaches 10 rows, so none is held to the target
+
+
+def _row(i: int, system: str, pred_ttft: float, note: str = "", unwarmed: bool = False
+         ) -> ss.RowResult:
+    return ss.RowResult(f"r{i}", i + 2, system, "vllm", "agg", 100.0, 10.0, pred_ttft, 10.0,
+                        None, note=note, unwarmed=unwarmed)
+
+
+def test_partitions_within_the_target_are_counted_per_metric() -> None:
+    """Only partitions of PARTITION_MIN rows count; each metric is held to the target on its
+    own, and the rows the data describes in full are counted apart."""
+    n = ss.PARTITION_MIN
+    rows = ([_row(i, "b200_sxm", 110.0) for i in range(n)]  # TTFT 10 %: within
+            + [_row(n + i, "h100_sxm", 130.0) for i in range(n)]  # TTFT 30 %: not
+            + [_row(2 * n + i, "gb200", 500.0) for i in range(n - 1)])  # too few rows
+    res = ss.SiliconResult(rows)
+    assert res.within_target() == {"partitions": 2, "ttft": 1, "tpot": 2}
+    assert not res.passed
+    # An unwarmed row and a row whose deployment is open leave the full description: the
+    # H100 partition drops below PARTITION_MIN there
+    rows[n] = replace(rows[n], unwarmed=True)
+    rows[n + 1] = replace(rows[n + 1], note=ss.POOLED_NOTE + "2 deployments")
+    res = ss.SiliconResult(rows)
+    assert [r.id for r in res.complete if r.system == "h100_sxm"] == [
+        f"r{i}" for i in range(n + 2, 2 * n)]
+    assert res.within_target(res.complete) == {"partitions": 1, "ttft": 1, "tpot": 1}
+    p = res.payload()
+    assert p["complete"]["n"] == len(rows) - 2
+    assert p["complete"]["within_target"] == {"partitions": 1, "ttft": 1, "tpot": 1}
+    assert p["within_target"] == {"partitions": 2, "ttft": 1, "tpot": 2}
 
 
 def test_a_row_the_model_cannot_hold_is_not_covered_with_the_reason(tmp_path: Path) -> None:
@@ -668,6 +699,34 @@ def test_the_text_table_reports_each_split_with_both_sides(
         assert a + b == p["covered"]
         m = re.search(rf"{a} [^;]*{what}.*?: TTFT MAPE [^;]*; the other {b}: TTFT MAPE", text)
         assert m, (what, text[:2000])
+
+
+def test_the_rows_the_data_describes_in_full_are_reported_with_their_partitions(
+        shipped_result: ss.SiliconResult, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shipped rows whose deployment is settled and whose server was warmed: their
+    count, MAPE and partitions within the target, in the JSON and in the text table, with
+    the whole table's count of partitions within the target beside its verdict."""
+    p = shipped_result.payload()
+    full = p["complete"]
+    expect = sum(1 for r in shipped_result.covered
+                 if not r.unwarmed and not ss.open_deployment(r.note))
+    assert full["n"] == expect and 1000 < expect < min(p["warmed"]["n"],
+                                                      p["settled_deployment"]["n"])
+    for counts, parts in ((p["within_target"], p["partitions"]),
+                          (full["within_target"], shipped_result.partitions(
+                              shipped_result.complete))):
+        held = [q for q in parts if q["n"] >= ss.PARTITION_MIN]
+        assert counts == {"partitions": len(held),
+                          "ttft": sum(q["ttft_mape"] <= ss.TARGET for q in held),
+                          "tpot": sum(q["tpot_mape"] <= ss.TARGET for q in held)}
+    monkeypatch.setattr("clusterwright.cli.validate_cmd.serving_silicon",
+                        _shipped_once(shipped_result))
+    text = " ".join(cw("validate", "--table", "serving-silicon").output.split())
+    w, fw = p["within_target"], full["within_target"]
+    assert (f"{full['n']} rows the data describes in full" in text
+            and f"TTFT {fw['ttft']} of {fw['partitions']}, TPOT {fw['tpot']} of "
+                f"{fw['partitions']}" in text), text[-1500:]
+    assert f"(TTFT {w['ttft']}, TPOT {w['tpot']} of {w['partitions']})" in text
 
 
 def test_validate_json_has_the_memory_table(shipped_result: ss.SiliconResult,

@@ -1613,18 +1613,35 @@ class SiliconResult:
     def covered(self) -> list[RowResult]:
         return [r for r in self.rows if r.skipped is None]
 
-    def partitions(self) -> list[dict[str, Any]]:
+    def partitions(self, rows: list[RowResult] | None = None) -> list[dict[str, Any]]:
+        """Per system x backend x mode: rows and errors, of ``rows`` (default: the covered)."""
         groups: dict[tuple[str, str, str], list[RowResult]] = {}
-        for r in self.covered:
+        for r in self.covered if rows is None else rows:
             groups.setdefault((r.system, r.backend, r.mode), []).append(r)
         return [{"system": s, "backend": b, "mode": m, "n": len(rs), **_errors(rs)}
                 for (s, b, m), rs in sorted(groups.items())]
+
+    def within_target(self, rows: list[RowResult] | None = None) -> dict[str, int]:
+        """How many partitions of ``rows`` (default: the covered) hold PARTITION_MIN rows or
+        more, and how many of those are within TARGET on TTFT and on TPOT MAPE."""
+        held = [p for p in self.partitions(rows) if p["n"] >= PARTITION_MIN]
+        return {"partitions": len(held),
+                "ttft": sum(1 for p in held if (p["ttft_mape"] or 0) <= TARGET),
+                "tpot": sum(1 for p in held if (p["tpot_mape"] or 0) <= TARGET)}
 
     @property
     def passed(self) -> bool:
         """Every partition with at least PARTITION_MIN rows within TARGET on both."""
         return all((p["ttft_mape"] or 0) <= TARGET and (p["tpot_mape"] or 0) <= TARGET
                    for p in self.partitions() if p["n"] >= PARTITION_MIN)
+
+    @property
+    def complete(self) -> list[RowResult]:
+        """Covered rows whose run the data describes in full: a deployment it settles
+        (``open_deployment`` false) on a server its client warmed up (``unwarmed`` false).
+        The other rows carry what no model reads from a row: which of several deployments
+        ran, or kernels compiled during the measured opening wave."""
+        return [r for r in self.covered if not r.unwarmed and not open_deployment(r.note)]
 
     @property
     def recorded(self) -> list[RowResult]:
@@ -1651,6 +1668,11 @@ class SiliconResult:
             # Rows whose deployment the data leaves open (``open_deployment``), and the rest
             "open_deployment": _summary([r for r in cov if open_deployment(r.note)]),
             "settled_deployment": _summary([r for r in cov if not open_deployment(r.note)]),
+            # Partitions of PARTITION_MIN+ rows, and those within TARGET on each metric: of
+            # every covered row, and of the rows the data describes in full (``complete``)
+            "within_target": self.within_target(),
+            "complete": {**_summary(self.complete),
+                         "within_target": self.within_target(self.complete)},
             "repeat_noise": self.noise,
             "partitions": self.partitions(),
             "rows": [{"id": r.id, "ttft_ms": r.ttft_ms, "tpot_ms": r.tpot_ms,
