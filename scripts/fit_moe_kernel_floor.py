@@ -38,6 +38,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from aic_tables import default_data, fullest_table  # noqa: E402
+
 from clusterwright.catalog.registry import load_catalog  # noqa: E402
 from clusterwright.model.inference import _busiest_touched  # noqa: E402
 from clusterwright.model.serving_step import FORMAT_ALIASES, FORMATS  # noqa: E402
@@ -76,10 +78,6 @@ def fit_floor(rows: Sequence[Row]) -> tuple[float, float, float]:
     return a, (1.0 / b if b > 0 else math.inf), mape
 
 
-def _version_key(v: str) -> tuple[int | str, ...]:
-    return tuple(int(p) if p.isdigit() else p for p in v.replace("rc", ".rc.").split("."))
-
-
 def read_rows(path: Path, hbm: float, max_tokens: int) -> list[Row]:
     """The balanced-routing rows of one moe_perf.parquet at ``max_tokens`` or fewer, the
     fastest kernel of each shape (as the engine picks it)."""
@@ -99,12 +97,6 @@ def read_rows(path: Path, hbm: float, max_tokens: int) -> list[Row]:
     return out
 
 
-def default_data() -> Path:
-    import aiconfigurator_core  # type: ignore[import-not-found]
-
-    return Path(aiconfigurator_core.__file__).parent / "systems" / "data"
-
-
 def main(argv: Iterable[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=None, help="AIConfigurator's systems/data")
@@ -119,17 +111,15 @@ def main(argv: Iterable[str] | None = None) -> int:
         kept = {}
         for system in sorted(p.name for p in data.iterdir() if p.is_dir()):
             g = gpus.get(system)
-            versions = sorted((p.name for p in (data / system / "moe" / eng).glob("*")
-                               if (p / "moe_perf.parquet").exists()), key=_version_key)
-            if g is None or not versions:
+            if g is None:
                 continue
-            # The engine's full table: the version with the most rows (a later one may
-            # re-measure a few formats only: TensorRT-LLM 1.3.0rc23 holds 2 of rc20's 6),
-            # the newest of equals
-            tables = [(read_rows(data / system / "moe" / eng / v / "moe_perf.parquet",
-                                 g.memory_bandwidth_gbps * 1e9, a.max_tokens), v)
-                      for v in versions]
-            rows, version = max(tables, key=lambda t: (len(t[0]), _version_key(t[1])))
+            # The engine's full table: the version with the most rows
+            hbm = g.memory_bandwidth_gbps * 1e9
+            found = fullest_table(data / system / "moe" / eng, "moe_perf",
+                                  lambda path, hbm=hbm: read_rows(path, hbm, a.max_tokens))
+            if found is None:
+                continue
+            rows, version = found
             if len(rows) < a.min_rows:
                 continue
             floor, eff, mape = fit_floor(rows)

@@ -36,6 +36,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from aic_tables import default_data, version_key  # noqa: E402
+
 from clusterwright.catalog.registry import load_catalog  # noqa: E402
 
 # (engine, plain module table, its context column); the newest version holding both tables
@@ -46,13 +48,9 @@ SPARSE = "dsa_generation_module_perf"
 PLAIN_MODEL, SPARSE_MODEL = "DeepSeek-V3", "DeepSeek-V3.2"
 
 
-def _version_key(v: str) -> tuple[int | str, ...]:
-    return tuple(int(p) if p.isdigit() else p for p in v.replace("rc", ".rc.").split("."))
-
-
 def _newest(folder: Path, table: str) -> Path | None:
     found = sorted((p for p in folder.glob(f"*/{table}.parquet")),
-                   key=lambda p: _version_key(p.parent.name))
+                   key=lambda p: version_key(p.parent.name))
     return found[-1] if found else None
 
 
@@ -62,7 +60,7 @@ def _tables(system: Path, eng: str, table: str) -> tuple[Path | None, Path | Non
     plain_dir, sparse_dir = system / "mla" / eng, system / "sparse_attention" / eng
     both = sorted({p.parent.name for p in plain_dir.glob(f"*/{table}.parquet")}
                   & {p.parent.name for p in sparse_dir.glob(f"*/{SPARSE}.parquet")},
-                  key=_version_key)
+                  key=version_key)
     if both:
         return (plain_dir / both[-1] / f"{table}.parquet",
                 sparse_dir / both[-1] / f"{SPARSE}.parquet")
@@ -101,12 +99,6 @@ def read_timings(path: Path, model: str, ctx_col: str) -> list[Timing]:
         d = d[d.model.astype(str).str.endswith(model)]
     return [(int(r.num_heads), int(r.batch_size), int(getattr(r, ctx_col)), float(r.latency))
             for r in d.itertuples()]
-
-
-def default_data() -> Path:
-    import aiconfigurator_core  # type: ignore[import-not-found]
-
-    return Path(aiconfigurator_core.__file__).parent / "systems" / "data"
 
 
 def main(argv: Iterable[str] | None = None) -> int:

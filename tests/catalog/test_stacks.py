@@ -91,6 +91,23 @@ def test_the_moe_floor_is_the_gpus_measured_one_else_their_median(catalog: Catal
             ServingEngine.model_validate(changed(e, moe_layer_floor_us=bad))
 
 
+def test_the_formats_measured_moe_speedup_is_read_per_gpu_and_format(catalog: Catalog) -> None:
+    """``moe_speedup_over_bf16``: the listed GPU's value for the listed format, None for a GPU
+    or format not listed and for an engine without measurements; values in (0, 8], narrow
+    formats only, GPUs of the catalog."""
+    e = catalog.serving_engine("sglang")
+    assert e.moe_speedup_over_bf16("b200", "fp8_block") == e.moe_format_speedup["b200"][
+        "fp8_block"]
+    assert e.moe_speedup_over_bf16("b200", "fp8") is None
+    assert e.moe_speedup_over_bf16("mi300x", "fp8_block") is None
+    assert catalog.serving_engine("trtllm").moe_speedup_over_bf16("b200", "nvfp4") is None
+    for bad in ({"b200": {"fp8_block": 0}}, {"b200": {"fp8_block": 9.0}},
+                {"b200": {"bf16": 1.0}}, {"b200": {"fp8_block": float("nan")}},
+                {"b200": [0.8]}, [0.8]):
+        with pytest.raises(ValidationError, match="moe_format_speedup"):
+            ServingEngine.model_validate(changed(e, moe_format_speedup=bad))
+
+
 def test_the_sparse_floor_is_the_gpus_measured_one_else_their_median(catalog: Catalog) -> None:
     """``sparse_layer_floor_s`` reads its table as the MoE floor does: the listed GPU's, an
     unlisted one the median, values 0-1,000 us."""

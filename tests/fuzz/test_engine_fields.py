@@ -1,6 +1,7 @@
 """Hostile values in a user catalog's serving-engine scheduling fields (``seq_overhead_s``,
 ``async_scheduling``, ``sync_versions``), platforms (``runs_on``), MoE kernel floors
-(``moe_layer_floor_us``) and MLA decode kernels (``mla_decode_kernel``): ``serve estimate
+(``moe_layer_floor_us``), the formats' measured MoE speed-ups (``moe_format_speedup``) and
+MLA decode kernels (``mla_decode_kernel``): ``serve estimate
 --catalog FILE`` must refuse what the schema does not take, naming the field, and run what it
 takes (the largest host cost included) without a traceback or an impossible number; the
 scheduling flags take no value."""
@@ -35,6 +36,11 @@ REFUSED: dict[str, list[object]] = {
                           {"h100-sxm": {"fp4": [600, 3.0]}}, {"h100-sxm": {"fp8": "fast"}},
                           {"h100-sxm": [600, 3.0]}, {"no-such-gpu": {"fp8": [600, 3.0]}},
                           [600, 3.0], {"h100-sxm": {"fp8": [None, 3.0]}}],
+    "moe_format_speedup": [{"h100-sxm": {"fp8": 0}}, {"h100-sxm": {"fp8": -1.0}},
+                           {"h100-sxm": {"fp8": 9.0}}, {"h100-sxm": {"fp8": "fast"}},
+                           {"h100-sxm": {"fp8": None}}, {"h100-sxm": {"bf16": 1.0}},
+                           {"h100-sxm": {"fp3": 1.0}}, {"h100-sxm": [1.2]}, [1.2], 1.2,
+                           {"no-such-gpu": {"fp8": 1.2}}, {"h100-sxm": {"fp8": ".nan"}}],
     # release ranges (">=A,<B") beside prefixes, and the releases the constants were fitted on
     "versions": [[], [">=0.10"], [">=0.10,<0.5"], [">=x,<1"], [">=1e400,<2"],
                  [">=0.10,<" + "9" * 5000 + "x"], "0.1", [0.1], {"a": 1}],

@@ -8,6 +8,7 @@ from dataclasses import replace
 import pytest
 
 from clusterwright.catalog.registry import Catalog, load_catalog
+from clusterwright.catalog.stacks import ServingEngine
 from clusterwright.errors import InputError
 from clusterwright.model.serving_step import ServingParallel, kv_bytes_per_token
 from clusterwright.plan.serving_deployment import (
@@ -323,6 +324,52 @@ def test_other_silicon_runs_gemms_at_its_training_stacks_efficiency(cat: Catalog
     h = deployment(cat, arch, cat.gpu("h100-sxm"), eng, precision="fp8",
                    agg=Role(layout(arch, tp=1), 1))
     assert h.notes == ()
+
+
+def test_measured_expert_kernels_set_the_narrow_formats_rate_over_bf16(cat: Catalog) -> None:
+    """An engine whose MoE kernels were measured in the narrow formats (SGLang) computes its
+    routed experts at the BF16 lane's rate times the measured speed-up, not at the format's
+    peak: on B200 its FP8-block experts are slower than its BF16 ones at prefill sizes (0.81x)
+    and its NVFP4 ones 1.62x as fast, where the datasheet says 2x and 4x. An engine without
+    measurements (TensorRT-LLM) keeps the peaks."""
+    from clusterwright.catalog.schema import Dtype
+    from clusterwright.model.serving_step import weight_format
+    from clusterwright.plan.serving_deployment import moe_speedup, silicon_gemm, step_model
+
+    arch, b200 = cat.model("qwen3.5-397b-a17b"), cat.gpu("b200")
+    sgl, trt = engine_of(cat, "sglang"), engine_of(cat, "trtllm")
+
+    def experts_s(eng: ServingEngine, fmt: str, tokens: float = 8192.0) -> float:
+        dep = deployment(cat, arch, b200, eng, precision="bf16", moe_quant=fmt,
+                         agg=Role(layout(arch, tp=8), 1))
+        assert dep.agg is not None
+        return step_model(cat, dep, dep.agg.par).gpu_parts(tokens, 0, 0, 0.0).experts_s
+
+    bf16, fp8, fp4 = (experts_s(sgl, f) for f in ("bf16", "fp8_block", "nvfp4"))
+    assert fp8 > bf16 > fp4  # 0.81x and 1.62x BF16's speed
+    assert bf16 / fp4 == pytest.approx(1.62, rel=0.15)  # the kernels' floor adds a little
+    t16, t8 = experts_s(trt, "bf16"), experts_s(trt, "fp8_block")
+    assert t16 / t8 == pytest.approx(2.0, rel=0.15)  # the peaks' ratio
+    # The factor itself: the BF16 lane's rate x the speed-up, over the lane's peak ratio
+    fmt = weight_format("fp8_block", b200)
+    dep = deployment(cat, arch, b200, sgl, precision="bf16", moe_quant="fp8_block",
+                     agg=Role(layout(arch, tp=8), 1))
+    assert dep.agg is not None
+    step = step_model(cat, dep, dep.agg.par)
+    assert step.moe_gemm_factor == pytest.approx(
+        silicon_gemm(cat, b200, Dtype.bf16, sgl)[0] * 0.81 / 2.0, rel=1e-3)
+    assert moe_speedup(sgl, "b200", fmt) == (0.81, "")
+    assert moe_speedup(trt, "b200", fmt) is None
+    assert moe_speedup(sgl, "b200", weight_format("bf16", b200)) is None
+    # Not measured in that format on that GPU: the same lane's kernels there, else the
+    # median over the GPUs measured in the format, then in the lane
+    per_tensor = weight_format("fp8", b200)
+    assert moe_speedup(sgl, "b200", per_tensor) == (0.81, "its fp8_block kernels' on b200")
+    speed, src = moe_speedup(sgl, "mi300x", weight_format("fp8_block", cat.gpu("mi300x"))) or (
+        0.0, "")
+    listed = sorted(m["fp8_block"] for m in sgl.moe_format_speedup.values() if "fp8_block" in m)
+    assert speed == pytest.approx(listed[len(listed) // 2]) and "median" in src
+    assert any("0.81x BF16's rate" in n and "as its kernels measured" in n for n in dep.notes)
 
 
 def test_a_gpu_whose_catalog_server_caps_it_serves_at_the_servers_matrix_rate(

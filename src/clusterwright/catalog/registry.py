@@ -206,6 +206,8 @@ class Catalog:
                 self._ref("serving_engines", e.id, "sparse_layer_floor_us", "gpus", g)
             for g in e.mla_decode_kernel:
                 self._ref("serving_engines", e.id, "mla_decode_kernel", "gpus", g)
+            for g in e.moe_format_speedup:
+                self._ref("serving_engines", e.id, "moe_format_speedup", "gpus", g)
 
     def _ref(self, kind: str, owner: str, fld: str, target: str, value: str) -> None:
         if value not in self.entries[target]:

@@ -433,6 +433,16 @@ class ServingEngine(CatalogEntry):
     # listed ones; an empty map: no floor
     moe_layer_floor_us: dict[EntryId, Annotated[FiniteFloat, Field(ge=0, le=1000)]] = Field(
         default_factory=dict)
+    # The engine's routed-expert GEMMs in a narrow weight format at prefill sizes, as fast as
+    # BF16's times this on the same GPU: per GPU id and format, the median over the shapes and
+    # MoE TP x EP of AIConfigurator's measured MoE kernels at 2,048-16,384 tokens of BF16's
+    # latency over the format's (scripts/fit_moe_format_speedup.py; SGLang 0.5.14 on B200:
+    # fp8_block 0.81, nvfp4 1.62, where the datasheet's peaks say 2 and 4). Where listed, the
+    # expert GEMMs compute at the BF16 lane's rate x this instead of the format's own peak;
+    # not listed: the format's peak
+    moe_format_speedup: dict[EntryId, dict[Literal[
+        "fp8", "fp8_block", "nvfp4", "mxfp4", "w4a8_mxfp4_mxfp8", "w4afp8"],
+        Annotated[FiniteFloat, Field(gt=0, le=8)]]] = Field(default_factory=dict)
     # GPU time per layer of an iteration that a lightning indexer's attention (DeepSeek
     # Sparse Attention: DeepSeek-V3.2, GLM-5; DeepSeek-V4's sparse layers) takes beyond the
     # plain MLA layer's, whatever its work (the indexer's small projections, its FP8 scoring
@@ -513,6 +523,13 @@ class ServingEngine(CatalogEntry):
     release: StrictStr = ""
     validated: list[EngineRegime] = Field(default_factory=list)
     calibration: StrictStr
+
+    def moe_speedup_over_bf16(self, gpu: str, fmt: str) -> float | None:
+        """The measured speed of the engine's expert GEMMs in weight format ``fmt`` on
+        ``gpu`` over BF16's at prefill sizes (``moe_format_speedup``), None where not
+        measured."""
+        got: float | None = self.moe_format_speedup.get(gpu, {}).get(fmt)  # type: ignore[call-overload]
+        return got
 
     def moe_layer_floor_s(self, gpu: str) -> float:
         """The MoE kernels' floor per layer on ``gpu`` (seconds): its measured value, else

@@ -111,6 +111,11 @@ def weight_format(mode: str, gpu: Gpu, field: str = "quant_mode") -> WeightForma
     return WeightFormat(key, dtype, nbytes)
 
 
+def format_peak_tflops(gpu: Gpu, dtype: Dtype) -> float:
+    """The dense peak of ``gpu`` (TFLOP/s) in the compute lane ``dtype`` (``_peak_of``)."""
+    return _peak_of(gpu, dtype)
+
+
 def _peak_of(gpu: Gpu, dtype: Dtype) -> float:
     """The dense peak (TFLOP/s) a format computes at; BF16 and FP16 stand in for each other
     (one 16-bit tensor rate on every part that lists both), a part listing neither is refused

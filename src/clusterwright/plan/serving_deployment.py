@@ -17,6 +17,7 @@ Units: seconds, bytes, tokens.
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -34,11 +35,13 @@ from clusterwright.model.memory import (
 from clusterwright.model.params import param_counts
 from clusterwright.model.serving_step import (
     ACT_BYTES,
+    FORMATS,
     Buckets,
     DeploymentStep,
     ServingParallel,
     StepParts,
     WeightFormat,
+    format_peak_tflops,
     kv_bytes_per_token,
     padded_heads,
     padding_params,
@@ -266,6 +269,46 @@ def silicon_gemm(cat: Catalog, gpu: Gpu, compute: Dtype,
     return top(own) / top(ref) * speedup, f"{own.id} against {ref.id}" + _rate_said(gpu)
 
 
+def moe_speedup(engine: ServingEngine, gpu: str, fmt: WeightFormat
+                ) -> tuple[float, str] | None:
+    """The engine's routed-expert GEMMs in ``fmt`` on ``gpu`` as fast as BF16's times the
+    first of its measured speed-ups (``ServingEngine.moe_format_speedup``) that exists: the
+    format's on this GPU; another format's of the same compute lane on this GPU; the median
+    over the GPUs measured in the format, then in the lane. With where it comes from ('' for
+    the format's own on this GPU); None for a 16-bit lane or an engine without measurements
+    (its experts compute at the format's peak)."""
+    table = engine.moe_format_speedup
+    if not table or fmt.compute not in (Dtype.fp8, Dtype.fp4):
+        return None
+    lane = sorted(f for f, (d, _) in FORMATS.items() if d == fmt.compute and f != fmt.name)
+    if (own := engine.moe_speedup_over_bf16(gpu, fmt.name)) is not None:
+        return own, ""
+    for f in lane:
+        if (v := engine.moe_speedup_over_bf16(gpu, f)) is not None:
+            return v, f"its {f} kernels' on {gpu}"
+    for names, what in (([fmt.name], fmt.name), (lane, f"{fmt.compute.value.upper()}-lane")):
+        vals = {g: v for g in sorted(table) for f in names
+                if (v := engine.moe_speedup_over_bf16(g, f)) is not None}
+        if vals:
+            return (statistics.median(vals.values()),
+                    f"the median of its {what} kernels' on {', '.join(sorted(vals))}")
+    return None
+
+
+def silicon_moe_gemm(cat: Catalog, gpu: Gpu, fmt: WeightFormat,
+                     engine: ServingEngine | None = None) -> float:
+    """Routed-expert GEMM rate of ``gpu`` in ``fmt`` relative to the engine's fitted one, as
+    a factor on the format's own peak: ``silicon_gemm``'s, or, for an engine whose kernels
+    were measured in the narrow formats (``moe_speedup``), the BF16 lane's rate times the
+    measured speed-up over BF16, over the format's peak ratio to BF16's (SGLang's FP8-block
+    experts on B200: 0.81 / 2)."""
+    got = moe_speedup(engine, gpu.id, fmt) if engine is not None else None
+    if got is None:
+        return silicon_gemm(cat, gpu, fmt.compute, engine)[0]
+    lane = format_peak_tflops(gpu, fmt.compute) / format_peak_tflops(gpu, Dtype.bf16)
+    return silicon_gemm(cat, gpu, Dtype.bf16, engine)[0] * got[0] / lane
+
+
 def silicon_attention(cat: Catalog, gpu: Gpu, engine: ServingEngine | None = None
                       ) -> tuple[float, str]:
     """Prefill-attention rate of ``gpu`` relative to the serving engine's, as a fraction of
@@ -314,7 +357,7 @@ def step_model(cat: Catalog, dep: Deployment, par: ServingParallel,
     return DeploymentStep(dep.arch, dep.gpu, dep.engine, net, par, dep.dense, dep.moe,
                           kv_bytes_per_token(dep.arch, dep.kv_format),
                           silicon_gemm(cat, gpu, dep.dense.compute, dep.engine)[0],
-                          silicon_gemm(cat, gpu, dep.moe.compute, dep.engine)[0],
+                          silicon_moe_gemm(cat, gpu, dep.moe, dep.engine),
                           buckets, (batch or dep.engine.max_batch) if static else None,
                           offload_share=share, host_read_bps=host,
                           attention_factor=silicon_attention(cat, gpu, dep.engine)[0],

@@ -20,11 +20,17 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from clusterwright.catalog.registry import Catalog
-from clusterwright.catalog.schema import Gpu, ModelArch
+from clusterwright.catalog.schema import Dtype, Gpu, ModelArch
 from clusterwright.catalog.stacks import ServingEngine
 from clusterwright.design.train import in_server, server_for
 from clusterwright.errors import InputError
-from clusterwright.model.serving_step import ServingParallel, kv_bytes_per_token, weight_format
+from clusterwright.model.serving_step import (
+    ServingParallel,
+    WeightFormat,
+    format_peak_tflops,
+    kv_bytes_per_token,
+    weight_format,
+)
 from clusterwright.plan.serving_deployment import (
     GIB,
     Deployment,
@@ -39,6 +45,7 @@ from clusterwright.plan.serving_deployment import (
     iteration_breakdown,
     kv_format_for,
     kv_link_bytes_per_s,
+    moe_speedup,
     offload_bytes,
     pool,
     silicon_gemm,
@@ -171,6 +178,8 @@ def deployment(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine,
             notes += (f"{engine.id}'s {what} were not measured on {gpu.id}: each {layer} takes "
                       f"the median floor of the GPUs they were measured on, "
                       f"{floor_s(gpu.id) * 1e6:.1f} us ({', '.join(sorted(table))}; {field})",)
+    if arch.is_moe and engine.moe_format_speedup and moe.compute in (Dtype.fp8, Dtype.fp4):
+        notes += (_moe_format_note(engine, gpu, moe),)
     if engine.mixed_chunk and agg is not None:
         notes += (MIXED_CHUNK_NOTE,)
     if not engine.async_scheduling and engine.seq_overhead_s > 0:
@@ -184,6 +193,22 @@ def deployment(cat: Catalog, arch: ModelArch, gpu: Gpu, engine: ServingEngine,
     return Deployment(arch, gpu, engine, dense, moe, kv_format_for(engine, dense), agg=agg,
                       prefill=prefill, decode=decode, speculative=speculative, notes=notes,
                       cpu_offload_gb=cpu_offload_gb, kv_offload_gb=kv_offload_gb)
+
+
+def _moe_format_note(engine: ServingEngine, gpu: Gpu, moe: WeightFormat) -> str:
+    """How fast the engine's routed experts compute in ``moe`` on ``gpu``, and which of its
+    measured kernels say so (``moe_speedup``)."""
+    lane = format_peak_tflops(gpu, moe.compute) / format_peak_tflops(gpu, Dtype.bf16)
+    got = moe_speedup(engine, gpu.id, moe)
+    if got is None:
+        return (f"{engine.id}'s routed experts compute at the {moe.name} peak, {lane:.3g}x "
+                "BF16's")
+    speedup, source = got
+    said = (f"as its kernels measured in {moe.name} on {gpu.id}" if not source else
+            f"not measured in {moe.name} on {gpu.id}: read at {source}")
+    return (f"{engine.id}'s routed experts in {moe.name} compute at {speedup:.2f}x BF16's "
+            f"rate at prefill sizes, {said}, not at the format's {lane:.3g}x peak "
+            "(moe_format_speedup)")
 
 
 KV_OFFLOAD_NOTE = ("the host tier helps requests that share a prefix (--prefix-len); its loads "
@@ -262,7 +287,7 @@ MIXED_CHUNK_NOTE = (
     "prompt chunks mixed into the decode batch (SGLang --enable-mixed-chunk): the engine's "
     "constants were fitted on its default scheduling, and the validated figures below are "
     "that scheduler's; the mixed scheduler is checked on AIConfigurator's runs with it: 70 "
-    "held-out H200 rows at TTFT 36 % / TPOT 26 % MAPE, 6 H100 rows at 92 % / 50 %")
+    "held-out H200 rows at TTFT 39 % / TPOT 25 % MAPE, 6 H100 rows at 92 % / 50 %")
 
 # Hybrid recurrent models are in no row the engines were fitted on; AIConfigurator 0.12's
 # Qwen3.5 MoE rows (validation/serving_silicon_aic012.csv, SGLang on B200, B300 and H200)
