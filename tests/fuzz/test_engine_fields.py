@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -215,6 +216,30 @@ def test_hostile_engine_releases_are_refused_or_read() -> None:
     assert not found, "\n".join(found)
 
 
+def _validate_rows(tmp: Path, rows: list[dict[str, str]], case: str, column: str,
+                   refuse: bool) -> tuple[list[str], dict[str, Any] | None]:
+    """Write ``rows`` as a measured set and run ``validate --table serving-silicon --json`` on
+    it: the problems found (a case to refuse must exit 2 naming ``column`` and line 2; one to
+    take must exit 0 or 1), and the first row's result where the command predicted."""
+    import csv
+
+    f = tmp / "rows.csv"
+    with open(f, "w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    o = invoke(["validate", "--table", "serving-silicon", "--data", str(f), "--json"])
+    found = [f"{case}: {p}" for p in problems(o, must_refuse=refuse)]
+    if refuse:
+        if o.exit_code == 2 and not (column in o.stderr and "line 2" in o.stderr):
+            found.append(f"{case}: the message names no column and line")
+        return found, None
+    if o.exit_code not in (0, 1):
+        return [*found, f"{case}: exit {o.exit_code} ({o.stderr[:200]})"], None
+    first: dict[str, Any] = json.loads(o.stdout)["rows"][0]
+    return found, first
+
+
 def test_hostile_row_releases_are_refused_skipped_or_read(tmp_path: Path) -> None:
     """A measured set's ``backend_version``: a release newer than every family is read with
     the newest (a note says so), an older one is not covered (the rest of the file still
@@ -234,22 +259,11 @@ def test_hostile_row_releases_are_refused_skipped_or_read(tmp_path: Path) -> Non
                              ("nightly-\u202e", "read"), ("-1", "refused"),
                              ("1e400", "read"), (">=0.10,<1", "refused"), ("x", "refused"),
                              (" 0.24.0 ", "read")]:
-        f = tmp_path / "rows.csv"
-        with open(f, "w", newline="", encoding="utf-8") as fh:
-            w = csv.DictWriter(fh, fieldnames=list(row))
-            w.writeheader()
-            w.writerow({**row, "backend_version": version})
-            w.writerow(row)
-        o = invoke(["validate", "--table", "serving-silicon", "--data", str(f), "--json"])
-        found += [f"{version[:30]}: {p}" for p in problems(o, must_refuse=outcome == "refused")]
-        if outcome == "refused":
-            if o.exit_code == 2 and not ("backend_version" in o.stderr and "line 2" in o.stderr):
-                found.append(f"{version[:30]}: the message names no column and line")
+        bad, first = _validate_rows(tmp_path, [{**row, "backend_version": version}, row],
+                                    version[:30], "backend_version", outcome == "refused")
+        found += bad
+        if first is None:
             continue
-        if o.exit_code not in (0, 1):
-            found.append(f"{version[:30]}: exit {o.exit_code} ({o.stderr[:200]})")
-            continue
-        first = json.loads(o.stdout)["rows"][0]
         if (first["skipped"] is None) != (outcome == "read"):
             found.append(f"{version[:30]}: {outcome} expected, got {first['skipped']}")
     assert not found, "\n".join(found)
@@ -285,22 +299,11 @@ def test_hostile_client_counts_of_a_measured_row_are_refused_or_finite(
                               agg[col])
             else:
                 cell = value
-            f = tmp_path / "rows.csv"
-            with open(f, "w", newline="", encoding="utf-8") as fh:
-                w = csv.DictWriter(fh, fieldnames=list(agg))
-                w.writeheader()
-                w.writerow({**agg, col: cell})
-            o = invoke(["validate", "--table", "serving-silicon", "--data", str(f), "--json"])
             case = f"{col}={value[:24]}"
-            found += [f"{case}: {p}" for p in problems(o, must_refuse=refuse)]
-            if refuse:
-                if o.exit_code == 2 and not (col in o.stderr and "line 2" in o.stderr):
-                    found.append(f"{case}: the message names no column and line")
+            bad, first = _validate_rows(tmp_path, [{**agg, col: cell}], case, col, refuse)
+            found += bad
+            if first is None:
                 continue
-            if o.exit_code not in (0, 1):
-                found.append(f"{case}: exit {o.exit_code} ({o.stderr[:200]})")
-                continue
-            first = json.loads(o.stdout)["rows"][0]
             if first["skipped"] is None and not (
                     math.isfinite(first["pred_ttft_ms"]) and first["pred_ttft_ms"] < 1e9):
                 found.append(f"{case}: TTFT {first['pred_ttft_ms']}")
